@@ -1,0 +1,95 @@
+"""The named errors a user can cause, shared by core, the worker and the pages."""
+
+from __future__ import annotations
+
+__all__ = [
+    "IntakeError",
+    "JobCancelled",
+    "JobCrashed",
+    "JobError",
+    "JobFailed",
+    "JobOutOfMemory",
+    "JobTimedOut",
+    "LimitExceededError",
+    "NoMatchingArchitectureError",
+    "UnknownSampleError",
+    "UnsafeModelError",
+    "UnsupportedFormatError",
+    "WorkbenchError",
+    "error_class",
+]
+
+
+class WorkbenchError(Exception):
+    """Something the user can fix; the message says what was wrong and what to do."""
+
+
+class IntakeError(WorkbenchError):
+    """An uploaded file could not be read as a model."""
+
+
+class UnsupportedFormatError(IntakeError):
+    """The bytes are not a model format we read."""
+
+
+class UnsafeModelError(IntakeError):
+    """The file would run code or reach outside its folder if opened."""
+
+
+class LimitExceededError(IntakeError):
+    """The model is larger than this instance's limits allow."""
+
+
+class NoMatchingArchitectureError(IntakeError):
+    """A state_dict whose keys match no architecture in the sample zoo."""
+
+
+class UnknownSampleError(WorkbenchError):
+    """A sample name that is not in the zoo."""
+
+
+class JobError(WorkbenchError):
+    """The worker process did not return a result."""
+
+
+class JobCrashed(JobError):
+    """The worker died from a signal (a crash in native code)."""
+
+
+class JobTimedOut(JobError):
+    """The worker ran past its wall-clock limit and was stopped."""
+
+
+class JobOutOfMemory(JobError):
+    """The worker went past its memory limit and was stopped."""
+
+
+class JobCancelled(JobError):
+    """The job was cancelled before it finished."""
+
+
+class JobFailed(JobError):
+    """The job raised an unexpected exception inside the worker."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+
+
+_BY_NAME: dict[str, type[WorkbenchError]] = {
+    cls.__name__: cls
+    for cls in (
+        WorkbenchError,
+        IntakeError,
+        UnsupportedFormatError,
+        UnsafeModelError,
+        LimitExceededError,
+        NoMatchingArchitectureError,
+        UnknownSampleError,
+    )
+}
+
+
+def error_class(name: str) -> type[WorkbenchError] | None:
+    """The user-facing error class called ``name``, so a worker's error is raised again as itself."""
+    return _BY_NAME.get(name)

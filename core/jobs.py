@@ -1,0 +1,320 @@
+"""Run heavy or untrusted work in an isolated worker process, with limits, progress, cancel and a queue.
+
+A job is a registered name, JSON-able arguments and a JSON-able result. ``submit`` hands it to a backend;
+the default backend starts a fresh Python process per job (``core.worker``), watches its wall-clock time and
+memory from the outside, and turns every way a job can end into its own error. A cluster backend (Ray) can
+implement the same ``Backend`` protocol: ``submit(spec) -> JobHandle``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import psutil
+
+from core.errors import (
+    JobCancelled,
+    JobCrashed,
+    JobError,
+    JobFailed,
+    JobOutOfMemory,
+    JobTimedOut,
+    WorkbenchError,
+    error_class,
+)
+from core.settings import PROJECT_ROOT, Settings, load_settings
+
+__all__ = [
+    "Backend",
+    "JobHandle",
+    "JobSpec",
+    "ProcessBackend",
+    "register_job",
+    "registered_jobs",
+    "run_job",
+    "submit",
+]
+
+_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class JobDefinition:
+    """Where a job's function lives and whether it must run alone on the machine."""
+
+    target: str  # "package.module:function"
+    exclusive: bool = False
+
+
+# Table of every job the worker may run; nothing outside it can be started by name.
+_JOBS: dict[str, JobDefinition] = {
+    "intake.describe_files": JobDefinition("core.intake:describe_files"),
+    "intake.describe_sample": JobDefinition("core.zoo:describe_sample"),
+}
+
+
+def register_job(name: str, target: str, *, exclusive: bool = False) -> None:
+    """Add a job to the table (later issues add export, decode, bench...; tests add crashing jobs)."""
+    _JOBS[name] = JobDefinition(target, exclusive)
+
+
+def registered_jobs() -> dict[str, JobDefinition]:
+    return dict(_JOBS)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What to run and under which limits; ``None`` limits come from the settings."""
+
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    fraction: float
+    message: str
+
+
+class JobHandle(Protocol):
+    """A submitted job, as the caller sees it."""
+
+    @property
+    def state(self) -> str:
+        """One of queued, running, done, failed, cancelled."""
+
+    @property
+    def queue_position(self) -> int | None:
+        """How many exclusive jobs are ahead of this one while it waits, else None."""
+
+    @property
+    def progress(self) -> Progress | None: ...
+
+    def done(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The job's JSON-able result; raises the job's error (a WorkbenchError subclass)."""
+
+
+class Backend(Protocol):
+    def submit(self, spec: JobSpec) -> JobHandle: ...
+
+
+class _ProcessJob:
+    """One worker process and the threads that read its messages and enforce its limits."""
+
+    def __init__(self, spec: JobSpec, definition: JobDefinition, settings: Settings) -> None:
+        self.spec = spec
+        self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
+        self._memory_bytes = (spec.memory_mb if spec.memory_mb is not None else settings.worker_memory_mb) << 20
+        self._lock = threading.Lock()
+        self._finished = threading.Event()
+        self._state = "queued" if definition.exclusive else "starting"
+        self._queue_position: int | None = None
+        self._progress: Progress | None = None
+        self._result: Any = None
+        self._error: WorkbenchError | None = None
+        self._kill_reason: str | None = None
+        self._started_at: float | None = None
+        self.peak_rss_bytes = 0
+
+        request = {
+            "target": definition.target,
+            "args": spec.args,
+            "exclusive": definition.exclusive,
+            "lock_dir": str(settings.lock_dir),
+        }
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "core.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            cwd=str(PROJECT_ROOT),
+            env=env,
+            start_new_session=True,  # its own process group, so a kill takes its children too
+        )
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(request).encode())
+        self._proc.stdin.close()
+        self._reader = threading.Thread(target=self._read_messages, daemon=True)
+        self._watchdog = threading.Thread(target=self._watch, daemon=True)
+        self._reader.start()
+        self._watchdog.start()
+
+    # -- what the caller sees -------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def queue_position(self) -> int | None:
+        return self._queue_position if self._state == "queued" else None
+
+    @property
+    def progress(self) -> Progress | None:
+        return self._progress
+
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def cancel(self) -> None:
+        self._kill("cancelled")
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"job {self.spec.name} is still {self._state}")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    # -- inside ---------------------------------------------------------------------------------------
+    def _kill(self, reason: str) -> None:
+        with self._lock:
+            if self._finished.is_set() or self._kill_reason is not None:
+                return
+            self._kill_reason = reason
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+    def _read_messages(self) -> None:
+        assert self._proc.stdout is not None
+        final: dict[str, Any] | None = None
+        for raw in self._proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            kind = message.get("type")
+            if kind == "queued":
+                self._state = "queued"
+                self._queue_position = int(message["position"])
+            elif kind == "started":
+                self._started_at = time.monotonic()
+                self._state = "running"
+            elif kind == "progress":
+                self._progress = Progress(float(message["fraction"]), str(message["message"]))
+            elif kind in ("result", "error"):
+                final = message
+        self._proc.wait()
+        self._finish(final)
+
+    def _watch(self) -> None:
+        try:
+            ps = psutil.Process(self._proc.pid)
+        except psutil.NoSuchProcess:
+            return
+        while not self._finished.is_set() and self._proc.poll() is None:
+            if self._started_at is not None and time.monotonic() - self._started_at > self._timeout_s:
+                self._kill("timeout")
+                return
+            rss = _tree_rss(ps)
+            self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+            if rss > self._memory_bytes:
+                self._kill("memory")
+                return
+            time.sleep(_POLL_S)
+
+    def _stderr_tail(self, limit: int = 4000) -> str:
+        self._stderr.seek(0, os.SEEK_END)
+        size = self._stderr.tell()
+        self._stderr.seek(max(0, size - limit))
+        return self._stderr.read().decode(errors="replace")
+
+    def _finish(self, final: dict[str, Any] | None) -> None:
+        name, code = self.spec.name, self._proc.returncode
+        limit_mb = self._memory_bytes >> 20
+        error: WorkbenchError | None = None
+        if self._kill_reason == "cancelled":
+            error = JobCancelled(f"The job '{name}' was cancelled.")
+        elif self._kill_reason == "timeout":
+            error = JobTimedOut(
+                f"The job '{name}' ran longer than its limit of {self._timeout_s:g} s and was stopped. "
+                "Try a smaller model or fewer iterations, or raise WORKBENCH_WORKER_TIMEOUT_S."
+            )
+        elif self._kill_reason == "memory" or (final and final.get("error") == "MemoryError"):
+            error = JobOutOfMemory(
+                f"The job '{name}' needed more than its memory limit of {limit_mb} MB and was stopped. "
+                "Try a smaller model or batch, or raise WORKBENCH_WORKER_MEMORY_MB."
+            )
+        elif final is not None and final["type"] == "result":
+            self._result = final["value"]
+        elif final is not None:
+            cls = error_class(final.get("error", ""))
+            if cls is not None:
+                error = cls(final["message"])
+            else:
+                error = JobFailed(
+                    f"The job '{name}' failed: {final.get('exc_type', 'Error')}: {final['message']}",
+                    details=final.get("traceback", ""),
+                )
+        elif code is not None and code < 0:
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = f"signal {-code}"
+            error = JobCrashed(
+                f"The worker running '{name}' crashed ({sig}) inside native code. The app is fine; the model "
+                "or its operators may be unsupported by this version of the library that was running."
+            )
+        else:
+            error = JobFailed(
+                f"The worker running '{name}' exited with code {code} without a result.",
+                details=self._stderr_tail(),
+            )
+        self._error = error
+        self._state = "done" if error is None else ("cancelled" if isinstance(error, JobCancelled) else "failed")
+        self._stderr.close()
+        self._finished.set()
+
+
+def _tree_rss(ps: psutil.Process) -> int:
+    total = 0
+    try:
+        total += ps.memory_info().rss
+        for child in ps.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+    except psutil.Error:
+        pass
+    return total
+
+
+class ProcessBackend:
+    """Runs each job in a fresh local Python process."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or load_settings()
+
+    def submit(self, spec: JobSpec) -> JobHandle:
+        definition = _JOBS.get(spec.name)
+        if definition is None:
+            known = ", ".join(sorted(_JOBS))
+            raise JobError(f"unknown job {spec.name!r}; the registered jobs are: {known}")
+        return _ProcessJob(spec, definition, self.settings)
+
+
+def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:
+    """Start a job on ``backend`` (a local process by default) and return its handle at once."""
+    return (backend or ProcessBackend()).submit(spec)
+
+
+def run_job(name: str, args: dict[str, Any] | None = None, backend: Backend | None = None) -> Any:
+    """Run a job to the end and return its result, raising its error."""
+    return submit(JobSpec(name, args or {}), backend).result()

@@ -1,0 +1,78 @@
+"""The model record: what every page knows about the current model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["FORMAT_LABELS", "ArchitectureMatch", "ModelRecord", "TensorSpec", "format_shape"]
+
+# format id -> what the user reads
+FORMAT_LABELS: dict[str, str] = {
+    "onnx": "ONNX model",
+    "sample": "PyTorch sample (built in code)",
+    "state_dict": "PyTorch state_dict",
+    "safetensors": "safetensors weights",
+    "torchscript": "TorchScript archive",
+    "pt2": "torch.export program (.pt2)",
+}
+
+
+@dataclass
+class TensorSpec:
+    """A graph input or output: dims are ints, symbolic names, or "?" when unknown."""
+
+    name: str
+    dtype: str
+    shape: list[int | str] | None = None  # None: rank unknown
+    dynamic_axes: dict[str, str] = field(default_factory=dict)  # axis index -> name (PyTorch models)
+
+
+@dataclass
+class ArchitectureMatch:
+    """How well a state_dict fits one architecture of the sample zoo."""
+
+    architecture: str
+    matches: bool
+    missing_keys: list[str] = field(default_factory=list)
+    unexpected_keys: list[str] = field(default_factory=list)
+    shape_mismatches: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModelRecord:
+    """The model card: identity, format, size and signature of one model."""
+
+    id: str  # sha256 of the model's bytes (main file, then data files in name order)
+    name: str
+    format: str  # a key of FORMAT_LABELS
+    size_bytes: int
+    path: str  # main file in the workspace; "" for built-in samples
+    files: list[str] = field(default_factory=list)  # every file that belongs to the model
+    inputs: list[TensorSpec] = field(default_factory=list)
+    outputs: list[TensorSpec] = field(default_factory=list)
+    parameter_count: int | None = None
+    opset: int | None = None
+    ir_version: int | None = None
+    producer: str = ""
+    node_count: int | None = None
+    architecture: str = ""  # zoo architecture (samples and state_dicts)
+    architecture_matches: list[ArchitectureMatch] = field(default_factory=list)
+    external_data: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def format_label(self) -> str:
+        return FORMAT_LABELS.get(self.format, self.format)
+
+    @property
+    def is_pytorch(self) -> bool:
+        return self.format in {"sample", "state_dict", "safetensors", "torchscript", "pt2"}
+
+
+def format_shape(shape: list[int | str] | None) -> str:
+    """1×3×112×112, with symbolic dims by name; "unknown" when the rank is not known."""
+    if shape is None:
+        return "unknown"
+    if not shape:
+        return "scalar"
+    return "×".join(str(d) for d in shape)

@@ -1,0 +1,118 @@
+"""One settings object for limits and modes, read from the environment and .streamlit/secrets.toml."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Settings", "load_settings"]
+
+ENV_PREFIX = "WORKBENCH_"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits and switches; every field can be set as WORKBENCH_<FIELD> or under [workbench] in secrets.toml."""
+
+    mode: str = "local"  # "local" (one person, their own files) or "hosted" (shared, untrusted uploads)
+    allow_code_archives: bool = True  # TorchScript and .pt2 archives carry code
+    max_upload_mb: int = 1024
+    max_nodes: int = 500_000
+    max_initializer_mb: int = 8192
+    worker_memory_mb: int = 6144
+    worker_timeout_s: float = 600.0
+    data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
+    workspace_max_age_h: float = 24.0
+
+    @property
+    def hosted(self) -> bool:
+        return self.mode == "hosted"
+
+    @property
+    def workspace_root(self) -> Path:
+        return Path(self.data_dir) / "workspaces"
+
+    @property
+    def lock_dir(self) -> Path:
+        return Path(self.data_dir) / "locks"
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * 1024 * 1024
+
+    @property
+    def max_initializer_bytes(self) -> int:
+        return self.max_initializer_mb * 1024 * 1024
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# Hosted mode serves strangers: tighter limits, and code archives off unless the operator turns them on.
+_HOSTED_DEFAULTS: dict[str, Any] = {
+    "allow_code_archives": False,
+    "max_upload_mb": 200,
+    "max_nodes": 100_000,
+    "max_initializer_mb": 1024,
+    "worker_memory_mb": 3072,
+    "worker_timeout_s": 180.0,
+    "workspace_max_age_h": 6.0,
+}
+
+
+def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if kind is bool and isinstance(raw, str):
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise ValueError(f"setting {name}={raw!r}: expected true or false")
+    try:
+        return kind(raw)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"setting {name}={raw!r}: expected a {kind.__name__}") from exc
+
+
+def _secrets(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    section = data.get("workbench", {})
+    return section if isinstance(section, dict) else {}
+
+
+def load_settings(
+    environ: dict[str, str] | None = None, secrets_path: str | os.PathLike[str] | None = None
+) -> Settings:
+    """Settings from defaults, then the mode's defaults, then secrets.toml, then WORKBENCH_* variables."""
+    env = dict(os.environ if environ is None else environ)
+    secrets = _secrets(Path(secrets_path) if secrets_path else PROJECT_ROOT / ".streamlit" / "secrets.toml")
+    fields = {f.name: f for f in dataclasses.fields(Settings)}
+    kinds = {name: type(f.default) for name, f in fields.items()}
+
+    def lookup(name: str) -> Any:
+        if ENV_PREFIX + name.upper() in env:
+            return env[ENV_PREFIX + name.upper()]
+        return secrets.get(name)
+
+    mode = str(lookup("mode") or "local").strip().lower()
+    if mode not in {"local", "hosted"}:
+        raise ValueError(f"setting mode={mode!r}: expected 'local' or 'hosted'")
+    values: dict[str, Any] = {"mode": mode}
+    if mode == "hosted":
+        values.update(_HOSTED_DEFAULTS)
+    for name in fields:
+        if name == "mode":
+            continue
+        raw = lookup(name)
+        if raw is not None:
+            values[name] = _coerce(name, raw, kinds[name])
+    return Settings(**values)

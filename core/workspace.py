@@ -1,0 +1,70 @@
+"""Per-session workspace folders: where a session's uploads and results live, removed when it ends."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import uuid
+import weakref
+from pathlib import Path
+
+__all__ = ["Workspace", "sweep_workspaces", "safe_filename"]
+
+_MARKER = ".last-used"
+
+
+def safe_filename(name: str, fallback: str = "upload") -> str:
+    """A plain file name from whatever a browser sent: no folders, no odd characters, never empty."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")
+    return cleaned[:120] or fallback
+
+
+class Workspace:
+    """A folder that belongs to one session; deleted when this object is garbage-collected or closed."""
+
+    def __init__(self, root: str | Path, session_id: str | None = None) -> None:
+        self.id = session_id or uuid.uuid4().hex
+        self.path = Path(root) / self.id
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.touch()
+        # The folder goes when the session's state goes (Streamlit drops it after the browser disconnects).
+        self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
+
+    def touch(self) -> None:
+        """Mark the workspace as in use, so the age sweep leaves it alone."""
+        (self.path / _MARKER).touch()
+
+    def new_folder(self, prefix: str) -> Path:
+        folder = self.path / f"{prefix}-{uuid.uuid4().hex[:12]}"
+        folder.mkdir(parents=True)
+        return folder
+
+    def close(self) -> None:
+        self._finalizer()
+
+    @property
+    def closed(self) -> bool:
+        return not self._finalizer.alive
+
+
+def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = None) -> list[Path]:
+    """Remove workspaces unused for longer than ``max_age_s`` (left by crashed or killed servers)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    now = time.time() if now is None else now
+    removed = []
+    for folder in root.iterdir():
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        marker = folder / _MARKER
+        try:
+            last = marker.stat().st_mtime if marker.exists() else folder.stat().st_mtime
+        except OSError:
+            continue
+        if now - last > max_age_s:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

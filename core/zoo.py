@@ -1,0 +1,216 @@
+"""The sample zoo: small models built in code, seeded, with their example inputs and dynamic axes."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.errors import UnknownSampleError
+from core.model import ModelRecord, TensorSpec
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["SAMPLES", "Sample", "build_model", "describe_sample", "example_inputs", "get_sample"]
+
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A built-in model: how to build it and how it is called."""
+
+    name: str
+    title: str
+    description: str
+    inputs: dict[str, tuple[int, ...]]  # input name -> example shape
+    outputs: tuple[str, ...]
+    dynamic_axes: dict[str, dict[int, str]] = field(default_factory=dict)
+    input_dtype: str = "float32"
+
+
+SAMPLES: dict[str, Sample] = {
+    s.name: s
+    for s in (
+        Sample(
+            "tinycnn",
+            "TinyCNN",
+            "Two conv blocks (conv, BatchNorm, ReLU, max-pool) and a linear head: the classic first export.",
+            {"input": (1, 3, 112, 112)},
+            ("logits",),
+            {"input": {0: "batch"}},
+        ),
+        Sample(
+            "classifier",
+            "Linear classifier",
+            "One Linear layer 768→2, as on top of a sentence embedding.",
+            {"input": (1, 768)},
+            ("logits",),
+            {"input": {0: "batch"}},
+        ),
+        Sample(
+            "mlp",
+            "MLP",
+            "Three Linear layers with ReLU, 784→256→128→10, as for flattened 28×28 digits.",
+            {"input": (1, 784)},
+            ("logits",),
+            {"input": {0: "batch"}},
+        ),
+        Sample(
+            "transformer",
+            "Tiny Transformer encoder",
+            "Two TransformerEncoder layers (d_model 64, 4 heads): dynamic batch and sequence length.",
+            {"tokens": (1, 16, 64)},
+            ("hidden",),
+            {"tokens": {0: "batch", 1: "seq"}},
+        ),
+        Sample(
+            "resnet",
+            "Tiny ResNet",
+            "A stem and two residual blocks with skip connections, global pooling and a linear head.",
+            {"image": (1, 3, 32, 32)},
+            ("logits",),
+            {"image": {0: "batch"}},
+        ),
+    )
+}
+
+
+def get_sample(name: str) -> Sample:
+    try:
+        return SAMPLES[name]
+    except KeyError:
+        raise UnknownSampleError(
+            f"There is no sample called {name!r}. The samples are: {', '.join(SAMPLES)}."
+        ) from None
+
+
+def _tinycnn(nn: Any) -> Any:
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.BatchNorm2d(32),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(32 * 28 * 28, 10),
+    )
+
+
+def _classifier(nn: Any) -> Any:
+    return nn.Sequential(nn.Linear(768, 2))
+
+
+def _mlp(nn: Any) -> Any:
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def _transformer(nn: Any) -> Any:
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=0.0, batch_first=True)
+    return nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
+
+
+def _resnet(nn: Any) -> Any:
+    class Block(nn.Module):  # type: ignore[misc, name-defined]
+        def __init__(self, channels: int) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(channels)
+            self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(channels)
+            self.relu = nn.ReLU()
+
+        def forward(self, x: Any) -> Any:
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + x)
+
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1, bias=False),
+        nn.BatchNorm2d(16),
+        nn.ReLU(),
+        Block(16),
+        Block(16),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(16, 10),
+    )
+
+
+_BUILDERS: dict[str, Callable[[Any], Any]] = {
+    "tinycnn": _tinycnn,
+    "classifier": _classifier,
+    "mlp": _mlp,
+    "transformer": _transformer,
+    "resnet": _resnet,
+}
+
+
+def build_model(name: str) -> torch.nn.Module:
+    """The sample's module in eval mode, with the same weights every time (seeded)."""
+    import torch
+    from torch import nn
+
+    get_sample(name)
+    torch.manual_seed(SEED)
+    model = _BUILDERS[name](nn)
+    # Give BatchNorm non-trivial statistics so that folding it into Conv is a real change.
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
+            with torch.no_grad():
+                module.running_mean.uniform_(-0.1, 0.1)
+                module.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def example_inputs(name: str, seed: int = SEED) -> dict[str, torch.Tensor]:
+    import torch
+
+    sample = get_sample(name)
+    generator = torch.Generator().manual_seed(seed)
+    return {k: torch.randn(*shape, generator=generator) for k, shape in sample.inputs.items()}
+
+
+def state_dict_shapes(name: str) -> dict[str, tuple[int, ...]]:
+    """Key -> shape of the sample's state_dict, to match uploaded weights against."""
+    return {k: tuple(v.shape) for k, v in build_model(name).state_dict().items()}
+
+
+def describe_sample(name: str) -> ModelRecord:
+    """The model card of a built-in sample (runs in the worker: it imports torch)."""
+    import torch
+
+    sample = get_sample(name)
+    model = build_model(name)
+    inputs = example_inputs(name)
+    with torch.no_grad():
+        out = model(*inputs.values())
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    digest = hashlib.sha256()
+    for key, tensor in model.state_dict().items():
+        digest.update(key.encode())
+        digest.update(tensor.detach().contiguous().numpy().tobytes())
+
+    def spec(name: str, tensor: torch.Tensor, axes: dict[int, str] | None = None) -> TensorSpec:
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        dynamic = {str(axis): label for axis, label in (axes or {}).items()}
+        return TensorSpec(name, dtype, list(tensor.shape), dynamic)
+
+    size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    return ModelRecord(
+        id=digest.hexdigest(),
+        name=sample.name,
+        format="sample",
+        size_bytes=size,
+        path="",
+        inputs=[spec(k, v, sample.dynamic_axes.get(k, {})) for k, v in inputs.items()],
+        outputs=[spec(n, t) for n, t in zip(sample.outputs, outs, strict=True)],
+        parameter_count=sum(p.numel() for p in model.parameters()),
+        architecture=sample.name,
+        notes=[sample.description],
+    )

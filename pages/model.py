@@ -1,0 +1,120 @@
+"""Model: upload a model or pick a sample; it becomes the current model for every later page."""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from core import zoo
+from core.errors import JobFailed, WorkbenchError
+from core.model import ModelRecord, format_shape
+from core.records import from_jsonable
+from core.workspace import safe_filename
+from ui import session
+from ui.cards import model_card
+from ui.jobs import run_with_status
+from ui.text import human_bytes
+
+st.title("Model")
+st.markdown(
+    "Bring the model you want to deploy. The app recognises the format from the file's bytes, not its name, "
+    "and opens it in an isolated worker process, never in the web server. Whatever you choose here becomes "
+    "the **current model** for every later page."
+)
+
+config = session.settings()
+
+
+def show_error(exc: WorkbenchError) -> None:
+    st.error(str(exc))
+    if isinstance(exc, JobFailed) and exc.details and not config.hosted:
+        with st.expander("Technical details"):
+            st.code(exc.details, language=None)
+
+
+@st.cache_data(show_spinner=False)
+def sample_record(name: str) -> dict:
+    """Samples are the same for everyone, so their records are cached across sessions by name."""
+    return run_with_status("intake.describe_sample", {"name": name}, f"Building sample '{name}'")
+
+
+upload_tab, sample_tab = st.tabs(["Upload a file", "Pick a sample"])
+
+with upload_tab:
+    files = st.file_uploader(
+        "ONNX (.onnx, with its external-data files, or a .zip of the model folder), a PyTorch state_dict, "
+        "safetensors, a TorchScript archive or a torch.export .pt2 program",
+        accept_multiple_files=True,
+        key="uploads",
+    )
+    st.caption(
+        f"Up to {human_bytes(config.max_upload_bytes)} in all. "
+        + ("TorchScript and .pt2 archives carry code and are refused on this hosted instance." if not
+           config.allow_code_archives else "TorchScript and .pt2 archives carry code: they are opened only in the worker.")
+    )
+
+with sample_tab:
+    names = list(zoo.SAMPLES)
+    choice = st.selectbox(
+        "Sample",
+        names,
+        format_func=lambda n: f"{zoo.SAMPLES[n].title} — "
+        + ", ".join(f"{k} {format_shape(list(v))}" for k, v in zoo.SAMPLES[n].inputs.items()),
+        key="sample_choice",
+    )
+    st.caption(zoo.SAMPLES[choice].description)
+    if st.button("Use this sample", type="primary", key="use_sample"):
+        try:
+            record = from_jsonable(ModelRecord, sample_record(choice))
+            session.set_current_model(record)
+        except WorkbenchError as exc:
+            show_error(exc)
+
+if files:
+    total = sum(f.size for f in files)
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda f: f.name):
+        digest.update(f.name.encode())
+        digest.update(f.getbuffer())
+    fingerprint = digest.hexdigest()
+    if st.session_state.get("upload_fingerprint") != fingerprint:
+        st.session_state["upload_fingerprint"] = fingerprint
+        st.session_state.pop("upload_error", None)
+        if total > config.max_upload_bytes:
+            st.session_state["upload_error"] = WorkbenchError(
+                f"The upload is {human_bytes(total)}; this instance accepts at most "
+                f"{human_bytes(config.max_upload_bytes)} (setting WORKBENCH_MAX_UPLOAD_MB)."
+            )
+        else:
+            # Bytes are written to this session's folder; only the worker opens them.
+            folder = session.workspace().new_folder("upload")
+            paths = []
+            for f in files:
+                target = folder / safe_filename(f.name)
+                target.write_bytes(f.getbuffer())
+                paths.append(str(target))
+            try:
+                data = run_with_status(
+                    "intake.describe_files",
+                    {
+                        "paths": paths,
+                        "max_nodes": config.max_nodes,
+                        "max_initializer_bytes": config.max_initializer_bytes,
+                        "allow_code_archives": config.allow_code_archives,
+                    },
+                    "Reading the upload",
+                )
+                session.set_current_model(from_jsonable(ModelRecord, data))
+            except WorkbenchError as exc:
+                st.session_state["upload_error"] = exc
+    if "upload_error" in st.session_state:
+        show_error(st.session_state["upload_error"])
+
+record = session.current_model()
+if record is None:
+    st.info("No model yet. Upload a file above, or pick a sample to start with.")
+    st.stop()
+
+st.markdown("#### Current model")
+model_card(record)

@@ -1,0 +1,21 @@
+"""ONNX Workbench: the router. Page config, the walk-through navigation and the sidebar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import session
+from ui.cards import sidebar_model
+
+st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
+
+WALK_THROUGH = [
+    st.Page("pages/model.py", title="Model", icon="📦", default=True),
+]
+
+page = st.navigation({"Walk-through": WALK_THROUGH})
+session.workspace()  # create this session's folder before any page writes to it
+sidebar_model(session.current_model())
+if session.settings().hosted:
+    st.sidebar.caption("Hosted mode: uploads are limited and code archives are refused.")
+page.run()

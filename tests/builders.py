@@ -1,0 +1,189 @@
+"""Models shaped like the ones found in the wild, built by the tests (nothing is downloaded)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def _model(graph: onnx.GraphProto, **kwargs: object) -> onnx.ModelProto:
+    model = helper.make_model(graph, opset_imports=kwargs.pop("opset_imports", OPSET), **kwargs)  # type: ignore[arg-type]
+    model.ir_version = 8
+    return model
+
+
+def relu_model() -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+    )
+    return _model(graph, producer_name="tests")
+
+
+def constant_weights_model() -> onnx.ModelProto:
+    """Weights in Constant nodes instead of initializers, as Paddle and TF exports do."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "w_value")
+    b = numpy_helper.from_array(np.zeros(4, np.float32), "b_value")
+    nodes = [
+        helper.make_node("Constant", [], ["w"], value=w, name="const_w"),
+        helper.make_node("Constant", [], ["b"], value=b, name="const_b"),
+        helper.make_node("MatMul", ["x", "w"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "paddle_like",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["?", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["?", 4])],
+    )
+    return _model(graph, producer_name="PaddlePaddle")
+
+
+def control_flow_model() -> onnx.ModelProto:
+    """An If whose branches hold their own nodes, and a Loop with a body: subgraphs at two depths."""
+    then_graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["then_out"], name="then_relu")],
+        "then_branch",
+        [],
+        [helper.make_tensor_value_info("then_out", TensorProto.FLOAT, [2])],
+    )
+    else_graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["else_out"], name="else_neg")],
+        "else_branch",
+        [],
+        [helper.make_tensor_value_info("else_out", TensorProto.FLOAT, [2])],
+    )
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
+            helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="body_add"),
+        ],
+        "loop_body",
+        [
+            helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
+        ],
+    )
+    nodes = [
+        helper.make_node("If", ["flag"], ["branch"], then_branch=then_graph, else_branch=else_graph, name="if"),
+        helper.make_node("Loop", ["trips", "", "branch"], ["summed"], body=body, name="loop"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "control_flow",
+        [
+            helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+        ],
+        [helper.make_tensor_value_info("summed", TensorProto.FLOAT, [2])],
+    )
+    return _model(graph)
+
+
+def fp16_model() -> onnx.ModelProto:
+    w = numpy_helper.from_array(np.ones((4, 4), np.float16), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        "half",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 4])],
+        [w],
+    )
+    return _model(graph)
+
+
+def mixed_inputs_model() -> onnx.ModelProto:
+    """Several inputs of different dtypes; symbolic dims named '?', '-1' and left empty."""
+    ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "-1"])
+    mask = helper.make_tensor_value_info("mask", TensorProto.BOOL, ["?", ""])
+    scale = helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1])
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["ids_f"], to=TensorProto.FLOAT, name="cast_ids"),
+        helper.make_node("Cast", ["mask"], ["mask_f"], to=TensorProto.FLOAT, name="cast_mask"),
+        helper.make_node("Mul", ["ids_f", "mask_f"], ["masked"], name="mul"),
+        helper.make_node("Mul", ["masked", "scale"], ["out"], name="scale_mul"),
+    ]
+    out = helper.make_tensor_value_info("out", TensorProto.FLOAT, None)
+    return _model(helper.make_graph(nodes, "mixed", [ids, mask, scale], [out]))
+
+
+def chain_model(n_nodes: int = 400) -> onnx.ModelProto:
+    """Hundreds of nodes, each with a small initializer: a long chain of Add and Relu."""
+    nodes, inits = [], []
+    prev = "x"
+    for i in range(n_nodes // 2):
+        inits.append(numpy_helper.from_array(np.full((16,), 0.01 * i, np.float32), f"bias_{i}"))
+        nodes.append(helper.make_node("Add", [prev, f"bias_{i}"], [f"a{i}"], name=f"add_{i}"))
+        nodes.append(helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu_{i}"))
+        prev = f"r{i}"
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", 16])],
+        inits,
+    )
+    return _model(graph)
+
+
+def function_model() -> onnx.ModelProto:
+    """A model-local function (opset-17 style), called from the main graph."""
+    fn = helper.make_function(
+        "custom.fn",
+        "DoubleRelu",
+        ["a"],
+        ["b"],
+        [helper.make_node("Relu", ["a"], ["r"]), helper.make_node("Add", ["r", "r"], ["b"])],
+        [helper.make_opsetid("", 17)],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("DoubleRelu", ["x"], ["y"], domain="custom.fn", name="call")],
+        "with_function",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+    )
+    return _model(graph, functions=[fn], opset_imports=[*OPSET, helper.make_opsetid("custom.fn", 1)])
+
+
+def save_with_external_data(model: onnx.ModelProto, folder: Path, name: str = "model.onnx") -> Path:
+    """Write ``model`` with every initializer in one external file beside it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    onnx.save_model(
+        model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+        location=name + ".data", size_threshold=0,
+    )
+    return path
+
+
+def set_external_location(model: onnx.ModelProto, location: str, offset: int = 0, length: int | None = None) -> None:
+    """Point the first initializer at ``location`` (for hostile-path tests)."""
+    tensor = model.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    del tensor.external_data[:]
+    entries = {"location": location, "offset": str(offset)}
+    if length is not None:
+        entries["length"] = str(length)
+    for key, value in entries.items():
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+
+
+def write(model: onnx.ModelProto, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(model.SerializeToString())
+    return path

@@ -1,0 +1,27 @@
+"""Showing text taken from a model: escaped, so names and doc strings cannot become markup or links."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["md_escape", "human_bytes"]
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
+
+
+def md_escape(text: str, limit: int = 300) -> str:
+    """Plain text for st.markdown: every markdown and HTML character escaped, and long text cut short."""
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit] + f"… ({len(text):,} characters)"
+    text = text.replace("\n", " ").replace("\r", " ")
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def human_bytes(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} TB"
