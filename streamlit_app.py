@@ -15,6 +15,8 @@ WALK_THROUGH = [
 
 page = st.navigation({"Walk-through": WALK_THROUGH})
 session.workspace()  # create this session's folder before any page writes to it
+st.sidebar.title("🧪 ONNX Workbench")
+st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
 sidebar_model(session.current_model())
 if session.settings().hosted:
     st.sidebar.caption("Hosted mode: uploads are limited and code archives are refused.")

@@ -82,8 +82,9 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not litter the disk with core files
 
     request = json.loads(sys.stdin.read())
+    machine_lock = None  # held (open and locked) until this process exits
     if request.get("exclusive"):
-        _wait_for_machine(Path(request["lock_dir"]), channel)
+        machine_lock = _wait_for_machine(Path(request["lock_dir"]), channel)
     channel.send(type="started", pid=os.getpid())
 
     def progress(fraction: float, message: str = "") -> None:
@@ -113,6 +114,7 @@ def main() -> int:
                 message=str(exc)[:2000],
                 traceback=traceback.format_exc()[-8000:],
             )
+    del machine_lock
     return 0
 
 

@@ -50,8 +50,11 @@ with upload_tab:
     )
     st.caption(
         f"Up to {human_bytes(config.max_upload_bytes)} in all. "
-        + ("TorchScript and .pt2 archives carry code and are refused on this hosted instance." if not
-           config.allow_code_archives else "TorchScript and .pt2 archives carry code: they are opened only in the worker.")
+        + (
+            "TorchScript and .pt2 archives carry code and are refused on this hosted instance."
+            if not config.allow_code_archives
+            else "TorchScript and .pt2 archives carry code: they are opened only in the worker."
+        )
     )
 
 with sample_tab:
@@ -59,8 +62,10 @@ with sample_tab:
     choice = st.selectbox(
         "Sample",
         names,
-        format_func=lambda n: f"{zoo.SAMPLES[n].title} — "
-        + ", ".join(f"{k} {format_shape(list(v))}" for k, v in zoo.SAMPLES[n].inputs.items()),
+        format_func=lambda n: (
+            f"{zoo.SAMPLES[n].title} — "
+            + ", ".join(f"{k} {format_shape(list(v))}" for k, v in zoo.SAMPLES[n].inputs.items())
+        ),
         key="sample_choice",
     )
     st.caption(zoo.SAMPLES[choice].description)

@@ -163,8 +163,12 @@ def save_with_external_data(model: onnx.ModelProto, folder: Path, name: str = "m
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     onnx.save_model(
-        model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-        location=name + ".data", size_threshold=0,
+        model,
+        str(path),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=name + ".data",
+        size_threshold=0,
     )
     return path
 

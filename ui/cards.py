@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.model import ModelRecord, TensorSpec, format_shape
-from ui.text import human_bytes, md_escape
+from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["model_card", "sidebar_model", "signature_frame"]
 
@@ -44,10 +44,10 @@ def model_card(record: ModelRecord) -> None:
         left, right = st.columns(2)
         with left:
             st.markdown("**Inputs**")
-            st.dataframe(signature_frame(record.inputs), hide_index=True, width="stretch")
+            st.table(escaped_frame(signature_frame(record.inputs)), hide_index=True)
         with right:
             st.markdown("**Outputs**")
-            st.dataframe(signature_frame(record.outputs), hide_index=True, width="stretch")
+            st.table(escaped_frame(signature_frame(record.outputs)), hide_index=True)
         details = {"sha256": record.id}
         if record.ir_version is not None:
             details["ir_version"] = str(record.ir_version)
@@ -57,24 +57,24 @@ def model_card(record: ModelRecord) -> None:
             details["architecture"] = record.architecture
         if record.external_data:
             details["external data"] = ", ".join(record.external_data)
-        st.dataframe(
-            pd.DataFrame({"field": list(details), "value": list(details.values())}),
-            hide_index=True,
-            width="stretch",
+        st.table(
+            escaped_frame(pd.DataFrame({"field": list(details), "value": list(details.values())})), hide_index=True
         )
         for note in record.notes:
             st.markdown(f"- {md_escape(note, 400)}")
         if record.architecture_matches:
             with st.expander("Architecture check: the file's keys and shapes against every sample"):
-                st.dataframe(
-                    pd.DataFrame(
-                        {
-                            "architecture": [m.architecture for m in record.architecture_matches],
-                            "matches": ["yes" if m.matches else "no" for m in record.architecture_matches],
-                            "missing keys": [len(m.missing_keys) for m in record.architecture_matches],
-                            "unexpected keys": [len(m.unexpected_keys) for m in record.architecture_matches],
-                            "wrong shapes": [len(m.shape_mismatches) for m in record.architecture_matches],
-                        }
+                st.table(
+                    escaped_frame(
+                        pd.DataFrame(
+                            {
+                                "architecture": [m.architecture for m in record.architecture_matches],
+                                "matches": ["yes" if m.matches else "no" for m in record.architecture_matches],
+                                "missing keys": [len(m.missing_keys) for m in record.architecture_matches],
+                                "unexpected keys": [len(m.unexpected_keys) for m in record.architecture_matches],
+                                "wrong shapes": [len(m.shape_mismatches) for m in record.architecture_matches],
+                            }
+                        )
                     ),
                     hide_index=True,
                 )

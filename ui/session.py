@@ -41,4 +41,6 @@ def current_model() -> ModelRecord | None:
 
 
 def set_current_model(record: ModelRecord) -> None:
+    """Make ``record`` current and run the app again, so the sidebar (drawn before the page) shows it."""
     st.session_state["model"] = record
+    st.rerun()

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["md_escape", "human_bytes"]
+import pandas as pd
+
+__all__ = ["md_escape", "human_bytes", "escaped_frame"]
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
 
@@ -21,7 +23,12 @@ def md_escape(text: str, limit: int = 300) -> str:
 def human_bytes(size: int) -> str:
     value = float(size)
     for unit in ("bytes", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
+        if value < 1000 or unit == "GB":
             return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
         value /= 1024
     return f"{value:,.1f} TB"
+
+
+def escaped_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy for st.table, which renders Markdown in cells: every text cell escaped."""
+    return frame.map(lambda v: md_escape(v, 500) if isinstance(v, str) else v)

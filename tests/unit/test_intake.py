@@ -49,8 +49,9 @@ def test_onnx_models_in_the_wild_are_recognised_and_described(tmp_path: Path, bu
     assert record.format == "onnx"
     assert record.node_count == len(model.graph.node)
     assert record.opset == 17 and record.ir_version == 8
-    assert [i.name for i in record.inputs] == [i.name for i in model.graph.input if i.name not in
-                                               {t.name for t in model.graph.initializer}]
+    assert [i.name for i in record.inputs] == [
+        i.name for i in model.graph.input if i.name not in {t.name for t in model.graph.initializer}
+    ]
     assert record.size_bytes == path.stat().st_size
     assert len(record.id) == 64
 
@@ -150,13 +151,13 @@ def test_external_data_offsets_past_the_file_are_refused(tmp_path: Path, offset:
     (folder / "w.data").write_bytes(b"\0" * 64)
     model = builders.chain_model(4)
     builders.set_external_location(model, "w.data", offset, length)
-    with pytest.raises(UnsafeModelError, match="negative|has only"):
+    with pytest.raises(UnsafeModelError, match=r"negative|has only"):
         describe(builders.write(model, folder / "m.onnx"))
 
 
 def test_node_and_weight_limits_are_enforced(tmp_path: Path) -> None:
     path = builders.write(builders.chain_model(400), tmp_path / "m.onnx")
-    with pytest.raises(LimitExceededError, match="400 nodes.*at most 100"):
+    with pytest.raises(LimitExceededError, match=r"400 nodes.*at most 100"):
         describe(path, max_nodes=100)
     with pytest.raises(LimitExceededError, match="WORKBENCH_MAX_INITIALIZER_MB"):
         describe(path, max_initializer_bytes=1000)
@@ -225,7 +226,9 @@ def test_state_dict_matching_no_architecture_says_why(tmp_path: Path) -> None:
     with pytest.raises(NoMatchingArchitectureError) as info:
         describe(path)
     message = str(info.value)
-    assert "tinycnn: 1 unexpected (extra.bias); 1 wrong shape (9.weight: file [10, 999], tinycnn [10, 25088])" in message
+    assert (
+        "tinycnn: 1 unexpected (extra.bias); 1 wrong shape (9.weight: file [10, 999], tinycnn [10, 25088])" in message
+    )
 
 
 def test_safetensors_weights_load_into_the_sample(tmp_path: Path) -> None:
@@ -260,7 +263,7 @@ def test_pickle_that_runs_a_shell_command_is_never_opened(tmp_path: Path, name: 
     canary = tmp_path / "canary"
     raw = tmp_path / name
     raw.write_bytes(pickle.dumps(_Exploit(canary), protocol=4))
-    with pytest.raises(UnsafeModelError, match="posix.system|os.system"):
+    with pytest.raises(UnsafeModelError, match=r"posix\.system|os\.system"):
         describe(raw)
     # the same payload inside a torch-style zip
     zipped = tmp_path / ("zip_" + name)

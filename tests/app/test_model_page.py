@@ -1,0 +1,119 @@
+"""The Model page driven through Streamlit's AppTest: samples, uploads, errors, the sidebar."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import streamlit as st
+import torch
+from streamlit.testing.v1 import AppTest
+
+from core import zoo
+from tests import builders
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches() -> None:
+    """Settings are cached per server process; each test is a fresh server with its own environment."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
+    return "\n".join(str(p) for p in parts)
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_empty_page_says_how_to_start(app: AppTest) -> None:
+    assert "No model yet" in app.info[0].value
+    assert app.title[0].value == "Model"
+    assert any("None yet" in c.value for c in app.sidebar.caption)
+
+
+def test_picking_a_sample_makes_it_the_current_model(app: AppTest) -> None:
+    app.selectbox(key="sample_choice").select("tinycnn")
+    app.button(key="use_sample").click().run()
+    assert not app.exception
+    assert metric(app, "Parameters") == "256,074"
+    assert app.session_state["model"].name == "tinycnn"  # the sidebar itself is checked in Chromium (e2e)
+    inputs = app.table[0].value
+    assert inputs["shape"].tolist() == ["1×3×112×112"] and inputs["dynamic axes"].tolist() == [r"batch \(axis 0\)"]
+
+
+def test_uploading_an_onnx_model_shows_its_card(app: AppTest) -> None:
+    data = builders.mixed_inputs_model().SerializeToString()
+    app.file_uploader(key="uploads").set_value(("mixed.onnx", data, "application/octet-stream")).run()
+    assert not app.exception
+    assert not app.error, [e.value for e in app.error]
+    assert metric(app, "Opset") == "17" and metric(app, "Nodes") == "4"
+    assert app.table[0].value["name"].tolist() == [r"input\_ids", "mask", "scale"]  # escaped for st.table
+    assert app.table[0].value["shape"].tolist() == [r"batch×\-1", "?×?", "1"]
+
+
+def test_onnx_with_its_data_file_uploaded_together(app: AppTest, tmp_path: Path) -> None:
+    main = builders.save_with_external_data(builders.chain_model(20), tmp_path / "src")
+    files = [
+        ("model.onnx", main.read_bytes(), "application/octet-stream"),
+        ("model.onnx.data", main.with_name("model.onnx.data").read_bytes(), "application/octet-stream"),
+    ]
+    app.file_uploader(key="uploads").set_value(files).run()
+    assert not app.error, [e.value for e in app.error]
+    assert r"model\.onnx\.data" in app.table[2].value["value"].tolist()
+
+
+def test_a_state_dict_loads_into_its_architecture(app: AppTest, tmp_path: Path) -> None:
+    path = tmp_path / "w.pt"
+    torch.save(zoo.build_model("mlp").state_dict(), path)
+    app.file_uploader(key="uploads").set_value(("w.pt", path.read_bytes(), "application/octet-stream")).run()
+    assert not app.error, [e.value for e in app.error]
+    assert metric(app, "Parameters") == "235,146"
+    assert "Loaded into the 'mlp' architecture" in texts(app)
+
+
+def test_refusals_are_shown_as_errors_and_the_previous_model_stays(app: AppTest, tmp_path: Path) -> None:
+    app.button(key="use_sample").click().run()
+    path = tmp_path / "whole.pt"
+    torch.save(zoo.build_model("classifier"), path)
+    app.file_uploader(key="uploads").set_value(("whole.pt", path.read_bytes(), "application/octet-stream")).run()
+    assert not app.exception
+    assert "whole pickled model" in app.error[0].value
+    assert metric(app, "Parameters") == "256,074"  # the current model is still the sample
+
+
+def test_files_land_in_this_sessions_workspace_only(app: AppTest, tmp_path: Path) -> None:
+    data = builders.relu_model().SerializeToString()
+    app.file_uploader(key="uploads").set_value(("r.onnx", data, "application/octet-stream")).run()
+    workspace = app.session_state["workspace"].path
+    stored = [p for p in workspace.rglob("*.onnx")]
+    assert len(stored) == 1 and stored[0].read_bytes() == data
+    assert str(workspace).startswith(os.environ["WORKBENCH_DATA_DIR"])
+
+
+def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_MODE", "hosted")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert any("Hosted mode" in c.value for c in at.sidebar.caption)
+    assert "refused on this hosted instance" in texts(at)
+    path = tmp_path / "ts.pt"
+    torch.jit.save(torch.jit.script(zoo.build_model("classifier")), str(path))
+    at.file_uploader(key="uploads").set_value(("ts.pt", path.read_bytes(), "application/octet-stream")).run()
+    assert "does not accept them" in at.error[0].value

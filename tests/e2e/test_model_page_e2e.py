@@ -1,0 +1,84 @@
+"""A new user in Chromium: opens the app, picks a sample, uploads an ONNX file, meets a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests import builders
+from tests.e2e.conftest import shot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def sidebar_text(page) -> str:  # type: ignore[no-untyped-def]
+    return page.locator('[data-testid="stSidebar"]').inner_text()
+
+
+def upload(page, *paths: Path) -> None:  # type: ignore[no-untyped-def]
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files([str(p) for p in paths])
+    page.wait_for_timeout(500)
+    wait_idle(page)
+
+
+def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert page.get_by_text("No model yet").is_visible()
+    assert "None yet" in sidebar_text(page)
+    shot(page, "01-model-page-empty")
+
+    page.get_by_role("tab", name="Pick a sample").click()
+    page.get_by_role("button", name="Use this sample").click()
+    page.get_by_text("256,074").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert "tinycnn" in sidebar_text(page)
+    assert page.get_by_text("1×3×112×112").first.is_visible()
+    shot(page, "02-sample-tinycnn")
+
+    page.get_by_role("tab", name="Upload a file").click()
+    model = builders.write(builders.mixed_inputs_model(), tmp_path / "bert_like.onnx")
+    upload(page, model)
+    page.get_by_text("input_ids").first.wait_for(timeout=60_000)
+    sidebar = sidebar_text(page)
+    assert "bert_like" in sidebar and "opset 17" in sidebar and "ONNX model" in sidebar
+    shot(page, "03-uploaded-onnx")
+
+
+def test_upload_errors_are_specific_and_the_app_keeps_working(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    upload(page, empty)
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="is empty")
+    alert.wait_for(timeout=60_000)
+    shot(page, "04-empty-upload-error")
+
+    # a model with external data, uploaded as the .onnx and its data file together
+    main = builders.save_with_external_data(builders.chain_model(20), tmp_path / "ext")
+    upload(page, main, main.with_name("model.onnx.data"))
+    page.get_by_text("model.onnx.data").first.wait_for(timeout=60_000)
+    assert page.locator('[data-testid="stAlert"]').filter(has_text="is empty").count() == 0
+    shot(page, "05-external-data")
+
+
+def test_names_from_a_model_are_shown_as_text_not_markup(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = builders.relu_model()
+    model.graph.input[0].name = "<img src=x onerror=alert(1)>"
+    model.graph.node[0].input[0] = model.graph.input[0].name
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    upload(page, builders.write(model, tmp_path / "hostile.onnx"))
+    page.get_by_text("<img src=x onerror=alert(1)>").first.wait_for(timeout=60_000)
+    assert dialogs == []
+    assert page.locator("img[src=x]").count() == 0
+
+
+def test_markdown_in_model_names_does_not_render(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = builders.relu_model()
+    name = "**bold** ![beacon](http://127.0.0.1:9/beacon.png)"
+    model.graph.input[0].name = name
+    model.graph.node[0].input[0] = name
+    upload(page, builders.write(model, tmp_path / "markdown.onnx"))
+    page.get_by_text("beacon.png").first.wait_for(timeout=60_000)
+    assert page.locator('img[src*="beacon"]').count() == 0
+    assert page.locator('[data-testid="stTable"] strong').count() == 0
+    shot(page, "06-escaped-names")

@@ -1,0 +1,65 @@
+"""Jobs that misbehave on purpose, run by the worker in tests/unit/test_jobs.py."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from core.errors import IntakeError
+
+
+def echo(value: object) -> object:
+    return {"value": value}
+
+
+def segfault() -> None:
+    ctypes.string_at(0)  # reads address 0: SIGSEGV in native code
+
+
+def sleep(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke up"
+
+
+def allocate(megabytes: int) -> int:
+    blocks = []
+    for _ in range(megabytes // 64):
+        blocks.append(b"\x01" * (64 << 20))  # written, so the pages are really resident
+        time.sleep(0.02)
+    return len(blocks)
+
+
+def huge_allocation() -> int:
+    return len(bytearray(1 << 46))  # 64 TB: refused by the OS at once
+
+
+def raise_value_error() -> None:
+    raise ValueError("this is a bug in the job")
+
+
+def raise_intake_error() -> None:
+    raise IntakeError("the file is not a model")
+
+
+def with_progress(steps: int, progress: Callable[[float, str], None]) -> int:
+    for i in range(steps):
+        progress((i + 1) / steps, f"step {i + 1} of {steps}")
+        time.sleep(0.05)
+    return steps
+
+
+def noisy() -> str:
+    print("libraries print things; the protocol must survive them")
+    return "clean"
+
+
+def exclusive_span(log: str, seconds: float) -> list[float]:
+    """Append this job's start and end time to ``log``; overlapping spans would mean the lock failed."""
+    start = time.time()
+    time.sleep(seconds)
+    end = time.time()
+    with Path(log).open("a") as fh:
+        fh.write(f"{start} {end}\n")
+    return [start, end]

@@ -1,0 +1,81 @@
+"""Settings come from defaults, the mode, secrets.toml and the environment; workspaces clean up after themselves."""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from core.settings import load_settings
+from core.workspace import Workspace, safe_filename, sweep_workspaces
+
+
+def test_local_mode_is_the_default_and_allows_code_archives(tmp_path: Path) -> None:
+    settings = load_settings(environ={}, secrets_path=tmp_path / "none.toml")
+    assert settings.mode == "local" and not settings.hosted and settings.allow_code_archives
+
+
+def test_hosted_mode_tightens_limits_and_refuses_code_archives(tmp_path: Path) -> None:
+    local = load_settings(environ={}, secrets_path=tmp_path / "none.toml")
+    hosted = load_settings(environ={"WORKBENCH_MODE": "hosted"}, secrets_path=tmp_path / "none.toml")
+    assert hosted.hosted and not hosted.allow_code_archives
+    assert hosted.max_upload_mb < local.max_upload_mb
+    assert hosted.worker_memory_mb < local.worker_memory_mb
+
+
+def test_operator_can_turn_code_archives_back_on_in_hosted_mode(tmp_path: Path) -> None:
+    settings = load_settings(
+        environ={"WORKBENCH_MODE": "hosted", "WORKBENCH_ALLOW_CODE_ARCHIVES": "true"},
+        secrets_path=tmp_path / "none.toml",
+    )
+    assert settings.allow_code_archives
+
+
+def test_environment_wins_over_secrets_toml(tmp_path: Path) -> None:
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text("[workbench]\nmax_nodes = 1234\nworker_timeout_s = 9\n")
+    settings = load_settings(environ={"WORKBENCH_WORKER_TIMEOUT_S": "3.5"}, secrets_path=secrets)
+    assert settings.max_nodes == 1234 and settings.worker_timeout_s == 3.5
+
+
+def test_bad_values_name_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_nodes='lots'"):
+        load_settings(environ={"WORKBENCH_MAX_NODES": "lots"}, secrets_path=tmp_path / "x")
+    with pytest.raises(ValueError, match="'local' or 'hosted'"):
+        load_settings(environ={"WORKBENCH_MODE": "public"}, secrets_path=tmp_path / "x")
+
+
+def test_workspace_is_removed_when_the_session_object_goes(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    folder = ws.new_folder("upload")
+    (folder / "model.onnx").write_bytes(b"x")
+    path = ws.path
+    del ws
+    gc.collect()
+    assert not path.exists()
+
+
+def test_sweep_removes_only_old_workspaces(tmp_path: Path) -> None:
+    old, fresh = Workspace(tmp_path), Workspace(tmp_path)
+    past = time.time() - 7200
+    os.utime(old.path / ".last-used", (past, past))
+    removed = sweep_workspaces(tmp_path, max_age_s=3600)
+    assert removed == [old.path]
+    assert fresh.path.exists() and not old.path.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("model.onnx", "model.onnx"),
+        ("../../etc/passwd", "passwd"),
+        ("C:\\x\\y.pt", "y.pt"),
+        ("..", "upload"),
+        ("<script>.onnx", "script_.onnx"),
+    ],
+)
+def test_uploaded_names_become_plain_file_names(name: str, expected: str) -> None:
+    assert safe_filename(name) == expected
