@@ -10,12 +10,12 @@ from ui.cards import sidebar_model
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
 
 WALK_THROUGH = [
-    st.Page("pages/model.py", title="Model", icon="📦", default=True),
+    st.Page("pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
 ]
 
 page = st.navigation({"Walk-through": WALK_THROUGH})
-session.workspace()  # create this session's folder before any page writes to it
-st.sidebar.title("🧪 ONNX Workbench")
+session.start()  # this session's folder, and the start sample as the current model
+st.sidebar.title("ONNX Workbench")
 st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
 sidebar_model(session.current_model())
 if session.settings().hosted:

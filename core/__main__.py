@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from core import zoo
 from core.errors import WorkbenchError
@@ -58,7 +59,7 @@ def _print_record(record: ModelRecord) -> None:
 
 
 def _cmd_samples(args: argparse.Namespace) -> int:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": s.name,
             "title": s.title,

@@ -29,6 +29,7 @@ class Settings:
     worker_timeout_s: float = 600.0
     data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
     workspace_max_age_h: float = 24.0
+    start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
 
     @property
     def hosted(self) -> bool:
@@ -115,4 +116,8 @@ def load_settings(
         raw = lookup(name)
         if raw is not None:
             values[name] = _coerce(name, raw, kinds[name])
+    from core.zoo import SAMPLES  # light: the zoo imports torch only when a model is built
+
+    if values.get("start_sample") and values["start_sample"] not in SAMPLES:
+        raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")
     return Settings(**values)

@@ -33,12 +33,6 @@ def show_error(exc: WorkbenchError) -> None:
             st.code(exc.details, language=None)
 
 
-@st.cache_data(show_spinner=False)
-def sample_record(name: str) -> dict:
-    """Samples are the same for everyone, so their records are cached across sessions by name."""
-    return run_with_status("intake.describe_sample", {"name": name}, f"Building sample '{name}'")
-
-
 upload_tab, sample_tab = st.tabs(["Upload a file", "Pick a sample"])
 
 with upload_tab:
@@ -71,7 +65,8 @@ with sample_tab:
     st.caption(zoo.SAMPLES[choice].description)
     if st.button("Use this sample", type="primary", key="use_sample"):
         try:
-            record = from_jsonable(ModelRecord, sample_record(choice))
+            with st.spinner(f"Building the '{choice}' sample in the worker…"):
+                record = session.sample_record(choice)
             session.set_current_model(record)
         except WorkbenchError as exc:
             show_error(exc)
@@ -122,4 +117,6 @@ if record is None:
     st.stop()
 
 st.markdown("#### Current model")
+if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
+    st.caption("The app starts with this sample so there is something to explore; upload your own model above.")
 model_card(record)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.jobs import ProcessBackend
+from core.jobs import ProcessBackend, run_job
 from core.model import ModelRecord
+from core.records import from_jsonable
 from core.settings import Settings, load_settings
 from core.workspace import Workspace, sweep_workspaces
 
-__all__ = ["settings", "backend", "workspace", "current_model", "set_current_model"]
+__all__ = ["settings", "backend", "workspace", "current_model", "set_current_model", "sample_record", "start"]
 
 
 @st.cache_resource
@@ -44,3 +45,23 @@ def set_current_model(record: ModelRecord) -> None:
     """Make ``record`` current and run the app again, so the sidebar (drawn before the page) shows it."""
     st.session_state["model"] = record
     st.rerun()
+
+
+@st.cache_data(show_spinner=False)
+def _sample_data(name: str) -> dict:
+    """Samples are the same for everyone, so their records are cached across sessions by name."""
+    return run_job("intake.describe_sample", {"name": name}, backend())
+
+
+def sample_record(name: str) -> ModelRecord:
+    return from_jsonable(ModelRecord, _sample_data(name))
+
+
+def start() -> None:
+    """First run of a session: its workspace, and the start sample as current model (if one is set)."""
+    workspace()
+    name = settings().start_sample
+    if name and "model" not in st.session_state and not st.session_state.get("started"):
+        st.session_state["started"] = True
+        with st.spinner(f"Loading the '{name}' sample…"):
+            st.session_state["model"] = sample_record(name)

@@ -26,10 +26,22 @@ def fresh_caches() -> None:
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert not at.exception
     return at
+
+
+def test_a_new_session_starts_with_the_tinycnn_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert at.session_state["model"].name == "tinycnn"
+    assert metric(at, "Parameters") == "256,074"
+    assert any("starts with this sample" in c.value for c in at.caption)
+    assert "**tinycnn**" in [m.value for m in at.sidebar.markdown]
 
 
 def texts(at: AppTest) -> str:
@@ -109,6 +121,7 @@ def test_files_land_in_this_sessions_workspace_only(app: AppTest, tmp_path: Path
 def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("WORKBENCH_MODE", "hosted")
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     assert any("Hosted mode" in c.value for c in at.sidebar.caption)

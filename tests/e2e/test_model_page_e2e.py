@@ -23,17 +23,23 @@ def upload(page, *paths: Path) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert page.get_by_text("No model yet").is_visible()
-    assert "None yet" in sidebar_text(page)
-    shot(page, "01-model-page-empty")
+    # a new session starts on the TinyCNN sample
+    page.get_by_text("256,074").wait_for(timeout=60_000)
+    assert page.get_by_text("starts with this sample").is_visible()
+    assert "tinycnn" in sidebar_text(page)
+    assert page.locator('[data-testid="stTable"]').get_by_text("1×3×112×112").is_visible()
+    shot(page, "01-start-tinycnn")
 
     page.get_by_role("tab", name="Pick a sample").click()
-    page.get_by_role("button", name="Use this sample").click()
-    page.get_by_text("256,074").wait_for(timeout=60_000)
+    page.locator('[data-testid="stSelectbox"]').click()
+    page.get_by_role("option", name="Tiny Transformer encoder").click()
     wait_idle(page)
-    assert "tinycnn" in sidebar_text(page)
-    assert page.get_by_text("1×3×112×112").first.is_visible()
-    shot(page, "02-sample-tinycnn")
+    page.get_by_role("button", name="Use this sample").click()
+    page.get_by_text("66,944").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert "transformer" in sidebar_text(page)
+    assert page.locator('[data-testid="stTable"]').get_by_text("seq (axis 1)").is_visible()
+    shot(page, "02-sample-transformer")
 
     page.get_by_role("tab", name="Upload a file").click()
     model = builders.write(builders.mixed_inputs_model(), tmp_path / "bert_like.onnx")

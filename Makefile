@@ -1,0 +1,40 @@
+# ONNX Workbench: `make run` serves the app, `make test` runs every test. Both set everything up first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+ADDRESS ?= 0.0.0.0
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: run test lint chromium clean
+
+$(VENV)/.runtime: requirements.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+run: $(VENV)/.runtime
+	@echo "ONNX Workbench is starting: open http://localhost:$(PORT) (Ctrl+C stops it)"
+	$(PY) -m streamlit run streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
+
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  echo "Installing Debian's chromium for the end-to-end tests"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+
+lint: $(VENV)/.dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+test: $(VENV)/.dev chromium lint
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
