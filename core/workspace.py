@@ -7,11 +7,13 @@ import shutil
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["Workspace", "sweep_workspaces", "safe_filename"]
+__all__ = ["Workspace", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
 
 _MARKER = ".last-used"
+_OWNER = ".owner"
 
 
 def safe_filename(name: str, fallback: str = "upload") -> str:
@@ -24,16 +26,18 @@ def safe_filename(name: str, fallback: str = "upload") -> str:
 class Workspace:
     """A folder that belongs to one session; deleted when this object is garbage-collected or closed."""
 
-    def __init__(self, root: str | Path, session_id: str | None = None) -> None:
-        self.id = session_id or uuid.uuid4().hex
+    def __init__(self, root: str | Path, session_id: str | None = None, owner: str = "") -> None:
+        self.id = safe_filename(session_id or uuid.uuid4().hex)
         self.path = Path(root) / self.id
         self.path.mkdir(parents=True, exist_ok=True)
+        (self.path / _OWNER).write_text(owner)
         self.touch()
         # The folder goes when the session's state goes (Streamlit drops it after the browser disconnects).
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(self.path), True)
 
     def touch(self) -> None:
-        """Mark the workspace as in use, so the age sweep leaves it alone."""
+        """Mark the workspace as in use, so the age sweep leaves it alone (re-made if a sweep took it)."""
+        self.path.mkdir(parents=True, exist_ok=True)
         (self.path / _MARKER).touch()
 
     def new_folder(self, prefix: str) -> Path:
@@ -66,5 +70,41 @@ def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = Non
             continue
         if now - last > max_age_s:
             shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def sweep_closed_sessions(
+    root: str | Path,
+    owner: str,
+    is_active: Callable[[str], bool],
+    grace_s: float,
+    inactive_since: dict[str, float],
+    now: float | None = None,
+) -> list[Path]:
+    """Remove the workspaces of ``owner`` whose session has been inactive for ``grace_s`` seconds.
+
+    ``inactive_since`` carries state between calls (session id -> when it was first seen inactive), so a
+    session that reconnects within the grace period keeps its files. Other owners' folders (another server
+    process sharing the folder) are left alone.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    now = time.monotonic() if now is None else now
+    removed = []
+    for folder in root.iterdir():
+        try:
+            if folder.is_symlink() or not folder.is_dir() or (folder / _OWNER).read_text() != owner:
+                continue
+        except OSError:
+            continue
+        if is_active(folder.name):
+            inactive_since.pop(folder.name, None)
+            continue
+        first = inactive_since.setdefault(folder.name, now)
+        if now - first >= grace_s:
+            shutil.rmtree(folder, ignore_errors=True)
+            inactive_since.pop(folder.name, None)
             removed.append(folder)
     return removed

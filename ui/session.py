@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+import uuid
+
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.jobs import ProcessBackend, run_job
 from core.model import ModelRecord
 from core.records import from_jsonable
 from core.settings import Settings, load_settings
-from core.workspace import Workspace, sweep_workspaces
+from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
 
 __all__ = ["settings", "backend", "workspace", "current_model", "set_current_model", "sample_record", "start"]
 
@@ -25,14 +32,45 @@ def backend() -> ProcessBackend:
     return ProcessBackend(settings())
 
 
+@st.cache_resource
+def _server_token() -> str:
+    """Marks the workspaces of this server process, so its sweeper never touches another server's."""
+    return f"{os.getpid()}-{uuid.uuid4().hex}"
+
+
+@st.cache_resource
+def _closed_session_sweeper() -> threading.Thread:
+    """One thread per server: removes a workspace once its browser session has gone.
+
+    Streamlit keeps a closed tab's session for server.disconnectedSessionTTL seconds so that it can
+    reconnect; after that grace its files are deleted.
+    """
+    root, owner = settings().workspace_root, _server_token()
+    grace = float(st.get_option("server.disconnectedSessionTTL"))
+    state: dict[str, float] = {}
+
+    def loop() -> None:
+        while Runtime.exists():
+            runtime = Runtime.instance()
+            sweep_closed_sessions(root, owner, runtime.is_active_session, grace, state)
+            time.sleep(min(5.0, max(grace / 2, 0.5)))
+
+    thread = threading.Thread(target=loop, name="workspace-sweeper", daemon=True)
+    thread.start()
+    return thread
+
+
 def workspace() -> Workspace:
     """This session's folder; the first call per session also sweeps workspaces abandoned long ago."""
     ws = st.session_state.get("workspace")
     if ws is None or ws.closed:
         config = settings()
         sweep_workspaces(config.workspace_root, config.workspace_max_age_h * 3600)
-        ws = Workspace(config.workspace_root)
+        ctx = get_script_run_ctx()
+        ws = Workspace(config.workspace_root, ctx.session_id if ctx else None, owner=_server_token())
         st.session_state["workspace"] = ws
+        if Runtime.exists():
+            _closed_session_sweeper()
     ws.touch()
     return ws
 

@@ -34,9 +34,13 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("workbench-data")
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[str]:
     port = _free_port()
-    data_dir = tmp_path_factory.mktemp("workbench-data")
     env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir))
     log = (tmp_path_factory.mktemp("logs") / "streamlit.log").open("w")
     proc = subprocess.Popen(
@@ -50,6 +54,9 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             str(port),
             "--server.address",
             "127.0.0.1",
+            # forget a closed tab's session after 2 s (default 120 s), so its cleanup can be seen in a test
+            "--server.disconnectedSessionTTL",
+            "2",
         ],
         cwd=ROOT,
         env=env,

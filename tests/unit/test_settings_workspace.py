@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.settings import load_settings
-from core.workspace import Workspace, safe_filename, sweep_workspaces
+from core.workspace import Workspace, safe_filename, sweep_closed_sessions, sweep_workspaces
 
 
 def test_local_mode_is_the_default_and_allows_code_archives(tmp_path: Path) -> None:
@@ -79,3 +79,28 @@ def test_sweep_removes_only_old_workspaces(tmp_path: Path) -> None:
 )
 def test_uploaded_names_become_plain_file_names(name: str, expected: str) -> None:
     assert safe_filename(name) == expected
+
+
+def test_closed_sessions_lose_their_workspace_after_the_grace_period(tmp_path: Path) -> None:
+    alive, gone, foreign = (
+        Workspace(tmp_path, "alive", "me"),
+        Workspace(tmp_path, "gone", "me"),
+        Workspace(tmp_path, "foreign", "another-server"),
+    )
+    state: dict[str, float] = {}
+
+    def active(session_id: str) -> bool:
+        return session_id == "alive"
+
+    assert sweep_closed_sessions(tmp_path, "me", active, grace_s=10, inactive_since=state, now=100.0) == []
+    assert sweep_closed_sessions(tmp_path, "me", active, grace_s=10, inactive_since=state, now=111.0) == [gone.path]
+    assert alive.path.exists() and foreign.path.exists() and not gone.path.exists()
+
+
+def test_a_session_that_reconnects_within_the_grace_keeps_its_files(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path, "flaky", "me")
+    state: dict[str, float] = {}
+    sweep_closed_sessions(tmp_path, "me", lambda _: False, 10, state, now=0.0)
+    sweep_closed_sessions(tmp_path, "me", lambda _: True, 10, state, now=5.0)  # reconnected
+    assert sweep_closed_sessions(tmp_path, "me", lambda _: False, 10, state, now=12.0) == []
+    assert ws.path.exists()
