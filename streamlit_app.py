@@ -10,7 +10,8 @@ from ui.cards import sidebar_model
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
 
 WALK_THROUGH = [
-    st.Page("pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
+    st.Page("app_pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
+    st.Page("app_pages/export.py", title="Export", icon=":material/output:"),
 ]
 
 page = st.navigation({"Walk-through": WALK_THROUGH})

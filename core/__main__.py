@@ -1,11 +1,13 @@
-"""The headless command line: ``python -m core samples|info`` over the same functions as the pages."""
+"""The headless command line: ``python -m core samples|info|export`` over the same functions as the pages."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from core import zoo
@@ -89,6 +91,81 @@ def _cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_shape(text: str) -> tuple[str, list[int]]:
+    name, _, dims = text.partition("=")
+    try:
+        return name, [int(d) for d in dims.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise WorkbenchError(f"--input {text!r}: expected NAME=1,3,112,112") from None
+
+
+def _parse_dynamic(text: str) -> tuple[str, str, str]:
+    match = re.fullmatch(r"(.+):(\d+)=(\w+)", text)
+    if not match:
+        raise WorkbenchError(f"--dynamic {text!r}: expected NAME:AXIS=label, e.g. input:0=batch")
+    return match.group(1), match.group(2), match.group(3)
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from core.export import ExportReport, default_options
+    from core.torchload import source_of
+
+    record = describe(args.model)
+    if not record.is_pytorch:
+        raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
+    options = default_options(record, args.exporter)
+    options.exporter = args.exporter
+    for text in args.input:
+        name, shape = _parse_shape(text)
+        if name not in options.input_shapes and len(options.input_shapes) == 1 and record.format == "torchscript":
+            options.input_shapes = {name: shape}
+        elif name not in options.input_shapes:
+            raise WorkbenchError(f"--input names {name!r}; the model's inputs are: {', '.join(options.input_shapes)}")
+        options.input_shapes[name] = shape
+    if args.dynamic or args.no_dynamic:
+        options.dynamic_axes = {}
+    for text in args.dynamic:
+        name, axis, label = _parse_dynamic(text)
+        options.dynamic_axes.setdefault(name, {})[axis] = label
+    if args.opset is not None:
+        options.opset = args.opset
+    options.optimize = not args.no_optimize
+    options.external_data = args.external_data
+    out = Path(args.output).resolve()
+    data = run_job(
+        "export.run",
+        {
+            "source": to_jsonable(source_of(record)),
+            "options": to_jsonable(options),
+            "out_dir": str(out.parent),
+            "file_name": out.name,
+        },
+    )
+    report = from_jsonable(ExportReport, data)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        _print_export(report)
+    return 0 if report.ok else 1
+
+
+def _print_export(report: Any) -> None:
+    mark = {True: "ok ", False: "FAIL"}
+    print(f"{report.onnx_path}  ({report.exporter} exporter, opset {report.opset_produced}, {report.seconds:.1f} s)")
+    if report.opset_note:
+        print(f"  note  {report.opset_note}")
+    for check in report.checks:
+        print(f"  {mark[check.ok]}  {check.name}: {check.detail}")
+    for trial in report.trials:
+        worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
+        detail = trial.error or f"max abs diff {worst:.2e}"
+        print(f"  {mark[trial.ok]}  matches PyTorch at {trial.label}: {detail}")
+    for change in report.changes:
+        print(f"  change  {change}")
+    for warning in report.warnings:
+        print(f"  warning  {warning}")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -99,6 +176,24 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("model", help="a path, 'model.onnx,model.onnx.data', or sample:NAME")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_cmd_info)
+    export = sub.add_parser("export", help="export a PyTorch model to ONNX and verify it")
+    export.add_argument("model", help="sample:NAME, a state_dict/safetensors file, a TorchScript archive or a .pt2")
+    export.add_argument("-o", "--output", required=True, help="where to write the .onnx")
+    export.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo")
+    export.add_argument("--opset", type=int, help="ONNX opset (default 18)")
+    export.add_argument("--input", action="append", default=[], metavar="NAME=1,3,112,112", help="input shape")
+    export.add_argument(
+        "--dynamic",
+        action="append",
+        default=[],
+        metavar="NAME:AXIS=label",
+        help="a dynamic axis; replaces the model's default dynamic axes",
+    )
+    export.add_argument("--no-dynamic", action="store_true", help="export with every axis fixed")
+    export.add_argument("--no-optimize", action="store_true", help="keep BatchNorm and constants unfolded")
+    export.add_argument("--external-data", action="store_true", help="weights in a .onnx.data file beside the model")
+    export.add_argument("--json", action="store_true", help="print the verification report as JSON")
+    export.set_defaults(func=_cmd_export)
     return parser
 
 

@@ -48,6 +48,10 @@ class UnknownSampleError(WorkbenchError):
     """A sample name that is not in the zoo."""
 
 
+class ExportError(WorkbenchError):
+    """The exporter could not turn the PyTorch model into ONNX."""
+
+
 class JobError(WorkbenchError):
     """The worker process did not return a result."""
 
@@ -86,6 +90,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         LimitExceededError,
         NoMatchingArchitectureError,
         UnknownSampleError,
+        ExportError,
     )
 }
 

@@ -669,13 +669,24 @@ def _describe_pt2(path: Path, fmt: str, name: str, limits: Limits) -> ModelRecor
         raise IntakeError(f"'{path.name}' is a .pt2 archive that could not be loaded ({str(exc)[:300]}).") from None
     signature = program.graph_signature
     values = {n.name: n.meta.get("val") for n in program.graph.nodes}
+    examples: dict[str, Any] = {}
+    saved = getattr(program, "example_inputs", None)
+    if saved and isinstance(saved[0], (tuple, list)):
+        examples = dict(zip(signature.user_inputs, saved[0], strict=False))
 
     def spec(node_name: str) -> TensorSpec:
+        """Example shape (saved with the program) where known; symbolic dims become dynamic axes."""
         val = values.get(node_name)
         if val is None or not hasattr(val, "shape"):
             return TensorSpec(node_name, "unknown", None)
-        shape: list[int | str] = [int(d) if str(d).lstrip("-").isdigit() else str(d) for d in val.shape]
-        return TensorSpec(node_name, str(val.dtype).removeprefix("torch."), shape)
+        dims = [str(d) for d in val.shape]
+        example = examples.get(node_name)
+        dynamic = {str(i): d for i, d in enumerate(dims) if not d.lstrip("-").isdigit()}
+        if example is not None and hasattr(example, "shape"):
+            shape: list[int | str] = [int(d) for d in example.shape]
+        else:
+            shape = [int(d) if d.lstrip("-").isdigit() else d for d in dims]
+        return TensorSpec(node_name, str(val.dtype).removeprefix("torch."), shape, dynamic)
 
     output_nodes = [n for n in program.graph.nodes if n.op == "output"]
     output_names = signature.user_outputs

@@ -60,6 +60,7 @@ class JobDefinition:
 _JOBS: dict[str, JobDefinition] = {
     "intake.describe_files": JobDefinition("core.intake:describe_files"),
     "intake.describe_sample": JobDefinition("core.zoo:describe_sample"),
+    "export.run": JobDefinition("core.export:export_model"),
 }
 
 

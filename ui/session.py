@@ -17,7 +17,16 @@ from core.records import from_jsonable
 from core.settings import Settings, load_settings
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
 
-__all__ = ["settings", "backend", "workspace", "current_model", "set_current_model", "sample_record", "start"]
+__all__ = [
+    "settings",
+    "backend",
+    "workspace",
+    "current_model",
+    "torch_model",
+    "set_current_model",
+    "sample_record",
+    "start",
+]
 
 
 @st.cache_resource
@@ -79,10 +88,21 @@ def current_model() -> ModelRecord | None:
     return st.session_state.get("model")
 
 
-def set_current_model(record: ModelRecord) -> None:
-    """Make ``record`` current and run the app again, so the sidebar (drawn before the page) shows it."""
+def torch_model() -> ModelRecord | None:
+    """The PyTorch model behind the current one: itself, or the model it was exported from."""
+    return st.session_state.get("torch_model")
+
+
+def set_current_model(record: ModelRecord, exported_from: ModelRecord | None = None, rerun: bool = True) -> None:
+    """Make ``record`` current and run the app again, so the sidebar (drawn before the page) shows it.
+
+    The PyTorch original stays at hand for an ONNX model exported from it (the eager side of a benchmark);
+    any other ONNX model has none.
+    """
     st.session_state["model"] = record
-    st.rerun()
+    st.session_state["torch_model"] = record if record.is_pytorch else exported_from
+    if rerun:
+        st.rerun()
 
 
 @st.cache_data(show_spinner=False)
@@ -102,4 +122,4 @@ def start() -> None:
     if name and "model" not in st.session_state and not st.session_state.get("started"):
         st.session_state["started"] = True
         with st.spinner(f"Loading the '{name}' sample…"):
-            st.session_state["model"] = sample_record(name)
+            set_current_model(sample_record(name), rerun=False)

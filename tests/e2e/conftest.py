@@ -114,7 +114,15 @@ def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped
 
 
 def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """A screenshot of the whole page: Streamlit scrolls inside its main area, so the viewport is grown to fit."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"
+    size = page.viewport_size
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], section')].map(e => e.scrollHeight))"
+    )
+    page.set_viewport_size({"width": size["width"], "height": min(max(int(height) + 40, size["height"]), 8000)})
+    page.wait_for_timeout(300)
     page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
     return path

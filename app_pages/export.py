@@ -1,0 +1,175 @@
+"""Export: the current PyTorch model to ONNX with a chosen exporter, opset and dynamic axes, then verified."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import ExportError, WorkbenchError
+from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, ExportReport, choose_exporter, default_options
+from core.model import format_shape
+from core.records import from_jsonable, to_jsonable
+from core.torchload import source_of
+from ui import session
+from ui.export_view import show_report
+from ui.jobs import run_with_status
+from ui.text import md_escape
+
+st.title("Export")
+st.markdown(
+    "Export turns a PyTorch module into an ONNX graph. The exporter runs the model on example inputs and "
+    "records every operation it performs (torch.export captures the graph; the legacy exporter traces it), "
+    "translates each one into standard ONNX operators, and freezes the weights as initializers. Dynamic axes "
+    "are the dimensions that may change at run time, such as the batch size; every export here is checked "
+    "against PyTorch at the export shape **and** at another size of each dynamic axis."
+)
+
+source = session.torch_model()
+current = session.current_model()
+if source is None:
+    st.info(
+        "Export needs a PyTorch model, and the current model is ONNX already. Pick a sample or upload a "
+        "state_dict, TorchScript or .pt2 file on the Model page."
+    )
+    st.page_link("app_pages/model.py", label="Go to the Model page", icon=":material/deployed_code:")
+    st.stop()
+if current is not None and current.id != source.id:
+    st.caption(f"The current model is the ONNX export of **{md_escape(source.name)}**; exporting again replaces it.")
+
+try:
+    defaults = default_options(source)
+except ExportError:
+    defaults = ExportOptions(input_shapes={s.name: [] for s in source.inputs}, exporter="legacy")
+forced_exporter, forced_reason = (
+    choose_exporter(source.format, "dynamo") if source.format in ("torchscript", "pt2") else (None, "")
+)
+
+# Widget defaults go through session state (a button below may change them); per-model widgets carry the
+# model's id in their key, so another model starts from its own defaults.
+if forced_exporter:
+    st.session_state["exporter_choice"] = forced_exporter
+st.session_state.setdefault("exporter_choice", "dynamo")
+tag = source.id[:12]
+
+with st.form("export_form"):
+    left, right = st.columns(2)
+    exporter = left.radio(
+        "Exporter",
+        list(EXPORTERS),
+        format_func=lambda e: EXPORTERS[e][2],
+        disabled=forced_exporter is not None,
+        key="exporter_choice",
+    )
+    if forced_reason:
+        left.caption(forced_reason)
+    opset = right.selectbox(
+        "Opset",
+        list(range(25, 8, -1)),
+        index=list(range(25, 8, -1)).index(DEFAULT_OPSET),
+        format_func=lambda v: (
+            f"{v}"
+            + (" (recommended)" if v == DEFAULT_OPSET else "")
+            + ("" if v in EXPORTERS["dynamo"][1] else " (the dynamo exporter produces 18)")
+            + ("" if v in EXPORTERS["legacy"][0] else " (dynamo only)")
+        ),
+        key="opset_choice",
+    )
+    optimize = right.checkbox(
+        "Fold constants and optimize (folds BatchNorm into the preceding Conv)", value=True, key="optimize"
+    )
+    external = right.checkbox(
+        "Weights in a separate .onnx.data file (required past 2 GB)", value=False, key="external_data"
+    )
+
+    st.markdown("**Inputs**: the example shape, and which axes may change at run time")
+    shape_text: dict[str, str] = {}
+    dynamic: dict[str, dict[str, str]] = {}
+    for spec in source.inputs:
+        shape = defaults.input_shapes.get(spec.name, [])
+        shape_text[spec.name] = st.text_input(
+            f"Shape of '{spec.name}' ({spec.dtype})",
+            value=",".join(map(str, shape)),
+            placeholder="e.g. 1,3,224,224",
+            key=f"shape_{tag}_{spec.name}",
+        )
+        if shape:
+            cols = st.columns(len(shape))
+            for axis, col in enumerate(cols):
+                label_default = defaults.dynamic_axes.get(spec.name, {}).get(str(axis), "")
+                ticked = col.checkbox(
+                    f"axis {axis} dynamic", value=bool(label_default), key=f"dyn_{tag}_{spec.name}_{axis}"
+                )
+                label = col.text_input(
+                    f"name of axis {axis}",
+                    value=label_default or ("batch" if axis == 0 else f"dim{axis}"),
+                    key=f"dynname_{tag}_{spec.name}_{axis}",
+                    label_visibility="collapsed",
+                )
+                if ticked:
+                    dynamic.setdefault(spec.name, {})[str(axis)] = label.strip() or f"dim{axis}"
+    outputs = st.text_input(
+        "Output names (comma-separated)", value=", ".join(defaults.output_names), key=f"outputs_{tag}"
+    )
+    submitted = st.form_submit_button("Export", type="primary")
+
+if submitted or st.session_state.pop("export_again", False):
+    try:
+        shapes = {}
+        for name, text in shape_text.items():
+            try:
+                dims = [int(d) for d in text.replace("x", ",").replace("×", ",").split(",") if d.strip()]
+            except ValueError:
+                raise ExportError(
+                    f"The shape of '{name}' must be whole numbers separated by commas, e.g. 1,3,224,224."
+                ) from None
+            if not dims or min(dims) < 1:
+                raise ExportError(f"Give the shape of '{name}' as positive whole numbers, e.g. 1,3,224,224.")
+            shapes[name] = dims
+        options = ExportOptions(
+            input_shapes=shapes,
+            input_dtypes=defaults.input_dtypes,
+            dynamic_axes={k: {a: lbl for a, lbl in v.items() if int(a) < len(shapes[k])} for k, v in dynamic.items()},
+            output_names=[n.strip() for n in outputs.split(",") if n.strip()],
+            exporter=exporter or "dynamo",
+            opset=int(opset),
+            optimize=optimize,
+            external_data=external,
+        )
+        data = run_with_status(
+            "export.run",
+            {
+                "source": to_jsonable(source_of(source)),
+                "options": to_jsonable(options),
+                "out_dir": str(session.workspace().new_folder("export")),
+                "file_name": f"{source.name}.onnx",
+            },
+            f"Exporting '{source.name}'",
+        )
+        report = from_jsonable(ExportReport, data)
+        st.session_state["export_report"] = (source.id, report)
+        if report.record is not None:
+            session.set_current_model(report.record, exported_from=source)
+    except WorkbenchError as exc:
+        st.error(str(exc))
+
+saved = st.session_state.get("export_report")
+if not saved or saved[0] != source.id:
+    dims = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in source.inputs)
+    st.caption(
+        f"Ready to export **{md_escape(source.name)}** ({md_escape(dims)}). Choose the settings and press Export."
+    )
+    st.stop()
+
+report: ExportReport = saved[1]
+show_report(report)
+legacy_can_honour = report.exporter == "dynamo" and report.opset_requested in EXPORTERS["legacy"][1]
+offer_legacy = report.opset_produced != report.opset_requested and legacy_can_honour
+if offer_legacy and st.button(f"Export again with the legacy exporter at opset {report.opset_requested}"):
+    st.session_state["exporter_choice"] = "legacy"
+    st.session_state["export_again"] = True
+    st.rerun()
+if report.record is not None:
+    st.page_link(
+        "app_pages/model.py",
+        label="The exported model is now the current model: see its card",
+        icon=":material/deployed_code:",
+    )

@@ -1,0 +1,102 @@
+"""Open the current PyTorch model inside the worker: a sample, weights in a sample architecture, or an archive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core import zoo
+from core.errors import IntakeError
+from core.model import ModelRecord
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["TorchSource", "source_of", "load_module", "module_op_counts"]
+
+
+@dataclass
+class TorchSource:
+    """Where a PyTorch model comes from, as JSON-able data: enough for the worker to rebuild it."""
+
+    kind: str  # sample | state_dict | safetensors | torchscript | pt2
+    name: str = ""  # sample or architecture name
+    path: str = ""  # the file for everything but samples
+
+
+def source_of(record: ModelRecord) -> TorchSource:
+    if record.format == "sample":
+        return TorchSource("sample", record.name)
+    if record.format in ("state_dict", "safetensors"):
+        return TorchSource(record.format, record.architecture, record.path)
+    if record.format in ("torchscript", "pt2"):
+        return TorchSource(record.format, "", record.path)
+    raise IntakeError(f"'{record.name}' is a {record.format_label}, not a PyTorch model.")
+
+
+def load_module(source: TorchSource) -> Any:
+    """The module (or ExportedProgram for .pt2) in eval mode. Runs only inside the worker."""
+    import torch
+
+    if source.kind == "sample":
+        return zoo.build_model(source.name)
+    if source.kind in ("state_dict", "safetensors"):
+        model = zoo.build_model(source.name)
+        if source.kind == "safetensors":
+            from safetensors.torch import load_file
+
+            weights: Any = load_file(source.path, device="cpu")
+        else:
+            weights = torch.load(source.path, weights_only=True, map_location="cpu")
+            if isinstance(weights, dict):
+                for key in ("state_dict", "model_state_dict", "model", "net"):
+                    if isinstance(weights.get(key), dict):
+                        weights = weights[key]
+                        break
+        if all(str(k).startswith("module.") for k in weights):
+            weights = {str(k).removeprefix("module."): v for k, v in weights.items()}
+        model.load_state_dict(weights)
+        return model.eval()
+    if source.kind == "torchscript":
+        return torch.jit.load(source.path, map_location="cpu").eval()
+    if source.kind == "pt2":
+        return torch.export.load(source.path)
+    raise IntakeError(f"unknown PyTorch source kind {source.kind!r}")
+
+
+def module_op_counts(model: Any) -> dict[str, int]:
+    """What the PyTorch side is made of: leaf module types, or aten ops for a torch.export program."""
+    from collections import Counter
+
+    import torch
+
+    if isinstance(model, torch.export.ExportedProgram):
+        ops = Counter(
+            str(getattr(n.target, "__name__", n.target)).split(".")[0]
+            for n in model.graph.nodes
+            if n.op == "call_function"
+        )
+        return dict(ops)
+    counts: Counter[str] = Counter()
+    for module in model.modules():
+        if next(iter(module.children()), None) is None:
+            name = getattr(module, "original_name", None) or type(module).__name__
+            counts[name] += 1
+    return dict(counts)
+
+
+def example_tensors(shapes: dict[str, list[int]], dtypes: dict[str, str], seed: int = 0) -> list[torch.Tensor]:
+    """Seeded random inputs with these shapes and dtypes (ints in a small range, bools half true)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    tensors = []
+    for name, shape in shapes.items():
+        dtype = getattr(torch, dtypes.get(name, "float32"), torch.float32)
+        if dtype.is_floating_point:
+            tensors.append(torch.randn(*shape, generator=generator).to(dtype))
+        elif dtype == torch.bool:
+            tensors.append(torch.rand(*shape, generator=generator) > 0.5)
+        else:
+            tensors.append(torch.randint(0, 10, tuple(shape), generator=generator).to(dtype))
+    return tensors

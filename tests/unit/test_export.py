@@ -1,0 +1,218 @@
+"""Export: both exporters on the zoo, opsets honoured or reported, dynamic axes proven by running them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+from core import zoo
+from core.errors import ExportError
+from core.export import ExportOptions, choose_exporter, default_options, export_model, plain_warnings
+from core.intake import describe_files
+from core.records import to_jsonable
+from core.settings import PROJECT_ROOT
+from ui.charts import op_count_figure, op_count_frame
+
+
+def run_export(tmp_path: Path, name: str, **changes: object):
+    options = default_options(zoo.describe_sample(name))
+    for key, value in changes.items():
+        setattr(options, key, value)
+    return export_model({"kind": "sample", "name": name}, to_jsonable(options), str(tmp_path), f"{name}.onnx")
+
+
+@pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
+@pytest.mark.parametrize("name", ["tinycnn", "classifier", "mlp", "resnet"])
+def test_every_sample_exports_and_matches_pytorch_at_two_batch_sizes(tmp_path: Path, name: str, exporter: str) -> None:
+    report = run_export(tmp_path, name, exporter=exporter)
+    assert report.ok, [c for c in report.checks if not c.ok] + [t for t in report.trials if not t.ok]
+    assert [t.label for t in report.trials] == ["export shape", "batch = 3"]
+    assert all(d.max_abs < 1e-4 for t in report.trials for d in t.diffs)
+    assert report.record is not None and report.record.format == "onnx"
+    assert report.record.inputs[0].shape[0] == "batch"
+    assert report.opset_produced == 18
+
+
+def test_transformer_exports_with_dynamic_batch_and_sequence_through_dynamo(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "transformer", exporter="dynamo")
+    assert report.ok
+    assert [t.label for t in report.trials] == ["export shape", "batch = 3", "seq = 21"]
+    assert report.record.inputs[0].shape == ["batch", "seq", 64]
+
+
+def test_legacy_exporter_bakes_the_sequence_length_and_is_caught(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "transformer", exporter="legacy")
+    assert not report.ok
+    assert all(c.ok for c in report.checks), "the checker and ORT accept the model: only running it reveals the bug"
+    seq = next(t for t in report.trials if t.label == "seq = 21")
+    assert not seq.ok and seq.axis == "tokens axis 1 (seq)"
+    assert "not really dynamic" in seq.error and "Reshape" in seq.error
+    assert next(t for t in report.trials if t.label == "batch = 3").ok
+
+
+def test_dynamo_asked_for_opset_11_says_what_it_produced(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "tinycnn", exporter="dynamo", opset=11)
+    assert report.opset_requested == 11 and report.opset_produced == 18
+    assert "produced opset 18" in report.opset_note and "legacy exporter" in report.opset_note
+    assert onnx.load(report.onnx_path).opset_import[0].version == 18
+
+
+def test_legacy_exporter_honours_opset_11(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "tinycnn", exporter="legacy", opset=11)
+    assert report.ok and report.opset_produced == 11 and report.opset_note == ""
+
+
+def test_batchnorm_is_folded_with_optimize_and_kept_without(tmp_path: Path) -> None:
+    folded = run_export(tmp_path / "a", "tinycnn", exporter="legacy", optimize=True)
+    kept = run_export(tmp_path / "b", "tinycnn", exporter="legacy", optimize=False)
+    assert "BatchNormalization" not in folded.onnx_ops
+    assert "2 BatchNorm layer(s) were folded into the preceding Conv weights" in folded.changes[0]
+    assert kept.onnx_ops.get("BatchNormalization") == 2
+    assert any("stayed as BatchNormalization" in c for c in kept.changes)
+    assert folded.ok and kept.ok
+
+
+def test_external_data_writes_a_data_file_that_loads(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "mlp", exporter="dynamo", external_data=True)
+    assert report.ok and len(report.files) == 2 and report.files[1].endswith(".onnx.data")
+    assert report.record.external_data == ["mlp.onnx.data"]
+
+
+def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) -> None:
+    path = tmp_path / "scripted.pt"
+    torch.jit.save(torch.jit.trace(zoo.build_model("mlp"), torch.randn(1, 784)), str(path))
+    record = describe_files([str(path)])
+    assert record.inputs[0].shape is None
+    with pytest.raises(ExportError, match="does not say the shape"):
+        default_options(record)
+    assert choose_exporter("torchscript", "dynamo")[0] == "legacy"
+    options = ExportOptions(input_shapes={"x": [2, 784]}, dynamic_axes={"x": {"0": "batch"}}, exporter="dynamo")
+    report = export_model({"kind": "torchscript", "path": str(path)}, to_jsonable(options), str(tmp_path / "o"))
+    assert report.exporter == "legacy" and "ScriptModule" in report.exporter_reason
+    assert report.ok
+
+
+def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(zoo.build_model("mlp"), (torch.randn(2, 784),), dynamic_shapes=({0: batch},))
+    path = tmp_path / "program.pt2"
+    torch.export.save(program, str(path))
+    record = describe_files([str(path)])
+    options = default_options(record)
+    report = export_model({"kind": "pt2", "path": str(path)}, to_jsonable(options), str(tmp_path / "o"))
+    assert report.exporter == "dynamo" and report.ok
+    assert len(report.trials) == 2 and next(iter(report.trials[1].input_shapes.values()))[0] == 3
+    assert isinstance(report.record.inputs[0].shape[0], str)
+
+
+def test_an_unsupported_operator_gives_the_reason_and_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match=r"aten::unflatten.*opset version 9.*What to do: try the dynamo exporter"):
+        run_export(tmp_path, "transformer", exporter="legacy", opset=9)
+
+
+def test_an_axis_the_model_fixes_is_reported_when_marked_dynamic(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "tinycnn", exporter="dynamo", dynamic_axes={"input": {"0": "batch", "2": "height"}})
+    height = next(t for t in report.trials if t.label.startswith("height"))
+    assert not report.ok and not height.ok
+    assert "PyTorch itself fails at this shape" in height.error
+
+
+def test_bad_opset_and_axes_are_refused_before_exporting(tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="opsets 9–20"):
+        run_export(tmp_path, "mlp", exporter="legacy", opset=24)
+    with pytest.raises(ExportError, match="has no axis 5"):
+        run_export(tmp_path, "mlp", dynamic_axes={"input": {"5": "x"}})
+
+
+def test_the_reproduction_code_redoes_the_same_export(tmp_path: Path) -> None:
+    report = run_export(tmp_path, "classifier", exporter="legacy", opset=13)
+    script = tmp_path / "again" / "redo.py"
+    script.parent.mkdir()
+    script.write_text(report.code)
+    subprocess.run(
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        check=True,
+        timeout=120,
+        env={"PYTHONPATH": str(PROJECT_ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    again = onnx.load(str(script.parent / "classifier.onnx"))
+    assert again.opset_import[0].version == 13
+    assert [n.op_type for n in again.graph.node] == [n.op_type for n in onnx.load(report.onnx_path).graph.node]
+
+
+def test_warnings_are_explained_and_noise_dropped() -> None:
+    plain = plain_warnings(
+        [
+            "torchvision is not installed. Skipping torchvision::nms",
+            "Converting a tensor to a Python boolean might cause the trace to be incorrect.",
+        ]
+        * 2
+    )
+    assert len(plain) == 1 and "branches on a tensor's value" in plain[0] and plain[0].endswith("(×2)")
+
+
+def test_op_count_chart_has_one_bar_per_op_on_each_side() -> None:
+    frame = op_count_frame({"Conv2d": 2, "BatchNorm2d": 2}, {"Conv": 2})
+    fig = op_count_figure(frame)
+    assert [list(t.y) for t in fig.data] == [["Conv2d", "BatchNorm2d"], ["Conv"]]
+
+
+def test_cli_export_verifies_at_two_batch_sizes_and_the_file_loads(tmp_path: Path) -> None:
+    out = tmp_path / "t.onnx"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "export",
+            "sample:tinycnn",
+            "-o",
+            str(out),
+            "--opset",
+            "17",
+            "--dynamic",
+            "input:0=batch",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["ok"] and data["opset_produced"] == 17
+    assert [t["input_shapes"]["input"][0] for t in data["trials"]] == [1, 3]
+    assert max(d["max_abs"] for t in data["trials"] for d in t["diffs"]) < 1e-4
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    assert session.get_inputs()[0].shape[0] == "batch"
+
+
+def test_cli_export_exit_code_says_when_verification_fails(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core",
+            "export",
+            "sample:transformer",
+            "-o",
+            str(tmp_path / "x.onnx"),
+            "--exporter",
+            "legacy",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    assert "FAIL  matches PyTorch at seq = 21" in result.stdout

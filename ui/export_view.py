@@ -1,0 +1,86 @@
+"""The export report on the page: a checklist, the comparison table, the op chart, downloads and code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from core.export import ExportReport
+from ui.charts import op_count_figure, op_count_frame
+from ui.text import escaped_frame, human_bytes, md_escape
+
+__all__ = ["show_report"]
+
+_OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"
+
+
+def _trial_frame(report: ExportReport) -> pd.DataFrame:
+    rows = []
+    for trial in report.trials:
+        shapes = ", ".join(f"{k} {'×'.join(map(str, v))}" for k, v in trial.input_shapes.items())
+        worst_abs = max((d.max_abs for d in trial.diffs), default=None)
+        worst_rel = max((d.max_rel for d in trial.diffs), default=None)
+        rows.append(
+            {
+                "shapes": f"{trial.label}: {shapes}",
+                "max abs diff": f"{worst_abs:.2e}" if worst_abs is not None else "—",
+                "max rel diff": f"{worst_rel:.2e}" if worst_rel is not None else "—",
+                "result": "matches" if trial.ok else "FAILS",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def show_report(report: ExportReport) -> None:
+    passed = sum(c.ok for c in report.checks) + sum(t.ok for t in report.trials)
+    total = len(report.checks) + len(report.trials)
+    where = ", ".join(t.label for t in report.trials)
+    if report.ok:
+        st.success(
+            f"Exported and verified in {report.seconds:.1f} s: all {total} checks pass; the ONNX model "
+            f"matches PyTorch at {where}."
+        )
+    else:
+        st.error(
+            f"Exported in {report.seconds:.1f} s, but {total - passed} of {total} checks fail. "
+            "Read the red lines below before you deploy this model."
+        )
+    if report.opset_note:
+        st.warning(md_escape(report.opset_note, 500))
+
+    st.markdown("##### Verification")
+    lines = [f"- {_OK if c.ok else _FAIL} **{md_escape(c.name)}**: {md_escape(c.detail, 500)}" for c in report.checks]
+    for trial in report.trials:
+        what = f"matches PyTorch at {trial.label}" + (f" (varies {trial.axis})" if trial.axis else "")
+        detail = trial.error or "every output within 1e-4 + 1e-3·|value|"
+        lines.append(f"- {_OK if trial.ok else _FAIL} **{md_escape(what)}**: {md_escape(detail, 700)}")
+    st.markdown("\n".join(lines))
+    st.table(escaped_frame(_trial_frame(report)), hide_index=True)
+
+    st.markdown("##### What changed between PyTorch and ONNX")
+    st.caption(
+        f"{md_escape(report.exporter_reason)} Opset asked {report.opset_requested}, produced {report.opset_produced}."
+    )
+    for change in report.changes:
+        st.markdown(f"- {md_escape(change, 400)}")
+    st.plotly_chart(op_count_figure(op_count_frame(report.torch_ops, report.onnx_ops)), key="op_counts")
+    if report.warnings:
+        with st.expander(f"The exporter's warnings, in plain words ({len(report.warnings)})"):
+            st.markdown("\n".join(f"- {md_escape(w, 600)}" for w in report.warnings))
+
+    st.markdown("##### Take it with you")
+    cols = st.columns(max(len(report.files), 1) + 1)
+    for col, file in zip(cols, report.files, strict=False):
+        path = Path(file)
+        if path.exists():
+            col.download_button(
+                f"Download {path.name} ({human_bytes(path.stat().st_size)})",
+                data=path.read_bytes(),
+                file_name=path.name,
+                mime="application/octet-stream",
+                key=f"download_{path.name}",
+            )
+    st.markdown("The Python that reproduces this exact export:")
+    st.code(report.code, language="python")
