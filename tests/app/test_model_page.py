@@ -6,21 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
-import streamlit as st
 import torch
 from streamlit.testing.v1 import AppTest
 
 from core import zoo
 from tests import builders
-
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches() -> None:
-    """Settings are cached per server process; each test is a fresh server with its own environment."""
-    st.cache_resource.clear()
-    st.cache_data.clear()
+from tests.app.conftest import APP
 
 
 @pytest.fixture

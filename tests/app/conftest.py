@@ -1,0 +1,18 @@
+"""AppTest fixtures: each test is a fresh server process with its own data folder and caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+
+
+@pytest.fixture(autouse=True)
+def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings are cached per server process; each test is a fresh server with its own environment."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    st.cache_resource.clear()
+    st.cache_data.clear()

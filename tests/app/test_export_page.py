@@ -1,0 +1,56 @@
+"""The Export page through AppTest: defaults from the model, an export, its report, the model it leaves."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import APP
+
+
+@pytest.fixture
+def app(monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "transformer")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("app_pages/export.py").run()
+    assert not at.exception
+    return at
+
+
+def test_controls_start_from_the_models_own_shapes_and_dynamic_axes(app: AppTest) -> None:
+    tag = app.session_state["model"].id[:12]
+    assert app.text_input(key=f"shape_{tag}_tokens").value == "1,16,64"
+    assert app.checkbox(key=f"dyn_{tag}_tokens_0").value and app.checkbox(key=f"dyn_{tag}_tokens_1").value
+    assert not app.checkbox(key=f"dyn_{tag}_tokens_2").value
+    assert app.text_input(key=f"dynname_{tag}_tokens_1").value == "seq"
+    assert app.radio(key="exporter_choice").value == "dynamo"
+    assert app.selectbox(key="opset_choice").value == 18
+
+
+def test_legacy_export_of_the_transformer_reports_the_baked_sequence_length(app: AppTest) -> None:
+    app.radio(key="exporter_choice").set_value("legacy")
+    app.button[0].click().run()  # the form's Export button
+    assert not app.exception
+    assert "checks fail" in app.error[0].value
+    checklist = "\n".join(m.value for m in app.markdown)
+    assert "not really dynamic" in checklist
+    assert app.session_state["model"].format == "onnx"
+    assert app.session_state["torch_model"].name == "transformer"  # the PyTorch original stays at hand
+
+
+def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> None:
+    app.button[0].click().run()
+    assert not app.exception
+    assert "Exported and verified" in app.success[0].value
+    assert "batch = 3" in app.success[0].value and "seq = 21" in app.success[0].value
+    assert "dynamic_shapes=({0: 'batch', 1: 'seq'},)" in app.code[0].value
+    assert app.session_state["model"].inputs[0].shape == ["batch", "seq", 64]
+
+
+def test_an_onnx_model_without_pytorch_origin_is_sent_to_the_model_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("app_pages/export.py").run()
+    assert "Export needs a PyTorch model" in at.info[0].value
