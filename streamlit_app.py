@@ -12,6 +12,7 @@ st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
 WALK_THROUGH = [
     st.Page("app_pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
     st.Page("app_pages/export.py", title="Export", icon=":material/output:"),
+    st.Page("app_pages/decode.py", title="Decode", icon=":material/data_object:"),
 ]
 
 page = st.navigation({"Walk-through": WALK_THROUGH})

@@ -1,4 +1,4 @@
-"""The headless command line: ``python -m core samples|info|export`` over the same functions as the pages."""
+"""The headless command line: ``python -m core samples|info|inspect|export`` over the same functions as the pages."""
 
 from __future__ import annotations
 
@@ -166,6 +166,44 @@ def _print_export(report: Any) -> None:
         print(f"  warning  {warning}")
 
 
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from core.decode import DecodedModel, summary
+
+    record = describe(args.model)
+    if record.format != "onnx":
+        raise WorkbenchError(f"inspect reads ONNX; '{args.model}' is a {record.format_label}. Export it first.")
+    decoded = from_jsonable(DecodedModel, run_job("decode.run", {"path": record.path, "with_text": False}))
+    data = summary(decoded)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(
+        f"{record.name}  ir_version {decoded.ir_version}, producer {decoded.producer_name or '-'} "
+        f"{decoded.producer_version}".rstrip()
+    )
+    print("  opsets     " + ", ".join(f"{d} {v}" for d, v in decoded.opsets.items()))
+    for label, specs in (("input ", decoded.inputs), ("output", decoded.outputs)):
+        for spec in specs:
+            print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}")
+    print(
+        f"  nodes      {decoded.node_count:,} in the main graph, {decoded.total_node_count:,} in all; "
+        f"{decoded.subgraph_count} subgraph(s), {len(decoded.functions)} function(s)"
+    )
+    print("  ops        " + ", ".join(f"{op} {n}" for op, n in decoded.op_counts.items()))
+    print(
+        f"  weights    {decoded.initializer_count:,} initializers, {decoded.parameter_count:,} parameters, "
+        f"{decoded.initializer_bytes:,} bytes"
+        + (f", external: {', '.join(decoded.external_files)}" if decoded.external_files else "")
+    )
+    print(f"  checker    {'passes' if decoded.checker_ok else decoded.checker_message}")
+    print(f"  shapes     {decoded.shapes_known} of {decoded.shapes_total} intermediate tensors known")
+    for field in decoded.header:
+        print(f"  byte {field.offset:<5} {field.hex:<38} field {field.number} {field.field} = {field.value}")
+    for problem in decoded.problems:
+        print(f"  problem    {problem}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -176,6 +214,10 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("model", help="a path, 'model.onnx,model.onnx.data', or sample:NAME")
     info.add_argument("--json", action="store_true", help="print JSON")
     info.set_defaults(func=_cmd_info)
+    inspect_ = sub.add_parser("inspect", help="decode an ONNX model: header bytes, opsets, nodes, weights")
+    inspect_.add_argument("model", help="an .onnx path ('model.onnx,model.onnx.data' with external data)")
+    inspect_.add_argument("--json", action="store_true", help="print JSON")
+    inspect_.set_defaults(func=_cmd_inspect)
     export = sub.add_parser("export", help="export a PyTorch model to ONNX and verify it")
     export.add_argument("model", help="sample:NAME, a state_dict/safetensors file, a TorchScript archive or a .pt2")
     export.add_argument("-o", "--output", required=True, help="where to write the .onnx")

@@ -232,7 +232,7 @@ def _type_spec(type_proto: onnx.TypeProto) -> tuple[str, list[int | str] | None]
     return "unknown", None
 
 
-def _value_specs(values: Any, skip: set[str] = frozenset()) -> list[TensorSpec]:  # type: ignore[assignment]
+def value_specs(values: Any, skip: set[str] = frozenset()) -> list[TensorSpec]:  # type: ignore[assignment]
     specs = []
     for value in values:
         if value.name in skip:
@@ -300,7 +300,7 @@ def tensor_nbytes(tensor: onnx.TensorProto) -> int:
     return count * itemsize
 
 
-def _external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
+def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
 
@@ -314,7 +314,7 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
     for where, tensor in iter_tensors(model):
         if tensor.data_location != onnx.TensorProto.EXTERNAL:
             continue
-        entries = _external_entries(tensor)
+        entries = external_entries(tensor)
         location = entries.get("location", "")
         label = f"{where} '{tensor.name}'"
         if not location:
@@ -422,8 +422,8 @@ def _describe_onnx(main: Path, folder: Path, name: str, limits: Limits) -> Model
         size_bytes=size,
         path=str(main),
         files=[str(main)] + [str(p) for p in data_files],
-        inputs=_value_specs(model.graph.input, skip=initializer_names),
-        outputs=_value_specs(model.graph.output),
+        inputs=value_specs(model.graph.input, skip=initializer_names),
+        outputs=value_specs(model.graph.output),
         parameter_count=parameters,
         opset=opsets.get("ai.onnx"),
         ir_version=int(model.ir_version),

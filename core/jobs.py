@@ -61,6 +61,7 @@ _JOBS: dict[str, JobDefinition] = {
     "intake.describe_files": JobDefinition("core.intake:describe_files"),
     "intake.describe_sample": JobDefinition("core.zoo:describe_sample"),
     "export.run": JobDefinition("core.export:export_model"),
+    "decode.run": JobDefinition("core.decode:decode_model"),
 }
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-__all__ = ["op_count_frame", "op_count_figure"]
+__all__ = ["op_count_frame", "op_count_figure", "graph_figure", "histogram_figure", "colour_map"]
 
 SIDES = ("PyTorch layers", "ONNX nodes")
 _COLOURS = {"PyTorch layers": "#EE4C2C", "ONNX nodes": "#005CED"}
@@ -42,4 +42,129 @@ def op_count_figure(frame: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="count", row=1, col=col)
     rows = int(frame.groupby("side")["op"].nunique().max()) if not frame.empty else 1
     fig.update_layout(height=min(160 + 24 * rows, 1400), margin={"l": 10, "r": 40, "t": 40, "b": 10})
+    return fig
+
+
+# Op colours: a fixed palette, assigned in order of first appearance so a model keeps its colours.
+_PALETTE = [
+    "#4C78A8",
+    "#F58518",
+    "#54A24B",
+    "#E45756",
+    "#72B7B2",
+    "#EECA3B",
+    "#B279A2",
+    "#FF9DA6",
+    "#9D755D",
+    "#BAB0AC",
+    "#1F77B4",
+    "#2CA02C",
+    "#D62728",
+    "#9467BD",
+    "#8C564B",
+    "#E377C2",
+    "#7F7F7F",
+    "#BCBD22",
+]
+_FIXED = {"input": "#222222", "output": "#222222"}
+
+
+def colour_map(keys: list[str]) -> dict[str, str]:
+    colours: dict[str, str] = {}
+    for key in keys:
+        if key not in colours:
+            colours[key] = _FIXED.get(key) or _PALETTE[(len(colours)) % len(_PALETTE)]
+    return colours
+
+
+def graph_figure(
+    nodes: pd.DataFrame, edges: pd.DataFrame, colour_by: str = "op_type", selected: str | None = None
+) -> go.Figure:
+    """The DAG: ``nodes`` has id, label, op_type, x, y and the ``colour_by`` column; ``edges`` has source,
+    target, tensor. One trace per colour value (a legend entry each); customdata carries the node id for
+    click selection."""
+    many = len(nodes) > 1500
+    scatter = go.Scattergl if many else go.Scatter
+    fig = go.Figure()
+    position = nodes.set_index("id")[["x", "y"]]
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for source, target in zip(edges["source"], edges["target"], strict=False):
+        if source in position.index and target in position.index:
+            xs += [position.at[source, "x"], position.at[target, "x"], None]
+            ys += [position.at[source, "y"], position.at[target, "y"], None]
+    fig.add_trace(
+        scatter(x=xs, y=ys, mode="lines", line={"color": "#B0B0B0", "width": 1}, hoverinfo="skip", showlegend=False)
+    )
+    colours = colour_map(list(nodes[colour_by].astype(str)))
+    show_text = len(nodes) <= 150
+    for key, group in nodes.groupby(nodes[colour_by].astype(str), sort=False):
+        hover = group["label"].astype(str) + "<br>" + group["op_type"].astype(str)
+        if "weights" in group:
+            hover = hover + group["weights"].map(lambda w: f"<br>{w:,} weights" if w else "")
+        fig.add_trace(
+            scatter(
+                x=group["x"],
+                y=group["y"],
+                mode="markers+text" if show_text else "markers",
+                name=str(key),
+                text=group["op_type"] if show_text else None,
+                textposition="middle right",
+                textfont={"size": 10},
+                customdata=group["id"],
+                hovertext=hover,
+                hoverinfo="text",
+                marker={
+                    "size": 14 if show_text else 8,
+                    "color": colours[str(key)],
+                    "symbol": ["diamond" if t in ("input", "output") else "circle" for t in group["op_type"]],
+                    "line": {"width": 1, "color": "white"},
+                },
+            )
+        )
+    if selected is not None and selected in position.index:
+        fig.add_trace(
+            scatter(
+                x=[position.at[selected, "x"]],
+                y=[position.at[selected, "y"]],
+                mode="markers",
+                marker={"size": 24, "color": "rgba(0,0,0,0)", "line": {"width": 3, "color": "#000"}},
+                hoverinfo="skip",
+                showlegend=False,
+            )
+        )
+    layers = int(nodes["y"].max() - nodes["y"].min() + 1) if len(nodes) else 1
+    fig.update_layout(
+        height=int(min(max(380, 46 * layers), 1600)),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        dragmode="pan",
+        clickmode="event+select",
+        legend={"title": colour_by.replace("_", " ")},
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED") -> go.Figure:
+    """Bars of counts (op types, or layers by parameters), largest on top."""
+    items = sorted(counts.items(), key=lambda kv: kv[1])
+    fig = go.Figure(
+        go.Bar(
+            x=[v for _, v in items],
+            y=[k for k, _ in items],
+            orientation="h",
+            marker_color=colour,
+            text=[f"{v:,}" for _, v in items],
+            textposition="outside",
+            cliponaxis=False,
+        )
+    )
+    fig.update_layout(
+        height=min(120 + 22 * len(items), 1200),
+        margin={"l": 10, "r": 40, "t": 30, "b": 10},
+        title=title,
+        yaxis={"type": "category"},
+    )
     return fig

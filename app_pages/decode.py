@@ -1,0 +1,109 @@
+"""Decode: the ONNX protobuf taken apart, from the first bytes to the whole graph."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.decode import DecodedModel
+from core.errors import WorkbenchError
+from core.records import from_jsonable
+from ui import session
+from ui.decode_view import (
+    decoded_json,
+    header_section,
+    model_section,
+    node_details,
+    nodes_section,
+    weights_section,
+)
+from ui.graph_view import show_graph
+from ui.jobs import run_with_status
+from ui.text import md_escape
+
+st.title("Decode")
+st.markdown(
+    "An `.onnx` file is one protobuf message, a **ModelProto**: a few fields that describe the model, then a "
+    "**GraphProto** holding the inputs, the nodes (one per operator call) and the weights. This page reads it "
+    "the way a runtime does, from the first bytes to the last node, without loading external weights."
+)
+
+record = session.current_model()
+if record is None or record.format != "onnx":
+    what = "There is no current model." if record is None else f"The current model is a {record.format_label}."
+    st.info(f"Decode reads ONNX models. {what} Export it to ONNX first, or upload an .onnx file.")
+    st.page_link("app_pages/export.py", label="Export the PyTorch model", icon=":material/output:")
+    st.page_link("app_pages/model.py", label="Upload an ONNX model", icon=":material/deployed_code:")
+    st.stop()
+
+saved = st.session_state.get("decoded")
+if not saved or saved[0] != record.id:
+    try:
+        data = run_with_status("decode.run", {"path": record.path}, f"Decoding '{record.name}'")
+    except WorkbenchError as exc:
+        st.error(str(exc))
+        st.stop()
+    saved = (record.id, from_jsonable(DecodedModel, data))
+    st.session_state["decoded"] = saved
+decoded: DecodedModel = saved[1]
+for problem in decoded.problems:
+    st.warning(md_escape(problem, 600))
+
+st.header("1. The first bytes", anchor="bytes")
+st.markdown(
+    "Protobuf writes each field as a **tag** (field number × 8 + wire type) and then its value: a varint for "
+    "numbers, or a length and the bytes for strings and nested messages. So `08 0A` is field 1 (`ir_version`), "
+    "wire type 0 (varint), value 10."
+)
+header_section(decoded)
+
+st.header("2. The model", anchor="model")
+st.markdown(
+    "The ModelProto says which IR version and operator sets (opsets) the graph needs, who produced it, and "
+    "what goes in and out. Symbolic dimensions (like `batch`) are sizes chosen at run time."
+)
+model_section(decoded)
+
+st.header("3. The graph", anchor="graph")
+st.markdown(
+    "Each node is one operator call; an edge is a tensor flowing from the node that produces it to the nodes "
+    "that use it. Nodes are laid out in layers from the inputs (top) to the outputs (bottom), coloured by op type."
+)
+graphs = list(decoded.layouts)
+graph = st.selectbox(
+    "Graph",
+    graphs,
+    key="graph_choice",
+    disabled=len(graphs) == 1,
+    format_func=lambda g: "main graph" if g == "main" else g,
+)
+if graph:
+    layout = decoded.layouts[graph]
+    selected = show_graph(layout, key=f"graph_{record.id[:12]}_{graphs.index(graph)}")
+    if selected:
+        with st.container(border=True):
+            node_details(decoded, graph, selected)
+
+st.header("4. The nodes", anchor="nodes")
+st.markdown(
+    "Every node with its inputs, outputs and attributes (the operator's settings, such as a Conv's kernel shape). "
+    "Nodes of subgraphs and local functions are listed with the graph they belong to."
+)
+nodes_section(decoded)
+
+st.header("5. The weights", anchor="weights")
+st.markdown(
+    "Weights are stored as initializers (or, in some exporters, as Constant nodes), inline in the file or in an "
+    "external data file beside it. Their sizes show where a model's bytes go."
+)
+weights_section(decoded)
+
+with st.expander("The text form (onnx.printer; large weight values left out)"):
+    st.code(
+        decoded.text[:200_000] + ("\n… (cut here; download for the rest)" if len(decoded.text) > 200_000 else ""),
+        language=None,
+    )
+left, right = st.columns(2)
+left.download_button("Download the text form", decoded.text.encode(), f"{record.name}.onnx.txt", "text/plain")
+right.download_button(
+    "Download the decoded model (JSON)", decoded_json(decoded), f"{record.name}.decoded.json", "application/json"
+)

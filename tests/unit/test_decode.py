@@ -1,0 +1,269 @@
+"""Decode: what we report about a model must agree with what the onnx library itself says."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from core import zoo
+from core.decode import annotate_header, decode_model, summary
+from core.graphview import layout_graph, neighbourhood
+from core.settings import PROJECT_ROOT
+from tests import builders
+from ui.charts import graph_figure
+from ui.decode_view import model_tree
+from ui.graph_view import _frames
+
+
+def exported_sample(name: str, folder: Path) -> Path:
+    path = folder / f"{name}.onnx"
+    model = zoo.build_model(name)
+    sample = zoo.SAMPLES[name]
+    torch.onnx.export(
+        model,
+        tuple(zoo.example_inputs(name).values()),
+        str(path),
+        dynamo=False,
+        opset_version=17,
+        input_names=list(sample.inputs),
+        dynamic_axes=sample.dynamic_axes,
+    )
+    return path
+
+
+def library_view(path: Path) -> dict:
+    """Node counts, op counts and weight bytes as onnx itself computes them (weights loaded)."""
+    model = onnx.load(str(path))
+    weights = [numpy_helper.to_array(t) for t in model.graph.initializer]
+    constants = [
+        numpy_helper.to_array(a.t)
+        for n in model.graph.node
+        for a in n.attribute
+        if a.type == onnx.AttributeProto.TENSOR
+    ]
+    nested = 0
+    stack = list(model.graph.node)
+    while stack:
+        node = stack.pop()
+        for attr in node.attribute:
+            for g in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                nested += 1
+                stack.extend(g.node)
+    return {
+        "node_count": len(model.graph.node),
+        "op_counts": dict(Counter(n.op_type for n in model.graph.node)),
+        "initializer_count": len(model.graph.initializer),
+        "initializer_bytes": sum(w.nbytes for w in weights + constants),
+        "parameter_count": sum(w.size for w in weights + constants),
+        "subgraph_count": nested,
+    }
+
+
+MODELS = {
+    "constant_weights": builders.constant_weights_model,
+    "control_flow": builders.control_flow_model,
+    "fp16": builders.fp16_model,
+    "mixed_inputs": builders.mixed_inputs_model,
+    "chain": builders.chain_model,
+    "function": builders.function_model,
+}
+
+
+@pytest.mark.parametrize("name", list(zoo.SAMPLES))
+def test_decode_of_every_sample_agrees_with_the_onnx_library(tmp_path: Path, name: str) -> None:
+    path = exported_sample(name, tmp_path)
+    got = summary(decode_model(str(path)))
+    assert {k: got[k] for k in library_view(path)} == library_view(path)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_decode_of_models_from_the_wild_agrees_with_the_onnx_library(tmp_path: Path, name: str) -> None:
+    path = builders.write(MODELS[name](), tmp_path / f"{name}.onnx")
+    got = summary(decode_model(str(path)))
+    assert {k: got[k] for k in library_view(path)} == library_view(path)
+
+
+def test_external_data_is_described_without_being_loaded(tmp_path: Path) -> None:
+    main = builders.save_with_external_data(builders.chain_model(40), tmp_path)
+    decoded = decode_model(str(main))
+    assert decoded.external_files == ["model.onnx.data"]
+    assert all(t.storage.startswith("external: model.onnx.data @ ") for t in decoded.initializers)
+    assert decoded.initializer_bytes == 20 * 16 * 4 == library_view(main)["initializer_bytes"]
+    assert decoded.checker_ok
+
+
+def test_fp16_weights_count_two_bytes_each(tmp_path: Path) -> None:
+    decoded = decode_model(str(builders.write(builders.fp16_model(), tmp_path / "h.onnx")))
+    assert [(t.dtype, t.bytes) for t in decoded.initializers] == [("float16", 32)]
+
+
+def test_header_explains_ir_version_field_by_field(tmp_path: Path) -> None:
+    data = builders.relu_model().SerializeToString()
+    fields = annotate_header(data[:64], len(data))
+    assert (fields[0].hex, fields[0].field, fields[0].value) == ("08 08", "ir_version", "8")
+    assert "field 1 << 3 | wire type 0" in fields[0].explanation
+    assert [f.field for f in fields][:2] == ["ir_version", "producer_name"] and fields[1].value == "'tests'"
+
+
+def test_subgraphs_and_functions_are_listed_and_laid_out(tmp_path: Path) -> None:
+    decoded = decode_model(str(builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")))
+    assert sorted(s.attribute for s in decoded.subgraphs) == ["body", "else_branch", "then_branch"]
+    assert set(decoded.layouts) == {"main"} | {s.path for s in decoded.subgraphs}
+    assert {n.graph for n in decoded.nodes} == set(decoded.layouts)
+    functions = decode_model(str(builders.write(builders.function_model(), tmp_path / "f.onnx"))).functions
+    assert [(f.name, f.node_count) for f in functions] == [("DoubleRelu", 2)]
+
+
+def test_weights_per_layer_include_constant_node_weights(tmp_path: Path) -> None:
+    decoded = decode_model(str(builders.write(builders.constant_weights_model(), tmp_path / "c.onnx")))
+    assert {(layer.op_type, layer.parameters) for layer in decoded.layers} == {("MatMul", 32), ("Add", 4)}
+
+
+def test_text_form_leaves_large_weights_out(tmp_path: Path) -> None:
+    decoded = decode_model(str(exported_sample("tinycnn", tmp_path)))
+    assert "{…}" in decoded.text and len(decoded.text) < 20_000
+    assert "Conv" in decoded.text
+
+
+def test_damaged_and_odd_models_decode_what_they_can(tmp_path: Path) -> None:
+    whole = builders.chain_model(40).SerializeToString()
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(whole[: len(whole) // 2])
+    decoded = decode_model(str(cut))
+    assert decoded.header[0].field == "ir_version" and "could not be parsed" in decoded.problems[0]
+
+    model = builders.relu_model()
+    model.ir_version = 999
+    model.opset_import.append(helper.make_opsetid("com.example.custom", 1))
+    model.opset_import[0].version = 999
+    decoded = decode_model(str(builders.write(model, tmp_path / "future.onnx")))
+    problems = " ".join(decoded.problems)
+    assert "IR version 999 is newer" in problems and "Opset 999 is newer" in problems
+    assert "'com.example.custom' is not a standard one" in problems
+    assert decoded.node_count == 1 and decoded.checker_ok is False
+
+    empty = onnx.ModelProto(ir_version=8)
+    decoded = decode_model(str(builders.write(empty, tmp_path / "nograph.onnx")))
+    assert decoded.problems == ["The model has no graph: there is nothing to run."]
+
+
+def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Add", ["x", "b"], ["a"], name="first"),
+        helper.make_node("Relu", ["a"], ["b"], name="second"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cyclic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])],
+    )
+    decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "cycle.onnx")))
+    assert any("has a cycle" in p for p in decoded.problems)
+    assert len(decoded.layouts["main"].nodes) == 4
+
+
+def test_deeply_nested_ifs_do_not_exhaust_the_stack(tmp_path: Path) -> None:
+    leaf = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y0"])],
+        "leaf",
+        [],
+        [helper.make_tensor_value_info("y0", TensorProto.FLOAT, [1])],
+    )
+    inner = leaf
+    for depth in range(1, 30):  # only the then-branch nests, so the model grows linearly; protobuf parses ~30 levels
+        node = helper.make_node("If", ["c"], [f"y{depth}"], then_branch=inner, else_branch=leaf)
+        inner = helper.make_graph(
+            [node], f"level{depth}", [], [helper.make_tensor_value_info(f"y{depth}", TensorProto.FLOAT, [1])]
+        )
+    graph = helper.make_graph(
+        list(inner.node),
+        "deep",
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+        ],
+        list(inner.output),
+    )
+    path = builders.write(helper.make_model(graph), tmp_path / "deep.onnx")
+    decoded = decode_model(str(path), with_text=False)
+    assert max(s.depth for s in decoded.subgraphs) == 29 and len(decoded.subgraphs) == 2 * 29
+
+
+def test_layout_places_every_node_in_dependency_order() -> None:
+    model = builders.chain_model(10)
+    layout = layout_graph(model.graph, "main")
+    by_id = {n.id: n for n in layout.nodes}
+    assert len(layout.nodes) == 10 + 2  # nodes, one input, one output
+    assert all(by_id[e.source].layer < by_id[e.target].layer for e in layout.edges)
+    assert neighbourhood(layout, "n0", 1) == {"n0", "in:x", "n1"}
+
+
+def test_graph_figure_carries_node_ids_for_click_selection() -> None:
+    layout = layout_graph(builders.constant_weights_model().graph, "main")
+    nodes, edges = _frames(layout, None)
+    fig = graph_figure(nodes.rename(columns={"colour": "op type"}), edges, colour_by="op type", selected="n2")
+    ids = [i for trace in fig.data[1:] if trace.customdata is not None for i in trace.customdata]
+    assert sorted(ids) == sorted(nodes["id"])
+    assert {t.name for t in fig.data if t.name} == {"input", "Constant", "MatMul", "Add", "output"}
+
+
+def test_model_tree_is_json_and_holds_the_fields_a_learner_meets(tmp_path: Path) -> None:
+    model = builders.relu_model()
+    helper.set_model_props(model, {"author": "<script>alert(1)</script>"})
+    decoded = decode_model(str(builders.write(model, tmp_path / "m.onnx")))
+    tree = json.loads(json.dumps(model_tree(decoded)))
+    assert tree["opset_import"] == {"ai.onnx": 17} and tree["graph"]["input"] == {"x": "float32 [batch×4]"}
+    assert tree["metadata_props"]["author"] == "<script>alert(1)</script>"  # st.json shows it as text
+
+
+def test_cli_inspect_json_has_the_promised_fields(tmp_path: Path) -> None:
+    path = builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")
+    result = subprocess.run(
+        [sys.executable, "-m", "core", "inspect", str(path), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    for key in (
+        "ir_version",
+        "producer_name",
+        "opsets",
+        "inputs",
+        "outputs",
+        "node_count",
+        "op_counts",
+        "initializer_count",
+        "parameter_count",
+        "initializer_bytes",
+        "subgraph_count",
+        "header_fields",
+    ):
+        assert key in data
+    assert data["subgraph_count"] == 3 and data["op_counts"] == {"If": 1, "Loop": 1}
+    assert data["header_fields"][0]["field"] == "ir_version"
+
+
+def test_weights_bytes_of_a_real_array_match(tmp_path: Path) -> None:
+    array = np.arange(12, dtype=np.float64).reshape(3, 4)
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3, 4])],
+        [numpy_helper.from_array(array, "w")],
+    )
+    decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "d.onnx")))
+    assert decoded.initializer_bytes == array.nbytes == 96

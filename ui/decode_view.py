@@ -1,0 +1,196 @@
+"""Sections of the Decode page: bytes, the ModelProto tree, node details, the node table, the weights."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import streamlit as st
+
+from core.decode import DecodedModel, NodeInfo
+from core.model import format_shape
+from core.records import to_jsonable
+from ui.cards import signature_frame
+from ui.charts import histogram_figure
+from ui.text import escaped_frame, human_bytes, md_escape
+
+__all__ = ["header_section", "model_section", "node_details", "nodes_section", "weights_section", "model_tree"]
+
+
+def header_section(decoded: DecodedModel) -> None:
+    offsets = "\n".join(
+        f"{i:04x}  {decoded.header_hex[i * 3 : i * 3 + 48]}" for i in range(0, min(64, decoded.size_bytes), 16)
+    )
+    st.code(offsets, language=None)
+    frame = pd.DataFrame(
+        {
+            "offset": [h.offset for h in decoded.header],
+            "bytes": [h.hex + (" …" if h.length > 12 else "") for h in decoded.header],
+            "field": [f"{h.number}: {h.field}" for h in decoded.header],
+            "wire type": [h.wire_type for h in decoded.header],
+            "value": [h.value for h in decoded.header],
+            "how to read it": [h.explanation for h in decoded.header],
+        }
+    )
+    st.table(escaped_frame(frame), hide_index=True)
+
+
+def model_tree(decoded: DecodedModel) -> dict:
+    """The ModelProto as a nested dict, for st.json's collapsible tree."""
+    return {
+        "ir_version": decoded.ir_version,
+        "producer_name": decoded.producer_name,
+        "producer_version": decoded.producer_version,
+        "domain": decoded.domain,
+        "model_version": decoded.model_version,
+        "doc_string": decoded.doc_string[:2000],
+        "opset_import": decoded.opsets,
+        "metadata_props": {k[:200]: v[:2000] for k, v in list(decoded.metadata.items())[:200]},
+        "graph": {
+            "name": decoded.graph_name,
+            "input": {s.name: f"{s.dtype} [{format_shape(s.shape)}]" for s in decoded.inputs},
+            "output": {s.name: f"{s.dtype} [{format_shape(s.shape)}]" for s in decoded.outputs},
+            "node": f"{decoded.node_count:,} nodes",
+            "initializer": f"{decoded.initializer_count:,} tensors, {human_bytes(decoded.initializer_bytes)}",
+            "value_info": f"{decoded.value_info_count:,} entries",
+            "subgraphs": {s.path: f"{s.node_count} nodes" for s in decoded.subgraphs},
+        },
+        "functions": {f"{f.domain}.{f.name}": f"{f.node_count} nodes: {f.op_counts}" for f in decoded.functions},
+    }
+
+
+def model_section(decoded: DecodedModel) -> None:
+    cols = st.columns(4)
+    cols[0].metric("IR version", decoded.ir_version if decoded.ir_version is not None else "—")
+    cols[1].metric("Opset", decoded.opsets.get("ai.onnx", "—"))
+    cols[2].metric(
+        "Nodes", f"{decoded.node_count:,}", help=f"{decoded.total_node_count:,} with subgraphs and functions"
+    )
+    cols[3].metric("Parameters", f"{decoded.parameter_count:,}")
+    checker = "passes" if decoded.checker_ok else f"fails: {decoded.checker_message}"
+    coverage = (
+        f"{decoded.shapes_known:,} of {decoded.shapes_total:,} intermediate tensors have a known shape"
+        if decoded.shapes_total
+        else "no intermediate tensors"
+    )
+    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **Shape inference**: {coverage}")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Inputs**")
+        st.table(escaped_frame(signature_frame(decoded.inputs)), hide_index=True)
+    with right:
+        st.markdown("**Outputs**")
+        st.table(escaped_frame(signature_frame(decoded.outputs)), hide_index=True)
+    st.json(model_tree(decoded), expanded=1)
+    if decoded.subgraphs:
+        st.markdown("**Subgraphs** (If branches, Loop and Scan bodies): pick one in the graph view below.")
+        st.table(
+            escaped_frame(
+                pd.DataFrame([{"subgraph": s.path, "nodes": s.node_count, "depth": s.depth} for s in decoded.subgraphs])
+            ),
+            hide_index=True,
+        )
+
+
+def node_details(decoded: DecodedModel, graph: str, node_id: str) -> None:
+    sizes = {t.name: t for t in decoded.initializers}
+    if node_id.startswith(("in:", "out:")):
+        name = node_id.split(":", 1)[1]
+        spec = next((s for s in decoded.inputs + decoded.outputs if s.name == name), None)
+        kind = "Graph input" if node_id.startswith("in:") else "Graph output"
+        detail = f"{spec.dtype} [{format_shape(spec.shape)}]" if spec else ""
+        st.markdown(f"**{kind}** {md_escape(name)} {md_escape(detail)}")
+        return
+    index = int(node_id[1:])
+    node: NodeInfo | None = next((n for n in decoded.nodes if n.graph == graph and n.index == index), None)
+    if node is None:
+        return
+    st.markdown(
+        f"**{md_escape(node.name or '(unnamed)')}**: {md_escape(node.op_type)} from "
+        f"{md_escape(node.domain)}, node {node.index} of {md_escape(graph)}"
+    )
+    tensors = [
+        {
+            "role": role,
+            "tensor": name,
+            "weights": f"{sizes[name].dtype} {sizes[name].shape}, {human_bytes(sizes[name].bytes)}"
+            if name in sizes
+            else "",
+        }
+        for role, names in (("input", node.inputs), ("output", node.outputs))
+        for name in names
+    ]
+    st.table(escaped_frame(pd.DataFrame(tensors)), hide_index=True)
+    if node.attributes:
+        st.table(
+            escaped_frame(pd.DataFrame({"attribute": list(node.attributes), "value": list(node.attributes.values())})),
+            hide_index=True,
+        )
+    else:
+        st.caption("This node has no attributes.")
+
+
+def nodes_section(decoded: DecodedModel) -> None:
+    frame = pd.DataFrame(
+        {
+            "graph": [n.graph for n in decoded.nodes],
+            "#": [n.index for n in decoded.nodes],
+            "name": [n.name for n in decoded.nodes],
+            "op_type": [n.op_type for n in decoded.nodes],
+            "domain": [n.domain for n in decoded.nodes],
+            "inputs": [", ".join(n.inputs) for n in decoded.nodes],
+            "outputs": [", ".join(n.outputs) for n in decoded.nodes],
+            "attributes": [", ".join(f"{k}={v}" for k, v in n.attributes.items()) for n in decoded.nodes],
+        }
+    )
+    left, right = st.columns([2, 1])
+    query = left.text_input("Search names, inputs, outputs and attributes", key="node_search")
+    ops = right.multiselect("Op types", sorted(frame["op_type"].unique()), key="node_ops")
+    shown = frame
+    if query:
+        haystack = shown[["name", "op_type", "inputs", "outputs", "attributes"]].astype(str).agg(" ".join, axis=1)
+        shown = shown[haystack.str.contains(query, case=False, regex=False)]
+    if ops:
+        shown = shown[shown["op_type"].isin(ops)]
+    st.caption(f"{len(shown):,} of {len(frame):,} nodes")
+    st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
+    st.download_button("Download the node table (CSV)", frame.to_csv(index=False).encode(), "nodes.csv", "text/csv")
+    st.plotly_chart(histogram_figure(decoded.op_counts, "Op types in the main graph"), key="op_histogram")
+
+
+def weights_section(decoded: DecodedModel) -> None:
+    cols = st.columns(3)
+    cols[0].metric("Weight tensors", f"{len(decoded.initializers):,}")
+    cols[1].metric("Weight bytes", human_bytes(decoded.initializer_bytes))
+    cols[2].metric("Stored outside the file", ", ".join(decoded.external_files) or "none")
+    largest = sorted(decoded.initializers, key=lambda t: t.bytes, reverse=True)[:15]
+    st.markdown("**Largest tensors**")
+    st.table(
+        escaped_frame(
+            pd.DataFrame(
+                [
+                    {
+                        "tensor": t.name,
+                        "dtype": t.dtype,
+                        "shape": "×".join(map(str, t.shape)),
+                        "bytes": human_bytes(t.bytes),
+                        "where": t.storage,
+                    }
+                    for t in largest
+                ]
+            )
+        ),
+        hide_index=True,
+    )
+    if decoded.layers:
+        top = sorted(decoded.layers, key=lambda layer: layer.parameters, reverse=True)[:25]
+        counts = {f"{layer.node} ({layer.op_type})": layer.parameters for layer in top}
+        st.plotly_chart(
+            histogram_figure(counts, "Parameters per layer (the 25 largest)", "#54A24B"), key="layer_weights"
+        )
+
+
+def decoded_json(decoded: DecodedModel) -> bytes:
+    data = to_jsonable(decoded)
+    data.pop("layouts", None)
+    return json.dumps(data, indent=1).encode()

@@ -1,0 +1,111 @@
+"""The interactive graph: pan, zoom, click a node. Large graphs are shown a window of layers at a time, or
+as the neighbourhood of one node, and the page says so. Later pages pass a colour per node (a provider)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.graphview import GraphLayout, neighbourhood
+from ui.charts import graph_figure
+
+__all__ = ["show_graph", "FULL_GRAPH_LIMIT"]
+
+FULL_GRAPH_LIMIT = 400  # nodes drawn at once before the view pages or focuses
+
+
+def _frames(layout: GraphLayout, colours: dict[str, str] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    nodes = pd.DataFrame(
+        {
+            "id": [n.id for n in layout.nodes],
+            "label": [n.label for n in layout.nodes],
+            "op_type": [n.op_type for n in layout.nodes],
+            "x": [n.x for n in layout.nodes],
+            "y": [n.y for n in layout.nodes],
+            "layer": [n.layer for n in layout.nodes],
+            "weights": [n.weights for n in layout.nodes],
+        }
+    )
+    nodes["colour"] = nodes["id"].map(colours) if colours else nodes["op_type"]
+    nodes["colour"] = nodes["colour"].fillna(nodes["op_type"])
+    edges = pd.DataFrame(
+        {
+            "source": [e.source for e in layout.edges],
+            "target": [e.target for e in layout.edges],
+            "tensor": [e.tensor for e in layout.edges],
+        }
+    )
+    return nodes, edges
+
+
+def show_graph(
+    layout: GraphLayout, key: str, colours: dict[str, str] | None = None, colour_label: str = "op type"
+) -> str | None:
+    """Draw ``layout`` and return the id of the node the user clicked (kept across reruns), if any."""
+    nodes, edges = _frames(layout, colours)
+    selected_key = f"{key}_selected"
+    selected = st.session_state.get(selected_key)
+    shown = nodes
+    if len(nodes) > FULL_GRAPH_LIMIT:
+        mode = st.radio(
+            f"The graph has {len(nodes):,} nodes in {layout.layers:,} layers; drawing all of them at once would be "
+            "unreadable. Show:",
+            ["a window of layers", "the neighbourhood of one node"],
+            horizontal=True,
+            key=f"{key}_mode",
+        )
+        if mode == "a window of layers":
+            span = max(1, int(layout.layers * FULL_GRAPH_LIMIT / len(nodes)))
+            start = st.slider(
+                "First layer",
+                0,
+                max(layout.layers - span, 0),
+                0,
+                key=f"{key}_start",
+                help=f"{span} layers are drawn at a time",
+            )
+            shown = nodes[(nodes["layer"] >= start) & (nodes["layer"] < start + span)]
+            st.caption(
+                f"Showing layers {start}–{start + span - 1} of {layout.layers} ({len(shown):,} of "
+                f"{len(nodes):,} nodes). Move the slider to walk down the graph."
+            )
+        else:
+            options = nodes[~nodes["op_type"].isin(["input", "output"])]
+            labels = dict(zip(options["id"], options["label"] + "  (" + options["op_type"] + ")", strict=False))
+            ids = list(labels)
+            centre = st.selectbox(
+                "Centre node",
+                ids,
+                index=ids.index(selected) if selected in ids else 0,
+                format_func=lambda i: labels[i],
+                key=f"{key}_centre",
+            )
+            radius = st.slider("Radius (edges)", 1, 8, 3, key=f"{key}_radius")
+            keep = neighbourhood(layout, centre, radius)
+            shown = nodes[nodes["id"].isin(keep)]
+            st.caption(
+                f"Showing the {len(shown):,} nodes within {radius} edges of the centre node, of {len(nodes):,} in all."
+            )
+    figure = graph_figure(
+        shown.rename(columns={"colour": colour_label}), edges, colour_by=colour_label, selected=selected
+    )
+    event = st.plotly_chart(
+        figure,
+        key=key,
+        on_select="rerun",
+        selection_mode=("points",),
+        config={"scrollZoom": True, "displaylogo": False},
+    )
+    points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else []
+    if not points and event is not None and hasattr(event, "selection"):
+        points = event.selection.get("points", [])
+    for point in points:
+        node_id = point.get("customdata")
+        if isinstance(node_id, list):
+            node_id = node_id[0] if node_id else None
+        if node_id:
+            selected = str(node_id)
+            st.session_state[selected_key] = selected
+            break
+    st.caption("Drag to pan, scroll or use the toolbar to zoom, click a node to see its details.")
+    return selected
