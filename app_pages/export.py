@@ -43,97 +43,103 @@ forced_exporter, forced_reason = (
     choose_exporter(source.format, "dynamo") if source.format in ("torchscript", "pt2") else (None, "")
 )
 
-# Widget defaults go through session state (a button below may change them); per-model widgets carry the
-# model's id in their key, so another model starts from its own defaults.
+# Widget defaults go through session state (the "export again" button sets them in a callback, before the
+# widgets exist); per-model widgets carry the model's id in their key, so another model starts fresh.
 if forced_exporter:
     st.session_state["exporter_choice"] = forced_exporter
 st.session_state.setdefault("exporter_choice", "dynamo")
 tag = source.id[:12]
 
-with st.form("export_form"):
-    left, right = st.columns(2)
-    exporter = left.radio(
-        "Exporter",
-        list(EXPORTERS),
-        format_func=lambda e: EXPORTERS[e][2],
-        disabled=forced_exporter is not None,
-        key="exporter_choice",
-    )
-    if forced_reason:
-        left.caption(forced_reason)
-    opset = right.selectbox(
-        "Opset",
-        list(range(25, 8, -1)),
-        index=list(range(25, 8, -1)).index(DEFAULT_OPSET),
-        format_func=lambda v: (
-            f"{v}"
-            + (" (recommended)" if v == DEFAULT_OPSET else "")
-            + ("" if v in EXPORTERS["dynamo"][1] else " (the dynamo exporter produces 18)")
-            + ("" if v in EXPORTERS["legacy"][0] else " (dynamo only)")
-        ),
-        key="opset_choice",
-    )
-    optimize = right.checkbox(
-        "Fold constants and optimize (folds BatchNorm into the preceding Conv)", value=True, key="optimize"
-    )
-    external = right.checkbox(
-        "Weights in a separate .onnx.data file (required past 2 GB)", value=False, key="external_data"
-    )
 
-    st.markdown("**Inputs**: the example shape, and which axes may change at run time")
-    shape_text: dict[str, str] = {}
-    dynamic: dict[str, dict[str, str]] = {}
-    for spec in source.inputs:
-        shape = defaults.input_shapes.get(spec.name, [])
-        shape_text[spec.name] = st.text_input(
-            f"Shape of '{spec.name}' ({spec.dtype})",
-            value=",".join(map(str, shape)),
-            placeholder="e.g. 1,3,224,224",
-            key=f"shape_{tag}_{spec.name}",
-        )
-        if shape:
-            cols = st.columns(len(shape))
-            for axis, col in enumerate(cols):
-                label_default = defaults.dynamic_axes.get(spec.name, {}).get(str(axis), "")
-                ticked = col.checkbox(
-                    f"axis {axis} dynamic", value=bool(label_default), key=f"dyn_{tag}_{spec.name}_{axis}"
-                )
-                label = col.text_input(
-                    f"name of axis {axis}",
-                    value=label_default or ("batch" if axis == 0 else f"dim{axis}"),
-                    key=f"dynname_{tag}_{spec.name}_{axis}",
-                    label_visibility="collapsed",
-                )
-                if ticked:
-                    dynamic.setdefault(spec.name, {})[str(axis)] = label.strip() or f"dim{axis}"
-    outputs = st.text_input(
-        "Output names (comma-separated)", value=", ".join(defaults.output_names), key=f"outputs_{tag}"
-    )
-    submitted = st.form_submit_button("Export", type="primary")
-
-if submitted or st.session_state.pop("export_again", False):
+def parse_shape(name: str, text: str) -> list[int]:
     try:
-        shapes = {}
-        for name, text in shape_text.items():
-            try:
-                dims = [int(d) for d in text.replace("x", ",").replace("×", ",").split(",") if d.strip()]
-            except ValueError:
-                raise ExportError(
-                    f"The shape of '{name}' must be whole numbers separated by commas, e.g. 1,3,224,224."
-                ) from None
-            if not dims or min(dims) < 1:
-                raise ExportError(f"Give the shape of '{name}' as positive whole numbers, e.g. 1,3,224,224.")
-            shapes[name] = dims
-        options = ExportOptions(
-            input_shapes=shapes,
-            input_dtypes=defaults.input_dtypes,
-            dynamic_axes={k: {a: lbl for a, lbl in v.items() if int(a) < len(shapes[k])} for k, v in dynamic.items()},
-            output_names=[n.strip() for n in outputs.split(",") if n.strip()],
-            exporter=exporter or "dynamo",
-            opset=int(opset),
-            optimize=optimize,
-            external_data=external,
+        dims = [int(d) for d in text.replace("x", ",").replace("×", ",").split(",") if d.strip()]
+    except ValueError:
+        raise ExportError(
+            f"The shape of '{name}' must be whole numbers separated by commas, e.g. 1,3,224,224."
+        ) from None
+    if not dims or min(dims) < 1:
+        raise ExportError(f"Give the shape of '{name}' as positive whole numbers, e.g. 1,3,224,224.")
+    return dims
+
+
+left, right = st.columns(2)
+exporter = left.radio(
+    "Exporter",
+    list(EXPORTERS),
+    format_func=lambda e: EXPORTERS[e][2],
+    disabled=forced_exporter is not None,
+    key="exporter_choice",
+)
+if forced_reason:
+    left.caption(forced_reason)
+opsets = list(range(25, 8, -1))
+opset = right.selectbox(
+    "Opset",
+    opsets,
+    index=opsets.index(DEFAULT_OPSET),
+    format_func=lambda v: (
+        f"{v}"
+        + (" (recommended)" if v == DEFAULT_OPSET else "")
+        + ("" if v in EXPORTERS["dynamo"][1] else " (the dynamo exporter produces 18)")
+        + ("" if v in EXPORTERS["legacy"][0] else " (dynamo only)")
+    ),
+    key="opset_choice",
+)
+optimize = right.checkbox(
+    "Fold constants and optimize (folds BatchNorm into the preceding Conv)", value=True, key="optimize"
+)
+external = right.checkbox(
+    "Weights in a separate .onnx.data file (required past 2 GB)", value=False, key="external_data"
+)
+
+st.markdown("**Inputs**: the example shape, and which axes may change at run time")
+problems: list[str] = []
+shapes: dict[str, list[int]] = {}
+dynamic: dict[str, dict[str, str]] = {}
+for spec in source.inputs:
+    text = st.text_input(
+        f"Shape of '{spec.name}' ({spec.dtype})",
+        value=",".join(map(str, defaults.input_shapes.get(spec.name, []))),
+        placeholder="e.g. 1,3,224,224",
+        key=f"shape_{tag}_{spec.name}",
+    )
+    try:
+        shapes[spec.name] = parse_shape(spec.name, text)
+    except ExportError as exc:
+        problems.append(str(exc))
+        continue
+    cols = st.columns(min(len(shapes[spec.name]), 6))
+    for axis in range(len(shapes[spec.name])):
+        col = cols[axis % len(cols)]
+        label_default = defaults.dynamic_axes.get(spec.name, {}).get(str(axis), "")
+        ticked = col.checkbox(f"axis {axis} dynamic", value=bool(label_default), key=f"dyn_{tag}_{spec.name}_{axis}")
+        label = col.text_input(
+            f"name of axis {axis}",
+            value=label_default or ("batch" if axis == 0 else f"dim{axis}"),
+            key=f"dynname_{tag}_{spec.name}_{axis}",
+            label_visibility="collapsed",
+            disabled=not ticked,
         )
+        if ticked:
+            dynamic.setdefault(spec.name, {})[str(axis)] = label.strip() or f"dim{axis}"
+outputs = st.text_input("Output names (comma-separated)", value=", ".join(defaults.output_names), key=f"outputs_{tag}")
+for problem in problems:
+    st.error(problem)
+clicked = st.button("Export", type="primary", disabled=bool(problems), key="export_button")
+
+if clicked or st.session_state.pop("export_again", False):
+    options = ExportOptions(
+        input_shapes=shapes,
+        input_dtypes=defaults.input_dtypes,
+        dynamic_axes=dynamic,
+        output_names=[n.strip() for n in outputs.split(",") if n.strip()],
+        exporter=exporter or "dynamo",
+        opset=int(opset),
+        optimize=optimize,
+        external_data=external,
+    )
+    try:
         data = run_with_status(
             "export.run",
             {
@@ -146,7 +152,7 @@ if submitted or st.session_state.pop("export_again", False):
         )
         report = from_jsonable(ExportReport, data)
         st.session_state["export_report"] = (source.id, report)
-        if report.record is not None:
+        if report.record is not None and report.ok:
             session.set_current_model(report.record, exported_from=source)
     except WorkbenchError as exc:
         st.error(str(exc))
@@ -161,13 +167,23 @@ if not saved or saved[0] != source.id:
 
 report: ExportReport = saved[1]
 show_report(report)
-legacy_can_honour = report.exporter == "dynamo" and report.opset_requested in EXPORTERS["legacy"][1]
-offer_legacy = report.opset_produced != report.opset_requested and legacy_can_honour
-if offer_legacy and st.button(f"Export again with the legacy exporter at opset {report.opset_requested}"):
+
+
+def export_with_legacy() -> None:
+    """A callback: runs before the widgets are drawn, so it may change the exporter choice."""
     st.session_state["exporter_choice"] = "legacy"
     st.session_state["export_again"] = True
-    st.rerun()
-if report.record is not None:
+
+
+legacy_can_honour = report.exporter == "dynamo" and report.opset_requested in EXPORTERS["legacy"][1]
+if report.opset_produced != report.opset_requested and legacy_can_honour:
+    st.button(f"Export again with the legacy exporter at opset {report.opset_requested}", on_click=export_with_legacy)
+current = session.current_model()
+if report.record is not None and not report.ok and (current is None or current.id != report.record.id):
+    st.caption("The current model was not replaced, because the export failed a check.")
+    if st.button("Use this export as the current model anyway", key="use_failed_export"):
+        session.set_current_model(report.record, exported_from=source)
+elif report.record is not None:
     st.page_link(
         "app_pages/model.py",
         label="The exported model is now the current model: see its card",

@@ -43,7 +43,7 @@ with upload_tab:
         key="uploads",
     )
     st.caption(
-        f"Up to {human_bytes(config.max_upload_bytes)} in all. "
+        f"Up to {config.max_upload_mb:,} MB per upload, all files together. "
         + (
             "TorchScript and .pt2 archives carry code and are refused on this hosted instance."
             if not config.allow_code_archives

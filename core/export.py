@@ -107,6 +107,7 @@ class ExportReport:
     code: str
     seconds: float
     record: ModelRecord | None = None
+    traced_shapes: dict[str, list[int]] = field(default_factory=dict)  # what the exporter saw, when it differs
 
 
 def choose_exporter(kind: str, requested: str) -> tuple[str, str]:
@@ -222,22 +223,50 @@ def _call(model: Any, tensors: list[Any]) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_BOILERPLATE = re.compile(r"^(Traceback|File |from user code|This is step \d|Next steps|For more information|#|\^)")
+_CAUSE = re.compile(
+    r"Constraints violated|Not all values of|specializ|Unsupported|not supported|Could not|cannot|Error:|failed",
+    re.IGNORECASE,
+)
+
+
+def _clean_runtime_message(message: str) -> str:
+    """ORT's message without its source paths and C++ signatures."""
+    message = re.sub(r"/onnxruntime_src/\S+\s*", "", message)
+    message = re.sub(r"onnxruntime::\S+\(.*?\)\s*", "", message)
+    return re.sub(r"\s+", " ", message).strip()
+
+
 def _explain_export_failure(exc: Exception, exporter: str, opset: int) -> ExportError:
-    text = str(exc)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = next((line for line in lines if not line.startswith(("Traceback", "File ", "from user code"))), "")
-    reason = reason[:400] or type(exc).__name__
+    # the exporter wraps the real cause (torch.export's error) in its own; read the whole chain
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    text = _ANSI.sub("", "\n".join(f"{type(e).__name__}: {e}" for e in reversed(chain)))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not _BOILERPLATE.match(line.strip())]
+    reason = next((line for line in lines if _CAUSE.search(line) and len(line) > 20), lines[0] if lines else "")
+    reason = reason.rstrip(".:")[:400] or type(exc).__name__
+    fixed = re.search(r"inferred a static shape of (\d+) for dimension inputs\['(\w+)'\]\.shape\[(\d+)\]", text)
+    if fixed:
+        size, argument, axis = fixed.groups()
+        reason = f"axis {axis} of the model's argument '{argument}' is marked dynamic, but the model fixes it at {size}"
     other = "legacy" if exporter == "dynamo" else "dynamo"
-    hints = [f"try the {other} exporter"]
+    hints = []
+    if re.search(r"Constraints violated|Not all values of|specializ|static shape of", text):
+        hints.append(
+            "untick the dynamic axes the model fixes (for example the channels, or the image size "
+            "before a Linear layer), or give them another example size"
+        )
+    hints.append(f"try the {other} exporter")
     if re.search(r"opset|Unsupported: ONNX export of operator", text):
         hints.append("try a higher opset")
-    if re.search(r"Constraints violated|specialized|guard", text):
-        hints.append("untick the dynamic axes the model fixes (for example the image size before a Linear layer)")
     if re.search(r"data.dependent|GuardOnDataDependent|control flow", text, re.IGNORECASE):
         hints.append("the model's control flow depends on input values; the legacy exporter traces one branch")
     return ExportError(
-        f"The {exporter} exporter could not export this model: {type(exc).__name__}: {reason}. "
-        f"What to do: {'; or '.join(hints)}."
+        f"The {exporter} exporter could not export this model: {reason}. What to do: {'; or '.join(hints)}."
     )
 
 
@@ -356,7 +385,10 @@ def _changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> list[str]:
     if linears:
         parts = [f"{onnx_ops[k]} {k}" for k in ("Gemm", "MatMul") if onnx_ops.get(k)]
         if parts:
-            notes.append(f"{linears} Linear layer(s) became {' and '.join(parts)} node(s).")
+            notes.append(
+                f"{linears} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with "
+                f"{' and '.join(parts)} node(s) (MatMul also carries any attention products)."
+            )
     flattens = torch_ops.get("Flatten", 0)
     if flattens and onnx_ops.get("Reshape") and not onnx_ops.get("Flatten"):
         notes.append(f"{flattens} Flatten layer(s) became Reshape.")
@@ -389,7 +421,10 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
         lines += [f"model = torch.export.load({Path(source.path).name!r})"]
     lines.append("torch.manual_seed(0)")
     args = []
-    for name, shape in export_example_shapes(options, exporter).items():
+    traced = export_example_shapes(options, exporter)
+    if traced != options.input_shapes:
+        lines.append("# torch.export treats a dynamic axis of size 1 as a constant, so it is traced at size 2")
+    for name, shape in traced.items():
         dtype = options.input_dtypes.get(name, "float32")
         var = _identifier(name, "x")
         if dtype.startswith("float"):
@@ -566,7 +601,7 @@ def export_model(
                 feed = {n: t.detach().numpy() for n, t in zip(feed_names, trial_inputs, strict=False)}
                 produced = session.run(None, feed)
             except Exception as exc:
-                message = str(exc).strip().splitlines()[0][:500]
+                message = _clean_runtime_message(str(exc).strip().splitlines()[0])[:500]
                 if axis:
                     message = (
                         f"ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the "
@@ -607,4 +642,5 @@ def export_model(
         code=reproduce_code(src, opts, exporter, str(path)),
         seconds=time.perf_counter() - started,
         record=record,
+        traced_shapes=export_shapes if export_shapes != opts.input_shapes else {},
     )

@@ -238,7 +238,8 @@ def value_specs(values: Any, skip: set[str] = frozenset()) -> list[TensorSpec]: 
         if value.name in skip:
             continue
         dtype, shape = _type_spec(value.type)
-        specs.append(TensorSpec(value.name, dtype, shape))
+        dynamic = {str(i): str(d) for i, d in enumerate(shape or []) if isinstance(d, str)}
+        specs.append(TensorSpec(value.name, dtype, shape, dynamic))
     return specs
 
 
@@ -644,7 +645,7 @@ def _describe_torchscript(path: Path, fmt: str, name: str, limits: Limits) -> Mo
             f"'{path.name}' is a TorchScript archive that could not be loaded ({str(exc)[:300]})."
         ) from None
     args = module.forward.schema.arguments[1:]
-    inputs = [TensorSpec(a.name, "float32" if str(a.type) == "Tensor" else str(a.type), None) for a in args]
+    inputs = [TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None) for a in args]
     return ModelRecord(
         id=_file_sha256(path),
         name=name or path.stem,
@@ -653,9 +654,12 @@ def _describe_torchscript(path: Path, fmt: str, name: str, limits: Limits) -> Mo
         path=str(path),
         files=[str(path)],
         inputs=inputs,
-        outputs=[TensorSpec("output", str(module.forward.schema.returns[0].type), None)],
+        outputs=[TensorSpec("output", "unknown", None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
-        notes=["TorchScript does not record input shapes: you give them when you export."],
+        notes=[
+            "TorchScript does not record input shapes or dtypes: you give the shapes when you export "
+            "(float32 is assumed)."
+        ],
     )
 
 

@@ -181,6 +181,16 @@ def state_dict_shapes(name: str) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v.shape) for k, v in build_model(name).state_dict().items()}
 
 
+def _output_axes(sample: Sample, inputs: dict[str, Any], output: Any) -> dict[int, str]:
+    """An output axis is dynamic when it has the size of a dynamic input axis at the same position."""
+    axes: dict[int, str] = {}
+    for input_name, dims in sample.dynamic_axes.items():
+        for axis, label in dims.items():
+            if axis < output.dim() and output.shape[axis] == inputs[input_name].shape[axis]:
+                axes.setdefault(axis, label)
+    return axes
+
+
 def describe_sample(name: str) -> ModelRecord:
     """The model card of a built-in sample (runs in the worker: it imports torch)."""
     import torch
@@ -209,7 +219,7 @@ def describe_sample(name: str) -> ModelRecord:
         size_bytes=size,
         path="",
         inputs=[spec(k, v, sample.dynamic_axes.get(k, {})) for k, v in inputs.items()],
-        outputs=[spec(n, t) for n, t in zip(sample.outputs, outs, strict=True)],
+        outputs=[spec(n, t, _output_axes(sample, inputs, t)) for n, t in zip(sample.outputs, outs, strict=True)],
         parameter_count=sum(p.numel() for p in model.parameters()),
         architecture=sample.name,
         notes=[sample.description],

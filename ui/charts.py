@@ -38,8 +38,10 @@ def op_count_figure(frame: pd.DataFrame) -> go.Figure:
             row=1,
             col=col,
         )
-        fig.update_yaxes(type="category", row=1, col=col)
-        fig.update_xaxes(title_text="count", row=1, col=col)
+        fig.update_yaxes(type="category", row=1, col=col, automargin=True)
+        fig.update_xaxes(
+            title_text="count", row=1, col=col, tickformat="d", dtick=1 if group["count"].max() <= 8 else None
+        )
     rows = int(frame.groupby("side")["op"].nunique().max()) if not frame.empty else 1
     fig.update_layout(height=min(160 + 24 * rows, 1400), margin={"l": 10, "r": 40, "t": 40, "b": 10})
     return fig

@@ -58,6 +58,12 @@ def show_report(report: ExportReport) -> None:
         lines.append(f"- {_OK if trial.ok else _FAIL} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
     st.table(escaped_frame(_trial_frame(report)), hide_index=True)
+    if report.traced_shapes:
+        traced = ", ".join(f"{k} {'×'.join(map(str, v))}" for k, v in report.traced_shapes.items())
+        st.caption(
+            f"The exporter traced the model at {traced}: torch.export treats a dynamic axis of size 1 as a "
+            "constant, so such axes are traced at size 2. The checks above ran at the shapes you chose."
+        )
 
     st.markdown("##### What changed between PyTorch and ONNX")
     st.caption(

@@ -31,7 +31,8 @@ def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
                     bar.progress(0.0, text=text)
                     status.update(label=f"{label} ({text})")
                 elif handle.progress is not None:
-                    bar.progress(handle.progress.fraction, text=handle.progress.message)
+                    elapsed = time.monotonic() - started
+                    bar.progress(handle.progress.fraction, text=f"{handle.progress.message} ({elapsed:.0f} s)")
                 else:
                     bar.progress(0.0, text=f"working… {time.monotonic() - started:.0f} s")
                 time.sleep(0.1)

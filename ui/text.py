@@ -22,10 +22,10 @@ def md_escape(text: str, limit: int = 300) -> str:
 
 def human_bytes(size: int) -> str:
     value = float(size)
-    for unit in ("bytes", "KB", "MB", "GB"):
+    for unit in ("bytes", "kB", "MB", "GB"):  # powers of 1000, as the browser's upload box counts
         if value < 1000 or unit == "GB":
             return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
-        value /= 1024
+        value /= 1000
     return f"{value:,.1f} TB"
 
 

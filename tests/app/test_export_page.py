@@ -30,17 +30,21 @@ def test_controls_start_from_the_models_own_shapes_and_dynamic_axes(app: AppTest
 
 def test_legacy_export_of_the_transformer_reports_the_baked_sequence_length(app: AppTest) -> None:
     app.radio(key="exporter_choice").set_value("legacy")
-    app.button[0].click().run()  # the form's Export button
+    app.button(key="export_button").click().run()
     assert not app.exception
     assert "checks fail" in app.error[0].value
     checklist = "\n".join(m.value for m in app.markdown)
     assert "not really dynamic" in checklist
+    # a failed export does not replace the current model unless the user says so
+    assert app.session_state["model"].format == "sample"
+    assert "was not replaced" in "\n".join(c.value for c in app.caption)
+    app.button(key="use_failed_export").click().run()
     assert app.session_state["model"].format == "onnx"
     assert app.session_state["torch_model"].name == "transformer"  # the PyTorch original stays at hand
 
 
 def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> None:
-    app.button[0].click().run()
+    app.button(key="export_button").click().run()
     assert not app.exception
     assert "Exported and verified" in app.success[0].value
     assert "batch = 3" in app.success[0].value and "seq = 21" in app.success[0].value
@@ -54,3 +58,22 @@ def test_an_onnx_model_without_pytorch_origin_is_sent_to_the_model_page(monkeypa
     at.run()
     at.switch_page("app_pages/export.py").run()
     assert "Export needs a PyTorch model" in at.info[0].value
+
+
+def test_export_again_with_the_legacy_exporter_honours_opset_14(app: AppTest) -> None:
+    app.selectbox(key="opset_choice").set_value(14)
+    app.button(key="export_button").click().run()
+    assert "produced opset 18" in app.warning[0].value
+    again = next(b for b in app.button if "legacy exporter at opset 14" in b.label)
+    again.click().run()
+    assert not app.exception
+    assert app.radio(key="exporter_choice").value == "legacy"
+    report = app.session_state["export_report"][1]
+    assert report.exporter == "legacy" and report.opset_produced == 14
+
+
+def test_a_bad_shape_is_refused_before_export(app: AppTest) -> None:
+    tag = app.session_state["model"].id[:12]
+    app.text_input(key=f"shape_{tag}_tokens").set_value("1,a,64").run()
+    assert "must be whole numbers" in app.error[0].value
+    assert app.button(key="export_button").disabled

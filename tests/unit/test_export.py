@@ -216,3 +216,11 @@ def test_cli_export_exit_code_says_when_verification_fails(tmp_path: Path) -> No
     )
     assert result.returncode == 1
     assert "FAIL  matches PyTorch at seq = 21" in result.stdout
+
+
+def test_a_dynamic_axis_the_model_cannot_vary_says_so_without_terminal_codes(tmp_path: Path) -> None:
+    with pytest.raises(ExportError) as info:
+        run_export(tmp_path, "resnet", exporter="dynamo", dynamic_axes={"image": {"0": "batch", "1": "channels"}})
+    message = str(info.value)
+    assert "\x1b[" not in message and "Next steps:." not in message
+    assert message.index("untick the dynamic axes") < message.index("try the legacy exporter")
