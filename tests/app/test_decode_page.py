@@ -1,0 +1,87 @@
+"""The Decode page through AppTest: sections in order, the header, the node table, subgraphs, bad models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests import builders
+from tests.app.conftest import APP
+
+
+def open_decode(model_bytes: bytes, name: str = "m.onnx") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.file_uploader(key="uploads").set_value((name, model_bytes, "application/octet-stream")).run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception
+    return at
+
+
+@pytest.fixture(autouse=True)
+def no_start_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+
+
+def test_sections_come_in_the_order_a_learner_meets_them() -> None:
+    at = open_decode(builders.control_flow_model().SerializeToString())
+    headers = [h.value for h in at.header]
+    assert headers == ["1. The first bytes", "2. The model", "3. The graph", "4. The nodes", "5. The weights"]
+    header = at.table[0].value
+    assert header["field"].tolist()[0] == r"1\: ir\_version" and header["value"].tolist()[0] == "8"
+
+
+def test_subgraphs_can_be_chosen_in_the_graph_view() -> None:
+    at = open_decode(builders.control_flow_model().SerializeToString())
+    options = at.selectbox(key="graph_choice").options
+    assert len(options) == 4 and "main graph" in options
+    at.selectbox(key="graph_choice").set_value(
+        next(o for o in at.selectbox(key="graph_choice").options if o.endswith("then_branch"))
+    ).run()
+    assert not at.exception
+
+
+def test_node_table_filters_by_search() -> None:
+    at = open_decode(builders.chain_model(60).SerializeToString())
+    at.text_input(key="node_search").set_value("relu_2").run()
+    table = at.dataframe[0].value
+    assert set(table["name"]) == {
+        "relu_2",
+        "relu_20",
+        "relu_21",
+        "relu_22",
+        "relu_23",
+        "relu_24",
+        "relu_25",
+        "relu_26",
+        "relu_27",
+        "relu_28",
+        "relu_29",
+    }
+
+
+def test_a_large_graph_is_drawn_a_window_at_a_time() -> None:
+    at = open_decode(builders.chain_model(1000).SerializeToString())
+    assert any("window of layers" in r.options[0] for r in at.radio)
+    assert any("Showing layers 0–" in c.value for c in at.caption)
+
+
+def test_a_model_with_odd_domains_and_versions_decodes_with_warnings(tmp_path: Path) -> None:
+    from onnx import helper
+
+    model = builders.relu_model()
+    model.opset_import.append(helper.make_opsetid("com.example.custom", 1))
+    model.opset_import[0].version = 999
+    at = open_decode(model.SerializeToString())
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Opset 999 is newer" in warnings and "com\\.example\\.custom" in warnings
+
+
+def test_a_pytorch_model_is_sent_to_export() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.session_state["model"] = None
+    at.switch_page("app_pages/decode.py").run()
+    assert "Decode reads ONNX models" in at.info[0].value
