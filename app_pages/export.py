@@ -123,16 +123,28 @@ for spec in source.inputs:
         )
         if ticked:
             dynamic.setdefault(spec.name, {})[str(axis)] = label.strip() or f"dim{axis}"
-outputs = st.text_input("Output names (comma-separated)", value=", ".join(defaults.output_names), key=f"outputs_{tag}")
+names_left, names_right = st.columns(2)
+input_names = names_left.text_input(
+    "Input names in the ONNX graph (comma-separated)",
+    value=", ".join(s.name for s in source.inputs),
+    key=f"inputs_{tag}",
+)
+outputs = names_right.text_input(
+    "Output names (comma-separated)", value=", ".join(defaults.output_names), key=f"outputs_{tag}"
+)
+renamed = [n.strip() for n in input_names.split(",") if n.strip()]
+if len(renamed) != len(source.inputs) or len(set(renamed)) != len(renamed):
+    problems.append(f"Give {len(source.inputs)} different input name(s), one per input, separated by commas.")
+rename = dict(zip([s.name for s in source.inputs], renamed, strict=False))
 for problem in problems:
     st.error(problem)
 clicked = st.button("Export", type="primary", disabled=bool(problems), key="export_button")
 
-if clicked or st.session_state.pop("export_again", False):
+if (st.session_state.pop("export_again", False) or clicked) and not problems:
     options = ExportOptions(
-        input_shapes=shapes,
-        input_dtypes=defaults.input_dtypes,
-        dynamic_axes=dynamic,
+        input_shapes={rename[k]: v for k, v in shapes.items()},
+        input_dtypes={rename[k]: v for k, v in defaults.input_dtypes.items() if k in rename},
+        dynamic_axes={rename[k]: v for k, v in dynamic.items()},
         output_names=[n.strip() for n in outputs.split(",") if n.strip()],
         exporter=exporter or "dynamo",
         opset=int(opset),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core import zoo
-from core.errors import WorkbenchError
+from core.errors import IntakeError, WorkbenchError
 from core.jobs import run_job
 from core.model import ModelRecord, format_shape
 from core.records import from_jsonable, to_jsonable
@@ -169,10 +169,28 @@ def _print_export(report: Any) -> None:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from core.decode import DecodedModel, summary
 
-    record = describe(args.model)
+    try:
+        record = describe(args.model)
+        path = record.path
+    except IntakeError as exc:
+        # a damaged or refused file: decode what can be decoded (its first fields) and say what went wrong
+        path = args.model.split(",")[0]
+        if not Path(path).is_file():
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        decoded = from_jsonable(DecodedModel, run_job("decode.run", {"path": path, "with_text": False}))
+        print(
+            json.dumps(summary(decoded), indent=2)
+            if args.json
+            else "\n".join(
+                [f"  byte {f.offset:<5} {f.hex:<38} field {f.number} {f.field} = {f.value}" for f in decoded.header]
+                + [f"  problem    {p}" for p in decoded.problems]
+            )
+        )
+        return 1
     if record.format != "onnx":
         raise WorkbenchError(f"inspect reads ONNX; '{args.model}' is a {record.format_label}. Export it first.")
-    decoded = from_jsonable(DecodedModel, run_job("decode.run", {"path": record.path, "with_text": False}))
+    decoded = from_jsonable(DecodedModel, run_job("decode.run", {"path": path, "with_text": False}))
     data = summary(decoded)
     if args.json:
         print(json.dumps(data, indent=2))

@@ -330,6 +330,16 @@ def export_example_shapes(options: ExportOptions, exporter: str) -> dict[str, li
     return shapes
 
 
+PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
+
+
+def _weight_bytes(model: Any) -> int:
+    import torch
+
+    tensors = model.state_dict().values()
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
 def _trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[int]]]]:
     """The export shape, then one trial per dynamic axis with only that axis changed."""
     trials = [("export shape", "", {k: list(v) for k, v in options.input_shapes.items()})]
@@ -514,6 +524,9 @@ def export_model(
 
     report_progress(0.05, "Loading the PyTorch model")
     model = load_module(src)
+    weight_bytes = _weight_bytes(model)
+    if weight_bytes > PROTOBUF_LIMIT and not opts.external_data:
+        opts.external_data = True  # a single protobuf cannot hold more than 2 GB
     export_shapes = export_example_shapes(opts, exporter)
     tensors = example_tensors(export_shapes, opts.input_dtypes)
     reference = _call(model, tensors)
@@ -545,6 +558,11 @@ def export_model(
         for logger in loggers:
             logger.removeHandler(collector)
     messages = [str(w.message) for w in caught] + collector.messages
+    if weight_bytes > PROTOBUF_LIMIT and options.get("external_data") is False:
+        messages.append(
+            f"The weights take {weight_bytes / 1e9:.1f} GB, more than one protobuf file can hold, so "
+            "they were written to an external .onnx.data file."
+        )
     if export_shapes != opts.input_shapes:
         messages.append(
             "torch.export treats an axis of size 1 as a constant, so the dynamic axes of size 1 were traced at "

@@ -77,3 +77,13 @@ def test_a_bad_shape_is_refused_before_export(app: AppTest) -> None:
     app.text_input(key=f"shape_{tag}_tokens").set_value("1,a,64").run()
     assert "must be whole numbers" in app.error[0].value
     assert app.button(key="export_button").disabled
+
+
+def test_inputs_and_outputs_can_be_renamed(app: AppTest) -> None:
+    tag = app.session_state["model"].id[:12]
+    app.text_input(key=f"inputs_{tag}").set_value("embeddings")
+    app.text_input(key=f"outputs_{tag}").set_value("encoded").run()
+    app.button(key="export_button").click().run()
+    record = app.session_state["model"]
+    assert [i.name for i in record.inputs] == ["embeddings"] and [o.name for o in record.outputs] == ["encoded"]
+    assert record.inputs[0].shape == ["batch", "seq", 64]

@@ -267,3 +267,19 @@ def test_weights_bytes_of_a_real_array_match(tmp_path: Path) -> None:
     )
     decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "d.onnx")))
     assert decoded.initializer_bytes == array.nbytes == 96
+
+
+def test_cli_inspect_on_a_truncated_file_shows_its_first_fields_and_fails(tmp_path: Path) -> None:
+    whole = builders.chain_model(40).SerializeToString()
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(whole[: len(whole) // 2])
+    result = subprocess.run(
+        [sys.executable, "-m", "core", "inspect", str(cut), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT_ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 1 and "truncated or damaged" in result.stderr
+    data = json.loads(result.stdout)
+    assert data["header_fields"][0]["field"] == "ir_version" and "could not be parsed" in data["problems"][0]
