@@ -232,6 +232,22 @@ def _walk(graph: Any, path: str, depth: int) -> Iterator[tuple[Any, str, int, An
                     )
 
 
+def _node_info(
+    node: Any, index: int, graph: str, attributes: dict[str, str], subgraphs: list[str] | None = None
+) -> NodeInfo:
+    return NodeInfo(
+        index,
+        graph,
+        node.name,
+        node.op_type,
+        node.domain or "ai.onnx",
+        list(node.input),
+        list(node.output),
+        attributes,
+        subgraphs or [],
+    )
+
+
 def _text_form(model: Any) -> str:
     """onnx.printer's text, with large weight values left out (they would be megabytes of digits)."""
     import onnx
@@ -401,19 +417,7 @@ def decode_model(
                     )
                     if attr.t.data_type != onnx.TensorProto.INT64:
                         producers_of_constants[node.output[0]] = (elements, tensor_nbytes(attr.t))
-            decoded.nodes.append(
-                NodeInfo(
-                    index,
-                    g_path,
-                    node.name,
-                    node.op_type,
-                    node.domain or "ai.onnx",
-                    list(node.input),
-                    list(node.output),
-                    attributes,
-                    subgraph_names,
-                )
-            )
+            decoded.nodes.append(_node_info(node, index, g_path, attributes, subgraph_names))
         # weights per layer: the initializers (and Constant-node weights) each node consumes
         # int64 tensors are shapes and indices, not weights
         sizes = {
@@ -452,18 +456,7 @@ def decode_model(
         )
         for index, node in enumerate(function.node):
             attributes = {a.name: _attr_text(a)[0] for a in node.attribute}
-            decoded.nodes.append(
-                NodeInfo(
-                    index,
-                    f"function {function.domain}.{function.name}",
-                    node.name,
-                    node.op_type,
-                    node.domain or "ai.onnx",
-                    list(node.input),
-                    list(node.output),
-                    attributes,
-                )
-            )
+            decoded.nodes.append(_node_info(node, index, f"function {function.domain}.{function.name}", attributes))
     decoded.total_node_count = len(decoded.nodes)
 
     report(0.55, "Laying out the graph for drawing")

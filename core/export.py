@@ -281,10 +281,14 @@ def _run_export(
     import torch
 
     names = list(options.input_shapes)
+    common: dict[str, Any] = {
+        "opset_version": options.opset,
+        "input_names": names,
+        "output_names": options.output_names or None,
+    }
     if exporter == "dynamo":
-        kwargs: dict[str, Any] = {}
         if not isinstance(model, torch.export.ExportedProgram):
-            kwargs["dynamic_shapes"] = tuple(
+            common["dynamic_shapes"] = tuple(
                 {int(a): _identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
                 for n in names
             )
@@ -293,13 +297,10 @@ def _run_export(
             tuple(tensors),
             str(path),
             dynamo=True,
-            opset_version=options.opset,
-            input_names=names,
-            output_names=options.output_names or None,
             optimize=options.optimize,
             external_data=options.external_data,
             verbose=False,
-            **kwargs,
+            **common,
         )
     else:
         dynamic = {n: {int(a): lbl for a, lbl in options.dynamic_axes.get(n, {}).items()} for n in names}
@@ -309,11 +310,9 @@ def _run_export(
             tuple(tensors),
             str(path),
             dynamo=False,
-            opset_version=options.opset,
-            input_names=names,
-            output_names=options.output_names or None,
-            dynamic_axes={k: v for k, v in dynamic.items() if v},
             do_constant_folding=options.optimize,
+            dynamic_axes={k: v for k, v in dynamic.items() if v},
+            **common,
         )
 
 

@@ -8,7 +8,7 @@ import streamlit as st
 from core.model import ModelRecord, TensorSpec, format_shape
 from ui.text import escaped_frame, human_bytes, md_escape
 
-__all__ = ["model_card", "sidebar_model", "signature_frame"]
+__all__ = ["model_card", "sidebar_model", "signature_frame", "signature_tables"]
 
 _FORMAT_HELP = {
     "onnx": "A protobuf ModelProto: a graph of standard operators with its weights. Runs in ONNX Runtime.",
@@ -32,6 +32,15 @@ def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
     )
 
 
+def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:
+    """Inputs and outputs side by side."""
+    left, right = st.columns(2)
+    for column, title, specs in ((left, "Inputs", inputs), (right, "Outputs", outputs)):
+        with column:
+            st.markdown(f"**{title}**")
+            st.table(escaped_frame(signature_frame(specs)), hide_index=True)
+
+
 def model_card(record: ModelRecord) -> None:
     with st.container(border=True):
         st.subheader(md_escape(record.name, 120), anchor=False)
@@ -41,13 +50,7 @@ def model_card(record: ModelRecord) -> None:
         cols[1].metric("Parameters", f"{record.parameter_count:,}" if record.parameter_count is not None else "—")
         cols[2].metric("Opset", str(record.opset) if record.opset is not None else "—")
         cols[3].metric("Nodes", f"{record.node_count:,}" if record.node_count is not None else "—")
-        left, right = st.columns(2)
-        with left:
-            st.markdown("**Inputs**")
-            st.table(escaped_frame(signature_frame(record.inputs)), hide_index=True)
-        with right:
-            st.markdown("**Outputs**")
-            st.table(escaped_frame(signature_frame(record.outputs)), hide_index=True)
+        signature_tables(record.inputs, record.outputs)
         details = {"sha256": record.id}
         if record.ir_version is not None:
             details["ir_version"] = str(record.ir_version)

@@ -10,7 +10,7 @@ import streamlit as st
 from core.decode import DecodedModel, NodeInfo
 from core.model import format_shape
 from core.records import to_jsonable
-from ui.cards import signature_frame
+from ui.cards import signature_tables
 from ui.charts import histogram_figure
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -74,13 +74,7 @@ def model_section(decoded: DecodedModel) -> None:
         else "no intermediate tensors"
     )
     st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **Shape inference**: {coverage}")
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Inputs**")
-        st.table(escaped_frame(signature_frame(decoded.inputs)), hide_index=True)
-    with right:
-        st.markdown("**Outputs**")
-        st.table(escaped_frame(signature_frame(decoded.outputs)), hide_index=True)
+    signature_tables(decoded.inputs, decoded.outputs)
     st.json(model_tree(decoded), expanded=1)
     if decoded.subgraphs:
         st.markdown("**Subgraphs** (If branches, Loop and Scan bodies): pick one in the graph view below.")
