@@ -335,7 +335,8 @@ PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
 def _weight_bytes(model: Any) -> int:
     import torch
 
-    tensors = model.state_dict().values()
+    state = model.state_dict if isinstance(model, torch.export.ExportedProgram) else model.state_dict()
+    tensors = state.values()
     return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
