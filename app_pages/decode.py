@@ -69,19 +69,22 @@ st.markdown(
     "that use it. Nodes are laid out in layers from the inputs (top) to the outputs (bottom), coloured by op type."
 )
 graphs = list(decoded.layouts)
-graph = st.selectbox(
-    "Graph",
-    graphs,
-    key="graph_choice",
-    disabled=len(graphs) == 1,
-    format_func=lambda g: "main graph" if g == "main" else g,
+graph = (
+    st.selectbox(
+        "Graph: the main graph, or a subgraph of If / Loop / Scan",
+        graphs,
+        key="graph_choice",
+        format_func=lambda g: "main graph" if g == "main" else g,
+    )
+    if len(graphs) > 1
+    else "main"
 )
-if graph:
+if graph in decoded.layouts:
     layout = decoded.layouts[graph]
     selected = show_graph(layout, key=f"graph_{record.id[:12]}_{graphs.index(graph)}")
     if selected:
         with st.container(border=True):
-            node_details(decoded, graph, selected)
+            node_details(decoded, graph, selected, layout)
 
 st.header("4. The nodes", anchor="nodes")
 st.markdown(

@@ -8,6 +8,7 @@ file, listing what it could not read in ``problems``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ __all__ = ["DecodedModel", "decode_model", "annotate_header", "HEADER_BYTES", "M
 HEADER_BYTES = 64
 MAX_LAYOUT_NODES = 20_000  # larger graphs get no drawing (the node table still lists every node)
 SMALL_TENSOR = 16  # tensors up to this many elements keep their values in the text form
+NOT_WEIGHTS = {"int64", "int32"}  # shapes, axes and indices
 
 
 @dataclass
@@ -49,6 +51,11 @@ class TensorInfo:
     bytes: int
     storage: str  # "inline", "external: file @ offset", or "constant node"
     graph: str
+
+    @property
+    def is_weight(self) -> bool:
+        """Integer index and shape tensors (int64, int32) are not learned weights."""
+        return self.dtype not in NOT_WEIGHTS
 
 
 @dataclass
@@ -155,7 +162,8 @@ def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
         inner = {g.number: g for g in read_fields(payload, 4)}
         domain = payload[inner[1].payload_offset : inner[1].end].decode(errors="replace") if 1 in inner else ""
         version = inner[2].value if 2 in inner else None
-        return f"domain {domain or 'ai.onnx'!r}, version {version}", f"{prefix}: an OperatorSetIdProto message."
+        shown = repr(domain) if domain else "'' (the default domain, ai.onnx)"
+        return f"domain {shown}, version {version}", f"{prefix}: an OperatorSetIdProto message."
     kinds = {
         "graph": "GraphProto",
         "metadata_props": "StringStringEntryProto",
@@ -168,16 +176,37 @@ def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
 
 def annotate_header(buf: bytes, total_length: int, max_fields: int = 12) -> list[HeaderField]:
     """The top-level fields that start in ``buf`` (the file's first bytes), explained."""
-    fields = []
-    for f in read_fields(buf, max_fields=max_fields, total_length=total_length):
-        name = MODEL_PROTO_FIELDS.get(f.number, ("unknown", -1))[0]
-        value, explanation = _field_value(buf, f, name)
-        shown = buf[f.offset : min(f.offset + 12, f.end, len(buf))]
-        fields.append(
-            HeaderField(
-                f.offset, f.end - f.offset, shown.hex(" "), f.number, WIRE_TYPES[f.wire_type], name, value, explanation
-            )
-        )
+    return [_annotate(buf, f, 0) for f in read_fields(buf, max_fields=max_fields, total_length=total_length)]
+
+
+def _annotate(buf: bytes, f: WireField, base: int) -> HeaderField:
+    """``buf`` holds the file from offset ``base``; ``f``'s offsets are relative to ``buf``."""
+    name = MODEL_PROTO_FIELDS.get(f.number, ("unknown", -1))[0]
+    value, explanation = _field_value(buf, f, name)
+    shown = buf[f.offset : min(f.offset + 12, f.end, len(buf))]
+    return HeaderField(
+        base + f.offset, f.end - f.offset, shown.hex(" "), f.number, WIRE_TYPES[f.wire_type], name, value, explanation
+    )
+
+
+def top_level_fields(path: Path, max_fields: int = 64) -> list[HeaderField]:
+    """Every top-level field of the file, found by reading each tag and jumping over its payload, so the
+    fields after a large graph (opset_import, metadata) are listed too without reading the graph."""
+    size = path.stat().st_size
+    fields: list[HeaderField] = []
+    with path.open("rb") as fh:
+        position = 0
+        while position < size and len(fields) < max_fields:
+            fh.seek(position)
+            window = fh.read(4096)
+            found = read_fields(window, max_fields=1, total_length=size - position)
+            if not found:
+                break
+            f = found[0]
+            if f.end > len(window) and f.payload_length <= 1 << 16:  # a small field cut by the window: read it all
+                window = window + fh.read(f.end - len(window))
+            fields.append(_annotate(window, f, position))
+            position += f.end
     return fields
 
 
@@ -189,7 +218,8 @@ def _attr_text(attr: Any) -> tuple[str, list[Any]]:
 
     kind = attr.type
     if kind == onnx.AttributeProto.GRAPH:
-        return f"graph '{attr.g.name}' ({len(attr.g.node)} nodes)", [attr.g]
+        count = len(attr.g.node)
+        return f"graph '{attr.g.name}' ({count} node{'' if count == 1 else 's'})", [attr.g]
     if kind == onnx.AttributeProto.GRAPHS:
         return f"{len(attr.graphs)} graphs", list(attr.graphs)
     if kind == onnx.AttributeProto.TENSOR:
@@ -286,7 +316,8 @@ def _text_form(model: Any) -> str:
         text = onnx.printer.to_text(light)
     except Exception as exc:
         return f"# the text form could not be printed: {exc}"
-    return text.replace("=  {}", "= {…}")
+    text = text.replace("=  {}", "= {…}")
+    return re.sub(r"(\w) \{\}(?=[>,\s])", r"\1 {…}", text)
 
 
 def _shape_coverage(model: Any) -> tuple[int, int, str]:
@@ -318,7 +349,7 @@ def decode_model(
     size = file.stat().st_size
     with file.open("rb") as fh:
         head = fh.read(4096)
-    decoded = DecodedModel(str(file), size, head[:HEADER_BYTES].hex(" "), annotate_header(head, size))
+    decoded = DecodedModel(str(file), size, head[:HEADER_BYTES].hex(" "), top_level_fields(file))
     report(0.1, "Parsing the protobuf (external weights are not loaded)")
     try:
         model = onnx.load_model(str(file), load_external_data=False)
@@ -415,20 +446,31 @@ def decode_model(
                             g_path,
                         )
                     )
-                    if attr.t.data_type != onnx.TensorProto.INT64:
+                    if attr.t.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):
                         producers_of_constants[node.output[0]] = (elements, tensor_nbytes(attr.t))
             decoded.nodes.append(_node_info(node, index, g_path, attributes, subgraph_names))
-        # weights per layer: the initializers (and Constant-node weights) each node consumes
-        # int64 tensors are shapes and indices, not weights
+        # weights per layer: each weight tensor goes to the first node that computes with it; Identity
+        # nodes (which the legacy exporter puts in front of shared weights) pass it on, they do not own it
         sizes = {
             t.name: (element_counts.get(t.name, 0), tensor_nbytes(t))
             for t in g.initializer
-            if t.data_type != onnx.TensorProto.INT64
+            if t.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)
         }
         sizes.update(producers_of_constants)
+        claimed: set[str] = set()
+        for node in g.node:
+            if node.op_type == "Identity" and node.input and node.input[0] in sizes:
+                sizes[node.output[0]] = sizes[node.input[0]]
+                claimed.add(node.output[0])  # an alias: counted where the original is used
         for index, node in enumerate(g.node):
-            held = [name for name in node.input if name in sizes and sizes[name][0] > 1]
-            if held and node.op_type != "Constant":
+            if node.op_type in ("Constant", "Identity"):
+                continue
+            held = []
+            for name in node.input:
+                if name in sizes and sizes[name][0] > 1 and name not in claimed:
+                    held.append(name)
+                    claimed.add(name)
+            if held:
                 decoded.layers.append(
                     LayerWeight(
                         node.name or f"{node.op_type}_{index}",
@@ -441,7 +483,7 @@ def decode_model(
                 )
     decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage != "constant node")
     decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
-    decoded.parameter_count = sum(t.elements for t in decoded.initializers)
+    decoded.parameter_count = sum(t.elements for t in decoded.initializers if t.is_weight)
     decoded.external_files = sorted(external)
     for function in model.functions:
         decoded.functions.append(

@@ -22,6 +22,7 @@ class GraphNode:
     y: float
     layer: int
     weights: int = 0  # parameters held by this node's initializer inputs
+    detail: str = ""  # dtype and shape, for graph inputs and outputs
 
 
 @dataclass
@@ -42,14 +43,18 @@ class GraphLayout:
 
 def layout_graph(graph: Any, path: str, weights: dict[str, int] | None = None) -> GraphLayout:
     """Layered layout of one GraphProto (iterative, so deep or cyclic graphs cannot blow the stack)."""
+    from core.intake import type_text
+
     weights = weights or {}
     initializers = {t.name for t in graph.initializer}
     producers: dict[str, str] = {}
     labels: dict[str, tuple[str, str, int]] = {}
+    details: dict[str, str] = {}
     for value in graph.input:
         if value.name not in initializers:
             producers[value.name] = f"in:{value.name}"
             labels[f"in:{value.name}"] = (value.name, "input", 0)
+            details[f"in:{value.name}"] = type_text(value.type)
     for index, node in enumerate(graph.node):
         node_id = f"n{index}"
         held = sum(weights.get(name, 0) for name in node.input if name in initializers)
@@ -65,6 +70,7 @@ def layout_graph(graph: Any, path: str, weights: dict[str, int] | None = None) -
                 edges.append(GraphEdge(source, f"n{index}", tensor))
     for value in graph.output:
         labels[f"out:{value.name}"] = (value.name, "output", 0)
+        details[f"out:{value.name}"] = type_text(value.type)
         source = producers.get(value.name)
         if source is not None:
             edges.append(GraphEdge(source, f"out:{value.name}", value.name))

@@ -232,6 +232,14 @@ def _type_spec(type_proto: onnx.TypeProto) -> tuple[str, list[int | str] | None]
     return "unknown", None
 
 
+def type_text(type_proto: onnx.TypeProto) -> str:
+    """'float32 [batch×3×224×224]', for showing one value's type."""
+    from core.model import format_shape
+
+    dtype, shape = _type_spec(type_proto)
+    return f"{dtype} [{format_shape(shape)}]"
+
+
 def value_specs(values: Any, skip: set[str] = frozenset()) -> list[TensorSpec]:  # type: ignore[assignment]
     specs = []
     for value in values:
@@ -392,7 +400,8 @@ def _describe_onnx(main: Path, folder: Path, name: str, limits: Limits) -> Model
         count = 1
         for d in tensor.dims:
             count *= max(int(d), 0)
-        parameters += count
+        if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):  # shapes and indices
+            parameters += count
         weight_bytes += tensor_nbytes(tensor)
         constant_weights += where == "constant" and count > 1
     if weight_bytes > limits.max_initializer_bytes:

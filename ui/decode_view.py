@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from core.decode import DecodedModel, NodeInfo
+from core.graphview import GraphLayout
 from core.model import format_shape
 from core.records import to_jsonable
 from ui.cards import signature_tables
@@ -33,6 +35,10 @@ def header_section(decoded: DecodedModel) -> None:
         }
     )
     st.table(escaped_frame(frame), hide_index=True)
+    st.caption(
+        "Every top-level field of the file, in file order: the graph usually fills almost all of it, and "
+        "fields written after it (often opset_import) are found by jumping over its bytes."
+    )
 
 
 def model_tree(decoded: DecodedModel) -> dict:
@@ -86,14 +92,14 @@ def model_section(decoded: DecodedModel) -> None:
         )
 
 
-def node_details(decoded: DecodedModel, graph: str, node_id: str) -> None:
+def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphLayout) -> None:
     sizes = {t.name: t for t in decoded.initializers}
     if node_id.startswith(("in:", "out:")):
-        name = node_id.split(":", 1)[1]
-        spec = next((s for s in decoded.inputs + decoded.outputs if s.name == name), None)
+        drawn = next((n for n in layout.nodes if n.id == node_id), None)
         kind = "Graph input" if node_id.startswith("in:") else "Graph output"
-        detail = f"{spec.dtype} [{format_shape(spec.shape)}]" if spec else ""
-        st.markdown(f"**{kind}** {md_escape(name)} {md_escape(detail)}")
+        name = node_id.split(":", 1)[1]
+        where = "" if graph == "main" else f" of {graph}"
+        st.markdown(f"**{kind}{md_escape(where)}** {md_escape(name)}: {md_escape(drawn.detail if drawn else '')}")
         return
     index = int(node_id[1:])
     node: NodeInfo | None = next((n for n in decoded.nodes if n.graph == graph and n.index == index), None)
@@ -148,16 +154,27 @@ def nodes_section(decoded: DecodedModel) -> None:
         shown = shown[shown["op_type"].isin(ops)]
     st.caption(f"{len(shown):,} of {len(frame):,} nodes")
     st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
-    st.download_button("Download the node table (CSV)", frame.to_csv(index=False).encode(), "nodes.csv", "text/csv")
+    st.download_button(
+        "Download the node table (CSV)",
+        frame.to_csv(index=False).encode(),
+        f"{Path(decoded.path).stem}.nodes.csv",
+        "text/csv",
+    )
     st.plotly_chart(histogram_figure(decoded.op_counts, "Op types in the main graph"), key="op_histogram")
 
 
 def weights_section(decoded: DecodedModel) -> None:
+    weights = [t for t in decoded.initializers if t.is_weight]
+    if not weights:
+        st.info("This model holds no weights: every tensor comes from its inputs.")
+        return
     cols = st.columns(3)
-    cols[0].metric("Weight tensors", f"{len(decoded.initializers):,}")
-    cols[1].metric("Weight bytes", human_bytes(decoded.initializer_bytes))
+    cols[0].metric(
+        "Weight tensors", f"{len(weights):,}", help="int64 and int32 tensors (shapes, axes, indices) are not counted"
+    )
+    cols[1].metric("Weight bytes", human_bytes(sum(t.bytes for t in weights)))
     cols[2].metric("Stored outside the file", ", ".join(decoded.external_files) or "none")
-    largest = sorted(decoded.initializers, key=lambda t: t.bytes, reverse=True)[:15]
+    largest = sorted(weights, key=lambda t: t.bytes, reverse=True)[:15]
     st.markdown("**Largest tensors**")
     st.table(
         escaped_frame(
@@ -187,4 +204,5 @@ def weights_section(decoded: DecodedModel) -> None:
 def decoded_json(decoded: DecodedModel) -> bytes:
     data = to_jsonable(decoded)
     data.pop("layouts", None)
+    data["path"] = Path(decoded.path).name  # the server's folders are nobody's business
     return json.dumps(data, indent=1).encode()

@@ -38,17 +38,44 @@ def _frames(layout: GraphLayout, colours: dict[str, str] | None) -> tuple[pd.Dat
     return nodes, edges
 
 
+def _clicked(state: object) -> str | None:
+    """The node id in a plotly chart's selection state, if a node was clicked."""
+    try:
+        points = state["selection"]["points"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    for point in points:
+        node_id = point.get("customdata")
+        if isinstance(node_id, list):
+            node_id = node_id[0] if node_id else None
+        if node_id:
+            return str(node_id)
+    return None
+
+
 def show_graph(
     layout: GraphLayout, key: str, colours: dict[str, str] | None = None, colour_label: str = "op type"
 ) -> str | None:
     """Draw ``layout`` and return the id of the node the user clicked (kept across reruns), if any."""
     nodes, edges = _frames(layout, colours)
-    selected_key = f"{key}_selected"
+    selected_key, version_key = f"{key}_selected", f"{key}_version"
+    # The click arrives in the chart's widget state before the chart is drawn again: read it first. Then the
+    # chart gets a fresh key, so it starts with no selection: with a point selected, plotly takes the next
+    # click on another point as "clear the selection", and the user would have to click twice.
+    version = st.session_state.get(version_key, 0)
+    clicked = _clicked(st.session_state.get(f"{key}_{version}"))
+    if clicked and clicked in set(nodes["id"]):
+        st.session_state[selected_key] = clicked
+        version += 1
+        st.session_state[version_key] = version
     selected = st.session_state.get(selected_key)
+    if st.checkbox("Hide Constant nodes (they only hold values)", value=True, key=f"{key}_hide_constants"):
+        nodes = nodes[nodes["op_type"] != "Constant"]
+    operators = int((~nodes["op_type"].isin(["input", "output"])).sum())
     shown = nodes
     if len(nodes) > FULL_GRAPH_LIMIT:
         mode = st.radio(
-            f"The graph has {len(nodes):,} nodes in {layout.layers:,} layers; drawing all of them at once would be "
+            f"The graph has {operators:,} nodes in {layout.layers:,} layers; drawing all of them at once would be "
             "unreadable. Show:",
             ["a window of layers", "the neighbourhood of one node"],
             horizontal=True,
@@ -67,7 +94,7 @@ def show_graph(
             shown = nodes[(nodes["layer"] >= start) & (nodes["layer"] < start + span)]
             st.caption(
                 f"Showing layers {start}–{start + span - 1} of {layout.layers} ({len(shown):,} of "
-                f"{len(nodes):,} nodes). Move the slider to walk down the graph."
+                f"{len(nodes):,} drawn nodes, inputs and outputs included). Move the slider to walk down."
             )
         else:
             options = nodes[~nodes["op_type"].isin(["input", "output"])]
@@ -89,23 +116,12 @@ def show_graph(
     figure = graph_figure(
         shown.rename(columns={"colour": colour_label}), edges, colour_by=colour_label, selected=selected
     )
-    event = st.plotly_chart(
+    st.plotly_chart(
         figure,
-        key=key,
+        key=f"{key}_{version}",
         on_select="rerun",
         selection_mode=("points",),
         config={"scrollZoom": True, "displaylogo": False},
     )
-    points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else []
-    if not points and event is not None and hasattr(event, "selection"):
-        points = event.selection.get("points", [])
-    for point in points:
-        node_id = point.get("customdata")
-        if isinstance(node_id, list):
-            node_id = node_id[0] if node_id else None
-        if node_id:
-            selected = str(node_id)
-            st.session_state[selected_key] = selected
-            break
     st.caption("Drag to pan, scroll or use the toolbar to zoom, click a node to see its details.")
     return selected

@@ -9,6 +9,7 @@ import pandas as pd
 __all__ = ["md_escape", "human_bytes", "escaped_frame"]
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
+_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|file)\\:|www\\\.")
 
 
 def md_escape(text: str, limit: int = 300) -> str:
@@ -17,7 +18,10 @@ def md_escape(text: str, limit: int = 300) -> str:
     if len(text) > limit:
         text = text[:limit] + f"… ({len(text):,} characters)"
     text = text.replace("\n", " ").replace("\r", " ")
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    # The renderer turns bare URLs into links even when every character is escaped; a zero-width space
+    # after the scheme (or "www") keeps the text readable and the link dead
+    return _AUTOLINK.sub(lambda m: m.group(0)[:-2] + "\u200b" + m.group(0)[-2:], text)
 
 
 def human_bytes(size: int) -> str:

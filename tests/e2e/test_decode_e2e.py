@@ -43,6 +43,11 @@ def test_decode_tinycnn_header_and_click_a_conv_node(page, tmp_path: Path) -> No
     details = page.get_by_text("Conv from ai.onnx").first
     assert details.is_visible()
     shot(page, "21-decode-node-clicked")
+    # one more click on another node shows that node at once
+    # points by trace: input, Conv ×2, Relu ×2, MaxPool ×2, Flatten, Gemm, output (then the selection ring)
+    points.nth(8).click(force=True)
+    page.get_by_text("Gemm from ai.onnx").first.wait_for(timeout=30_000)
+    assert page.get_by_text("Conv from ai.onnx").count() == 0
 
 
 def test_a_5000_node_model_is_drawn_a_window_at_a_time(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

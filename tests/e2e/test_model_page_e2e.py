@@ -86,5 +86,6 @@ def test_markdown_in_model_names_does_not_render(page, tmp_path: Path) -> None: 
     upload(page, builders.write(model, tmp_path / "markdown.onnx"))
     page.get_by_text("beacon.png").first.wait_for(timeout=60_000)
     assert page.locator('img[src*="beacon"]').count() == 0
+    assert page.locator('a[href*="127.0.0.1:9"]').count() == 0  # not even a bare autolink
     assert page.locator('[data-testid="stTable"] strong').count() == 0
     shot(page, "06-escaped-names")

@@ -63,7 +63,7 @@ def library_view(path: Path) -> dict:
         "op_counts": dict(Counter(n.op_type for n in model.graph.node)),
         "initializer_count": len(model.graph.initializer),
         "initializer_bytes": sum(w.nbytes for w in weights + constants),
-        "parameter_count": sum(w.size for w in weights + constants),
+        "parameter_count": sum(w.size for w in weights + constants if w.dtype not in (np.int64, np.int32)),
         "subgraph_count": nested,
     }
 
@@ -112,6 +112,24 @@ def test_header_explains_ir_version_field_by_field(tmp_path: Path) -> None:
     assert (fields[0].hex, fields[0].field, fields[0].value) == ("08 08", "ir_version", "8")
     assert "field 1 << 3 | wire type 0" in fields[0].explanation
     assert [f.field for f in fields][:2] == ["ir_version", "producer_name"] and fields[1].value == "'tests'"
+
+
+def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> None:
+    path = exported_sample("tinycnn", tmp_path)
+    fields = decode_model(str(path)).header
+    names = [f.field for f in fields]
+    assert names.index("graph") < names.index("opset_import")
+    opset = next(f for f in fields if f.field == "opset_import")
+    assert opset.value == "domain '' (the default domain, ai.onnx), version 17"
+    assert opset.offset + opset.length == path.stat().st_size or names[-1] != "opset_import"
+
+
+def test_shared_weights_behind_identity_nodes_are_counted_once_where_they_are_used(tmp_path: Path) -> None:
+    decoded = decode_model(str(exported_sample("transformer", tmp_path)))
+    assert not [layer for layer in decoded.layers if layer.op_type == "Identity"]
+    tensors = [t for layer in decoded.layers for t in layer.tensors]
+    assert len(tensors) == len(set(tensors))
+    assert sum(layer.parameters for layer in decoded.layers) <= decoded.parameter_count
 
 
 def test_subgraphs_and_functions_are_listed_and_laid_out(tmp_path: Path) -> None:
