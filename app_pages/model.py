@@ -120,3 +120,9 @@ st.markdown("#### Current model")
 if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
     st.caption("The app starts with this sample so there is something to explore; upload your own model above.")
 model_card(record)
+if record.is_pytorch:
+    st.page_link("app_pages/export.py", label="Next: export it to ONNX", icon=":material/output:")
+else:
+    st.page_link(
+        "app_pages/decode.py", label="Next: decode it, from the first bytes to the graph", icon=":material/data_object:"
+    )

@@ -28,6 +28,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     assert page.get_by_text("starts with this sample").is_visible()
     assert "tinycnn" in sidebar_text(page)
     assert page.locator('[data-testid="stTable"]').get_by_text("1×3×112×112").is_visible()
+    assert page.get_by_role("link", name="Next: export it to ONNX").is_visible()
     shot(page, "01-start-tinycnn")
 
     page.get_by_role("tab", name="Pick a sample").click()
@@ -47,6 +48,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     page.get_by_text("input_ids").first.wait_for(timeout=60_000)
     sidebar = sidebar_text(page)
     assert "bert_like" in sidebar and "opset 17" in sidebar and "ONNX model" in sidebar
+    assert page.get_by_role("link", name="Next: decode it, from the first bytes to the graph").is_visible()
     shot(page, "03-uploaded-onnx")
 
 
