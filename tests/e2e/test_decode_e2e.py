@@ -27,7 +27,7 @@ def test_decode_tinycnn_header_and_click_a_conv_node(page, tmp_path: Path) -> No
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     page.wait_for_timeout(500)
     wait_idle(page)
-    page.get_by_role("link", name="Decode").click()
+    page.get_by_role("link", name="Decode", exact=True).click()
     page.get_by_role("heading", name="1. The first bytes").wait_for(timeout=60_000)
     wait_idle(page)
     header = page.locator('[data-testid="stTable"]').first
@@ -57,7 +57,7 @@ def test_a_5000_node_model_is_drawn_a_window_at_a_time(page, tmp_path: Path) -> 
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
     page.wait_for_timeout(500)
     wait_idle(page)
-    page.get_by_role("link", name="Decode").click()
+    page.get_by_role("link", name="Decode", exact=True).click()
     page.get_by_text("Showing layers 0–").wait_for(timeout=90_000)
     wait_idle(page)
     points = page.locator('[data-testid="stPlotlyChart"]').first.locator(".scatterlayer .trace .points path")

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.e2e
 
 
 def test_export_tinycnn_with_dynamic_batch_and_download_it(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    page.get_by_role("link", name="Export").click()
+    page.get_by_role("link", name="Export", exact=True).click()
     wait_idle(page)
     assert page.get_by_role("checkbox", name="axis 0 dynamic").is_checked()
     shot(page, "10-export-form")
