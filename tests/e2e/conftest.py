@@ -108,8 +108,11 @@ def page(browser, app_url: str):  # type: ignore[no-untyped-def]
 
 
 def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
-    """Wait until Streamlit has finished running the script for the last interaction."""
-    page.wait_for_timeout(300)
+    """Wait until Streamlit has finished running the script for the last interaction.
+
+    The pause first lets the rerun that an interaction triggers begin; without it the check can see the
+    previous run's "notRunning" state."""
+    page.wait_for_timeout(600)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 
