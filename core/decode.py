@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.graphview import GraphLayout, layout_graph
-from core.intake import external_entries, tensor_nbytes, value_specs
+from core.intake import attribute_subgraphs, external_entries, tensor_elements, tensor_nbytes, value_specs
 from core.model import TensorSpec
 from core.protowire import MODEL_PROTO_FIELDS, WIRE_TYPES, WireField, read_fields
 
@@ -252,14 +252,9 @@ def _walk(graph: Any, path: str, depth: int) -> Iterator[tuple[Any, str, int, An
         current, current_path, current_depth, owner, attribute = stack.pop()
         yield current, current_path, current_depth, owner, attribute
         for index, node in enumerate(current.node):
-            for attr in node.attribute:
-                _, subs = _attr_text(attr)
-                for i, sub in enumerate(subs):
-                    label = f"{attr.name}[{i}]" if len(subs) > 1 else attr.name
-                    who = node.name or f"{node.op_type}_{index}"
-                    stack.append(
-                        (sub, f"{current_path} / {who} ({node.op_type}).{label}", current_depth + 1, node, label)
-                    )
+            who = node.name or f"{node.op_type}_{index}"
+            for label, sub in attribute_subgraphs(node):
+                stack.append((sub, f"{current_path} / {who} ({node.op_type}).{label}", current_depth + 1, node, label))
 
 
 def _node_info(
@@ -296,10 +291,7 @@ def _text_form(model: Any) -> str:
             attr.t for node in graph.node for attr in node.attribute if attr.type == onnx.AttributeProto.TENSOR
         ]
         for tensor in tensors:
-            count = 1
-            for d in tensor.dims:
-                count *= max(int(d), 0)
-            if count > SMALL_TENSOR or tensor.data_location == onnx.TensorProto.EXTERNAL:
+            if tensor_elements(tensor) > SMALL_TENSOR or tensor.data_location == onnx.TensorProto.EXTERNAL:
                 for name in (
                     "raw_data",
                     "float_data",
@@ -408,9 +400,7 @@ def decode_model(
                 location = entries.get("location", "?")
                 external.add(location)
                 storage = f"external: {location} @ {entries.get('offset', '0')}"
-            elements = 1
-            for d in tensor.dims:
-                elements *= max(int(d), 0)
+            elements = tensor_elements(tensor)
             element_counts[tensor.name] = elements
             decoded.initializers.append(
                 TensorInfo(
@@ -432,9 +422,7 @@ def decode_model(
                 attributes[attr.name] = text
                 subgraph_names += [s.name for s in subs]
                 if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
-                    elements = 1
-                    for d in attr.t.dims:
-                        elements *= max(int(d), 0)
+                    elements = tensor_elements(attr.t)
                     decoded.initializers.append(
                         TensorInfo(
                             node.output[0],

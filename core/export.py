@@ -270,6 +270,14 @@ def _explain_export_failure(exc: Exception, exporter: str, opset: int) -> Export
     )
 
 
+def _dynamic_shapes(options: ExportOptions) -> tuple[dict[int, str] | None, ...]:
+    """torch.export's dynamic_shapes, one entry per input in order: axis -> a valid identifier, or None."""
+    return tuple(
+        {int(a): _identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
+        for n in options.input_shapes
+    )
+
+
 def _run_export(
     model: Any,
     tensors: list[Any],
@@ -288,10 +296,7 @@ def _run_export(
     }
     if exporter == "dynamo":
         if not isinstance(model, torch.export.ExportedProgram):
-            common["dynamic_shapes"] = tuple(
-                {int(a): _identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
-                for n in names
-            )
+            common["dynamic_shapes"] = _dynamic_shapes(options)
         torch.onnx.export(
             model,
             tuple(tensors),
@@ -454,10 +459,7 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
         call.append(f"    output_names={options.output_names!r},")
     if exporter == "dynamo":
         if source.kind != "pt2":
-            shapes = tuple(
-                {int(a): _identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
-                for n in options.input_shapes
-            )
+            shapes = _dynamic_shapes(options)
             call.append(f"    dynamic_shapes={shapes!r},")
         call += [f"    optimize={options.optimize},", f"    external_data={options.external_data},"]
     else:

@@ -251,14 +251,16 @@ def value_specs(values: Any, skip: set[str] = frozenset()) -> list[TensorSpec]: 
     return specs
 
 
-def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+def attribute_subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """(label, graph) for every graph a node's attributes hold: "then_branch", or "branches[1]" in a list."""
     import onnx
 
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.GRAPH:
-            yield attr.g
+            yield attr.name, attr.g
         elif attr.type == onnx.AttributeProto.GRAPHS:
-            yield from attr.graphs
+            for i, graph in enumerate(attr.graphs):
+                yield (f"{attr.name}[{i}]" if len(attr.graphs) > 1 else attr.name), graph
 
 
 def iter_graphs(model: onnx.ModelProto) -> Iterator[onnx.GraphProto]:
@@ -273,7 +275,7 @@ def iter_graphs(model: onnx.ModelProto) -> Iterator[onnx.GraphProto]:
         graph = stack.pop()
         yield graph
         for node in graph.node:
-            stack.extend(_subgraphs(node))
+            stack.extend(graph for _, graph in attribute_subgraphs(node))
 
 
 def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
@@ -293,13 +295,19 @@ def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto
                     yield "constant", attr.sparse_tensor.values
 
 
+def tensor_elements(tensor: onnx.TensorProto) -> int:
+    """How many elements a tensor's dims promise (negative dims count as 0)."""
+    count = 1
+    for d in tensor.dims:
+        count *= max(int(d), 0)
+    return count
+
+
 def tensor_nbytes(tensor: onnx.TensorProto) -> int:
     """The bytes a tensor's dims and dtype promise (strings count as 0)."""
     from onnx import helper
 
-    count = 1
-    for d in tensor.dims:
-        count *= max(int(d), 0)
+    count = tensor_elements(tensor)
     try:
         itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
     except Exception:
@@ -397,9 +405,7 @@ def _describe_onnx(main: Path, folder: Path, name: str, limits: Limits) -> Model
     data_files = check_external_data(model, folder)
     parameters = weight_bytes = constant_weights = 0
     for where, tensor in iter_tensors(model):
-        count = 1
-        for d in tensor.dims:
-            count *= max(int(d), 0)
+        count = tensor_elements(tensor)
         if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):  # shapes and indices
             parameters += count
         weight_bytes += tensor_nbytes(tensor)
@@ -510,7 +516,7 @@ def _describe_bundle(path: Path, name: str, limits: Limits) -> ModelRecord:
 # --------------------------------------------------------------------------------------------------------
 # PyTorch weights
 # --------------------------------------------------------------------------------------------------------
-def _unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
+def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
     import torch
 
     if isinstance(obj, dict):
@@ -618,7 +624,7 @@ def _describe_torch_pickle(path: Path, fmt: str, name: str, limits: Limits) -> M
             ) from None
         raise IntakeError(f"'{path.name}' is a PyTorch file that could not be read ({text[:300]}).") from None
     notes: list[str] = []
-    return _record_from_state_dict(_unwrap_checkpoint(obj, notes), path, "state_dict", name, notes)
+    return _record_from_state_dict(unwrap_checkpoint(obj, notes), path, "state_dict", name, notes)
 
 
 def _describe_safetensors(path: Path, fmt: str, name: str, limits: Limits) -> ModelRecord:

@@ -47,14 +47,10 @@ def load_module(source: TorchSource) -> Any:
 
             weights: Any = load_file(source.path, device="cpu")
         else:
-            weights = torch.load(source.path, weights_only=True, map_location="cpu")
-            if isinstance(weights, dict):
-                for key in ("state_dict", "model_state_dict", "model", "net"):
-                    if isinstance(weights.get(key), dict):
-                        weights = weights[key]
-                        break
-        if all(str(k).startswith("module.") for k in weights):
-            weights = {str(k).removeprefix("module."): v for k, v in weights.items()}
+            from core.intake import unwrap_checkpoint
+
+            # unwrapped exactly as intake did when it matched the keys to this architecture
+            weights = unwrap_checkpoint(torch.load(source.path, weights_only=True, map_location="cpu"), [])
         model.load_state_dict(weights)
         return model.eval()
     if source.kind == "torchscript":
