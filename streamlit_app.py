@@ -13,6 +13,7 @@ WALK_THROUGH = [
     st.Page("app_pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
     st.Page("app_pages/export.py", title="Export", icon=":material/output:"),
     st.Page("app_pages/decode.py", title="Decode", icon=":material/data_object:"),
+    st.Page("app_pages/partition.py", title="Partition", icon=":material/account_tree:"),
 ]
 
 page = st.navigation({"Walk-through": WALK_THROUGH})

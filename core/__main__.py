@@ -41,6 +41,39 @@ def describe(model: str) -> ModelRecord:
     return from_jsonable(ModelRecord, data)
 
 
+def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None]:
+    """The ONNX model behind ``model`` and the PyTorch model it came from (if any).
+
+    A PyTorch model (sample:NAME, a state_dict, TorchScript, .pt2) is first exported with its default settings
+    into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
+    """
+    from core.export import ExportReport, default_options
+    from core.torchload import source_of
+
+    record = describe(model)
+    if not record.is_pytorch:
+        return record, None
+    print(f"exporting {record.name} to ONNX with the default settings…", file=sys.stderr)
+    data = run_job(
+        "export.run",
+        {
+            "source": to_jsonable(source_of(record)),
+            "options": to_jsonable(default_options(record)),
+            "out_dir": str(work_dir),
+            "file_name": f"{record.name}.onnx",
+        },
+    )
+    report = from_jsonable(ExportReport, data)
+    if report.record is None or not report.ok:
+        failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
+        raise WorkbenchError(f"Exporting {record.name} to ONNX failed: {'; '.join(failed) or 'see the Export page'}")
+    return report.record, record
+
+
+def _split(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
 def _print_record(record: ModelRecord) -> None:
     print(f"{record.name}  ({record.format_label})")
     print(f"  id         {record.id}")
@@ -222,6 +255,117 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _provider_names(text: str | None) -> list[str] | None:
+    """'cuda,cpu' or full names -> ORT provider names, in the order given."""
+    from core.partition import PROVIDERS
+
+    if not text:
+        return None
+    by_short = {short.lower(): name for name, (short, _, _) in PROVIDERS.items()}
+    names = []
+    for part in _split(text):
+        lowered = part.lower()
+        names.append(by_short.get(lowered) or by_short.get(lowered.removesuffix("executionprovider")) or part)
+    return names
+
+
+def _cmd_partition(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from core.optimize import OptimizationReport, grouped
+    from core.partition import PartitionResult, short_name
+
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, _ = as_onnx(args.model, Path(tmp))
+        data = run_job(
+            "partition.run",
+            {
+                "path": record.path,
+                "providers": _provider_names(args.providers),
+                "level": args.level,
+                "simulate": _split(args.simulate),
+                "with_layout": False,
+            },
+        )
+        result = from_jsonable(PartitionResult, data)
+        levels = None
+        if args.levels:
+            out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
+            levels = from_jsonable(
+                OptimizationReport, run_job("optimize.levels", {"path": record.path, "out_dir": str(out_dir)})
+            )
+    if args.json:
+        print(json.dumps(_partition_json(result, levels, bool(args.out_dir)), indent=2))
+        return 0
+    for message in result.unavailable.values():
+        print(f"note: {message}", file=sys.stderr)
+    for report in result.reports:
+        print(report.summary)
+        for subgraph in report.subgraphs:
+            ops = ", ".join(f"{op} {n}" for op, n in subgraph.ops.items())
+            print(f"  subgraph {subgraph.index:<3} {short_name(subgraph.provider):<8} {subgraph.nodes:>5} nodes  {ops}")
+        if report.unsupported_ops:
+            print(f"  unsupported ops: {', '.join(report.unsupported_ops)}")
+        for line in report.log:
+            print(f"  ORT log  {line.strip()}")
+        for note in report.notes:
+            print(f"  note  {note}")
+    if levels is not None:
+        print(f"optimization levels ({levels.original_nodes} nodes in the model):")
+        for level in levels.levels:
+            print(f"  {level.name:<12} {level.node_count:>6} nodes  {', '.join(level.transformers) or '-'}")
+            for rewrite, count in grouped(level.rewrites):
+                print(f"      {rewrite.kind:<8} {rewrite.text}" + (f" (×{count})" if count > 1 else ""))
+            if args.out_dir:
+                print(f"      saved   {level.path}")
+    return 0
+
+
+def _partition_json(result: Any, levels: Any, saved: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "model": result.model,
+        "node_count": result.node_count,
+        "available": result.available,
+        "unavailable": result.unavailable,
+    }
+    reports = []
+    for report in result.reports:
+        reports.append(
+            {
+                "title": report.title,
+                "simulated": report.simulated,
+                "summary": report.summary,
+                "providers_requested": report.providers_requested,
+                "level": report.level,
+                "nodes": [
+                    {"name": n.name, "op_type": n.op_type, "domain": n.domain, "graph": n.graph, "provider": n.provider}
+                    for n in report.nodes
+                ],
+                "providers": report.providers,
+                "subgraphs": to_jsonable(report.subgraphs),
+                "fallback": report.fallback,
+                "copies": to_jsonable(report.copies),
+                "unsupported_ops": report.unsupported_ops,
+                "log": report.log,
+                "notes": report.notes,
+            }
+        )
+    data.update(reports[0])  # the real partition at the top level; simulated ones under "simulations"
+    data["simulations"] = reports[1:]
+    if levels is not None:
+        data["levels"] = {
+            level.name: {
+                "node_count": level.node_count,
+                "op_counts": level.op_counts,
+                "transformers": level.transformers,
+                "rewrites": [{"kind": r.kind, "text": r.text} for r in level.rewrites],
+                **({"path": level.path} if saved else {}),
+            }
+            for level in levels.levels
+        }
+    return data
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -254,6 +398,15 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--external-data", action="store_true", help="weights in a .onnx.data file beside the model")
     export.add_argument("--json", action="store_true", help="print the verification report as JSON")
     export.set_defaults(func=_cmd_export)
+    partition = sub.add_parser("partition", help="which execution provider runs which node; optimization levels")
+    partition.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    partition.add_argument("--providers", help="in order of preference, e.g. cuda,cpu (default: cpu)")
+    partition.add_argument("--level", default="all", choices=["disable", "basic", "extended", "layout", "all"])
+    partition.add_argument("--simulate", help="simulated partitions, e.g. nnapi,coreml")
+    partition.add_argument("--levels", action="store_true", help="also compare the graph at every optimization level")
+    partition.add_argument("--out-dir", help="with --levels: keep the optimized model of each level here")
+    partition.add_argument("--json", action="store_true", help="print JSON")
+    partition.set_defaults(func=_cmd_partition)
     return parser
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 __all__ = [
+    "BenchmarkError",
+    "ExportError",
     "IntakeError",
     "JobCancelled",
     "JobCrashed",
@@ -12,6 +14,9 @@ __all__ = [
     "JobTimedOut",
     "LimitExceededError",
     "NoMatchingArchitectureError",
+    "PartitionError",
+    "QuantizeError",
+    "StoreError",
     "UnknownSampleError",
     "UnsafeModelError",
     "UnsupportedFormatError",
@@ -50,6 +55,22 @@ class UnknownSampleError(WorkbenchError):
 
 class ExportError(WorkbenchError):
     """The exporter could not turn the PyTorch model into ONNX."""
+
+
+class PartitionError(WorkbenchError):
+    """ONNX Runtime could not place or optimize the model, or the request names no known provider."""
+
+
+class BenchmarkError(WorkbenchError):
+    """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
+
+
+class QuantizeError(WorkbenchError):
+    """The model cannot be quantized as asked, or the calibration data does not fit it."""
+
+
+class StoreError(WorkbenchError):
+    """The benchmark history database could not be reached or written."""
 
 
 class JobError(WorkbenchError):
@@ -91,6 +112,10 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         NoMatchingArchitectureError,
         UnknownSampleError,
         ExportError,
+        PartitionError,
+        BenchmarkError,
+        QuantizeError,
+        StoreError,
     )
 }
 

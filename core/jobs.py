@@ -62,6 +62,8 @@ _JOBS: dict[str, JobDefinition] = {
     "intake.describe_sample": JobDefinition("core.zoo:describe_sample"),
     "export.run": JobDefinition("core.export:export_model"),
     "decode.run": JobDefinition("core.decode:decode_model"),
+    "partition.run": JobDefinition("core.partition:partition_model"),
+    "optimize.levels": JobDefinition("core.optimize:optimize_levels"),
 }
 
 

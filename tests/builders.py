@@ -191,3 +191,24 @@ def write(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model.SerializeToString())
     return path
+
+
+def exported_sample(name: str, folder: Path) -> Path:
+    """A zoo sample exported with the legacy exporter (fast), opset 17, with its natural dynamic axes."""
+    import torch
+
+    from core import zoo
+
+    path = folder / f"{name}.onnx"
+    model = zoo.build_model(name)
+    sample = zoo.SAMPLES[name]
+    torch.onnx.export(
+        model,
+        tuple(zoo.example_inputs(name).values()),
+        str(path),
+        dynamo=False,
+        opset_version=17,
+        input_names=list(sample.inputs),
+        dynamic_axes=sample.dynamic_axes,
+    )
+    return path

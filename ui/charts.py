@@ -6,7 +6,15 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-__all__ = ["op_count_frame", "op_count_figure", "graph_figure", "histogram_figure", "colour_map"]
+__all__ = [
+    "colour_map",
+    "graph_figure",
+    "histogram_figure",
+    "levels_figure",
+    "op_count_figure",
+    "op_count_frame",
+    "provider_share_figure",
+]
 
 SIDES = ("PyTorch layers", "ONNX nodes")
 _COLOURS = {"PyTorch layers": "#EE4C2C", "ONNX nodes": "#005CED"}
@@ -100,7 +108,24 @@ _PALETTE = [  # 26 distinct colours (plotly's Alphabet), then Dark24
     "#0D2A63",
     "#AF0038",
 ]
-_FIXED = {"input": "#222222", "output": "#222222"}
+_FIXED = {
+    "input": "#222222",
+    "output": "#222222",
+    # execution providers keep one colour on every page (short names, as core.partition.short_name gives)
+    "CPU": "#8C96A8",
+    "CUDA": "#76B900",
+    "TensorRT": "#2E7D32",
+    "NNAPI": "#3DDC84",
+    "CoreML": "#FF9500",
+    "OpenVINO": "#0071C5",
+    "DirectML": "#7FBA00",
+    "QNN": "#D4145A",
+    "XNNPACK": "#7B1FA2",
+    "ROCm": "#ED1C24",
+    "MIGraphX": "#B71C1C",
+    "WebGPU": "#005A9C",
+    "runs nowhere": "#E2E2E2",
+}
 
 
 def colour_map(keys: list[str]) -> dict[str, str]:
@@ -205,5 +230,55 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
         margin={"l": 10, "r": 40, "t": 30, "b": 10},
         title=title,
         yaxis={"type": "category"},
+    )
+    return fig
+
+
+def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
+    """One stacked bar per partition (real or simulated): nodes per provider. ``frame``: partition, provider,
+    nodes."""
+    fig = go.Figure()
+    colours = colour_map(list(frame["provider"].astype(str)))
+    for provider, group in frame.groupby("provider", sort=False):
+        fig.add_trace(
+            go.Bar(
+                x=group["nodes"],
+                y=group["partition"],
+                name=str(provider),
+                orientation="h",
+                marker_color=colours[str(provider)],
+                text=group["nodes"],
+                textposition="inside",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        height=90 + 44 * frame["partition"].nunique(),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": "nodes"},
+        yaxis={"type": "category", "autorange": "reversed"},
+        legend={"title": "provider", "orientation": "h", "y": -0.35},
+    )
+    return fig
+
+
+def levels_figure(frame: pd.DataFrame) -> go.Figure:
+    """Nodes per optimization level, in level order. ``frame``: level, nodes, rewrites."""
+    fig = go.Figure(
+        go.Bar(
+            x=frame["level"],
+            y=frame["nodes"],
+            marker_color="#005CED",
+            text=frame["nodes"],
+            textposition="outside",
+            cliponaxis=False,
+            hovertext=[f"{r} rewrite(s)" for r in frame["rewrites"]],
+        )
+    )
+    fig.update_layout(
+        height=300,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"type": "category", "title": "optimization level"},
+        yaxis={"title": "nodes", "rangemode": "tozero"},
     )
     return fig

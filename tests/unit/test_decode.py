@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from core import zoo
@@ -22,22 +21,6 @@ from tests import builders
 from ui.charts import graph_figure
 from ui.decode_view import model_tree
 from ui.graph_view import _frames
-
-
-def exported_sample(name: str, folder: Path) -> Path:
-    path = folder / f"{name}.onnx"
-    model = zoo.build_model(name)
-    sample = zoo.SAMPLES[name]
-    torch.onnx.export(
-        model,
-        tuple(zoo.example_inputs(name).values()),
-        str(path),
-        dynamo=False,
-        opset_version=17,
-        input_names=list(sample.inputs),
-        dynamic_axes=sample.dynamic_axes,
-    )
-    return path
 
 
 def library_view(path: Path) -> dict:
@@ -80,7 +63,7 @@ MODELS = {
 
 @pytest.mark.parametrize("name", list(zoo.SAMPLES))
 def test_decode_of_every_sample_agrees_with_the_onnx_library(tmp_path: Path, name: str) -> None:
-    path = exported_sample(name, tmp_path)
+    path = builders.exported_sample(name, tmp_path)
     got = summary(decode_model(str(path)))
     assert {k: got[k] for k in library_view(path)} == library_view(path)
 
@@ -115,7 +98,7 @@ def test_header_explains_ir_version_field_by_field(tmp_path: Path) -> None:
 
 
 def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> None:
-    path = exported_sample("tinycnn", tmp_path)
+    path = builders.exported_sample("tinycnn", tmp_path)
     fields = decode_model(str(path)).header
     names = [f.field for f in fields]
     assert names.index("graph") < names.index("opset_import")
@@ -125,7 +108,7 @@ def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> 
 
 
 def test_shared_weights_behind_identity_nodes_are_counted_once_where_they_are_used(tmp_path: Path) -> None:
-    decoded = decode_model(str(exported_sample("transformer", tmp_path)))
+    decoded = decode_model(str(builders.exported_sample("transformer", tmp_path)))
     assert not [layer for layer in decoded.layers if layer.op_type == "Identity"]
     tensors = [t for layer in decoded.layers for t in layer.tensors]
     assert len(tensors) == len(set(tensors))
@@ -147,7 +130,7 @@ def test_weights_per_layer_include_constant_node_weights(tmp_path: Path) -> None
 
 
 def test_text_form_leaves_large_weights_out(tmp_path: Path) -> None:
-    decoded = decode_model(str(exported_sample("tinycnn", tmp_path)))
+    decoded = decode_model(str(builders.exported_sample("tinycnn", tmp_path)))
     assert "{…}" in decoded.text and len(decoded.text) < 20_000
     assert "Conv" in decoded.text
 

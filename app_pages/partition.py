@@ -1,0 +1,121 @@
+"""Partition: which execution provider runs which node, and what the graph optimizer did at each level."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import WorkbenchError
+from core.optimize import OptimizationReport
+from core.partition import LEVELS, SIMULATED, PartitionResult, ProviderInfo, provider_table, short_name
+from core.records import from_jsonable, to_jsonable
+from ui import session
+from ui.charts import provider_share_figure
+from ui.jobs import run_with_status
+from ui.needs import require_onnx
+from ui.partition_view import levels_section, providers_section, report_section, share_frame
+from ui.text import md_escape
+
+st.title("Partition")
+st.markdown(
+    "ONNX Runtime runs a graph through **execution providers** (EPs): back ends for a kind of hardware, such as "
+    "the CPU, an NVIDIA GPU (CUDA, TensorRT), Intel's OpenVINO, or a phone's NPU (NNAPI, CoreML). Each EP says "
+    "which nodes it can run; none has to run them all, and the CPU provider takes whatever is left."
+)
+st.markdown(
+    "**Partitioning** is greedy: ONNX Runtime asks the providers in your order of preference, and each takes the "
+    "largest connected pieces (subgraphs) of the remaining graph that it supports. Every border between pieces on "
+    "different devices costs a copy of the tensor crossing it, on every run, so a model split into many small "
+    "pieces can be slower than one that stays on the CPU. Before partitioning, the **graph optimizer** rewrites "
+    "the graph: constant folding and dead-node removal (BASIC), fusions of common patterns into one kernel "
+    "(EXTENDED), and memory layouts that suit the hardware (LAYOUT); ALL is everything."
+)
+
+record = require_onnx("Partitioning")
+
+
+@st.cache_data(show_spinner=False)
+def _providers() -> list[dict]:
+    """What this build of ONNX Runtime has (the same for every user)."""
+    return [to_jsonable(p) for p in provider_table()]
+
+
+table = [from_jsonable(ProviderInfo, p) for p in _providers()]
+available = [p.name for p in table if p.available]
+with st.expander(f"The {len(table)} execution providers ONNX Runtime knows; {len(available)} are in this build"):
+    providers_section(table)
+
+hardware = [p for p in available if p not in ("AzureExecutionProvider", "CPUExecutionProvider")]
+with st.form("partition_form"):
+    chosen = st.multiselect(
+        "Execution providers, in order of preference (the order you pick them in)",
+        [p.name for p in table],
+        default=[*hardware, "CPUExecutionProvider"],
+        format_func=lambda name: name + ("" if name in available else " (not in this build)"),
+        key="partition_providers",
+    )
+    left, right = st.columns(2)
+    level = left.selectbox(
+        "Optimization level of the session",
+        list(LEVELS),
+        index=list(LEVELS).index("all"),
+        format_func=lambda k: LEVELS[k][0],
+        key="partition_level",
+    )
+    simulate = right.multiselect(
+        "Also simulate providers this machine lacks",
+        list(SIMULATED),
+        default=list(SIMULATED),
+        format_func=lambda k: short_name(SIMULATED[k]),
+        key="partition_simulate",
+    )
+    submitted = st.form_submit_button("Partition", type="primary")
+
+request = (record.id, tuple(chosen), level, tuple(simulate))
+saved = st.session_state.get("partition")
+if submitted or not saved or saved[0][0] != record.id:
+    try:
+        data = run_with_status(
+            "partition.run",
+            {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate},
+            f"Partitioning '{record.name}'",
+        )
+    except WorkbenchError as exc:
+        st.error(md_escape(str(exc), 2000))
+        st.stop()
+    saved = (request, from_jsonable(PartitionResult, data))
+    st.session_state["partition"] = saved
+result: PartitionResult = saved[1]
+
+for message in result.unavailable.values():
+    st.warning(f"{message} Its nodes go to the next provider in your list.")
+if len(result.reports) > 1:
+    st.plotly_chart(provider_share_figure(share_frame(result)), key="partition_share", config={"displaylogo": False})
+titles = [r.title for r in result.reports]
+shown = (
+    st.radio("Partition", titles, horizontal=True, key="partition_shown", help="Simulated ones ran on no hardware")
+    if len(titles) > 1
+    else titles[0]
+)
+index = titles.index(shown) if shown in titles else 0
+report_section(result.reports[index], result.layout, key=f"partition_graph_{record.id[:12]}_{index}")
+
+st.header("The graph at each optimization level", anchor="levels")
+st.markdown(
+    "The same model optimized at each level, as ONNX Runtime would run it on this machine's CPU: how many nodes "
+    "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
+    "activation) save a pass over memory per node they replace."
+)
+levels_saved = st.session_state.get("levels")
+if not levels_saved or levels_saved[0] != record.id:
+    try:
+        data = run_with_status(
+            "optimize.levels",
+            {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))},
+            f"Optimizing '{record.name}' at every level",
+        )
+    except WorkbenchError as exc:
+        st.error(md_escape(str(exc), 2000))
+        st.stop()
+    levels_saved = (record.id, from_jsonable(OptimizationReport, data))
+    st.session_state["levels"] = levels_saved
+levels_section(levels_saved[1], record.name, key=f"levels_{record.id[:12]}")

@@ -1,0 +1,256 @@
+"""What ONNX Runtime's graph optimizer does at each level: node and op counts, fusions, removals, additions.
+
+Runs in the worker. For every level a session is created with ``optimized_model_filepath`` set, so ORT writes
+the graph it will run; that graph is compared with the original one. Nodes are matched by what they compute
+(op, domain and output tensors), so unnamed nodes match too. Rewritten regions are found by walking back from
+the outputs of each connected group of new nodes through the original nodes that disappeared.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.partition import LEVELS, capture_ort_log, explain_session_error, session_options
+
+__all__ = ["LevelResult", "OptimizationReport", "Rewrite", "compare_graphs", "grouped", "optimize_levels"]
+
+LAYOUT_WARNING = (
+    "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
+    "A saved file of these levels is specific to this kind of machine: use it only where it was made, or save "
+    "at EXTENDED and let each machine apply the layout optimizations itself when it loads the model."
+)
+EXTERNAL_THRESHOLD = 1 << 30  # models with more weight bytes than this keep their weights in a side file
+
+
+@dataclass
+class Rewrite:
+    kind: str  # "fused", "replaced", "layout" (rewritten for a blocked memory layout), "added", "removed"
+    before: list[str]  # op types of the original nodes, in graph order
+    after: list[str]  # op types of the new nodes ("domain:Op" outside the standard domain)
+    nodes_before: list[str]
+    nodes_after: list[str]
+
+    @property
+    def text(self) -> str:
+        if self.kind == "removed" and self.before == ["Constant"]:
+            return "Constant removed (its value became a weight)"
+        if self.kind == "removed":
+            return f"{' + '.join(self.before)} removed"
+        if self.kind == "added":
+            return f"{' + '.join(self.after)} added"
+        return f"{' + '.join(self.before)} → {' + '.join(self.after)}"
+
+
+def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:
+    """Rewrites that read the same, counted once each, in order of first appearance."""
+    counts: dict[str, int] = {}
+    first: dict[str, Rewrite] = {}
+    for rewrite in rewrites:
+        counts[rewrite.text] = counts.get(rewrite.text, 0) + 1
+        first.setdefault(rewrite.text, rewrite)
+    return [(first[text], n) for text, n in counts.items()]
+
+
+@dataclass
+class LevelResult:
+    key: str  # disable, basic, extended, layout, all
+    name: str  # DISABLE_ALL, BASIC, ...
+    node_count: int
+    op_counts: dict[str, int]
+    rewrites: list[Rewrite]
+    transformers: list[str]  # ORT's graph transformers that changed the graph, from its log
+    path: str  # the optimized model ORT wrote
+    files: list[str]  # the path and, for large models, its external-data file
+    size_bytes: int
+    warning: str = ""
+
+
+@dataclass
+class OptimizationReport:
+    original_nodes: int
+    original_ops: dict[str, int]
+    levels: list[LevelResult] = field(default_factory=list)
+
+
+def _op(node: Any) -> str:
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"
+
+
+def _key(node: Any) -> tuple[str, str, tuple[str, ...]]:
+    return (node.domain or "", node.op_type, tuple(node.output))
+
+
+def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
+    """The rewrites that turn ``original`` (a GraphProto) into ``optimized``."""
+    kept = Counter(_key(n) for n in optimized.node) & Counter(_key(n) for n in original.node)
+    remaining = Counter(kept)
+    removed: list[int] = []
+    for i, node in enumerate(original.node):
+        if remaining[_key(node)] > 0:
+            remaining[_key(node)] -= 1
+        else:
+            removed.append(i)
+    remaining = Counter(kept)
+    new: list[int] = []
+    for j, node in enumerate(optimized.node):
+        if remaining[_key(node)] > 0:
+            remaining[_key(node)] -= 1
+        else:
+            new.append(j)
+
+    # connected groups of new nodes (through tensors they pass to each other)
+    parent = {j: j for j in new}
+
+    def find(j: int) -> int:
+        while parent[j] != j:
+            parent[j] = parent[parent[j]]
+            j = parent[j]
+        return j
+
+    producer_new = {out: j for j in new for out in optimized.node[j].output if out}
+    for j in new:
+        for name in optimized.node[j].input:
+            k = producer_new.get(name)
+            if k is not None:
+                parent[find(j)] = find(k)
+    groups: dict[int, list[int]] = defaultdict(list)
+    for j in new:
+        groups[find(j)].append(j)
+
+    # Walk back from new nodes' outputs through original nodes that are gone. A fusion keeps the name of the
+    # tensor it finally produces, so each such node is walked on its own (a chain of FusedConvs is several
+    # fusions); a group holding a node whose outputs are all new tensors (a layout rewrite, Gather → Split) is
+    # one region and walked as a whole.
+    removed_set = set(removed)
+    producer_old = {out: i for i, node in enumerate(original.node) for out in node.output if out}
+    absorbed_by: dict[int, int] = {}
+    units: list[list[int]] = []
+    for members in sorted(groups.values(), key=min):
+        if all(any(out in producer_old for out in optimized.node[j].output) for j in members):
+            units.extend([j] for j in sorted(members))
+        else:
+            units.append(sorted(members))
+    rewrites: list[Rewrite] = []
+    for unit, members in enumerate(units):
+        stack = [out for j in members for out in optimized.node[j].output if out in producer_old]
+        taken: list[int] = []
+        seen: set[str] = set()
+        while stack:
+            tensor = stack.pop()
+            if tensor in seen:
+                continue
+            seen.add(tensor)
+            gone = producer_old.get(tensor)
+            if gone is None or gone not in removed_set or gone in absorbed_by:
+                continue
+            absorbed_by[gone] = unit
+            taken.append(gone)
+            stack.extend(original.node[gone].input)
+        taken.sort()
+        new_nodes = [optimized.node[j] for j in members]
+        layout = any(n.domain.endswith("nchwc") or n.op_type.startswith("Reorder") for n in new_nodes)
+        kind = (
+            "layout"
+            if layout and taken
+            else "fused"
+            if len(taken) > len(new_nodes)
+            else "replaced"
+            if taken
+            else "added"
+        )
+        rewrites.append(
+            Rewrite(
+                kind,
+                [_op(original.node[i]) for i in taken],
+                [_op(n) for n in new_nodes],
+                [original.node[i].name or original.node[i].op_type for i in taken],
+                [n.name or n.op_type for n in new_nodes],
+            )
+        )
+    for i in removed:
+        if i not in absorbed_by:
+            node = original.node[i]
+            rewrites.append(Rewrite("removed", [_op(node)], [], [node.name or node.op_type], []))
+    return rewrites
+
+
+_MODIFIED = "GraphTransformer "
+
+
+def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
+    """Names of the graph transformers whose log line says they modified the graph."""
+    names: list[str] = []
+    for _, _, message in log:
+        if message.startswith(_MODIFIED) and " modified: 1" in message:
+            name = message[len(_MODIFIED) :].split(" modified")[0]
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def optimize_levels(
+    path: str,
+    out_dir: str,
+    levels: list[str] | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> OptimizationReport:
+    """Optimize ``path`` at each level, save each result in ``out_dir`` and describe what changed."""
+    import onnx
+    import onnxruntime as ort
+
+    from core.intake import iter_tensors, tensor_nbytes
+
+    report_progress = progress or (lambda fraction, message: None)
+    keys = levels or list(LEVELS)
+    unknown = [k for k in keys if k not in LEVELS]
+    if unknown:
+        from core.errors import PartitionError
+
+        raise PartitionError(f"Unknown optimization level {', '.join(unknown)}; choose from {', '.join(LEVELS)}.")
+    original = onnx.load_model(path, load_external_data=False)
+    weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(original))
+    report = OptimizationReport(len(original.graph.node), dict(Counter(_op(n) for n in original.graph.node)))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = Path(path).stem
+    for n, key in enumerate(keys):
+        name = LEVELS[key][0]
+        report_progress(n / len(keys), f"Optimizing at {name}")
+        target = out / f"{stem}.{key}.onnx"
+        options = session_options(key)
+        options.optimized_model_filepath = str(target)
+        files = [str(target)]
+        if weight_bytes > EXTERNAL_THRESHOLD:
+            data = f"{target.name}.data"
+            options.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+            files.append(str(out / data))
+        options.log_severity_level = 0
+        log: list[tuple[int, str, str]] = []
+        try:
+            with capture_ort_log(log):
+                ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:
+            raise explain_session_error(exc, f"optimize this model at {name}") from exc
+        optimized = onnx.load_model(str(target), load_external_data=False)
+        warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
+        report.levels.append(
+            LevelResult(
+                key,
+                name,
+                len(optimized.graph.node),
+                dict(Counter(_op(node) for node in optimized.graph.node)),
+                compare_graphs(original.graph, optimized.graph),
+                _transformers(log),
+                str(target),
+                [f for f in files if Path(f).exists()],
+                sum(Path(f).stat().st_size for f in files if Path(f).exists()),
+                LAYOUT_WARNING if warnings else "",
+            )
+        )
+    report_progress(1.0, "Done")
+    return report

@@ -1,0 +1,82 @@
+"""The Partition page through AppTest: a PyTorch model exported on the spot, the real and simulated partitions,
+an unavailable provider, the optimization levels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests import builders
+from tests.app.conftest import APP
+
+
+@pytest.fixture(scope="module")
+def tinycnn_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return builders.exported_sample("tinycnn", tmp_path_factory.mktemp("m")).read_bytes()
+
+
+def open_partition(model_bytes: bytes | None, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    if model_bytes is not None:
+        monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    if model_bytes is not None:
+        at.file_uploader(key="uploads").set_value(("tinycnn.onnx", model_bytes, "application/octet-stream")).run()
+    at.switch_page("app_pages/partition.py").run()
+    assert not at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    return "\n".join(
+        [e.value for e in at.subheader]
+        + [e.value for e in at.markdown]
+        + [e.value for e in at.caption]
+        + [e.value for e in at.warning]
+    ).replace("\\", "")  # what the reader sees: markdown escapes taken out
+
+
+def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_partition(tinycnn_bytes, monkeypatch)
+    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+    assert at.radio(key="partition_shown").options == ["This machine", "NNAPI (simulated)", "CoreML (simulated)"]
+    table = at.dataframe[0].value
+    assert len(table) == 8 and set(table["provider"]) == {"CPU"}
+    assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)
+    assert any("specific to this kind of machine" in w.value for w in at.warning)
+
+    at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()
+    assert [s.value for s in at.subheader] == ["8 nodes: 8 on NNAPI in 1 partition (simulated)"]
+    assert "usability checker" in texts(at)
+
+
+def test_an_unavailable_provider_gets_a_warning_not_a_crash(
+    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_partition(tinycnn_bytes, monkeypatch)
+    at.multiselect(key="partition_providers").set_value(["CUDAExecutionProvider", "CPUExecutionProvider"])
+    at.multiselect(key="partition_simulate").set_value([])
+    at.button[0].click()  # the form's submit button
+    at.run()
+    assert not at.exception
+    assert any("onnxruntime-gpu" in w.value for w in at.warning)
+    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+    assert not at.radio  # one partition: nothing to choose
+
+
+def test_a_pytorch_model_is_exported_in_one_click(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_partition(None, monkeypatch)  # the start sample, TinyCNN in PyTorch
+    assert any("needs an ONNX model" in i.value for i in at.info)
+    at.button(key="export_defaults").click().run()
+    assert not at.exception
+    assert at.session_state["model"].format == "onnx"
+    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+
+
+def test_a_model_from_the_wild_with_subgraphs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_partition(builders.control_flow_model().SerializeToString(), monkeypatch)
+    table = at.dataframe[0].value
+    assert {"then_relu", "body_add"} <= set(table["node"])
+    assert at.subheader[0].value.startswith("2 nodes: 2 on CPU")

@@ -1,0 +1,239 @@
+"""Partition and optimization levels: every node accounted for, simulated splits, fusions, clear refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from core import zoo
+from core.errors import PartitionError
+from core.jobs import run_job
+from core.optimize import compare_graphs, optimize_levels
+from core.partition import PartitionResult, partition_model, provider_table
+from core.records import from_jsonable
+from core.settings import PROJECT_ROOT
+from tests import builders
+from ui.partition_view import placement_frame, provider_colours
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("samples")
+    return {name: builders.exported_sample(name, folder) for name in zoo.SAMPLES}
+
+
+def _accounted(result: PartitionResult, path: Path) -> None:
+    """Every node of the main graph has a provider, or a reason why it runs nowhere; counts add up."""
+    model = onnx.load(str(path), load_external_data=False)
+    report = result.reports[0]
+    main = [n for n in report.nodes if n.index >= 0]
+    assert sorted(n.index for n in main) == list(range(len(model.graph.node)))
+    assert all(n.provider or n.note for n in main)
+    idle = sum(1 for n in main if not n.provider)
+    assert sum(report.providers.values()) + idle == result.node_count == len(model.graph.node)
+
+
+@pytest.mark.parametrize("name", list(zoo.SAMPLES))
+@pytest.mark.parametrize("level", ["disable", "all"])
+def test_every_node_of_every_sample_is_accounted_for(samples: dict[str, Path], name: str, level: str) -> None:
+    result = partition_model(str(samples[name]), level=level)
+    _accounted(result, samples[name])
+    assert set(result.reports[0].providers) == {"CPUExecutionProvider"}
+    if level == "disable":  # nothing is removed: only Constant nodes (held as weights) run nowhere
+        assert all(n.provider or n.op_type == "Constant" for n in result.reports[0].nodes)
+    assert any("Node placements" in line for line in result.reports[0].log)
+
+
+def test_tinycnn_is_eight_nodes_on_the_cpu_in_one_piece(samples: dict[str, Path]) -> None:
+    report = partition_model(str(samples["tinycnn"])).reports[0]
+    assert report.summary == "8 nodes: 8 on CPU in 1 partition"
+    assert report.providers == {"CPUExecutionProvider": 8}
+    assert len(report.subgraphs) == 1 and report.subgraphs[0].ops["Conv"] == 2
+    assert not report.simulated and not report.copies and not report.fallback
+
+
+def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> None:
+    from onnxruntime.tools.mobile_helpers import usability_checker
+
+    path = samples["transformer"]
+    result = partition_model(str(path), simulate=["nnapi", "coreml"])
+    nnapi = next(r for r in result.reports if r.title == "NNAPI (simulated)")
+    assert nnapi.simulated and nnapi.summary.endswith("(simulated)")
+    assert "LayerNormalization" in nnapi.unsupported_ops
+    on_nnapi = nnapi.providers["NnapiExecutionProvider"]
+    assert on_nnapi + nnapi.providers["CPUExecutionProvider"] == result.node_count
+    assert len(nnapi.fallback) == nnapi.providers["CPUExecutionProvider"]
+    # the same numbers as ORT's own checker
+    info = usability_checker.check_nnapi_partitions(onnx.load(str(path)), require_fixed_input_sizes=False)
+    assert on_nnapi == info.num_supported_nodes
+    assert sum(1 for s in nnapi.subgraphs if s.provider == "NnapiExecutionProvider") == info.num_partitions
+    assert any(r.title == "CoreML (simulated)" for r in result.reports)
+
+
+def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: Path) -> None:
+    """FACTS: the dynamo export of the small transformer is 103 nodes, 95 on NNAPI in 6 partitions."""
+    from core.export import default_options, export_model
+    from core.records import to_jsonable
+    from core.torchload import source_of
+
+    record = zoo.describe_sample("transformer")
+    report = export_model(to_jsonable(source_of(record)), to_jsonable(default_options(record)), str(tmp_path))
+    result = partition_model(report.onnx_path, simulate=["nnapi"])
+    assert result.reports[1].summary == "103 nodes: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
+
+
+def test_an_unavailable_provider_is_explained_and_the_cpu_takes_over(samples: dict[str, Path]) -> None:
+    result = partition_model(str(samples["tinycnn"]), ["CUDAExecutionProvider", "TensorrtExecutionProvider"])
+    assert set(result.unavailable) == {"CUDAExecutionProvider", "TensorrtExecutionProvider"}
+    assert "onnxruntime-gpu" in result.unavailable["CUDAExecutionProvider"]
+    assert result.reports[0].providers == {"CPUExecutionProvider": 8}
+
+
+def test_unknown_providers_and_simulations_are_refused(samples: dict[str, Path]) -> None:
+    with pytest.raises(PartitionError, match="Unknown execution provider FooExecutionProvider"):
+        partition_model(str(samples["tinycnn"]), ["FooExecutionProvider"])
+    with pytest.raises(PartitionError, match="Cannot simulate tpu"):
+        partition_model(str(samples["tinycnn"]), simulate=["tpu"])
+    with pytest.raises(PartitionError, match="Unknown optimization level"):
+        partition_model(str(samples["tinycnn"]), level="max")
+
+
+def test_the_provider_table_lists_every_provider_with_its_hardware() -> None:
+    table = provider_table()
+    names = [p.name for p in table]
+    assert table[0].available and "CPUExecutionProvider" in names and "CUDAExecutionProvider" in names
+    assert len(names) == len(set(names)) >= 19
+    assert all(p.hardware for p in table if p.name in ("CUDAExecutionProvider", "NnapiExecutionProvider"))
+
+
+WILD = {
+    "constant_weights": builders.constant_weights_model,
+    "control_flow": builders.control_flow_model,
+    "fp16": builders.fp16_model,
+    "mixed_inputs": builders.mixed_inputs_model,
+    "chain": lambda: builders.chain_model(300),
+    "function": builders.function_model,
+}
+
+
+@pytest.mark.parametrize("name", list(WILD))
+def test_models_from_the_wild_partition_and_optimize(tmp_path: Path, name: str) -> None:
+    path = builders.write(WILD[name](), tmp_path / f"{name}.onnx")
+    result = partition_model(str(path), simulate=["nnapi", "coreml"])
+    _accounted(result, path)
+    assert result.layout is not None
+    assert set(provider_colours(result.reports[0])) <= {n.id for n in result.layout.nodes}
+    for report in result.reports:
+        assert len(placement_frame(report)) == len(report.nodes)
+    levels = optimize_levels(str(path), str(tmp_path / "optimized"))
+    assert [lv.name for lv in levels.levels] == ["DISABLE_ALL", "BASIC", "EXTENDED", "LAYOUT", "ALL"]
+    for level in levels.levels:  # each saved graph loads again in ONNX Runtime, on this machine
+        ort.InferenceSession(level.path, providers=["CPUExecutionProvider"])
+
+
+def test_subgraph_nodes_are_placed_with_their_graph(tmp_path: Path) -> None:
+    path = builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")
+    nodes = partition_model(str(path)).reports[0].nodes
+    inner = {n.name: n for n in nodes if n.index < 0}
+    assert {"then_relu", "else_neg", "body_add"} <= set(inner)
+    assert inner["then_relu"].graph.endswith("then_branch") and inner["then_relu"].provider == "CPUExecutionProvider"
+
+
+def test_function_calls_run_where_their_inlined_bodies_ran(tmp_path: Path) -> None:
+    path = builders.write(builders.function_model(), tmp_path / "fn.onnx")
+    report = partition_model(str(path)).reports[0]
+    call = next(n for n in report.nodes if n.index == 0)
+    assert call.provider == "CPUExecutionProvider" and "inlines" in call.note
+    assert sorted(n.op_type for n in report.nodes if n.graph == "added by ORT") == ["Add", "Relu"]
+
+
+def test_tinycnn_levels_fuse_conv_and_relu(samples: dict[str, Path], tmp_path: Path) -> None:
+    report = optimize_levels(str(samples["tinycnn"]), str(tmp_path))
+    by = {lv.name: lv for lv in report.levels}
+    assert by["DISABLE_ALL"].node_count == 8 and by["EXTENDED"].node_count < by["DISABLE_ALL"].node_count
+    texts = [r.text for r in by["EXTENDED"].rewrites]
+    assert texts.count("Conv + Relu → com.microsoft:FusedConv") == 2
+    assert "ConvActivationFusion" in by["EXTENDED"].transformers
+    assert by["EXTENDED"].op_counts["com.microsoft:FusedConv"] == 2
+    assert not by["EXTENDED"].warning and "specific to this kind of machine" in by["ALL"].warning
+    assert any(r.kind == "layout" for r in by["ALL"].rewrites)
+    assert all(Path(lv.path).is_file() and lv.size_bytes > 0 for lv in report.levels)
+
+
+def test_compare_graphs_names_removals_fusions_and_additions() -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    original = helper.make_graph(
+        [
+            helper.make_node("Identity", ["x"], ["a"], name="id"),
+            helper.make_node("Add", ["a", "a"], ["b"], name="add"),
+            helper.make_node("Relu", ["b"], ["c"], name="relu"),
+            helper.make_node("Neg", ["c"], ["y"], name="neg"),
+        ],
+        "g",
+        [x],
+        [y],
+    )
+    optimized = helper.make_graph(
+        [
+            helper.make_node("AddRelu", ["x", "x"], ["c"], name="fused", domain="test"),
+            helper.make_node("Neg", ["c"], ["y"], name="neg"),
+            helper.make_node("Print", ["y"], ["unused"], name="extra", domain="test"),
+        ],
+        "g",
+        [x],
+        [y],
+    )
+    rewrites = {r.text: r.kind for r in compare_graphs(original, optimized)}
+    assert rewrites == {"Identity + Add + Relu → test:AddRelu": "fused", "test:Print added": "added"}
+    only_identity = helper.make_graph(list(original.node)[1:], "g", [x], [y])
+    only_identity.node[0].input[:] = ["x", "x"]
+    removed = compare_graphs(original, only_identity)
+    assert [(r.kind, r.text) for r in removed] == [("removed", "Identity removed")]
+
+
+def test_partition_job_round_trips_through_the_worker(samples: dict[str, Path]) -> None:
+    data = run_job("partition.run", {"path": str(samples["resnet"]), "simulate": ["coreml"]})
+    result = from_jsonable(PartitionResult, data)
+    assert result.reports[0].summary == "15 nodes: 15 on CPU in 1 partition"
+    assert result.layout is not None and len(result.layout.nodes) == 15 + 2
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_partition_of_the_tinycnn_sample_with_levels() -> None:
+    done = _cli("partition", "sample:tinycnn", "--levels", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["providers"] == {"CPUExecutionProvider": 8} and len(data["nodes"]) == 8
+    assert {n["provider"] for n in data["nodes"]} == {"CPUExecutionProvider"}
+    assert data["subgraphs"][0]["nodes"] == 8
+    assert data["levels"]["EXTENDED"]["node_count"] < data["levels"]["DISABLE_ALL"]["node_count"]
+    assert data["levels"]["EXTENDED"]["op_counts"]["com.microsoft:FusedConv"] == 2
+
+
+def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(
+    samples: dict[str, Path], tmp_path: Path
+) -> None:
+    done = _cli(
+        "partition", str(samples["transformer"]), "--providers", "cuda,cpu", "--simulate", "nnapi",
+        "--levels", "--out-dir", str(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "onnxruntime-gpu" in done.stderr
+    assert "(simulated)" in done.stdout and "unsupported ops: " in done.stdout and "LayerNormalization" in done.stdout
+    assert "BASIC" in done.stdout and "ConstantFolding" in done.stdout and "Identity removed (×15)" in done.stdout
+    assert (tmp_path / "transformer.extended.onnx").is_file()
+    bad = _cli("partition", str(samples["transformer"]), "--providers", "tpu")
+    assert bad.returncode == 2 and "Unknown execution provider" in bad.stderr

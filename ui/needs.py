@@ -1,0 +1,67 @@
+"""What a page needs before it can start: an ONNX model. A PyTorch model can be exported on the spot with the
+Export page's default settings, so a first answer is one click away."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.errors import WorkbenchError
+from core.export import ExportReport, default_options
+from core.model import ModelRecord
+from core.records import from_jsonable, to_jsonable
+from core.torchload import source_of
+from ui import session
+from ui.jobs import run_with_status
+from ui.text import md_escape
+
+__all__ = ["require_onnx"]
+
+
+def _export_defaults(record: ModelRecord) -> None:
+    try:
+        data = run_with_status(
+            "export.run",
+            {
+                "source": to_jsonable(source_of(record)),
+                "options": to_jsonable(default_options(record)),
+                "out_dir": str(session.workspace().new_folder("export")),
+                "file_name": f"{record.name}.onnx",
+            },
+            f"Exporting '{record.name}' with the default settings",
+        )
+    except WorkbenchError as exc:
+        st.error(str(exc))
+        return
+    report = from_jsonable(ExportReport, data)
+    st.session_state["export_report"] = (record.id, report)
+    if report.record is not None and report.ok:
+        session.set_current_model(report.record, exported_from=record)  # reruns the page with the ONNX model
+    st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
+
+
+def require_onnx(what: str) -> ModelRecord:
+    """The current model if it is ONNX; otherwise explain, offer the way there, and stop the page."""
+    record = session.current_model()
+    if record is not None and record.format == "onnx":
+        return record
+    if record is None:
+        st.info(f"{what} needs an ONNX model, and there is none yet.")
+        st.page_link("app_pages/model.py", label="Upload a model or pick a sample", icon=":material/deployed_code:")
+        st.stop()
+    assert record is not None
+    if record.is_pytorch:
+        st.info(
+            f"{what} needs an ONNX model; the current model, **{md_escape(record.name)}**, is a "
+            f"{record.format_label}. Export it with the default settings here (opset, shapes and dynamic axes "
+            "taken from the model), or choose them yourself on the Export page."
+        )
+        left, right = st.columns([1, 2])
+        if left.button("Export with the defaults and continue", type="primary", key="export_defaults"):
+            _export_defaults(record)
+        with right:
+            st.page_link("app_pages/export.py", label="Choose the export settings", icon=":material/output:")
+    else:
+        st.info(f"{what} needs an ONNX model; the current model is a {record.format_label}.")
+        st.page_link("app_pages/model.py", label="Upload an ONNX model", icon=":material/deployed_code:")
+    st.stop()
+    raise AssertionError  # st.stop() does not return

@@ -1,0 +1,201 @@
+"""Sections of the Partition page: the providers, one partition (graph, summary, tables), optimization levels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from core.graphview import GraphLayout
+from core.optimize import OptimizationReport, grouped
+from core.partition import NodePlacement, PartitionReport, PartitionResult, ProviderInfo, short_name
+from ui.charts import levels_figure
+from ui.graph_view import show_graph
+from ui.text import escaped_frame, human_bytes, md_escape
+
+NOWHERE = "runs nowhere"
+
+__all__ = [
+    "levels_frame",
+    "levels_section",
+    "placement_frame",
+    "provider_colours",
+    "providers_section",
+    "report_section",
+    "share_frame",
+]
+
+
+def providers_section(table: list[ProviderInfo]) -> None:
+    frame = pd.DataFrame(
+        {
+            "provider": [p.name for p in table],
+            "in this build": ["yes" if p.available else "no" for p in table],
+            "hardware": [p.hardware for p in table],
+            "what it takes": [p.install for p in table],
+        }
+    )
+    st.table(escaped_frame(frame), hide_index=True)
+
+
+def share_frame(result: PartitionResult) -> pd.DataFrame:
+    rows = [
+        (report.title, short_name(provider), nodes)
+        for report in result.reports
+        for provider, nodes in report.providers.items()
+    ]
+    return pd.DataFrame(rows, columns=["partition", "provider", "nodes"])
+
+
+def placement_frame(report: PartitionReport) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "#": [n.index if n.index >= 0 else None for n in report.nodes],
+            "node": [n.name for n in report.nodes],
+            "op": [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in report.nodes],
+            "graph": [n.graph for n in report.nodes],
+            "provider": [_label(n) for n in report.nodes],
+            "subgraph": [n.subgraph if n.subgraph >= 0 else None for n in report.nodes],
+            "note": [n.note for n in report.nodes],
+        }
+    ).astype({"#": "Int64", "subgraph": "Int64"})
+
+
+def _label(node: NodePlacement) -> str:
+    return short_name(node.provider) if node.provider else NOWHERE
+
+
+def provider_colours(report: PartitionReport) -> dict[str, str]:
+    """Graph node id -> provider short name, for colouring the main graph."""
+    return {f"n{n.index}": _label(n) for n in report.nodes if n.index >= 0}
+
+
+def report_section(report: PartitionReport, layout: GraphLayout | None, key: str) -> None:
+    st.subheader(report.summary)
+    first = report.providers_requested[0]
+    on_first = report.providers.get(first, 0)
+    pieces = sum(1 for s in report.subgraphs if s.provider == first)
+    cols = st.columns(4)
+    cols[0].metric("Nodes", f"{sum(report.providers.values()):,}")
+    cols[1].metric(f"On {short_name(first)}", f"{on_first:,}")
+    cols[2].metric(f"{short_name(first)} partitions", pieces)
+    if first != "CPUExecutionProvider":
+        cols[3].metric("Fall back to CPU", f"{len(report.fallback):,}")
+    else:
+        cols[3].metric("Copy nodes", len(report.copies))
+    if report.unsupported_ops:
+        st.markdown(
+            f"**Ops {short_name(first)} cannot take** (each breaks the graph into another piece): "
+            + ", ".join(f"`{md_escape(op, 80)}`" for op in report.unsupported_ops)
+        )
+    for note in report.notes:
+        st.caption(md_escape(note, 600))
+    if layout is not None:
+        selected = show_graph(layout, key=key, colours=provider_colours(report), colour_label="provider")
+        if selected:
+            index = int(selected[1:]) if selected.startswith("n") and selected[1:].isdigit() else -1
+            node = next((n for n in report.nodes if n.index == index), None)
+            if node is not None:
+                st.info(
+                    f"**{md_escape(node.name or node.op_type)}** ({md_escape(node.op_type)}) runs on "
+                    f"**{_label(node)}**"
+                    + (f", in subgraph {node.subgraph}." if node.subgraph >= 0 else ".")
+                    + (f" ({md_escape(node.note, 200)})" if node.note else "")
+                )
+    nodes_tab, subgraphs_tab, log_tab = st.tabs(["Every node", "Subgraphs", "ORT's log"])
+    with nodes_tab:
+        frame = placement_frame(report)
+        providers = sorted(frame["provider"].unique())
+        chosen = st.multiselect("Show providers", providers, default=providers, key=f"{key}_filter")
+        shown = frame[frame["provider"].isin(chosen)]
+        st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
+    with subgraphs_tab:
+        st.caption(
+            "Connected pieces of the main graph that run on one provider. Every border between two pieces is "
+            "a hand-over; between a device and the host it costs a copy on every run."
+        )
+        sub = pd.DataFrame(
+            {
+                "subgraph": [s.index for s in report.subgraphs],
+                "provider": [short_name(s.provider) for s in report.subgraphs],
+                "nodes": [s.nodes for s in report.subgraphs],
+                "ops": [", ".join(f"{op} ×{n}" for op, n in s.ops.items()) for s in report.subgraphs],
+                "from": [s.first for s in report.subgraphs],
+                "to": [s.last for s in report.subgraphs],
+            }
+        )
+        st.dataframe(sub, hide_index=True, width="stretch")
+        if report.copies:
+            st.markdown("**Copy nodes ONNX Runtime inserted**")
+            st.table(escaped_frame(pd.DataFrame([vars(c) for c in report.copies])), hide_index=True)
+    with log_tab:
+        if report.log:
+            st.caption("The 'Node placements' lines of ONNX Runtime's verbose log, from when the session was made.")
+            st.code("\n".join(report.log), language=None)
+        else:
+            st.caption("A simulation creates no session, so there is no log; the checker's groups are shown instead.")
+
+
+def levels_frame(report: OptimizationReport) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "level": [lv.name for lv in report.levels],
+            "nodes": [lv.node_count for lv in report.levels],
+            "rewrites": [len(lv.rewrites) for lv in report.levels],
+        }
+    )
+
+
+def _op_table(report: OptimizationReport) -> pd.DataFrame:
+    ops = sorted({op for lv in report.levels for op in lv.op_counts} | set(report.original_ops))
+    data = {"op": ops, "model": [report.original_ops.get(op, 0) for op in ops]}
+    for lv in report.levels:
+        data[lv.name] = [lv.op_counts.get(op, 0) for op in ops]
+    return pd.DataFrame(data)
+
+
+def levels_section(report: OptimizationReport, name: str, key: str) -> None:
+    st.plotly_chart(levels_figure(levels_frame(report)), key=f"{key}_chart", config={"displaylogo": False})
+    previous: set[str] = set()
+    for level in report.levels:
+        texts = [r.text for r in level.rewrites]
+        new = [t for t in dict.fromkeys(texts) if t not in previous]
+        previous |= set(texts)
+        if not level.rewrites:
+            line = "no change" if level.key in ("disable", "basic") or not previous else "no further change"
+            st.markdown(f"**{level.name}** ({level.node_count:,} nodes): {line}.")
+            continue
+        by = ", ".join(level.transformers) or "ORT's transformers"
+        st.markdown(f"**{level.name}** ({level.node_count:,} nodes), by {md_escape(by, 400)}:")
+        lines = [f"- {md_escape(r.text, 400)}" + (f" (×{n})" if n > 1 else "") for r, n in grouped(level.rewrites)]
+        if not new:
+            lines = [f"- the same {len(texts)} rewrite(s) as the level before"]
+        st.markdown("\n".join(lines[:40]) + ("\n- …" if len(lines) > 40 else ""))
+    with st.expander("Op counts per level"):
+        st.dataframe(_op_table(report), hide_index=True, width="stretch")
+    choice = st.selectbox(
+        "Download the optimized model of level",
+        [lv.key for lv in report.levels],
+        index=len(report.levels) - 1,
+        format_func=lambda k: next(lv.name for lv in report.levels if lv.key == k),
+        key=f"{key}_download_level",
+    )
+    level = next(lv for lv in report.levels if lv.key == choice)
+    if level.warning:
+        st.warning(level.warning)
+    path = Path(level.path)
+    if len(level.files) > 1:
+        st.caption(
+            f"This model keeps its weights in a side file ({human_bytes(level.size_bytes)} in all), too large to "
+            "download from the browser. The command line saves every level: `python -m core partition MODEL "
+            "--levels --out-dir DIR`."
+        )
+    elif path.exists():
+        st.download_button(
+            f"Download {name}.{level.key}.onnx ({human_bytes(level.size_bytes)})",
+            path.read_bytes(),
+            f"{name}.{level.key}.onnx",
+            "application/octet-stream",
+            key=f"{key}_download",
+        )
