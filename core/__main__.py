@@ -366,6 +366,74 @@ def _partition_json(result: Any, levels: Any, saved: bool) -> dict[str, Any]:
     return data
 
 
+def _ints(text: str | None, what: str) -> list[int] | None:
+    try:
+        return [int(v) for v in _split(text)] or None
+    except ValueError:
+        raise WorkbenchError(f"{what} takes whole numbers separated by commas, e.g. 1,2,4; got {text!r}") from None
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from core.bench import BenchReport, default_inputs
+    from core.store import Store
+    from core.torchload import source_of
+
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, torch_record = as_onnx(args.model, Path(tmp))
+        if args.torch:
+            torch_record = describe(args.torch)
+            if not torch_record.is_pytorch:
+                raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
+        if args.no_eager:
+            torch_record = None
+        levels = [level.lower().removesuffix("_all") for level in _split(args.levels)] or None
+        data = run_job(
+            "bench.run",
+            {
+                "onnx_path": record.path,
+                "inputs": to_jsonable(default_inputs(record, torch_record)),
+                "torch_source": to_jsonable(source_of(torch_record)) if torch_record else None,
+                "model": torch_record.name if torch_record and args.model.startswith("sample:") else record.name,
+                "model_id": record.id,
+                "levels": levels,
+                "providers": _provider_names(args.providers),
+                "threads": _ints(args.threads, "--threads"),
+                "batches": _ints(args.batch, "--batch"),
+                "iterations": args.iters,
+                "warmup": args.warmup,
+                "time_budget_s": args.budget,
+                "seed": args.seed,
+            },
+        )
+    report = from_jsonable(BenchReport, data)
+    if not args.no_save:
+        Store(load_settings().store_url).save(report)
+    if args.json:
+        out = {k: v for k, v in to_jsonable(report).items() if k != "results"}
+        out["results"] = [{k: v for k, v in to_jsonable(r).items() if k != "samples_ms"} for r in report.results]
+        print(json.dumps(out, indent=2))
+        return 0
+    print(report.headline)
+    print(f"{'configuration':<32} {'median':>9} {'p90':>9} {'p99':>9} {'items/s':>10} {'speedup':>15} {'max diff':>9}")
+    for r in report.results:
+        speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"
+        diff = f"{r.max_abs_diff:.1e}" if r.max_abs_diff is not None else "-"
+        print(
+            f"{r.label:<32} {r.median_ms:>7.3f}ms {r.p90_ms:>7.3f}ms {r.p99_ms:>7.3f}ms {r.throughput:>10,.0f} "
+            f"{speedup:>15} {diff:>9}"
+        )
+    env = report.environment
+    print(f"machine  {env.machine}: {env.cpu}, {env.physical_cores} cores ({env.logical_cores} logical), {env.os}")
+    print("versions " + ", ".join(f"{k} {v}" for k, v in env.versions.items()))
+    for note in report.notes:
+        print(f"note     {note}")
+    if not args.no_save:
+        print(f"saved    run {report.id} in the history")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -407,6 +475,21 @@ def _parser() -> argparse.ArgumentParser:
     partition.add_argument("--out-dir", help="with --levels: keep the optimized model of each level here")
     partition.add_argument("--json", action="store_true", help="print JSON")
     partition.set_defaults(func=_cmd_partition)
+    bench = sub.add_parser("bench", help="PyTorch eager against ONNX Runtime: latency, throughput, speedup")
+    bench.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    bench.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
+    bench.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")
+    bench.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
+    bench.add_argument("--providers", help="ORT execution providers to measure, e.g. cpu (default cpu)")
+    bench.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: all cores)")
+    bench.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
+    bench.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
+    bench.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")
+    bench.add_argument("--budget", type=float, default=120.0, help="time budget for measuring, seconds")
+    bench.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    bench.add_argument("--no-save", action="store_true", help="do not save the run in the history")
+    bench.add_argument("--json", action="store_true", help="print JSON")
+    bench.set_defaults(func=_cmd_bench)
     return parser
 
 

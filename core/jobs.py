@@ -64,6 +64,7 @@ _JOBS: dict[str, JobDefinition] = {
     "decode.run": JobDefinition("core.decode:decode_model"),
     "partition.run": JobDefinition("core.partition:partition_model"),
     "optimize.levels": JobDefinition("core.optimize:optimize_levels"),
+    "bench.run": JobDefinition("core.bench:run_benchmark", exclusive=True),
 }
 
 

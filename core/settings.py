@@ -30,6 +30,7 @@ class Settings:
     data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
     workspace_max_age_h: float = 24.0
     start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
+    history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
 
     @property
     def hosted(self) -> bool:
@@ -42,6 +43,10 @@ class Settings:
     @property
     def lock_dir(self) -> Path:
         return Path(self.data_dir) / "locks"
+
+    @property
+    def store_url(self) -> str:
+        return self.history_url or f"sqlite:///{Path(self.data_dir) / 'history.sqlite'}"
 
     @property
     def max_upload_bytes(self) -> int:

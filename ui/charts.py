@@ -7,7 +7,12 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 __all__ = [
+    "batch_figure",
     "colour_map",
+    "compare_figure",
+    "distribution_figure",
+    "latency_figure",
+    "speedup_figure",
     "graph_figure",
     "histogram_figure",
     "levels_figure",
@@ -280,5 +285,167 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"type": "category", "title": "optimization level"},
         yaxis={"title": "nodes", "rangemode": "tozero"},
+    )
+    return fig
+
+
+_ENGINE_COLOURS = {"eager": "#EE4C2C", "ort": "#005CED"}
+
+
+def latency_figure(frame: pd.DataFrame) -> go.Figure:
+    """Median per configuration (bar, with its 95 % interval) and p90/p99 markers. ``frame``: label, engine,
+    median_ms, median_low_ms, median_high_ms, p90_ms, p99_ms."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(
+            y=frame["label"],
+            x=frame["median_ms"],
+            orientation="h",
+            name="median",
+            marker_color=[_ENGINE_COLOURS.get(e, "#777") for e in frame["engine"]],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": frame["median_high_ms"] - frame["median_ms"],
+                "arrayminus": frame["median_ms"] - frame["median_low_ms"],
+                "color": "#333",
+            },
+            text=[f"{v:.3g} ms" for v in frame["median_ms"]],
+            textposition="inside",
+            insidetextanchor="start",
+        )
+    )
+    # A rare slow call can be 20× the median; the axis stops a little past the p90s and the interval, and a p99
+    # beyond it is drawn at the edge with its value written out.
+    edge = 1.15 * float(max(frame["p90_ms"].max(), frame["median_high_ms"].max()))
+    for column, symbol, name in (("p90_ms", "diamond", "p90"), ("p99_ms", "x", "p99")):
+        beyond = frame[column] > edge
+        fig.add_trace(
+            go.Scatter(
+                y=frame["label"],
+                x=frame[column].where(~beyond, edge * 0.985),
+                mode="markers+text",
+                name=name,
+                marker={"symbol": [("triangle-right" if b else symbol) for b in beyond], "size": 11, "color": "#222"},
+                text=[f"{name} {v:.3g} ms" if b else "" for v, b in zip(frame[column], beyond, strict=True)],
+                textposition="top left",
+                hovertext=[f"{name} {v:.3g} ms" for v in frame[column]],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        height=120 + 48 * len(frame),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "milliseconds per call", "range": [0, edge]},
+        yaxis={"type": "category", "autorange": "reversed"},
+        legend={"orientation": "h", "y": 1.08},
+    )
+    return fig
+
+
+def distribution_figure(frame: pd.DataFrame) -> go.Figure:
+    """Every measured call, one box per configuration. ``frame``: label, engine, ms (long form)."""
+    fig = go.Figure()
+    for label, group in frame.groupby("label", sort=False):
+        fig.add_trace(
+            go.Box(
+                x=group["ms"],
+                name=str(label),
+                orientation="h",
+                boxpoints="outliers",
+                marker_color=_ENGINE_COLOURS.get(str(group["engine"].iloc[0]), "#777"),
+                showlegend=False,
+            )
+        )
+    fig.update_layout(
+        height=120 + 48 * frame["label"].nunique(),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": "milliseconds per call (log scale)", "type": "log"},
+        yaxis={"autorange": "reversed"},
+    )
+    return fig
+
+
+def batch_figure(frame: pd.DataFrame) -> go.Figure:
+    """Latency and throughput against batch size, one line per series. ``frame``: series, batch, median_ms,
+    throughput."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Latency per call", "Throughput"), horizontal_spacing=0.12)
+    colours = colour_map(list(frame["series"].astype(str)))
+    for series, group in frame.groupby("series", sort=False):
+        group = group.sort_values("batch")
+        for col, column in ((1, "median_ms"), (2, "throughput")):
+            fig.add_trace(
+                go.Scatter(
+                    x=group["batch"],
+                    y=group[column],
+                    mode="lines+markers",
+                    name=str(series),
+                    legendgroup=str(series),
+                    showlegend=col == 1,
+                    line={"color": colours[str(series)]},
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_xaxes(title_text="batch size", type="log", dtick=0.30103)
+    fig.update_yaxes(title_text="ms (median)", row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text="items per second", row=1, col=2, rangemode="tozero")
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
+def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
+    """Speedup against the baseline with its 95 % interval; 1× marked. ``frame``: label, speedup, low, high."""
+    fig = go.Figure(
+        go.Bar(
+            y=frame["label"],
+            x=frame["speedup"],
+            orientation="h",
+            marker_color=["#1C8356" if v >= 1 else "#C4451C" for v in frame["speedup"]],
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": frame["high"] - frame["speedup"],
+                "arrayminus": frame["speedup"] - frame["low"],
+                "color": "#333",
+            },
+            text=[f"{v:.2f}×" for v in frame["speedup"]],
+            textposition="inside",
+            insidetextanchor="start",
+        )
+    )
+    fig.add_vline(x=1, line_dash="dash", line_color="#555", annotation_text=f"{baseline} = 1×")
+    fig.update_layout(
+        height=110 + 44 * len(frame),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": f"speedup against {baseline} (higher is faster)", "rangemode": "tozero"},
+        yaxis={"type": "category", "autorange": "reversed"},
+    )
+    return fig
+
+
+def compare_figure(frame: pd.DataFrame) -> go.Figure:
+    """Runs side by side: median per configuration, one colour per run, p90 as a marker. ``frame``: run,
+    configuration, median_ms, p90_ms."""
+    fig = go.Figure()
+    colours = colour_map(list(frame["run"].astype(str)))
+    for run, group in frame.groupby("run", sort=False):
+        fig.add_trace(
+            go.Bar(
+                x=group["configuration"],
+                y=group["median_ms"],
+                name=str(run),
+                marker_color=colours[str(run)],
+                customdata=group["p90_ms"],
+                hovertemplate="%{x}<br>median %{y:.3g} ms<br>p90 %{customdata:.3g} ms<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=420,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis={"title": "milliseconds per call (median)", "rangemode": "tozero"},
+        xaxis={"type": "category"},
+        legend={"orientation": "h", "y": -0.3},
     )
     return fig

@@ -1,0 +1,69 @@
+"""The Benchmark and History pages through AppTest: a default run on TinyCNN, saved, listed and compared."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests import builders
+from tests.app.conftest import APP
+
+
+def _run_benchmark(at: AppTest) -> None:
+    at.switch_page("app_pages/benchmark.py").run()
+    if any(b.key == "export_defaults" for b in at.button):  # a PyTorch model: export it first, in one click
+        at.button(key="export_defaults").click().run()
+    at.number_input(key="bench_iters").set_value(30)
+    at.number_input(key="bench_warmup").set_value(2)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    assert not at.exception
+
+
+def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    _run_benchmark(at)
+    headline = at.subheader[0].value
+    assert headline.startswith("ONNX Runtime (") and "than PyTorch eager, 95 % CI" in headline
+    table = at.dataframe[0].value
+    assert list(table["configuration"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
+    assert at.session_state["bench_saved"] == at.session_state["bench"][1].id
+    assert any(h.value == "The machine" for h in at.header)
+
+    at.switch_page("app_pages/history.py").run()
+    assert not at.exception
+    runs = at.dataframe[0].value
+    assert list(runs["model"]) == ["tinycnn"] and runs["configurations"].tolist() == [3]
+    assert at.multiselect(key="history_compare").value == [runs["run"].tolist()[0]]
+
+
+def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.file_uploader(key="uploads").set_value(
+        ("tinycnn.onnx", builders.exported_sample("tinycnn", tmp_path).read_bytes(), "application/octet-stream")
+    ).run()
+    _run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
+    assert "than ORT DISABLE_ALL" in at.subheader[0].value
+    assert at.checkbox(key="bench_eager").value is False and at.checkbox(key="bench_eager").disabled
+    _run_benchmark(at)
+    at.switch_page("app_pages/history.py").run()
+    assert len(at.dataframe[0].value) == 2
+    assert len(at.multiselect(key="history_compare").value) == 2
+    pivot = at.dataframe[1].value
+    assert pivot.shape == (2, 2)  # two configurations × two runs
+    at.multiselect(key="history_models").set_value(["tinycnn"]).run()
+    assert len(at.dataframe[0].value) == 2 and not at.exception
+    machine = at.dataframe[0].value["machine"].tolist()[0]
+    at.multiselect(key="history_machines").set_value([machine]).run()
+    assert len(at.dataframe[0].value) == 2
+
+
+def test_history_without_runs_points_to_the_benchmark() -> None:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("app_pages/history.py").run()
+    assert any("No benchmark runs yet" in i.value for i in at.info)

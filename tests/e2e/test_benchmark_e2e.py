@@ -1,0 +1,37 @@
+"""In Chromium: the start sample (TinyCNN), exported in one click, benchmarked with the defaults; the headline,
+the charts and the run in the History page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.e2e.conftest import shot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def test_default_benchmark_of_tinycnn_and_its_history(page) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_text("256,074").wait_for(timeout=60_000)  # a new session starts on TinyCNN (PyTorch)
+    page.get_by_role("link", name="Benchmark", exact=True).click()
+    page.get_by_role("button", name="Export with the defaults and continue").click()
+    page.get_by_role("button", name="Run the benchmark").wait_for(timeout=120_000)
+    wait_idle(page)
+    page.get_by_role("button", name="Run the benchmark").click()
+    headline = page.get_by_text(re.compile(r"ONNX Runtime \(\w+\) is [\d.]+× (faster|slower) than PyTorch eager"))
+    headline.wait_for(timeout=180_000)
+    wait_idle(page)
+    assert "95 % CI" in headline.inner_text()
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    assert charts.count() >= 3  # latency, speedup, distribution
+    assert charts.first.locator(".bars path").count() >= 3  # eager, DISABLE_ALL, ALL
+    assert page.get_by_text("Why ONNX Runtime is often faster").is_visible()
+    shot(page, "50-benchmark-tinycnn")
+
+    page.get_by_role("link", name=re.compile("Saved to the history as run")).click()
+    page.get_by_text("Runs to compare").wait_for(timeout=60_000)
+    wait_idle(page)
+    assert page.get_by_text("tinycnn").first.is_visible()
+    assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+    shot(page, "51-history")

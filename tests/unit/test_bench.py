@@ -1,0 +1,297 @@
+"""The benchmark: statistics on known samples, the method, agreement, the lock, the store, the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import multiprocessing
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import zoo
+from core.bench import BenchInput, BenchReport, default_inputs, headline, make_inputs, run_benchmark
+from core.errors import BenchmarkError, StoreError
+from core.jobs import JobSpec, ProcessBackend, submit
+from core.model import ModelRecord, TensorSpec
+from core.records import from_jsonable, to_jsonable
+from core.settings import PROJECT_ROOT, load_settings
+from core.stats import median_interval, speedup_interval, summarize
+from core.store import Store
+from tests import builders
+from ui.bench_view import results_frame, samples_frame
+from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
+
+TINY = {"kind": "sample", "name": "tinycnn", "path": ""}
+
+
+# -- statistics ---------------------------------------------------------------------------------------------
+def test_summary_of_a_known_sample() -> None:
+    values = list(range(1, 101))  # 1..100
+    s = summarize(values)
+    assert (s.n, s.median, s.mean, s.min, s.max) == (100, 50.5, 50.5, 1, 100)
+    assert s.p90 == pytest.approx(np.percentile(values, 90)) == pytest.approx(90.1)
+    assert s.p99 == pytest.approx(99.01)
+    assert s.std == pytest.approx(np.std(values, ddof=1))
+    # order statistics n/2 ± 1.96·√n/2 = 50 ± 9.8 → ranks 40 and 60 (0-based): values 41 and 61
+    assert (s.median_low, s.median_high) == (41.0, 61.0)
+    assert s.relative_interval == pytest.approx(20 / 50.5)
+
+
+def test_median_interval_covers_the_true_median_about_95_percent_of_the_time() -> None:
+    rng = np.random.default_rng(1)
+    hits = 0
+    for _ in range(2000):
+        sample = np.sort(rng.exponential(1.0, 101))
+        low, high = median_interval(sample)
+        hits += low <= math.log(2) <= high
+    assert 0.93 <= hits / 2000 <= 0.985
+
+
+def test_speedup_interval_holds_the_ratio_of_medians() -> None:
+    rng = np.random.default_rng(2)
+    slow = rng.normal(10.0, 0.5, 400)
+    fast = rng.normal(2.0, 0.1, 400)
+    ratio, low, high = speedup_interval(slow, fast)
+    assert ratio == pytest.approx(np.median(slow) / np.median(fast))
+    assert low < ratio < high and low > 4.7 and high < 5.3
+    same = speedup_interval([3.0] * 50, [3.0] * 50)
+    assert same == (1.0, 1.0, 1.0)
+    assert all(math.isnan(v) for v in speedup_interval([], [1.0]))
+
+
+def test_empty_and_single_samples_do_not_break_the_summary() -> None:
+    assert summarize([]).n == 0 and math.isnan(summarize([]).median)
+    one = summarize([2.5])
+    assert (one.median, one.std, one.median_low, one.median_high) == (2.5, 0.0, 2.5, 2.5)
+
+
+# -- inputs ---------------------------------------------------------------------------------------------------
+def _record(inputs: list[TensorSpec]) -> ModelRecord:
+    return ModelRecord(id="x", name="m", format="onnx", size_bytes=1, path="m.onnx", inputs=inputs, outputs=[])
+
+
+def test_default_inputs_take_sizes_from_the_pytorch_example() -> None:
+    onnx_record = _record([TensorSpec("tokens", "float32", ["batch", "seq", 64], {"0": "batch", "1": "seq"})])
+    torch_record = zoo.describe_sample("transformer")
+    (spec,) = default_inputs(onnx_record, torch_record)
+    assert spec.shape == [1, 16, 64] and spec.batch_axis == 0
+    (alone,) = default_inputs(onnx_record)  # no PyTorch original: symbolic dims become 1
+    assert alone.shape == [1, 1, 64]
+    fixed = default_inputs(_record([TensorSpec("x", "int64", [4, "?", None], {})]))
+    assert fixed[0].shape == [4, 1, 1] and fixed[0].batch_axis is None
+
+
+def test_generated_inputs_are_seeded_and_sized_by_batch() -> None:
+    specs = [BenchInput("x", "float32", [1, 3], 0), BenchInput("ids", "int64", [1, 5], 0), BenchInput("m", "bool", [2])]
+    a, b = make_inputs(specs, 4, seed=7), make_inputs(specs, 4, seed=7)
+    assert a["x"].shape == (4, 3) and a["ids"].shape == (4, 5) and a["m"].shape == (2,)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert a["ids"].min() >= 0 and a["ids"].max() <= 9 and a["ids"].dtype == np.int64
+    assert not np.array_equal(a["x"], make_inputs(specs, 4, seed=8)["x"])
+
+
+# -- the harness ----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tinycnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return builders.exported_sample("tinycnn", tmp_path_factory.mktemp("m"))
+
+
+def _inputs() -> list[dict]:
+    return to_jsonable([BenchInput("input", "float32", [1, 3, 112, 112], 0)])
+
+
+def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
+    report = run_benchmark(str(tinycnn), _inputs(), TINY, model="tinycnn", threads=[1], iterations=60, warmup=5)
+    by = {r.label: r for r in report.results}
+    assert list(by) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
+    assert all(r.n == 60 and len(r.samples_ms) == 60 for r in report.results)
+    assert by["PyTorch eager"].speedup == pytest.approx(1.0)
+    assert by["ORT ALL"].max_abs_diff is not None and by["ORT ALL"].max_abs_diff < 1e-4
+    assert by["ORT ALL"].speedup is not None and by["ORT ALL"].speedup > 1  # FACTS: ≈ 7× on this machine
+    r = by["ORT ALL"]
+    assert r.min_ms <= r.median_low_ms <= r.median_ms <= r.median_high_ms <= r.max_ms
+    assert r.median_ms <= r.p90_ms <= r.p99_ms
+    assert r.throughput == pytest.approx(1000 / r.median_ms)
+    assert r.first_run_ms > 0 and r.load_ms > 0
+    assert report.baseline == "PyTorch eager" and "than PyTorch eager, 95 % CI" in report.headline
+    assert report.environment.versions["onnxruntime"] and report.environment.physical_cores >= 1
+    assert report.settings["rounds"] == 10 and report.started <= report.finished
+
+
+def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinycnn: Path) -> None:
+    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable", "extended"], batches=[1, 4], threads=[1],
+                           iterations=20, warmup=2)  # fmt: skip
+    assert report.baseline == "ORT DISABLE_ALL"
+    assert [r.label for r in report.results] == [
+        "ORT DISABLE_ALL · batch 1", "ORT DISABLE_ALL · batch 4", "ORT EXTENDED · batch 1", "ORT EXTENDED · batch 4",
+    ]  # fmt: skip
+    b4 = next(r for r in report.results if r.label == "ORT EXTENDED · batch 4")
+    assert b4.throughput == pytest.approx(4000 / b4.median_ms) and b4.max_abs_diff is not None
+    assert "ONNX Runtime (EXTENDED)" in report.headline and "ORT DISABLE_ALL" in report.headline
+    # what the page draws from it
+    frame = results_frame(report)
+    assert list(frame["batch"]) == [1, 4, 1, 4]
+    for figure in (latency_figure(frame), distribution_figure(samples_frame(report))):
+        assert figure.data
+    series = frame.assign(series=frame["label"].str.replace(r" · batch \d+", "", regex=True))
+    assert len(batch_figure(series[["series", "batch", "median_ms", "throughput"]]).data) == 4
+    bars = frame[["label", "speedup"]].assign(low=frame["speedup_low"], high=frame["speedup_high"])
+    assert speedup_figure(bars, report.baseline).data
+
+
+def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
+    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable"], threads=[1], iterations=100_000,
+                           warmup=0, time_budget_s=0.5)  # fmt: skip
+    assert report.results[0].n < 100_000
+    assert any("time budget" in note for note in report.notes)
+
+
+def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:
+    from core.intake import describe_files
+
+    for builder in (builders.mixed_inputs_model, builders.constant_weights_model, builders.control_flow_model):
+        path = builders.write(builder(), tmp_path / f"{builder.__name__}.onnx")
+        record = describe_files([str(path)])
+        report = run_benchmark(str(path), to_jsonable(default_inputs(record)), threads=[1], iterations=10, warmup=1)
+        assert all(r.n == 10 and r.max_abs_diff == 0.0 for r in report.results), builder.__name__
+
+
+def test_bad_configurations_are_refused_clearly(tinycnn: Path) -> None:
+    cases = [
+        ({"engines": ["eager"]}, "needs the PyTorch model"),
+        ({"levels": ["max"]}, "Unknown optimization level"),
+        ({"threads": [0]}, "Threads must be"),
+        ({"engines": ["jax"]}, "Unknown engine jax"),
+        ({"providers": ["CUDAExecutionProvider"]}, "not in this build"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(BenchmarkError, match=message):
+            run_benchmark(str(tinycnn), _inputs(), iterations=5, **kwargs)
+    fixed = to_jsonable([BenchInput("input", "float32", [1, 3, 112, 112], None)])
+    with pytest.raises(BenchmarkError, match="batch axis is fixed"):
+        run_benchmark(str(tinycnn), fixed, batches=[1, 2], iterations=5)
+    wrong = to_jsonable([BenchInput("input", "float32", [1, 3, 7, 7], 0)])
+    with pytest.raises(BenchmarkError, match="failed on the generated inputs"):
+        run_benchmark(str(tinycnn), wrong, iterations=5)
+
+
+def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> None:
+    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    ort_all = next(r for r in report.results if r.level == "ALL")
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 0.5, 0.4, 0.625
+    assert "2.0× slower than ORT DISABLE_ALL, 95 % CI 1.6–2.5×" in headline(report)
+
+
+# -- the lock --------------------------------------------------------------------------------------------------
+def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
+    backend = ProcessBackend(settings)
+    args = {"onnx_path": str(tinycnn), "inputs": _inputs(), "levels": ["disable"], "threads": [1],
+            "iterations": 400, "warmup": 5}  # fmt: skip
+    first = submit(JobSpec("bench.run", args), backend)
+    second = submit(JobSpec("bench.run", args), backend)
+    positions = set()
+    while not second.done():
+        if second.queue_position is not None:
+            positions.add(second.queue_position)
+    a = from_jsonable(BenchReport, first.result(120))
+    b = from_jsonable(BenchReport, second.result(120))
+    spans = sorted([(a.started, a.finished), (b.started, b.finished)])
+    assert spans[0][1] <= spans[1][0], "two benchmarks measured at the same time"
+    assert 1 in positions or 0 in positions
+
+
+# -- the store ------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def report(tinycnn: Path) -> BenchReport:
+    return run_benchmark(str(tinycnn), _inputs(), TINY, model="tinycnn", threads=[1], iterations=20, warmup=2)
+
+
+def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'h' / 'history.sqlite'}"
+    Store(url).save(report)
+    again = Store(url)  # a new engine, as after a restart of the app
+    (summary,) = again.runs()
+    assert (summary.id, summary.model, summary.configurations) == (report.id, "tinycnn", 3)
+    loaded = again.load(report.id)
+    assert loaded.headline == report.headline and loaded.environment == report.environment
+    assert [r.median_ms for r in loaded.results] == [r.median_ms for r in report.results]
+    assert loaded.results[0].samples_ms == report.results[0].samples_ms
+    assert again.distinct("model") == ["tinycnn"]
+    # a fresh process sees it too
+    code = f"from core.store import Store; print(len(Store({url!r}).runs()))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"
+
+
+def test_filters_by_model_machine_and_date(report: BenchReport, tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    other = dataclasses.replace(report, id="other", model="resnet")
+    other.environment = dataclasses.replace(report.environment, machine="gpu-box")
+    store.save(report)
+    store.save(other)
+    assert {r.id for r in store.runs(models=["resnet"])} == {"other"}
+    assert {r.id for r in store.runs(machines=[report.environment.machine])} == {report.id}
+    assert len(store.runs(since=datetime.now() - timedelta(days=1))) == 2
+    assert store.runs(until=datetime(2000, 1, 1)) == []
+    store.delete("other")
+    assert [r.id for r in store.runs()] == [report.id]
+    with pytest.raises(StoreError, match="no run 'other'"):
+        store.load("other")
+
+
+def _save_many(args: tuple[str, str, int]) -> int:
+    url, path, worker = args
+    from core.records import from_jsonable
+
+    store = Store(url)
+    base = from_jsonable(BenchReport, json.loads(Path(path).read_text()))
+    for i in range(15):
+        store.save(dataclasses.replace(base, id=f"w{worker}-{i}"))
+    return worker
+
+
+def test_concurrent_writers_are_safe(report: BenchReport, tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
+    Store(url)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(to_jsonable(report)))
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        assert sorted(pool.map(_save_many, [(url, str(path), w) for w in range(4)])) == [0, 1, 2, 3]
+    runs = Store(url).runs(limit=1000)
+    assert len(runs) == 60 and all(r.configurations == 3 for r in runs)
+
+
+def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StoreError, match="cannot be opened"):
+        Store(f"sqlite:///{blocker / 'history.sqlite'}")
+    with pytest.raises(StoreError, match="cannot be opened") as caught:
+        Store("postgresql+psycopg://user:secret@127.0.0.1:1/nowhere")
+    assert "secret" not in str(caught.value)
+
+
+# -- the command line -----------------------------------------------------------------------------------------
+def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path) -> None:
+    env = {**__import__("os").environ, "WORKBENCH_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "bench", "sample:tinycnn", "--iters", "100", "--threads", "1", "--json"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    by = {r["label"]: r for r in data["results"]}
+    assert set(by) == {"PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"}
+    keys = {"engine", "level", "provider", "threads", "batch", "median_ms", "p90_ms", "p99_ms", "mean_ms", "std_ms",
+            "throughput", "speedup", "max_abs_diff"}  # fmt: skip
+    assert keys <= set(by["ORT ALL"])
+    assert by["ORT ALL"]["speedup"] > 1.5 and by["ORT ALL"]["max_abs_diff"] < 1e-4
+    assert data["environment"]["versions"]["torch"].startswith("2.13")
+    assert len(Store(f"sqlite:///{tmp_path / 'history.sqlite'}").runs()) == 1
