@@ -434,6 +434,78 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _variant_key(args: argparse.Namespace) -> str:
+    if args.mode == "dynamic":
+        return f"dynamic-{args.weight_type}"
+    if args.mode == "fp16":
+        return "fp16" if args.keep_io else "fp16-all"
+    return f"static-{args.format}-{args.method}"
+
+
+def _cmd_quantize(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from core.bench import default_inputs
+    from core.quantize import QuantizeReport
+
+    key = _variant_key(args)
+    calibration_file, calibration_count = "", 32
+    if args.calibration:
+        if args.calibration.isdigit():
+            calibration_count = int(args.calibration)
+        else:
+            calibration_file = str(Path(args.calibration).resolve())
+            if not Path(calibration_file).is_file():
+                raise WorkbenchError(f"--calibration {args.calibration!r}: no such file (give a count or an .npz)")
+    out = Path(args.output).resolve()
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, torch_record = as_onnx(args.model, Path(tmp))
+        data = run_job(
+            "quantize.run",
+            {
+                "path": record.path,
+                "out_dir": str(Path(tmp) / "variants"),
+                "inputs": to_jsonable(default_inputs(record, torch_record)),
+                "variants": [key],
+                "calibration_count": calibration_count,
+                "calibration_file": calibration_file,
+                "iterations": args.iters,
+                "threads": args.threads,
+            },
+        )
+        report = from_jsonable(QuantizeReport, data)
+        original, variant = report.variants[0], report.variants[1]
+        if variant.error:
+            raise WorkbenchError(variant.error)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for produced in Path(variant.path).parent.glob(Path(variant.path).name + "*"):
+            shutil.copyfile(produced, out.parent / produced.name.replace(Path(variant.path).name, out.name, 1))
+    if args.json:
+        data["output"] = str(out)
+        print(json.dumps(data, indent=2))
+        return 0
+    assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
+    acc = variant.accuracy
+    print(f"{out}  ({variant.label})")
+    print(f"  size      {variant.size_bytes:,} bytes, {original.size_bytes / max(variant.size_bytes, 1):.2f}× smaller")
+    print(
+        f"  latency   median {variant.latency.median_ms:.3f} ms against {original.latency.median_ms:.3f} ms: "
+        f"{variant.speedup:.2f}× (95 % CI {variant.speedup_low:.2f}–{variant.speedup_high:.2f}), "
+        f"{report.threads} thread(s)"
+    )
+    top1 = f", top-1 agreement {acc.top1_agreement:.1%}" if acc.top1_agreement is not None else ""
+    print(
+        f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
+        f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
+    )
+    print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
+    print(f"  data      calibration: {report.calibration}")
+    for note in report.notes:
+        print(f"  note      {note}")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -490,6 +562,19 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     bench.add_argument("--json", action="store_true", help="print JSON")
     bench.set_defaults(func=_cmd_bench)
+    quantize = sub.add_parser("quantize", help="an INT8 or FP16 variant, with size, latency and accuracy")
+    quantize.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    quantize.add_argument("--mode", choices=["dynamic", "static", "fp16"], required=True)
+    quantize.add_argument("--format", choices=["qdq", "qoperator"], default="qdq", help="static: QDQ or QOperator")
+    quantize.add_argument("--method", choices=["minmax", "entropy", "percentile"], default="minmax")
+    quantize.add_argument("--weight-type", choices=["qint8", "quint8"], default="qint8", help="dynamic: weights")
+    quantize.add_argument("--no-keep-io", dest="keep_io", action="store_false", help="fp16: float16 inputs too")
+    quantize.add_argument("--calibration", help="static: a sample count (default 32) or an .npz of real inputs")
+    quantize.add_argument("-o", "--output", required=True, help="where to write the variant")
+    quantize.add_argument("--iters", type=int, default=100, help="measured calls per model (default 100)")
+    quantize.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
+    quantize.add_argument("--json", action="store_true", help="print JSON")
+    quantize.set_defaults(func=_cmd_quantize)
     return parser
 
 

@@ -28,7 +28,12 @@ __all__ = [
     "BenchInput",
     "BenchReport",
     "BenchResult",
+    "Config",
     "Environment",
+    "max_abs_diff",
+    "measure",
+    "result_of",
+    "timed_session",
     "default_inputs",
     "environment",
     "make_inputs",
@@ -203,7 +208,9 @@ def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str,
 
 
 @dataclass
-class _Config:
+class Config:
+    """One thing to time: a call that runs the model once on fixed inputs, and what was measured."""
+
     label: str
     engine: str
     level: str
@@ -224,7 +231,7 @@ def _flatten(out: Any) -> list[Any]:
     return [t.detach().numpy() if hasattr(t, "detach") else t for t in items]
 
 
-def _max_abs_diff(reference: list[Any], produced: list[Any]) -> float:
+def max_abs_diff(reference: list[Any], produced: list[Any]) -> float:
     import numpy as np
 
     worst = 0.0
@@ -239,29 +246,35 @@ def _max_abs_diff(reference: list[Any], produced: list[Any]) -> float:
     return worst
 
 
+def timed_session(path: str, level: str, provider: str, threads: int) -> tuple[Any, float]:
+    """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time."""
+    import onnxruntime as ort
+
+    options = session_options(level, threads)
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_profiling = False
+    providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
+    start = time.perf_counter_ns()
+    try:
+        session = ort.InferenceSession(path, options, providers=providers)
+    except Exception as exc:
+        from core.partition import explain_session_error
+
+        raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
+    return session, (time.perf_counter_ns() - start) / 1e6
+
+
 def _ort_configs(
     path: str, specs: list[BenchInput], levels: list[str], providers: list[str], threads: list[int],
     batches: list[int], inputs: dict[int, dict[str, Any]], label_parts: Callable[..., str],
-) -> list[_Config]:  # fmt: skip
-    import onnxruntime as ort
+) -> list[Config]:  # fmt: skip
 
     configs = []
     for level in levels:
         for provider in providers:
             for t in threads:
-                options = session_options(level, t)
-                options.inter_op_num_threads = 1
-                options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-                options.enable_profiling = False
-                providers_list = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
-                start = time.perf_counter_ns()
-                try:
-                    session = ort.InferenceSession(path, options, providers=providers_list)
-                except Exception as exc:
-                    from core.partition import explain_session_error
-
-                    raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
-                load_ms = (time.perf_counter_ns() - start) / 1e6
+                session, load_ms = timed_session(path, level, provider, t)
                 names = [i.name for i in session.get_inputs()]
                 missing = [s.name for s in specs if s.name not in names]
                 if missing:
@@ -273,14 +286,14 @@ def _ort_configs(
                         return list(session.run(None, feed))
 
                     label = label_parts("ort", LEVELS[level][0], provider, t, batch)
-                    configs.append(_Config(label, "ort", LEVELS[level][0], provider, t, batch, run, load_ms))
+                    configs.append(Config(label, "ort", LEVELS[level][0], provider, t, batch, run, load_ms))
     return configs
 
 
 def _eager_configs(
     source: dict[str, Any], specs: list[BenchInput], threads: list[int], batches: list[int],
     inputs: dict[int, dict[str, Any]], label_parts: Callable[..., str],
-) -> list[_Config]:  # fmt: skip
+) -> list[Config]:  # fmt: skip
     import torch
 
     from core.records import from_jsonable
@@ -302,8 +315,55 @@ def _eager_configs(
                     return _flatten(runner(*tensors))
 
             label = label_parts("eager", "", "CPUExecutionProvider", t, batch)
-            configs.append(_Config(label, "eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
+            configs.append(Config(label, "eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
     return configs
+
+
+def measure(
+    configs: list[Config],
+    iterations: int,
+    warmup: int,
+    time_budget_s: float,
+    notes: list[str],
+    progress: Callable[[float, str], None],
+    span: tuple[float, float] = (0.12, 0.95),
+) -> int:
+    """Time ``configs``: a cold first run each (outputs kept), warm-up, then interleaved rounds. Returns the
+    number of rounds; a note says so when the time budget cut them short."""
+    first, last = span
+    for k, config in enumerate(configs):
+        progress(first + (last - first) * 0.15 * k / len(configs), f"Warming up {config.label}")
+        start = time.perf_counter_ns()
+        try:
+            config.outputs = config.run()
+        except Exception as exc:
+            raise BenchmarkError(f"{config.label} failed on the generated inputs: {str(exc)[:800]}") from exc
+        config.first_ns = time.perf_counter_ns() - start
+        for _ in range(warmup):
+            config.run()
+
+    # rounds that interleave the configurations, each round in a rotated order
+    chunk = max(1, math.ceil(iterations / ROUNDS))
+    deadline = time.perf_counter() + time_budget_s
+    rounds = 0
+    while any(len(c.samples) < iterations for c in configs):
+        order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
+        for config in order:
+            for _ in range(min(chunk, iterations - len(config.samples))):
+                start = time.perf_counter_ns()
+                config.run()
+                config.samples.append(time.perf_counter_ns() - start)
+        rounds += 1
+        done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
+        progress(first + (last - first) * (0.15 + 0.85 * done), f"Measuring: round {rounds}, {done:.0%} of the calls")
+        if time.perf_counter() > deadline:
+            short = min(len(c.samples) for c in configs)
+            notes.append(
+                f"The time budget of {time_budget_s:g} s ran out after {rounds} round(s): {short} of {iterations} "
+                "iterations per configuration. Raise the budget or lower the iterations for tighter intervals."
+            )
+            break
+    return rounds
 
 
 def run_benchmark(
@@ -357,7 +417,7 @@ def run_benchmark(
 
     report_progress(0.02, "Generating inputs")
     feeds = {batch: make_inputs(specs, batch, seed) for batch in batches}
-    configs: list[_Config] = []
+    configs: list[Config] = []
     if "eager" in engines:
         report_progress(0.05, "Loading the PyTorch model")
         assert torch_source is not None
@@ -366,40 +426,8 @@ def run_benchmark(
         report_progress(0.1, "Creating ONNX Runtime sessions")
         configs += _ort_configs(onnx_path, specs, levels, providers, threads, batches, feeds, label_parts)
 
-    # cold first run, then warm-up
-    for k, config in enumerate(configs):
-        report_progress(0.12 + 0.13 * k / len(configs), f"Warming up {config.label}")
-        start = time.perf_counter_ns()
-        try:
-            config.outputs = config.run()
-        except Exception as exc:
-            raise BenchmarkError(f"{config.label} failed on the generated inputs: {str(exc)[:800]}") from exc
-        config.first_ns = time.perf_counter_ns() - start
-        for _ in range(warmup):
-            config.run()
-
-    # measurement: rounds that interleave the configurations, each round in a rotated order
     started_wall = time.time()
-    chunk = max(1, math.ceil(iterations / ROUNDS))
-    deadline = time.perf_counter() + time_budget_s
-    rounds = 0
-    while any(len(c.samples) < iterations for c in configs):
-        order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
-        for config in order:
-            for _ in range(min(chunk, iterations - len(config.samples))):
-                start = time.perf_counter_ns()
-                config.run()
-                config.samples.append(time.perf_counter_ns() - start)
-        rounds += 1
-        done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
-        report_progress(0.25 + 0.7 * done, f"Measuring: round {rounds}, {done:.0%} of the calls")
-        if time.perf_counter() > deadline:
-            short = min(len(c.samples) for c in configs)
-            notes.append(
-                f"The time budget of {time_budget_s:g} s ran out after {rounds} round(s): {short} of {iterations} "
-                "iterations per configuration. Raise the budget or lower the iterations for tighter intervals."
-            )
-            break
+    rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
     finished_wall = time.time()
     report_progress(0.96, "Computing statistics")
     results, baseline = _results(configs, notes)
@@ -456,11 +484,11 @@ def _validate(
         raise BenchmarkError("Iterations must be 1–1,000,000 and warm-up runs 0–100,000.")
 
 
-def _results(configs: list[_Config], notes: list[str]) -> tuple[list[BenchResult], str]:
+def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult], str]:
     has_eager = any(c.engine == "eager" for c in configs)
     baseline_name = "PyTorch eager" if has_eager else "ORT DISABLE_ALL"
 
-    def is_baseline(c: _Config) -> bool:
+    def is_baseline(c: Config) -> bool:
         return c.engine == "eager" if has_eager else c.level == "DISABLE_ALL"
 
     baselines = {(c.threads, c.batch): c for c in configs if is_baseline(c)}
@@ -470,38 +498,15 @@ def _results(configs: list[_Config], notes: list[str]) -> tuple[list[BenchResult
         notes.append("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
     results = []
     for c in configs:
+        result = result_of(c)
         ms = [s / 1e6 for s in c.samples]
-        summary = summarize(ms)
-        result = BenchResult(
-            label=c.label,
-            engine=c.engine,
-            level=c.level,
-            provider=c.provider,
-            threads=c.threads,
-            batch=c.batch,
-            n=summary.n,
-            median_ms=summary.median,
-            mean_ms=summary.mean,
-            p90_ms=summary.p90,
-            p99_ms=summary.p99,
-            min_ms=summary.min,
-            max_ms=summary.max,
-            std_ms=summary.std,
-            median_low_ms=summary.median_low,
-            median_high_ms=summary.median_high,
-            throughput=c.batch / (summary.median / 1000) if summary.median > 0 else math.nan,
-            load_ms=c.load_ms,
-            first_run_ms=c.first_ns / 1e6,
-            noisy=summary.relative_interval > NOISY,
-            samples_ms=ms[:MAX_SAMPLES_KEPT],
-        )
         base = baselines.get((c.threads, c.batch))
         if base is not None:
             ratio, low, high = speedup_interval([s / 1e6 for s in base.samples], ms)
             result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
         reference = references.get(c.batch)
         if reference is not None:
-            result.max_abs_diff = _max_abs_diff(reference.outputs, c.outputs)
+            result.max_abs_diff = max_abs_diff(reference.outputs, c.outputs)
         results.append(result)
     noisy = [r.label for r in results if r.noisy]
     if noisy:
@@ -510,6 +515,35 @@ def _results(configs: list[_Config], notes: list[str]) -> tuple[list[BenchResult
             "Another process may be using the CPU; run again, or with more iterations."
         )
     return results, baseline_name
+
+
+def result_of(c: Config) -> BenchResult:
+    """The statistics of one configuration's calls (speedup and agreement are filled in by the caller)."""
+    ms = [s / 1e6 for s in c.samples]
+    summary = summarize(ms)
+    return BenchResult(
+        label=c.label,
+        engine=c.engine,
+        level=c.level,
+        provider=c.provider,
+        threads=c.threads,
+        batch=c.batch,
+        n=summary.n,
+        median_ms=summary.median,
+        mean_ms=summary.mean,
+        p90_ms=summary.p90,
+        p99_ms=summary.p99,
+        min_ms=summary.min,
+        max_ms=summary.max,
+        std_ms=summary.std,
+        median_low_ms=summary.median_low,
+        median_high_ms=summary.median_high,
+        throughput=c.batch / (summary.median / 1000) if summary.median > 0 else math.nan,
+        load_ms=c.load_ms,
+        first_run_ms=c.first_ns / 1e6,
+        noisy=summary.relative_interval > NOISY,
+        samples_ms=ms[:MAX_SAMPLES_KEPT],
+    )
 
 
 def headline(report: BenchReport) -> str:

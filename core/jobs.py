@@ -65,6 +65,8 @@ _JOBS: dict[str, JobDefinition] = {
     "partition.run": JobDefinition("core.partition:partition_model"),
     "optimize.levels": JobDefinition("core.optimize:optimize_levels"),
     "bench.run": JobDefinition("core.bench:run_benchmark", exclusive=True),
+    "quantize.run": JobDefinition("core.quantize:quantize_model", exclusive=True),
+    "quantize.check_calibration": JobDefinition("core.quantize:check_calibration"),
 }
 
 

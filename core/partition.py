@@ -213,6 +213,7 @@ def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Ite
         yield
     finally:
         ort.set_default_logger_callback(None)
+        ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
 
 
 def explain_session_error(exc: Exception, what: str) -> PartitionError:

@@ -19,6 +19,7 @@ __all__ = [
     "op_count_figure",
     "op_count_frame",
     "provider_share_figure",
+    "quantize_figure",
 ]
 
 SIDES = ("PyTorch layers", "ONNX nodes")
@@ -447,5 +448,43 @@ def compare_figure(frame: pd.DataFrame) -> go.Figure:
         yaxis={"title": "milliseconds per call (median)", "rangemode": "tozero"},
         xaxis={"type": "category"},
         legend={"orientation": "h", "y": -0.3},
+    )
+    return fig
+
+
+def quantize_figure(frame: pd.DataFrame) -> go.Figure:
+    """Size against latency, one point per variant, coloured by cosine similarity with fp32. ``frame``:
+    label, size_mb, median_ms, cosine (NaN for the original), p90_ms."""
+    cosine = frame["cosine"].fillna(1.0)
+    fig = go.Figure(
+        go.Scatter(
+            x=frame["size_mb"],
+            y=frame["median_ms"],
+            mode="markers+text",
+            text=frame["label"],
+            textposition="top center",
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": frame["p90_ms"] - frame["median_ms"],
+                "arrayminus": [0] * len(frame),
+            },
+            marker={
+                "size": 16,
+                "color": cosine,
+                "colorscale": "RdYlGn",
+                "cmin": float(min(cosine.min(), 0.99)),
+                "cmax": 1.0,
+                "colorbar": {"title": "cosine vs fp32"},
+                "line": {"width": 1, "color": "#333"},
+            },
+            hovertemplate="%{text}<br>%{x:.3g} MB<br>median %{y:.3g} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=460,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        xaxis={"title": "file size (MB)", "rangemode": "tozero"},
+        yaxis={"title": "median latency, ms (bar to p90)", "rangemode": "tozero"},
     )
     return fig

@@ -63,7 +63,8 @@ def test_upload_errors_are_specific_and_the_app_keeps_working(page, tmp_path: Pa
     # a model with external data, uploaded as the .onnx and its data file together
     main = builders.save_with_external_data(builders.chain_model(20), tmp_path / "ext")
     upload(page, main, main.with_name("model.onnx.data"))
-    page.get_by_text("model.onnx.data").first.wait_for(timeout=60_000)
+    page.get_by_text("model.onnx.data").first.wait_for(timeout=60_000)  # the upload box lists it at once...
+    wait_idle(page, timeout=120_000)  # ...so wait for the run that reads it to finish
     assert page.locator('[data-testid="stAlert"]').filter(has_text="is empty").count() == 0
     shot(page, "05-external-data")
 

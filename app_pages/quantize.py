@@ -1,0 +1,122 @@
+"""Quantize: INT8 and FP16 variants of the current model, with size, speed and accuracy side by side."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from core.bench import default_inputs
+from core.errors import WorkbenchError
+from core.model import ModelRecord
+from core.quantize import VARIANTS, QuantizeReport
+from core.records import from_jsonable, to_jsonable
+from core.workspace import safe_filename
+from ui import session
+from ui.jobs import run_with_status
+from ui.needs import require_onnx
+from ui.quantize_view import results_section
+from ui.text import md_escape
+
+st.title("Quantize")
+st.markdown(
+    "Quantization stores weights (and, for static quantization, activations) as 8-bit integers instead of 32-bit "
+    "floats: about 4× smaller, and faster where the hardware has fast integer arithmetic. **Dynamic** quantization "
+    "converts the weights ahead of time and quantizes each activation on the fly, with no data needed. **Static** "
+    "quantization also fixes the activations' ranges ahead of time, from calibration data you provide, and saves "
+    "the on-the-fly work. **Quantization-aware training** (QAT) learns with the rounding in the loop and is the most "
+    "accurate, but it happens in training, not here. **FP16** halves the size with little loss; its speed depends "
+    "on the hardware having float16 arithmetic."
+)
+st.markdown(
+    "On a CPU without VNNI or AMX instructions, int8 dot products are emulated with wider instructions, and a "
+    "small model spends its time quantizing and dequantizing at each boundary rather than multiplying: int8 can "
+    "then be *slower* than float32. The measurements below say which it is on this machine."
+)
+
+record = require_onnx("Quantizing")
+inputs = default_inputs(record, session.torch_model())
+cores = os.cpu_count() or 1
+
+with st.form("quantize_form"):
+    variants = st.multiselect(
+        "Variants",
+        list(VARIANTS),
+        default=["dynamic-qint8", "static-qdq-minmax", "fp16"],
+        format_func=lambda k: VARIANTS[k][0],
+        key="quantize_variants",
+    )
+    left, mid, right = st.columns(3)
+    source = left.radio(
+        "Calibration data (static variants)",
+        ["generated", "upload"],
+        format_func=lambda s: {"generated": "Generated from the input spec", "upload": "An .npz of real inputs"}[s],
+        key="quantize_source",
+    )
+    count = mid.number_input("Generated calibration samples", 1, 10_000, 32, key="quantize_count")
+    held_out = right.number_input("Held-out samples for accuracy", 1, 10_000, 32, key="quantize_held_out")
+    upload = st.file_uploader(
+        "Calibration .npz: one array per input, named after it, with the samples along the first axis",
+        type=["npz"],
+        key="quantize_npz",
+    )
+    left, right = st.columns(2)
+    iterations = left.number_input("Measured calls per model", 10, 100_000, 100, step=50, key="quantize_iters")
+    threads = right.number_input("Intra-op threads", 1, cores, cores, key="quantize_threads")
+    submitted = st.form_submit_button("Quantize and compare", type="primary")
+
+spec_text = "; ".join(f"`{md_escape(i.name)}` {i.dtype} {i.shape}" for i in inputs)
+st.caption(f"Inputs at batch 1: {spec_text}. Generated samples follow these shapes and dtypes, from a fixed seed.")
+
+if submitted:
+    calibration_file = ""
+    try:
+        if not variants:
+            raise WorkbenchError("Choose at least one variant.")
+        if source == "upload":
+            if upload is None:
+                raise WorkbenchError("Upload an .npz with the calibration data, or choose generated data.")
+            folder = session.workspace().new_folder("calibration")
+            target = folder / safe_filename(upload.name or "calibration.npz")
+            target.write_bytes(upload.getvalue())
+            calibration_file = str(target)
+            calls = run_with_status(
+                "quantize.check_calibration",
+                {"path": calibration_file, "inputs": to_jsonable(inputs)},
+                "Checking the calibration data",
+            )
+            st.caption(f"The calibration file fits the model: {calls} sample(s).")
+        data = run_with_status(
+            "quantize.run",
+            {
+                "path": record.path,
+                "out_dir": str(session.workspace().new_folder("quantized")),
+                "inputs": to_jsonable(inputs),
+                "variants": variants,
+                "calibration_count": int(count),
+                "calibration_file": calibration_file,
+                "held_out": int(held_out),
+                "iterations": int(iterations),
+                "threads": int(threads),
+            },
+            f"Quantizing '{record.name}' and measuring {len(variants) + 1} models",
+        )
+        st.session_state["quantize"] = (record.id, from_jsonable(QuantizeReport, data))
+    except WorkbenchError as exc:
+        st.error(md_escape(str(exc), 2000))
+
+saved = st.session_state.get("quantize")
+if not saved or saved[0] != record.id:
+    st.info("Choose the variants and press **Quantize and compare**. The current model is not changed.")
+    st.stop()
+report: QuantizeReport = saved[1]
+chosen = results_section(report, key=f"quantize_{record.id[:12]}")
+if chosen is not None:
+    try:
+        described = run_with_status("intake.describe_files", {"paths": [chosen.path]}, f"Opening {chosen.label}")
+    except WorkbenchError as exc:
+        st.error(md_escape(str(exc), 1000))
+        st.stop()
+    variant_record = from_jsonable(ModelRecord, described)
+    variant_record.name = f"{record.name} ({chosen.label})"
+    session.set_current_model(variant_record, exported_from=session.torch_model())

@@ -1,0 +1,75 @@
+"""The Quantize page through AppTest: variants compared, a bad calibration file refused, a variant made current."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests import builders
+from tests.app.conftest import APP
+
+
+def open_quantize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    model = builders.exported_sample("classifier", tmp_path).read_bytes()
+    at.file_uploader(key="uploads").set_value(("classifier.onnx", model, "application/octet-stream")).run()
+    at.switch_page("app_pages/quantize.py").run()
+    assert not at.exception
+    return at
+
+
+def _submit(at: AppTest) -> None:
+    next(b for b in at.button if b.label == "Quantize and compare").click()
+    at.run()
+    assert not at.exception
+
+
+def test_variants_are_compared_and_one_becomes_current(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_quantize(tmp_path, monkeypatch)
+    assert any("Choose the variants" in i.value for i in at.info)
+    at.multiselect(key="quantize_variants").set_value(["dynamic-qint8", "fp16"])
+    at.number_input(key="quantize_iters").set_value(20)
+    at.number_input(key="quantize_held_out").set_value(4)
+    _submit(at)
+    table = at.dataframe[0].value
+    assert list(table["variant"]) == [
+        "FP32 (original)",
+        "Dynamic INT8 (QInt8 weights)",
+        "FP16 (float32 inputs and outputs kept)",
+    ]
+    assert table["smaller"].iloc[1] > 2 and table["smaller"].iloc[2] > 1.5  # a 6 kB file: graph overhead counts
+    assert table["cosine"].iloc[1] > 0.95
+    assert any("MatMulInteger" in str(v) or "DynamicQuantizeMatMul" in str(v) for v in table["integer ops ORT runs"])
+
+    at.selectbox(key=next(s.key for s in at.selectbox if s.key and s.key.endswith("_variant"))).set_value("fp16").run()
+    next(b for b in at.button if b.label == "Make it the current model").click()
+    at.run()
+    assert not at.exception
+    current = at.session_state["model"]
+    assert current.format == "onnx" and current.name.endswith("(FP16 (float32 inputs and outputs kept))")
+
+
+def test_a_calibration_file_that_does_not_fit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_quantize(tmp_path, monkeypatch)
+    buffer = io.BytesIO()
+    np.savez(buffer, input=np.zeros((4, 10), np.float32))
+    at.multiselect(key="quantize_variants").set_value(["static-qdq-minmax"])
+    at.radio(key="quantize_source").set_value("upload")
+    at.file_uploader(key="quantize_npz").set_value(("calib.npz", buffer.getvalue(), "application/octet-stream"))
+    _submit(at)
+    errors = [e.value.replace("\\", "") for e in at.error]  # as the reader sees them: escapes taken out
+    assert any("does not fit the model" in e and "expected [N, 768]" in e for e in errors), errors
+    assert at.session_state["model"].name == "classifier"  # nothing lost: the current model is unchanged
+
+
+def test_upload_chosen_without_a_file_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_quantize(tmp_path, monkeypatch)
+    at.radio(key="quantize_source").set_value("upload")
+    _submit(at)
+    assert any("Upload an .npz" in e.value.replace("\\", "") for e in at.error)

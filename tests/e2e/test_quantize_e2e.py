@@ -1,0 +1,30 @@
+"""In Chromium: quantize TinyCNN dynamically and see the comparison with the float32 original."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.conftest import shot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+
+def test_dynamic_int8_of_tinycnn(page) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_text("256,074").wait_for(timeout=60_000)
+    page.get_by_role("link", name="Quantize", exact=True).click()
+    page.get_by_role("button", name="Export with the defaults and continue").click()
+    page.get_by_role("button", name="Quantize and compare").wait_for(timeout=120_000)
+    wait_idle(page)
+    # only the dynamic variant: remove the two other defaults
+    variants = page.locator('[data-testid="stMultiSelect"]').first
+    for label in ("Static INT8, QDQ, MinMax", "FP16 (float32 inputs and outputs kept)"):
+        variants.get_by_role("button", name=f"Remove {label}").click()
+    page.get_by_role("button", name="Quantize and compare").click()
+    page.get_by_text("Size against latency").wait_for(timeout=180_000)
+    wait_idle(page)
+    table = page.locator('[data-testid="stDataFrame"]').first
+    table.wait_for()
+    assert page.get_by_text("Where the integer ops ran").is_visible()
+    assert page.locator('[data-testid="stTable"]').get_by_text("ConvInteger").first.is_visible()
+    assert page.get_by_role("button", name="Make it the current model").count() == 0  # fp32 is chosen first
+    shot(page, "60-quantize-dynamic")

@@ -1,0 +1,129 @@
+"""Sections of the Quantize page: the comparison table and chart, where integer ops run, downloads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from core.quantize import QuantizeReport, Variant
+from ui.charts import quantize_figure
+from ui.text import escaped_frame, human_bytes, md_escape
+
+__all__ = ["comparison_frame", "results_section"]
+
+
+def _speedup(v: Variant) -> str:
+    if v.speedup is None:
+        return ""
+    if v.key == "fp32":
+        return "1× (baseline)"
+    return f"{v.speedup:.2f}× ({v.speedup_low:.2f}–{v.speedup_high:.2f})"
+
+
+def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
+    original = report.variants[0]
+    rows = []
+    for v in report.variants:
+        acc = v.accuracy
+        rows.append(
+            {
+                "variant": v.label,
+                "size": human_bytes(v.size_bytes) if v.size_bytes else "",
+                "size_mb": v.size_bytes / 1e6 if v.size_bytes else None,
+                "smaller": round(original.size_bytes / v.size_bytes, 2) if v.size_bytes else None,
+                "weights": human_bytes(v.weight_bytes) if v.size_bytes else "",
+                "median_ms": v.latency.median_ms if v.latency else None,
+                "p90_ms": v.latency.p90_ms if v.latency else None,
+                "speedup vs fp32 (95 % CI)": _speedup(v),
+                "max abs error": acc.max_abs_error if acc else None,
+                "mean abs error": acc.mean_abs_error if acc else None,
+                "cosine": acc.cosine_similarity if acc else None,
+                "top-1 agreement": acc.top1_agreement if acc else None,
+                "integer ops ORT runs": ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()),
+                "problem": v.error,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def results_section(report: QuantizeReport, key: str) -> Variant | None:
+    """Show the comparison; returns the variant the user asked to make current, if any."""
+    frame = comparison_frame(report)
+    made = [v for v in report.variants if not v.error and v.latency is not None]
+    for v in report.variants:
+        if v.error:
+            st.error(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")
+    best = min(made, key=lambda v: v.latency.median_ms if v.latency else float("inf"), default=None)
+    if best is not None and len(made) > 1:
+        fp32 = report.variants[0]
+        if best.key == "fp32":
+            st.subheader("On this machine, no variant beat the float32 original")
+        else:
+            st.subheader(
+                f"{best.label} is the fastest: {best.speedup:.2f}× the float32 speed at "
+                f"{fp32.size_bytes / max(best.size_bytes, 1):.1f}× smaller"
+            )
+    for note in report.notes:
+        st.caption(md_escape(note, 800))
+    shown = frame[frame["median_ms"].notna()]
+    if not shown.empty:
+        chart = shown.rename(columns={"variant": "label"})[["label", "size_mb", "median_ms", "p90_ms", "cosine"]]
+        st.markdown("**Size against latency**: lower left is better; the colour is the agreement with float32.")
+        st.plotly_chart(quantize_figure(chart), key=f"{key}_chart", config={"displaylogo": False})
+    table = frame.drop(columns=["size_mb"]).rename(columns={"median_ms": "median ms", "p90_ms": "p90 ms"})
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "smaller": st.column_config.NumberColumn("× smaller", format="%.2f×"),
+            "median ms": st.column_config.NumberColumn(format="%.3f"),
+            "p90 ms": st.column_config.NumberColumn(format="%.3f"),
+            "max abs error": st.column_config.NumberColumn(format="%.2e"),
+            "mean abs error": st.column_config.NumberColumn(format="%.2e"),
+            "cosine": st.column_config.NumberColumn(format="%.6f"),
+            "top-1 agreement": st.column_config.NumberColumn(format="percent"),
+        },
+    )
+    st.caption(
+        f"Latency: median of {made[0].latency.n if made and made[0].latency else 0} calls per model, interleaved, "
+        f"{report.threads} thread(s), ORT at ALL. Accuracy: against the float32 model on {report.held_out}. "
+        f"Calibration: {report.calibration}."
+    )
+    st.markdown("**Where the integer ops ran**")
+    rows = [
+        (
+            v.label,
+            ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()) or "none (float kernels)",
+            ", ".join(f"{p.removesuffix('ExecutionProvider')} {n}" for p, n in v.providers.items()),
+        )
+        for v in made
+    ]
+    st.table(escaped_frame(pd.DataFrame(rows, columns=["variant", "integer ops after ORT's optimizer", "nodes on"])))
+    st.caption(
+        "ORT's optimizer turns QDQ pairs around a Conv or MatMul into one integer kernel (QLinearConv, QGemm); "
+        "dynamic quantization runs ConvInteger or MatMulInteger after quantizing each input on the fly "
+        "(DynamicQuantizeLinear). All of them have CPU kernels; other providers take fewer."
+    )
+    left, right = st.columns(2)
+    choice = left.selectbox(
+        "Variant", [v.key for v in made], format_func=lambda k: next(v.label for v in made if v.key == k),
+        key=f"{key}_variant",
+    )  # fmt: skip
+    chosen = next((v for v in made if v.key == choice), None)
+    if chosen is None:
+        return None
+    path = Path(chosen.path)
+    with right:
+        if chosen.size_bytes <= 2 * 1024**3 and path.is_file() and len(list(path.parent.glob(path.name + "*"))) == 1:
+            st.download_button(
+                f"Download {path.name} ({human_bytes(chosen.size_bytes)})", path.read_bytes(), path.name,
+                "application/octet-stream", key=f"{key}_download",
+            )  # fmt: skip
+        else:
+            st.caption("This variant keeps its weights in a side file; save it with `python -m core quantize`.")
+        if chosen.key != "fp32" and st.button("Make it the current model", key=f"{key}_use"):
+            return chosen
+    return None
