@@ -19,8 +19,7 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	@touch $@
 
 run: $(VENV)/.runtime
-	@echo "ONNX Workbench is starting: open http://localhost:$(PORT) (Ctrl+C stops it)"
-	$(PY) -m streamlit run streamlit_app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true
+	$(PY) -m core serve --port $(PORT) --address $(ADDRESS)
 
 chromium:
 	@test -x $(CHROMIUM) || { \

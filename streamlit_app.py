@@ -19,6 +19,8 @@ WALK_THROUGH = [
     st.Page("app_pages/history.py", title="History", icon=":material/history:"),
 ]
 
+# Hosted: a crash shows a generic message, never a traceback (paths, code); local: everything, for debugging.
+st.set_option("client.showErrorDetails", "none" if session.settings().hosted else "full")
 page = st.navigation({"Walk-through": WALK_THROUGH})
 session.start()  # this session's folder, and the start sample as the current model
 st.sidebar.title("ONNX Workbench")

@@ -506,6 +506,34 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     return 0
 
 
+def serve_command(port: int, address: str) -> list[str]:
+    """The streamlit command for these settings: its upload limit follows max_upload_mb, and hosted mode shows
+    no error details (Streamlit reads both at start, before any page runs)."""
+    settings = load_settings()
+    return [
+        sys.executable, "-m", "streamlit", "run", "streamlit_app.py",
+        "--server.port", str(port), "--server.address", address, "--server.headless", "true",
+        "--server.maxUploadSize", str(settings.max_upload_mb),
+        "--client.showErrorDetails", "none" if settings.hosted else "full",
+    ]  # fmt: skip
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    from core.settings import PROJECT_ROOT
+
+    command = serve_command(args.port, args.address)
+    settings = load_settings()
+    print(
+        f"ONNX Workbench ({settings.mode} mode) is starting: open http://localhost:{args.port} (Ctrl+C stops it)",
+        file=sys.stderr,
+    )
+    os.chdir(PROJECT_ROOT)
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -575,6 +603,10 @@ def _parser() -> argparse.ArgumentParser:
     quantize.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
     quantize.add_argument("--json", action="store_true", help="print JSON")
     quantize.set_defaults(func=_cmd_quantize)
+    serve = sub.add_parser("serve", help="start the web app with the upload limit and error details of the settings")
+    serve.add_argument("--port", type=int, default=8501)
+    serve.add_argument("--address", default="0.0.0.0")
+    serve.set_defaults(func=_cmd_serve)
     return parser
 
 

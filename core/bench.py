@@ -337,7 +337,9 @@ def measure(
         try:
             config.outputs = config.run()
         except Exception as exc:
-            raise BenchmarkError(f"{config.label} failed on the generated inputs: {str(exc)[:800]}") from exc
+            from core.partition import ort_message
+
+            raise BenchmarkError(f"{config.label} failed on the generated inputs: {ort_message(exc)}") from exc
         config.first_ns = time.perf_counter_ns() - start
         for _ in range(warmup):
             config.run()

@@ -317,6 +317,34 @@ def tensor_nbytes(tensor: onnx.TensorProto) -> int:
     return count * itemsize
 
 
+_TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw_data is empty, values per element)
+    1: ("float_data", 1), 14: ("float_data", 2), 2: ("int32_data", 1), 3: ("int32_data", 1), 4: ("int32_data", 1),
+    5: ("int32_data", 1), 6: ("int32_data", 1), 9: ("int32_data", 1), 10: ("int32_data", 1), 16: ("int32_data", 1),
+    7: ("int64_data", 1), 11: ("double_data", 1), 15: ("double_data", 2), 12: ("uint64_data", 1),
+    13: ("uint64_data", 1),
+}  # fmt: skip
+
+
+def check_tensor_data(label: str, tensor: onnx.TensorProto) -> None:
+    """Refuse a tensor whose dims promise other than the data it holds (inline data only)."""
+    import onnx
+
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.data_type not in _TYPED_FIELDS:
+        return
+    promised = tensor_elements(tensor)
+    if tensor.raw_data:
+        held, expected, unit = len(tensor.raw_data), tensor_nbytes(tensor), "bytes"
+    else:
+        field_name, per_element = _TYPED_FIELDS[tensor.data_type]
+        held, expected, unit = len(getattr(tensor, field_name)), promised * per_element, "values"
+    if held != expected:
+        dims = "×".join(str(int(d)) for d in tensor.dims) or "a scalar"
+        raise IntakeError(
+            f"The {label} '{tensor.name}' has dims {dims} ({promised:,} elements, {expected:,} {unit}) but holds "
+            f"{held:,} {unit} of data. The file is damaged, or made to promise more than it holds; it was not loaded."
+        )
+
+
 def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
@@ -388,6 +416,11 @@ def _describe_onnx(main: Path, folder: Path, name: str, limits: Limits) -> Model
     try:
         model = onnx.load_model(str(main), load_external_data=False)
     except Exception as exc:
+        if "MaxDepth" in str(exc) or "recursion" in str(exc).lower():
+            raise IntakeError(
+                f"'{main.name}' holds subgraphs nested too deeply (If/Loop/Scan inside each other, about 30 levels or "
+                "more) for the protobuf parser to read. No real model nests this deep; the file may be crafted."
+            ) from None
         raise IntakeError(
             f"'{main.name}' looks like ONNX but could not be parsed ({type(exc).__name__}). The file may be "
             "truncated or damaged: upload it again, or re-export it."
@@ -405,6 +438,7 @@ def _describe_onnx(main: Path, folder: Path, name: str, limits: Limits) -> Model
     data_files = check_external_data(model, folder)
     parameters = weight_bytes = constant_weights = 0
     for where, tensor in iter_tensors(model):
+        check_tensor_data("weight" if where != "constant" else "Constant value", tensor)
         count = tensor_elements(tensor)
         if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):  # shapes and indices
             parameters += count

@@ -121,10 +121,47 @@ class Backend(Protocol):
     def submit(self, spec: JobSpec) -> JobHandle: ...
 
 
+class _Slots:
+    """At most ``limit`` worker processes at once; the rest wait in arrival order (first come, first served)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.running = 0
+        self.waiting: list[object] = []
+        self._cond = threading.Condition()
+
+    def acquire(self, job: object, cancelled: threading.Event) -> bool:
+        """Wait for a free slot; False when the job was cancelled while waiting."""
+        with self._cond:
+            self.waiting.append(job)
+            try:
+                while self.waiting[0] is not job or self.running >= self.limit:
+                    if cancelled.is_set():
+                        return False
+                    self._cond.wait(0.1)
+                self.running += 1
+                return True
+            finally:
+                self.waiting.remove(job)
+                self._cond.notify_all()
+
+    def release(self) -> None:
+        with self._cond:
+            self.running -= 1
+            self._cond.notify_all()
+
+    def position(self, job: object) -> int | None:
+        """How many jobs wait ahead of ``job``, or None when it is not waiting."""
+        with self._cond:
+            return self.waiting.index(job) if job in self.waiting else None
+
+
 class _ProcessJob:
     """One worker process and the threads that read its messages and enforce its limits."""
 
-    def __init__(self, spec: JobSpec, definition: JobDefinition, settings: Settings) -> None:
+    def __init__(
+        self, spec: JobSpec, definition: JobDefinition, settings: Settings, slots: _Slots | None = None
+    ) -> None:
         self.spec = spec
         self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
         self._memory_bytes = (spec.memory_mb if spec.memory_mb is not None else settings.worker_memory_mb) << 20
@@ -137,15 +174,40 @@ class _ProcessJob:
         self._error: WorkbenchError | None = None
         self._kill_reason: str | None = None
         self._started_at: float | None = None
+        self._cancel_requested = threading.Event()
+        self._proc: subprocess.Popen[bytes] | None = None
+        # Exclusive jobs wait for the machine inside their (idle, light) worker and do not take a slot: a queue
+        # of benchmarks must not starve everyone else's quick jobs.
+        self._slots = None if definition.exclusive else slots
+        self._holds_slot = False
         self.peak_rss_bytes = 0
-
-        request = {
+        self._request = {
             "target": definition.target,
             "args": spec.args,
             "exclusive": definition.exclusive,
             "lock_dir": str(settings.lock_dir),
         }
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
+        if self._slots is None:
+            self._spawn()
+        else:
+            self._state = "queued"
+            threading.Thread(target=self._launch, daemon=True).start()
+
+    def _launch(self) -> None:
+        assert self._slots is not None
+        if not self._slots.acquire(self, self._cancel_requested):
+            self._finish(None)
+            return
+        self._holds_slot = True
+        with self._lock:
+            if self._kill_reason is not None:  # cancelled just as its turn came
+                self._finish(None)
+                return
+            self._state = "starting"
+            self._spawn()
+
+    def _spawn(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(
@@ -158,7 +220,7 @@ class _ProcessJob:
             start_new_session=True,  # its own process group, so a kill takes its children too
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(request).encode())
+        self._proc.stdin.write(json.dumps(self._request).encode())
         self._proc.stdin.close()
         self._reader = threading.Thread(target=self._read_messages, daemon=True)
         self._watchdog = threading.Thread(target=self._watch, daemon=True)
@@ -172,7 +234,11 @@ class _ProcessJob:
 
     @property
     def queue_position(self) -> int | None:
-        return self._queue_position if self._state == "queued" else None
+        if self._state != "queued":
+            return None
+        if self._slots is not None and self._proc is None:
+            return self._slots.position(self)
+        return self._queue_position
 
     @property
     def progress(self) -> Progress | None:
@@ -197,11 +263,14 @@ class _ProcessJob:
             if self._finished.is_set() or self._kill_reason is not None:
                 return
             self._kill_reason = reason
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._cancel_requested.set()
+            proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
     def _read_messages(self) -> None:
-        assert self._proc.stdout is not None
+        assert self._proc is not None and self._proc.stdout is not None
         final: dict[str, Any] | None = None
         for raw in self._proc.stdout:
             try:
@@ -223,6 +292,7 @@ class _ProcessJob:
         self._finish(final)
 
     def _watch(self) -> None:
+        assert self._proc is not None
         try:
             ps = psutil.Process(self._proc.pid)
         except psutil.NoSuchProcess:
@@ -245,7 +315,10 @@ class _ProcessJob:
         return self._stderr.read().decode(errors="replace")
 
     def _finish(self, final: dict[str, Any] | None) -> None:
-        name, code = self.spec.name, self._proc.returncode
+        if self._holds_slot and self._slots is not None:
+            self._holds_slot = False
+            self._slots.release()
+        name, code = self.spec.name, self._proc.returncode if self._proc is not None else None
         limit_mb = self._memory_bytes >> 20
         error: WorkbenchError | None = None
         if self._kill_reason == "cancelled":
@@ -304,17 +377,18 @@ def _tree_rss(ps: psutil.Process) -> int:
 
 
 class ProcessBackend:
-    """Runs each job in a fresh local Python process."""
+    """Runs each job in a fresh local Python process, at most ``settings.max_workers`` at once."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or load_settings()
+        self.slots = _Slots(self.settings.worker_limit)
 
     def submit(self, spec: JobSpec) -> JobHandle:
         definition = _JOBS.get(spec.name)
         if definition is None:
             known = ", ".join(sorted(_JOBS))
             raise JobError(f"unknown job {spec.name!r}; the registered jobs are: {known}")
-        return _ProcessJob(spec, definition, self.settings)
+        return _ProcessJob(spec, definition, self.settings, self.slots)
 
 
 def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:

@@ -8,6 +8,7 @@ Providers this machine lacks are simulated with ORT's mobile usability checker, 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from typing import Any
 
 from core.errors import PartitionError
 from core.graphview import GraphLayout, layout_graph
+
+MAX_LAYOUT_NODES = 20_000  # as the Decode page: larger graphs are listed, not drawn
 
 __all__ = [
     "LEVELS",
@@ -216,10 +219,25 @@ def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Ite
         ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
 
 
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+_ORT_LOAD = re.compile(r"Load model from \S+ failed:\s*")
+_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ .*?\) ")
+_ORT_ALLOC = re.compile(r"Failed to allocate memory for requested buffer of size (\d+)")
+
+
+def ort_message(exc: BaseException) -> str:
+    """ORT's error text without its prefix, the server's file paths and its C++ source locations."""
+    text = _ORT_SOURCE.sub("", _ORT_LOAD.sub("", _ORT_PREFIX.sub("", str(exc).strip())))
+    alloc = _ORT_ALLOC.search(text)
+    if alloc:
+        size = int(alloc.group(1))
+        text += f" (one tensor of {size / 1e9:,.1f} GB: more memory than this machine gives a job)"
+    return text.strip()[:1500]
+
+
 def explain_session_error(exc: Exception, what: str) -> PartitionError:
-    """ORT's refusal in one readable sentence (its messages start with '[ONNXRuntimeError] : 1 : FAIL :')."""
-    message = str(exc).split(" : ", 3)[-1].strip() if "ONNXRuntimeError" in str(exc) else str(exc)
-    return PartitionError(f"ONNX Runtime could not {what}: {message[:1500]}")
+    """ORT's refusal in one readable sentence."""
+    return PartitionError(f"ONNX Runtime could not {what}: {ort_message(exc)}")
 
 
 def _graph_nodes(model: Any) -> Iterator[tuple[int, str, Any]]:
@@ -533,7 +551,7 @@ def partition_model(
         report_progress(0.5 + 0.4 * n / max(len(simulate), 1), f"Simulating {short_name(SIMULATED[key])}")
         reports.append(_simulated_partition(model, key))
     layout = None
-    if with_layout:
+    if with_layout and len(model.graph.node) <= MAX_LAYOUT_NODES:
         report_progress(0.95, "Laying out the graph")
         layout = layout_graph(model.graph, "main")
     return PartitionResult(path.rsplit("/", 1)[-1], len(model.graph.node), available, unavailable, reports, layout)

@@ -31,6 +31,8 @@ class Settings:
     workspace_max_age_h: float = 24.0
     start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
+    max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
+    max_jobs_per_session: int = 2  # jobs one browser session may run at once
 
     @property
     def hosted(self) -> bool:
@@ -43,6 +45,10 @@ class Settings:
     @property
     def lock_dir(self) -> Path:
         return Path(self.data_dir) / "locks"
+
+    @property
+    def worker_limit(self) -> int:
+        return self.max_workers if self.max_workers > 0 else 2 * (os.cpu_count() or 1)
 
     @property
     def store_url(self) -> str:
@@ -69,6 +75,7 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "worker_memory_mb": 3072,
     "worker_timeout_s": 180.0,
     "workspace_max_age_h": 6.0,
+    "max_jobs_per_session": 1,
 }
 
 

@@ -50,6 +50,8 @@ runs = Table(
     Column("headline", Text, nullable=False, default=""),
     Column("baseline", String(64), nullable=False, default=""),
     Column("seconds", Float, nullable=False, default=0.0),
+    Column("started", Float, nullable=False, default=0.0),  # the measurement window (epoch seconds)
+    Column("finished", Float, nullable=False, default=0.0),
     Column("settings", JSON, nullable=False),
     Column("environment", JSON, nullable=False),
     Column("notes", JSON, nullable=False),
@@ -109,8 +111,19 @@ class Store:
             if url.startswith("sqlite"):
                 event.listen(self.engine, "connect", _sqlite_pragmas)
             metadata.create_all(self.engine)
+            self._upgrade()
         except (SQLAlchemyError, OSError) as exc:
             raise StoreError(f"The benchmark history at {_safe(url)} cannot be opened: {exc}") from exc
+
+    def _upgrade(self) -> None:
+        """Add the columns later versions introduced to a history made by an earlier one (nothing is lost)."""
+        from sqlalchemy import inspect, text
+
+        present = {c["name"] for c in inspect(self.engine).get_columns("runs")}
+        with self.engine.begin() as conn:
+            for column in ("started", "finished"):
+                if column not in present:
+                    conn.execute(text(f"ALTER TABLE runs ADD COLUMN {column} FLOAT NOT NULL DEFAULT 0"))
 
     def save(self, report: BenchReport) -> None:
         env = report.environment
@@ -150,6 +163,8 @@ class Store:
                         headline=report.headline,
                         baseline=report.baseline,
                         seconds=report.seconds,
+                        started=report.started,
+                        finished=report.finished,
                         settings=to_jsonable(report.settings),
                         environment=to_jsonable(env),
                         notes=report.notes,
@@ -221,6 +236,8 @@ class Store:
             headline=run["headline"],
             notes=list(_json(run["notes"])),
             seconds=run["seconds"],
+            started=run["started"],
+            finished=run["finished"],
         )
 
     def delete(self, run_id: str) -> None:

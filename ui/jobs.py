@@ -2,15 +2,52 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from core.errors import JobError
 from core.jobs import JobSpec, submit
 from ui import session
 
-__all__ = ["run_with_status"]
+__all__ = ["SessionJobs", "run_with_status"]
+
+
+class SessionJobs:
+    """How many jobs each browser session runs right now, against the per-session limit."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running: Counter[str] = Counter()
+
+    @contextmanager
+    def slot(self, session_id: str, limit: int) -> Iterator[None]:
+        with self._lock:
+            if self.running[session_id] >= limit:
+                raise JobError(
+                    f"This session already runs {self.running[session_id]} job(s), the most one session may run at "
+                    "once here. Wait for it to finish (or reload the page to cancel it), then try again."
+                )
+            self.running[session_id] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.running[session_id] -= 1
+                if self.running[session_id] <= 0:
+                    del self.running[session_id]
+
+
+@st.cache_resource
+def _session_jobs() -> SessionJobs:
+    """One counter per server: it holds session ids and counts, nothing of any user's data."""
+    return SessionJobs()
 
 
 def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
@@ -19,6 +56,12 @@ def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
     Streamlit stops this script when the user clicks anything (that is how "Cancel" works); the
     ``finally`` then kills the worker, so nothing keeps running for a page nobody is looking at.
     """
+    ctx = get_script_run_ctx()
+    with _session_jobs().slot(ctx.session_id if ctx else "", session.settings().max_jobs_per_session):
+        return _run(name, args, label)
+
+
+def _run(name: str, args: dict[str, Any], label: str) -> Any:
     handle = submit(JobSpec(name, args), session.backend())
     started = time.monotonic()
     try:

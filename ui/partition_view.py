@@ -91,7 +91,9 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
         )
     for note in report.notes:
         st.caption(md_escape(note, 600))
-    if layout is not None:
+    if layout is None:
+        st.caption("The graph has too many nodes to draw; every node's provider is in the table below.")
+    else:
         selected = show_graph(layout, key=key, colours=provider_colours(report), colour_label="provider")
         if selected:
             index = int(selected[1:]) if selected.startswith("n") and selected[1:].isdigit() else -1

@@ -230,6 +230,20 @@ def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:
     assert out.stdout.strip() == "1"
 
 
+def test_a_history_from_an_earlier_version_is_upgraded_in_place(report: BenchReport, tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    Store(f"sqlite:///{path}").save(report)
+    with sqlite3.connect(path) as conn:  # as the first version wrote it: no measurement window
+        conn.execute("ALTER TABLE runs DROP COLUMN started")
+        conn.execute("ALTER TABLE runs DROP COLUMN finished")
+    store = Store(f"sqlite:///{path}")
+    assert store.load(report.id).started == 0.0 and len(store.runs()) == 1
+    store.save(dataclasses.replace(report, id="new"))
+    assert store.load("new").started == report.started
+
+
 def test_filters_by_model_machine_and_date(report: BenchReport, tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
     other = dataclasses.replace(report, id="other", model="resnet")

@@ -36,6 +36,7 @@ for _name in (
 ):
     register_job(f"test.{_name}", f"{T}:{_name}")
 register_job("test.exclusive_span", f"{T}:exclusive_span", exclusive=True)
+register_job("test.span", f"{T}:span")
 
 
 @pytest.fixture
@@ -154,3 +155,35 @@ def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, 
 def test_worker_runs_in_its_own_process(backend: ProcessBackend) -> None:
     handle = submit(JobSpec("test.echo", {"value": os.getpid()}), backend)
     assert handle.result()["value"] == os.getpid()
+
+
+def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) -> None:
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), max_workers=1)
+    backend = ProcessBackend(settings)
+    log = tmp_path / "spans.txt"
+    handles = [submit(JobSpec("test.span", {"log": str(log), "seconds": 0.4}), backend) for _ in range(3)]
+    assert handles[1].state == "queued" and handles[2].queue_position in (0, 1)
+    positions = {handles[2].queue_position}
+    cancelled = submit(JobSpec("test.span", {"log": str(log), "seconds": 0.4}), backend)
+    cancelled.cancel()  # cancelled while waiting: it never starts and frees its place
+    with pytest.raises(JobCancelled):
+        cancelled.result(5)
+    results = [h.result(30) for h in handles]
+    spans = sorted(results)
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert start >= end, "two jobs ran at once although one worker is allowed"
+    assert positions <= {0, 1} and len(log.read_text().splitlines()) == 3
+    assert backend.slots.running == 0 and backend.slots.waiting == []
+
+
+def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
+    """A queue of benchmarks waits for the machine without starving everyone's quick jobs."""
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), max_workers=1)
+    backend = ProcessBackend(settings)
+    log = tmp_path / "spans.txt"
+    long = [submit(JobSpec("test.exclusive_span", {"log": str(log), "seconds": 1.0}), backend) for _ in range(2)]
+    started = time.monotonic()
+    assert submit(JobSpec("test.echo", {"value": 1}), backend).result(30) == {"value": 1}
+    assert time.monotonic() - started < 1.8  # did not wait for both benchmarks
+    for handle in long:
+        handle.result(30)

@@ -1,0 +1,192 @@
+"""Hostile and broken uploads through the app's own code path (AppTest drives the pages; every job runs in a
+real worker process). Each case asserts: a specific, escaped message; later sessions still work; nothing ran
+(no canary file); nothing outside the session's workspace was written or read."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core import jobs
+from core.jobs import JobDefinition
+from tests.adversarial.hostile import CASES, SCRIPT, Case
+from tests.app.conftest import APP
+
+SECRET = "TOP-SECRET-7f3a"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder standing for the machine: a secret file beside the uploads, the app's data folder inside it."""
+    (tmp_path / "secret.txt").write_text(SECRET * 10)
+    (tmp_path / "uploads").mkdir()
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    return tmp_path
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every file outside the app's data folder, with a hash of its content."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink() and "data" not in path.relative_to(root).parts[:1]:
+            files[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return files
+
+
+def _rendered(at: AppTest) -> list[str]:
+    """Text the browser renders as Markdown (so markup in it would become HTML): it must arrive escaped."""
+    elements = [*at.error, *at.warning, *at.info, *at.markdown, *at.caption, *at.subheader]
+    return [str(e.value) for e in elements] + [frame.value.to_string() for frame in at.table]
+
+
+def _texts(at: AppTest) -> list[str]:
+    """Everything on the page, plain-text widgets (data grids, code blocks) included."""
+    return _rendered(at) + [str(c.value) for c in at.code] + [f.value.to_string() for f in at.dataframe]
+
+
+def _upload(files: list[Path]) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    values = [(f.name, f.read_bytes(), "application/octet-stream") for f in files]
+    at.file_uploader(key="uploads").set_value(values if len(values) > 1 else values[0]).run()
+    return at
+
+
+def _assert_contained(sandbox: Path, before: dict[str, str], at: AppTest) -> None:
+    assert not (sandbox / "canary").exists(), "a payload ran"
+    after = _snapshot(sandbox)
+    assert after == before, "a file outside the workspace was written or changed"
+    assert not any(SECRET in text for text in _texts(at)), "the secret file was read into the page"
+    for text in _rendered(at):  # markup from a model never reaches the page unescaped
+        assert "<script" not in text and "<img" not in text, text[:200]
+
+
+def _still_serving() -> None:
+    """Another user's session, after the hostile one: the start sample loads and its card shows."""
+    import streamlit as st
+
+    os.environ["WORKBENCH_START_SAMPLE"] = "tinycnn"
+    st.cache_resource.clear()  # settings are read once per server; this "server" now starts on a sample
+    try:
+        other = AppTest.from_file(APP, default_timeout=300)
+        other.run()
+        assert not other.exception and other.session_state["model"].name == "tinycnn"
+    finally:
+        os.environ["WORKBENCH_START_SAMPLE"] = ""
+        st.cache_resource.clear()
+
+
+def _plain(text: str) -> str:
+    return text.replace("\\", "")  # the message as the reader sees it, markdown escapes taken out
+
+
+REFUSED = [c for c in CASES if c.refused and not c.cli_only]
+ACCEPTED = [c for c in CASES if not c.refused and c.name != "many_nodes"]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=lambda c: c.name)
+def test_refused_with_a_specific_message(case: Case, sandbox: Path) -> None:
+    files = case.build(sandbox / "uploads")
+    before = _snapshot(sandbox)
+    at = _upload(files)
+    assert not at.exception
+    errors = [_plain(e.value) for e in at.error]
+    assert any(case.refused in e for e in errors), errors
+    assert "Traceback" not in " ".join(errors)
+    assert "model" not in at.session_state or at.session_state["model"] is None
+    _assert_contained(sandbox, before, at)
+
+
+@pytest.mark.parametrize("case", ACCEPTED, ids=lambda c: c.name)
+def test_accepted_oddities_break_no_page(case: Case, sandbox: Path) -> None:
+    files = case.build(sandbox / "uploads")
+    before = _snapshot(sandbox)
+    at = _upload(files)
+    assert not at.exception and at.session_state["model"].format == "onnx"
+    for page in case.pages:
+        at.switch_page(f"app_pages/{page}.py").run()
+        if page == "benchmark":
+            at.number_input(key="bench_iters").set_value(10)
+            at.number_input(key="bench_warmup").set_value(1)
+            next(b for b in at.button if b.label == "Run the benchmark").click()
+            at.run()
+        assert not at.exception, (page, at.exception)
+        if page in case.expect:
+            shown = " ".join(_plain(t) for t in _texts(at))
+            assert case.expect[page] in shown, (page, shown[:2000])
+    _assert_contained(sandbox, before, at)
+    _still_serving()
+
+
+def test_markup_in_names_is_escaped_everywhere(sandbox: Path) -> None:
+    case = next(c for c in CASES if c.name == "script_names")
+    at = _upload(case.build(sandbox / "uploads"))
+    at.switch_page("app_pages/decode.py").run()
+    texts = _texts(at)
+    assert any("script" in t and "pwned" in t for t in _rendered(at))  # shown, as text
+    assert all(SCRIPT not in t for t in _rendered(at))  # never raw where Markdown is rendered
+    long_texts = [t for t in texts if "AAAA" in t]
+    assert long_texts and max(len(t) for t in long_texts) < 250_000  # a 1 MB doc string is cut, not dumped
+
+
+def test_a_crash_in_native_code_is_a_message_and_the_app_survives(
+    sandbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(
+        jobs._JOBS, "intake.describe_files", JobDefinition("tests.adversarial.crashers:segfault_describe")
+    )
+    before = _snapshot(sandbox)
+    files = CASES[0].build(sandbox / "uploads")  # any file: the stand-in crashes on all of them
+    files[0].write_bytes(b"\x08\x08")
+    at = _upload(files)
+    assert not at.exception
+    errors = [_plain(e.value) for e in at.error]
+    assert any("crashed (SIGSEGV)" in e for e in errors), errors
+    monkeypatch.undo()
+    _assert_contained(sandbox, before | _snapshot(sandbox), at)
+    _still_serving()
+
+
+def test_two_hundred_thousand_nodes_decode_and_partition(sandbox: Path) -> None:
+    """Accepted locally (the limit is 500,000 nodes): the table lists them, the graph is not drawn."""
+    from core.jobs import run_job
+
+    case = next(c for c in CASES if c.name == "many_nodes")
+    (path,) = case.build(sandbox / "uploads")
+    at = _upload([path])
+    assert at.session_state["model"].node_count == 200_001
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception
+    assert any("too many to draw" in _plain(w.value) for w in at.warning)
+    result = run_job("partition.run", {"path": at.session_state["model"].path, "simulate": []})
+    assert result["reports"][0]["providers"] == {"CPUExecutionProvider": 200_001} and result["layout"] is None
+
+
+def test_hosted_limits_refuse_what_local_mode_accepts(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_MODE", "hosted")
+    case = next(c for c in CASES if c.name == "many_nodes")
+    at = _upload(case.build(sandbox / "uploads"))
+    assert any("at most 100,000" in _plain(e.value) for e in at.error)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.refused], ids=lambda c: c.name)
+def test_the_command_line_refuses_them_too(case: Case, sandbox: Path) -> None:
+    import subprocess
+    import sys
+
+    from core.settings import PROJECT_ROOT
+
+    files = case.build(sandbox / "uploads")
+    before = _snapshot(sandbox)
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "info", ",".join(str(f) for f in files)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2 and case.refused in done.stderr, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and SECRET not in done.stdout + done.stderr
+    assert not (sandbox / "canary").exists() and _snapshot(sandbox) == before
