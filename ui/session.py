@@ -111,8 +111,14 @@ def _sample_data(name: str) -> dict:
     return run_job("intake.describe_sample", {"name": name}, backend())
 
 
+_SAMPLE_LOCK = threading.Lock()
+
+
 def sample_record(name: str) -> ModelRecord:
-    return from_jsonable(ModelRecord, _sample_data(name))
+    # st.cache_data does not merge calls that arrive together: without the lock, a workshop of 30 opening the
+    # app at once would build the sample 30 times. The first caller builds it; the others wait and reuse it.
+    with _SAMPLE_LOCK:
+        return from_jsonable(ModelRecord, _sample_data(name))
 
 
 def start() -> None:
