@@ -12,7 +12,7 @@ from core.store import Store
 from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
-from ui.text import escaped_frame, md_escape
+from ui.text import md_escape
 
 st.title("History")
 st.markdown(
@@ -57,7 +57,7 @@ table = pd.DataFrame(
     }
 )
 st.markdown(f"**{len(found)} run(s)**, newest first")
-st.dataframe(escaped_frame(table), hide_index=True, width="stretch")
+st.dataframe(table, hide_index=True, width="stretch")  # a data grid shows text as text: nothing to escape
 
 labels = {r.id: f"{r.id} · {r.model} · {r.machine} · {r.created_at:%Y-%m-%d %H:%M}" for r in found}
 compare = st.multiselect(

@@ -158,7 +158,11 @@ async def _crowd(url: str, users: int, folder: Path) -> CrowdReport:
 
 
 def crowd(url: str, users: int, folder: Path) -> CrowdReport:
-    return asyncio.run(_crowd(url, users, folder))
+    """Run the scenario in a thread of its own, so it works beside a synchronous Playwright (as in the tests)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _crowd(url, users, folder)).result()
 
 
 def print_report(report: CrowdReport) -> None:

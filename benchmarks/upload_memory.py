@@ -63,6 +63,14 @@ def big_model(path: Path, megabytes: int) -> Path:
 
 
 def measure(megabytes: int, folder: Path) -> UploadMemory:
+    """Run in a thread of its own, so it works beside a synchronous Playwright (as in the tests)."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(_measure, megabytes, folder).result()
+
+
+def _measure(megabytes: int, folder: Path) -> UploadMemory:
     import psutil
     from playwright.sync_api import sync_playwright
 

@@ -70,6 +70,7 @@ def _still_serving() -> None:
     """Another user's session, after the hostile one: the start sample loads and its card shows."""
     import streamlit as st
 
+    before = os.environ.get("WORKBENCH_START_SAMPLE")
     os.environ["WORKBENCH_START_SAMPLE"] = "tinycnn"
     st.cache_resource.clear()  # settings are read once per server; this "server" now starts on a sample
     try:
@@ -77,7 +78,10 @@ def _still_serving() -> None:
         other.run()
         assert not other.exception and other.session_state["model"].name == "tinycnn"
     finally:
-        os.environ["WORKBENCH_START_SAMPLE"] = ""
+        if before is None:
+            del os.environ["WORKBENCH_START_SAMPLE"]
+        else:
+            os.environ["WORKBENCH_START_SAMPLE"] = before
         st.cache_resource.clear()
 
 
@@ -137,18 +141,18 @@ def test_markup_in_names_is_escaped_everywhere(sandbox: Path) -> None:
 def test_a_crash_in_native_code_is_a_message_and_the_app_survives(
     sandbox: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(
-        jobs._JOBS, "intake.describe_files", JobDefinition("tests.adversarial.crashers:segfault_describe")
-    )
-    before = _snapshot(sandbox)
     files = CASES[0].build(sandbox / "uploads")  # any file: the stand-in crashes on all of them
     files[0].write_bytes(b"\x08\x08")
-    at = _upload(files)
+    before = _snapshot(sandbox)
+    with monkeypatch.context() as patch:  # only the job table; the sandbox's settings stay
+        patch.setitem(
+            jobs._JOBS, "intake.describe_files", JobDefinition("tests.adversarial.crashers:segfault_describe")
+        )
+        at = _upload(files)
     assert not at.exception
     errors = [_plain(e.value) for e in at.error]
     assert any("crashed (SIGSEGV)" in e for e in errors), errors
-    monkeypatch.undo()
-    _assert_contained(sandbox, before | _snapshot(sandbox), at)
+    _assert_contained(sandbox, before, at)
     _still_serving()
 
 

@@ -8,6 +8,7 @@ import math
 import multiprocessing
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -194,7 +195,9 @@ def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
     backend = ProcessBackend(settings)
     args = {"onnx_path": str(tinycnn), "inputs": _inputs(), "levels": ["disable"], "threads": [1],
             "iterations": 400, "warmup": 5}  # fmt: skip
-    first = submit(JobSpec("bench.run", args), backend)
+    first = submit(JobSpec("bench.run", {**args, "iterations": 3000}), backend)  # long enough to be waited for
+    while first.state != "running":
+        time.sleep(0.01)
     second = submit(JobSpec("bench.run", args), backend)
     positions = set()
     while not second.done():
