@@ -176,36 +176,13 @@ def print_report(report: CrowdReport) -> None:
 
 
 def main() -> None:
-    import os
-    import socket
-    import subprocess
-    import urllib.request
+    from benchmarks._server import running_app
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--users", type=int, default=8)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        s.close()
-        env = dict(os.environ, WORKBENCH_DATA_DIR=str(Path(tmp) / "data"))
-        server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            url = f"http://127.0.0.1:{port}"
-            for _ in range(240):
-                try:
-                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    time.sleep(0.25)
-            print_report(crowd(url, args.users, Path(tmp)))
-        finally:
-            server.terminate()
-            server.wait(timeout=20)
+    with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp) / "data") as (url, _):
+        print_report(crowd(url, args.users, Path(tmp)))
 
 
 if __name__ == "__main__":

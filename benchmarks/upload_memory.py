@@ -11,14 +11,10 @@ Run: .venv/bin/python benchmarks/upload_memory.py [--mb 200 --mb 500]
 from __future__ import annotations
 
 import argparse
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,25 +70,12 @@ def _measure(megabytes: int, folder: Path) -> UploadMemory:
     import psutil
     from playwright.sync_api import sync_playwright
 
+    from benchmarks._server import running_app
+
     model = big_model(folder / f"big{megabytes}.onnx", megabytes)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, WORKBENCH_DATA_DIR=str(folder / "data"), WORKBENCH_MAX_UPLOAD_MB=str(megabytes + 1),
-               WORKBENCH_START_SAMPLE="")  # fmt: skip
-    server = subprocess.Popen(
-        [sys.executable, "-m", "core", "serve", "--port", str(port), "--address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(240):
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.25)
-        process = psutil.Process(server.pid)
+    limit = str(megabytes + 1)
+    with running_app(folder / "data", max_upload_mb=limit, start_sample="") as (url, pid):
+        process = psutil.Process(pid)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page()
@@ -119,9 +102,6 @@ def _measure(megabytes: int, folder: Path) -> UploadMemory:
             sampler.join()
             browser.close()
         return UploadMemory(model.stat().st_size / 1e6, baseline / 1e6, peak[0] / 1e6, seconds)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def main() -> None:

@@ -1,0 +1,44 @@
+"""Start the app on a free port for a benchmark script, and stop it afterwards."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def running_app(data_dir: Path, **settings: str) -> Iterator[tuple[str, int]]:
+    """The app's URL and server pid, started with `python -m core serve` and WORKBENCH_<NAME> settings."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir))
+    env.update({f"WORKBENCH_{name.upper()}": value for name, value in settings.items()})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "core", "serve", "--port", str(port), "--address", "127.0.0.1"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            raise RuntimeError("the app did not start within 60 s")
+        yield url, server.pid
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
