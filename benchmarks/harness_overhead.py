@@ -19,25 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import zoo
 from core.bench import BenchInput, make_inputs, run_benchmark
 from core.records import to_jsonable
-
-
-def _export(folder: Path) -> Path:
-    import torch
-
-    path = folder / "tinycnn.onnx"
-    torch.onnx.export(
-        zoo.build_model("tinycnn"),
-        tuple(zoo.example_inputs("tinycnn").values()),
-        str(path),
-        dynamo=False,
-        opset_version=17,
-        input_names=["input"],
-        dynamic_axes={"input": {0: "batch"}},
-    )
-    return path
+from tests.builders import exported_sample
 
 
 def _bare_median_ms(path: Path, feed: dict, iters: int, warmup: int, threads: int) -> float:
@@ -68,7 +52,7 @@ def main() -> None:
     specs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
     inputs = to_jsonable(specs)
     with tempfile.TemporaryDirectory() as tmp:
-        path = _export(Path(tmp))
+        path = exported_sample("tinycnn", Path(tmp))
         feed = make_inputs(specs, 1)
         bare, harness = [], []
         for _ in range(args.pairs):
