@@ -1,5 +1,5 @@
 """An upload at the configured size limit keeps the server's memory within the stated bound (README, Hosting):
-the server grows by at most 3.5× the upload (measured: about 3×, Tornado and Streamlit each hold a copy while
+the server grows by at most 3.5× the upload (measured: about 3×; the web server and Streamlit each hold a copy while
 the request is parsed), plus 100 MB of slack for the page itself."""
 
 from __future__ import annotations
