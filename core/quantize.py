@@ -37,14 +37,15 @@ __all__ = [
 VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dynamic-qint8": ("Dynamic INT8 (QInt8 weights)", "dynamic", {"weight_type": "qint8"}),
     "dynamic-quint8": ("Dynamic INT8 (QUInt8 weights)", "dynamic", {"weight_type": "quint8"}),
-    "static-qdq-minmax": ("Static INT8, QDQ, MinMax", "static", {"format": "qdq", "method": "minmax"}),
-    "static-qdq-entropy": ("Static INT8, QDQ, Entropy", "static", {"format": "qdq", "method": "entropy"}),
-    "static-qdq-percentile": ("Static INT8, QDQ, Percentile", "static", {"format": "qdq", "method": "percentile"}),
-    "static-qoperator-minmax": (
-        "Static INT8, QOperator, MinMax",
-        "static",
-        {"format": "qoperator", "method": "minmax"},
-    ),
+    **{
+        f"static-{fmt}-{method}": (
+            f"Static INT8, {fmt_label}, {method_label}",
+            "static",
+            {"format": fmt, "method": method},
+        )
+        for fmt, fmt_label in (("qdq", "QDQ"), ("qoperator", "QOperator"))
+        for method, method_label in (("minmax", "MinMax"), ("entropy", "Entropy"), ("percentile", "Percentile"))
+    },
     "fp16": ("FP16 (float32 inputs and outputs kept)", "fp16", {"keep_io_types": True}),
     "fp16-all": ("FP16 (inputs and outputs in float16 too)", "fp16", {"keep_io_types": False}),
 }
@@ -411,7 +412,7 @@ def quantize_model(
         variant.seconds = time.perf_counter() - started
         results.append(variant)
     made = [v for v in results if not v.error]
-    if any(v.key == "static-qdq-entropy" for v in made):
+    if any(v.key.endswith("-entropy") for v in made):
         notes.append(
             "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which leaves "
             "nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the rarest "

@@ -202,8 +202,8 @@ def test_cli_quantize_dynamic_and_static_with_an_npz(tmp_path: Path) -> None:
 
     npz = tmp_path / "c.npz"
     np.savez(npz, input=np.random.default_rng(1).standard_normal((6, 768)).astype(np.float32))
-    text = cli(str(model), "--mode", "static", "--format", "qoperator", "--calibration", str(npz),
-               "-o", str(tmp_path / "s.onnx"), "--iters", "20")  # fmt: skip
+    text = cli(str(model), "--mode", "static", "--format", "qoperator", "--method", "percentile",
+               "--calibration", str(npz), "-o", str(tmp_path / "s.onnx"), "--iters", "20")  # fmt: skip
     assert text.returncode == 0, text.stderr
     assert "smaller" in text.stdout and "cosine" in text.stdout and "6 samples from the uploaded .npz" in text.stdout
     report = from_jsonable(QuantizeReport, data)
