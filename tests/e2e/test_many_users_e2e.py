@@ -26,6 +26,7 @@ def test_eight_users_at_once(app_url: str, data_dir: Path, tmp_path: Path) -> No
         assert run.input_name in run.inputs_row  # ...and the benchmark measured it
         others = [u.input_name for u in report.users if u is not run]
         assert not any(f"{name}:" in run.inputs_row for name in others)
+    assert report.landing_while_queued, "the benchmark queue never held two"
     assert report.landing_s < 60, f"the landing page took {report.landing_s:.0f} s while benchmarks queued"
     assert any(run.queue_seen for run in report.users), "no benchmark ever waited: they cannot have queued"
 
