@@ -84,23 +84,23 @@ def _key(node: Any) -> tuple[str, str, tuple[str, ...]]:
     return (node.domain or "", node.op_type, tuple(node.output))
 
 
+def _unmatched(nodes: Any, kept: Counter[tuple[str, str, tuple[str, ...]]]) -> list[int]:
+    """Indexes of the nodes left over once ``kept`` (node keys in both graphs, with counts) is used up."""
+    remaining = Counter(kept)
+    left: list[int] = []
+    for i, node in enumerate(nodes):
+        if remaining[_key(node)] > 0:
+            remaining[_key(node)] -= 1
+        else:
+            left.append(i)
+    return left
+
+
 def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
     """The rewrites that turn ``original`` (a GraphProto) into ``optimized``."""
     kept = Counter(_key(n) for n in optimized.node) & Counter(_key(n) for n in original.node)
-    remaining = Counter(kept)
-    removed: list[int] = []
-    for i, node in enumerate(original.node):
-        if remaining[_key(node)] > 0:
-            remaining[_key(node)] -= 1
-        else:
-            removed.append(i)
-    remaining = Counter(kept)
-    new: list[int] = []
-    for j, node in enumerate(optimized.node):
-        if remaining[_key(node)] > 0:
-            remaining[_key(node)] -= 1
-        else:
-            new.append(j)
+    removed = _unmatched(original.node, kept)
+    new = _unmatched(optimized.node, kept)
 
     # connected groups of new nodes (through tensors they pass to each other)
     parent = {j: j for j in new}

@@ -423,12 +423,14 @@ def quantize_model(
     threads = threads or (os.cpu_count() or 1)
     report_progress(0.42, "Creating sessions")
     configs: list[Config] = []
+    sessions: dict[str, Any] = {}  # kept for the accuracy check below
     for variant in made:
         try:
             session, load_ms = timed_session(variant.path, "all", "CPUExecutionProvider", threads)
         except Exception as exc:
             variant.error = f"ONNX Runtime cannot load this variant: {str(exc)[:600]}"
             continue
+        sessions[variant.key] = session
         feed = _typed(session, make_inputs(specs, 1, seed))
 
         def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
@@ -451,7 +453,6 @@ def quantize_model(
 
     # accuracy against fp32 on held-out inputs, then what ORT runs and where
     report_progress(0.82, f"Comparing outputs on {len(checks)} held-out inputs")
-    sessions = {v.key: timed_session(v.path, "all", "CPUExecutionProvider", threads)[0] for v in made}
     reference = [_run(sessions["fp32"], feed) for feed in checks]
     for variant in made:
         if variant.key != "fp32":
