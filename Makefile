@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
-ADDRESS ?= 0.0.0.0
+ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: run test lint chromium clean

@@ -6,15 +6,16 @@ import os
 
 import streamlit as st
 
-from core.bench import BenchInput, BenchReport, default_inputs
+from core.bench import BenchReport
 from core.errors import WorkbenchError
-from core.partition import LEVELS
-from core.records import from_jsonable, to_jsonable
+from core.model.inputs import BenchInput, default_inputs
+from core.model.shapes import parse_dims
+from core.model.torchload import source_of
+from core.runtime.ort import LEVELS
 from core.store import Store
-from core.torchload import source_of
 from ui import session
 from ui.bench_view import environment_section, results_section
-from ui.jobs import run_with_status
+from ui.jobs import job_result, show_error
 from ui.needs import require_onnx
 from ui.text import md_escape
 
@@ -71,10 +72,10 @@ with st.form("bench_form"):
             key=f"bench_shape_{record.id[:12]}_{spec.name}",
         )
         try:
-            shape = [int(v) for v in text.replace("×", ",").split(",") if v.strip()]
-        except ValueError:
+            shape = parse_dims(text, f"the shape of '{spec.name}'")
+        except WorkbenchError as exc:
             shape = spec.shape
-            st.error(f"The shape of '{md_escape(spec.name)}' must be whole numbers separated by commas.")
+            show_error(exc)
         edited.append(BenchInput(spec.name, spec.dtype, shape, spec.batch_axis))
     submitted = st.form_submit_button("Run the benchmark", type="primary")
 
@@ -86,42 +87,38 @@ if submitted:
     if not eager and not levels:
         st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
         st.stop()
+    measured: BenchReport = job_result(
+        "bench",
+        record.id,
+        "bench.run",
+        {
+            "onnx_path": record.path,
+            "inputs": edited,
+            "torch_source": source_of(torch_record) if eager and torch_record else None,
+            "model": record.name,
+            "model_id": record.id,
+            "engines": (["eager"] if eager else []) + (["ort"] if levels else []),
+            "levels": levels or None,
+            "threads": threads or [cores],
+            "batches": batches or [1],
+            "iterations": int(iterations),
+            "warmup": int(warmup),
+            "time_budget_s": float(budget),
+            "seed": int(seed),
+        },
+        f"Benchmarking '{record.name}'",
+        run=True,
+    )
     try:
-        data = run_with_status(
-            "bench.run",
-            {
-                "onnx_path": record.path,
-                "inputs": to_jsonable(edited),
-                "torch_source": to_jsonable(source_of(torch_record)) if eager and torch_record else None,
-                "model": record.name,
-                "model_id": record.id,
-                "engines": (["eager"] if eager else []) + (["ort"] if levels else []),
-                "levels": levels or None,
-                "threads": threads or [cores],
-                "batches": batches or [1],
-                "iterations": int(iterations),
-                "warmup": int(warmup),
-                "time_budget_s": float(budget),
-                "seed": int(seed),
-            },
-            f"Benchmarking '{record.name}'",
-        )
-    except WorkbenchError as exc:
-        st.error(md_escape(str(exc), 2000))
-        st.stop()
-    report = from_jsonable(BenchReport, data)
-    st.session_state["bench"] = (record.id, report)
-    try:
-        Store(session.settings().store_url).save(report)
-        st.session_state["bench_saved"] = report.id
+        Store(session.settings().store_url).save(measured)
+        st.session_state["bench_saved"] = measured.id
     except WorkbenchError as exc:
         st.warning(f"The results are shown but were not saved to the history: {md_escape(str(exc), 600)}")
 
-saved = st.session_state.get("bench")
-if not saved or saved[0] != record.id:
+report: BenchReport | None = job_result("bench", record.id, "bench.run", {}, "", run=False)
+if report is None:
     st.info("Choose the configurations and press **Run the benchmark**.")
     st.stop()
-report: BenchReport = saved[1]
 results_section(report, key=f"bench_{report.id}")
 if st.session_state.get("bench_saved") == report.id:
     st.page_link("app_pages/history.py", label=f"Saved to the history as run {report.id}", icon=":material/history:")

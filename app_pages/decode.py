@@ -5,8 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodedModel
-from core.errors import WorkbenchError
-from core.records import from_jsonable
 from ui import session
 from ui.decode_view import (
     decoded_json,
@@ -17,7 +15,7 @@ from ui.decode_view import (
     weights_section,
 )
 from ui.graph_view import show_graph
-from ui.jobs import run_with_status
+from ui.jobs import job_result
 from ui.text import md_escape
 
 st.title("Decode")
@@ -35,16 +33,9 @@ if record is None or record.format != "onnx":
     st.page_link("app_pages/model.py", label="Upload an ONNX model", icon=":material/deployed_code:")
     st.stop()
 
-saved = st.session_state.get("decoded")
-if not saved or saved[0] != record.id:
-    try:
-        data = run_with_status("decode.run", {"path": record.path}, f"Decoding '{record.name}'")
-    except WorkbenchError as exc:
-        st.error(str(exc))
-        st.stop()
-    saved = (record.id, from_jsonable(DecodedModel, data))
-    st.session_state["decoded"] = saved
-decoded: DecodedModel = saved[1]
+decoded: DecodedModel = job_result(
+    "decoded", record.id, "decode.run", {"path": record.path}, f"Decoding '{record.name}'"
+)
 for problem in decoded.problems:
     st.warning(md_escape(problem, 600))
 

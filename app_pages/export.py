@@ -5,13 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import ExportError, WorkbenchError
-from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, ExportReport, choose_exporter, default_options
+from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, choose_exporter, default_options
 from core.model import format_shape
-from core.records import from_jsonable, to_jsonable
-from core.torchload import source_of
+from core.model.shapes import parse_dims
 from ui import session
-from ui.export_view import show_report
-from ui.jobs import run_with_status
+from ui.export_view import kept_report, run_export, show_report
 from ui.text import md_escape
 
 st.title("Export")
@@ -49,18 +47,6 @@ if forced_exporter:
     st.session_state["exporter_choice"] = forced_exporter
 st.session_state.setdefault("exporter_choice", "dynamo")
 tag = source.id[:12]
-
-
-def parse_shape(name: str, text: str) -> list[int]:
-    try:
-        dims = [int(d) for d in text.replace("x", ",").replace("×", ",").split(",") if d.strip()]
-    except ValueError:
-        raise ExportError(
-            f"The shape of '{name}' must be whole numbers separated by commas, e.g. 1,3,224,224."
-        ) from None
-    if not dims or min(dims) < 1:
-        raise ExportError(f"Give the shape of '{name}' as positive whole numbers, e.g. 1,3,224,224.")
-    return dims
 
 
 left, right = st.columns(2)
@@ -105,8 +91,8 @@ for spec in source.inputs:
         key=f"shape_{tag}_{spec.name}",
     )
     try:
-        shapes[spec.name] = parse_shape(spec.name, text)
-    except ExportError as exc:
+        shapes[spec.name] = parse_dims(text, f"the shape of '{spec.name}'")
+    except WorkbenchError as exc:
         problems.append(str(exc))
         continue
     cols = st.columns(min(len(shapes[spec.name]), 6))
@@ -137,7 +123,7 @@ if len(renamed) != len(source.inputs) or len(set(renamed)) != len(renamed):
     problems.append(f"Give {len(source.inputs)} different input name(s), one per input, separated by commas.")
 rename = dict(zip([s.name for s in source.inputs], renamed, strict=False))
 for problem in problems:
-    st.error(problem)
+    st.error(md_escape(problem, 600))
 clicked = st.button("Export", type="primary", disabled=bool(problems), key="export_button")
 
 if (st.session_state.pop("export_again", False) or clicked) and not problems:
@@ -151,33 +137,16 @@ if (st.session_state.pop("export_again", False) or clicked) and not problems:
         optimize=optimize,
         external_data=external,
     )
-    try:
-        data = run_with_status(
-            "export.run",
-            {
-                "source": to_jsonable(source_of(source)),
-                "options": to_jsonable(options),
-                "out_dir": str(session.workspace().new_folder("export")),
-                "file_name": f"{source.name}.onnx",
-            },
-            f"Exporting '{source.name}'",
-        )
-        report = from_jsonable(ExportReport, data)
-        st.session_state["export_report"] = (source.id, report)
-        if report.record is not None and report.ok:
-            session.set_current_model(report.record, exported_from=source)
-    except WorkbenchError as exc:
-        st.error(str(exc))
+    run_export(source, options, f"Exporting '{source.name}'")
 
-saved = st.session_state.get("export_report")
-if not saved or saved[0] != source.id:
+report = kept_report(source)
+if report is None:
     dims = ", ".join(f"{s.name} {format_shape(s.shape)}" for s in source.inputs)
     st.caption(
         f"Ready to export **{md_escape(source.name)}** ({md_escape(dims)}). Choose the settings and press Export."
     )
     st.stop()
 
-report: ExportReport = saved[1]
 show_report(report)
 
 

@@ -12,7 +12,7 @@ from core.store import Store
 from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
-from ui.text import md_escape
+from ui.jobs import stop_with_error
 
 st.title("History")
 st.markdown(
@@ -25,8 +25,7 @@ try:
     store = Store(session.settings().store_url)
     models, machines = store.distinct("model"), store.distinct("machine")
 except WorkbenchError as exc:
-    st.error(md_escape(str(exc), 1000))
-    st.stop()
+    stop_with_error(exc)
 if not models:
     st.info("No benchmark runs yet.")
     st.page_link("app_pages/benchmark.py", label="Run a benchmark", icon=":material/speed:")

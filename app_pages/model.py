@@ -6,14 +6,12 @@ import hashlib
 
 import streamlit as st
 
-from core import zoo
-from core.errors import JobFailed, WorkbenchError
-from core.model import ModelRecord, format_shape
-from core.records import from_jsonable
+from core.errors import WorkbenchError
+from core.model import ModelRecord, format_shape, zoo
 from core.workspace import safe_filename
 from ui import session
 from ui.cards import model_card
-from ui.jobs import run_with_status
+from ui.jobs import run_with_status, show_error
 from ui.text import human_bytes
 
 st.title("Model")
@@ -24,13 +22,6 @@ st.markdown(
 )
 
 config = session.settings()
-
-
-def show_error(exc: WorkbenchError) -> None:
-    st.error(str(exc))
-    if isinstance(exc, JobFailed) and exc.details and not config.hosted:
-        with st.expander("Technical details"):
-            st.code(exc.details, language=None)
 
 
 upload_tab, sample_tab = st.tabs(["Upload a file", "Pick a sample"])
@@ -95,17 +86,8 @@ if files:
                 target.write_bytes(f.getbuffer())
                 paths.append(str(target))
             try:
-                data = run_with_status(
-                    "intake.describe_files",
-                    {
-                        "paths": paths,
-                        "max_nodes": config.max_nodes,
-                        "max_initializer_bytes": config.max_initializer_bytes,
-                        "allow_code_archives": config.allow_code_archives,
-                    },
-                    "Reading the upload",
-                )
-                session.set_current_model(from_jsonable(ModelRecord, data))
+                uploaded: ModelRecord = run_with_status("intake.describe_files", {"paths": paths}, "Reading the upload")
+                session.set_current_model(uploaded)
             except WorkbenchError as exc:
                 st.session_state["upload_error"] = exc
     if "upload_error" in st.session_state:

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.errors import WorkbenchError
-from core.optimize import OptimizationReport
-from core.partition import LEVELS, SIMULATED, PartitionResult, ProviderInfo, provider_table, short_name
-from core.records import from_jsonable, to_jsonable
+from core.runtime.optimize import OptimizationReport
+from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
+from core.runtime.partition import SIMULATED, PartitionResult
 from ui import session
 from ui.charts import provider_share_figure
-from ui.jobs import run_with_status
+from ui.jobs import job_result
 from ui.needs import require_onnx
 from ui.partition_view import levels_section, providers_section, report_section, share_frame
-from ui.text import md_escape
 
 st.title("Partition")
 st.markdown(
@@ -34,12 +32,12 @@ record = require_onnx("Partitioning")
 
 
 @st.cache_data(show_spinner=False)
-def _providers() -> list[dict]:
+def _providers() -> list[ProviderInfo]:
     """What this build of ONNX Runtime has (the same for every user)."""
-    return [to_jsonable(p) for p in provider_table()]
+    return provider_table()
 
 
-table = [from_jsonable(ProviderInfo, p) for p in _providers()]
+table = _providers()
 available = [p.name for p in table if p.available]
 with st.expander(f"The {len(table)} execution providers ONNX Runtime knows; {len(available)} are in this build"):
     providers_section(table)
@@ -68,23 +66,11 @@ with st.form("partition_form"):
         format_func=lambda k: short_name(SIMULATED[k]),
         key="partition_simulate",
     )
-    submitted = st.form_submit_button("Partition", type="primary")
+    st.form_submit_button("Partition", type="primary")
 
-request = (record.id, tuple(chosen), level, tuple(simulate))
-saved = st.session_state.get("partition")
-if submitted or not saved or saved[0][0] != record.id:
-    try:
-        data = run_with_status(
-            "partition.run",
-            {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate},
-            f"Partitioning '{record.name}'",
-        )
-    except WorkbenchError as exc:
-        st.error(md_escape(str(exc), 2000))
-        st.stop()
-    saved = (request, from_jsonable(PartitionResult, data))
-    st.session_state["partition"] = saved
-result: PartitionResult = saved[1]
+request = {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate}
+label = f"Partitioning '{record.name}'"
+result: PartitionResult = job_result("partition", record.id, "partition.run", request, label)
 
 for message in result.unavailable.values():
     st.warning(f"{message} Its nodes go to the next provider in your list.")
@@ -105,17 +91,8 @@ st.markdown(
     "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
     "activation) save a pass over memory per node they replace."
 )
-levels_saved = st.session_state.get("levels")
-if not levels_saved or levels_saved[0] != record.id:
-    try:
-        data = run_with_status(
-            "optimize.levels",
-            {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))},
-            f"Optimizing '{record.name}' at every level",
-        )
-    except WorkbenchError as exc:
-        st.error(md_escape(str(exc), 2000))
-        st.stop()
-    levels_saved = (record.id, from_jsonable(OptimizationReport, data))
-    st.session_state["levels"] = levels_saved
-levels_section(levels_saved[1], record.name, key=f"levels_{record.id[:12]}")
+levels: OptimizationReport | None = job_result("levels", record.id, "optimize.levels", {}, "", run=False)
+if levels is None:  # its output folder is made only when the job runs
+    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
+    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
+levels_section(levels, record.name, key=f"levels_{record.id[:12]}")

@@ -6,14 +6,13 @@ import os
 
 import streamlit as st
 
-from core.bench import default_inputs
 from core.errors import WorkbenchError
 from core.model import ModelRecord
+from core.model.inputs import default_inputs
 from core.quantize import VARIANTS, QuantizeReport
-from core.records import from_jsonable, to_jsonable
 from core.workspace import safe_filename
 from ui import session
-from ui.jobs import run_with_status
+from ui.jobs import job_result, run_with_status, stop_with_error
 from ui.needs import require_onnx
 from ui.quantize_view import results_section
 from ui.text import md_escape
@@ -68,55 +67,54 @@ with st.form("quantize_form"):
 spec_text = "; ".join(f"`{md_escape(i.name)}` {i.dtype} {i.shape}" for i in inputs)
 st.caption(f"Inputs at batch 1: {spec_text}. Generated samples follow these shapes and dtypes, from a fixed seed.")
 
+
+def calibration_path() -> str:
+    """The uploaded calibration file, saved in this session's folder and checked against the model in the
+    worker; "" for generated data."""
+    if source != "upload":
+        return ""
+    if upload is None:
+        raise WorkbenchError("Upload an .npz with the calibration data, or choose generated data.")
+    target = session.workspace().new_folder("calibration") / safe_filename(upload.name or "calibration.npz")
+    target.write_bytes(upload.getvalue())
+    args = {"path": str(target), "inputs": inputs}
+    calls = run_with_status("quantize.check_calibration", args, "Checking the calibration data")
+    st.caption(f"The calibration file fits the model: {calls} sample(s).")
+    return str(target)
+
+
 if submitted:
-    calibration_file = ""
     try:
         if not variants:
             raise WorkbenchError("Choose at least one variant.")
-        if source == "upload":
-            if upload is None:
-                raise WorkbenchError("Upload an .npz with the calibration data, or choose generated data.")
-            folder = session.workspace().new_folder("calibration")
-            target = folder / safe_filename(upload.name or "calibration.npz")
-            target.write_bytes(upload.getvalue())
-            calibration_file = str(target)
-            calls = run_with_status(
-                "quantize.check_calibration",
-                {"path": calibration_file, "inputs": to_jsonable(inputs)},
-                "Checking the calibration data",
-            )
-            st.caption(f"The calibration file fits the model: {calls} sample(s).")
-        data = run_with_status(
-            "quantize.run",
-            {
-                "path": record.path,
-                "out_dir": str(session.workspace().new_folder("quantized")),
-                "inputs": to_jsonable(inputs),
-                "variants": variants,
-                "calibration_count": int(count),
-                "calibration_file": calibration_file,
-                "held_out": int(held_out),
-                "iterations": int(iterations),
-                "threads": int(threads),
-            },
-            f"Quantizing '{record.name}' and measuring {len(variants) + 1} models",
-        )
-        st.session_state["quantize"] = (record.id, from_jsonable(QuantizeReport, data))
+        calibration_file = calibration_path()
     except WorkbenchError as exc:
-        st.error(md_escape(str(exc), 2000))
+        stop_with_error(exc)
+    args = {
+        "path": record.path,
+        "out_dir": str(session.workspace().new_folder("quantized")),
+        "inputs": inputs,
+        "variants": variants,
+        "calibration_count": int(count),
+        "calibration_file": calibration_file,
+        "held_out": int(held_out),
+        "iterations": int(iterations),
+        "threads": int(threads),
+    }
+    label = f"Quantizing '{record.name}' and measuring {len(variants) + 1} models"
+    job_result("quantize", record.id, "quantize.run", args, label, run=True)
 
-saved = st.session_state.get("quantize")
-if not saved or saved[0] != record.id:
+report: QuantizeReport | None = job_result("quantize", record.id, "quantize.run", {}, "", run=False)
+if report is None:
     st.info("Choose the variants and press **Quantize and compare**. The current model is not changed.")
     st.stop()
-report: QuantizeReport = saved[1]
 chosen = results_section(report, key=f"quantize_{record.id[:12]}")
 if chosen is not None:
     try:
-        described = run_with_status("intake.describe_files", {"paths": [chosen.path]}, f"Opening {chosen.label}")
+        variant_record: ModelRecord = run_with_status(
+            "intake.describe_files", {"paths": [chosen.path]}, f"Opening {chosen.label}"
+        )
     except WorkbenchError as exc:
-        st.error(md_escape(str(exc), 1000))
-        st.stop()
-    variant_record = from_jsonable(ModelRecord, described)
+        stop_with_error(exc)
     variant_record.name = f"{record.name} ({chosen.label})"
     session.set_current_model(variant_record, exported_from=session.torch_model())

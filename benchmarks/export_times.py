@@ -23,9 +23,9 @@ sys.path.insert(0, {root!r})
 logging.disable(logging.WARNING)
 warnings.simplefilter("ignore")
 import torch
-from core import zoo
+from core.model import zoo
 from core.export import ExportOptions, export_example_shapes
-from core.torchload import example_tensors
+from core.model.torchload import example_tensors
 name, exporter, warm = {name!r}, {exporter!r}, {warm}
 sample = zoo.SAMPLES[name]
 options = ExportOptions(input_shapes={{k: list(v) for k, v in sample.inputs.items()}},

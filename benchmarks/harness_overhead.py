@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.bench import BenchInput, make_inputs, run_benchmark
-from core.records import to_jsonable
+from core.bench import run_benchmark
+from core.model.inputs import BenchInput, make_inputs
 from tests.builders import exported_sample
 
 
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     specs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
-    inputs = to_jsonable(specs)
+    inputs = specs
     with tempfile.TemporaryDirectory() as tmp:
         path = exported_sample("tinycnn", Path(tmp))
         feed = make_inputs(specs, 1)

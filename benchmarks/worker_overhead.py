@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import intake, zoo
-from core.jobs import register_job, run_job
+from core.jobs import JOBS, Job, ProcessBackend, run_job
+from core.model import intake, zoo
 
 
 def _median_ms(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
@@ -32,7 +32,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    register_job("bench.noop", "core.records:to_jsonable")
+    backend = ProcessBackend(registry=JOBS.with_jobs(Job("bench.noop", "core.model.zoo:get_sample")))
 
     folder = Path(tempfile.mkdtemp())
     import onnx
@@ -48,15 +48,15 @@ def main() -> None:
     cases = {
         "empty job (process start + protocol)": (
             lambda: None,
-            lambda: run_job("bench.noop", {"obj": 1}),
+            lambda: run_job("bench.noop", {"name": "tinycnn"}, backend),
         ),
         "describe tinycnn.onnx": (
             lambda: intake.describe_files([str(onnx_path)]),
-            lambda: run_job("intake.describe_files", {"paths": [str(onnx_path)]}),
+            lambda: run_job("intake.describe_files", {"paths": [str(onnx_path)]}, backend),
         ),
         "describe tinycnn state_dict": (
             lambda: intake.describe_files([str(state_path)]),
-            lambda: run_job("intake.describe_files", {"paths": [str(state_path)]}),
+            lambda: run_job("intake.describe_files", {"paths": [str(state_path)]}, backend),
         ),
     }
     print(f"{'case':<40} {'in process ms':>14} {'worker ms':>10} {'ratio':>7}")

@@ -10,10 +10,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Settings", "load_settings"]
+__all__ = ["IntakeLimits", "Settings", "load_settings"]
 
 ENV_PREFIX = "WORKBENCH_"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class IntakeLimits:
+    """What intake accepts; the worker hands every job that takes ``limits`` the ones of the server's settings."""
+
+    max_nodes: int = 500_000
+    max_initializer_bytes: int = 8 << 30
+    allow_code_archives: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,9 @@ class Settings:
     def max_initializer_bytes(self) -> int:
         return self.max_initializer_mb * 1024 * 1024
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    @property
+    def intake_limits(self) -> IntakeLimits:
+        return IntakeLimits(self.max_nodes, self.max_initializer_bytes, self.allow_code_archives)
 
 
 # Hosted mode serves strangers: tighter limits, and code archives off unless the operator turns them on.
@@ -128,7 +138,7 @@ def load_settings(
         raw = lookup(name)
         if raw is not None:
             values[name] = _coerce(name, raw, kinds[name])
-    from core.zoo import SAMPLES  # light: the zoo imports torch only when a model is built
+    from core.model.zoo import SAMPLES  # light: the zoo imports torch only when a model is built
 
     if values.get("start_sample") and values["start_sample"] not in SAMPLES:
         raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")

@@ -197,7 +197,7 @@ def exported_sample(name: str, folder: Path) -> Path:
     """A zoo sample exported with the legacy exporter (fast), opset 17, with its natural dynamic axes."""
     import torch
 
-    from core import zoo
+    from core.model import zoo
 
     path = folder / f"{name}.onnx"
     model = zoo.build_model(name)

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from core.bench import BenchReport
-from core.records import to_jsonable
+from core.jobs.wire import to_data
 from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
 
@@ -28,7 +28,7 @@ _COLUMNS = [
 
 
 def results_frame(report: BenchReport) -> pd.DataFrame:
-    rows = [{k: v for k, v in to_jsonable(r).items() if k != "samples_ms"} for r in report.results]
+    rows = [{k: v for k, v in to_data(r).items() if k != "samples_ms"} for r in report.results]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff"))]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
@@ -41,7 +41,7 @@ def samples_frame(report: BenchReport) -> pd.DataFrame:
 
 
 def report_json(report: BenchReport) -> bytes:
-    return json.dumps(to_jsonable(report), indent=2).encode()
+    return json.dumps(to_data(report), indent=2).encode()
 
 
 def _interval(values: pd.Series, low: pd.Series, high: pd.Series, unit: str = "") -> list[str]:

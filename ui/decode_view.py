@@ -9,9 +9,9 @@ import pandas as pd
 import streamlit as st
 
 from core.decode import DecodedModel, NodeInfo
-from core.graphview import GraphLayout
+from core.jobs.wire import to_data
 from core.model import format_shape
-from core.records import to_jsonable
+from core.runtime.graphview import GraphLayout
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
 from ui.text import escaped_frame, human_bytes, md_escape
@@ -202,7 +202,7 @@ def weights_section(decoded: DecodedModel) -> None:
 
 
 def decoded_json(decoded: DecodedModel) -> bytes:
-    data = to_jsonable(decoded)
+    data = to_data(decoded)
     data.pop("layouts", None)
     data["path"] = Path(decoded.path).name  # the server's folders are nobody's business
     return json.dumps(data, indent=1).encode()

@@ -7,11 +7,37 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.export import ExportReport
+from core.export import ExportOptions, ExportReport
+from core.model import ModelRecord
+from core.model.torchload import source_of
+from ui import session
 from ui.charts import op_count_figure, op_count_frame
+from ui.jobs import job_result
 from ui.text import escaped_frame, human_bytes, md_escape
 
-__all__ = ["show_report"]
+__all__ = ["kept_report", "run_export", "show_report"]
+
+
+def run_export(source: ModelRecord, options: ExportOptions, label: str) -> ExportReport:
+    """Export ``source`` in the worker and keep the report; a verified export becomes the current model (the
+    page runs again with it), a failed one does not."""
+    args = {
+        "source": source_of(source),
+        "options": options,
+        "out_dir": str(session.workspace().new_folder("export")),
+        "file_name": f"{source.name}.onnx",
+    }
+    report: ExportReport = job_result("export_report", source.id, "export.run", args, label, run=True)
+    if report.record is not None and report.ok:
+        session.set_current_model(report.record, exported_from=source)  # reruns the page
+    return report
+
+
+def kept_report(source: ModelRecord) -> ExportReport | None:
+    """The last export of ``source`` in this session, if any."""
+    report: ExportReport | None = job_result("export_report", source.id, "export.run", {}, "", run=False)
+    return report
+
 
 _OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.graphview import GraphLayout, neighbourhood
+from core.runtime.graphview import GraphLayout, neighbourhood
 from ui.charts import graph_figure
 
 __all__ = ["show_graph", "FULL_GRAPH_LIMIT"]

@@ -1,22 +1,25 @@
-"""Run a worker job from a page: progress and queue place in a status box, cancel by any interaction."""
+"""Run a worker job from a page: progress and queue place in a status box, cancel by any interaction, results
+kept per model, and one way of showing what went wrong."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.errors import JobError
+from core.errors import JobError, JobFailed, WorkbenchError
 from core.jobs import JobSpec, submit
+from core.jobs.wire import encode
 from ui import session
+from ui.text import md_escape
 
-__all__ = ["SessionJobs", "run_with_status"]
+__all__ = ["SessionJobs", "job_result", "run_with_status", "show_error", "stop_with_error"]
 
 
 class SessionJobs:
@@ -50,8 +53,23 @@ def _session_jobs() -> SessionJobs:
     return SessionJobs()
 
 
+def show_error(exc: WorkbenchError) -> None:
+    """A user's error, escaped (model text can hold Markdown and HTML); in local mode an unexpected failure
+    also shows its traceback, as code."""
+    st.error(md_escape(str(exc), 2000))
+    if isinstance(exc, JobFailed) and exc.details and not session.settings().hosted:
+        with st.expander("Technical details"):
+            st.code(exc.details, language=None)
+
+
+def stop_with_error(exc: WorkbenchError) -> NoReturn:
+    show_error(exc)
+    st.stop()
+    raise AssertionError  # st.stop() does not return
+
+
 def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
-    """Run job ``name`` and return its result; its errors (WorkbenchError subclasses) propagate.
+    """Run job ``name`` and return its typed result; its errors (WorkbenchError subclasses) propagate.
 
     Streamlit stops this script when the user clicks anything (that is how "Cancel" works); the
     ``finally`` then kills the worker, so nothing keeps running for a page nobody is looking at.
@@ -90,3 +108,36 @@ def _run(name: str, args: dict[str, Any], label: str) -> Any:
     finally:
         if not handle.done():
             handle.cancel()
+
+
+def _fingerprint(value: Any) -> bytes:
+    return encode(value)
+
+
+def job_result(
+    key: str,
+    model_id: str,
+    name: str,
+    args: Mapping[str, Any],
+    label: str,
+    *,
+    run: bool | None = None,
+    identity: Any = None,
+) -> Any:
+    """The result of job ``name`` for the current model, kept in this session under ``key``.
+
+    ``run``: None runs the job unless a result for this model and these arguments is kept (``identity``
+    stands for the arguments when some of them, such as a fresh output folder, change on every run); True
+    always runs it (a button was pressed); False never does and returns the kept result for this model, or
+    None. A user's error is shown and stops the page.
+    """
+    request = (model_id, _fingerprint(identity if identity is not None else dict(args)))
+    kept = st.session_state.get(key)
+    if run is False or (run is None and kept is not None and kept[0] == request):
+        return kept[1] if kept is not None and kept[0][0] == model_id else None
+    try:
+        result = run_with_status(name, dict(args), label)
+    except WorkbenchError as exc:
+        stop_with_error(exc)
+    st.session_state[key] = (request, result)
+    return result

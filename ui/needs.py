@@ -6,12 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import WorkbenchError
-from core.export import ExportReport, default_options
+from core.export import default_options
 from core.model import ModelRecord
-from core.records import from_jsonable, to_jsonable
-from core.torchload import source_of
 from ui import session
-from ui.jobs import run_with_status
+from ui.export_view import run_export
+from ui.jobs import stop_with_error
 from ui.text import md_escape
 
 __all__ = ["require_onnx"]
@@ -19,24 +18,12 @@ __all__ = ["require_onnx"]
 
 def _export_defaults(record: ModelRecord) -> None:
     try:
-        data = run_with_status(
-            "export.run",
-            {
-                "source": to_jsonable(source_of(record)),
-                "options": to_jsonable(default_options(record)),
-                "out_dir": str(session.workspace().new_folder("export")),
-                "file_name": f"{record.name}.onnx",
-            },
-            f"Exporting '{record.name}' with the default settings",
-        )
+        options = default_options(record)
     except WorkbenchError as exc:
-        st.error(str(exc))
-        return
-    report = from_jsonable(ExportReport, data)
-    st.session_state["export_report"] = (record.id, report)
-    if report.record is not None and report.ok:
-        session.set_current_model(report.record, exported_from=record)  # reruns the page with the ONNX model
-    st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
+        stop_with_error(exc)
+    report = run_export(record, options, f"Exporting '{record.name}' with the default settings")
+    if report.record is None or not report.ok:
+        st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
 
 
 def require_onnx(what: str) -> ModelRecord:

@@ -7,9 +7,10 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.graphview import GraphLayout
-from core.optimize import OptimizationReport, grouped
-from core.partition import NodePlacement, PartitionReport, PartitionResult, ProviderInfo, short_name
+from core.runtime.graphview import GraphLayout
+from core.runtime.optimize import OptimizationReport, grouped
+from core.runtime.ort import ProviderInfo, short_name
+from core.runtime.partition import NodePlacement, PartitionReport, PartitionResult
 from ui.charts import levels_figure
 from ui.graph_view import show_graph
 from ui.text import escaped_frame, human_bytes, md_escape

@@ -13,7 +13,6 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.jobs import ProcessBackend, run_job
 from core.model import ModelRecord
-from core.records import from_jsonable
 from core.settings import Settings, load_settings
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
 
@@ -106,9 +105,11 @@ def set_current_model(record: ModelRecord, exported_from: ModelRecord | None = N
 
 
 @st.cache_data(show_spinner=False)
-def _sample_data(name: str) -> dict:
-    """Samples are the same for everyone, so their records are cached across sessions by name."""
-    return run_job("intake.describe_sample", {"name": name}, backend())
+def _sample_data(name: str) -> ModelRecord:
+    """Samples are the same for everyone, so their records are cached across sessions by name (st.cache_data
+    hands each caller its own copy)."""
+    record: ModelRecord = run_job("intake.describe_sample", {"name": name}, backend())
+    return record
 
 
 _SAMPLE_LOCK = threading.Lock()
@@ -118,7 +119,7 @@ def sample_record(name: str) -> ModelRecord:
     # st.cache_data does not merge calls that arrive together: without the lock, a workshop of 30 opening the
     # app at once would build the sample 30 times. The first caller builds it; the others wait and reuse it.
     with _SAMPLE_LOCK:
-        return from_jsonable(ModelRecord, _sample_data(name))
+        return _sample_data(name)
 
 
 def start() -> None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+
+from core.model.records import ModelRecord
+from core.settings import IntakeLimits
 
 
-def segfault_describe(**_: Any) -> None:
-    ctypes.string_at(0)  # reads address 0: SIGSEGV in native code, as a crashing operator kernel would
+def segfault_describe(paths: list[str], name: str = "", limits: IntakeLimits | None = None) -> ModelRecord:
+    """Takes what intake.describe_files takes, and crashes."""
+    ctypes.string_at(0)
+    raise AssertionError("not reached")  # reads address 0: SIGSEGV in native code, as a crashing operator kernel would

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core import jobs
-from core.jobs import JobDefinition
+from core.jobs import JOBS, Job, ProcessBackend
 from tests.adversarial.hostile import CASES, SCRIPT, Case
 from tests.app.conftest import APP
+from tests.cli import cli
 
 SECRET = "TOP-SECRET-7f3a"
 
@@ -144,10 +144,11 @@ def test_a_crash_in_native_code_is_a_message_and_the_app_survives(
     files = CASES[0].build(sandbox / "uploads")  # any file: the stand-in crashes on all of them
     files[0].write_bytes(b"\x08\x08")
     before = _snapshot(sandbox)
-    with monkeypatch.context() as patch:  # only the job table; the sandbox's settings stay
-        patch.setitem(
-            jobs._JOBS, "intake.describe_files", JobDefinition("tests.adversarial.crashers:segfault_describe")
-        )
+    from ui import session
+
+    crashing = JOBS.with_jobs(Job("intake.describe_files", "tests.adversarial.crashers:segfault_describe"))
+    with monkeypatch.context() as patch:  # only the app's job table; the sandbox's settings stay
+        patch.setattr(session, "backend", lambda: ProcessBackend(session.settings(), crashing))
         at = _upload(files)
     assert not at.exception
     errors = [_plain(e.value) for e in at.error]
@@ -168,7 +169,7 @@ def test_two_hundred_thousand_nodes_decode_and_partition(sandbox: Path) -> None:
     assert not at.exception
     assert any("too many to draw" in _plain(w.value) for w in at.warning)
     result = run_job("partition.run", {"path": at.session_state["model"].path, "simulate": []})
-    assert result["reports"][0]["providers"] == {"CPUExecutionProvider": 200_001} and result["layout"] is None
+    assert result.reports[0].providers == {"CPUExecutionProvider": 200_001} and result.layout is None
 
 
 def test_hosted_limits_refuse_what_local_mode_accepts(sandbox: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,17 +181,9 @@ def test_hosted_limits_refuse_what_local_mode_accepts(sandbox: Path, monkeypatch
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.refused], ids=lambda c: c.name)
 def test_the_command_line_refuses_them_too(case: Case, sandbox: Path) -> None:
-    import subprocess
-    import sys
-
-    from core.settings import PROJECT_ROOT
-
     files = case.build(sandbox / "uploads")
     before = _snapshot(sandbox)
-    done = subprocess.run(
-        [sys.executable, "-m", "core", "info", ",".join(str(f) for f in files)],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    done = cli("info", ",".join(str(f) for f in files))
     assert done.returncode == 2 and case.refused in done.stderr, done.stderr[-2000:]
     assert "Traceback" not in done.stderr and SECRET not in done.stdout + done.stderr
     assert not (sandbox / "canary").exists() and _snapshot(sandbox) == before

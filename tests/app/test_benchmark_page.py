@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 def _run_benchmark(at: AppTest) -> None:
@@ -22,8 +22,7 @@ def _run_benchmark(at: AppTest) -> None:
 
 
 def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
+    at = open_page(timeout=300)
     _run_benchmark(at)
     headline = at.subheader[0].value
     assert headline.startswith("ONNX Runtime (") and "than PyTorch eager, 95 % CI" in headline
@@ -41,11 +40,7 @@ def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
 
 def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.file_uploader(key="uploads").set_value(
-        ("tinycnn.onnx", builders.exported_sample("tinycnn", tmp_path).read_bytes(), "application/octet-stream")
-    ).run()
+    at = open_page(model=("tinycnn.onnx", builders.exported_sample("tinycnn", tmp_path).read_bytes()), timeout=300)
     _run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
     assert "than ORT DISABLE_ALL" in at.subheader[0].value
     assert at.checkbox(key="bench_eager").value is False and at.checkbox(key="bench_eager").disabled
@@ -63,7 +58,5 @@ def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPa
 
 
 def test_history_without_runs_points_to_the_benchmark() -> None:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.switch_page("app_pages/history.py").run()
+    at = open_page("history", timeout=120)
     assert any("No benchmark runs yet" in i.value for i in at.info)

@@ -9,15 +9,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests import builders
 from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 def open_decode(model_bytes: bytes, name: str = "m.onnx") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    at.file_uploader(key="uploads").set_value((name, model_bytes, "application/octet-stream")).run()
-    at.switch_page("app_pages/decode.py").run()
-    assert not at.exception
-    return at
+    return open_page("decode", (name, model_bytes), timeout=120)
 
 
 @pytest.fixture(autouse=True)

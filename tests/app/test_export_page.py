@@ -5,17 +5,13 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 @pytest.fixture
 def app(monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "transformer")
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("app_pages/export.py").run()
-    assert not at.exception
-    return at
+    return open_page("export")
 
 
 def test_controls_start_from_the_models_own_shapes_and_dynamic_axes(app: AppTest) -> None:
@@ -54,9 +50,7 @@ def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> 
 
 def test_an_onnx_model_without_pytorch_origin_is_sent_to_the_model_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
-    at.switch_page("app_pages/export.py").run()
+    at = open_page("export", timeout=60)
     assert "Export needs a PyTorch model" in at.info[0].value
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from core import zoo
+from core.model import zoo
 from tests import builders
 from tests.app.conftest import APP
 

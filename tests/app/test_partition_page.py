@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.conftest import APP
+from tests.app.pages import open_page, texts
 
 
 @pytest.fixture(scope="module")
@@ -18,24 +18,10 @@ def tinycnn_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 
 
 def open_partition(model_bytes: bytes | None, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    if model_bytes is not None:
-        monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    if model_bytes is not None:
-        at.file_uploader(key="uploads").set_value(("tinycnn.onnx", model_bytes, "application/octet-stream")).run()
-    at.switch_page("app_pages/partition.py").run()
-    assert not at.exception
-    return at
-
-
-def texts(at: AppTest) -> str:
-    return "\n".join(
-        [e.value for e in at.subheader]
-        + [e.value for e in at.markdown]
-        + [e.value for e in at.caption]
-        + [e.value for e in at.warning]
-    ).replace("\\", "")  # what the reader sees: markdown escapes taken out
+    if model_bytes is None:
+        return open_page("partition")
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    return open_page("partition", ("tinycnn.onnx", model_bytes))
 
 
 def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> None:

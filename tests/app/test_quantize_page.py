@@ -10,18 +10,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 def open_quantize(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
     model = builders.exported_sample("classifier", tmp_path).read_bytes()
-    at.file_uploader(key="uploads").set_value(("classifier.onnx", model, "application/octet-stream")).run()
-    at.switch_page("app_pages/quantize.py").run()
-    assert not at.exception
-    return at
+    return open_page("quantize", ("classifier.onnx", model), timeout=300)
 
 
 def _submit(at: AppTest) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from core import zoo
+from core.model import zoo
 from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e

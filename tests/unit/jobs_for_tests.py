@@ -3,15 +3,48 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import IntakeError
+from core.settings import IntakeLimits
 
 
-def echo(value: object) -> object:
-    return {"value": value}
+@dataclass
+class Echoed:
+    value: Any
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+    label: str
+
+
+def echo(value: Any) -> Echoed:
+    return Echoed(value)
+
+
+def midpoint(a: Point, b: Point) -> Point:
+    return Point((a.x + b.x) / 2, (a.y + b.y) / 2, f"{a.label}-{b.label}")
+
+
+def wrong_result() -> Point:
+    return {"x": "one"}  # type: ignore[return-value]  # on purpose: not what the signature promises
+
+
+def whoami() -> int:
+    return os.getpid()
+
+
+def limits_seen(limits: IntakeLimits | None = None) -> list[Any]:
+    assert limits is not None
+    return [limits.max_nodes, limits.allow_code_archives]
 
 
 def segfault() -> None:

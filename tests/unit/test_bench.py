@@ -15,20 +15,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import zoo
-from core.bench import BenchInput, BenchReport, default_inputs, headline, make_inputs, run_benchmark
+from core.bench import BenchReport, headline, run_benchmark
 from core.errors import BenchmarkError, StoreError
 from core.jobs import JobSpec, ProcessBackend, submit
-from core.model import ModelRecord, TensorSpec
-from core.records import from_jsonable, to_jsonable
+from core.jobs.wire import from_data, to_data
+from core.model import ModelRecord, TensorSpec, zoo
+from core.model.inputs import BenchInput, default_inputs, make_inputs
+from core.model.torchload import TorchSource
+from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
-from core.stats import median_interval, speedup_interval, summarize
 from core.store import Store
 from tests import builders
+from tests.cli import cli
 from ui.bench_view import results_frame, samples_frame
 from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
 
-TINY = {"kind": "sample", "name": "tinycnn", "path": ""}
+TINY = TorchSource("sample", "tinycnn")
 
 
 # -- statistics ---------------------------------------------------------------------------------------------
@@ -103,8 +105,8 @@ def tinycnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return builders.exported_sample("tinycnn", tmp_path_factory.mktemp("m"))
 
 
-def _inputs() -> list[dict]:
-    return to_jsonable([BenchInput("input", "float32", [1, 3, 112, 112], 0)])
+def _inputs() -> list[BenchInput]:
+    return [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
 
 
 def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
@@ -154,12 +156,12 @@ def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
 
 
 def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:
-    from core.intake import describe_files
+    from core.model.intake import describe_files
 
     for builder in (builders.mixed_inputs_model, builders.constant_weights_model, builders.control_flow_model):
         path = builders.write(builder(), tmp_path / f"{builder.__name__}.onnx")
         record = describe_files([str(path)])
-        report = run_benchmark(str(path), to_jsonable(default_inputs(record)), threads=[1], iterations=10, warmup=1)
+        report = run_benchmark(str(path), default_inputs(record), threads=[1], iterations=10, warmup=1)
         assert all(r.n == 10 and r.max_abs_diff == 0.0 for r in report.results), builder.__name__
 
 
@@ -174,10 +176,10 @@ def test_bad_configurations_are_refused_clearly(tinycnn: Path) -> None:
     for kwargs, message in cases:
         with pytest.raises(BenchmarkError, match=message):
             run_benchmark(str(tinycnn), _inputs(), iterations=5, **kwargs)
-    fixed = to_jsonable([BenchInput("input", "float32", [1, 3, 112, 112], None)])
+    fixed = [BenchInput("input", "float32", [1, 3, 112, 112], None)]
     with pytest.raises(BenchmarkError, match="batch axis is fixed"):
         run_benchmark(str(tinycnn), fixed, batches=[1, 2], iterations=5)
-    wrong = to_jsonable([BenchInput("input", "float32", [1, 3, 7, 7], 0)])
+    wrong = [BenchInput("input", "float32", [1, 3, 7, 7], 0)]
     with pytest.raises(BenchmarkError, match="failed on the generated inputs"):
         run_benchmark(str(tinycnn), wrong, iterations=5)
 
@@ -203,8 +205,8 @@ def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
     while not second.done():
         if second.queue_position is not None:
             positions.add(second.queue_position)
-    a = from_jsonable(BenchReport, first.result(120))
-    b = from_jsonable(BenchReport, second.result(120))
+    a = first.result(120)
+    b = second.result(120)
     spans = sorted([(a.started, a.finished), (b.started, b.finished)])
     assert spans[0][1] <= spans[1][0], "two benchmarks measured at the same time"
     assert 1 in positions or 0 in positions
@@ -265,10 +267,8 @@ def test_filters_by_model_machine_and_date(report: BenchReport, tmp_path: Path) 
 
 def _save_many(args: tuple[str, str, int]) -> int:
     url, path, worker = args
-    from core.records import from_jsonable
-
     store = Store(url)
-    base = from_jsonable(BenchReport, json.loads(Path(path).read_text()))
+    base = from_data(json.loads(Path(path).read_text()), BenchReport)
     for i in range(15):
         store.save(dataclasses.replace(base, id=f"w{worker}-{i}"))
     return worker
@@ -278,7 +278,7 @@ def test_concurrent_writers_are_safe(report: BenchReport, tmp_path: Path) -> Non
     url = f"sqlite:///{tmp_path / 'history.sqlite'}"
     Store(url)
     path = tmp_path / "report.json"
-    path.write_text(json.dumps(to_jsonable(report)))
+    path.write_text(json.dumps(to_data(report)))
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         assert sorted(pool.map(_save_many, [(url, str(path), w) for w in range(4)])) == [0, 1, 2, 3]
     runs = Store(url).runs(limit=1000)
@@ -296,12 +296,9 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
 
 
 # -- the command line -----------------------------------------------------------------------------------------
-def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path) -> None:
-    env = {**__import__("os").environ, "WORKBENCH_DATA_DIR": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "core", "bench", "sample:tinycnn", "--iters", "100", "--threads", "1", "--json"],
-        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
+    done = cli("bench", "sample:tinycnn", "--iters", "100", "--threads", "1", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     by = {r["label"]: r for r in data["results"]}

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -13,11 +11,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from core import zoo
 from core.decode import annotate_header, decode_model, summary
-from core.graphview import layout_graph, neighbourhood
-from core.settings import PROJECT_ROOT
+from core.model import zoo
+from core.runtime.graphview import layout_graph, neighbourhood
 from tests import builders
+from tests.cli import cli
 from ui.charts import graph_figure
 from ui.decode_view import model_tree
 from ui.graph_view import _frames
@@ -229,13 +227,7 @@ def test_model_tree_is_json_and_holds_the_fields_a_learner_meets(tmp_path: Path)
 
 def test_cli_inspect_json_has_the_promised_fields(tmp_path: Path) -> None:
     path = builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")
-    result = subprocess.run(
-        [sys.executable, "-m", "core", "inspect", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        timeout=120,
-    )
+    result = cli("inspect", str(path), "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     for key in (
@@ -274,13 +266,7 @@ def test_cli_inspect_on_a_truncated_file_shows_its_first_fields_and_fails(tmp_pa
     whole = builders.chain_model(40).SerializeToString()
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(whole[: len(whole) // 2])
-    result = subprocess.run(
-        [sys.executable, "-m", "core", "inspect", str(cut), "--json"],
-        capture_output=True,
-        text=True,
-        cwd=PROJECT_ROOT,
-        timeout=120,
-    )
+    result = cli("inspect", str(cut), "--json")
     assert result.returncode == 1 and "truncated or damaged" in result.stderr
     data = json.loads(result.stdout)
     assert data["header_fields"][0]["field"] == "ir_version" and "could not be parsed" in data["problems"][0]

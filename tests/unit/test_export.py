@@ -12,11 +12,11 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from core import zoo
 from core.errors import ExportError
 from core.export import ExportOptions, choose_exporter, default_options, export_model, plain_warnings
-from core.intake import describe_files
-from core.records import to_jsonable
+from core.model import zoo
+from core.model.intake import describe_files
+from core.model.torchload import TorchSource
 from core.settings import PROJECT_ROOT
 from ui.charts import op_count_figure, op_count_frame
 
@@ -25,7 +25,7 @@ def run_export(tmp_path: Path, name: str, **changes: object):
     options = default_options(zoo.describe_sample(name))
     for key, value in changes.items():
         setattr(options, key, value)
-    return export_model({"kind": "sample", "name": name}, to_jsonable(options), str(tmp_path), f"{name}.onnx")
+    return export_model(TorchSource("sample", name), options, str(tmp_path), f"{name}.onnx")
 
 
 @pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
@@ -94,7 +94,7 @@ def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) ->
         default_options(record)
     assert choose_exporter("torchscript", "dynamo")[0] == "legacy"
     options = ExportOptions(input_shapes={"x": [2, 784]}, dynamic_axes={"x": {"0": "batch"}}, exporter="dynamo")
-    report = export_model({"kind": "torchscript", "path": str(path)}, to_jsonable(options), str(tmp_path / "o"))
+    report = export_model(TorchSource("torchscript", path=str(path)), options, str(tmp_path / "o"))
     assert report.exporter == "legacy" and "ScriptModule" in report.exporter_reason
     assert report.ok
 
@@ -106,7 +106,7 @@ def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
     torch.export.save(program, str(path))
     record = describe_files([str(path)])
     options = default_options(record)
-    report = export_model({"kind": "pt2", "path": str(path)}, to_jsonable(options), str(tmp_path / "o"))
+    report = export_model(TorchSource("pt2", path=str(path)), options, str(tmp_path / "o"))
     assert report.exporter == "dynamo" and report.ok
     assert len(report.trials) == 2 and next(iter(report.trials[1].input_shapes.values()))[0] == 3
     assert isinstance(report.record.inputs[0].shape[0], str)

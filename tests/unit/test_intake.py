@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 import pytest
 import torch
 
-from core import zoo
 from core.errors import (
     IntakeError,
     LimitExceededError,
@@ -20,12 +21,17 @@ from core.errors import (
     UnsafeModelError,
     UnsupportedFormatError,
 )
-from core.intake import describe_files, detect_format, pickle_globals
+from core.model import zoo
+from core.model.intake import describe_files, detect_format
+from core.model.pickles import pickle_globals
+from core.model.records import ModelRecord
+from core.settings import IntakeLimits
 from tests import builders
 
 
-def describe(*paths: Path, **kwargs: object):
-    return describe_files([str(p) for p in paths], **kwargs)  # type: ignore[arg-type]
+def describe(*paths: Path, **limits: Any) -> ModelRecord:
+    """describe_files with the default limits, or with the ones given changed."""
+    return describe_files([str(p) for p in paths], limits=dataclasses.replace(IntakeLimits(), **limits))
 
 
 # ---------------------------------------------------------------------------------------------- ONNX

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import os
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from core.errors import (
@@ -19,40 +21,80 @@ from core.errors import (
     JobOutOfMemory,
     JobTimedOut,
 )
-from core.jobs import JobSpec, ProcessBackend, register_job, run_job, submit
+from core.jobs import JOBS, Job, JobSpec, ProcessBackend, run_job, submit
 from core.settings import load_settings
+from tests.unit.jobs_for_tests import Echoed, Point
 
 T = "tests.unit.jobs_for_tests"
-for _name in (
-    "echo",
-    "segfault",
-    "sleep",
-    "allocate",
-    "huge_allocation",
-    "raise_value_error",
-    "raise_intake_error",
-    "with_progress",
-    "noisy",
-):
-    register_job(f"test.{_name}", f"{T}:{_name}")
-register_job("test.exclusive_span", f"{T}:exclusive_span", exclusive=True)
-register_job("test.span", f"{T}:span")
+TEST_JOBS = JOBS.with_jobs(
+    *(
+        Job(f"test.{name}", f"{T}:{name}")
+        for name in (
+            "echo",
+            "segfault",
+            "sleep",
+            "allocate",
+            "huge_allocation",
+            "raise_value_error",
+            "raise_intake_error",
+            "with_progress",
+            "noisy",
+            "span",
+            "whoami",
+            "midpoint",
+            "wrong_result",
+            "limits_seen",
+        )
+    ),
+    Job("test.exclusive_span", f"{T}:exclusive_span", exclusive=True),
+)
+
+
+def _backend(tmp_path: Path, **changes: object) -> ProcessBackend:
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), **changes)
+    return ProcessBackend(settings, TEST_JOBS)
 
 
 @pytest.fixture
 def backend(tmp_path: Path) -> ProcessBackend:
-    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
-    return ProcessBackend(settings)
+    return _backend(tmp_path)
 
 
-def test_result_comes_back_as_json(backend: ProcessBackend) -> None:
-    assert run_job("test.echo", {"value": [1, "two", {"three": 3.0}]}, backend) == {"value": [1, "two", {"three": 3.0}]}
+def test_typed_arguments_and_result_cross_the_boundary(backend: ProcessBackend) -> None:
+    result = run_job("test.midpoint", {"a": Point(0.0, 2.0, "a"), "b": Point(4.0, float("nan"), "b")}, backend)
+    assert isinstance(result, Point)
+    assert result.x == 2.0 and math.isnan(result.y) and result.label == "a-b"
+
+
+def test_plain_values_come_back_as_sent(backend: ProcessBackend) -> None:
+    echoed = run_job("test.echo", {"value": [1, "two", {"three": 3.0}]}, backend)
+    assert echoed == Echoed(value=[1, "two", {"three": 3.0}])
+
+
+def test_an_argument_of_the_wrong_type_is_refused_with_its_name(backend: ProcessBackend) -> None:
+    with pytest.raises(JobFailed, match=r"a\.x"):
+        run_job("test.midpoint", {"a": {"x": "not a number", "y": 0, "label": ""}, "b": Point(0, 0, "")}, backend)
+
+
+def test_unknown_or_missing_arguments_are_refused_before_a_worker_starts(backend: ProcessBackend) -> None:
+    with pytest.raises(JobError, match=r"unknown \['colour'\].*no \['b'\].*it takes a, b"):
+        submit(JobSpec("test.midpoint", {"a": Point(0, 0, ""), "colour": "red"}), backend)
+
+
+def test_a_result_that_is_not_what_the_function_declares_is_a_failure(backend: ProcessBackend) -> None:
+    with pytest.raises(JobFailed, match="returned a result that does not fit Point"):
+        run_job("test.wrong_result", backend=backend)
+
+
+def test_jobs_get_the_intake_limits_of_the_backends_settings(tmp_path: Path) -> None:
+    hosted = _backend(tmp_path, max_nodes=123, allow_code_archives=False)
+    assert run_job("test.limits_seen", backend=hosted) == [123, False]
 
 
 def test_segfault_in_native_code_is_a_crash_and_the_caller_survives(backend: ProcessBackend) -> None:
     with pytest.raises(JobCrashed, match="SIGSEGV"):
         run_job("test.segfault", backend=backend)
-    assert run_job("test.echo", {"value": 1}, backend) == {"value": 1}
+    assert run_job("test.echo", {"value": 1}, backend) == Echoed(1)
 
 
 def test_job_past_its_wall_clock_limit_is_stopped(backend: ProcessBackend) -> None:
@@ -84,12 +126,6 @@ def test_user_facing_errors_keep_their_class_across_the_process_boundary(backend
         run_job("test.raise_intake_error", backend=backend)
 
 
-def test_each_ending_is_a_distinct_error_class() -> None:
-    classes = {JobCrashed, JobTimedOut, JobOutOfMemory, JobFailed, JobCancelled}
-    assert all(issubclass(c, JobError) for c in classes)
-    assert len({c.__name__ for c in classes}) == 5
-
-
 def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
     handle = submit(JobSpec("test.with_progress", {"steps": 20}), backend)
     seen = set()
@@ -117,6 +153,11 @@ def test_printing_jobs_do_not_corrupt_the_protocol(backend: ProcessBackend) -> N
 def test_unknown_job_names_list_the_known_ones(backend: ProcessBackend) -> None:
     with pytest.raises(JobError, match=r"registered jobs are: .*intake\.describe_files"):
         run_job("no.such.job", backend=backend)
+
+
+def test_the_apps_table_holds_no_test_jobs() -> None:
+    assert not [name for name in JOBS.names() if name.startswith("test.")]
+    assert "test.echo" in TEST_JOBS.names()
 
 
 def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_path: Path) -> None:
@@ -153,13 +194,13 @@ def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, 
 
 
 def test_worker_runs_in_its_own_process(backend: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.echo", {"value": os.getpid()}), backend)
-    assert handle.result()["value"] == os.getpid()
+    worker_pid = run_job("test.whoami", backend=backend)
+    assert worker_pid != os.getpid()
+    assert not psutil.pid_exists(worker_pid) or psutil.Process(worker_pid).status() == psutil.STATUS_ZOMBIE
 
 
 def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) -> None:
-    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), max_workers=1)
-    backend = ProcessBackend(settings)
+    backend = _backend(tmp_path, max_workers=1)
     log = tmp_path / "spans.txt"
     handles = [submit(JobSpec("test.span", {"log": str(log), "seconds": 0.4}), backend) for _ in range(3)]
     assert handles[1].state == "queued" and handles[2].queue_position in (0, 1)
@@ -178,12 +219,11 @@ def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) 
 
 def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
     """A queue of benchmarks waits for the machine without starving everyone's quick jobs."""
-    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), max_workers=1)
-    backend = ProcessBackend(settings)
+    backend = _backend(tmp_path, max_workers=1)
     log = tmp_path / "spans.txt"
     long = [submit(JobSpec("test.exclusive_span", {"log": str(log), "seconds": 1.0}), backend) for _ in range(2)]
     started = time.monotonic()
-    assert submit(JobSpec("test.echo", {"value": 1}), backend).result(30) == {"value": 1}
+    assert submit(JobSpec("test.echo", {"value": 1}), backend).result(30) == Echoed(1)
     assert time.monotonic() - started < 1.8  # did not wait for both benchmarks
     for handle in long:
         handle.result(30)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
@@ -12,14 +10,14 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-from core import zoo
 from core.errors import PartitionError
 from core.jobs import run_job
-from core.optimize import compare_graphs, optimize_levels
-from core.partition import PartitionResult, partition_model, provider_table
-from core.records import from_jsonable
-from core.settings import PROJECT_ROOT
+from core.model import zoo
+from core.runtime.optimize import compare_graphs, optimize_levels
+from core.runtime.ort import provider_table
+from core.runtime.partition import PartitionResult, partition_model
 from tests import builders
+from tests.cli import cli
 from ui.partition_view import placement_frame, provider_colours
 
 
@@ -79,12 +77,12 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
 
 def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: Path) -> None:
     """FACTS: the dynamo export of the small transformer is 103 nodes, 95 on NNAPI in 6 partitions."""
+
     from core.export import default_options, export_model
-    from core.records import to_jsonable
-    from core.torchload import source_of
+    from core.model.torchload import source_of
 
     record = zoo.describe_sample("transformer")
-    report = export_model(to_jsonable(source_of(record)), to_jsonable(default_options(record)), str(tmp_path))
+    report = export_model(source_of(record), default_options(record), str(tmp_path))
     result = partition_model(report.onnx_path, simulate=["nnapi"])
     assert result.reports[1].summary == "103 nodes: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
 
@@ -200,20 +198,14 @@ def test_compare_graphs_names_removals_fusions_and_additions() -> None:
 
 
 def test_partition_job_round_trips_through_the_worker(samples: dict[str, Path]) -> None:
-    data = run_job("partition.run", {"path": str(samples["resnet"]), "simulate": ["coreml"]})
-    result = from_jsonable(PartitionResult, data)
+    result = run_job("partition.run", {"path": str(samples["resnet"]), "simulate": ["coreml"]})
+    assert isinstance(result, PartitionResult)
     assert result.reports[0].summary == "15 nodes: 15 on CPU in 1 partition"
     assert result.layout is not None and len(result.layout.nodes) == 15 + 2
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600
-    )
-
-
 def test_cli_partition_of_the_tinycnn_sample_with_levels() -> None:
-    done = _cli("partition", "sample:tinycnn", "--levels", "--json")
+    done = cli("partition", "sample:tinycnn", "--levels", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["providers"] == {"CPUExecutionProvider": 8} and len(data["nodes"]) == 8
@@ -226,7 +218,7 @@ def test_cli_partition_of_the_tinycnn_sample_with_levels() -> None:
 def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(
     samples: dict[str, Path], tmp_path: Path
 ) -> None:
-    done = _cli(
+    done = cli(
         "partition", str(samples["transformer"]), "--providers", "cuda,cpu", "--simulate", "nnapi",
         "--levels", "--out-dir", str(tmp_path),
     )  # fmt: skip
@@ -235,5 +227,5 @@ def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(
     assert "(simulated)" in done.stdout and "unsupported ops: " in done.stdout and "LayerNormalization" in done.stdout
     assert "BASIC" in done.stdout and "ConstantFolding" in done.stdout and "Identity removed (×15)" in done.stdout
     assert (tmp_path / "transformer.extended.onnx").is_file()
-    bad = _cli("partition", str(samples["transformer"]), "--providers", "tpu")
+    bad = cli("partition", str(samples["transformer"]), "--providers", "tpu")
     assert bad.returncode == 2 and "Unknown execution provider" in bad.stderr

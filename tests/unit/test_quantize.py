@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 
-from core.bench import BenchInput
 from core.errors import QuantizeError
+from core.jobs.wire import from_data
+from core.model.inputs import BenchInput
 from core.quantize import VARIANTS, QuantizeReport, check_calibration, quantize_model
-from core.records import from_jsonable, to_jsonable
-from core.settings import PROJECT_ROOT
 from tests import builders
+from tests.cli import cli
 from ui.charts import quantize_figure
 from ui.quantize_view import comparison_frame
 
@@ -35,7 +32,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, QuantizeRepor
         folder = tmp_path_factory.mktemp(name)
         path = builders.exported_sample(name, folder)
         out[name] = quantize_model(
-            str(path), str(folder / "variants"), to_jsonable(INPUTS[name]), list(VARIANTS),
+            str(path), str(folder / "variants"), INPUTS[name], list(VARIANTS),
             calibration_count=8, held_out=8, iterations=20, warmup=2, threads=1,
         )  # fmt: skip
     return out
@@ -103,9 +100,9 @@ def test_a_matching_npz_calibrates_and_the_held_out_part_is_kept_apart(tmp_path:
     path = builders.exported_sample("classifier", tmp_path)
     npz = tmp_path / "calib.npz"
     np.savez(npz, input=np.random.default_rng(0).standard_normal((12, 768)).astype(np.float32))
-    assert check_calibration(str(npz), to_jsonable(INPUTS["classifier"])) == 12
+    assert check_calibration(str(npz), INPUTS["classifier"]) == 12
     report = quantize_model(
-        str(path), str(tmp_path / "v"), to_jsonable(INPUTS["classifier"]), ["static-qdq-percentile"],
+        str(path), str(tmp_path / "v"), INPUTS["classifier"], ["static-qdq-percentile"],
         calibration_file=str(npz), iterations=5, warmup=1, threads=1,
     )  # fmt: skip
     assert report.calibration == "9 samples from the uploaded .npz"
@@ -125,7 +122,7 @@ def test_a_mismatched_npz_is_refused_with_the_reason(tmp_path: Path, arrays: dic
     npz = tmp_path / "bad.npz"
     np.savez(npz, **arrays)
     with pytest.raises(QuantizeError) as caught:
-        check_calibration(str(npz), to_jsonable(INPUTS["classifier"]))
+        check_calibration(str(npz), INPUTS["classifier"])
     assert reason in str(caught.value)
 
 
@@ -133,25 +130,25 @@ def test_a_file_that_is_no_npz_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "x.npz"
     bad.write_bytes(b"not a zip at all")
     with pytest.raises(QuantizeError, match=r"not a readable \.npz"):
-        check_calibration(str(bad), to_jsonable(INPUTS["classifier"]))
+        check_calibration(str(bad), INPUTS["classifier"])
     pickled = tmp_path / "p.npz"
     np.savez(pickled, input=np.array([{"a": 1}], dtype=object))
     with pytest.raises(QuantizeError):  # object arrays would need pickle, which is never allowed
-        check_calibration(str(pickled), to_jsonable(INPUTS["classifier"]))
+        check_calibration(str(pickled), INPUTS["classifier"])
 
 
 # -- models that cannot be quantized ---------------------------------------------------------------------------
 def test_an_already_quantized_model_is_refused(reports: dict[str, QuantizeReport], tmp_path: Path) -> None:
     quantized = next(v.path for v in reports["tinycnn"].variants if v.key == "dynamic-qint8")
     with pytest.raises(QuantizeError, match=r"already quantized: it has .*ConvInteger"):
-        quantize_model(quantized, str(tmp_path), to_jsonable(INPUTS["tinycnn"]), ["fp16"])
+        quantize_model(quantized, str(tmp_path), INPUTS["tinycnn"], ["fp16"])
 
 
 def test_a_model_without_float_weights_is_refused(tmp_path: Path) -> None:
     path = builders.write(builders.relu_model(), tmp_path / "relu.onnx")
     inputs = [BenchInput("x", "float32", [1, 4], 0)]
     with pytest.raises(QuantizeError, match="no float weights"):
-        quantize_model(str(path), str(tmp_path / "v"), to_jsonable(inputs), ["dynamic-qint8"])
+        quantize_model(str(path), str(tmp_path / "v"), inputs, ["dynamic-qint8"])
 
 
 def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Path) -> None:
@@ -168,7 +165,7 @@ def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Pa
     )
     path = builders.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "a.onnx")
     report = quantize_model(
-        str(path), str(tmp_path / "v"), to_jsonable([BenchInput("x", "float32", [4, 4], None)]),
+        str(path), str(tmp_path / "v"), [BenchInput("x", "float32", [4, 4], None)],
         ["dynamic-qint8", "fp16"], iterations=5, warmup=1, threads=1,
     )  # fmt: skip
     by = {v.key: v for v in report.variants}
@@ -180,21 +177,16 @@ def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Pa
 def test_unknown_variants_and_wrong_inputs_are_refused(tmp_path: Path) -> None:
     path = builders.exported_sample("classifier", tmp_path)
     with pytest.raises(QuantizeError, match="Unknown variant int4"):
-        quantize_model(str(path), str(tmp_path), to_jsonable(INPUTS["classifier"]), ["int4"])
+        quantize_model(str(path), str(tmp_path), INPUTS["classifier"], ["int4"])
     with pytest.raises(QuantizeError, match=r"inputs given \(tokens\) are not the model's \(input\)"):
-        quantize_model(str(path), str(tmp_path), to_jsonable([BenchInput("tokens", "float32", [1, 768], 0)]), ["fp16"])
+        quantize_model(str(path), str(tmp_path), [BenchInput("tokens", "float32", [1, 768], 0)], ["fp16"])
 
 
 # -- the command line -------------------------------------------------------------------------------------------
-def test_cli_quantize_dynamic_and_static_with_an_npz(tmp_path: Path) -> None:
-    env = {**os.environ, "WORKBENCH_DATA_DIR": str(tmp_path / "data")}
-
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "core", "quantize", *args], cwd=PROJECT_ROOT,
-                              capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
-
+def test_cli_quantize_dynamic_and_static_with_an_npz(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     model = builders.exported_sample("classifier", tmp_path)
-    done = cli(str(model), "--mode", "dynamic", "-o", str(tmp_path / "d.onnx"), "--iters", "20", "--json")
+    done = cli("quantize", str(model), "--mode", "dynamic", "-o", str(tmp_path / "d.onnx"), "--iters", "20", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["variants"][1]["key"] == "dynamic-qint8" and (tmp_path / "d.onnx").is_file()
@@ -202,13 +194,13 @@ def test_cli_quantize_dynamic_and_static_with_an_npz(tmp_path: Path) -> None:
 
     npz = tmp_path / "c.npz"
     np.savez(npz, input=np.random.default_rng(1).standard_normal((6, 768)).astype(np.float32))
-    text = cli(str(model), "--mode", "static", "--format", "qoperator", "--method", "percentile",
+    text = cli("quantize", str(model), "--mode", "static", "--format", "qoperator", "--method", "percentile",
                "--calibration", str(npz), "-o", str(tmp_path / "s.onnx"), "--iters", "20")  # fmt: skip
     assert text.returncode == 0, text.stderr
     assert "smaller" in text.stdout and "cosine" in text.stdout and "6 samples from the uploaded .npz" in text.stdout
-    report = from_jsonable(QuantizeReport, data)
+    report = from_data(data, QuantizeReport)
     assert report.variants[1].size_bytes == (tmp_path / "d.onnx").stat().st_size
 
     np.savez(npz, input=np.zeros((6, 10), np.float32))
-    bad = cli(str(model), "--mode", "static", "--calibration", str(npz), "-o", str(tmp_path / "x.onnx"))
+    bad = cli("quantize", str(model), "--mode", "static", "--calibration", str(npz), "-o", str(tmp_path / "x.onnx"))
     assert bad.returncode == 2 and "does not fit the model" in bad.stderr and not (tmp_path / "x.onnx").exists()

@@ -3,24 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from core import zoo
-from core.model import ModelRecord
-from core.records import from_jsonable, to_jsonable
-from core.settings import PROJECT_ROOT
+from core.jobs.wire import decode, encode, from_data, to_data
+from core.model import ModelRecord, zoo
 from tests import builders
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args], capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=120
-    )
+from tests.cli import cli, cli_process
 
 
 @pytest.mark.parametrize("name", list(zoo.SAMPLES))
@@ -48,14 +39,14 @@ def test_transformer_has_dynamic_batch_and_sequence() -> None:
         assert model(torch.randn(3, 21, 64)).shape == (3, 21, 64)
 
 
-def test_records_survive_a_json_round_trip() -> None:
+def test_records_survive_the_worker_boundary_and_json() -> None:
     record = zoo.describe_sample("resnet")
-    again = from_jsonable(ModelRecord, json.loads(json.dumps(to_jsonable(record))))
-    assert again == record
+    assert decode(encode(record), ModelRecord) == record
+    assert from_data(json.loads(json.dumps(to_data(record))), ModelRecord) == record
 
 
-def test_cli_info_reports_the_tinycnn_parameters_and_input_shape() -> None:
-    result = cli("info", "sample:tinycnn", "--json")
+def test_python_m_core_runs_on_its_own_and_reports_the_tinycnn_parameters() -> None:
+    result = cli_process("info", "sample:tinycnn", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["parameter_count"] == 256_074
@@ -77,3 +68,15 @@ def test_cli_info_on_an_onnx_file_and_its_errors(tmp_path: Path) -> None:
     bad.write_bytes(b"")
     result = cli("info", str(bad), "--json")
     assert result.returncode == 2 and "is empty" in result.stderr and result.stdout == ""
+
+
+def test_cli_resolves_a_relative_path_against_the_callers_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builders.write(builders.relu_model(), tmp_path / "here.onnx")
+    monkeypatch.chdir(tmp_path)  # the worker runs in the project's folder; the path is the caller's
+    result = cli("info", "here.onnx", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["name"] == "here"
+    missing = cli("info", "nowhere.onnx")
+    assert missing.returncode == 2 and "No such file" in missing.stderr and "nowhere.onnx" in missing.stderr

@@ -1,15 +1,14 @@
 """Run heavy or untrusted work in an isolated worker process, with limits, progress, cancel and a queue.
 
-A job is a registered name, JSON-able arguments and a JSON-able result. ``submit`` hands it to a backend;
-the default backend starts a fresh Python process per job (``core.worker``), watches its wall-clock time and
-memory from the outside, and turns every way a job can end into its own error. A cluster backend (Ray) can
-implement the same ``Backend`` protocol: ``submit(spec) -> JobHandle``.
+A job is a registered name (core.jobs.registry), typed arguments and a typed result. ``submit`` hands it to
+a backend; the default backend starts a fresh Python process per job (core.jobs.worker), watches its
+wall-clock time and memory from the outside, and turns every way a job can end into its own error. A cluster
+backend (Ray) can implement the same ``Backend`` protocol: ``submit(spec) -> JobHandle``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -20,68 +19,31 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
 import psutil
 
 from core.errors import (
     JobCancelled,
     JobCrashed,
-    JobError,
     JobFailed,
     JobOutOfMemory,
     JobTimedOut,
     WorkbenchError,
     error_class,
 )
+from core.jobs import wire
+from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature
 from core.settings import PROJECT_ROOT, Settings, load_settings
 
-__all__ = [
-    "Backend",
-    "JobHandle",
-    "JobSpec",
-    "ProcessBackend",
-    "register_job",
-    "registered_jobs",
-    "run_job",
-    "submit",
-]
+__all__ = ["Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"]
 
 _POLL_S = 0.05
 
 
 @dataclass(frozen=True)
-class JobDefinition:
-    """Where a job's function lives and whether it must run alone on the machine."""
-
-    target: str  # "package.module:function"
-    exclusive: bool = False
-
-
-# Table of every job the worker may run; nothing outside it can be started by name.
-_JOBS: dict[str, JobDefinition] = {
-    "intake.describe_files": JobDefinition("core.intake:describe_files"),
-    "intake.describe_sample": JobDefinition("core.zoo:describe_sample"),
-    "export.run": JobDefinition("core.export:export_model"),
-    "decode.run": JobDefinition("core.decode:decode_model"),
-    "partition.run": JobDefinition("core.partition:partition_model"),
-    "optimize.levels": JobDefinition("core.optimize:optimize_levels"),
-    "bench.run": JobDefinition("core.bench:run_benchmark", exclusive=True),
-    "quantize.run": JobDefinition("core.quantize:quantize_model", exclusive=True),
-    "quantize.check_calibration": JobDefinition("core.quantize:check_calibration"),
-}
-
-
-def register_job(name: str, target: str, *, exclusive: bool = False) -> None:
-    """Add a job to the table (later issues add export, decode, bench...; tests add crashing jobs)."""
-    _JOBS[name] = JobDefinition(target, exclusive)
-
-
-def registered_jobs() -> dict[str, JobDefinition]:
-    return dict(_JOBS)
-
-
-@dataclass(frozen=True)
 class JobSpec:
-    """What to run and under which limits; ``None`` limits come from the settings."""
+    """What to run (a registered name and its typed arguments) and under which limits; ``None`` limits come
+    from the backend's settings."""
 
     name: str
     args: dict[str, Any] = field(default_factory=dict)
@@ -100,11 +62,11 @@ class JobHandle(Protocol):
 
     @property
     def state(self) -> str:
-        """One of queued, running, done, failed, cancelled."""
+        """One of queued, starting, running, done, failed, cancelled."""
 
     @property
     def queue_position(self) -> int | None:
-        """How many exclusive jobs are ahead of this one while it waits, else None."""
+        """How many jobs are ahead of this one while it waits, else None."""
 
     @property
     def progress(self) -> Progress | None: ...
@@ -114,7 +76,7 @@ class JobHandle(Protocol):
     def cancel(self) -> None: ...
 
     def result(self, timeout: float | None = None) -> Any:
-        """The job's JSON-able result; raises the job's error (a WorkbenchError subclass)."""
+        """The job's result, of the type its function declares; raises the job's error (a WorkbenchError)."""
 
 
 class Backend(Protocol):
@@ -156,18 +118,55 @@ class _Slots:
             return self.waiting.index(job) if job in self.waiting else None
 
 
+def ending_error(
+    name: str, kill_reason: str | None, failure: wire.Failed | None, returncode: int | None, limits: tuple[float, int]
+) -> WorkbenchError:
+    """The error for a job that ended without a result: stopped by us, failed inside, or died."""
+    timeout_s, limit_mb = limits
+    if kill_reason == "cancelled":
+        return JobCancelled(f"The job '{name}' was cancelled.")
+    if kill_reason == "timeout":
+        return JobTimedOut(
+            f"The job '{name}' ran longer than its limit of {timeout_s:g} s and was stopped. "
+            "Try a smaller model or fewer iterations, or raise WORKBENCH_WORKER_TIMEOUT_S."
+        )
+    if kill_reason == "memory" or (failure is not None and failure.error == "MemoryError"):
+        return JobOutOfMemory(
+            f"The job '{name}' needed more than its memory limit of {limit_mb} MB and was stopped. "
+            "Try a smaller model or batch, or raise WORKBENCH_WORKER_MEMORY_MB."
+        )
+    if failure is not None:
+        cls = error_class(failure.error)
+        if cls is not None:
+            return cls(failure.message)
+        return JobFailed(
+            f"The job '{name}' failed: {failure.exc_type or 'Error'}: {failure.message}", failure.traceback
+        )
+    if returncode is not None and returncode < 0:
+        try:
+            sig = signal.Signals(-returncode).name
+        except ValueError:
+            sig = f"signal {-returncode}"
+        return JobCrashed(
+            f"The worker running '{name}' crashed ({sig}) inside native code. The app is fine; the model "
+            "or its operators may be unsupported by this version of the library that was running."
+        )
+    return JobFailed(f"The worker running '{name}' exited with code {returncode} without a result.")
+
+
 class _ProcessJob:
     """One worker process and the threads that read its messages and enforce its limits."""
 
     def __init__(
-        self, spec: JobSpec, definition: JobDefinition, settings: Settings, slots: _Slots | None = None
+        self, spec: JobSpec, job: Job, signature: JobSignature, settings: Settings, slots: _Slots | None
     ) -> None:
         self.spec = spec
+        self._result_type = signature.result
         self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
         self._memory_bytes = (spec.memory_mb if spec.memory_mb is not None else settings.worker_memory_mb) << 20
         self._lock = threading.Lock()
         self._finished = threading.Event()
-        self._state = "queued" if definition.exclusive else "starting"
+        self._state = "queued" if job.exclusive else "starting"
         self._queue_position: int | None = None
         self._progress: Progress | None = None
         self._result: Any = None
@@ -178,15 +177,19 @@ class _ProcessJob:
         self._proc: subprocess.Popen[bytes] | None = None
         # Exclusive jobs wait for the machine inside their (idle, light) worker and do not take a slot: a queue
         # of benchmarks must not starve everyone else's quick jobs.
-        self._slots = None if definition.exclusive else slots
+        self._slots = None if job.exclusive else slots
         self._holds_slot = False
         self.peak_rss_bytes = 0
-        self._request = {
-            "target": definition.target,
-            "args": spec.args,
-            "exclusive": definition.exclusive,
-            "lock_dir": str(settings.lock_dir),
-        }
+        # Encoded here, in the caller's thread: an argument that cannot be sent is the caller's error, at once.
+        self._request = wire.encode(
+            wire.Request(
+                target=job.target,
+                args=msgspec.Raw(wire.encode(spec.args)),
+                exclusive=job.exclusive,
+                lock_dir=str(settings.lock_dir),
+                limits=msgspec.Raw(wire.encode(settings.intake_limits)),
+            )
+        )
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
         if self._slots is None:
             self._spawn()
@@ -211,7 +214,7 @@ class _ProcessJob:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "core.worker"],
+            [sys.executable, "-m", "core.jobs.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -220,12 +223,10 @@ class _ProcessJob:
             start_new_session=True,  # its own process group, so a kill takes its children too
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(json.dumps(self._request).encode())
+        self._proc.stdin.write(self._request)
         self._proc.stdin.close()
-        self._reader = threading.Thread(target=self._read_messages, daemon=True)
-        self._watchdog = threading.Thread(target=self._watch, daemon=True)
-        self._reader.start()
-        self._watchdog.start()
+        threading.Thread(target=self._read_messages, daemon=True).start()
+        threading.Thread(target=self._watch, daemon=True).start()
 
     # -- what the caller sees -------------------------------------------------------------------------
     @property
@@ -271,23 +272,19 @@ class _ProcessJob:
 
     def _read_messages(self) -> None:
         assert self._proc is not None and self._proc.stdout is not None
-        final: dict[str, Any] | None = None
-        for raw in self._proc.stdout:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                continue
-            kind = message.get("type")
-            if kind == "queued":
-                self._state = "queued"
-                self._queue_position = int(message["position"])
-            elif kind == "started":
+        final: wire.Finished | wire.Failed | None = None
+        while (payload := wire.read_frame(self._proc.stdout)) is not None:
+            message = wire.decode_message(payload)
+            if isinstance(message, wire.Queued):
+                self._state, self._queue_position = "queued", message.position
+            elif isinstance(message, wire.Started):
                 self._started_at = time.monotonic()
                 self._state = "running"
-            elif kind == "progress":
-                self._progress = Progress(float(message["fraction"]), str(message["message"]))
-            elif kind in ("result", "error"):
+            elif isinstance(message, wire.ProgressReport):
+                self._progress = Progress(message.fraction, message.message)
+            elif isinstance(message, (wire.Finished, wire.Failed)):
                 final = message
+        self._proc.stdout.close()
         self._proc.wait()
         self._finish(final)
 
@@ -314,50 +311,27 @@ class _ProcessJob:
         self._stderr.seek(max(0, size - limit))
         return self._stderr.read().decode(errors="replace")
 
-    def _finish(self, final: dict[str, Any] | None) -> None:
+    def _decoded(self, final: wire.Finished) -> tuple[Any, WorkbenchError | None]:
+        try:
+            return wire.decode(final.value, self._result_type), None
+        except wire.WireError as exc:
+            return None, JobFailed(f"The job '{self.spec.name}' returned a result that {exc}.")
+
+    def _finish(self, final: wire.Finished | wire.Failed | None) -> None:
         if self._holds_slot and self._slots is not None:
             self._holds_slot = False
             self._slots.release()
-        name, code = self.spec.name, self._proc.returncode if self._proc is not None else None
-        limit_mb = self._memory_bytes >> 20
         error: WorkbenchError | None = None
-        if self._kill_reason == "cancelled":
-            error = JobCancelled(f"The job '{name}' was cancelled.")
-        elif self._kill_reason == "timeout":
-            error = JobTimedOut(
-                f"The job '{name}' ran longer than its limit of {self._timeout_s:g} s and was stopped. "
-                "Try a smaller model or fewer iterations, or raise WORKBENCH_WORKER_TIMEOUT_S."
-            )
-        elif self._kill_reason == "memory" or (final and final.get("error") == "MemoryError"):
-            error = JobOutOfMemory(
-                f"The job '{name}' needed more than its memory limit of {limit_mb} MB and was stopped. "
-                "Try a smaller model or batch, or raise WORKBENCH_WORKER_MEMORY_MB."
-            )
-        elif final is not None and final["type"] == "result":
-            self._result = final["value"]
-        elif final is not None:
-            cls = error_class(final.get("error", ""))
-            if cls is not None:
-                error = cls(final["message"])
-            else:
-                error = JobFailed(
-                    f"The job '{name}' failed: {final.get('exc_type', 'Error')}: {final['message']}",
-                    details=final.get("traceback", ""),
-                )
-        elif code is not None and code < 0:
-            try:
-                sig = signal.Signals(-code).name
-            except ValueError:
-                sig = f"signal {-code}"
-            error = JobCrashed(
-                f"The worker running '{name}' crashed ({sig}) inside native code. The app is fine; the model "
-                "or its operators may be unsupported by this version of the library that was running."
-            )
+        if isinstance(final, wire.Finished) and self._kill_reason is None:
+            self._result, error = self._decoded(final)
         else:
-            error = JobFailed(
-                f"The worker running '{name}' exited with code {code} without a result.",
-                details=self._stderr_tail(),
+            code = self._proc.returncode if self._proc is not None else None
+            failure = final if isinstance(final, wire.Failed) else None
+            error = ending_error(
+                self.spec.name, self._kill_reason, failure, code, (self._timeout_s, self._memory_bytes >> 20)
             )
+            if isinstance(error, JobFailed) and not error.details:
+                error.details = self._stderr_tail()
         self._error = error
         self._state = "done" if error is None else ("cancelled" if isinstance(error, JobCancelled) else "failed")
         self._stderr.close()
@@ -379,16 +353,15 @@ def _tree_rss(ps: psutil.Process) -> int:
 class ProcessBackend:
     """Runs each job in a fresh local Python process, at most ``settings.max_workers`` at once."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, registry: JobRegistry = JOBS) -> None:
         self.settings = settings or load_settings()
+        self.registry = registry
         self.slots = _Slots(self.settings.worker_limit)
 
     def submit(self, spec: JobSpec) -> JobHandle:
-        definition = _JOBS.get(spec.name)
-        if definition is None:
-            known = ", ".join(sorted(_JOBS))
-            raise JobError(f"unknown job {spec.name!r}; the registered jobs are: {known}")
-        return _ProcessJob(spec, definition, self.settings, self.slots)
+        job = self.registry.get(spec.name)
+        signature = self.registry.check_arguments(spec.name, spec.args)
+        return _ProcessJob(spec, job, signature, self.settings, self.slots)
 
 
 def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:
@@ -397,5 +370,5 @@ def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:
 
 
 def run_job(name: str, args: dict[str, Any] | None = None, backend: Backend | None = None) -> Any:
-    """Run a job to the end and return its result, raising its error."""
+    """Run a job to the end and return its typed result, raising its error."""
     return submit(JobSpec(name, args or {}), backend).result()

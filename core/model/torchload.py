@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core import zoo
 from core.errors import IntakeError
-from core.model import ModelRecord
+from core.model import zoo
+from core.model.records import ModelRecord
+from core.model.torch_files import unwrap_checkpoint
 
 if TYPE_CHECKING:
     import torch
@@ -47,8 +48,6 @@ def load_module(source: TorchSource) -> Any:
 
             weights: Any = load_file(source.path, device="cpu")
         else:
-            from core.intake import unwrap_checkpoint
-
             # unwrapped exactly as intake did when it matched the keys to this architecture
             weights = unwrap_checkpoint(torch.load(source.path, weights_only=True, map_location="cpu"), [])
         model.load_state_dict(weights)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.errors import UnknownSampleError
-from core.model import ModelRecord, TensorSpec
+from core.model.records import ModelRecord, TensorSpec
 
 if TYPE_CHECKING:
     import torch

@@ -7,130 +7,20 @@ Providers this machine lacks are simulated with ORT's mobile usability checker, 
 
 from __future__ import annotations
 
-import contextlib
-import re
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import PartitionError
-from core.graphview import GraphLayout, layout_graph
+from core.model.proto import walk_graphs
+from core.runtime.graphview import MAX_LAYOUT_NODES, GraphLayout, connected_groups, layout_graph
+from core.runtime.ort import LEVELS, PROVIDERS, capture_ort_log, explain_session_error, session_options, short_name
 
-MAX_LAYOUT_NODES = 20_000  # as the Decode page: larger graphs are listed, not drawn
-
-__all__ = [
-    "LEVELS",
-    "PROVIDERS",
-    "SIMULATED",
-    "NodePlacement",
-    "PartitionReport",
-    "PartitionResult",
-    "ProviderInfo",
-    "Subgraph",
-    "capture_ort_log",
-    "partition_model",
-    "provider_table",
-    "session_options",
-    "short_name",
-]
-
-# name -> (short name, the hardware it drives, what it takes to get it)
-PROVIDERS: dict[str, tuple[str, str, str]] = {
-    "CPUExecutionProvider": ("CPU", "Any CPU; ORT's own kernels, the fallback for every op", "built in"),
-    "CUDAExecutionProvider": (
-        "CUDA",
-        "NVIDIA GPUs through CUDA and cuDNN",
-        "the onnxruntime-gpu package (instead of onnxruntime) and an NVIDIA GPU with CUDA 12 and cuDNN 9",
-    ),
-    "TensorrtExecutionProvider": (
-        "TensorRT",
-        "NVIDIA GPUs through TensorRT: whole subgraphs compiled into optimized engines",
-        "onnxruntime-gpu, an NVIDIA GPU and the TensorRT libraries",
-    ),
-    "MIGraphXExecutionProvider": ("MIGraphX", "AMD GPUs through MIGraphX", "a ROCm build of ONNX Runtime, AMD GPU"),
-    "OpenVINOExecutionProvider": (
-        "OpenVINO",
-        "Intel CPUs, integrated GPUs and NPUs through OpenVINO",
-        "the onnxruntime-openvino package",
-    ),
-    "DnnlExecutionProvider": ("oneDNN", "Intel CPUs through oneDNN kernels", "an ONNX Runtime built with --use_dnnl"),
-    "VitisAIExecutionProvider": ("Vitis AI", "AMD/Xilinx FPGAs and Ryzen AI NPUs", "the Ryzen AI / Vitis AI build"),
-    "QNNExecutionProvider": (
-        "QNN",
-        "Qualcomm Snapdragon NPUs (Hexagon) through the QNN SDK",
-        "the onnxruntime-qnn package on a Snapdragon device",
-    ),
-    "NnapiExecutionProvider": (
-        "NNAPI",
-        "Android phones' accelerators (GPU, DSP, NPU) through Android's Neural Networks API",
-        "the onnxruntime-android package on an Android device",
-    ),
-    "VSINPUExecutionProvider": ("VSI NPU", "VeriSilicon NPUs in embedded SoCs", "a VSINPU build of ONNX Runtime"),
-    "JsExecutionProvider": ("JS", "Browsers, through ONNX Runtime Web's JavaScript kernels", "onnxruntime-web"),
-    "CoreMLExecutionProvider": (
-        "CoreML",
-        "Apple devices (Neural Engine, GPU, CPU) through Core ML",
-        "the onnxruntime package on macOS or iOS",
-    ),
-    "DmlExecutionProvider": (
-        "DirectML",
-        "Any DirectX 12 GPU on Windows through DirectML",
-        "the onnxruntime-directml package on Windows",
-    ),
-    "RknpuExecutionProvider": ("RKNPU", "Rockchip NPUs", "an RKNPU build of ONNX Runtime"),
-    "WebNNExecutionProvider": ("WebNN", "Browsers' Web Neural Network API (CPU, GPU, NPU)", "onnxruntime-web"),
-    "WebGpuExecutionProvider": ("WebGPU", "GPUs through WebGPU (browsers, Dawn natively)", "onnxruntime-web"),
-    "XnnpackExecutionProvider": (
-        "XNNPACK",
-        "Arm and x86 CPUs through XNNPACK, tuned for mobile and the web",
-        "an ONNX Runtime built with XNNPACK (the mobile packages)",
-    ),
-    "CANNExecutionProvider": ("CANN", "Huawei Ascend NPUs through CANN", "the CANN build of ONNX Runtime"),
-    "AzureExecutionProvider": (
-        "Azure",
-        "Not hardware: sends the model's requests to an Azure endpoint",
-        "built in (needs an endpoint)",
-    ),
-    "ROCMExecutionProvider": ("ROCm", "AMD GPUs through ROCm", "a ROCm build of ONNX Runtime"),
-}
+__all__ = ["SIMULATED", "NodePlacement", "PartitionReport", "PartitionResult", "Subgraph", "partition_model"]
 
 # simulated provider -> (short, how ORT's checker is called)
 SIMULATED: dict[str, str] = {"nnapi": "NnapiExecutionProvider", "coreml": "CoreMLExecutionProvider"}
-
-LEVELS: dict[str, tuple[str, int]] = {
-    "disable": ("DISABLE_ALL", 0),
-    "basic": ("BASIC", 1),
-    "extended": ("EXTENDED", 2),
-    "layout": ("LAYOUT", 3),
-    "all": ("ALL", 99),
-}
-
-
-def short_name(provider: str) -> str:
-    return PROVIDERS.get(provider, (provider.removesuffix("ExecutionProvider"), "", ""))[0]
-
-
-@dataclass
-class ProviderInfo:
-    name: str
-    short: str
-    hardware: str
-    available: bool
-    install: str
-
-
-def provider_table() -> list[ProviderInfo]:
-    """Every provider ORT knows of, the ones in this build first."""
-    import onnxruntime as ort
-
-    available = ort.get_available_providers()
-    names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
-    table = []
-    for name in names:
-        short, hardware, install = PROVIDERS.get(name, (short_name(name), "", "a build of ONNX Runtime that has it"))
-        table.append(ProviderInfo(name, short, hardware, name in available, install))
-    return table
 
 
 @dataclass
@@ -192,89 +82,24 @@ class PartitionResult:
     layout: GraphLayout | None = None
 
 
-def session_options(level: str = "all", threads: int = 0) -> Any:
-    import onnxruntime as ort
-
-    if level not in LEVELS:
-        raise PartitionError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[level][1])
-    options.intra_op_num_threads = threads
-    return options
-
-
-@contextlib.contextmanager
-def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Iterator[None]:
-    """Collect ORT's log messages as (severity, code location, message) while the block runs."""
-    import onnxruntime as ort
-
-    def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
-        lines.append((sev, location, message))
-
-    ort.set_default_logger_callback(callback, severity)
-    try:
-        yield
-    finally:
-        ort.set_default_logger_callback(None)
-        ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
-
-
-_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
-_ORT_LOAD = re.compile(r"Load model from \S+ failed:\s*")
-_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ .*?\) ")
-_ORT_ALLOC = re.compile(r"Failed to allocate memory for requested buffer of size (\d+)")
-
-
-def ort_message(exc: BaseException) -> str:
-    """ORT's error text without its prefix, the server's file paths and its C++ source locations."""
-    text = _ORT_SOURCE.sub("", _ORT_LOAD.sub("", _ORT_PREFIX.sub("", str(exc).strip())))
-    alloc = _ORT_ALLOC.search(text)
-    if alloc:
-        size = int(alloc.group(1))
-        text += f" (one tensor of {size / 1e9:,.1f} GB: more memory than this machine gives a job)"
-    return text.strip()[:1500]
-
-
-def explain_session_error(exc: Exception, what: str) -> PartitionError:
-    """ORT's refusal in one readable sentence."""
-    return PartitionError(f"ONNX Runtime could not {what}: {ort_message(exc)}")
-
-
 def _graph_nodes(model: Any) -> Iterator[tuple[int, str, Any]]:
-    """(main-graph index or -1, graph path, node) for the main graph and every subgraph, iteratively."""
-    from core.intake import attribute_subgraphs
-
-    stack: list[tuple[str, Any, bool]] = [("main", model.graph, True)]
-    while stack:
-        path, graph, is_main = stack.pop()
-        for index, node in enumerate(graph.node):
-            yield (index if is_main else -1), path, node
-            for label, sub in attribute_subgraphs(node):
-                stack.append((f"{path}/{node.name or node.op_type}.{label}", sub, False))
+    """(main-graph index or -1, graph path, node) for the main graph and every subgraph."""
+    for visit in walk_graphs(model):
+        for index, node in enumerate(visit.graph.node):
+            yield (index if visit.owner is None else -1), visit.path, node
 
 
 def _connected(model: Any, provider_of: dict[int, str]) -> list[list[int]]:
-    """Connected pieces of the main graph whose nodes share a provider (union-find over tensor edges)."""
+    """Connected pieces of the main graph whose nodes share a provider."""
     nodes = model.graph.node
-    parent = list(range(len(nodes)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
     producer = {out: i for i, node in enumerate(nodes) for out in node.output if out}
-    for i, node in enumerate(nodes):
-        for name in node.input:
-            j = producer.get(name)
-            if j is not None and provider_of.get(i) and provider_of.get(i) == provider_of.get(j):
-                parent[find(i)] = find(j)
-    members: dict[int, list[int]] = defaultdict(list)
-    for i in range(len(nodes)):
-        if provider_of.get(i):
-            members[find(i)].append(i)
-    return list(members.values())
+    links = [
+        (i, j)
+        for i, node in enumerate(nodes)
+        for j in (producer.get(name) for name in node.input)
+        if j is not None and provider_of.get(i) and provider_of.get(i) == provider_of.get(j)
+    ]
+    return connected_groups([i for i in range(len(nodes)) if provider_of.get(i)], links)
 
 
 def _subgraphs(
@@ -356,9 +181,18 @@ def _placement_lines(log: list[tuple[int, str, str]]) -> list[str]:
     return lines
 
 
-def _real_partition(
-    path: str, model: Any, providers: list[str], level: str, log: list[tuple[int, str, str]]
-) -> PartitionReport:
+@dataclass
+class _Matched:
+    """ORT's assignment matched to the model's nodes."""
+
+    placements: list[NodePlacement]  # the model's nodes, placed or with the reason they run nowhere
+    added: list[NodePlacement]  # nodes ORT made (copies, inlined function bodies)
+    copies: list[CopyNode]
+    fused: list[list[int]]  # main-graph nodes a compiling provider took as one subgraph
+
+
+def _assignment(path: str, providers: list[str], level: str, log: list[tuple[int, str, str]]) -> tuple[Any, Any]:
+    """A session with ORT's record of which provider took which node, and that record."""
     import onnxruntime as ort
 
     options = session_options(level)
@@ -367,90 +201,95 @@ def _real_partition(
     try:
         with capture_ort_log(log):
             session = ort.InferenceSession(path, options, providers=providers)
-        groups = session.get_provider_graph_assignment_info()
+        return session, session.get_provider_graph_assignment_info()
     except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NotImplemented types
         raise explain_session_error(exc, "create a session for this model") from exc
 
-    # ORT lists nodes by their original names; match them to the graph's nodes (in order, per name and op,
-    # so unnamed nodes match too). Whatever is left over was added by ORT (copies, inlined function bodies).
+
+def _unplaced_note(proto: Any, inlined: bool) -> str:
+    if inlined:
+        return INLINED
+    return CONSTANT if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx") else REMOVED
+
+
+def _match(model: Any, groups: Any) -> _Matched:
+    """ORT lists nodes by their original names; match them to the graph's nodes (in order, per name and op, so
+    unnamed nodes match too). Whatever is left over was added by ORT (copies, inlined function bodies)."""
     waiting: dict[tuple[str, str], deque[tuple[int, str, Any]]] = defaultdict(deque)
     for index, graph_path, node in _graph_nodes(model):
         waiting[(node.name, node.op_type)].append((index, graph_path, node))
-    placements: list[NodePlacement] = []
-    added: list[NodePlacement] = []
-    copies: list[CopyNode] = []
-    fused: list[list[int]] = []  # main-graph nodes a compiling provider took as one subgraph
+    matched = _Matched([], [], [], [])
     for group in groups:
         members: list[int] = []
         for node in group.get_nodes():
             queue = waiting.get((node.name, node.op_type))
             if queue:
                 index, graph_path, proto = queue.popleft()
-                placement = NodePlacement(index, node.name, node.op_type, proto.domain, graph_path, group.ep_name)
-                placements.append(placement)
-                if index >= 0:
-                    members.append(index)
-            else:
-                added.append(NodePlacement(-1, node.name, node.op_type, node.domain, "added by ORT", group.ep_name))
-                if node.op_type.startswith("Memcpy"):
-                    copies.append(CopyNode(node.name, node.op_type, group.ep_name))
+                matched.placements.append(
+                    NodePlacement(index, node.name, node.op_type, proto.domain, graph_path, group.ep_name)
+                )
+                members += [index] if index >= 0 else []
+                continue
+            matched.added.append(NodePlacement(-1, node.name, node.op_type, node.domain, "added by ORT", group.ep_name))
+            if node.op_type.startswith("Memcpy"):
+                matched.copies.append(CopyNode(node.name, node.op_type, group.ep_name))
         if len(members) > 1:
-            fused.append(members)
+            matched.fused.append(members)
     functions = {(f.domain, f.name) for f in model.functions}
-    body_provider = Counter(n.provider for n in added if not n.op_type.startswith("Memcpy")).most_common(1)
+    body = Counter(n.provider for n in matched.added if not n.op_type.startswith("Memcpy")).most_common(1)
     for queue in waiting.values():
         for index, graph_path, proto in queue:
             # ORT inlines calls of local functions; the call runs where its body's nodes were placed
-            inlined = (proto.domain, proto.op_type) in functions and body_provider
-            provider = body_provider[0][0] if inlined else ""
-            note = (
-                INLINED
-                if inlined
-                else CONSTANT
-                if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx")
-                else REMOVED
-            )
-            placements.append(
+            inlined = bool((proto.domain, proto.op_type) in functions and body)
+            provider = body[0][0] if inlined else ""
+            note = _unplaced_note(proto, inlined)
+            matched.placements.append(
                 NodePlacement(index, proto.name, proto.op_type, proto.domain, graph_path, provider, note=note)
             )
-    placements.sort(key=lambda n: (n.graph != "main", n.graph, n.index))
-    report = PartitionReport(
-        "This machine",
-        False,
-        providers,
-        session.get_providers(),
-        LEVELS[level][0],
-        placements + added,
-        {},
-        [],
-        [],
-        copies,
-        log=_placement_lines(log),
-    )
-    calls = [n for n in placements if (n.domain, n.op_type) in functions]
+    matched.placements.sort(key=lambda n: (n.graph != "main", n.graph, n.index))
+    return matched
+
+
+def _real_notes(matched: _Matched, level: str) -> list[str]:
+    notes = []
+    calls = sum(1 for n in matched.placements if n.note == INLINED)
     if calls:
-        report.notes.append(
-            f"{len(calls)} node(s) call local functions, which ONNX Runtime inlines: the {len(added) - len(copies)} "
-            "nodes of their bodies are listed as added by ORT, and each call is shown where its body ran."
+        notes.append(
+            f"{calls} node(s) call local functions, which ONNX Runtime inlines: the "
+            f"{len(matched.added) - len(matched.copies)} nodes of their bodies are listed as added by ORT, and each "
+            "call is shown where its body ran."
         )
-    constants = sum(1 for n in placements if n.note == CONSTANT)
-    removed = sum(1 for n in placements if n.note == REMOVED)
+    constants = sum(1 for n in matched.placements if n.note == CONSTANT)
+    removed = sum(1 for n in matched.placements if n.note == REMOVED)
     if constants:
-        report.notes.append(
+        notes.append(
             f"{constants} Constant node(s) run nowhere: ONNX Runtime turns their values into weights when it loads "
             "the model."
         )
     if removed:
-        report.notes.append(
+        notes.append(
             f"{removed} node(s) run nowhere: the optimizer at {LEVELS[level][0]} removed them before partitioning "
             "(constant folding, Identity and other no-op eliminations). Choose DISABLE_ALL to see them placed."
         )
-    if copies:
-        report.notes.append(
-            f"{len(copies)} copy node(s) move tensors between device and host memory where the graph crosses "
-            "from one provider to another; each costs a transfer on every run."
+    if matched.copies:
+        notes.append(
+            f"{len(matched.copies)} copy node(s) move tensors between device and host memory where the graph "
+            "crosses from one provider to another; each costs a transfer on every run."
         )
-    return _finish(report, model, fused)
+    return notes
+
+
+def _real_partition(
+    path: str, model: Any, providers: list[str], level: str, log: list[tuple[int, str, str]]
+) -> PartitionReport:
+    session, groups = _assignment(path, providers, level, log)
+    matched = _match(model, groups)
+    report = PartitionReport(
+        "This machine", False, providers, session.get_providers(), LEVELS[level][0],
+        matched.placements + matched.added, {}, [], [], matched.copies,
+        log=_placement_lines(log), notes=_real_notes(matched, level),
+    )  # fmt: skip
+    return _finish(report, model, matched.fused)
 
 
 def _simulated_partition(model: Any, key: str) -> PartitionReport:
@@ -503,7 +342,6 @@ def _simulated_partition(model: Any, key: str) -> PartitionReport:
     if info.ops_with_unsupported_rank:
         report.notes.append("Ops with inputs of unsupported rank: " + ", ".join(sorted(info.ops_with_unsupported_rank)))
     return _finish(report, model, groups)
-    return report
 
 
 def partition_model(

@@ -30,9 +30,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.bench import BenchReport, BenchResult, Environment
+from core.bench import BenchReport
 from core.errors import StoreError
-from core.records import from_jsonable, to_jsonable
+from core.jobs.wire import from_data, to_data
+from core.runtime.harness import BenchResult
+from core.runtime.machine import Environment
 
 __all__ = ["RunSummary", "Store"]
 
@@ -146,7 +148,7 @@ class Store:
                 "throughput": _finite(r.throughput),
                 "speedup": _finite(r.speedup),
                 "max_abs_diff": _finite(r.max_abs_diff),
-                "detail": to_jsonable(r),
+                "detail": to_data(r),
             }
             for i, r in enumerate(report.results)
         ]
@@ -165,8 +167,8 @@ class Store:
                         seconds=report.seconds,
                         started=report.started,
                         finished=report.finished,
-                        settings=to_jsonable(report.settings),
-                        environment=to_jsonable(env),
+                        settings=to_data(report.settings),
+                        environment=to_data(env),
                         notes=report.notes,
                     )
                 )
@@ -230,8 +232,8 @@ class Store:
             model_id=run["model_id"],
             created_at=run["created_at"].isoformat(timespec="seconds") + "+00:00",
             settings=_json(run["settings"]),
-            environment=from_jsonable(Environment, _json(run["environment"])),
-            results=[from_jsonable(BenchResult, _json(detail)) for (detail,) in rows],
+            environment=from_data(_json(run["environment"]), Environment),
+            results=[from_data(_json(detail), BenchResult) for (detail,) in rows],
             baseline=run["baseline"],
             headline=run["headline"],
             notes=list(_json(run["notes"])),

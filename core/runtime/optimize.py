@@ -8,13 +8,16 @@ the outputs of each connected group of new nodes through the original nodes that
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.partition import LEVELS, capture_ort_log, explain_session_error, session_options
+from core.errors import PartitionError
+from core.model.proto import iter_tensors, tensor_nbytes
+from core.runtime.graphview import connected_groups
+from core.runtime.ort import LEVELS, capture_ort_log, explain_session_error, session_options
 
 __all__ = ["LevelResult", "OptimizationReport", "Rewrite", "compare_graphs", "grouped", "optimize_levels"]
 
@@ -103,23 +106,9 @@ def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
     new = _unmatched(optimized.node, kept)
 
     # connected groups of new nodes (through tensors they pass to each other)
-    parent = {j: j for j in new}
-
-    def find(j: int) -> int:
-        while parent[j] != j:
-            parent[j] = parent[parent[j]]
-            j = parent[j]
-        return j
-
     producer_new = {out: j for j in new for out in optimized.node[j].output if out}
-    for j in new:
-        for name in optimized.node[j].input:
-            k = producer_new.get(name)
-            if k is not None:
-                parent[find(j)] = find(k)
-    groups: dict[int, list[int]] = defaultdict(list)
-    for j in new:
-        groups[find(j)].append(j)
+    links = [(j, producer_new[name]) for j in new for name in optimized.node[j].input if name in producer_new]
+    groups = connected_groups(new, links)
 
     # Walk back from new nodes' outputs through original nodes that are gone. A fusion keeps the name of the
     # tensor it finally produces, so each such node is walked on its own (a chain of FusedConvs is several
@@ -129,7 +118,7 @@ def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
     producer_old = {out: i for i, node in enumerate(original.node) for out in node.output if out}
     absorbed_by: dict[int, int] = {}
     units: list[list[int]] = []
-    for members in sorted(groups.values(), key=min):
+    for members in groups:
         if all(any(out in producer_old for out in optimized.node[j].output) for j in members):
             units.extend([j] for j in sorted(members))
         else:
@@ -202,14 +191,10 @@ def optimize_levels(
     import onnx
     import onnxruntime as ort
 
-    from core.intake import iter_tensors, tensor_nbytes
-
     report_progress = progress or (lambda fraction, message: None)
     keys = levels or list(LEVELS)
     unknown = [k for k in keys if k not in LEVELS]
     if unknown:
-        from core.errors import PartitionError
-
         raise PartitionError(f"Unknown optimization level {', '.join(unknown)}; choose from {', '.join(LEVELS)}.")
     original = onnx.load_model(path, load_external_data=False)
     weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(original))

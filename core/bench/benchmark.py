@@ -1,0 +1,286 @@
+"""PyTorch eager against ONNX Runtime, measured honestly. Runs in the worker under the machine-wide lock.
+
+Method: inputs generated once per shape from a seed; every configuration (engine, optimization level,
+provider, threads, batch) is created and timed once cold (the first run, reported apart), warmed up, then
+measured in rounds that interleave all configurations (core.runtime.harness), so drift of the machine hits
+all of them alike. Statistics come from core.runtime.stats; agreement is checked against the eager outputs
+(or ORT at DISABLE_ALL without them).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from core.errors import BenchmarkError
+from core.model.inputs import BenchInput, make_inputs
+from core.model.torchload import TorchSource, load_module
+from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
+from core.runtime.machine import Environment, environment
+from core.runtime.ort import LEVELS, short_name
+from core.runtime.outputs import flatten_outputs, max_abs_diff
+from core.runtime.stats import speedup_interval
+
+__all__ = ["BenchReport", "headline", "run_benchmark"]
+
+
+@dataclass
+class BenchReport:
+    id: str
+    model: str
+    model_id: str
+    created_at: str  # ISO 8601, UTC
+    settings: dict[str, Any]
+    environment: Environment
+    results: list[BenchResult]
+    baseline: str  # what speedups are relative to: "PyTorch eager" or "ORT DISABLE_ALL"
+    headline: str
+    notes: list[str]
+    seconds: float
+    started: float = 0.0  # wall-clock start and end of the measurement (epoch seconds), under the lock
+    finished: float = 0.0
+
+
+@dataclass
+class _Plan:
+    """What to measure: every combination of these, each one configuration."""
+
+    engines: list[str]
+    levels: list[str]
+    providers: list[str]
+    threads: list[int]
+    batches: list[int]
+
+    def label(self, engine: str, level: str, provider: str, threads: int, batch: int) -> str:
+        text = "PyTorch eager" if engine == "eager" else f"ORT {level}"
+        if engine == "ort" and len(self.providers) > 1:
+            text += f" {short_name(provider)}"
+        if len(self.threads) > 1:
+            text += f" · {threads} thread{'s' * (threads != 1)}"
+        if len(self.batches) > 1:
+            text += f" · batch {batch}"
+        return text
+
+
+def _ort_configs(path: str, specs: list[BenchInput], plan: _Plan, feeds: dict[int, dict[str, Any]]) -> list[Config]:
+    configs = []
+    for level in plan.levels:
+        for provider in plan.providers:
+            for t in plan.threads:
+                session, load_ms = timed_session(path, level, provider, t)
+                names = [i.name for i in session.get_inputs()]
+                missing = [s.name for s in specs if s.name not in names]
+                if missing:
+                    raise BenchmarkError(f"The model has no input named {', '.join(missing)}; its inputs: {names}.")
+                for batch in plan.batches:
+                    feed = feeds[batch]
+
+                    def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
+                        return list(session.run(None, feed))
+
+                    label = plan.label("ort", LEVELS[level][0], provider, t, batch)
+                    configs.append(Config(label, "ort", LEVELS[level][0], provider, t, batch, run, load_ms))
+    return configs
+
+
+def _eager_configs(
+    source: TorchSource, specs: list[BenchInput], plan: _Plan, feeds: dict[int, dict[str, Any]]
+) -> list[Config]:
+    import torch
+
+    start = time.perf_counter_ns()
+    module = load_module(source)
+    runner = module.module() if isinstance(module, torch.export.ExportedProgram) else module
+    load_ms = (time.perf_counter_ns() - start) / 1e6
+    configs = []
+    for t in plan.threads:
+        for batch in plan.batches:
+            tensors = [torch.from_numpy(feeds[batch][s.name]) for s in specs]
+
+            def run(tensors: list[Any] = tensors, t: int = t) -> list[Any]:
+                if torch.get_num_threads() != t:
+                    torch.set_num_threads(t)
+                with torch.inference_mode():
+                    return flatten_outputs(runner(*tensors))
+
+            label = plan.label("eager", "", "CPUExecutionProvider", t, batch)
+            configs.append(Config(label, "eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
+    return configs
+
+
+def _plan(
+    engines: list[str] | None,
+    levels: list[str] | None,
+    providers: list[str] | None,
+    threads: list[int] | None,
+    batches: list[int] | None,
+    has_torch: bool,
+) -> _Plan:
+    import onnxruntime as ort
+
+    plan = _Plan(
+        engines or (["eager", "ort"] if has_torch else ["ort"]),
+        levels or ["disable", "all"],
+        providers or ["CPUExecutionProvider"],
+        sorted(set(threads or [os.cpu_count() or 1])),
+        sorted(set(batches or [1])),
+    )
+    unavailable = [p for p in plan.providers if p not in ort.get_available_providers()]
+    if unavailable:
+        raise BenchmarkError(
+            f"{', '.join(short_name(p) for p in unavailable)} is not in this build of ONNX Runtime "
+            f"({', '.join(ort.get_available_providers())}); benchmark it on a machine that has it."
+        )
+    return plan
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def run_benchmark(
+    onnx_path: str,
+    inputs: list[BenchInput],
+    torch_source: TorchSource | None = None,
+    model: str = "",
+    model_id: str = "",
+    engines: list[str] | None = None,
+    levels: list[str] | None = None,
+    providers: list[str] | None = None,
+    threads: list[int] | None = None,
+    batches: list[int] | None = None,
+    iterations: int = 200,
+    warmup: int = 20,
+    time_budget_s: float = 60.0,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+) -> BenchReport:
+    """Measure every configuration; see the module's docstring for the method."""
+    report_progress = progress or _silent
+    began = time.perf_counter()
+    plan = _plan(engines, levels, providers, threads, batches, torch_source is not None)
+    _validate(plan, iterations, warmup, inputs, torch_source)
+    report_progress(0.02, "Generating inputs")
+    feeds = {batch: make_inputs(inputs, batch, seed) for batch in plan.batches}
+    configs: list[Config] = []
+    if "eager" in plan.engines and torch_source is not None:
+        report_progress(0.05, "Loading the PyTorch model")
+        configs += _eager_configs(torch_source, inputs, plan, feeds)
+    if "ort" in plan.engines:
+        report_progress(0.1, "Creating ONNX Runtime sessions")
+        configs += _ort_configs(onnx_path, inputs, plan, feeds)
+    notes: list[str] = []
+    started_wall = time.time()
+    rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
+    finished_wall = time.time()
+    report_progress(0.96, "Computing statistics")
+    results, baseline = _results(configs, notes)
+    settings = {
+        "engines": plan.engines, "levels": [LEVELS[lv][0] for lv in plan.levels], "providers": plan.providers,
+        "threads": plan.threads, "batches": plan.batches, "iterations": iterations, "warmup": warmup,
+        "time_budget_s": time_budget_s, "seed": seed, "rounds": rounds,
+        "inputs": {s.name: {"dtype": s.dtype, "shape": s.shape, "batch_axis": s.batch_axis} for s in inputs},
+    }  # fmt: skip
+    report = BenchReport(
+        id=uuid.uuid4().hex[:12],
+        model=model or os.path.basename(onnx_path),
+        model_id=model_id,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        settings=settings,
+        environment=environment(plan.threads),
+        results=results,
+        baseline=baseline,
+        headline="",
+        notes=notes,
+        seconds=time.perf_counter() - began,
+        started=started_wall,
+        finished=finished_wall,
+    )
+    report.headline = headline(report)
+    return report
+
+
+def _validate(
+    plan: _Plan, iterations: int, warmup: int, specs: list[BenchInput], torch_source: TorchSource | None
+) -> None:
+    engines, levels, threads, batches = plan.engines, plan.levels, plan.threads, plan.batches
+    unknown = [e for e in engines if e not in ("eager", "ort")]
+    if unknown or not engines:
+        raise BenchmarkError(f"Unknown engine {', '.join(unknown)}; choose eager and/or ort.")
+    if "eager" in engines and not torch_source:
+        raise BenchmarkError("PyTorch eager needs the PyTorch model; this ONNX model has no PyTorch original here.")
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad:
+        raise BenchmarkError(f"Unknown optimization level {', '.join(bad)}; choose from {', '.join(LEVELS)}.")
+    if any(t < 1 or t > 256 for t in threads):
+        raise BenchmarkError("Threads must be between 1 and 256.")
+    if any(b < 1 or b > 4096 for b in batches):
+        raise BenchmarkError("Batch sizes must be between 1 and 4096.")
+    if batches != [1] and not any(s.batch_axis is not None for s in specs):
+        raise BenchmarkError("The model's batch axis is fixed, so only its own batch size can be measured.")
+    if not 1 <= iterations <= 1_000_000 or not 0 <= warmup <= 100_000:
+        raise BenchmarkError("Iterations must be 1–1,000,000 and warm-up runs 0–100,000.")
+
+
+def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult], str]:
+    has_eager = any(c.engine == "eager" for c in configs)
+    baseline_name = "PyTorch eager" if has_eager else "ORT DISABLE_ALL"
+
+    def is_baseline(c: Config) -> bool:
+        return c.engine == "eager" if has_eager else c.level == "DISABLE_ALL"
+
+    baselines = {(c.threads, c.batch): c for c in configs if is_baseline(c)}
+    references = {c.batch: c for c in configs if is_baseline(c)}
+    if not baselines:
+        baseline_name = ""
+        notes.append("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
+    results = []
+    for c in configs:
+        result = result_of(c)
+        ms = [s / 1e6 for s in c.samples]
+        base = baselines.get((c.threads, c.batch))
+        if base is not None:
+            ratio, low, high = speedup_interval([s / 1e6 for s in base.samples], ms)
+            result.speedup, result.speedup_low, result.speedup_high = ratio, low, high
+        reference = references.get(c.batch)
+        if reference is not None:
+            result.max_abs_diff = max_abs_diff(reference.outputs, c.outputs)
+        results.append(result)
+    noisy = [r.label for r in results if r.noisy]
+    if noisy:
+        notes.append(
+            f"Noisy: the 95 % interval of the median is wider than ±{NOISY * 50:.0f} % for {', '.join(noisy)}. "
+            "Another process may be using the CPU; run again, or with more iterations."
+        )
+    return results, baseline_name
+
+
+def headline(report: BenchReport) -> str:
+    """The one sentence a reader wants: the fastest ORT configuration against the baseline."""
+    candidates = [r for r in report.results if r.engine == "ort" and r.speedup is not None and r.level != ""]
+    if report.baseline == "ORT DISABLE_ALL":
+        candidates = [r for r in candidates if r.level != "DISABLE_ALL"]
+    if not candidates:
+        fastest = min(report.results, key=lambda r: r.median_ms)
+        return f"{fastest.label}: median {fastest.median_ms:.3g} ms per call"
+    best = max(candidates, key=lambda r: r.speedup or 0)
+    assert best.speedup is not None
+    name = f"ONNX Runtime ({best.level})" + (
+        f" at {best.threads} thread(s), batch {best.batch}"
+        if len({(r.threads, r.batch) for r in report.results}) > 1
+        else ""
+    )
+    low, high = best.speedup_low or best.speedup, best.speedup_high or best.speedup
+    if best.speedup >= 1:
+        verdict, interval = f"{best.speedup:.1f}× faster than", f"{low:.1f}–{high:.1f}×"
+    else:  # say "slower" and turn the interval round with it
+        verdict, interval = f"{1 / best.speedup:.1f}× slower than", f"{1 / high:.1f}–{1 / low:.1f}×"
+    return (
+        f"{name} is {verdict} {report.baseline}, 95 % CI {interval} "
+        f"(median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms)"
+    )

@@ -1,0 +1,97 @@
+"""bench: PyTorch eager against ONNX Runtime, saved to the history, as the Benchmark page does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.bench import BenchReport
+from core.cli.common import as_onnx, describe, ints, provider_names, split
+from core.errors import WorkbenchError
+from core.jobs import run_job
+from core.jobs.wire import to_data
+from core.model.inputs import default_inputs
+from core.model.torchload import source_of
+from core.settings import load_settings
+from core.store import Store
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("bench", help="PyTorch eager against ONNX Runtime: latency, throughput, speedup")
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
+    parser.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")
+    parser.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
+    parser.add_argument("--providers", help="ORT execution providers to measure, e.g. cpu (default cpu)")
+    parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: all cores)")
+    parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
+    parser.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
+    parser.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")
+    parser.add_argument("--budget", type=float, default=120.0, help="time budget for measuring, seconds")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def _print(report: BenchReport) -> None:
+    print(report.headline)
+    print(f"{'configuration':<32} {'median':>9} {'p90':>9} {'p99':>9} {'items/s':>10} {'speedup':>15} {'max diff':>9}")
+    for r in report.results:
+        speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"
+        diff = f"{r.max_abs_diff:.1e}" if r.max_abs_diff is not None else "-"
+        print(
+            f"{r.label:<32} {r.median_ms:>7.3f}ms {r.p90_ms:>7.3f}ms {r.p99_ms:>7.3f}ms {r.throughput:>10,.0f} "
+            f"{speedup:>15} {diff:>9}"
+        )
+    env = report.environment
+    print(f"machine  {env.machine}: {env.cpu}, {env.physical_cores} cores ({env.logical_cores} logical), {env.os}")
+    print("versions " + ", ".join(f"{k} {v}" for k, v in env.versions.items()))
+    for note in report.notes:
+        print(f"note     {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, torch_record = as_onnx(args.model, Path(tmp))
+        if args.torch:
+            torch_record = describe(args.torch)
+            if not torch_record.is_pytorch:
+                raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
+        if args.no_eager:
+            torch_record = None
+        named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
+        report: BenchReport = run_job(
+            "bench.run",
+            {
+                "onnx_path": record.path,
+                "inputs": default_inputs(record, torch_record),
+                "torch_source": source_of(torch_record) if torch_record else None,
+                "model": named,
+                "model_id": record.id,
+                "levels": [level.lower().removesuffix("_all") for level in split(args.levels)] or None,
+                "providers": provider_names(args.providers),
+                "threads": ints(args.threads, "--threads"),
+                "batches": ints(args.batch, "--batch"),
+                "iterations": args.iters,
+                "warmup": args.warmup,
+                "time_budget_s": args.budget,
+                "seed": args.seed,
+            },
+        )
+    if not args.no_save:
+        Store(load_settings().store_url).save(report)
+    if args.json:
+        data = to_data(report)
+        data["results"] = [{k: v for k, v in r.items() if k != "samples_ms"} for r in data["results"]]
+        print(json.dumps(data, indent=2))
+        return 0
+    _print(report)
+    if not args.no_save:
+        print(f"saved    run {report.id} in the history")
+    return 0

@@ -1,0 +1,111 @@
+"""What the commands share: opening a model by path or sample name, exporting a PyTorch one first, parsing
+comma-separated options, and printing JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from core.errors import WorkbenchError
+from core.jobs import run_job
+from core.jobs.wire import to_data
+from core.model import zoo
+from core.model.records import ModelRecord, format_shape
+from core.model.shapes import parse_dims
+
+__all__ = ["as_onnx", "describe", "ints", "parse_input", "print_json", "print_record", "provider_names", "split"]
+
+
+def describe(model: str) -> ModelRecord:
+    """The record of ``model``: a file path, several paths joined by ',' (model + data files) or sample:NAME.
+    Relative paths are the caller's, not the worker's."""
+    if model.startswith("sample:"):
+        name = model.removeprefix("sample:")
+        zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
+        record: ModelRecord = run_job("intake.describe_sample", {"name": name})
+        return record
+    paths = [Path(p).expanduser().resolve() for p in model.split(",")]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise WorkbenchError(f"No such file: {', '.join(missing)} (give a path to a model file, or sample:NAME).")
+    record = run_job("intake.describe_files", {"paths": [str(p) for p in paths]})
+    return record
+
+
+def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None]:
+    """The ONNX model behind ``model`` and the PyTorch model it came from (if any).
+
+    A PyTorch model (sample:NAME, a state_dict, TorchScript, .pt2) is first exported with its default settings
+    into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
+    """
+    from core.export import ExportReport, default_options
+    from core.model.torchload import source_of
+
+    record = describe(model)
+    if not record.is_pytorch:
+        return record, None
+    print(f"exporting {record.name} to ONNX with the default settings…", file=sys.stderr)
+    args = {"source": source_of(record), "options": default_options(record), "out_dir": str(work_dir)}
+    report: ExportReport = run_job("export.run", {**args, "file_name": f"{record.name}.onnx"})
+    if report.record is None or not report.ok:
+        failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
+        raise WorkbenchError(f"Exporting {record.name} to ONNX failed: {'; '.join(failed) or 'see the Export page'}")
+    return report.record, record
+
+
+def split(text: str | None) -> list[str]:
+    return [part.strip() for part in (text or "").split(",") if part.strip()]
+
+
+def ints(text: str | None, what: str) -> list[int] | None:
+    try:
+        return [int(v) for v in split(text)] or None
+    except ValueError:
+        raise WorkbenchError(f"{what} takes whole numbers separated by commas, e.g. 1,2,4; got {text!r}") from None
+
+
+def parse_input(text: str) -> tuple[str, list[int]]:
+    """--input NAME=1,3,112,112"""
+    name, sep, dims = text.partition("=")
+    if not sep or not name:
+        raise WorkbenchError(f"--input {text!r}: expected NAME=1,3,112,112")
+    return name, parse_dims(dims, f"the shape of --input {name}")
+
+
+def provider_names(text: str | None) -> list[str] | None:
+    """'cuda,cpu' or full names -> ORT provider names, in the order given."""
+    from core.runtime.ort import PROVIDERS
+
+    if not text:
+        return None
+    by_short = {short.lower(): name for name, (short, _, _) in PROVIDERS.items()}
+    names = []
+    for part in split(text):
+        lowered = part.lower()
+        names.append(by_short.get(lowered) or by_short.get(lowered.removesuffix("executionprovider")) or part)
+    return names
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(to_data(value), indent=2))
+
+
+def print_record(record: ModelRecord) -> None:
+    print(f"{record.name}  ({record.format_label})")
+    print(f"  id         {record.id}")
+    print(f"  size       {record.size_bytes:,} bytes")
+    if record.parameter_count is not None:
+        print(f"  parameters {record.parameter_count:,}")
+    if record.opset is not None:
+        print(f"  opset      {record.opset}   ir_version {record.ir_version}   producer {record.producer or '-'}")
+    if record.node_count is not None:
+        print(f"  nodes      {record.node_count:,}")
+    for label, specs in (("input ", record.inputs), ("output", record.outputs)):
+        for spec in specs:
+            dynamic = ", ".join(f"{v} on axis {k}" for k, v in spec.dynamic_axes.items())
+            extra = f"   dynamic: {dynamic}" if dynamic else ""
+            print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}{extra}")
+    for note in record.notes:
+        print(f"  note       {note}")

@@ -1,0 +1,101 @@
+"""export: a PyTorch model to ONNX, verified, as the Export page does."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import describe, parse_input, print_json
+from core.errors import WorkbenchError
+from core.export import ExportOptions, ExportReport, default_options
+from core.jobs import run_job
+from core.model.records import ModelRecord
+
+
+def _parse_dynamic(text: str) -> tuple[str, str, str]:
+    match = re.fullmatch(r"(.+):(\d+)=(\w+)", text)
+    if not match:
+        raise WorkbenchError(f"--dynamic {text!r}: expected NAME:AXIS=label, e.g. input:0=batch")
+    return match.group(1), match.group(2), match.group(3)
+
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("export", help="export a PyTorch model to ONNX and verify it")
+    parser.add_argument("model", help="sample:NAME, a state_dict/safetensors file, a TorchScript archive or a .pt2")
+    parser.add_argument("-o", "--output", required=True, help="where to write the .onnx")
+    parser.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo")
+    parser.add_argument("--opset", type=int, help="ONNX opset (default 18)")
+    parser.add_argument("--input", action="append", default=[], metavar="NAME=1,3,112,112", help="input shape")
+    parser.add_argument(
+        "--dynamic",
+        action="append",
+        default=[],
+        metavar="NAME:AXIS=label",
+        help="a dynamic axis; replaces the model's default dynamic axes",
+    )
+    parser.add_argument("--no-dynamic", action="store_true", help="export with every axis fixed")
+    parser.add_argument("--no-optimize", action="store_true", help="keep BatchNorm and constants unfolded")
+    parser.add_argument("--external-data", action="store_true", help="weights in a .onnx.data file beside the model")
+    parser.add_argument("--json", action="store_true", help="print the verification report as JSON")
+    parser.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
+    """The model's default export options with the command line's changes."""
+    options = default_options(record, args.exporter)
+    options.exporter = args.exporter
+    for text in args.input:
+        name, shape = parse_input(text)
+        if name not in options.input_shapes and len(options.input_shapes) == 1 and record.format == "torchscript":
+            options.input_shapes = {name: shape}
+        elif name not in options.input_shapes:
+            raise WorkbenchError(f"--input names {name!r}; the model's inputs are: {', '.join(options.input_shapes)}")
+        options.input_shapes[name] = shape
+    if args.dynamic or args.no_dynamic:
+        options.dynamic_axes = {}
+    for text in args.dynamic:
+        name, axis, label = _parse_dynamic(text)
+        options.dynamic_axes.setdefault(name, {})[axis] = label
+    if args.opset is not None:
+        options.opset = args.opset
+    options.optimize = not args.no_optimize
+    options.external_data = args.external_data
+    return options
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.model.torchload import source_of
+
+    record = describe(args.model)
+    if not record.is_pytorch:
+        raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
+    out = Path(args.output).resolve()
+    job = {"source": source_of(record), "options": _options(args, record), "out_dir": str(out.parent)}
+    report: ExportReport = run_job("export.run", {**job, "file_name": out.name})
+    if args.json:
+        print_json(report)
+    else:
+        _print_export(report)
+    return 0 if report.ok else 1
+
+
+def _print_export(report: ExportReport) -> None:
+    mark = {True: "ok ", False: "FAIL"}
+    print(f"{report.onnx_path}  ({report.exporter} exporter, opset {report.opset_produced}, {report.seconds:.1f} s)")
+    if report.opset_note:
+        print(f"  note  {report.opset_note}")
+    for check in report.checks:
+        print(f"  {mark[check.ok]}  {check.name}: {check.detail}")
+    for trial in report.trials:
+        worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
+        detail = trial.error or f"max abs diff {worst:.2e}"
+        print(f"  {mark[trial.ok]}  matches PyTorch at {trial.label}: {detail}")
+    for change in report.changes:
+        print(f"  change  {change}")
+    for warning in report.warnings:
+        print(f"  warning  {warning}")

@@ -1,0 +1,117 @@
+"""partition: which execution provider runs which node, and the graph at each optimization level."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import as_onnx, provider_names, split
+from core.jobs import run_job
+from core.jobs.wire import to_data
+from core.runtime.optimize import OptimizationReport, grouped
+from core.runtime.ort import short_name
+from core.runtime.partition import PartitionResult
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("partition", help="which execution provider runs which node; optimization levels")
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("--providers", help="in order of preference, e.g. cuda,cpu (default: cpu)")
+    parser.add_argument("--level", default="all", choices=["disable", "basic", "extended", "layout", "all"])
+    parser.add_argument("--simulate", help="simulated partitions, e.g. nnapi,coreml")
+    parser.add_argument("--levels", action="store_true", help="also compare the graph at every optimization level")
+    parser.add_argument("--out-dir", help="with --levels: keep the optimized model of each level here")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> None:
+    for message in result.unavailable.values():
+        print(f"note: {message}", file=sys.stderr)
+    for report in result.reports:
+        print(report.summary)
+        for subgraph in report.subgraphs:
+            ops = ", ".join(f"{op} {n}" for op, n in subgraph.ops.items())
+            print(f"  subgraph {subgraph.index:<3} {short_name(subgraph.provider):<8} {subgraph.nodes:>5} nodes  {ops}")
+        if report.unsupported_ops:
+            print(f"  unsupported ops: {', '.join(report.unsupported_ops)}")
+        for line in report.log:
+            print(f"  ORT log  {line.strip()}")
+        for note in report.notes:
+            print(f"  note  {note}")
+    if levels is None:
+        return
+    print(f"optimization levels ({levels.original_nodes} nodes in the model):")
+    for level in levels.levels:
+        print(f"  {level.name:<12} {level.node_count:>6} nodes  {', '.join(level.transformers) or '-'}")
+        for rewrite, count in grouped(level.rewrites):
+            print(f"      {rewrite.kind:<8} {rewrite.text}" + (f" (×{count})" if count > 1 else ""))
+        if saved:
+            print(f"      saved   {level.path}")
+
+
+def run(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, _ = as_onnx(args.model, Path(tmp))
+        request = {"providers": provider_names(args.providers), "level": args.level, "simulate": split(args.simulate)}
+        result: PartitionResult = run_job("partition.run", {"path": record.path, **request, "with_layout": False})
+        levels: OptimizationReport | None = None
+        if args.levels:
+            out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
+            levels = run_job("optimize.levels", {"path": record.path, "out_dir": str(out_dir)})
+    if args.json:
+        print(json.dumps(_partition_json(result, levels, bool(args.out_dir)), indent=2))
+    else:
+        _print(result, levels, bool(args.out_dir))
+    return 0
+
+
+def _partition_json(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "model": result.model,
+        "node_count": result.node_count,
+        "available": result.available,
+        "unavailable": result.unavailable,
+    }
+    reports = []
+    for report in result.reports:
+        reports.append(
+            {
+                "title": report.title,
+                "simulated": report.simulated,
+                "summary": report.summary,
+                "providers_requested": report.providers_requested,
+                "level": report.level,
+                "nodes": [
+                    {"name": n.name, "op_type": n.op_type, "domain": n.domain, "graph": n.graph, "provider": n.provider}
+                    for n in report.nodes
+                ],
+                "providers": report.providers,
+                "subgraphs": to_data(report.subgraphs),
+                "fallback": report.fallback,
+                "copies": to_data(report.copies),
+                "unsupported_ops": report.unsupported_ops,
+                "log": report.log,
+                "notes": report.notes,
+            }
+        )
+    data.update(reports[0])  # the real partition at the top level; simulated ones under "simulations"
+    data["simulations"] = reports[1:]
+    if levels is not None:
+        data["levels"] = {
+            level.name: {
+                "node_count": level.node_count,
+                "op_counts": level.op_counts,
+                "transformers": level.transformers,
+                "rewrites": [{"kind": r.kind, "text": r.text} for r in level.rewrites],
+                **({"path": level.path} if saved else {}),
+            }
+            for level in levels.levels
+        }
+    return data

@@ -1,0 +1,109 @@
+"""quantize: one INT8 or FP16 variant, with its size, latency and accuracy against the original."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.cli.common import as_onnx
+from core.errors import WorkbenchError
+from core.jobs import run_job
+from core.jobs.wire import to_data
+from core.model.inputs import default_inputs
+from core.quantize import QuantizeReport
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("quantize", help="an INT8 or FP16 variant, with size, latency and accuracy")
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("--mode", choices=["dynamic", "static", "fp16"], required=True)
+    parser.add_argument("--format", choices=["qdq", "qoperator"], default="qdq", help="static: QDQ or QOperator")
+    parser.add_argument("--method", choices=["minmax", "entropy", "percentile"], default="minmax")
+    parser.add_argument("--weight-type", choices=["qint8", "quint8"], default="qint8", help="dynamic: weights")
+    parser.add_argument("--no-keep-io", dest="keep_io", action="store_false", help="fp16: float16 inputs too")
+    parser.add_argument("--calibration", help="static: a sample count (default 32) or an .npz of real inputs")
+    parser.add_argument("-o", "--output", required=True, help="where to write the variant")
+    parser.add_argument("--iters", type=int, default=100, help="measured calls per model (default 100)")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def _variant_key(args: argparse.Namespace) -> str:
+    if args.mode == "dynamic":
+        return f"dynamic-{args.weight_type}"
+    if args.mode == "fp16":
+        return "fp16" if args.keep_io else "fp16-all"
+    return f"static-{args.format}-{args.method}"
+
+
+def _calibration(text: str | None) -> tuple[str, int]:
+    """--calibration: a count of generated samples, or an .npz file (resolved here, not in the worker)."""
+    if not text:
+        return "", 32
+    if text.isdigit():
+        return "", int(text)
+    path = Path(text).expanduser().resolve()
+    if not path.is_file():
+        raise WorkbenchError(f"--calibration {text!r}: no such file (give a count or an .npz)")
+    return str(path), 32
+
+
+def _print(out: Path, report: QuantizeReport) -> None:
+    original, variant = report.variants[0], report.variants[1]
+    assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
+    acc = variant.accuracy
+    print(f"{out}  ({variant.label})")
+    print(f"  size      {variant.size_bytes:,} bytes, {original.size_bytes / max(variant.size_bytes, 1):.2f}× smaller")
+    print(
+        f"  latency   median {variant.latency.median_ms:.3f} ms against {original.latency.median_ms:.3f} ms: "
+        f"{variant.speedup:.2f}× (95 % CI {variant.speedup_low:.2f}–{variant.speedup_high:.2f}), "
+        f"{report.threads} thread(s)"
+    )
+    top1 = f", top-1 agreement {acc.top1_agreement:.1%}" if acc.top1_agreement is not None else ""
+    print(
+        f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
+        f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
+    )
+    print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
+    print(f"  data      calibration: {report.calibration}")
+    for note in report.notes:
+        print(f"  note      {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    calibration_file, calibration_count = _calibration(args.calibration)
+    out = Path(args.output).resolve()
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, torch_record = as_onnx(args.model, Path(tmp))
+        report: QuantizeReport = run_job(
+            "quantize.run",
+            {
+                "path": record.path,
+                "out_dir": str(Path(tmp) / "variants"),
+                "inputs": default_inputs(record, torch_record),
+                "variants": [_variant_key(args)],
+                "calibration_count": calibration_count,
+                "calibration_file": calibration_file,
+                "iterations": args.iters,
+                "threads": args.threads,
+            },
+        )
+        variant = report.variants[1]
+        if variant.error:
+            raise WorkbenchError(variant.error)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        made = Path(variant.path)
+        for produced in made.parent.glob(made.name + "*"):
+            shutil.copyfile(produced, out.parent / produced.name.replace(made.name, out.name, 1))
+    if args.json:
+        print(json.dumps({**to_data(report), "output": str(out)}, indent=2))
+    else:
+        _print(out, report)
+    return 0

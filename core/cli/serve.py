@@ -1,0 +1,45 @@
+"""serve: the web app, with the upload limit and error details of the settings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from core.settings import PROJECT_ROOT, load_settings
+
+__all__ = ["register", "run", "serve_command"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("serve", help="start the web app with the upload limit and error details of the settings")
+    parser.add_argument("--port", type=int, default=8501)
+    parser.add_argument(
+        "--address", default="127.0.0.1", help="where to listen (default: this machine only; 0.0.0.0 for every network)"
+    )
+    parser.set_defaults(func=run)
+
+
+def serve_command(port: int, address: str) -> list[str]:
+    """The streamlit command for these settings: its upload limit follows max_upload_mb, and hosted mode shows
+    no error details (Streamlit reads both at start, before any page runs)."""
+    settings = load_settings()
+    return [
+        sys.executable, "-m", "streamlit", "run", "streamlit_app.py",
+        "--server.port", str(port), "--server.address", address, "--server.headless", "true",
+        "--server.maxUploadSize", str(settings.max_upload_mb),
+        "--client.showErrorDetails", "none" if settings.hosted else "full",
+    ]  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    command = serve_command(args.port, args.address)
+    settings = load_settings()
+    print(
+        f"ONNX Workbench ({settings.mode} mode) is starting: open http://localhost:{args.port} (Ctrl+C stops it)",
+        file=sys.stderr,
+    )
+    os.chdir(PROJECT_ROOT)
+    os.execv(sys.executable, command)
+    return 0  # not reached

@@ -1,0 +1,307 @@
+"""Take an ONNX file apart: the first bytes field by field, the ModelProto tree, nodes, weights, text form.
+
+``decode_model`` is the worker job behind the Decode page and ``python -m core inspect``. It never loads
+external weights (memory grows with the graph, not the weights) and decodes whatever it can of a damaged
+file, listing what it could not read in ``problems``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.decode.header import HEADER_BYTES, top_level_fields
+from core.decode.records import DecodedModel, FunctionInfo, LayerWeight, NodeInfo, SubgraphInfo, TensorInfo
+from core.decode.text import shape_coverage, text_form
+from core.model.proto import (
+    NOT_WEIGHT_TYPES,
+    GraphVisit,
+    dtype_name,
+    external_entries,
+    tensor_elements,
+    tensor_nbytes,
+    value_specs,
+    walk_graphs,
+)
+from core.runtime.graphview import MAX_LAYOUT_NODES, layout_graph
+
+__all__ = ["decode_model", "summary"]
+
+_KNOWN_DOMAINS = {"ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training", "com.microsoft"}
+
+
+def _attr_text(attr: Any) -> tuple[str, list[Any]]:
+    """An attribute's value in a short form, and any subgraphs it holds."""
+    import onnx
+    from onnx import helper
+
+    kind = attr.type
+    if kind == onnx.AttributeProto.GRAPH:
+        count = len(attr.g.node)
+        return f"graph '{attr.g.name}' ({count} node{'' if count == 1 else 's'})", [attr.g]
+    if kind == onnx.AttributeProto.GRAPHS:
+        return f"{len(attr.graphs)} graphs", list(attr.graphs)
+    if kind == onnx.AttributeProto.TENSOR:
+        t = attr.t
+        return f"tensor {dtype_name(t.data_type)} {list(t.dims)}", []
+    if kind == onnx.AttributeProto.SPARSE_TENSOR:
+        return f"sparse tensor {list(attr.sparse_tensor.dims)}", []
+    try:
+        value = helper.get_attribute_value(attr)
+    except Exception:
+        return "(unreadable)", []
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    elif isinstance(value, list):
+        value = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+    text = repr(value) if isinstance(value, str) else str(value)
+    return (text[:200] + "…") if len(text) > 200 else text, []
+
+
+def _node_info(node: Any, index: int, graph: str) -> NodeInfo:
+    attributes: dict[str, str] = {}
+    subgraphs: list[str] = []
+    for attr in node.attribute:
+        text, subs = _attr_text(attr)
+        attributes[attr.name] = text
+        subgraphs += [s.name for s in subs]
+    return NodeInfo(
+        index,
+        graph,
+        node.name,
+        node.op_type,
+        node.domain or "ai.onnx",
+        list(node.input),
+        list(node.output),
+        attributes,
+        subgraphs,
+    )
+
+
+def _tensor_info(name: str, tensor: Any, storage: str, graph: str) -> TensorInfo:
+    dims = [int(d) for d in tensor.dims]
+    return TensorInfo(
+        name, dtype_name(tensor.data_type), dims, tensor_elements(tensor), tensor_nbytes(tensor), storage, graph
+    )
+
+
+def _model_fields(decoded: DecodedModel, model: Any) -> None:
+    """The ModelProto's own fields, and what this onnx library cannot check in them."""
+    import onnx
+
+    decoded.ir_version = int(model.ir_version) if model.HasField("ir_version") else None
+    decoded.producer_name, decoded.producer_version = model.producer_name, model.producer_version
+    decoded.domain, decoded.doc_string = model.domain, model.doc_string
+    decoded.model_version = int(model.model_version) if model.HasField("model_version") else None
+    decoded.opsets = {op.domain or "ai.onnx": int(op.version) for op in model.opset_import}
+    decoded.metadata = {p.key: p.value for p in model.metadata_props}
+    if decoded.ir_version and decoded.ir_version > onnx.IR_VERSION:
+        decoded.problems.append(
+            f"IR version {decoded.ir_version} is newer than this onnx library knows ({onnx.IR_VERSION}); fields "
+            "added since may be missing below."
+        )
+    local = {f.domain for f in model.functions}
+    for domain, version in decoded.opsets.items():
+        if domain == "ai.onnx" and version > onnx.defs.onnx_opset_version():
+            decoded.problems.append(
+                f"Opset {version} is newer than this onnx library knows ({onnx.defs.onnx_opset_version()}); "
+                "operators are listed but cannot be checked."
+            )
+        elif domain not in _KNOWN_DOMAINS and domain not in local:
+            decoded.problems.append(f"Operator domain '{domain}' is not a standard one: its ops are custom.")
+
+
+def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:
+    """Initializers (inline or external) and Constant-node values of one graph."""
+    import onnx
+
+    for tensor in visit.graph.initializer:
+        storage = "inline"
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            entries = external_entries(tensor)
+            external.add(entries.get("location", "?"))
+            storage = f"external: {entries.get('location', '?')} @ {entries.get('offset', '0')}"
+        decoded.initializers.append(_tensor_info(tensor.name, tensor, storage, visit.path))
+    for node in visit.graph.node:
+        for attr in node.attribute:
+            if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
+                decoded.initializers.append(_tensor_info(node.output[0], attr.t, "constant node", visit.path))
+
+
+def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
+    """Weights per layer: each weight tensor goes to the first node that computes with it. Identity nodes
+    (which the legacy exporter puts in front of shared weights) pass it on; they do not own it."""
+    import onnx
+
+    graph = visit.graph
+    sizes = {
+        t.name: (tensor_elements(t), tensor_nbytes(t)) for t in graph.initializer if t.data_type not in NOT_WEIGHT_TYPES
+    }
+    for node in graph.node:
+        for attr in node.attribute:
+            if (
+                node.op_type == "Constant"
+                and attr.type == onnx.AttributeProto.TENSOR
+                and attr.t.data_type not in NOT_WEIGHT_TYPES
+            ):
+                sizes[node.output[0]] = (tensor_elements(attr.t), tensor_nbytes(attr.t))
+    claimed: set[str] = set()
+    for node in graph.node:
+        if node.op_type == "Identity" and node.input and node.input[0] in sizes:
+            sizes[node.output[0]] = sizes[node.input[0]]
+            claimed.add(node.output[0])  # an alias: counted where the original is used
+    layers = []
+    for index, node in enumerate(graph.node):
+        if node.op_type in ("Constant", "Identity"):
+            continue
+        held = [
+            name for name in dict.fromkeys(node.input) if name in sizes and sizes[name][0] > 1 and name not in claimed
+        ]
+        claimed.update(held)
+        if held:
+            layers.append(
+                LayerWeight(
+                    node.name or f"{node.op_type}_{index}",
+                    node.op_type,
+                    visit.path,
+                    sum(sizes[n][0] for n in held),
+                    sum(sizes[n][1] for n in held),
+                    held,
+                )
+            )
+    return layers
+
+
+def _walk(decoded: DecodedModel, model: Any) -> list[GraphVisit]:
+    """Every graph at any depth: its subgraph entry, tensors, nodes and weights per layer; then functions."""
+    external: set[str] = set()
+    visits = list(walk_graphs(model))
+    for visit in visits:
+        if visit.owner is not None:
+            owner = visit.owner
+            decoded.subgraphs.append(
+                SubgraphInfo(visit.path, owner.name, owner.op_type, visit.attribute, len(visit.graph.node), visit.depth)
+            )
+        _graph_tensors(decoded, visit, external)
+        decoded.nodes.extend(_node_info(node, index, visit.path) for index, node in enumerate(visit.graph.node))
+        decoded.layers.extend(_layer_weights(visit))
+    decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage != "constant node")
+    decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
+    decoded.parameter_count = sum(t.elements for t in decoded.initializers if t.is_weight)
+    decoded.external_files = sorted(external)
+    for function in model.functions:
+        ops = dict(Counter(n.op_type for n in function.node))
+        decoded.functions.append(
+            FunctionInfo(
+                function.domain, function.name, list(function.input), list(function.output), len(function.node), ops
+            )
+        )
+        where = f"function {function.domain}.{function.name}"
+        decoded.nodes.extend(_node_info(node, index, where) for index, node in enumerate(function.node))
+    decoded.total_node_count = len(decoded.nodes)
+    return visits
+
+
+def _layouts(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
+    weights = {t.name: t.elements for t in decoded.initializers}
+    for visit in visits:
+        if len(visit.graph.node) <= MAX_LAYOUT_NODES:
+            decoded.layouts[visit.path] = layout_graph(visit.graph, visit.path, weights)
+        else:
+            decoded.problems.append(
+                f"The graph '{visit.path}' has {len(visit.graph.node):,} nodes, too many to draw "
+                f"({MAX_LAYOUT_NODES:,} at most); the node table lists them all."
+            )
+    if decoded.layouts.get("main") and decoded.layouts["main"].has_cycle:
+        decoded.problems.append("The main graph has a cycle: ONNX graphs must be acyclic, so no runtime will run it.")
+
+
+def _checks(decoded: DecodedModel, file: Path, model: Any) -> None:
+    import onnx
+
+    try:
+        onnx.checker.check_model(str(file))  # by path, so external-data locations resolve without loading
+        decoded.checker_ok, decoded.checker_message = True, "onnx.checker finds no problem."
+    except Exception as exc:
+        decoded.checker_ok = False
+        decoded.checker_message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+    decoded.shapes_known, decoded.shapes_total, shape_problem = shape_coverage(model)
+    if shape_problem:
+        decoded.problems.append(shape_problem)
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def decode_model(
+    path: str, progress: Callable[[float, str], None] | None = None, with_text: bool = True
+) -> DecodedModel:
+    """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker."""
+    import onnx
+
+    report = progress or _silent
+    file = Path(path)
+    with file.open("rb") as fh:
+        head = fh.read(HEADER_BYTES)
+    decoded = DecodedModel(str(file), file.stat().st_size, head.hex(" "), top_level_fields(file))
+    report(0.1, "Parsing the protobuf (external weights are not loaded)")
+    try:
+        model = onnx.load_model(str(file), load_external_data=False)
+    except Exception as exc:
+        decoded.problems.append(
+            f"The file could not be parsed as a ModelProto ({type(exc).__name__}); only its first fields are "
+            "shown. It may be truncated or not an ONNX file."
+        )
+        return decoded
+    _model_fields(decoded, model)
+    if not model.HasField("graph"):
+        decoded.problems.append("The model has no graph: there is nothing to run.")
+        return decoded
+
+    report(0.3, "Walking the graph and its subgraphs")
+    graph = model.graph
+    decoded.graph_name = graph.name
+    decoded.inputs = value_specs(graph.input, skip={t.name for t in graph.initializer})
+    decoded.outputs = value_specs(graph.output)
+    decoded.node_count = len(graph.node)
+    decoded.op_counts = dict(Counter(n.op_type for n in graph.node).most_common())
+    decoded.value_info_count = len(graph.value_info)
+    visits = _walk(decoded, model)
+    report(0.55, "Laying out the graph for drawing")
+    _layouts(decoded, visits)
+    report(0.7, "Running the checker and shape inference")
+    _checks(decoded, file, model)
+    if with_text:
+        report(0.9, "Printing the text form")
+        decoded.text = text_form(model)
+    return decoded
+
+
+def summary(decoded: DecodedModel) -> dict[str, Any]:
+    """The fields ``python -m core inspect`` promises, in a flat JSON object."""
+    return {
+        "ir_version": decoded.ir_version,
+        "producer_name": decoded.producer_name,
+        "producer_version": decoded.producer_version,
+        "opsets": decoded.opsets,
+        "inputs": [dataclasses.asdict(s) for s in decoded.inputs],
+        "outputs": [dataclasses.asdict(s) for s in decoded.outputs],
+        "node_count": decoded.node_count,
+        "total_node_count": decoded.total_node_count,
+        "op_counts": decoded.op_counts,
+        "initializer_count": decoded.initializer_count,
+        "parameter_count": decoded.parameter_count,
+        "initializer_bytes": decoded.initializer_bytes,
+        "subgraph_count": decoded.subgraph_count,
+        "function_count": len(decoded.functions),
+        "external_files": decoded.external_files,
+        "metadata": decoded.metadata,
+        "checker_ok": decoded.checker_ok,
+        "shape_inference": {"known": decoded.shapes_known, "total": decoded.shapes_total},
+        "header_fields": [dataclasses.asdict(h) for h in decoded.header],
+        "problems": decoded.problems,
+    }

@@ -1,0 +1,136 @@
+"""What the Decode page shows, as dataclasses: header fields, tensors, nodes, layers, subgraphs, functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.model.records import TensorSpec
+from core.runtime.graphview import GraphLayout
+
+__all__ = [
+    "DecodedModel",
+    "FunctionInfo",
+    "HeaderField",
+    "LayerWeight",
+    "NodeInfo",
+    "SubgraphInfo",
+    "TensorInfo",
+]
+
+NOT_WEIGHTS = {"int64", "int32"}  # shapes, axes and indices
+
+
+@dataclass
+class HeaderField:
+    """One top-level field of the file, as protoc --decode_raw would show it, with what ONNX calls it."""
+
+    offset: int
+    length: int  # tag + length prefix + payload, as far as it lies in the file
+    hex: str  # the field's first bytes
+    number: int
+    wire_type: str
+    field: str  # ModelProto field name, or "unknown"
+    value: str
+    explanation: str
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    dtype: str
+    shape: list[int]
+    elements: int
+    bytes: int
+    storage: str  # "inline", "external: file @ offset", or "constant node"
+    graph: str
+
+    @property
+    def is_weight(self) -> bool:
+        """Integer index and shape tensors (int64, int32) are not learned weights."""
+        return self.dtype not in NOT_WEIGHTS
+
+
+@dataclass
+class NodeInfo:
+    index: int
+    graph: str  # "main" or a subgraph path
+    name: str
+    op_type: str
+    domain: str
+    inputs: list[str]
+    outputs: list[str]
+    attributes: dict[str, str]
+    subgraphs: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LayerWeight:
+    node: str
+    op_type: str
+    graph: str
+    parameters: int
+    bytes: int
+    tensors: list[str]
+
+
+@dataclass
+class SubgraphInfo:
+    path: str  # e.g. "main / if (If) . then_branch"
+    owner: str  # the node that holds it
+    owner_op: str
+    attribute: str
+    node_count: int
+    depth: int
+
+
+@dataclass
+class FunctionInfo:
+    domain: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    node_count: int
+    op_counts: dict[str, int]
+
+
+@dataclass
+class DecodedModel:
+    path: str
+    size_bytes: int
+    header_hex: str
+    header: list[HeaderField]
+    ir_version: int | None = None
+    producer_name: str = ""
+    producer_version: str = ""
+    domain: str = ""
+    model_version: int | None = None
+    doc_string: str = ""
+    graph_name: str = ""
+    opsets: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    inputs: list[TensorSpec] = field(default_factory=list)
+    outputs: list[TensorSpec] = field(default_factory=list)
+    node_count: int = 0  # main graph
+    total_node_count: int = 0  # every graph and function
+    op_counts: dict[str, int] = field(default_factory=dict)  # main graph
+    initializers: list[TensorInfo] = field(default_factory=list)
+    initializer_count: int = 0
+    initializer_bytes: int = 0
+    parameter_count: int = 0
+    external_files: list[str] = field(default_factory=list)
+    value_info_count: int = 0
+    functions: list[FunctionInfo] = field(default_factory=list)
+    subgraphs: list[SubgraphInfo] = field(default_factory=list)
+    nodes: list[NodeInfo] = field(default_factory=list)
+    layers: list[LayerWeight] = field(default_factory=list)
+    layouts: dict[str, GraphLayout] = field(default_factory=dict)
+    text: str = ""
+    checker_ok: bool | None = None
+    checker_message: str = ""
+    shapes_known: int = 0
+    shapes_total: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def subgraph_count(self) -> int:
+        return len(self.subgraphs)

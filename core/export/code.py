@@ -1,0 +1,100 @@
+"""The Python that redoes an export outside the app, and the shapes and dynamic dims the exporter is given."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from core.export.options import ExportOptions
+from core.model.torchload import TorchSource
+
+__all__ = ["dynamic_shapes", "export_example_shapes", "identifier", "reproduce_code"]
+
+
+# ----------------------------------------------------------------------------------------------- export
+def identifier(label: str, fallback: str) -> str:
+    cleaned = re.sub(r"\W", "_", label.strip())
+    return cleaned if cleaned and not cleaned[0].isdigit() else fallback
+
+
+def dynamic_shapes(options: ExportOptions) -> tuple[dict[int, str] | None, ...]:
+    """torch.export's dynamic_shapes, one entry per input in order: axis -> a valid identifier, or None."""
+    return tuple(
+        {int(a): identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
+        for n in options.input_shapes
+    )
+
+
+def export_example_shapes(options: ExportOptions, exporter: str) -> dict[str, list[int]]:
+    """The shapes the exporter sees. torch.export treats a size of 0 or 1 as a constant even on an axis
+    marked dynamic, so for the dynamo exporter such an axis is traced at size 2; verification still runs at
+    the shapes the user chose."""
+    shapes = {k: list(v) for k, v in options.input_shapes.items()}
+    if exporter == "dynamo":
+        for name, dims in options.dynamic_axes.items():
+            for axis in dims:
+                if shapes[name][int(axis)] < 2:
+                    shapes[name][int(axis)] = 2
+    return shapes
+
+
+def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, output_path: str) -> str:
+    """Python that redoes this exact export outside the app."""
+    lines = ["import torch", ""]
+    if source.kind == "sample":
+        lines += [
+            "from core.model import zoo  # this project's sample zoo",
+            f"model = zoo.build_model({source.name!r})",
+        ]
+    elif source.kind == "state_dict":
+        lines += [
+            "from core.model import zoo  # this project's sample zoo",
+            f"model = zoo.build_model({source.name!r})",
+            f"model.load_state_dict(torch.load({Path(source.path).name!r}, weights_only=True))",
+            "model.eval()",
+        ]
+    elif source.kind == "safetensors":
+        lines += [
+            "from safetensors.torch import load_file",
+            "from core.model import zoo  # this project's sample zoo",
+            f"model = zoo.build_model({source.name!r})",
+            f"model.load_state_dict(load_file({Path(source.path).name!r}))",
+            "model.eval()",
+        ]
+    elif source.kind == "torchscript":
+        lines += [f"model = torch.jit.load({Path(source.path).name!r}).eval()"]
+    else:
+        lines += [f"model = torch.export.load({Path(source.path).name!r})"]
+    lines.append("torch.manual_seed(0)")
+    args = []
+    traced = export_example_shapes(options, exporter)
+    if traced != options.input_shapes:
+        lines.append("# torch.export treats a dynamic axis of size 1 as a constant, so it is traced at size 2")
+    for name, shape in traced.items():
+        dtype = options.input_dtypes.get(name, "float32")
+        var = identifier(name, "x")
+        if dtype.startswith("float"):
+            lines.append(f"{var} = torch.randn({', '.join(map(str, shape))}, dtype=torch.{dtype})")
+        else:
+            lines.append(f"{var} = torch.randint(0, 10, ({', '.join(map(str, shape))},), dtype=torch.{dtype})")
+        args.append(var)
+    call = [
+        "    model,",
+        f"    ({', '.join(args)},),",
+        f"    {Path(output_path).name!r},",
+        f"    dynamo={exporter == 'dynamo'},",
+        f"    opset_version={options.opset},",
+        f"    input_names={list(options.input_shapes)!r},",
+    ]
+    if options.output_names:
+        call.append(f"    output_names={options.output_names!r},")
+    if exporter == "dynamo":
+        if source.kind != "pt2":
+            shapes = dynamic_shapes(options)
+            call.append(f"    dynamic_shapes={shapes!r},")
+        call += [f"    optimize={options.optimize},", f"    external_data={options.external_data},"]
+    else:
+        dynamic = {n: {int(a): lbl for a, lbl in d.items()} for n, d in options.dynamic_axes.items() if d}
+        call += [f"    dynamic_axes={dynamic!r},", f"    do_constant_folding={options.optimize},"]
+    lines += ["", "torch.onnx.export(", *call, ")"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,247 @@
+"""PyTorch to ONNX with a chosen exporter, opset and dynamic axes, then verified every time.
+
+``export_model`` is the worker job behind the Export page and ``python -m core export``: it exports, runs
+the checker and strict shape inference, loads the result in ONNX Runtime, and compares it with PyTorch at
+the export shape and at another size of every dynamic axis (verify.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from core.errors import ExportError
+from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
+from core.export.messages import Collect, explain_export_failure, plain_warnings
+from core.export.options import EXPORTERS, ExportOptions, ExportReport, choose_exporter
+from core.export.verify import call_module, describe_changes, load_session, run_trials, static_checks
+from core.model.intake import describe_files
+from core.model.torchload import TorchSource, example_tensors, load_module, module_op_counts
+from core.settings import IntakeLimits
+from core.workspace import safe_filename
+
+__all__ = ["export_model"]
+
+PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
+_LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
+
+
+def _check_request(options: ExportOptions, exporter: str) -> None:
+    asked = EXPORTERS[exporter][0]
+    if options.opset not in asked:
+        raise ExportError(
+            f"The {exporter} exporter takes opsets {asked.start}–{asked.stop - 1}; you asked for {options.opset}."
+        )
+    for input_name, dims in options.dynamic_axes.items():
+        if input_name not in options.input_shapes:
+            raise ExportError(f"A dynamic axis names the input {input_name!r}, which the model does not have.")
+        for axis in dims:
+            if not 0 <= int(axis) < len(options.input_shapes[input_name]):
+                raise ExportError(
+                    f"Input {input_name!r} has no axis {axis} (its shape is {options.input_shapes[input_name]})."
+                )
+
+
+def _output_axes(
+    options: ExportOptions, outputs: list[Any], input_shapes: dict[str, list[int]]
+) -> dict[str, dict[int, str]]:
+    """Outputs follow the inputs: an output dim equal to a dynamic input dim at the same axis shares its label."""
+    axes: dict[str, dict[int, str]] = {}
+    for name, tensor in zip(options.output_names, outputs, strict=False):
+        for input_name, dims in options.dynamic_axes.items():
+            for axis_text, label in dims.items():
+                axis = int(axis_text)
+                if axis < tensor.dim() and tensor.shape[axis] == input_shapes[input_name][axis]:
+                    axes.setdefault(name, {})[axis] = label
+    return axes
+
+
+def _run_export(
+    model: Any,
+    tensors: list[Any],
+    path: Path,
+    exporter: str,
+    options: ExportOptions,
+    output_axes: dict[str, dict[int, str]],
+) -> None:
+    import torch
+
+    names = list(options.input_shapes)
+    common: dict[str, Any] = {
+        "opset_version": options.opset,
+        "input_names": names,
+        "output_names": options.output_names or None,
+    }
+    if exporter == "dynamo":
+        if not isinstance(model, torch.export.ExportedProgram):
+            common["dynamic_shapes"] = dynamic_shapes(options)
+        torch.onnx.export(
+            model,
+            tuple(tensors),
+            str(path),
+            dynamo=True,
+            optimize=options.optimize,
+            external_data=options.external_data,
+            verbose=False,
+            **common,
+        )
+    else:
+        dynamic = {n: {int(a): lbl for a, lbl in options.dynamic_axes.get(n, {}).items()} for n in names}
+        dynamic.update(output_axes)
+        torch.onnx.export(
+            model,
+            tuple(tensors),
+            str(path),
+            dynamo=False,
+            do_constant_folding=options.optimize,
+            dynamic_axes={k: v for k, v in dynamic.items() if v},
+            **common,
+        )
+
+
+def _weight_bytes(model: Any) -> int:
+    import torch
+
+    state = model.state_dict if isinstance(model, torch.export.ExportedProgram) else model.state_dict()
+    tensors = state.values()
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def _target(out_dir: str, file_name: str) -> Path:
+    """Where the model goes; an earlier export of the same name (and its data file) is removed first."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = safe_filename(file_name, "model").removesuffix(".onnx") or "model"
+    path = out / f"{stem}.onnx"
+    for stale in (path, path.with_name(path.name + ".data")):
+        stale.unlink(missing_ok=True)
+    return path
+
+
+@contextmanager
+def _collected_warnings() -> Iterator[list[str]]:
+    """Every warning and warning-level log line the exporters emit while the block runs."""
+    collector = Collect()
+    loggers = [logging.getLogger(n) for n in _LOGGERS]
+    for logger in loggers:
+        logger.addHandler(collector)
+    messages: list[str] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield messages
+    finally:
+        for logger in loggers:
+            logger.removeHandler(collector)
+        messages.extend([str(w.message) for w in caught] + collector.messages)
+
+
+def _export(model: Any, path: Path, exporter: str, options: ExportOptions) -> tuple[ExportOptions, list[str]]:
+    """Run the exporter; returns the options as used (output names filled in, external data when needed)
+    and the exporter's messages, with the app's own notes added."""
+    notes = []
+    if _weight_bytes(model) > PROTOBUF_LIMIT and not options.external_data:
+        options = dataclasses.replace(options, external_data=True)  # one protobuf cannot hold more than 2 GB
+        notes.append(
+            "The weights take more than one protobuf file can hold (2 GB), so they were written to an external "
+            ".onnx.data file."
+        )
+    export_shapes = export_example_shapes(options, exporter)
+    tensors = example_tensors(export_shapes, options.input_dtypes)
+    reference = call_module(model, tensors)
+    if not options.output_names:
+        names = [f"output_{i}" for i in range(len(reference))] if len(reference) > 1 else ["output"]
+        options = dataclasses.replace(options, output_names=names)
+    output_axes = _output_axes(options, reference, export_shapes)
+    with _collected_warnings() as messages:
+        try:
+            _run_export(model, tensors, path, exporter, options, output_axes)
+        except ExportError:
+            raise
+        except Exception as exc:
+            raise explain_export_failure(exc, exporter, options.opset) from None
+    if export_shapes != options.input_shapes:
+        notes.append(
+            "torch.export treats an axis of size 1 as a constant, so the dynamic axes of size 1 were traced at "
+            "size 2; the checks below still run at the shapes you chose."
+        )
+    return options, messages + notes
+
+
+def _opset_note(requested: int, produced: int | None, exporter: str) -> str:
+    if produced != requested:
+        legacy = "The legacy exporter can produce opsets 9–20 as asked." if exporter == "dynamo" else ""
+        return f"You asked for opset {requested}; the {exporter} exporter produced opset {produced}. {legacy}".strip()
+    if requested not in EXPORTERS[exporter][1]:
+        return f"Opset {requested} is outside what the {exporter} exporter normally honours."
+    return ""
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def export_model(
+    source: TorchSource,
+    options: ExportOptions,
+    out_dir: str,
+    file_name: str = "model.onnx",
+    limits: IntakeLimits | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> ExportReport:
+    """Export, verify, and describe the result. Runs in the worker."""
+    report_progress = progress or _silent
+    started = time.perf_counter()
+    exporter, reason = choose_exporter(source.kind, options.exporter)
+    _check_request(options, exporter)
+    report_progress(0.05, "Loading the PyTorch model")
+    model = load_module(source)
+    path = _target(out_dir, file_name)
+    first = "; the first export in a process takes a few seconds" if exporter == "dynamo" else ""
+    report_progress(0.15, f"Exporting with the {exporter} exporter at opset {options.opset}{first}")
+    used, messages = _export(model, path, exporter, options)
+
+    report_progress(0.55, "Checking the ONNX model (checker, strict shape inference)")
+    checks, proto = static_checks(path)
+    opset_produced = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+    data_file = path.with_name(path.name + ".data")
+    files = [str(path)] + ([str(data_file)] if data_file.exists() else [])
+    report_progress(0.65, "Loading the model in ONNX Runtime")
+    loaded, session = load_session(path)
+    checks.append(loaded)
+    trials = run_trials(model, session, used, report_progress) if session is not None else []
+
+    torch_ops = module_op_counts(model)
+    onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
+    record = describe_files(files, name=path.stem, limits=limits)
+    record.notes.insert(
+        0, f"Exported from {source.kind} '{source.name or Path(source.path).name}' by the {exporter} exporter."
+    )
+    traced = export_example_shapes(used, exporter)
+    return ExportReport(
+        ok=all(c.ok for c in checks) and bool(trials) and all(t.ok for t in trials),
+        exporter=exporter,
+        exporter_reason=reason,
+        opset_requested=used.opset,
+        opset_produced=opset_produced,
+        opset_note=_opset_note(used.opset, opset_produced, exporter),
+        onnx_path=str(path),
+        files=files,
+        checks=checks,
+        trials=trials,
+        torch_ops=torch_ops,
+        onnx_ops=onnx_ops,
+        changes=describe_changes(torch_ops, onnx_ops),
+        warnings=plain_warnings(messages),
+        code=reproduce_code(source, used, exporter, str(path)),
+        seconds=time.perf_counter() - started,
+        record=record,
+        traced_shapes=traced if traced != used.input_shapes else {},
+    )

@@ -1,0 +1,126 @@
+"""What Export takes and gives: the options a user chooses, the exporters, and the verification report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.errors import ExportError
+from core.model.records import ModelRecord
+from core.runtime.outputs import OutputDiff
+
+__all__ = [
+    "DEFAULT_OPSET",
+    "EXPORTERS",
+    "Check",
+    "ExportOptions",
+    "ExportReport",
+    "ShapeTrial",
+    "choose_exporter",
+    "default_options",
+]
+
+# exporter -> (opsets it can be asked for, opsets it really produces as asked, one-line description)
+EXPORTERS: dict[str, tuple[range, range, str]] = {
+    "dynamo": (
+        range(9, 26),
+        range(17, 26),
+        "torch.export-based (dynamo=True): PyTorch's default, captures the graph with torch.export",
+    ),
+    "legacy": (range(9, 21), range(9, 21), "TorchScript-based (dynamo=False): traces the model; deprecated"),
+}
+
+
+DEFAULT_OPSET = 18
+
+
+@dataclass
+class ExportOptions:
+    """What the user chose on the Export page (JSON-able, so it can travel to the worker)."""
+
+    input_shapes: dict[str, list[int]]  # ONNX input name -> shape, in the model's argument order
+    input_dtypes: dict[str, str] = field(default_factory=dict)
+    dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
+    output_names: list[str] = field(default_factory=list)
+    exporter: str = "dynamo"
+    opset: int = DEFAULT_OPSET
+    optimize: bool = True  # dynamo: optimize=True; legacy: do_constant_folding=True
+    external_data: bool = False
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class ShapeTrial:
+    """One run of PyTorch and ONNX Runtime side by side at one set of input shapes."""
+
+    label: str  # "export shape" or e.g. "seq = 21"
+    input_shapes: dict[str, list[int]]
+    ok: bool
+    axis: str = ""  # the dynamic axis this trial varies, e.g. "tokens axis 1 (seq)"
+    error: str = ""
+    diffs: list[OutputDiff] = field(default_factory=list)
+
+
+@dataclass
+class ExportReport:
+    ok: bool
+    exporter: str
+    exporter_reason: str
+    opset_requested: int
+    opset_produced: int | None
+    opset_note: str
+    onnx_path: str
+    files: list[str]
+    checks: list[Check]
+    trials: list[ShapeTrial]
+    torch_ops: dict[str, int]
+    onnx_ops: dict[str, int]
+    changes: list[str]
+    warnings: list[str]
+    code: str
+    seconds: float
+    record: ModelRecord | None = None
+    traced_shapes: dict[str, list[int]] = field(default_factory=dict)  # what the exporter saw, when it differs
+
+
+def choose_exporter(kind: str, requested: str) -> tuple[str, str]:
+    """The exporter that can handle this kind of model, and why it was picked."""
+    if kind == "torchscript":
+        return "legacy", (
+            "A TorchScript archive can only be exported by the legacy exporter: torch.export cannot take a "
+            "ScriptModule."
+        )
+    if kind == "pt2":
+        return "dynamo", "A .pt2 file is already a torch.export program, which only the dynamo exporter takes."
+    if requested not in EXPORTERS:
+        raise ExportError(f"Unknown exporter {requested!r}; the exporters are: {', '.join(EXPORTERS)}.")
+    if requested == "dynamo":
+        return "dynamo", "You chose the torch.export-based exporter, PyTorch's default."
+    return "legacy", "You chose the legacy TorchScript exporter (deprecated in PyTorch, still widely used)."
+
+
+def default_options(record: ModelRecord, exporter: str = "dynamo") -> ExportOptions:
+    """Export settings from the model itself: its example shapes, dtypes, natural dynamic axes and names."""
+    shapes: dict[str, list[int]] = {}
+    for spec in record.inputs:
+        if spec.shape is None:
+            raise ExportError(
+                f"The model does not say the shape of its input '{spec.name}' (TorchScript keeps no shapes). "
+                "Give it, e.g. --input NAME=1,3,224,224 on the command line or in the shape box on the Export page."
+            )
+        shapes[spec.name] = [d if isinstance(d, int) and d > 0 else 1 for d in spec.shape]
+    return ExportOptions(
+        input_shapes=shapes,
+        input_dtypes={s.name: s.dtype for s in record.inputs if s.dtype in _TORCH_DTYPES},
+        dynamic_axes={s.name: dict(s.dynamic_axes) for s in record.inputs if s.dynamic_axes},
+        output_names=[s.name for s in record.outputs] if record.format != "torchscript" else [],
+        exporter=choose_exporter(record.format, exporter)[0] if record.format in ("torchscript", "pt2") else exporter,
+    )
+
+
+_TORCH_DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool"}

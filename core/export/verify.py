@@ -1,0 +1,151 @@
+"""Verification of an export: the checker, strict shape inference, ONNX Runtime, and PyTorch at every dynamic axis.
+
+Comparing at another size of every dynamic axis is what catches an axis that the exporter quietly fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.export.options import Check, ExportOptions, ShapeTrial
+from core.model.torchload import example_tensors
+from core.runtime.ort import ort_message
+from core.runtime.outputs import ATOL, RTOL, compare_outputs
+
+__all__ = ["call_module", "describe_changes", "load_session", "run_trials", "static_checks", "trial_shapes"]
+
+
+def call_module(model: Any, tensors: list[Any]) -> list[Any]:
+    """PyTorch's outputs for ``tensors``, as a list (an ExportedProgram runs through its module)."""
+    import torch
+
+    with torch.no_grad():
+        runner = model.module() if isinstance(model, torch.export.ExportedProgram) else model
+        out = runner(*tensors)
+    if isinstance(out, dict):
+        out = list(out.values())
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__
+
+
+def static_checks(path: Path) -> tuple[list[Check], Any]:
+    """The full checker and strict shape inference; returns the checks and the model proto (weights left out)."""
+    import onnx
+
+    checks: list[Check] = []
+    try:
+        onnx.checker.check_model(str(path), full_check=True)
+        checks.append(Check("onnx.checker (full check)", True, "the model is valid ONNX"))
+    except Exception as exc:
+        checks.append(Check("onnx.checker (full check)", False, _first_line(exc)))
+    proto = onnx.load_model(str(path), load_external_data=False)
+    try:
+        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
+        checks.append(Check("strict shape inference", True, "every node's output type and shape can be inferred"))
+    except Exception as exc:
+        checks.append(Check("strict shape inference", False, _first_line(exc)))
+    return checks, proto
+
+
+def load_session(path: Path) -> tuple[Check, Any]:
+    """The model in ONNX Runtime's CPU provider, and the check that says whether it loaded."""
+    import onnxruntime as ort
+
+    try:
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        return Check("loads in ONNX Runtime", False, ort_message(exc)[:400]), None
+    return Check("loads in ONNX Runtime", True, f"ONNX Runtime {ort.__version__}, CPUExecutionProvider"), session
+
+
+def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[int]]]]:
+    """The export shape, then one trial per dynamic axis with only that axis changed."""
+    trials = [("export shape", "", {k: list(v) for k, v in options.input_shapes.items()})]
+    for name, dims in options.dynamic_axes.items():
+        for axis_text, label in dims.items():
+            axis = int(axis_text)
+            shapes = {k: list(v) for k, v in options.input_shapes.items()}
+            size = shapes[name][axis]
+            new = (3 if size != 3 else 2) if axis == 0 else size + 5
+            # every input that shares this label changes with it (seq in ids and mask together)
+            for other, other_dims in options.dynamic_axes.items():
+                for other_axis, other_label in other_dims.items():
+                    if other_label == label:
+                        shapes[other][int(other_axis)] = new
+            label_text = f"{label} = {new}"
+            if any(t[0] == label_text for t in trials):
+                continue
+            trials.append((label_text, f"{name} axis {axis} ({label})", shapes))
+    return trials
+
+
+def _trial(
+    model: Any, session: Any, options: ExportOptions, label: str, axis: str, shapes: dict[str, list[int]], seed: int
+) -> ShapeTrial:
+    """PyTorch and ONNX Runtime side by side at one set of input shapes."""
+    tensors = example_tensors(shapes, options.input_dtypes, seed=seed)
+    try:
+        expected = call_module(model, tensors)
+    except Exception as exc:
+        return ShapeTrial(label, shapes, False, axis, f"PyTorch itself fails at this shape: {exc}")
+    feed = {i.name: t.detach().numpy() for i, t in zip(session.get_inputs(), tensors, strict=False)}
+    try:
+        produced = session.run(None, feed)
+    except Exception as exc:
+        message = ort_message(str(exc).strip().splitlines()[0])[:500]
+        if axis:
+            message = (
+                f"ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the exporter baked "
+                f"its size into the graph. ORT said: {message}"
+            )
+        return ShapeTrial(label, shapes, False, axis, message)
+    diffs = compare_outputs(expected, produced, [o.name for o in session.get_outputs()])
+    ok = all(d.ok for d in diffs)
+    error = (
+        "" if ok else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" * bool(axis))
+    )
+    return ShapeTrial(label, shapes, ok, axis, error, diffs)
+
+
+def run_trials(
+    model: Any, session: Any, options: ExportOptions, progress: Callable[[float, str], None]
+) -> list[ShapeTrial]:
+    """The export shape, then each dynamic axis at another size (inputs that share its label change with it)."""
+    plan = trial_shapes(options)
+    trials = []
+    for index, (label, axis, shapes) in enumerate(plan):
+        progress(0.7 + 0.25 * index / len(plan), f"Comparing with PyTorch at {label}")
+        trials.append(_trial(model, session, options, label, axis, shapes, seed=index + 1))
+    return trials
+
+
+def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> list[str]:
+    """What the export changed, in a learner's words: BatchNorm folded, Dropout removed, Linear → Gemm."""
+    notes = []
+    batchnorms = sum(n for op, n in torch_ops.items() if op.startswith("BatchNorm") or "batch_norm" in op)
+    if batchnorms and not onnx_ops.get("BatchNormalization"):
+        convs = onnx_ops.get("Conv", 0)
+        where = "into the preceding Conv weights" if convs else "into neighbouring weights"
+        notes.append(f"{batchnorms} BatchNorm layer(s) were folded {where}: no BatchNormalization node is left.")
+    elif batchnorms:
+        notes.append(f"{batchnorms} BatchNorm layer(s) stayed as BatchNormalization nodes (folding was off).")
+    dropouts = sum(n for op, n in torch_ops.items() if op.startswith("Dropout"))
+    if dropouts and not onnx_ops.get("Dropout"):
+        notes.append(f"{dropouts} Dropout layer(s) were removed: they do nothing at inference.")
+    linears = sum(n for op, n in torch_ops.items() if op.endswith("Linear"))
+    if linears:
+        parts = [f"{onnx_ops[k]} {k}" for k in ("Gemm", "MatMul") if onnx_ops.get(k)]
+        if parts:
+            notes.append(
+                f"{linears} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with "
+                f"{' and '.join(parts)} node(s) (MatMul also carries any attention products)."
+            )
+    flattens = torch_ops.get("Flatten", 0)
+    if flattens and onnx_ops.get("Reshape") and not onnx_ops.get("Flatten"):
+        notes.append(f"{flattens} Flatten layer(s) became Reshape.")
+    return notes

@@ -1,0 +1,153 @@
+"""The worker process: reads one job request on stdin, runs it, sends framed messages on its own channel.
+
+Started by core.jobs.process, never imported by the app. The protocol channel is a private copy of stdout;
+the real stdout is pointed at stderr so that whatever the job's libraries print cannot corrupt the messages.
+Arguments arrive as MessagePack and are decoded into the types the job's function declares.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import inspect
+import os
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from core.jobs import wire
+from core.jobs.registry import JobSignature, resolve, signature_of
+
+__all__ = ["main"]
+
+
+class _Channel:
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def send(self, message: wire.Message) -> None:
+        wire.write_frame(self._stream, wire.encode(message))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_for_machine(lock_dir: Path, channel: _Channel) -> Any:
+    """Queue for the machine-wide lock in arrival order; report our place in the queue while waiting."""
+    queue = lock_dir / "queue"
+    queue.mkdir(parents=True, exist_ok=True)
+    ticket = queue / f"{time.time_ns():020d}-{os.getpid()}"
+    ticket.touch()
+    lock_file = open(lock_dir / "exclusive.lock", "a+")  # noqa: SIM115 - held until the process exits
+    last_position = -1
+    while True:
+        ahead = 0
+        for other in sorted(queue.iterdir()):
+            if other.name >= ticket.name:
+                break
+            try:
+                pid = int(other.name.rsplit("-", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            if _pid_alive(pid):
+                ahead += 1
+            else:
+                other.unlink(missing_ok=True)  # a waiter that died without cleaning up
+        if ahead == 0:
+            try:
+                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                ticket.unlink(missing_ok=True)
+                return lock_file
+            except BlockingIOError:
+                ahead = 0  # the running job has left the queue but still holds the lock
+        if ahead != last_position:
+            channel.send(wire.Queued(position=ahead))
+            last_position = ahead
+        time.sleep(0.1)
+
+
+def _arguments(request: wire.Request, signature: JobSignature, func: Callable[..., Any]) -> dict[str, Any]:
+    """The request's arguments decoded into the types the function declares, defaults for the rest."""
+    params = inspect.signature(func).parameters
+    fields = [
+        (name, kind) if params[name].default is inspect.Parameter.empty else (name, kind, params[name].default)
+        for name, kind in signature.parameters.items()
+    ]
+    args_type = msgspec.defstruct("Arguments", fields, kw_only=True, forbid_unknown_fields=True)
+    try:
+        decoded: Any = wire.decode(request.args, args_type)
+    except wire.WireError as exc:
+        raise TypeError(f"the job's arguments {exc}") from None
+    return {name: getattr(decoded, name) for name in signature.parameters}
+
+
+def _run(request: wire.Request, channel: _Channel) -> wire.Message:
+    func = resolve(request.target)
+    signature = signature_of(request.target)
+    args = _arguments(request, signature, func)
+    if signature.takes_progress:
+
+        def progress(fraction: float, message: str = "") -> None:
+            channel.send(wire.ProgressReport(fraction=max(0.0, min(1.0, float(fraction))), message=str(message)))
+
+        args["progress"] = progress
+    if signature.takes_limits:
+        from core.settings import IntakeLimits
+
+        args["limits"] = wire.decode(request.limits, IntakeLimits)
+    return wire.Finished(value=msgspec.Raw(wire.encode(func(**args))))
+
+
+def _failure(exc: BaseException) -> wire.Failed:
+    from core.errors import WorkbenchError
+
+    if isinstance(exc, MemoryError):
+        return wire.Failed(error="MemoryError", message="out of memory")
+    if isinstance(exc, WorkbenchError):
+        return wire.Failed(error=type(exc).__name__, message=str(exc))
+    return wire.Failed(
+        error="JobFailed",
+        exc_type=type(exc).__name__,
+        message=str(exc)[:2000],
+        traceback=traceback.format_exc()[-8000:],
+    )
+
+
+def main() -> int:
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    channel = _Channel(protocol)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not litter the disk with core files
+
+    request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)
+    machine_lock = None  # held (open and locked) until this process exits
+    if request.exclusive:
+        machine_lock = _wait_for_machine(Path(request.lock_dir), channel)
+    channel.send(wire.Started(pid=os.getpid()))
+    try:
+        message = _run(request, channel)
+    except BaseException as exc:  # every ending goes back to the caller as a message, never a dead pipe
+        message = _failure(exc)
+    try:
+        channel.send(message)
+    except MemoryError:
+        channel.send(_failure(MemoryError()))
+    del machine_lock
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

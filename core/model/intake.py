@@ -1,0 +1,84 @@
+"""Recognise uploaded model files by their content and open them safely (in the worker, never the app).
+
+``describe_files`` is the job the Model page and ``python -m core info`` run: given the files of one
+upload, it finds the format from the bytes, refuses what is unsafe or too large with a message that says
+what to do instead, and returns the model's record. The pieces: formats.py (recognition), pickles.py,
+archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError
+from core.model.formats import detect_format, read_head
+from core.model.onnx_file import describe_bundle, describe_onnx
+from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
+from core.model.records import ModelRecord
+from core.model.torch_files import describe_pt2, describe_safetensors, describe_torch_pickle, describe_torchscript
+from core.settings import IntakeLimits
+
+__all__ = ["describe_files", "detect_format"]
+
+_HANDLERS: dict[str, Callable[[Path, str, str, IntakeLimits], ModelRecord]] = {
+    "state_dict-zip": describe_torch_pickle,
+    "legacy-torch": describe_torch_pickle,
+    "safetensors": describe_safetensors,
+    "torchscript": describe_torchscript,
+    "pt2": describe_pt2,
+}
+
+_PRIMARY = {"onnx", "onnx-bundle", "onnx-damaged", *_HANDLERS, "pickle"}
+
+
+def _refuse_unreadable(path: Path, fmt: str) -> None:
+    if fmt == "empty":
+        raise UnsupportedFormatError(f"'{path.name}' is empty (0 bytes). The upload may have failed: try again.")
+    if fmt == "pickle":
+        refuse_pickle(pickle_globals(path.read_bytes()[: 64 << 20]), path.name)
+        raise UnsafeModelError(
+            f"'{path.name}' is a plain Python pickle. Unpickling runs whatever code the file asks for, so it is "
+            f"never opened here. {WHOLE_MODULE_ADVICE}"
+        )
+    if fmt == "onnx-damaged":
+        raise IntakeError(
+            f"'{path.name}' starts like an ONNX model but breaks off: the file is truncated or damaged. "
+            "Upload it again, or re-export it."
+        )
+    if fmt == "zip":
+        raise UnsupportedFormatError(
+            f"'{path.name}' is a zip archive that holds neither a PyTorch model nor an ONNX model."
+        )
+    head = read_head(path)[:8].hex(" ")
+    raise UnsupportedFormatError(
+        f"'{path.name}' is not a model format this app reads (first bytes: {head}). It reads ONNX (.onnx), "
+        "PyTorch state_dicts (torch.save), safetensors, TorchScript archives and torch.export .pt2 programs."
+    )
+
+
+def describe_files(paths: list[str], name: str = "", limits: IntakeLimits | None = None) -> ModelRecord:
+    """The record of the model in ``paths`` (one upload: a model file, optionally with its data files).
+
+    As a job, ``limits`` comes from the settings of whoever runs it (the worker fills it in)."""
+    limits = limits or IntakeLimits()
+    files = [Path(p) for p in paths]
+    if not files:
+        raise IntakeError("No file was given.")
+    formats = {p: detect_format(p) for p in files}
+    primary = [p for p in files if formats[p] in _PRIMARY]
+    if not primary:
+        _refuse_unreadable(files[0], formats[files[0]])
+    if len(primary) > 1:
+        listed = ", ".join(f"'{p.name}'" for p in primary)
+        raise IntakeError(f"{listed} are each a model; upload one model at a time (with its data files).")
+    main = primary[0]
+    fmt = formats[main]
+    if fmt == "onnx":
+        return describe_onnx(main, main.parent, name, limits)
+    if fmt == "onnx-bundle":
+        return describe_bundle(main, name, limits)
+    if fmt in _HANDLERS:
+        return _HANDLERS[fmt](main, fmt, name, limits)
+    _refuse_unreadable(main, fmt)
+    raise AssertionError(f"no reader for {fmt}")  # _refuse_unreadable raises for every other format

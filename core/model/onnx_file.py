@@ -1,0 +1,202 @@
+"""An ONNX file opened safely: external data checked before any of it is read, limits, the model's record."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from core.errors import IntakeError, LimitExceededError, UnsafeModelError
+from core.model.archives import unpack_bundle
+from core.model.formats import detect_format, sha256_files
+from core.model.proto import (
+    external_entries,
+    iter_tensors,
+    tensor_elements,
+    tensor_nbytes,
+    value_specs,
+    walk_graphs,
+)
+from core.model.records import ModelRecord
+from core.settings import IntakeLimits
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "describe_onnx"]
+
+
+_TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw_data is empty, values per element)
+    1: ("float_data", 1), 14: ("float_data", 2), 2: ("int32_data", 1), 3: ("int32_data", 1), 4: ("int32_data", 1),
+    5: ("int32_data", 1), 6: ("int32_data", 1), 9: ("int32_data", 1), 10: ("int32_data", 1), 16: ("int32_data", 1),
+    7: ("int64_data", 1), 11: ("double_data", 1), 15: ("double_data", 2), 12: ("uint64_data", 1),
+    13: ("uint64_data", 1),
+}  # fmt: skip
+
+
+def check_tensor_data(label: str, tensor: onnx.TensorProto) -> None:
+    """Refuse a tensor whose dims promise other than the data it holds (inline data only)."""
+    import onnx
+
+    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.data_type not in _TYPED_FIELDS:
+        return
+    promised = tensor_elements(tensor)
+    if tensor.raw_data:
+        held, expected, unit = len(tensor.raw_data), tensor_nbytes(tensor), "bytes"
+    else:
+        field_name, per_element = _TYPED_FIELDS[tensor.data_type]
+        held, expected, unit = len(getattr(tensor, field_name)), promised * per_element, "values"
+    if held != expected:
+        dims = "×".join(str(int(d)) for d in tensor.dims) or "a scalar"
+        raise IntakeError(
+            f"The {label} '{tensor.name}' has dims {dims} ({promised:,} elements, {expected:,} {unit}) but holds "
+            f"{held:,} {unit} of data. The file is damaged, or made to promise more than it holds; it was not loaded."
+        )
+
+
+def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
+    """Every external-data location must name a regular file inside ``folder``, reached without links,
+    with offset and length inside that file. Returns the data files; raises before any of them is opened."""
+    import onnx
+
+    folder_real = folder.resolve()
+    files: dict[str, Path] = {}
+    for where, tensor in iter_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = external_entries(tensor)
+        location = entries.get("location", "")
+        label = f"{where} '{tensor.name}'"
+        if not location:
+            raise UnsafeModelError(f"The {label} says its data is in an external file but names none.")
+        posix = location.replace("\\", "/")
+        parts = PurePosixPath(posix).parts
+        if posix.startswith("/") or (len(posix) > 1 and posix[1] == ":"):
+            raise UnsafeModelError(
+                f"The {label} keeps its data at the absolute path '{location}'. External data must sit in the "
+                "model's own folder; save the model with a relative location (onnx.save(..., location='x.data'))."
+            )
+        if ".." in parts:
+            raise UnsafeModelError(
+                f"The {label} keeps its data at '{location}', outside the model's folder. External data must "
+                "sit in the model's own folder, so this file was not opened."
+            )
+        current = folder
+        for part in parts:
+            current = current / part
+            try:
+                mode = os.lstat(current).st_mode
+            except FileNotFoundError:
+                raise IntakeError(
+                    f"The model keeps the data of {label} in '{location}', which was not uploaded. Select the "
+                    ".onnx and its data file(s) together, or upload a .zip of the model's folder."
+                ) from None
+            if stat.S_ISLNK(mode):
+                raise UnsafeModelError(
+                    f"The data file '{location}' of {label} is a link. Links could point anywhere on this "
+                    "machine, so they are not followed; copy the real file next to the model."
+                )
+        if not stat.S_ISREG(os.lstat(current).st_mode) or not current.resolve().is_relative_to(folder_real):
+            raise UnsafeModelError(f"The data location '{location}' of {label} is not a regular file in the folder.")
+        size = current.stat().st_size
+        try:
+            offset = int(entries.get("offset", "0") or 0)
+            length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
+        except ValueError:
+            raise UnsafeModelError(f"The {label} has an offset or length that is not a number.") from None
+        if offset < 0 or length < 0:
+            raise UnsafeModelError(f"The {label} has a negative offset ({offset}) or length ({length}).")
+        if offset + length > size:
+            raise UnsafeModelError(
+                f"The {label} wants bytes {offset}–{offset + length} of '{location}', but that file has only "
+                f"{size} bytes. The data file does not belong to this model or is truncated."
+            )
+        files[posix] = current
+    return list(files.values())
+
+
+def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
+    import onnx
+
+    try:
+        model = onnx.load_model(str(main), load_external_data=False)
+    except Exception as exc:
+        if "MaxDepth" in str(exc) or "recursion" in str(exc).lower():
+            raise IntakeError(
+                f"'{main.name}' holds subgraphs nested too deeply (If/Loop/Scan inside each other, about 30 levels or "
+                "more) for the protobuf parser to read. No real model nests this deep; the file may be crafted."
+            ) from None
+        raise IntakeError(
+            f"'{main.name}' looks like ONNX but could not be parsed ({type(exc).__name__}). The file may be "
+            "truncated or damaged: upload it again, or re-export it."
+        ) from None
+    if not model.HasField("graph"):
+        raise IntakeError(f"'{main.name}' is an ONNX ModelProto with no graph in it: there is no model to run.")
+
+    graphs = list(walk_graphs(model, functions=True))
+    total_nodes = sum(len(visit.graph.node) for visit in graphs)
+    if total_nodes > limits.max_nodes:
+        raise LimitExceededError(
+            f"The model has {total_nodes:,} nodes; this instance accepts at most {limits.max_nodes:,} "
+            "(setting WORKBENCH_MAX_NODES)."
+        )
+    data_files = check_external_data(model, folder)
+    parameters = weight_bytes = constant_weights = 0
+    for where, tensor in iter_tensors(model):
+        check_tensor_data("weight" if where != "constant" else "Constant value", tensor)
+        count = tensor_elements(tensor)
+        if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):  # shapes and indices
+            parameters += count
+        weight_bytes += tensor_nbytes(tensor)
+        constant_weights += where == "constant" and count > 1
+    if weight_bytes > limits.max_initializer_bytes:
+        raise LimitExceededError(
+            f"The model's weights take {weight_bytes / 2**20:,.0f} MB; this instance accepts at most "
+            f"{limits.max_initializer_bytes / 2**20:,.0f} MB (setting WORKBENCH_MAX_INITIALIZER_MB)."
+        )
+
+    initializer_names = {t.name for t in model.graph.initializer}
+    opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
+    notes = []
+    if len(graphs) > 1 + len(model.functions):
+        notes.append(
+            f"{len(graphs) - 1 - len(model.functions)} subgraph(s) (If/Loop/Scan), {total_nodes:,} nodes in all."
+        )
+    if model.functions:
+        notes.append(f"{len(model.functions)} local function(s).")
+    if constant_weights:
+        notes.append(f"{constant_weights} weight tensor(s) are held in Constant nodes instead of initializers.")
+    other_domains = sorted(d for d in opsets if d not in ("ai.onnx", "ai.onnx.ml"))
+    if other_domains:
+        notes.append(f"Operator domains beyond the standard ones: {', '.join(other_domains)}.")
+    size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
+    return ModelRecord(
+        id=sha256_files(main, data_files),
+        name=name or main.stem,
+        format="onnx",
+        size_bytes=size,
+        path=str(main),
+        files=[str(main)] + [str(p) for p in data_files],
+        inputs=value_specs(model.graph.input, skip=initializer_names),
+        outputs=value_specs(model.graph.output),
+        parameter_count=parameters,
+        opset=opsets.get("ai.onnx"),
+        ir_version=int(model.ir_version),
+        producer=" ".join(filter(None, [model.producer_name, model.producer_version])),
+        node_count=len(model.graph.node),
+        external_data=[p.name for p in data_files],
+        notes=notes,
+    )
+
+
+def describe_bundle(path: Path, name: str, limits: IntakeLimits) -> ModelRecord:
+    folder = unpack_bundle(path, limits)
+    candidates = [p for p in sorted(folder.rglob("*")) if p.is_file() and detect_format(p) == "onnx"]
+    if not candidates:
+        raise IntakeError(f"'{path.name}' holds no readable ONNX model.")
+    if len(candidates) > 1:
+        listed = ", ".join(str(p.relative_to(folder)) for p in candidates[:5])
+        raise IntakeError(f"'{path.name}' holds several ONNX models ({listed}); upload one model per archive.")
+    main = candidates[0]
+    return describe_onnx(main, main.parent, name or main.stem, limits)

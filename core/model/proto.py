@@ -1,0 +1,192 @@
+"""Helpers over ONNX protobufs shared by every feature: dtype names, value types, tensors, one graph walker.
+
+Nothing here opens a file; callers hand in protos they loaded (always with ``load_external_data=False``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.model.records import TensorSpec, format_shape
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = [
+    "NOT_WEIGHT_TYPES",
+    "GraphVisit",
+    "attribute_subgraphs",
+    "dtype_name",
+    "external_entries",
+    "iter_tensors",
+    "tensor_elements",
+    "tensor_nbytes",
+    "type_spec",
+    "type_text",
+    "value_specs",
+    "walk_graphs",
+]
+
+NOT_WEIGHT_TYPES = (6, 7)  # INT32, INT64: shapes, axes and indices, not learned weights
+_SMALL_FLOAT_TYPES = range(16, 27)  # bf16 and the 8-, 4- and 2-bit types: at least a byte each when counted
+
+
+def dtype_name(elem_type: int) -> str:
+    """numpy's name for an ONNX element type ('float32', 'int64', 'string'), or ONNX's own when numpy has none."""
+    import onnx
+    from onnx import helper
+
+    try:
+        return str(helper.tensor_dtype_to_np_dtype(elem_type).name).replace("str", "string")
+    except Exception:
+        try:
+            return onnx.TensorProto.DataType.Name(elem_type).lower()
+        except ValueError:
+            return f"unknown type {elem_type}"
+
+
+def type_spec(type_proto: onnx.TypeProto) -> tuple[str, list[int | str] | None]:
+    """(dtype, shape) of a value's type; dims are ints, symbolic names, or "?" when unnamed."""
+    kind = type_proto.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        tensor = getattr(type_proto, kind)
+        dtype = dtype_name(tensor.elem_type)
+        if not tensor.HasField("shape"):
+            return dtype, None
+        shape: list[int | str] = []
+        for dim in tensor.shape.dim:
+            if dim.HasField("dim_value"):
+                shape.append(int(dim.dim_value))
+            else:
+                shape.append(dim.dim_param or "?")
+        return dtype, shape
+    if kind == "sequence_type":
+        inner, _ = type_spec(type_proto.sequence_type.elem_type)
+        return f"sequence<{inner}>", None
+    if kind == "optional_type":
+        inner, inner_shape = type_spec(type_proto.optional_type.elem_type)
+        return f"optional<{inner}>", inner_shape
+    if kind == "map_type":
+        value, _ = type_spec(type_proto.map_type.value_type)
+        return f"map<{dtype_name(type_proto.map_type.key_type)}, {value}>", None
+    return "unknown", None
+
+
+def type_text(type_proto: onnx.TypeProto) -> str:
+    """'float32 [batch×3×224×224]', for showing one value's type."""
+    dtype, shape = type_spec(type_proto)
+    return f"{dtype} [{format_shape(shape)}]"
+
+
+def value_specs(values: Any, skip: set[str] | frozenset[str] = frozenset()) -> list[TensorSpec]:
+    """TensorSpecs of graph inputs or outputs; ``skip`` drops names (IR-3 initializers listed as inputs)."""
+    specs = []
+    for value in values:
+        if value.name in skip:
+            continue
+        dtype, shape = type_spec(value.type)
+        dynamic = {str(i): str(d) for i, d in enumerate(shape or []) if isinstance(d, str)}
+        specs.append(TensorSpec(value.name, dtype, shape, dynamic))
+    return specs
+
+
+def attribute_subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:
+    """(label, graph) for every graph a node's attributes hold: "then_branch", or "branches[1]" in a list."""
+    import onnx
+
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.name, attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            for i, graph in enumerate(attr.graphs):
+                yield (f"{attr.name}[{i}]" if len(attr.graphs) > 1 else attr.name), graph
+
+
+@dataclass(frozen=True)
+class GraphVisit:
+    """One graph met by ``walk_graphs``: where it sits, and which node attribute holds it."""
+
+    graph: Any  # onnx.GraphProto
+    path: str  # "main", "main / loop (Loop).body", "function custom.DoubleRelu"
+    depth: int  # 0 for the main graph and function bodies
+    owner: Any = None  # the NodeProto whose attribute holds this graph; None at the top
+    attribute: str = ""
+    is_function: bool = False
+
+
+def _node_label(node: Any, index: int) -> str:
+    return node.name or f"{node.op_type}_{index}"
+
+
+def walk_graphs(model: Any, *, functions: bool = False, root: str = "main") -> Iterator[GraphVisit]:
+    """The main graph and every If/Loop/Scan subgraph at any depth, in file order (pre-order), then, with
+    ``functions``, each local function's body and its subgraphs. ``model`` is a ModelProto or a GraphProto.
+    Iterative, so a deeply nested model cannot exhaust the stack."""
+    import onnx
+
+    tops: list[GraphVisit] = []
+    if isinstance(model, onnx.ModelProto):
+        tops.append(GraphVisit(model.graph, root, 0))
+        if functions:
+            for function in model.functions:
+                body = onnx.helper.make_graph(list(function.node), function.name, [], [])
+                tops.append(GraphVisit(body, f"function {function.domain}.{function.name}", 0, is_function=True))
+    else:
+        tops.append(GraphVisit(model, root, 0))
+    stack = list(reversed(tops))
+    while stack:
+        visit = stack.pop()
+        yield visit
+        children = []
+        for index, node in enumerate(visit.graph.node):
+            who = _node_label(node, index)
+            for label, sub in attribute_subgraphs(node):
+                path = f"{visit.path} / {who} ({node.op_type}).{label}"
+                children.append(GraphVisit(sub, path, visit.depth + 1, node, label, visit.is_function))
+        stack.extend(reversed(children))
+
+
+def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
+    """Every weight tensor with where it lives: initializers, sparse initializers, Constant node values."""
+    import onnx
+
+    for visit in walk_graphs(model, functions=True):
+        graph = visit.graph
+        for tensor in graph.initializer:
+            yield "initializer", tensor
+        for sparse in graph.sparse_initializer:
+            yield "sparse initializer", sparse.values
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    yield "constant", attr.t
+                elif attr.type == onnx.AttributeProto.SPARSE_TENSOR:
+                    yield "constant", attr.sparse_tensor.values
+
+
+def tensor_elements(tensor: onnx.TensorProto) -> int:
+    """How many elements a tensor's dims promise (negative dims count as 0)."""
+    count = 1
+    for d in tensor.dims:
+        count *= max(int(d), 0)
+    return count
+
+
+def tensor_nbytes(tensor: onnx.TensorProto) -> int:
+    """The bytes a tensor's dims and dtype promise (strings count as 0)."""
+    from onnx import helper
+
+    try:
+        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except Exception:
+        itemsize = 0
+    if tensor.data_type in _SMALL_FLOAT_TYPES:
+        itemsize = max(itemsize, 1)
+    return tensor_elements(tensor) * itemsize
+
+
+def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
+    """A tensor's external-data entries (location, offset, length, checksum) as a dict."""
+    return {entry.key: entry.value for entry in tensor.external_data}

@@ -1,0 +1,238 @@
+"""PyTorch files opened inside the worker: state_dicts into a zoo architecture, TorchScript and .pt2 archives."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from core.errors import IntakeError, LimitExceededError, NoMatchingArchitectureError, UnsafeModelError
+from core.model import zoo
+from core.model.archives import check_zip
+from core.model.formats import file_sha256
+from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
+from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
+from core.settings import IntakeLimits
+
+__all__ = [
+    "describe_pt2",
+    "describe_safetensors",
+    "describe_torch_pickle",
+    "describe_torchscript",
+    "match_architectures",
+    "unwrap_checkpoint",
+]
+
+
+def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
+    import torch
+
+    if isinstance(obj, dict):
+        for key in ("state_dict", "model_state_dict", "model", "net"):
+            inner = obj.get(key)
+            if isinstance(inner, dict) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
+                notes.append(f"Weights taken from the checkpoint's '{key}' entry.")
+                obj = inner
+                break
+    if not isinstance(obj, dict) or not obj:
+        raise IntakeError(
+            f"The file holds a {type(obj).__name__}, not a state_dict (a dict of parameter name → tensor). "
+            "Save it with torch.save(model.state_dict(), 'model.pt')."
+        )
+    tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+    if not tensors:
+        raise IntakeError("The file is a dict with no tensors in it, so it holds no weights to load.")
+    if all(k.startswith("module.") for k in tensors):
+        notes.append("The 'module.' prefix of DataParallel was removed from every key.")
+        tensors = {k.removeprefix("module."): v for k, v in tensors.items()}
+    return tensors
+
+
+def match_architectures(shapes: dict[str, tuple[int, ...]]) -> list[ArchitectureMatch]:
+    """Compare a state_dict's keys and shapes with every zoo architecture."""
+    matches = []
+    for arch in zoo.SAMPLES:
+        expected = zoo.state_dict_shapes(arch)
+        missing = sorted(set(expected) - set(shapes))
+        unexpected = sorted(set(shapes) - set(expected))
+        mismatched = [
+            f"{k}: file {list(shapes[k])}, {arch} {list(expected[k])}"
+            for k in sorted(set(expected) & set(shapes))
+            if tuple(shapes[k]) != tuple(expected[k])
+        ]
+        ok = not (missing or unexpected or mismatched)
+        matches.append(ArchitectureMatch(arch, ok, missing, unexpected, mismatched))
+    return matches
+
+
+def _mismatch_summary(match: ArchitectureMatch) -> str:
+    parts = []
+    for label, items in (
+        ("missing", match.missing_keys),
+        ("unexpected", match.unexpected_keys),
+        ("wrong shape", match.shape_mismatches),
+    ):
+        if items:
+            shown = ", ".join(items[:3]) + (", …" if len(items) > 3 else "")
+            parts.append(f"{len(items)} {label} ({shown})")
+    return f"{match.architecture}: " + "; ".join(parts)
+
+
+def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name: str, notes: list[str]) -> ModelRecord:
+    matches = match_architectures({k: tuple(v.shape) for k, v in tensors.items()})
+    good = [m for m in matches if m.matches]
+    if not good:
+        closest = sorted(matches, key=lambda m: len(m.missing_keys) + len(m.unexpected_keys) + len(m.shape_mismatches))
+        details = " | ".join(_mismatch_summary(m) for m in closest[:3])
+        raise NoMatchingArchitectureError(
+            f"The weights in '{main.name}' ({len(tensors)} tensors) fit none of the sample architectures, so "
+            f"there is no code to load them into. Closest: {details}. Upload an ONNX export, a TorchScript "
+            "archive or a .pt2 program of your model instead."
+        )
+    arch = good[0].architecture
+    model = zoo.build_model(arch)
+    model.load_state_dict(tensors, strict=True)
+    sample_record = zoo.describe_sample(arch)
+    notes.append(f"Loaded into the '{arch}' architecture: every key and shape matches.")
+    return ModelRecord(
+        id=file_sha256(main),
+        name=name or main.stem,
+        format=fmt,
+        size_bytes=main.stat().st_size,
+        path=str(main),
+        files=[str(main)],
+        inputs=sample_record.inputs,
+        outputs=sample_record.outputs,
+        parameter_count=sum(p.numel() for p in model.parameters()),
+        architecture=arch,
+        architecture_matches=matches,
+        notes=notes,
+    )
+
+
+def describe_torch_pickle(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+    import torch
+
+    if fmt == "state_dict-zip":
+        check_zip(path, limits)
+        with zipfile.ZipFile(path) as zf:
+            pkl = next(n for n in zf.namelist() if n.endswith("data.pkl"))
+            data = zf.read(pkl)
+    else:
+        data = path.read_bytes()[: 64 << 20]
+    refuse_pickle(pickle_globals(data), path.name)
+    try:
+        obj = torch.load(str(path), weights_only=True, map_location="cpu", mmap=fmt == "state_dict-zip")
+    except Exception as exc:
+        text = str(exc)
+        if "Unsupported global" in text or "weights_only" in text.lower():
+            raise UnsafeModelError(
+                f"'{path.name}' is not plain weights: it needs Python objects to be rebuilt, which could run "
+                f"code. {WHOLE_MODULE_ADVICE}"
+            ) from None
+        raise IntakeError(f"'{path.name}' is a PyTorch file that could not be read ({text[:300]}).") from None
+    notes: list[str] = []
+    return _record_from_state_dict(unwrap_checkpoint(obj, notes), path, "state_dict", name, notes)
+
+
+def describe_safetensors(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+    from safetensors.torch import load_file
+
+    if path.stat().st_size > limits.max_initializer_bytes + (1 << 20):
+        raise LimitExceededError(f"'{path.name}' is larger than this instance's weight limit.")
+    try:
+        tensors = load_file(str(path), device="cpu")
+    except Exception as exc:
+        raise IntakeError(f"'{path.name}' looks like safetensors but could not be read ({exc}).") from None
+    return _record_from_state_dict(tensors, path, "safetensors", name, [])
+
+
+def _refuse_code_archive(path: Path, kind: str, limits: IntakeLimits) -> None:
+    if not limits.allow_code_archives:
+        raise UnsafeModelError(
+            f"'{path.name}' is a {kind}, which carries code that runs when it is opened. This instance does not "
+            "accept them (its operator can set WORKBENCH_ALLOW_CODE_ARCHIVES=true). Upload an ONNX export or a "
+            "state_dict instead."
+        )
+    check_zip(path, limits)
+
+
+def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+    import torch
+
+    _refuse_code_archive(path, "TorchScript archive", limits)
+    try:
+        module = torch.jit.load(str(path), map_location="cpu")
+    except Exception as exc:
+        raise IntakeError(
+            f"'{path.name}' is a TorchScript archive that could not be loaded ({str(exc)[:300]})."
+        ) from None
+    args = module.forward.schema.arguments[1:]
+    inputs = [TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None) for a in args]
+    return ModelRecord(
+        id=file_sha256(path),
+        name=name or path.stem,
+        format="torchscript",
+        size_bytes=path.stat().st_size,
+        path=str(path),
+        files=[str(path)],
+        inputs=inputs,
+        outputs=[TensorSpec("output", "unknown", None)],
+        parameter_count=sum(p.numel() for p in module.parameters()),
+        notes=[
+            "TorchScript does not record input shapes or dtypes: you give the shapes when you export "
+            "(float32 is assumed)."
+        ],
+    )
+
+
+def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+    import torch
+
+    _refuse_code_archive(path, "torch.export program (.pt2)", limits)
+    try:
+        program = torch.export.load(str(path))
+    except Exception as exc:
+        raise IntakeError(f"'{path.name}' is a .pt2 archive that could not be loaded ({str(exc)[:300]}).") from None
+    signature = program.graph_signature
+    values = {n.name: n.meta.get("val") for n in program.graph.nodes}
+    examples: dict[str, Any] = {}
+    saved = getattr(program, "example_inputs", None)
+    if saved and isinstance(saved[0], (tuple, list)):
+        examples = dict(zip(signature.user_inputs, saved[0], strict=False))
+
+    def spec(node_name: str) -> TensorSpec:
+        """Example shape (saved with the program) where known; symbolic dims become dynamic axes."""
+        val = values.get(node_name)
+        if val is None or not hasattr(val, "shape"):
+            return TensorSpec(node_name, "unknown", None)
+        dims = [str(d) for d in val.shape]
+        example = examples.get(node_name)
+        dynamic = {str(i): d for i, d in enumerate(dims) if not d.lstrip("-").isdigit()}
+        if example is not None and hasattr(example, "shape"):
+            shape: list[int | str] = [int(d) for d in example.shape]
+        else:
+            shape = [int(d) if d.lstrip("-").isdigit() else d for d in dims]
+        return TensorSpec(node_name, str(val.dtype).removeprefix("torch."), shape, dynamic)
+
+    output_nodes = [n for n in program.graph.nodes if n.op == "output"]
+    output_names = signature.user_outputs
+    if output_nodes:
+        args = output_nodes[0].args[0]
+        output_names = tuple(str(a) for a in (args if isinstance(args, (tuple, list)) else [args]))
+        output_names = output_names[len(output_names) - len(signature.user_outputs) :]
+    params = program.state_dict
+    return ModelRecord(
+        id=file_sha256(path),
+        name=name or path.stem,
+        format="pt2",
+        size_bytes=path.stat().st_size,
+        path=str(path),
+        files=[str(path)],
+        inputs=[spec(n) for n in signature.user_inputs],
+        outputs=[spec(n) for n in output_names],
+        parameter_count=sum(params[p].numel() for p in signature.parameters if p in params),
+        notes=[
+            f"Exported with torch {torch.__version__.split('+')[0]} or compatible; dynamic dims keep their symbols."
+        ],
+    )

@@ -1,0 +1,137 @@
+"""Calibration and held-out data: an uploaded .npz checked against the model's inputs, or generated from a seed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import QuantizeError
+from core.model.inputs import BenchInput, make_inputs
+
+__all__ = ["CalibrationData", "CalibrationReader", "check_calibration", "split_data"]
+
+
+def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]]:
+    """Split an .npz of calibration data into model inputs, after checking names, dtypes and shapes.
+
+    Each array is named after an input and holds N samples along its first axis: the model's batch axis
+    (one sample per call) or, for a fixed batch b, N/b calls of b samples.
+    """
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as archive:  # pickled (object) arrays are refused, never loaded
+            arrays = {name: archive[name] for name in archive.files}
+    except Exception as exc:
+        raise QuantizeError(f"The calibration file is not a readable .npz archive of arrays: {exc}") from exc
+    names = [s.name for s in specs]
+    problems = []
+    missing = [n for n in names if n not in arrays]
+    extra = [n for n in arrays if n not in names]
+    if missing:
+        problems.append(f"no array for input(s) {', '.join(missing)}")
+    if extra:
+        problems.append(f"array(s) {', '.join(extra)} match no input (the inputs are: {', '.join(names)})")
+    counts = set()
+    for spec in specs:
+        array = arrays.get(spec.name)
+        if array is None:
+            continue
+        if array.dtype != np.dtype(spec.dtype):
+            problems.append(
+                f"'{spec.name}' is {array.dtype}, the model takes {spec.dtype} (convert with .astype(np.{spec.dtype}))"
+            )
+        per_call = 1 if spec.batch_axis is not None else spec.shape[0] if spec.shape else 1
+        expected = spec.shape[1:] if spec.shape else []
+        if array.ndim != len(spec.shape) or list(array.shape[1:]) != expected:
+            problems.append(
+                f"'{spec.name}' has shape {list(array.shape)}; expected [N, {', '.join(map(str, expected))}] "
+                "(N samples along the first axis)"
+            )
+        elif array.shape[0] % per_call:
+            problems.append(f"'{spec.name}' holds {array.shape[0]} samples, not a multiple of the batch {per_call}")
+        else:
+            counts.add(array.shape[0] // per_call)
+    if len(counts) > 1:
+        problems.append(f"the arrays hold different numbers of samples ({sorted(counts)})")
+    if problems:
+        raise QuantizeError("The calibration data does not fit the model: " + "; ".join(problems) + ".")
+    calls = counts.pop() if counts else 0
+    if calls == 0:
+        raise QuantizeError("The calibration file holds no samples.")
+    samples = []
+    for i in range(calls):
+        feed = {}
+        for spec in specs:
+            per_call = 1 if spec.batch_axis is not None else spec.shape[0]
+            feed[spec.name] = arrays[spec.name][i * per_call : (i + 1) * per_call]
+        samples.append(feed)
+    return samples
+
+
+def check_calibration(path: str, inputs: list[BenchInput]) -> int:
+    """The number of calibration calls in an .npz file, or a QuantizeError saying why it does not fit."""
+    return len(_samples_from_npz(path, inputs))
+
+
+def _generated(specs: list[BenchInput], count: int, seed: int) -> list[dict[str, Any]]:
+    return [make_inputs(specs, 1, seed + i) for i in range(count)]
+
+
+class CalibrationReader:
+    """ORT's CalibrationDataReader protocol over a list of feeds."""
+
+    def __init__(self, samples: list[dict[str, Any]]) -> None:
+        self._samples = samples
+        self._iter: Iterator[dict[str, Any]] = iter(samples)
+
+    def get_next(self) -> dict[str, Any] | None:
+        return next(self._iter, None)
+
+    def rewind(self) -> None:
+        self._iter = iter(self._samples)
+
+
+@dataclass
+class CalibrationData:
+    """The feeds that set static quantization's scales, and the held-out feeds accuracy is measured on."""
+
+    calibration: list[dict[str, Any]]
+    held_out: list[dict[str, Any]]
+    calibration_text: str  # where they came from, in words
+    held_out_text: str
+
+
+def split_data(
+    specs: list[BenchInput], calibration_file: str, count: int, held_out: int, seed: int, notes: list[str]
+) -> CalibrationData:
+    """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
+    ``seed``; held-out inputs always come from data the calibration never saw."""
+    other_seed = seed + 100_000
+    if calibration_file:
+        samples = _samples_from_npz(calibration_file, specs)
+        if len(samples) >= 8:
+            cut = max(1, len(samples) // 4)
+            return CalibrationData(
+                samples[:-cut],
+                samples[-cut:],
+                f"{len(samples) - cut} samples from the uploaded .npz",
+                f"the last {cut} samples of the uploaded .npz (kept out of calibration)",
+            )
+        return CalibrationData(
+            samples,
+            _generated(specs, held_out, other_seed),
+            f"{len(samples)} samples from the uploaded .npz",
+            f"{held_out} generated inputs (seed {other_seed}); the .npz is too small to split",
+        )
+    notes.append(
+        "Calibration used generated inputs: static quantization's scales are only as good as the data they "
+        "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
+    )
+    return CalibrationData(
+        _generated(specs, count, seed),
+        _generated(specs, held_out, other_seed),
+        f"{count} generated inputs (seed {seed})",
+        f"{held_out} generated inputs (seed {other_seed})",
+    )

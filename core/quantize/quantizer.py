@@ -1,0 +1,296 @@
+"""INT8 and FP16 variants of an ONNX model, compared with the fp32 original: size, latency, accuracy, and
+where the integer ops ran. Runs in the worker, under the machine-wide lock (it benchmarks).
+
+Variants are made with ONNX Runtime's own tools (variants.py). Latency uses the timing harness of the
+benchmark (core.runtime.harness); accuracy compares each variant's outputs with the fp32 model's on held-out
+inputs that calibration never saw (calibration.py).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.errors import QuantizeError
+from core.model.inputs import BenchInput, make_inputs
+from core.quantize.calibration import split_data
+from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, Variant
+from core.quantize.variants import file_size, make_variant, refuse_unquantizable, weight_bytes
+from core.runtime.harness import Config, measure, result_of, timed_session
+from core.runtime.machine import environment
+from core.runtime.ort import session_options
+from core.runtime.outputs import max_abs_diff
+from core.runtime.partition import partition_model
+from core.runtime.stats import speedup_interval
+
+__all__ = ["quantize_model"]
+
+
+def _flat(outputs: list[Any]) -> Any:
+    import numpy as np
+
+    return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outputs]) if outputs else np.zeros(0)
+
+
+def _accuracy(reference: list[list[Any]], produced: list[list[Any]]) -> Accuracy:
+    """Max and mean absolute error, cosine similarity and (for [batch, classes] outputs) top-1 agreement."""
+    import numpy as np
+
+    errors, dots, top1, worst = [], [], [], 0.0
+    for ref, got in zip(reference, produced, strict=True):
+        a, b = _flat(ref), _flat(got)
+        if a.shape != b.shape:
+            raise QuantizeError("The variant's outputs have other shapes than the original's.")
+        worst = max(worst, max_abs_diff(ref, got))
+        errors.append(np.abs(a - b))
+        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+        dots.append(float(a @ b) / norm if norm > 0 else float(np.array_equal(a, b)))
+        first_ref, first_got = np.asarray(ref[0]), np.asarray(got[0])
+        if first_ref.ndim == 2 and first_ref.shape[1] > 1:  # classifier-shaped: [batch, classes]
+            top1.extend((first_ref.argmax(axis=1) == first_got.argmax(axis=1)).tolist())
+    error = np.concatenate(errors) if errors else np.zeros(0)
+    finite = error[np.isfinite(error)]
+    return Accuracy(
+        samples=len(reference),
+        max_abs_error=worst,
+        mean_abs_error=float(finite.mean()) if finite.size else math.nan,
+        cosine_similarity=float(np.mean(dots)) if dots else math.nan,
+        top1_agreement=float(np.mean(top1)) if top1 else None,
+    )
+
+
+def _ops(path: str) -> dict[str, int]:
+    import onnx
+
+    model = onnx.load_model(path, load_external_data=False)
+    return dict(Counter(n.op_type for n in model.graph.node).most_common())
+
+
+def _runtime_ops(path: str, out: Path) -> dict[str, int]:
+    """Op counts of the graph ORT runs (level ALL), e.g. QDQ pairs fused into QLinearConv."""
+    import onnxruntime as ort
+
+    options = session_options("all")
+    options.log_severity_level = 3  # not the warning that a saved LAYOUT graph is machine-specific: known
+    options.optimized_model_filepath = str(out / (Path(path).stem + ".runtime.onnx"))
+    ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return _ops(options.optimized_model_filepath)
+
+
+def _check_request(variants: list[str], calibration_count: int, held_out: int) -> None:
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise QuantizeError(f"Unknown variant {', '.join(unknown) or '(none)'}; choose from {', '.join(VARIANTS)}.")
+    if not 1 <= calibration_count <= 10_000 or not 1 <= held_out <= 10_000:
+        raise QuantizeError("Calibration and held-out sample counts must be between 1 and 10,000.")
+
+
+def _open_model(source: Path, specs: list[BenchInput]) -> bool:
+    """Refuse what cannot be quantized or inputs that are not the model's; True when the model is large
+    enough (or already external) to be written with external data."""
+    import onnx
+
+    model = onnx.load_model(str(source), load_external_data=False)
+    refuse_unquantizable(model)
+    initializers = {t.name for t in model.graph.initializer}
+    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    if sorted(graph_inputs) != sorted(s.name for s in specs):
+        raise QuantizeError(
+            f"The inputs given ({', '.join(s.name for s in specs)}) are not the model's ({', '.join(graph_inputs)})."
+        )
+    return source.stat().st_size > 1 << 30 or any(
+        t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer
+    )
+
+
+def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Path:
+    """ORT's pre-processing for static quantization (symbolic shape inference and optimization)."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre = out / f"{source.stem}.preprocessed.onnx"
+    try:
+        quant_pre_process(str(source), str(pre), save_as_external_data=large)
+    except Exception as exc:
+        notes.append(f"ORT's pre-processing failed ({str(exc)[:300]}); static variants use the model as it is.")
+        return source
+    return pre
+
+
+def _make_all(
+    keys: list[str],
+    source: Path,
+    pre: Path | None,
+    out: Path,
+    calibration: list[dict[str, Any]],
+    large: bool,
+    progress: Callable[[float, str], None],
+) -> list[Variant]:
+    """The fp32 original and every variant asked for; one that cannot be made says why, the others are made."""
+    results = [Variant("fp32", "FP32 (original)", str(source), file_size(source), weight_bytes(source))]
+    for n, key in enumerate(keys):
+        variant = Variant(key, VARIANTS[key][0])
+        progress(0.05 + 0.35 * n / len(keys), f"Making {variant.label}")
+        started = time.perf_counter()
+        try:
+            target = make_variant(key, source, pre, out, calibration, large)
+            variant.path, variant.size_bytes, variant.weight_bytes = (
+                str(target),
+                file_size(target),
+                weight_bytes(target),
+            )
+        except QuantizeError as exc:
+            variant.error = str(exc)
+        except Exception as exc:  # ORT's quantizer raises plain errors on graphs it cannot handle
+            variant.error = f"ONNX Runtime could not make this variant: {str(exc)[:600]}"
+        variant.seconds = time.perf_counter() - started
+        results.append(variant)
+    return results
+
+
+def _latency(
+    made: list[Variant],
+    specs: list[BenchInput],
+    threads: int,
+    seed: int,
+    timing: tuple[int, int, float],
+    notes: list[str],
+    progress: Callable[[float, str], None],
+) -> tuple[dict[str, Any], float, float]:
+    """Every variant timed beside the fp32 model with the benchmark harness; returns the sessions (kept for the
+    accuracy check) and the wall-clock span of the measurement."""
+    iterations, warmup, budget = timing
+    configs: list[Config] = []
+    sessions: dict[str, Any] = {}
+    for variant in made:
+        try:
+            session, load_ms = timed_session(variant.path, "all", "CPUExecutionProvider", threads)
+        except Exception as exc:
+            variant.error = f"ONNX Runtime cannot load this variant: {str(exc)[:600]}"
+            continue
+        sessions[variant.key] = session
+        feed = _typed(session, make_inputs(specs, 1, seed))
+
+        def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
+            return list(session.run(None, feed))
+
+        configs.append(Config(variant.label, "ort", "ALL", "CPUExecutionProvider", threads, 1, run, load_ms))
+        variant.ops = _ops(variant.path)
+    started = time.time()
+    measure(configs, iterations, warmup, budget, notes, progress, span=(0.45, 0.8))
+    finished = time.time()
+    by_label = {c.label: c for c in configs}
+    base = by_label.get(made[0].label) if made else None
+    for variant in (v for v in made if v.label in by_label):
+        config = by_label[variant.label]
+        variant.latency = result_of(config)
+        if base is not None:
+            ratio, low, high = speedup_interval([s / 1e6 for s in base.samples], [s / 1e6 for s in config.samples])
+            variant.speedup, variant.speedup_low, variant.speedup_high = ratio, low, high
+    return sessions, started, finished
+
+
+def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, str], None]) -> None:
+    for k, variant in enumerate(made):
+        progress(0.88 + 0.1 * k / len(made), f"Where {variant.label} runs")
+        variant.runtime_ops = _runtime_ops(variant.path, out)
+        variant.integer_ops = {op: n for op, n in variant.runtime_ops.items() if op in INTEGER_OPS}
+        partition = partition_model(variant.path, ["CPUExecutionProvider"], with_layout=False)
+        variant.providers = partition.reports[0].providers
+
+
+def _cpu_note(cpu_flags: list[str]) -> str:
+    vnni = [f for f in cpu_flags if "vnni" in f or f.startswith("amx")]
+    if vnni:
+        return f"This CPU has VNNI or AMX instructions ({', '.join(vnni)}): int8 dot products run in one instruction."
+    return (
+        "This CPU has no VNNI or AMX instructions: int8 arithmetic is emulated with wider instructions, so int8 may "
+        "be slower than float32."
+    )
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def quantize_model(
+    path: str,
+    out_dir: str,
+    inputs: list[BenchInput],
+    variants: list[str],
+    calibration_count: int = 32,
+    calibration_file: str = "",
+    held_out: int = 32,
+    iterations: int = 100,
+    warmup: int = 10,
+    threads: int = 0,
+    time_budget_s: float = 60.0,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+) -> QuantizeReport:
+    """Make every variant, then measure size, latency, accuracy and integer ops against the fp32 model."""
+    report_progress = progress or _silent
+    _check_request(variants, calibration_count, held_out)
+    source, out = Path(path), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    large = _open_model(source, inputs)
+    notes: list[str] = []
+    data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes)
+    pre = None
+    if any(VARIANTS[v][1] == "static" for v in variants):
+        report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
+        pre = _preprocessed(source, out, large, notes)
+    results = _make_all(variants, source, pre, out, data.calibration, large, report_progress)
+    made = [v for v in results if not v.error]
+    if any(v.key.endswith("-entropy") for v in made):
+        notes.append(
+            "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which leaves "
+            "nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the rarest "
+            "0.001 % of values."
+        )
+    threads = threads or (os.cpu_count() or 1)
+    report_progress(0.42, "Creating sessions")
+    timing = (iterations, warmup, time_budget_s)
+    sessions, started, finished = _latency(made, inputs, threads, seed, timing, notes, report_progress)
+    made = [v for v in results if not v.error]
+    report_progress(0.82, f"Comparing outputs on {len(data.held_out)} held-out inputs")
+    reference = [_run(sessions["fp32"], feed) for feed in data.held_out]
+    for variant in made[1:]:
+        variant.accuracy = _accuracy(reference, [_run(sessions[variant.key], feed) for feed in data.held_out])
+    _where_it_runs(made, out, report_progress)
+    cpu_flags = environment().cpu_flags
+    if any(VARIANTS[v.key][1] != "fp16" for v in made[1:]):
+        notes.append(_cpu_note(cpu_flags))
+    return QuantizeReport(
+        model=source.name,
+        variants=results,
+        calibration=data.calibration_text,
+        held_out=data.held_out_text,
+        threads=threads,
+        notes=notes,
+        cpu_flags=cpu_flags,
+        started=started,
+        finished=finished,
+    )
+
+
+_ORT_TYPES = {
+    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64", "tensor(int64)": "int64",
+    "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool",
+}  # fmt: skip
+
+
+def _typed(session: Any, feed: dict[str, Any]) -> dict[str, Any]:
+    """The feed cast to what this session's inputs take (an fp16 variant may take float16)."""
+    return {
+        i.name: feed[i.name].astype(_ORT_TYPES[i.type]) if i.type in _ORT_TYPES else feed[i.name]
+        for i in session.get_inputs()
+    }
+
+
+def _run(session: Any, feed: dict[str, Any]) -> list[Any]:
+    return list(session.run(None, _typed(session, feed)))

@@ -1,0 +1,77 @@
+"""What Quantize gives: each variant beside the float32 original, measured the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.runtime.harness import BenchResult
+
+__all__ = ["INTEGER_OPS", "VARIANTS", "Accuracy", "QuantizeReport", "Variant"]
+
+# key -> (label, mode, options); the keys are what the page and the command line offer
+VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "dynamic-qint8": ("Dynamic INT8 (QInt8 weights)", "dynamic", {"weight_type": "qint8"}),
+    "dynamic-quint8": ("Dynamic INT8 (QUInt8 weights)", "dynamic", {"weight_type": "quint8"}),
+    **{
+        f"static-{fmt}-{method}": (
+            f"Static INT8, {fmt_label}, {method_label}",
+            "static",
+            {"format": fmt, "method": method},
+        )
+        for fmt, fmt_label in (("qdq", "QDQ"), ("qoperator", "QOperator"))
+        for method, method_label in (("minmax", "MinMax"), ("entropy", "Entropy"), ("percentile", "Percentile"))
+    },
+    "fp16": ("FP16 (float32 inputs and outputs kept)", "fp16", {"keep_io_types": True}),
+    "fp16-all": ("FP16 (inputs and outputs in float16 too)", "fp16", {"keep_io_types": False}),
+}
+
+
+INTEGER_OPS = {
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger", "QLinearConv",
+    "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearAveragePool", "QLinearGlobalAveragePool", "QLinearConcat",
+    "QLinearLeakyRelu", "QLinearSigmoid", "QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QAttention",
+    "QLinearSoftmax", "QLinearReduceMean", "QLinearWhere",
+}  # fmt: skip
+
+
+@dataclass
+class Accuracy:
+    samples: int
+    max_abs_error: float
+    mean_abs_error: float
+    cosine_similarity: float
+    top1_agreement: float | None = None  # for classifier-shaped outputs ([batch, classes])
+
+
+@dataclass
+class Variant:
+    key: str  # "fp32" for the original
+    label: str
+    path: str = ""
+    size_bytes: int = 0  # the file(s) on disk
+    weight_bytes: int = 0  # bytes of the weights alone (initializers and Constant values)
+    seconds: float = 0.0  # time to make it
+    latency: BenchResult | None = None
+    speedup: float | None = None  # fp32 median / this median
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    accuracy: Accuracy | None = None
+    ops: dict[str, int] = field(default_factory=dict)  # op counts of the saved variant
+    runtime_ops: dict[str, int] = field(default_factory=dict)  # what ORT runs after its optimizer (level ALL)
+    integer_ops: dict[str, int] = field(default_factory=dict)  # integer and quantization ops ORT runs
+    providers: dict[str, int] = field(default_factory=dict)  # provider -> nodes, from the partition core
+    error: str = ""  # why this variant could not be made; the others still are
+
+
+@dataclass
+class QuantizeReport:
+    model: str
+    variants: list[Variant]
+    calibration: str  # where the calibration data came from
+    held_out: str  # the inputs accuracy is measured on
+    threads: int
+    notes: list[str]
+    cpu_flags: list[str]
+    started: float = 0.0
+    finished: float = 0.0

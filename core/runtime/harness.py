@@ -1,0 +1,164 @@
+"""The timing harness shared by Benchmark and Quantize: sessions as measured, cold run, warm-up, then calls
+timed one by one in rounds that interleave every configuration, so drift of the machine hits all alike."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.errors import BenchmarkError
+from core.runtime.ort import explain_session_error, ort_message, session_options
+from core.runtime.stats import summarize
+
+__all__ = ["MAX_SAMPLES_KEPT", "NOISY", "BenchResult", "Config", "measure", "result_of", "timed_session"]
+
+
+ROUNDS = 10  # measurement rounds; each runs a slice of every configuration's iterations
+
+
+NOISY = 0.10  # a median interval wider than 10 % of the median is flagged
+
+
+MAX_SAMPLES_KEPT = 5000  # per configuration, for the distribution chart and the history
+
+
+@dataclass
+class BenchResult:
+    label: str
+    engine: str  # "eager" or "ort"
+    level: str  # "" for eager, else DISABLE_ALL, BASIC, EXTENDED, LAYOUT, ALL
+    provider: str
+    threads: int
+    batch: int
+    n: int
+    median_ms: float
+    mean_ms: float
+    p90_ms: float
+    p99_ms: float
+    min_ms: float
+    max_ms: float
+    std_ms: float
+    median_low_ms: float
+    median_high_ms: float
+    throughput: float  # items per second at the median
+    load_ms: float  # creating the session or loading the module
+    first_run_ms: float
+    speedup: float | None = None  # baseline median / this median, at the same threads and batch
+    speedup_low: float | None = None
+    speedup_high: float | None = None
+    max_abs_diff: float | None = None  # against the reference outputs at the same batch
+    noisy: bool = False
+    samples_ms: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Config:
+    """One thing to time: a call that runs the model once on fixed inputs, and what was measured."""
+
+    label: str
+    engine: str
+    level: str
+    provider: str
+    threads: int
+    batch: int
+    run: Callable[[], list[Any]]
+    load_ms: float
+    samples: list[int] = field(default_factory=list)  # nanoseconds
+    first_ns: int = 0
+    outputs: list[Any] = field(default_factory=list)
+
+
+def timed_session(path: str, level: str, provider: str, threads: int) -> tuple[Any, float]:
+    """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time."""
+    import onnxruntime as ort
+
+    options = session_options(level, threads)
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_profiling = False
+    providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
+    start = time.perf_counter_ns()
+    try:
+        session = ort.InferenceSession(path, options, providers=providers)
+    except Exception as exc:
+        raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
+    return session, (time.perf_counter_ns() - start) / 1e6
+
+
+def measure(
+    configs: list[Config],
+    iterations: int,
+    warmup: int,
+    time_budget_s: float,
+    notes: list[str],
+    progress: Callable[[float, str], None],
+    span: tuple[float, float] = (0.12, 0.95),
+) -> int:
+    """Time ``configs``: a cold first run each (outputs kept), warm-up, then interleaved rounds. Returns the
+    number of rounds; a note says so when the time budget cut them short."""
+    first, last = span
+    for k, config in enumerate(configs):
+        progress(first + (last - first) * 0.15 * k / len(configs), f"Warming up {config.label}")
+        start = time.perf_counter_ns()
+        try:
+            config.outputs = config.run()
+        except Exception as exc:
+            raise BenchmarkError(f"{config.label} failed on the generated inputs: {ort_message(exc)}") from exc
+        config.first_ns = time.perf_counter_ns() - start
+        for _ in range(warmup):
+            config.run()
+
+    # rounds that interleave the configurations, each round in a rotated order
+    chunk = max(1, math.ceil(iterations / ROUNDS))
+    deadline = time.perf_counter() + time_budget_s
+    rounds = 0
+    while any(len(c.samples) < iterations for c in configs):
+        order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
+        for config in order:
+            for _ in range(min(chunk, iterations - len(config.samples))):
+                start = time.perf_counter_ns()
+                config.run()
+                config.samples.append(time.perf_counter_ns() - start)
+        rounds += 1
+        done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
+        progress(first + (last - first) * (0.15 + 0.85 * done), f"Measuring: round {rounds}, {done:.0%} of the calls")
+        if time.perf_counter() > deadline:
+            short = min(len(c.samples) for c in configs)
+            notes.append(
+                f"The time budget of {time_budget_s:g} s ran out after {rounds} round(s): {short} of {iterations} "
+                "iterations per configuration. Raise the budget or lower the iterations for tighter intervals."
+            )
+            break
+    return rounds
+
+
+def result_of(c: Config) -> BenchResult:
+    """The statistics of one configuration's calls (speedup and agreement are filled in by the caller)."""
+    ms = [s / 1e6 for s in c.samples]
+    summary = summarize(ms)
+    return BenchResult(
+        label=c.label,
+        engine=c.engine,
+        level=c.level,
+        provider=c.provider,
+        threads=c.threads,
+        batch=c.batch,
+        n=summary.n,
+        median_ms=summary.median,
+        mean_ms=summary.mean,
+        p90_ms=summary.p90,
+        p99_ms=summary.p99,
+        min_ms=summary.min,
+        max_ms=summary.max,
+        std_ms=summary.std,
+        median_low_ms=summary.median_low,
+        median_high_ms=summary.median_high,
+        throughput=c.batch / (summary.median / 1000) if summary.median > 0 else math.nan,
+        load_ms=c.load_ms,
+        first_run_ms=c.first_ns / 1e6,
+        noisy=summary.relative_interval > NOISY,
+        samples_ms=ms[:MAX_SAMPLES_KEPT],
+    )

@@ -1,0 +1,68 @@
+"""The machine a measurement ran on: CPU, its vector features, cores, OS and library versions."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import dataclass
+
+__all__ = ["Environment", "environment"]
+
+
+@dataclass
+class Environment:
+    machine: str  # host name, to tell machines apart in the history
+    cpu: str
+    physical_cores: int
+    logical_cores: int
+    os: str
+    python: str
+    versions: dict[str, str]
+    cpu_flags: list[str]  # the ones that matter for speed: avx2, avx512f, avx512_vnni, amx...
+    threads_note: str = ""
+
+
+_FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "neon")
+
+
+def environment(threads: list[int] | None = None) -> Environment:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import psutil
+
+    cpu, flags = platform.processor() or platform.machine(), list[str]()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and cpu in ("", platform.machine(), platform.processor()):
+                    cpu = value.strip()
+                elif key.strip() in ("flags", "Features") and not flags:
+                    present = set(value.split())
+                    flags = [f for f in _FLAGS if f in present]
+    except OSError:
+        pass
+    versions = {"python": platform.python_version(), "onnx": onnx.__version__, "onnxruntime": ort.__version__}
+    versions["numpy"] = np.__version__
+    try:
+        import torch
+
+        versions["torch"] = str(torch.__version__)
+    except ImportError:
+        pass
+    return Environment(
+        machine=platform.node(),
+        cpu=cpu,
+        physical_cores=psutil.cpu_count(logical=False) or 1,
+        logical_cores=psutil.cpu_count(logical=True) or 1,
+        os=platform.platform(),
+        python=platform.python_version(),
+        versions=versions,
+        cpu_flags=flags,
+        threads_note=(
+            f"intra-op threads {', '.join(map(str, threads))} for both engines (torch.set_num_threads and "
+            "SessionOptions.intra_op_num_threads); inter-op 1, sequential execution"
+            if threads
+            else ""
+        ),
+    )

@@ -1,0 +1,170 @@
+"""ONNX Runtime helpers shared by every feature: providers, optimization levels, sessions, logs and messages."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.errors import PartitionError
+
+__all__ = [
+    "LEVELS",
+    "PROVIDERS",
+    "ProviderInfo",
+    "capture_ort_log",
+    "explain_session_error",
+    "ort_message",
+    "provider_table",
+    "session_options",
+    "short_name",
+]
+
+# name -> (short name, the hardware it drives, what it takes to get it)
+PROVIDERS: dict[str, tuple[str, str, str]] = {
+    "CPUExecutionProvider": ("CPU", "Any CPU; ORT's own kernels, the fallback for every op", "built in"),
+    "CUDAExecutionProvider": (
+        "CUDA",
+        "NVIDIA GPUs through CUDA and cuDNN",
+        "the onnxruntime-gpu package (instead of onnxruntime) and an NVIDIA GPU with CUDA 12 and cuDNN 9",
+    ),
+    "TensorrtExecutionProvider": (
+        "TensorRT",
+        "NVIDIA GPUs through TensorRT: whole subgraphs compiled into optimized engines",
+        "onnxruntime-gpu, an NVIDIA GPU and the TensorRT libraries",
+    ),
+    "MIGraphXExecutionProvider": ("MIGraphX", "AMD GPUs through MIGraphX", "a ROCm build of ONNX Runtime, AMD GPU"),
+    "OpenVINOExecutionProvider": (
+        "OpenVINO",
+        "Intel CPUs, integrated GPUs and NPUs through OpenVINO",
+        "the onnxruntime-openvino package",
+    ),
+    "DnnlExecutionProvider": ("oneDNN", "Intel CPUs through oneDNN kernels", "an ONNX Runtime built with --use_dnnl"),
+    "VitisAIExecutionProvider": ("Vitis AI", "AMD/Xilinx FPGAs and Ryzen AI NPUs", "the Ryzen AI / Vitis AI build"),
+    "QNNExecutionProvider": (
+        "QNN",
+        "Qualcomm Snapdragon NPUs (Hexagon) through the QNN SDK",
+        "the onnxruntime-qnn package on a Snapdragon device",
+    ),
+    "NnapiExecutionProvider": (
+        "NNAPI",
+        "Android phones' accelerators (GPU, DSP, NPU) through Android's Neural Networks API",
+        "the onnxruntime-android package on an Android device",
+    ),
+    "VSINPUExecutionProvider": ("VSI NPU", "VeriSilicon NPUs in embedded SoCs", "a VSINPU build of ONNX Runtime"),
+    "JsExecutionProvider": ("JS", "Browsers, through ONNX Runtime Web's JavaScript kernels", "onnxruntime-web"),
+    "CoreMLExecutionProvider": (
+        "CoreML",
+        "Apple devices (Neural Engine, GPU, CPU) through Core ML",
+        "the onnxruntime package on macOS or iOS",
+    ),
+    "DmlExecutionProvider": (
+        "DirectML",
+        "Any DirectX 12 GPU on Windows through DirectML",
+        "the onnxruntime-directml package on Windows",
+    ),
+    "RknpuExecutionProvider": ("RKNPU", "Rockchip NPUs", "an RKNPU build of ONNX Runtime"),
+    "WebNNExecutionProvider": ("WebNN", "Browsers' Web Neural Network API (CPU, GPU, NPU)", "onnxruntime-web"),
+    "WebGpuExecutionProvider": ("WebGPU", "GPUs through WebGPU (browsers, Dawn natively)", "onnxruntime-web"),
+    "XnnpackExecutionProvider": (
+        "XNNPACK",
+        "Arm and x86 CPUs through XNNPACK, tuned for mobile and the web",
+        "an ONNX Runtime built with XNNPACK (the mobile packages)",
+    ),
+    "CANNExecutionProvider": ("CANN", "Huawei Ascend NPUs through CANN", "the CANN build of ONNX Runtime"),
+    "AzureExecutionProvider": (
+        "Azure",
+        "Not hardware: sends the model's requests to an Azure endpoint",
+        "built in (needs an endpoint)",
+    ),
+    "ROCMExecutionProvider": ("ROCm", "AMD GPUs through ROCm", "a ROCm build of ONNX Runtime"),
+}
+
+LEVELS: dict[str, tuple[str, int]] = {
+    "disable": ("DISABLE_ALL", 0),
+    "basic": ("BASIC", 1),
+    "extended": ("EXTENDED", 2),
+    "layout": ("LAYOUT", 3),
+    "all": ("ALL", 99),
+}
+
+
+def short_name(provider: str) -> str:
+    return PROVIDERS.get(provider, (provider.removesuffix("ExecutionProvider"), "", ""))[0]
+
+
+@dataclass
+class ProviderInfo:
+    name: str
+    short: str
+    hardware: str
+    available: bool
+    install: str
+
+
+def provider_table() -> list[ProviderInfo]:
+    """Every provider ORT knows of, the ones in this build first."""
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
+    table = []
+    for name in names:
+        short, hardware, install = PROVIDERS.get(name, (short_name(name), "", "a build of ONNX Runtime that has it"))
+        table.append(ProviderInfo(name, short, hardware, name in available, install))
+    return table
+
+
+def session_options(level: str = "all", threads: int = 0) -> Any:
+    import onnxruntime as ort
+
+    if level not in LEVELS:
+        raise PartitionError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[level][1])
+    options.intra_op_num_threads = threads
+    return options
+
+
+@contextlib.contextmanager
+def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Iterator[None]:
+    """Collect ORT's log messages as (severity, code location, message) while the block runs."""
+    import onnxruntime as ort
+
+    def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
+        lines.append((sev, location, message))
+
+    ort.set_default_logger_callback(callback, severity)
+    try:
+        yield
+    finally:
+        ort.set_default_logger_callback(None)
+        ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
+
+
+_ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")
+_ORT_LOAD = re.compile(r"Load model from \S+ failed:\s*")
+_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ .*?\) ")
+_ORT_ALLOC = re.compile(r"Failed to allocate memory for requested buffer of size (\d+)")
+
+
+_ORT_PATHS = re.compile(r"/onnxruntime_src/\S+\s*")
+_ORT_SIGNATURE = re.compile(r"onnxruntime::\S+\(.*?\)\s*")
+
+
+def ort_message(exc: BaseException | str) -> str:
+    """ORT's error text without its prefix, the server's file paths and its C++ source locations."""
+    text = _ORT_SOURCE.sub("", _ORT_LOAD.sub("", _ORT_PREFIX.sub("", str(exc).strip())))
+    text = re.sub(r"[ \t]+", " ", _ORT_SIGNATURE.sub("", _ORT_PATHS.sub("", text)))
+    alloc = _ORT_ALLOC.search(text)
+    if alloc:
+        size = int(alloc.group(1))
+        text += f" (one tensor of {size / 1e9:,.1f} GB: more memory than this machine gives a job)"
+    return text.strip()[:1500]
+
+
+def explain_session_error(exc: Exception, what: str) -> PartitionError:
+    """ORT's refusal in one readable sentence."""
+    return PartitionError(f"ONNX Runtime could not {what}: {ort_message(exc)}")

@@ -1,0 +1,56 @@
+"""How far one engine's outputs are from another's: the one comparison Export, Benchmark and Quantize share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ATOL", "RTOL", "OutputDiff", "compare_outputs", "flatten_outputs", "max_abs_diff"]
+
+ATOL, RTOL = 1e-4, 1e-3  # what "matches" means when nothing else is said: |a - b| <= ATOL + RTOL·|a|
+
+
+@dataclass
+class OutputDiff:
+    output: str
+    max_abs: float
+    max_rel: float
+    ok: bool  # every element within ATOL + RTOL·|reference|
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """A model call's outputs (a tensor, a tuple, a list or a dict of them) as a list of numpy arrays."""
+    if isinstance(out, dict):
+        out = list(out.values())
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [t.detach().cpu().numpy() if hasattr(t, "detach") else t for t in items]
+
+
+def compare_outputs(
+    reference: list[Any], produced: list[Any], names: list[str] | None = None, atol: float = ATOL, rtol: float = RTOL
+) -> list[OutputDiff]:
+    """One OutputDiff per output pair. A NaN where the reference has NaN agrees; another shape never does."""
+    import numpy as np
+
+    diffs = []
+    for k, (ref, got) in enumerate(zip(flatten_outputs(reference), flatten_outputs(produced), strict=False)):
+        name = names[k] if names and k < len(names) else f"output {k}"
+        a, b = np.asarray(ref, dtype=np.float64), np.asarray(got, dtype=np.float64)
+        if a.shape != b.shape:
+            diffs.append(OutputDiff(name, math.inf, math.inf, False))
+            continue
+        if not a.size:
+            diffs.append(OutputDiff(name, 0.0, 0.0, True))
+            continue
+        delta = np.where(np.isnan(a) & np.isnan(b), 0.0, np.abs(a - b))
+        delta = np.where(np.isnan(delta), np.inf, delta)  # NaN on one side only: as far apart as can be
+        max_rel = float((delta / np.maximum(np.abs(np.nan_to_num(a)), 1e-12)).max())
+        ok = bool(np.all(delta <= atol + rtol * np.abs(np.nan_to_num(a))))
+        diffs.append(OutputDiff(name, float(delta.max()), max_rel, ok))
+    return diffs
+
+
+def max_abs_diff(reference: list[Any], produced: list[Any]) -> float:
+    """The largest absolute difference over every output (0 for none, inf for a shape mismatch)."""
+    return max((d.max_abs for d in compare_outputs(reference, produced)), default=0.0)

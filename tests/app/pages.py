@@ -1,0 +1,38 @@
+"""Setting up a page for an AppTest: a fresh session, an upload, a switch to the page, and what the page says."""
+
+from __future__ import annotations
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import APP
+
+__all__ = ["open_page", "texts", "upload"]
+
+
+def upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    """Upload one file on the Model page, as a person would."""
+    at.file_uploader(key="uploads").set_value((name, data, "application/octet-stream")).run()
+    return at
+
+
+def open_page(page: str | None = None, model: tuple[str, bytes] | None = None, timeout: float = 180) -> AppTest:
+    """A fresh session of the app, with ``model`` (name, bytes) uploaded when given, then on ``page`` (e.g.
+    "decode"); the page must have run without an exception."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.run()
+    if model is not None:
+        upload(at, *model)
+    if page is not None:
+        at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(at: AppTest) -> str:
+    """What the reader sees in headings, text, captions and warnings, with markdown escapes taken out."""
+    return "\n".join(
+        [e.value for e in at.subheader]
+        + [e.value for e in at.markdown]
+        + [e.value for e in at.caption]
+        + [e.value for e in at.warning]
+    ).replace("\\", "")
