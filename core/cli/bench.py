@@ -6,9 +6,8 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.bench import BenchReport
 from core.cli.common import as_onnx, describe, ints, provider_names, split
 from core.errors import WorkbenchError
 from core.jobs import run_job
@@ -16,7 +15,9 @@ from core.jobs.wire import to_data
 from core.model.inputs import default_inputs
 from core.model.torchload import source_of
 from core.settings import load_settings
-from core.store import Store
+
+if TYPE_CHECKING:
+    from core.bench import BenchReport
 
 __all__ = ["register", "run"]
 
@@ -85,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
             },
         )
     if not args.no_save:
+        from core.store import Store  # SQLAlchemy: imported only by the commands that save
+
         Store(load_settings().store_url).save(report)
     if args.json:
         data = to_data(report)

@@ -7,14 +7,16 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.cli.common import as_onnx
 from core.errors import WorkbenchError
 from core.jobs import run_job
 from core.jobs.wire import to_data
 from core.model.inputs import default_inputs
-from core.quantize import QuantizeReport
+
+if TYPE_CHECKING:
+    from core.quantize import QuantizeReport
 
 __all__ = ["register", "run"]
 
