@@ -129,3 +129,17 @@ def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(size)
     return path
+
+
+def upload(page, *paths: Path, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-def]
+    """Put files in the Model page's upload box and wait for the app to read them."""
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files([str(p) for p in paths])
+    page.wait_for_timeout(500)
+    wait_idle(page, timeout=timeout)
+
+
+def go_to(page, name: str, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-def]
+    """Open a step of the walk-through from the sidebar and wait for its run to finish."""
+    page.get_by_role("link", name=name, exact=True).click()
+    page.get_by_role("heading", name=name, exact=True).wait_for(timeout=60_000)
+    wait_idle(page, timeout=timeout)

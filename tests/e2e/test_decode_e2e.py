@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from core.model import zoo
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import shot, upload, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -24,9 +24,7 @@ def test_decode_tinycnn_header_and_click_a_conv_node(page, tmp_path: Path) -> No
         input_names=["input"],
         dynamic_axes={"input": {0: "batch"}},
     )
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
-    page.wait_for_timeout(500)
-    wait_idle(page)
+    upload(page, path)
     page.get_by_role("link", name="Decode", exact=True).click()
     page.get_by_role("heading", name="1. The first bytes").wait_for(timeout=60_000)
     wait_idle(page)
@@ -54,9 +52,7 @@ def test_a_5000_node_model_is_drawn_a_window_at_a_time(page, tmp_path: Path) -> 
     from tests import builders
 
     path = builders.write(builders.chain_model(5000), tmp_path / "deep_chain.onnx")
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
-    page.wait_for_timeout(500)
-    wait_idle(page)
+    upload(page, path)
     page.get_by_role("link", name="Decode", exact=True).click()
     page.get_by_text("Showing layers 0–").wait_for(timeout=90_000)
     wait_idle(page)

@@ -8,15 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial import hostile
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import go_to, shot, upload, wait_idle
 
 pytestmark = pytest.mark.e2e
-
-
-def _upload(page, paths: list[Path]) -> None:  # type: ignore[no-untyped-def]
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files([str(p) for p in paths])
-    page.wait_for_timeout(500)
-    wait_idle(page, timeout=120_000)
 
 
 def _clear_uploads(page) -> None:  # type: ignore[no-untyped-def]
@@ -31,12 +25,10 @@ def test_markup_in_a_model_stays_text_on_every_page(page, tmp_path: Path) -> Non
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     title = page.title()
-    _upload(page, hostile.script_names(tmp_path))
+    upload(page, *hostile.script_names(tmp_path))
     page.get_by_text("document.title='pwned'").first.wait_for(timeout=60_000)
     for name in ("Decode", "Partition"):
-        page.get_by_role("link", name=name, exact=True).click()
-        page.get_by_role("heading", name=name, exact=True).wait_for(timeout=60_000)
-        wait_idle(page, timeout=120_000)
+        go_to(page, name)
         assert page.get_by_text("pwned").count() > 0  # the names are shown...
         assert page.title() == title and dialogs == []  # ...and never run
         assert page.locator("img[src=x]").count() == 0
@@ -60,7 +52,7 @@ def test_hostile_uploads_are_refused_and_others_keep_working(browser, app_url: s
             folder = tmp_path / f"case{n}"
             folder.mkdir()
             _clear_uploads(page)  # the upload box keeps earlier files; a user removes them first
-            _upload(page, build(folder))
+            upload(page, *build(folder))
             page.locator('[data-testid="stAlert"]').filter(has_text=words).first.wait_for(timeout=60_000)
             # meanwhile another user opens the app: it answers, with its own start sample
             bystander = other.new_page()

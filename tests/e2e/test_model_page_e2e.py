@@ -7,19 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests import builders
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import shot, upload, wait_idle
 
 pytestmark = pytest.mark.e2e
 
 
 def sidebar_text(page) -> str:  # type: ignore[no-untyped-def]
     return page.locator('[data-testid="stSidebar"]').inner_text()
-
-
-def upload(page, *paths: Path) -> None:  # type: ignore[no-untyped-def]
-    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files([str(p) for p in paths])
-    page.wait_for_timeout(500)
-    wait_idle(page)
 
 
 def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
