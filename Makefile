@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint chromium clean
+.PHONY: run test lint chromium sandbox clean
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,8 +18,14 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
-run: $(VENV)/.runtime
+run: $(VENV)/.runtime sandbox
 	$(PY) -m core serve --port $(PORT) --address $(ADDRESS)
+
+sandbox:
+	@command -v bwrap >/dev/null || { \
+	  echo "Installing Debian's bubblewrap: the sandbox every worker runs in"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q bubblewrap; }
 
 chromium:
 	@test -x $(CHROMIUM) || { \
@@ -32,7 +38,7 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-test: $(VENV)/.dev chromium lint
+test: $(VENV)/.dev chromium sandbox lint
 	$(PY) -m pytest -q
 
 clean:

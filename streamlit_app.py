@@ -26,6 +26,15 @@ session.start()  # this session's folder, and the start sample as the current mo
 st.sidebar.title("ONNX Workbench")
 st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
 sidebar_model(session.current_model())
+sandboxed, why_not = session.sandbox()
+if not sandboxed and session.settings().require_sandbox:
+    st.error(
+        f"This instance opens uploaded models only in a sandbox, and {why_not}. Its operator must install "
+        "bubblewrap (or, for a local instance, set WORKBENCH_REQUIRE_SANDBOX=false)."
+    )
+    st.stop()
+if not sandboxed:
+    st.sidebar.warning(f"No sandbox: {why_not}. Models are opened in worker processes without one.")
 if session.settings().hosted:
     st.sidebar.caption("Hosted mode: uploads are limited and code archives are refused.")
 page.run()

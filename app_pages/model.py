@@ -86,7 +86,8 @@ if files:
                 target.write_bytes(f.getbuffer())
                 paths.append(str(target))
             try:
-                uploaded: ModelRecord = run_with_status("intake.describe_files", {"paths": paths}, "Reading the upload")
+                args = {"paths": paths, "unpack_dir": str(folder)}  # a .zip of a model folder unpacks beside it
+                uploaded: ModelRecord = run_with_status("intake.describe_files", args, "Reading the upload")
                 session.set_current_model(uploaded)
             except WorkbenchError as exc:
                 st.session_state["upload_error"] = exc

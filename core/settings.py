@@ -42,6 +42,8 @@ class Settings:
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
     max_jobs_per_session: int = 2  # jobs one browser session may run at once
+    sandbox: bool = True  # run each worker in a bubblewrap sandbox when this machine has it
+    require_sandbox: bool = False  # refuse to run jobs (and to start) without the sandbox
 
     @property
     def hosted(self) -> bool:
@@ -54,6 +56,11 @@ class Settings:
     @property
     def lock_dir(self) -> Path:
         return Path(self.data_dir) / "locks"
+
+    @property
+    def scratch_root(self) -> Path:
+        """Where each job gets a private working folder (its /tmp), removed when the job ends."""
+        return Path(self.data_dir) / "scratch"
 
     @property
     def worker_limit(self) -> int:
@@ -86,6 +93,7 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "worker_timeout_s": 180.0,
     "workspace_max_age_h": 6.0,
     "max_jobs_per_session": 1,
+    "require_sandbox": True,
 }
 
 

@@ -35,6 +35,17 @@ def settings() -> Settings:
 
 
 @st.cache_resource
+def sandbox() -> tuple[bool, str]:
+    """Whether workers run in a sandbox here, and why not (checked once per server)."""
+    from core.jobs.sandbox import sandbox_status
+
+    works, why = sandbox_status()
+    if works and not settings().sandbox:
+        return False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
+    return works, why
+
+
+@st.cache_resource
 def backend() -> ProcessBackend:
     """The job backend; shared by every session because it holds no per-user state."""
     return ProcessBackend(settings())

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from core.access import ReadPath
 from core.errors import BenchmarkError
 from core.model.inputs import BenchInput, make_inputs
 from core.model.torchload import TorchSource, load_module
@@ -144,7 +145,7 @@ def _silent(fraction: float, message: str) -> None:
 
 
 def run_benchmark(
-    onnx_path: str,
+    onnx_path: ReadPath,
     inputs: list[BenchInput],
     torch_source: TorchSource | None = None,
     model: str = "",

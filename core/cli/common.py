@@ -3,8 +3,11 @@ comma-separated options, and printing JSON."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +33,9 @@ def describe(model: str) -> ModelRecord:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise WorkbenchError(f"No such file: {', '.join(missing)} (give a path to a model file, or sample:NAME).")
-    record = run_job("intake.describe_files", {"paths": [str(p) for p in paths]})
+    unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
+    atexit.register(shutil.rmtree, unpacked, True)
+    record = run_job("intake.describe_files", {"paths": [str(p) for p in paths], "unpack_dir": unpacked})
     return record
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from core.errors import WorkbenchError
 from core.settings import PROJECT_ROOT, load_settings
 
 __all__ = ["register", "run", "serve_command"]
@@ -34,8 +35,18 @@ def serve_command(port: int, address: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.jobs.sandbox import sandbox_status
+
     command = serve_command(args.port, args.address)
     settings = load_settings()
+    works, why = sandbox_status()
+    if not works and settings.require_sandbox:
+        raise WorkbenchError(
+            f"This {settings.mode} instance runs untrusted models only in a sandbox, and {why}. Install it (make run "
+            "does), or for a local instance only you use, set WORKBENCH_REQUIRE_SANDBOX=false."
+        )
+    if not works:
+        print(f"warning: {why}; models will be opened in worker processes without a sandbox.", file=sys.stderr)
     print(
         f"ONNX Workbench ({settings.mode} mode) is starting: open http://localhost:{args.port} (Ctrl+C stops it)",
         file=sys.stderr,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.access import ReadPath
 from core.decode.header import HEADER_BYTES, top_level_fields
 from core.decode.records import DecodedModel, FunctionInfo, LayerWeight, NodeInfo, SubgraphInfo, TensorInfo
 from core.decode.text import shape_coverage, text_form
@@ -238,7 +239,7 @@ def _silent(fraction: float, message: str) -> None:
 
 
 def decode_model(
-    path: str, progress: Callable[[float, str], None] | None = None, with_text: bool = True
+    path: ReadPath, progress: Callable[[float, str], None] | None = None, with_text: bool = True
 ) -> DecodedModel:
     """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker."""
     import onnx

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from core.access import WritePath
 from core.errors import ExportError
 from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
 from core.export.messages import Collect, explain_export_failure, plain_warnings
@@ -191,7 +192,7 @@ def _silent(fraction: float, message: str) -> None:
 def export_model(
     source: TorchSource,
     options: ExportOptions,
-    out_dir: str,
+    out_dir: WritePath,
     file_name: str = "model.onnx",
     limits: IntakeLimits | None = None,
     progress: Callable[[float, str], None] | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
@@ -31,9 +33,11 @@ from core.errors import (
     WorkbenchError,
     error_class,
 )
-from core.jobs import wire
+from core.jobs import sandbox, wire
+from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature
-from core.settings import PROJECT_ROOT, Settings, load_settings
+from core.jobs.sandbox import Confinement
+from core.settings import Settings, load_settings
 
 __all__ = ["Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"]
 
@@ -155,18 +159,19 @@ def ending_error(
 
 
 class _ProcessJob:
-    """One worker process and the threads that read its messages and enforce its limits."""
+    """One job: a thread that waits for its turn (a worker slot, or the machine for exclusive jobs), starts the
+    worker, reads its messages and cleans up; a second thread watches its time and memory. The worker is
+    started by the job's own thread and dies with it, so it dies with the server or command line too."""
 
-    def __init__(
-        self, spec: JobSpec, job: Job, signature: JobSignature, settings: Settings, slots: _Slots | None
-    ) -> None:
+    def __init__(self, spec: JobSpec, job: Job, signature: JobSignature, settings: Settings, slots: _Slots) -> None:
         self.spec = spec
+        self._settings = settings
         self._result_type = signature.result
         self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
         self._memory_bytes = (spec.memory_mb if spec.memory_mb is not None else settings.worker_memory_mb) << 20
         self._lock = threading.Lock()
         self._finished = threading.Event()
-        self._state = "queued" if job.exclusive else "starting"
+        self._state = "queued"
         self._queue_position: int | None = None
         self._progress: Progress | None = None
         self._result: Any = None
@@ -175,58 +180,80 @@ class _ProcessJob:
         self._started_at: float | None = None
         self._cancel_requested = threading.Event()
         self._proc: subprocess.Popen[bytes] | None = None
-        # Exclusive jobs wait for the machine inside their (idle, light) worker and do not take a slot: a queue
-        # of benchmarks must not starve everyone else's quick jobs.
-        self._slots = None if job.exclusive else slots
-        self._holds_slot = False
+        # Exclusive jobs wait for the machine without taking a slot: a queue of benchmarks must not starve
+        # everyone else's quick jobs.
+        self._exclusive = job.exclusive
+        self._slots = slots
         self.peak_rss_bytes = 0
         # Encoded here, in the caller's thread: an argument that cannot be sent is the caller's error, at once.
         self._request = wire.encode(
             wire.Request(
                 target=job.target,
                 args=msgspec.Raw(wire.encode(spec.args)),
-                exclusive=job.exclusive,
-                lock_dir=str(settings.lock_dir),
                 limits=msgspec.Raw(wire.encode(settings.intake_limits)),
             )
         )
+        self._confinement = Confinement.of(signature.paths(spec.args))
+        self._sandboxed = sandbox.require_sandbox(settings)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
-        if self._slots is None:
-            self._spawn()
-        else:
-            self._state = "queued"
-            threading.Thread(target=self._launch, daemon=True).start()
+        threading.Thread(target=self._run, name=f"job {spec.name}", daemon=True).start()
 
-    def _launch(self) -> None:
-        assert self._slots is not None
-        if not self._slots.acquire(self, self._cancel_requested):
-            self._finish(None)
-            return
-        self._holds_slot = True
-        with self._lock:
-            if self._kill_reason is not None:  # cancelled just as its turn came
-                self._finish(None)
-                return
-            self._state = "starting"
-            self._spawn()
+    def _wait_for_turn(self) -> Any:
+        """(True, the machine lock or None) once the job may start; (False, None) when cancelled first."""
+        if self._exclusive:
+            held = MachineLock(self._settings.lock_dir).acquire(self._cancel_requested, self._queued_at)
+            return held is not None, held
+        return self._slots.acquire(self, self._cancel_requested), None
 
-    def _spawn(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH", "")]))
+    def _queued_at(self, position: int) -> None:
+        self._queue_position = position
+
+    def _run(self) -> None:
+        turn, machine = self._wait_for_turn()
+        scratch: str | None = None
+        final: wire.Finished | wire.Failed | None = None
+        try:
+            with self._lock:
+                if turn and self._kill_reason is None:  # not cancelled while waiting, or just as its turn came
+                    self._state = "starting"
+                    scratch = self._spawn()
+            if scratch is not None:
+                threading.Thread(target=self._watch, daemon=True).start()
+                final = self._read_messages()
+        except BaseException as exc:  # a worker that could not even start
+            self._error = JobFailed(f"The worker for '{self.spec.name}' could not start: {exc}")
+        finally:
+            # everything is given back before the caller hears that the job has ended
+            if turn and not self._exclusive:
+                self._slots.release()
+            MachineLock.release(machine)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+            self._finish(final)
+
+    def _spawn(self) -> str:
+        """Start the worker (in its sandbox when there is one); returns its private scratch folder."""
+        self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
+        for folder in self._confinement.writes:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        python = [sys.executable, "-m", "core.jobs.worker"]
+        command = (
+            sandbox.worker_command(python, self._confinement, self._settings, scratch) if self._sandboxed else python
+        )
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "core.jobs.worker"],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            cwd=str(PROJECT_ROOT),
-            env=env,
-            start_new_session=True,  # its own process group, so a kill takes its children too
+            cwd=scratch,
+            env=sandbox.worker_environment(),
+            preexec_fn=sandbox.worker_preexec(self._settings),
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(self._request)
         self._proc.stdin.close()
-        threading.Thread(target=self._read_messages, daemon=True).start()
-        threading.Thread(target=self._watch, daemon=True).start()
+        return scratch
 
     # -- what the caller sees -------------------------------------------------------------------------
     @property
@@ -237,9 +264,7 @@ class _ProcessJob:
     def queue_position(self) -> int | None:
         if self._state != "queued":
             return None
-        if self._slots is not None and self._proc is None:
-            return self._slots.position(self)
-        return self._queue_position
+        return self._queue_position if self._exclusive else self._slots.position(self)
 
     @property
     def progress(self) -> Progress | None:
@@ -270,14 +295,12 @@ class _ProcessJob:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
 
-    def _read_messages(self) -> None:
+    def _read_messages(self) -> wire.Finished | wire.Failed | None:
         assert self._proc is not None and self._proc.stdout is not None
         final: wire.Finished | wire.Failed | None = None
         while (payload := wire.read_frame(self._proc.stdout)) is not None:
             message = wire.decode_message(payload)
-            if isinstance(message, wire.Queued):
-                self._state, self._queue_position = "queued", message.position
-            elif isinstance(message, wire.Started):
+            if isinstance(message, wire.Started):
                 self._started_at = time.monotonic()
                 self._state = "running"
             elif isinstance(message, wire.ProgressReport):
@@ -286,7 +309,7 @@ class _ProcessJob:
                 final = message
         self._proc.stdout.close()
         self._proc.wait()
-        self._finish(final)
+        return final
 
     def _watch(self) -> None:
         assert self._proc is not None
@@ -318,14 +341,13 @@ class _ProcessJob:
             return None, JobFailed(f"The job '{self.spec.name}' returned a result that {exc}.")
 
     def _finish(self, final: wire.Finished | wire.Failed | None) -> None:
-        if self._holds_slot and self._slots is not None:
-            self._holds_slot = False
-            self._slots.release()
-        error: WorkbenchError | None = None
-        if isinstance(final, wire.Finished) and self._kill_reason is None:
+        error: WorkbenchError | None = self._error  # set when the worker could not start
+        if error is None and isinstance(final, wire.Finished) and self._kill_reason is None:
             self._result, error = self._decoded(final)
-        else:
+        elif error is None:
             code = self._proc.returncode if self._proc is not None else None
+            if self._sandboxed and code is not None and code > 128:  # bubblewrap exits 128 + the signal's number
+                code = 128 - code
             failure = final if isinstance(final, wire.Failed) else None
             error = ending_error(
                 self.spec.name, self._kill_reason, failure, code, (self._timeout_s, self._memory_bytes >> 20)

@@ -12,10 +12,11 @@ import functools
 import importlib
 import inspect
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from core.access import Access, paths_in
 from core.errors import JobError
 
 __all__ = ["JOBS", "Job", "JobRegistry", "JobSignature", "signature_of"]
@@ -41,6 +42,12 @@ class JobSignature:
     result: Any
     takes_progress: bool
     takes_limits: bool
+    marked: dict[str, Any]  # name -> type with its Annotated marks (which arguments are paths, see core.access)
+
+    def paths(self, args: Mapping[str, Any]) -> Iterator[tuple[Access, str]]:
+        """The paths ``args`` hands the job, with how it may use each: what its sandbox must show."""
+        for name, value in args.items():
+            yield from paths_in(value, self.marked.get(name, Any))
 
 
 def resolve(target: str) -> Callable[..., Any]:
@@ -55,6 +62,7 @@ def signature_of(target: str) -> JobSignature:
     libraries lazily, so this costs the server little)."""
     func = resolve(target)
     hints = typing.get_type_hints(func)
+    marked = typing.get_type_hints(func, include_extras=True)
     params = inspect.signature(func).parameters
     names = [n for n in params if n not in INJECTED]
     return JobSignature(
@@ -63,6 +71,7 @@ def signature_of(target: str) -> JobSignature:
         result=hints.get("return", Any),
         takes_progress="progress" in params,
         takes_limits="limits" in params,
+        marked={n: marked.get(n, Any) for n in names},
     )
 
 

@@ -22,7 +22,6 @@ __all__ = [
     "Finished",
     "Message",
     "ProgressReport",
-    "Queued",
     "Request",
     "Started",
     "WireError",
@@ -106,16 +105,10 @@ class Request(msgspec.Struct, frozen=True):
     target: str  # "package.module:function", from the job table
     args: msgspec.Raw
     limits: msgspec.Raw  # the server's IntakeLimits, for jobs that take ``limits``
-    exclusive: bool = False
-    lock_dir: str = ""
 
 
 class Message(msgspec.Struct, tag_field="type", frozen=True):
     """One message from the worker to the server."""
-
-
-class Queued(Message, tag="queued", frozen=True):
-    position: int
 
 
 class Started(Message, tag="started", frozen=True):
@@ -138,7 +131,7 @@ class Failed(Message, tag="error", frozen=True):
     traceback: str = ""
 
 
-_MESSAGES = msgspec.msgpack.Decoder(Queued | Started | ProgressReport | Finished | Failed)
+_MESSAGES = msgspec.msgpack.Decoder(Started | ProgressReport | Finished | Failed)
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:

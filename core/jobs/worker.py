@@ -7,15 +7,12 @@ Arguments arrive as MessagePack and are decoded into the types the job's functio
 
 from __future__ import annotations
 
-import fcntl
 import inspect
 import os
 import resource
 import sys
-import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, Any
 
 import msgspec
@@ -32,50 +29,6 @@ class _Channel:
 
     def send(self, message: wire.Message) -> None:
         wire.write_frame(self._stream, wire.encode(message))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _wait_for_machine(lock_dir: Path, channel: _Channel) -> Any:
-    """Queue for the machine-wide lock in arrival order; report our place in the queue while waiting."""
-    queue = lock_dir / "queue"
-    queue.mkdir(parents=True, exist_ok=True)
-    ticket = queue / f"{time.time_ns():020d}-{os.getpid()}"
-    ticket.touch()
-    lock_file = open(lock_dir / "exclusive.lock", "a+")  # noqa: SIM115 - held until the process exits
-    last_position = -1
-    while True:
-        ahead = 0
-        for other in sorted(queue.iterdir()):
-            if other.name >= ticket.name:
-                break
-            try:
-                pid = int(other.name.rsplit("-", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            if _pid_alive(pid):
-                ahead += 1
-            else:
-                other.unlink(missing_ok=True)  # a waiter that died without cleaning up
-        if ahead == 0:
-            try:
-                fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                ticket.unlink(missing_ok=True)
-                return lock_file
-            except BlockingIOError:
-                ahead = 0  # the running job has left the queue but still holds the lock
-        if ahead != last_position:
-            channel.send(wire.Queued(position=ahead))
-            last_position = ahead
-        time.sleep(0.1)
 
 
 def _arguments(request: wire.Request, signature: JobSignature, func: Callable[..., Any]) -> dict[str, Any]:
@@ -133,9 +86,6 @@ def main() -> int:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not litter the disk with core files
 
     request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)
-    machine_lock = None  # held (open and locked) until this process exits
-    if request.exclusive:
-        machine_lock = _wait_for_machine(Path(request.lock_dir), channel)
     channel.send(wire.Started(pid=os.getpid()))
     try:
         message = _run(request, channel)
@@ -145,7 +95,6 @@ def main() -> int:
         channel.send(message)
     except MemoryError:
         channel.send(_failure(MemoryError()))
-    del machine_lock
     return 0
 
 

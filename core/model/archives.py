@@ -36,10 +36,10 @@ def check_zip(path: Path, limits: IntakeLimits) -> list[zipfile.ZipInfo]:
     return infos
 
 
-def unpack_bundle(path: Path, limits: IntakeLimits) -> Path:
+def unpack_bundle(path: Path, limits: IntakeLimits, into: Path | None = None) -> Path:
     """Unpack a .zip of an ONNX model's folder next to it, refusing names that leave the folder or links."""
     infos = check_zip(path, limits)
-    target = path.parent / (path.stem + "_unzipped")
+    target = (into or path.parent) / (path.stem + "_unzipped")
     target.mkdir(exist_ok=True)
     with zipfile.ZipFile(path) as zf:
         for info in infos:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from core.access import ReadPath, WritePath
 from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError
 from core.model.formats import detect_format, read_head
 from core.model.onnx_file import describe_bundle, describe_onnx
@@ -57,10 +58,13 @@ def _refuse_unreadable(path: Path, fmt: str) -> None:
     )
 
 
-def describe_files(paths: list[str], name: str = "", limits: IntakeLimits | None = None) -> ModelRecord:
+def describe_files(
+    paths: list[ReadPath], name: str = "", limits: IntakeLimits | None = None, unpack_dir: WritePath = ""
+) -> ModelRecord:
     """The record of the model in ``paths`` (one upload: a model file, optionally with its data files).
 
-    As a job, ``limits`` comes from the settings of whoever runs it (the worker fills it in)."""
+    A .zip of a model folder is unpacked into ``unpack_dir`` (beside the archive when none is given). As a job,
+    ``limits`` comes from the settings of whoever runs it (the worker fills it in)."""
     limits = limits or IntakeLimits()
     files = [Path(p) for p in paths]
     if not files:
@@ -77,7 +81,7 @@ def describe_files(paths: list[str], name: str = "", limits: IntakeLimits | None
     if fmt == "onnx":
         return describe_onnx(main, main.parent, name, limits)
     if fmt == "onnx-bundle":
-        return describe_bundle(main, name, limits)
+        return describe_bundle(main, name, limits, Path(unpack_dir) if unpack_dir else None)
     if fmt in _HANDLERS:
         return _HANDLERS[fmt](main, fmt, name, limits)
     _refuse_unreadable(main, fmt)

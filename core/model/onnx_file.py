@@ -190,8 +190,8 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     )
 
 
-def describe_bundle(path: Path, name: str, limits: IntakeLimits) -> ModelRecord:
-    folder = unpack_bundle(path, limits)
+def describe_bundle(path: Path, name: str, limits: IntakeLimits, into: Path | None = None) -> ModelRecord:
+    folder = unpack_bundle(path, limits, into)
     candidates = [p for p in sorted(folder.rglob("*")) if p.is_file() and detect_format(p) == "onnx"]
     if not candidates:
         raise IntakeError(f"'{path.name}' holds no readable ONNX model.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.access import ReadPath
 from core.errors import IntakeError
 from core.model import zoo
 from core.model.records import ModelRecord
@@ -22,7 +23,7 @@ class TorchSource:
 
     kind: str  # sample | state_dict | safetensors | torchscript | pt2
     name: str = ""  # sample or architecture name
-    path: str = ""  # the file for everything but samples
+    path: ReadPath = ""  # the file for everything but samples
 
 
 def source_of(record: ModelRecord) -> TorchSource:

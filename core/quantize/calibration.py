@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from core.access import ReadPath
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput, make_inputs
 
@@ -70,7 +71,7 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
     return samples
 
 
-def check_calibration(path: str, inputs: list[BenchInput]) -> int:
+def check_calibration(path: ReadPath, inputs: list[BenchInput]) -> int:
     """The number of calibration calls in an .npz file, or a QuantizeError saying why it does not fit."""
     return len(_samples_from_npz(path, inputs))
 

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.access import ReadPath, WritePath
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput, make_inputs
 from core.quantize.calibration import split_data
 from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, Variant
-from core.quantize.variants import file_size, make_variant, refuse_unquantizable, weight_bytes
+from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import environment
 from core.runtime.ort import session_options
@@ -130,8 +131,10 @@ def _make_all(
     large: bool,
     progress: Callable[[float, str], None],
 ) -> list[Variant]:
-    """The fp32 original and every variant asked for; one that cannot be made says why, the others are made."""
-    results = [Variant("fp32", "FP32 (original)", str(source), file_size(source), weight_bytes(source))]
+    """The fp32 original and every variant asked for (made from ``source``, the original as staged for ORT's
+    tools); one that cannot be made says why, the others are made."""
+    original = source.resolve()
+    results = [Variant("fp32", "FP32 (original)", str(original), file_size(original), weight_bytes(original))]
     for n, key in enumerate(keys):
         variant = Variant(key, VARIANTS[key][0])
         progress(0.05 + 0.35 * n / len(keys), f"Making {variant.label}")
@@ -218,12 +221,12 @@ def _silent(fraction: float, message: str) -> None:
 
 
 def quantize_model(
-    path: str,
-    out_dir: str,
+    path: ReadPath,
+    out_dir: WritePath,
     inputs: list[BenchInput],
     variants: list[str],
     calibration_count: int = 32,
-    calibration_file: str = "",
+    calibration_file: ReadPath = "",
     held_out: int = 32,
     iterations: int = 100,
     warmup: int = 10,
@@ -240,11 +243,12 @@ def quantize_model(
     large = _open_model(source, inputs)
     notes: list[str] = []
     data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes)
+    staged = stage_source(source, out)
     pre = None
     if any(VARIANTS[v][1] == "static" for v in variants):
         report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
-        pre = _preprocessed(source, out, large, notes)
-    results = _make_all(variants, source, pre, out, data.calibration, large, report_progress)
+        pre = _preprocessed(staged, out, large, notes)
+    results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress)
     made = [v for v in results if not v.error]
     if any(v.key.endswith("-entropy") for v in made):
         notes.append(

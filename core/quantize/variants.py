@@ -11,7 +11,25 @@ from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes
 from core.quantize.calibration import CalibrationReader
 from core.quantize.records import INTEGER_OPS, VARIANTS
 
-__all__ = ["file_size", "make_variant", "refuse_unquantizable", "weight_bytes"]
+__all__ = ["file_size", "make_variant", "refuse_unquantizable", "stage_source", "weight_bytes"]
+
+
+def stage_source(source: Path, out: Path) -> Path:
+    """The model seen from a folder of ``out`` through links (with its external-data files): ORT's quantizers
+    write scratch files beside the model they read, and the model's own folder is read-only in the sandbox."""
+    import onnx
+
+    staged = out / "source"
+    staged.mkdir(parents=True, exist_ok=True)
+    model = onnx.load_model(str(source), load_external_data=False)
+    locations = {e.value for _, t in iter_tensors(model) for e in t.external_data if e.key == "location"}
+    for name in [source.name, *sorted(locations)]:
+        link = staged / name
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to((source.parent / name).resolve())
+    return staged / source.name
+
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 

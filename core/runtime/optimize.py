@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.access import ReadPath, WritePath
 from core.errors import PartitionError
 from core.model.proto import iter_tensors, tensor_nbytes
 from core.runtime.graphview import connected_groups
@@ -182,8 +183,8 @@ def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
 
 
 def optimize_levels(
-    path: str,
-    out_dir: str,
+    path: ReadPath,
+    out_dir: WritePath,
     levels: list[str] | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> OptimizationReport:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.access import ReadPath
 from core.errors import PartitionError
 from core.model.proto import walk_graphs
 from core.runtime.graphview import MAX_LAYOUT_NODES, GraphLayout, connected_groups, layout_graph
@@ -345,7 +346,7 @@ def _simulated_partition(model: Any, key: str) -> PartitionReport:
 
 
 def partition_model(
-    path: str,
+    path: ReadPath,
     providers: list[str] | None = None,
     level: str = "all",
     simulate: list[str] | None = None,

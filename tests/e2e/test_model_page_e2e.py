@@ -19,6 +19,7 @@ def sidebar_text(page) -> str:  # type: ignore[no-untyped-def]
 def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # a new session starts on the TinyCNN sample
     page.get_by_text("256,074").wait_for(timeout=60_000)
+    wait_idle(page)
     assert page.get_by_text("starts with this sample").is_visible()
     assert "tinycnn" in sidebar_text(page)
     assert page.locator('[data-testid="stTable"]').get_by_text("1×3×112×112").is_visible()

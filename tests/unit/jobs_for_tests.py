@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.access import WritePath
 from core.errors import IntakeError
 from core.settings import IntakeLimits
 
@@ -38,8 +39,9 @@ def wrong_result() -> Point:
     return {"x": "one"}  # type: ignore[return-value]  # on purpose: not what the signature promises
 
 
-def whoami() -> int:
-    return os.getpid()
+def whoami() -> tuple[int, list[int]]:
+    """This process's id and every process id it can see."""
+    return os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 
 
 def limits_seen(limits: IntakeLimits | None = None) -> list[Any]:
@@ -88,16 +90,16 @@ def noisy() -> str:
     return "clean"
 
 
-def exclusive_span(log: str, seconds: float) -> list[float]:
-    """Append this job's start and end time to ``log``; overlapping spans would mean the lock failed."""
+def exclusive_span(log: WritePath, seconds: float) -> list[float]:
+    """Append this job's start and end time to spans.txt in ``log``; overlapping spans would mean the lock failed."""
     start = time.time()
     time.sleep(seconds)
     end = time.time()
-    with Path(log).open("a") as fh:
+    with (Path(log) / "spans.txt").open("a") as fh:
         fh.write(f"{start} {end}\n")
     return [start, end]
 
 
-def span(log: str, seconds: float) -> list[float]:
+def span(log: WritePath, seconds: float) -> list[float]:
     """Like exclusive_span, for ordinary jobs (which share the worker slots)."""
     return exclusive_span(log, seconds)

@@ -1,0 +1,121 @@
+"""The worker's sandbox: bubblewrap (Debian's ``bubblewrap``), the tool Flatpak confines apps with.
+
+Inside, the system is read-only; the app's data folder (every session's uploads, the locks, the history), its
+secrets and /tmp are replaced by empty folders; only the job's own paths are shown (the files it reads, read
+only; the folders it writes); there is no network, no other process (own PID namespace), no capability, a clean
+environment, and everything dies with the process that started it. Resource limits bound what one job can
+write, open and start. Without bubblewrap (local mode only) the same limits, environment and private working
+folder apply, but not the walls: the app says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import resource
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.access import READ
+from core.errors import JobError
+from core.settings import PROJECT_ROOT, Settings
+
+__all__ = ["Confinement", "sandbox_status", "worker_command", "worker_environment", "worker_preexec"]
+
+_PASSED_ON = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "TZ")
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The paths one job may see: files it reads (and their folders, read only) and folders it writes."""
+
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, paths: Iterable[tuple[object, str]]) -> Confinement:
+        reads: list[str] = []
+        writes: list[str] = []
+        for mark, path in paths:
+            (reads if mark is READ else writes).append(str(Path(path).resolve()))
+        return cls(tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(writes)))
+
+
+@functools.cache
+def sandbox_status() -> tuple[bool, str]:
+    """(works, why not): whether bubblewrap is installed and can build a sandbox on this machine."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return False, "bubblewrap is not installed (apt-get install bubblewrap)"
+    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent",
+             "--cap-drop", "ALL", "true"]  # fmt: skip
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"bubblewrap could not start: {exc}"
+    if done.returncode != 0:
+        return False, f"bubblewrap cannot build a sandbox here: {done.stderr.strip()[:300]}"
+    return True, ""
+
+
+def require_sandbox(settings: Settings) -> bool:
+    """Whether jobs run sandboxed; raises when the settings demand a sandbox this machine cannot give."""
+    works, why = sandbox_status()
+    if works and not settings.sandbox:
+        works, why = False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
+    if settings.require_sandbox and not works:
+        raise JobError(
+            f"This instance requires its workers to run in a sandbox, and {why}. Install it, or (for a local "
+            "instance that only you use) set WORKBENCH_REQUIRE_SANDBOX=false."
+        )
+    return works
+
+
+def worker_environment() -> dict[str, str]:
+    """The worker's whole environment: nothing of the server's (no secrets), only what Python needs."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": "/tmp"}
+    env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
+    env.setdefault("LANG", "C.UTF-8")
+    return env
+
+
+def worker_command(python: list[str], confinement: Confinement, settings: Settings, scratch: str) -> list[str]:
+    """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
+    for folder in sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"}):
+        if folder.is_dir() and folder != Path("/"):
+            args += ["--tmpfs", str(folder)]
+    args += ["--bind", scratch, "/tmp"]
+    for path in confinement.reads:
+        shown = str(Path(path).parent if Path(path).is_file() else Path(path))
+        args += ["--ro-bind-try", shown, shown]
+    for writable in confinement.writes:
+        args += ["--bind", writable, writable]
+    args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    for key, value in worker_environment().items():
+        args += ["--setenv", key, value]
+    return [*args, "--chdir", "/tmp", *python]
+
+
+def worker_preexec(settings: Settings) -> Callable[[], None]:
+    """Runs in the child before it starts the worker: limits on files, open files and processes, and death
+    with the thread that started it (the job's own thread in the server or the command line)."""
+    file_limit = 2 * settings.max_initializer_bytes + (1 << 30)
+
+    def preexec() -> None:
+        os.setsid()  # its own process group, so a kill takes everything it started
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))  # not enforced for root: the PID namespace is
+
+    return preexec

@@ -1,0 +1,80 @@
+"""No orphans, no stale lock: a worker dies with the process that started it (a command line stopped by SIGTERM,
+a server killed by SIGKILL) and the machine-wide benchmark lock is free again at once."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from core.settings import PROJECT_ROOT
+from tests import builders
+
+pytestmark = pytest.mark.slow
+
+
+def _start(command: list[str], data: Path, sandbox: bool) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "WORKBENCH_DATA_DIR": str(data), "WORKBENCH_SANDBOX": str(sandbox).lower()}
+    return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _running_worker(parent: subprocess.Popen[bytes], timeout: float = 120) -> list[psutil.Process]:
+    """Every descendant of ``parent``, once its worker has started measuring."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        descendants = psutil.Process(parent.pid).children(recursive=True)
+        if any("core.jobs.worker" in " ".join(p.cmdline()) for p in descendants if p.is_running()):
+            time.sleep(3)  # past the model's loading: measuring, and holding the machine
+            return psutil.Process(parent.pid).children(recursive=True)
+        time.sleep(0.2)
+    raise AssertionError("the worker never started")
+
+
+def _assert_gone_and_lock_free(descendants: list[psutil.Process], data: Path) -> None:
+    _, alive = psutil.wait_procs(descendants, timeout=10)
+    assert not alive, f"left running: {[' '.join(p.cmdline()) for p in alive]}"
+    with (data / "locks" / "exclusive.lock").open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if anyone still held the machine
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return builders.exported_sample("tinycnn", tmp_path)
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unsandboxed"])
+def test_sigterm_of_the_command_line_mid_benchmark_ends_its_worker(model: Path, tmp_path: Path, sandbox: bool) -> None:
+    data = tmp_path / "data"
+    command = [sys.executable, "-m", "core", "bench", str(model), "--iters", "1000000", "--budget", "600", "--no-save"]
+    cli = _start(command, data, sandbox)
+    descendants = _running_worker(cli)
+    cli.send_signal(signal.SIGTERM)
+    cli.wait(timeout=30)
+    _assert_gone_and_lock_free(descendants, data)
+
+
+@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unsandboxed"])
+def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(model: Path, tmp_path: Path, sandbox: bool) -> None:
+    data = tmp_path / "data"
+    server = textwrap.dedent(
+        f"""
+        from core.jobs import run_job
+        from core.model.inputs import BenchInput
+        inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
+        run_job("bench.run", {{"onnx_path": {str(model)!r}, "inputs": inputs, "iterations": 1000000,
+                               "time_budget_s": 600.0}})
+        """
+    )
+    host = _start([sys.executable, "-c", server], data, sandbox)
+    descendants = _running_worker(host)
+    host.kill()
+    host.wait(timeout=30)
+    _assert_gone_and_lock_free(descendants, data)

@@ -1,0 +1,143 @@
+"""Code archives in local mode, where they are allowed: the code runs, in the worker's sandbox, and can read,
+write, reach and leave behind nothing. The same payloads without the sandbox show what it stops."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from core.errors import IntakeError, WorkbenchError
+from core.jobs import ProcessBackend, run_job
+from core.jobs.sandbox import sandbox_status
+from core.settings import PROJECT_ROOT, load_settings
+from tests.adversarial.payloads import escape_code, pt2_pickle_payload, torchscript_payload
+
+SECRET = "SECRET-" + uuid.uuid4().hex[:8]
+CANARY = "CANARY-" + uuid.uuid4().hex[:8]
+
+pytestmark = pytest.mark.skipif(not sandbox_status()[0], reason=f"no sandbox here: {sandbox_status()[1]}")
+
+
+class _Listener:
+    """A TCP port on loopback that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connected = False
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sock.accept()[0].close()
+                self.connected = True
+            except OSError:
+                continue
+
+    def close(self) -> None:
+        self._stop.set()
+        self.sock.close()
+
+
+@dataclasses.dataclass
+class Scene:
+    data: Path  # the server's data folder: a secret history, another session's upload
+    uploads: Path  # this job's own folder
+    secret: Path
+    other_session: Path
+    outside: Path  # outside every job folder, and outside /tmp
+    marker: Path  # where a process that outlived its job would write
+    loot: Path  # where the payload writes what it stole
+    listener: _Listener
+
+    def payload(self) -> Path:
+        code = escape_code(self.secret, self.outside, self.listener.port, self.marker, self.other_session, self.loot)
+        return pt2_pickle_payload(self.uploads, code)
+
+    def backend(self, sandbox: bool) -> ProcessBackend:
+        settings = load_settings(environ={})
+        return ProcessBackend(dataclasses.replace(settings, data_dir=str(self.data), sandbox=sandbox))
+
+
+@pytest.fixture
+def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
+    monkeypatch.setenv("WORKBENCH_TEST_CANARY", CANARY)  # in the server's environment, as secrets are
+    data = tmp_path / "data"
+    other = data / "workspaces" / "someone-else" / "upload-1"
+    other.mkdir(parents=True)
+    (other / "their-model.onnx").write_bytes(b"theirs")
+    secret = data / "history-secret.txt"
+    secret.write_text(SECRET)
+    uploads = data / "workspaces" / "me" / "upload-2"
+    uploads.mkdir(parents=True)
+    outside = PROJECT_ROOT / "test-artifacts" / f"escaped-{uuid.uuid4().hex[:8]}.txt"
+    outside.parent.mkdir(parents=True, exist_ok=True)
+    listener = _Listener()
+    yield Scene(data, uploads, secret, other.parent, outside, uploads / "survived.txt", uploads / "loot.txt", listener)
+    listener.close()
+    outside.unlink(missing_ok=True)
+    for process in psutil.process_iter(["cmdline"]):  # whatever survived an unsandboxed run
+        if str(uploads) in " ".join(process.info["cmdline"] or []):
+            process.kill()
+
+
+def _describe(scene: Scene, path: Path, sandbox: bool) -> str:
+    """The message the user sees when the archive is opened (its code raises on purpose)."""
+    args = {"paths": [str(path)], "unpack_dir": str(scene.uploads)}
+    with pytest.raises(WorkbenchError) as caught:
+        run_job("intake.describe_files", args, scene.backend(sandbox))
+    return str(caught.value)
+
+
+def _assert_nothing_escaped(scene: Scene, message: str) -> None:
+    assert SECRET not in message and CANARY not in message and "their-model" not in message, message
+    assert scene.loot.read_text() == "STOLEN[]"  # the code ran, and got nothing
+    assert not scene.outside.exists()
+    time.sleep(3)  # the process it started would write after two seconds
+    assert not scene.marker.exists(), "a process started by the job outlived it"
+    assert not scene.listener.connected
+
+
+def test_a_pickle_in_a_pt2_archive_runs_in_a_sandbox_that_holds_nothing(scene: Scene) -> None:
+    message = _describe(scene, scene.payload(), sandbox=True)
+    _assert_nothing_escaped(scene, message)
+
+
+def test_without_the_sandbox_the_same_archive_steals_and_escapes(scene: Scene) -> None:
+    """What the sandbox stops: the test above would fail without it."""
+    _describe(scene, scene.payload(), sandbox=False)
+    loot = scene.loot.read_text()
+    assert SECRET in loot and "upload-1" in loot  # another session's folder, listed
+    assert CANARY not in loot  # the worker's environment is clean even without the sandbox
+    assert scene.outside.read_text() == "escaped" and scene.listener.connected
+
+
+def test_torchscript_setstate_cannot_read_the_servers_files(scene: Scene) -> None:
+    archive = torchscript_payload(scene.uploads, scene.secret)
+    with pytest.raises(IntakeError, match="could not be loaded") as caught:
+        run_job("intake.describe_files", {"paths": [str(archive)]}, scene.backend(sandbox=True))
+    assert SECRET not in str(caught.value)
+    record = run_job("intake.describe_files", {"paths": [str(archive)]}, scene.backend(sandbox=False))
+    assert record.format == "torchscript"  # unsandboxed it loads, with the secret in its weights
+
+
+def test_a_job_sees_only_its_own_paths(scene: Scene, tmp_path: Path) -> None:
+    """The sandbox shows the files a job reads (read only) and the folders it writes, and no other."""
+    from tests import builders
+
+    model = builders.write(builders.relu_model(), scene.uploads / "relu.onnx")
+    decoded = run_job("decode.run", {"path": str(model)}, scene.backend(sandbox=True))
+    assert decoded.node_count == 1
+    elsewhere = builders.write(builders.relu_model(), tmp_path / "elsewhere" / "relu.onnx")
+    assert run_job("decode.run", {"path": str(elsewhere)}, scene.backend(sandbox=True)).node_count == 1
