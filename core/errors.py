@@ -21,6 +21,7 @@ __all__ = [
     "UnsafeModelError",
     "UnsupportedFormatError",
     "WorkbenchError",
+    "brief",
     "error_class",
 ]
 
@@ -118,6 +119,12 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         StoreError,
     )
 }
+
+
+def brief(text: object, limit: int = 80) -> str:
+    """Text from a file, short enough for a message: at most ``limit`` characters, control characters shown."""
+    shown = repr(str(text))[1:-1]
+    return shown if len(shown) <= limit else f"{shown[:limit]}… ({len(str(text)):,} characters)"
 
 
 def error_class(name: str) -> type[WorkbenchError] | None:

@@ -22,6 +22,7 @@ from core.model.proto import (
     GraphVisit,
     dtype_name,
     external_entries,
+    non_utf8_text,
     tensor_elements,
     tensor_nbytes,
     value_specs,
@@ -258,6 +259,12 @@ def decode_model(
             "shown. It may be truncated or not an ONNX file."
         )
         return decoded
+    repaired = non_utf8_text(model, repair=True)
+    if repaired:
+        decoded.problems.append(
+            f"{len(repaired):,} text field(s) are not UTF-8, as ONNX requires ({repaired[0]}…); they are shown with "
+            "the invalid bytes replaced by �."
+        )
     _model_fields(decoded, model)
     if not model.HasField("graph"):
         decoded.problems.append("The model has no graph: there is nothing to run.")

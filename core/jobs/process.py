@@ -247,7 +247,7 @@ class _ProcessJob:
             stdout=subprocess.PIPE,
             stderr=self._stderr,
             cwd=scratch,
-            env=sandbox.worker_environment(),
+            env=sandbox.worker_environment("/tmp" if self._sandboxed else scratch),
             preexec_fn=sandbox.worker_preexec(self._settings),
         )
         assert self._proc.stdin is not None

@@ -17,6 +17,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,9 +78,10 @@ def require_sandbox(settings: Settings) -> bool:
     return works
 
 
-def worker_environment() -> dict[str, str]:
-    """The worker's whole environment: nothing of the server's (no secrets), only what Python needs."""
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": "/tmp"}
+def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
+    """The worker's whole environment: nothing of the server's (no secrets), only what Python needs; its home
+    and temporary folder are its private scratch folder (/tmp in the sandbox)."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": scratch, "TMPDIR": scratch}
     env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
     env.setdefault("LANG", "C.UTF-8")
     return env
@@ -88,12 +90,17 @@ def worker_environment() -> dict[str, str]:
 def worker_command(python: list[str], confinement: Confinement, settings: Settings, scratch: str) -> list[str]:
     """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder."""
     bwrap = shutil.which("bwrap") or "bwrap"
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp"]
+    # the code and Python itself, wherever they are (a checkout or a virtual environment may live under /tmp)
+    for needed in sorted(
+        {PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
+    ):
+        if needed.is_relative_to("/tmp"):
+            args += ["--ro-bind", str(needed), str(needed)]
     # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
     for folder in sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"}):
         if folder.is_dir() and folder != Path("/"):
             args += ["--tmpfs", str(folder)]
-    args += ["--bind", scratch, "/tmp"]
     for path in confinement.reads:
         shown = str(Path(path).parent if Path(path).is_file() else Path(path))
         args += ["--ro-bind-try", shown, shown]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import zipfile
 from pathlib import Path
 
-from core.errors import UnsupportedFormatError
 from core.model.protowire import looks_like_onnx
 
 __all__ = ["HEAD_BYTES", "detect_format", "file_sha256", "read_head", "sha256_files", "zip_names"]
@@ -23,14 +21,10 @@ def read_head(path: Path) -> bytes:
 
 
 def zip_names(path: Path) -> list[str]:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return zf.namelist()
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise UnsupportedFormatError(
-            f"'{path.name}' starts like a zip archive but cannot be read as one ({exc}). It may be truncated: "
-            "upload it again."
-        ) from None
+    """The member names of a zip archive (its declared entry count checked first, before the listing is read)."""
+    from core.model.archives import list_members
+
+    return [info.filename for info in list_members(path)]
 
 
 def _looks_like_safetensors(head: bytes, size: int) -> bool:

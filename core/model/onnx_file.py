@@ -7,12 +7,14 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from core.errors import IntakeError, LimitExceededError, UnsafeModelError
+from core.errors import IntakeError, LimitExceededError, UnsafeModelError, brief
 from core.model.archives import unpack_bundle
 from core.model.formats import detect_format, sha256_files
 from core.model.proto import (
+    expanded_node_count,
     external_entries,
     iter_tensors,
+    non_utf8_text,
     tensor_elements,
     tensor_nbytes,
     value_specs,
@@ -67,19 +69,24 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
             continue
         entries = external_entries(tensor)
         location = entries.get("location", "")
-        label = f"{where} '{tensor.name}'"
+        label = f"{where} '{brief(tensor.name)}'"
         if not location:
             raise UnsafeModelError(f"The {label} says its data is in an external file but names none.")
+        if len(location) > 1024 or any(ord(c) < 32 for c in location) or any(len(p) > 255 for p in location.split("/")):
+            raise UnsafeModelError(
+                f"The {label} keeps its data in '{brief(location)}', which is no file name a model folder can hold "
+                f"(control characters, or {len(location):,} characters). The file was not opened."
+            )
         posix = location.replace("\\", "/")
         parts = PurePosixPath(posix).parts
         if posix.startswith("/") or (len(posix) > 1 and posix[1] == ":"):
             raise UnsafeModelError(
-                f"The {label} keeps its data at the absolute path '{location}'. External data must sit in the "
+                f"The {label} keeps its data at the absolute path '{brief(location)}'. External data must sit in the "
                 "model's own folder; save the model with a relative location (onnx.save(..., location='x.data'))."
             )
         if ".." in parts:
             raise UnsafeModelError(
-                f"The {label} keeps its data at '{location}', outside the model's folder. External data must "
+                f"The {label} keeps its data at '{brief(location)}', outside the model's folder. External data must "
                 "sit in the model's own folder, so this file was not opened."
             )
         current = folder
@@ -89,16 +96,18 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
                 mode = os.lstat(current).st_mode
             except FileNotFoundError:
                 raise IntakeError(
-                    f"The model keeps the data of {label} in '{location}', which was not uploaded. Select the "
+                    f"The model keeps the data of {label} in '{brief(location)}', which was not uploaded. Select the "
                     ".onnx and its data file(s) together, or upload a .zip of the model's folder."
                 ) from None
             if stat.S_ISLNK(mode):
                 raise UnsafeModelError(
-                    f"The data file '{location}' of {label} is a link. Links could point anywhere on this "
+                    f"The data file '{brief(location)}' of {label} is a link. Links could point anywhere on this "
                     "machine, so they are not followed; copy the real file next to the model."
                 )
         if not stat.S_ISREG(os.lstat(current).st_mode) or not current.resolve().is_relative_to(folder_real):
-            raise UnsafeModelError(f"The data location '{location}' of {label} is not a regular file in the folder.")
+            raise UnsafeModelError(
+                f"The data location '{brief(location)}' of {label} is not a regular file in the folder."
+            )
         size = current.stat().st_size
         try:
             offset = int(entries.get("offset", "0") or 0)
@@ -109,11 +118,37 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
             raise UnsafeModelError(f"The {label} has a negative offset ({offset}) or length ({length}).")
         if offset + length > size:
             raise UnsafeModelError(
-                f"The {label} wants bytes {offset}–{offset + length} of '{location}', but that file has only "
+                f"The {label} wants bytes {offset}–{offset + length} of '{brief(location)}', but that file has only "
                 f"{size} bytes. The data file does not belong to this model or is truncated."
             )
         files[posix] = current
     return list(files.values())
+
+
+def _check_size(name: str, model: onnx.ModelProto, total_nodes: int, limits: IntakeLimits) -> None:
+    """Nodes as written and as ONNX Runtime would inline local functions, and text that is not UTF-8."""
+    if total_nodes > limits.max_nodes:
+        raise LimitExceededError(
+            f"The model has {total_nodes:,} nodes; this instance accepts at most {limits.max_nodes:,} "
+            "(setting WORKBENCH_MAX_NODES)."
+        )
+    if model.functions:
+        expanded = expanded_node_count(model)
+        if expanded < 0:
+            raise UnsafeModelError(f"'{brief(name)}' has a local function that calls itself: it never ends.")
+        if expanded > limits.max_nodes:
+            raise LimitExceededError(
+                f"'{brief(name)}' has {total_nodes:,} nodes as written, but its local functions call each other so "
+                f"that ONNX Runtime would inline them into {expanded:,} nodes; this instance accepts at most "
+                f"{limits.max_nodes:,} (setting WORKBENCH_MAX_NODES)."
+            )
+    bad = non_utf8_text(model)
+    if bad:
+        more = f" and {len(bad) - 1:,} more" if len(bad) > 1 else ""
+        raise IntakeError(
+            f"'{brief(name)}' holds text that is not UTF-8 ({bad[0]}{more}); ONNX requires UTF-8 names. Re-export "
+            "the model, or fix its names with onnx's Python API."
+        )
 
 
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
@@ -136,11 +171,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
 
     graphs = list(walk_graphs(model, functions=True))
     total_nodes = sum(len(visit.graph.node) for visit in graphs)
-    if total_nodes > limits.max_nodes:
-        raise LimitExceededError(
-            f"The model has {total_nodes:,} nodes; this instance accepts at most {limits.max_nodes:,} "
-            "(setting WORKBENCH_MAX_NODES)."
-        )
+    _check_size(main.name, model, total_nodes, limits)
     data_files = check_external_data(model, folder)
     parameters = weight_bytes = constant_weights = 0
     for where, tensor in iter_tensors(model):

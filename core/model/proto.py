@@ -158,12 +158,14 @@ def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto
             yield "initializer", tensor
         for sparse in graph.sparse_initializer:
             yield "sparse initializer", sparse.values
+            yield "sparse initializer's indices", sparse.indices
         for node in graph.node:
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.TENSOR:
                     yield "constant", attr.t
                 elif attr.type == onnx.AttributeProto.SPARSE_TENSOR:
                     yield "constant", attr.sparse_tensor.values
+                    yield "constant's indices", attr.sparse_tensor.indices
 
 
 def tensor_elements(tensor: onnx.TensorProto) -> int:
@@ -190,3 +192,79 @@ def tensor_nbytes(tensor: onnx.TensorProto) -> int:
 def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
     """A tensor's external-data entries (location, offset, length, checksum) as a dict."""
     return {entry.key: entry.value for entry in tensor.external_data}
+
+
+def _string_holders(model: Any) -> Iterator[tuple[Any, str, str]]:
+    """(message, field, where) for every string field a page shows: names, op types, domains, doc strings,
+    metadata, at any depth and in local functions. Repeated fields are given by name too."""
+    yield from ((model, f, "the model's " + f) for f in ("producer_name", "producer_version", "domain", "doc_string"))
+    for prop in model.metadata_props:
+        yield from ((prop, f, f"metadata {f}") for f in ("key", "value"))
+    for function in model.functions:
+        yield from ((function, f, f"a local function's {f}") for f in ("name", "domain", "input", "output"))
+    for visit in walk_graphs(model, functions=True):
+        graph = visit.graph
+        yield graph, "name", f"the name of graph {visit.path}"
+        for value in [*graph.input, *graph.output, *graph.value_info, *graph.initializer]:
+            yield value, "name", f"a value name in {visit.path}"
+        for index, node in enumerate(graph.node):
+            for name in ("name", "op_type", "domain", "input", "output", "doc_string"):
+                yield node, name, f"the {name} of node {index} in {visit.path}"
+
+
+def non_utf8_text(model: Any, repair: bool = False) -> list[str]:
+    """Where the model holds text that is not UTF-8 (protobuf hands it over as bytes); with ``repair``, each
+    such text is replaced by its readable part (invalid bytes become U+FFFD) so it can be shown."""
+    found: list[str] = []
+    for message, name, where in _string_holders(model):
+        value = getattr(message, name)
+        if isinstance(value, bytes) or (not isinstance(value, str) and any(isinstance(v, bytes) for v in value)):
+            found.append(where)
+            if not repair:
+                continue
+            if isinstance(value, bytes):
+                setattr(message, name, value.decode("utf-8", errors="replace"))
+            else:
+                fixed = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+                del value[:]
+                value.extend(fixed)
+    return found
+
+
+def expanded_node_count(model: Any) -> int:
+    """How many nodes the model has once every call of a local function is replaced by the function's body, as
+    ONNX Runtime inlines them: 8 nested functions called 10 times each are 10⁸ nodes in a 2 kB file. A function
+    that calls itself, directly or not, counts as unbounded (-1)."""
+    bodies = {(f.domain, f.name): f for f in model.functions}
+    sizes: dict[tuple[str, str], int] = {}
+
+    def nodes_of(graph_nodes: Any) -> list[Any]:
+        found = list(graph_nodes)
+        for node in graph_nodes:
+            for _, sub in attribute_subgraphs(node):
+                found += [n for visit in walk_graphs(sub) for n in visit.graph.node]
+        return found
+
+    def size(key: tuple[str, str], calling: tuple[tuple[str, str], ...]) -> int:
+        if key in calling:
+            return -1
+        if key not in sizes:
+            total = 0
+            for node in nodes_of(bodies[key].node):
+                inner = (node.domain, node.op_type)
+                cost = size(inner, (*calling, key)) if inner in bodies else 1
+                if cost < 0:
+                    return -1
+                total += cost
+            sizes[key] = total
+        return sizes[key]
+
+    total = 0
+    for visit in walk_graphs(model):
+        for node in visit.graph.node:
+            key = (node.domain, node.op_type)
+            cost = size(key, ()) if key in bodies else 1
+            if cost < 0:
+                return -1
+            total += cost
+    return total

@@ -14,6 +14,8 @@ from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickl
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
 from core.settings import IntakeLimits
 
+MAX_SAFETENSORS_HEADER = 16 << 20  # the JSON list of tensors; a model of 100,000 tensors needs about 10 MB
+
 __all__ = [
     "describe_pt2",
     "describe_safetensors",
@@ -140,6 +142,13 @@ def describe_safetensors(path: Path, fmt: str, name: str, limits: IntakeLimits) 
 
     if path.stat().st_size > limits.max_initializer_bytes + (1 << 20):
         raise LimitExceededError(f"'{path.name}' is larger than this instance's weight limit.")
+    with path.open("rb") as fh:
+        header = int.from_bytes(fh.read(8), "little")
+    if header > MAX_SAFETENSORS_HEADER:
+        raise LimitExceededError(
+            f"'{path.name}' has a safetensors header of {header / 2**20:,.0f} MB (the list of its tensors); real "
+            f"models need well under {MAX_SAFETENSORS_HEADER >> 20} MB, so it was not read."
+        )
     try:
         tensors = load_file(str(path), device="cpu")
     except Exception as exc:

@@ -287,6 +287,108 @@ def _model_bytes_zip(folder: Path) -> list[Path]:
     return [path]
 
 
+# -- what a hostile tester found past the first suite ------------------------------------------------------------
+def zip_of_megabyte_members(folder: Path) -> list[Path]:
+    """Many members of exactly 1 MiB of zeros each: no single member looks like a bomb, the archive does."""
+    path = folder / "many.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("model.onnx", builders.relu_model().SerializeToString())
+        for i in range(40):
+            archive.writestr(f"pad/{i:04d}.bin", bytes(1 << 20))
+    return [path]
+
+
+def zip_claims_many_entries(folder: Path) -> list[Path]:
+    """An archive whose end-of-central-directory record claims 65,535 entries."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("model.onnx", builders.relu_model().SerializeToString())
+    data = bytearray(buffer.getvalue())
+    at = data.rfind(b"PK\x05\x06")
+    data[at + 8 : at + 12] = (0xFFFF).to_bytes(2, "little") * 2
+    path = folder / "claims.zip"
+    path.write_bytes(bytes(data))
+    return [path]
+
+
+def _bundle_with(folder: Path, name: str, extra: dict[str, bytes]) -> list[Path]:
+    path = folder / name
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("model/model.onnx", builders.relu_model().SerializeToString())
+        for member, payload in extra.items():
+            archive.writestr(member, payload)
+    return [path]
+
+
+def zip_member_dot(folder: Path) -> list[Path]:
+    return _bundle_with(folder, "dot.zip", {".": b"x"})
+
+
+def zip_member_long(folder: Path) -> list[Path]:
+    return _bundle_with(folder, "long.zip", {"model/" + "n" * 300: b"x"})
+
+
+def zip_member_clash(folder: Path) -> list[Path]:
+    return _bundle_with(folder, "clash.zip", {"model/weights": b"x", "model/weights/w.bin": b"y"})
+
+
+def safetensors_huge_header(folder: Path) -> list[Path]:
+    """A safetensors file whose header (the JSON list of tensors) is 17 MB."""
+    header = b"{" + b" " * ((17 << 20) - 2) + b"}"
+    path = folder / "weights.safetensors"
+    path.write_bytes(len(header).to_bytes(8, "little") + header)
+    return [path]
+
+
+def function_bomb(folder: Path, depth: int = 8, calls: int = 10) -> list[Path]:
+    """Local functions that each call the next ``calls`` times: one node as written, 10⁸ inlined."""
+    functions = []
+    for level in range(depth):
+        if level == 0:
+            body = [helper.make_node("Relu", ["a"], ["b"])]
+        else:
+            names = ["a"] + [f"t{i}" for i in range(calls - 1)] + ["b"]
+            body = [helper.make_node(f"F{level - 1}", [names[i]], [names[i + 1]], domain="bomb") for i in range(calls)]
+        functions.append(
+            helper.make_function("bomb", f"F{level}", ["a"], ["b"], body, [*OPSET, helper.make_opsetid("bomb", 1)])
+        )
+    call = helper.make_node(f"F{depth - 1}", ["x"], ["y"], domain="bomb", name="call")
+    model = _model([call], [_vi("x")], [_vi("y")], functions=functions, opsets=[*OPSET, helper.make_opsetid("bomb", 1)])
+    return _save(model, folder)
+
+
+def external_nul(folder: Path) -> list[Path]:
+    return _external(folder, "data\x00.bin")
+
+
+def external_long_name(folder: Path) -> list[Path]:
+    return _external(folder, "d" * 5000)
+
+
+def sparse_indices_outside(folder: Path) -> list[Path]:
+    """A sparse initializer whose *indices* are external data at an absolute path."""
+    values = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    indices = numpy_helper.from_array(np.array([0, 3], np.int64), "w_indices")
+    indices.ClearField("raw_data")
+    indices.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "/etc/passwd"), ("offset", "0"), ("length", "16")):
+        entry = indices.external_data.add()
+        entry.key, entry.value = key, value
+    sparse = helper.make_sparse_tensor(values, indices, [4])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id")], "g", [_vi("x")], [_vi("y")])
+    graph.sparse_initializer.append(sparse)
+    model = helper.make_model(graph, opset_imports=OPSET)
+    model.ir_version = 8
+    return _save(model, folder)
+
+
+def non_utf8_name(folder: Path) -> list[Path]:
+    data = builders.relu_model().SerializeToString().replace(b"relu", b"r\xff\xfeu")
+    path = folder / "bad_text.onnx"
+    path.write_bytes(data)
+    return [path]
+
+
 CASES = [
     Case("zero_bytes", zero_bytes, refused="is empty"),
     Case("random_bytes", random_bytes, refused="not a model format"),
@@ -315,4 +417,15 @@ CASES = [
     Case("zip_bomb_pt", zip_bomb, refused="bomb"),
     Case("pickled_module", pickled_module, refused="whole"),
     Case("zip_slip", _model_bytes_zip, refused="outside"),
+    Case("zip_of_megabyte_members", zip_of_megabyte_members, refused="zip bomb"),
+    Case("zip_claims_many_entries", zip_claims_many_entries, refused="65,535 files"),
+    Case("zip_member_dot", zip_member_dot, refused="no folder can hold"),
+    Case("zip_member_long", zip_member_long, refused="no folder can hold"),
+    Case("zip_member_clash", zip_member_clash, refused="both as a file and as a folder"),
+    Case("safetensors_huge_header", safetensors_huge_header, refused="safetensors header of 17 MB"),
+    Case("function_bomb", function_bomb, refused="inline them into 10,000,000 nodes"),
+    Case("external_nul", external_nul, refused="control characters"),
+    Case("external_long_name", external_long_name, refused="5,000 characters"),
+    Case("sparse_indices_outside", sparse_indices_outside, refused="absolute path"),
+    Case("non_utf8_name", non_utf8_name, refused="not UTF-8"),
 ]

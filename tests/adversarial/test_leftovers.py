@@ -1,0 +1,58 @@
+"""No job writes outside its own folders: after every kind of job, the server's working directory and the
+system's temporary folder hold what they held before (ORT's quantization tools, for one, write scratch files
+into the working directory). Checked without the sandbox, where only the worker's private folder stops them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.export import default_options
+from core.jobs import ProcessBackend, run_job
+from core.model.inputs import BenchInput
+from core.model.torchload import source_of
+from core.settings import PROJECT_ROOT, load_settings
+from tests import builders
+
+pytestmark = pytest.mark.slow
+
+
+def _listing(folder: Path) -> set[str]:
+    return {entry.name for entry in os.scandir(folder)}
+
+
+def test_every_kind_of_job_leaves_the_working_directory_and_temp_folder_as_they_were(tmp_path: Path) -> None:
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"), sandbox=False)
+    backend = ProcessBackend(settings)
+    (tmp_path / "in").mkdir()
+    model = builders.exported_sample("classifier", tmp_path / "in")
+    npz = tmp_path / "in" / "calibration.npz"
+    np.savez(npz, input=np.random.default_rng(0).standard_normal((8, 768)).astype(np.float32))
+    inputs = [BenchInput("input", "float32", [1, 768], 0)]
+    out = tmp_path / "out"
+    before = (_listing(PROJECT_ROOT), _listing(Path(tempfile.gettempdir())))
+
+    sample = run_job("intake.describe_sample", {"name": "classifier"}, backend)
+    export = {"source": source_of(sample), "options": default_options(sample), "out_dir": str(out / "export")}
+    jobs = [
+        ("intake.describe_files", {"paths": [str(model)], "unpack_dir": str(out / "unpacked")}),
+        ("export.run", {**export, "options": dataclasses.replace(export["options"], exporter="legacy")}),
+        ("decode.run", {"path": str(model)}),
+        ("partition.run", {"path": str(model), "simulate": ["nnapi"]}),
+        ("optimize.levels", {"path": str(model), "out_dir": str(out / "levels")}),
+        ("bench.run", {"onnx_path": str(model), "inputs": inputs, "iterations": 5, "warmup": 1}),
+        ("quantize.check_calibration", {"path": str(npz), "inputs": inputs}),
+        ("quantize.run", {"path": str(model), "out_dir": str(out / "q"), "inputs": inputs, "iterations": 5,
+                          "variants": ["dynamic-qint8", "static-qdq-minmax", "fp16"], "calibration_file": str(npz)}),
+    ]  # fmt: skip
+    for name, args in jobs:
+        run_job(name, args, backend)
+    after = (_listing(PROJECT_ROOT), _listing(Path(tempfile.gettempdir())))
+    assert after[0] == before[0], f"written into the working directory: {after[0] - before[0]}"
+    assert after[1] - before[1] <= {p.name for p in Path(tempfile.gettempdir()).glob("pytest-*")}, after[1] - before[1]
+    assert not list((tmp_path / "data" / "scratch").iterdir()), "a job's private folder was left behind"
