@@ -92,10 +92,10 @@ def worker_command(python: list[str], confinement: Confinement, settings: Settin
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp"]
     # the code and Python itself, wherever they are (a checkout or a virtual environment may live under /tmp)
-    for needed in sorted(
-        {PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent}
-    ):
-        if needed.is_relative_to("/tmp"):
+    places = {p.resolve() for p in (PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable))}
+    under_tmp = sorted(p for p in places if p.is_relative_to("/tmp") and p != Path("/tmp"))
+    for needed in under_tmp:
+        if not any(needed != other and needed.is_relative_to(other) for other in under_tmp):
             args += ["--ro-bind", str(needed), str(needed)]
     # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
     for folder in sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"}):
