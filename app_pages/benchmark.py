@@ -66,8 +66,9 @@ with st.form("bench_form"):
     seed = right.number_input("Seed of the inputs", 0, 2**31 - 1, 0, key="bench_seed")
     edited: list[BenchInput] = []
     for spec in inputs:
+        at_batch = " at batch 1" if spec.batch_axis is not None else ""
         text = st.text_input(
-            f"Shape of '{spec.name}' ({spec.dtype})" + (" at batch 1" if spec.batch_axis is not None else ""),
+            f"Shape of '{md_escape(spec.name)}' ({spec.dtype}){at_batch}",
             ",".join(map(str, spec.shape)),
             key=f"bench_shape_{record.id[:12]}_{spec.name}",
         )

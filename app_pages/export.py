@@ -85,7 +85,7 @@ shapes: dict[str, list[int]] = {}
 dynamic: dict[str, dict[str, str]] = {}
 for spec in source.inputs:
     text = st.text_input(
-        f"Shape of '{spec.name}' ({spec.dtype})",
+        f"Shape of '{md_escape(spec.name)}' ({spec.dtype})",
         value=",".join(map(str, defaults.input_shapes.get(spec.name, []))),
         placeholder="e.g. 1,3,224,224",
         key=f"shape_{tag}_{spec.name}",

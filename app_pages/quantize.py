@@ -64,7 +64,7 @@ with st.form("quantize_form"):
     threads = right.number_input("Intra-op threads", 1, cores, cores, key="quantize_threads")
     submitted = st.form_submit_button("Quantize and compare", type="primary")
 
-spec_text = "; ".join(f"`{md_escape(i.name)}` {i.dtype} {i.shape}" for i in inputs)
+spec_text = "; ".join(f"**{md_escape(i.name)}** {i.dtype} {i.shape}" for i in inputs)
 st.caption(f"Inputs at batch 1: {spec_text}. Generated samples follow these shapes and dtypes, from a fixed seed.")
 
 

@@ -72,7 +72,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
 
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
-    st.subheader(report.headline)
+    st.subheader(md_escape(report.headline, 400))
     for note in report.notes:
         if note.startswith(("Noisy", "The time budget")):
             st.warning(md_escape(note, 800))

@@ -2,9 +2,53 @@
 
 from __future__ import annotations
 
+import functools
+import html
+from collections.abc import Callable
+from typing import Any, ParamSpec
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+P = ParamSpec("P")
+
+
+def plain(value: Any) -> Any:
+    """A string as plotly shows it, never as markup: plotly renders a subset of HTML (links, styles) in trace
+    names, tick labels, text and hover. Line breaks the builders put in stay line breaks."""
+    if not isinstance(value, str):
+        return value
+    return html.escape(value, quote=False).replace("&lt;br&gt;", "<br>")
+
+
+def _plain_all(values: Any) -> Any:
+    if isinstance(values, str):
+        return plain(values)
+    if isinstance(values, (list, tuple)) or hasattr(values, "tolist"):
+        items = values.tolist() if hasattr(values, "tolist") else list(values)
+        return [plain(v) for v in items] if any(isinstance(v, str) for v in items) else values
+    return values
+
+
+def escaped(builder: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
+    """Every string a figure shows, from the model or the history, turned into text (see ``plain``)."""
+
+    @functools.wraps(builder)
+    def build(*args: P.args, **kwargs: P.kwargs) -> go.Figure:
+        fig = builder(*args, **kwargs)
+        for trace in fig.data:
+            for key in ("name", "text", "hovertext", "x", "y", "labels", "parents", "ids"):
+                if key in trace and trace[key] is not None:
+                    trace[key] = _plain_all(trace[key])
+        for axis in ("xaxis", "yaxis"):
+            ticks = fig.layout[axis].ticktext
+            if ticks is not None:
+                fig.layout[axis].ticktext = _plain_all(ticks)
+        return fig
+
+    return build
+
 
 __all__ = [
     "batch_figure",
@@ -32,6 +76,7 @@ def op_count_frame(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> pd.Da
     return pd.DataFrame(rows, columns=["side", "op", "count"])
 
 
+@escaped
 def op_count_figure(frame: pd.DataFrame) -> go.Figure:
     """Two bar charts side by side, PyTorch layer types and ONNX op types, most frequent on top."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=SIDES, horizontal_spacing=0.18)
@@ -142,6 +187,7 @@ def colour_map(keys: list[str]) -> dict[str, str]:
     return colours
 
 
+@escaped
 def graph_figure(
     nodes: pd.DataFrame, edges: pd.DataFrame, colour_by: str = "op_type", selected: str | None = None
 ) -> go.Figure:
@@ -217,6 +263,7 @@ def graph_figure(
     return fig
 
 
+@escaped
 def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED") -> go.Figure:
     """Bars of counts (op types, or layers by parameters), largest on top."""
     items = sorted(counts.items(), key=lambda kv: kv[1])
@@ -240,6 +287,7 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
     return fig
 
 
+@escaped
 def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
     """One stacked bar per partition (real or simulated): nodes per provider. ``frame``: partition, provider,
     nodes."""
@@ -268,6 +316,7 @@ def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@escaped
 def levels_figure(frame: pd.DataFrame) -> go.Figure:
     """Nodes per optimization level, in level order. ``frame``: level, nodes, rewrites."""
     fig = go.Figure(
@@ -293,6 +342,7 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
 _ENGINE_COLOURS = {"eager": "#EE4C2C", "ort": "#005CED"}
 
 
+@escaped
 def latency_figure(frame: pd.DataFrame) -> go.Figure:
     """Median per configuration (bar, with its 95 % interval) and p90/p99 markers. ``frame``: label, engine,
     median_ms, median_low_ms, median_high_ms, p90_ms, p99_ms."""
@@ -344,6 +394,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@escaped
 def distribution_figure(frame: pd.DataFrame) -> go.Figure:
     """Every measured call, one box per configuration. ``frame``: label, engine, ms (long form)."""
     fig = go.Figure()
@@ -367,6 +418,7 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@escaped
 def batch_figure(frame: pd.DataFrame) -> go.Figure:
     """Latency and throughput against batch size, one line per series. ``frame``: series, batch, median_ms,
     throughput."""
@@ -395,6 +447,7 @@ def batch_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@escaped
 def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
     """Speedup against the baseline with its 95 % interval; 1× marked. ``frame``: label, speedup, low, high."""
     fig = go.Figure(
@@ -425,6 +478,7 @@ def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
     return fig
 
 
+@escaped
 def compare_figure(frame: pd.DataFrame) -> go.Figure:
     """Runs side by side: median per configuration, one colour per run, p90 as a marker. ``frame``: run,
     configuration, median_ms, p90_ms."""
@@ -452,6 +506,7 @@ def compare_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
+@escaped
 def quantize_figure(frame: pd.DataFrame) -> go.Figure:
     """Size against latency, one point per variant, coloured by cosine similarity with fp32. ``frame``:
     label, size_mb, median_ms, cosine (NaN for the original), p90_ms."""

@@ -80,6 +80,7 @@ def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
 
 
 def _run(name: str, args: dict[str, Any], label: str) -> Any:
+    label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
     handle = submit(JobSpec(name, args), session.backend())
     started = time.monotonic()
     try:

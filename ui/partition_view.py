@@ -88,7 +88,7 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
     if report.unsupported_ops:
         st.markdown(
             f"**Ops {short_name(first)} cannot take** (each breaks the graph into another piece): "
-            + ", ".join(f"`{md_escape(op, 80)}`" for op in report.unsupported_ops)
+            + ", ".join(f"**{md_escape(op, 80)}**" for op in report.unsupported_ops)
         )
     for note in report.notes:
         st.caption(md_escape(note, 600))

@@ -116,8 +116,16 @@ class GraphVisit:
     is_function: bool = False
 
 
+MAX_LABEL = 60  # a node's name in a graph path: every node of a subgraph repeats it
+
+
 def _node_label(node: Any, index: int) -> str:
-    return node.name or f"{node.op_type}_{index}"
+    """How a subgraph's path names the node that holds it: its name, or, when that is long, the name's start and
+    the node's position (a million-character name must not be copied into every path below it)."""
+    name = node.name if isinstance(node.name, str) else ""
+    if not name:
+        return f"{node.op_type}_{index}"
+    return name if len(name) <= MAX_LABEL else f"{name[:40]}… (node {index})"
 
 
 def walk_graphs(model: Any, *, functions: bool = False, root: str = "main") -> Iterator[GraphVisit]:

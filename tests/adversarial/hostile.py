@@ -389,6 +389,19 @@ def non_utf8_name(folder: Path) -> list[Path]:
     return [path]
 
 
+def long_if_name(folder: Path, name_length: int = 1_000_000, branch_nodes: int = 1_400) -> list[Path]:
+    """An If named with a million characters over a 1,400-node branch: about 1 MB on disk, and every node of the
+    branch sits at a graph path that starts with the name."""
+    chain = [
+        helper.make_node("Relu", ["x" if i == 0 else f"r{i - 1}"], [f"r{i}"], name=f"r{i}") for i in range(branch_nodes)
+    ]
+    then = helper.make_graph(chain, "then", [], [_vi(f"r{branch_nodes - 1}")])
+    other = helper.make_graph([helper.make_node("Neg", ["x"], ["n"], name="neg")], "else", [], [_vi("n")])
+    node = helper.make_node("If", ["flag"], ["y"], then_branch=then, else_branch=other, name="i" * name_length)
+    model = _model([node], [_vi("flag", [], TensorProto.BOOL), _vi("x")], [_vi("y")])
+    return _save(model, folder)
+
+
 CASES = [
     Case("zero_bytes", zero_bytes, refused="is empty"),
     Case("random_bytes", random_bytes, refused="not a model format"),
@@ -428,4 +441,5 @@ CASES = [
     Case("external_long_name", external_long_name, refused="5,000 characters"),
     Case("sparse_indices_outside", sparse_indices_outside, refused="absolute path"),
     Case("non_utf8_name", non_utf8_name, refused="not UTF-8"),
+    Case("long_if_name", long_if_name, pages=["decode", "partition"]),
 ]

@@ -127,6 +127,27 @@ def test_accepted_oddities_break_no_page(case: Case, sandbox: Path) -> None:
     _still_serving()
 
 
+def test_a_small_model_cannot_blow_up_the_servers_memory(sandbox: Path) -> None:
+    """A 1 MB model whose million-character If name would be copied into every node's graph path: the server
+    (this process, running the pages) grows by less than 200 MB through upload, Decode and Partition."""
+    import gc
+
+    import psutil
+
+    case = next(c for c in CASES if c.name == "long_if_name")
+    (path,) = case.build(sandbox / "uploads")
+    assert path.stat().st_size < 2 << 20
+    gc.collect()
+    before = psutil.Process().memory_info().rss
+    at = _upload([path])
+    for page in ("decode", "partition"):
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception
+    gc.collect()
+    grown = psutil.Process().memory_info().rss - before
+    assert grown < 200 << 20, f"the server grew by {grown >> 20} MB"
+
+
 def test_markup_in_names_is_escaped_everywhere(sandbox: Path) -> None:
     case = next(c for c in CASES if c.name == "script_names")
     at = _upload(case.build(sandbox / "uploads"))

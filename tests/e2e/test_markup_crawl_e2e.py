@@ -1,0 +1,92 @@
+"""A crawl of every page in Chromium with Markdown and HTML in every string a model, an archive and the shared
+history can carry: nothing becomes a live link, an image, a style or a script; the text is shown as text."""
+
+from __future__ import annotations
+
+import dataclasses
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from core.bench import run_benchmark
+from core.model.inputs import BenchInput
+from core.store import Store
+from tests.e2e.conftest import go_to, shot, upload, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+EVIL = "evil.example"
+MARKUP = (
+    f"[md](https://{EVIL}/m) ![pic](https://{EVIL}/p.png) <a href=https://{EVIL}/a>link</a> "
+    f'<span style="color:rgb(255,0,1)">styled</span> <img src=https://{EVIL}/i.png> <b>bold</b> **strong**'
+)
+PAGES = ["Decode", "Partition", "Benchmark", "Quantize", "History"]
+
+_FIND_LIVE = """() => {
+  const links = [...document.querySelectorAll('a')]
+      .map(a => a.getAttribute('href') || a.getAttribute('xlink:href') || '')
+      .filter(h => h.includes('EVIL') || h.startsWith('javascript:'));
+  const images = [...document.querySelectorAll('img, image')].map(i =>
+      i.getAttribute('src') || i.getAttribute('href') || '').filter(s => s.includes('EVIL'));
+  const styled = [...document.querySelectorAll('[style]')].filter(e =>
+      e.getAttribute('style').replace(/ /g, '').includes('rgb(255,0,1)')).length;
+  return {links, images, styled};
+}""".replace("EVIL", EVIL)
+
+
+def _hostile_archive(folder: Path) -> Path:
+    """A model with markup in its names, doc strings, metadata and a custom op, zipped under a markup name."""
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w " + MARKUP)
+    x = helper.make_tensor_value_info("x " + MARKUP, TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y " + MARKUP, TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("MatMul", [x.name, w.name], [y.name], name="node " + MARKUP, doc_string=MARKUP)
+    graph = helper.make_graph([node], "graph " + MARKUP, [x], [y], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name=MARKUP)
+    model.ir_version = 8
+    helper.set_model_props(model, {"author": MARKUP})
+    archive = folder / "hostile.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("<b>zip<b>[l](javascript:alert(1)) <img src=x>.onnx", model.SerializeToString())
+    return archive
+
+
+def _seed_history(data_dir: Path, folder: Path) -> None:
+    """Two runs in the shared history whose model and configuration names are markup, as another user's file
+    name would make them."""
+    model = folder / "plain.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
+    for n in range(2):
+        report = run_benchmark(str(model), [BenchInput("x", "float32", [1, 4])], iterations=5, warmup=1, seed=n)
+        results = [dataclasses.replace(r, label=f"{r.label} {MARKUP}") for r in report.results]
+        store.save(dataclasses.replace(report, id=f"markup{n}", model=MARKUP, results=results, headline=MARKUP))
+
+
+def test_no_markup_from_a_model_or_the_history_is_live_on_any_page(page, data_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    dialogs: list[str] = []
+    requests: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: requests.append(r.url) if EVIL in r.url else None)
+    _seed_history(data_dir, tmp_path)
+    upload(page, _hostile_archive(tmp_path))
+    page.get_by_text("styled", exact=False).first.wait_for(timeout=60_000)
+    seen = {"Model": page.evaluate(_FIND_LIVE)}
+    for name in PAGES:
+        go_to(page, name)
+        if name == "History":
+            page.get_by_text("Median latency per configuration").wait_for(timeout=60_000)
+            wait_idle(page)
+        seen[name] = page.evaluate(_FIND_LIVE)
+        shot(page, f"75-markup-{name.lower()}")
+        assert page.get_by_text(EVIL, exact=False).count() > 0, f"{name} does not show the names"
+    live = {name: found for name, found in seen.items() if any(found.values())}
+    assert not live, {name: {k: v for k, v in found.items() if v} for name, found in live.items()}
+    assert not dialogs and not requests, (dialogs, requests)
