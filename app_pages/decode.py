@@ -97,7 +97,11 @@ with st.expander("The text form (onnx.printer; large weight values left out)"):
         language=None,
     )
 left, right = st.columns(2)
-left.download_button("Download the text form", decoded.text.encode(), f"{record.name}.onnx.txt", "text/plain")
+# downloads are made when clicked, not on every run: a large model's JSON is tens of megabytes
+left.download_button("Download the text form", decoded.text.encode, f"{record.name}.onnx.txt", "text/plain")
 right.download_button(
-    "Download the decoded model (JSON)", decoded_json(decoded), f"{record.name}.decoded.json", "application/json"
+    "Download the decoded model (JSON)",
+    lambda: decoded_json(decoded),
+    f"{record.name}.decoded.json",
+    "application/json",
 )

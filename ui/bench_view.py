@@ -108,11 +108,11 @@ def results_section(report: BenchReport, key: str) -> None:
     st.dataframe(_table(frame), hide_index=True, width="stretch")
     left, right = st.columns(2)
     left.download_button(
-        "Download the results (CSV)", frame.to_csv(index=False).encode(), f"{report.model}-bench-{report.id}.csv",
-        "text/csv", key=f"{key}_csv",
+        "Download the results (CSV)", lambda: frame.to_csv(index=False).encode(),
+        f"{report.model}-bench-{report.id}.csv", "text/csv", key=f"{key}_csv",
     )  # fmt: skip
     right.download_button(
-        "Download the whole run (JSON, with every call's time)", report_json(report),
+        "Download the whole run (JSON, with every call's time)", lambda: report_json(report),
         f"{report.model}-bench-{report.id}.json", "application/json", key=f"{key}_json",
     )  # fmt: skip
 

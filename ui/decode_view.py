@@ -14,6 +14,7 @@ from core.model import format_shape
 from core.runtime.graphview import GraphLayout
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
+from ui.tables import page_of
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["header_section", "model_section", "node_details", "nodes_section", "weights_section", "model_tree"]
@@ -130,33 +131,37 @@ def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphL
         st.caption("This node has no attributes.")
 
 
+def _node_row(n: NodeInfo) -> dict[str, object]:
+    return {
+        "graph": n.graph,
+        "#": n.index,
+        "name": n.name,
+        "op_type": n.op_type,
+        "domain": n.domain,
+        "inputs": ", ".join(n.inputs),
+        "outputs": ", ".join(n.outputs),
+        "attributes": ", ".join(f"{k}={v}" for k, v in n.attributes.items()),
+    }
+
+
+def _matches(n: NodeInfo, query: str) -> bool:
+    text = " ".join([n.name, n.op_type, *n.inputs, *n.outputs, *(f"{k}={v}" for k, v in n.attributes.items())])
+    return query in text.lower()
+
+
 def nodes_section(decoded: DecodedModel) -> None:
-    frame = pd.DataFrame(
-        {
-            "graph": [n.graph for n in decoded.nodes],
-            "#": [n.index for n in decoded.nodes],
-            "name": [n.name for n in decoded.nodes],
-            "op_type": [n.op_type for n in decoded.nodes],
-            "domain": [n.domain for n in decoded.nodes],
-            "inputs": [", ".join(n.inputs) for n in decoded.nodes],
-            "outputs": [", ".join(n.outputs) for n in decoded.nodes],
-            "attributes": [", ".join(f"{k}={v}" for k, v in n.attributes.items()) for n in decoded.nodes],
-        }
-    )
+    """The node table, filtered over every node and shown a page at a time (a large model has tens of thousands:
+    the server builds and sends only the page in view)."""
     left, right = st.columns([2, 1])
-    query = left.text_input("Search names, inputs, outputs and attributes", key="node_search")
-    ops = right.multiselect("Op types", sorted(frame["op_type"].unique()), key="node_ops")
-    shown = frame
-    if query:
-        haystack = shown[["name", "op_type", "inputs", "outputs", "attributes"]].astype(str).agg(" ".join, axis=1)
-        shown = shown[haystack.str.contains(query, case=False, regex=False)]
-    if ops:
-        shown = shown[shown["op_type"].isin(ops)]
-    st.caption(f"{len(shown):,} of {len(frame):,} nodes")
+    query = left.text_input("Search names, inputs, outputs and attributes", key="node_search").strip().lower()
+    ops = right.multiselect("Op types", sorted({n.op_type for n in decoded.nodes}), key="node_ops")
+    matched = [n for n in decoded.nodes if (not ops or n.op_type in ops) and (not query or _matches(n, query))]
+    rows = page_of(matched, "node_page", len(decoded.nodes), "nodes")
+    shown = pd.DataFrame([_node_row(n) for n in rows], columns=list(_node_row(NodeInfo(0, "", "", "", "", [], [], {}))))
     st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
     st.download_button(
         "Download the node table (CSV)",
-        frame.to_csv(index=False).encode(),
+        lambda: pd.DataFrame([_node_row(n) for n in decoded.nodes]).to_csv(index=False).encode(),
         f"{Path(decoded.path).stem}.nodes.csv",
         "text/csv",
     )

@@ -109,7 +109,7 @@ def show_report(report: ExportReport) -> None:
         if path.exists():
             col.download_button(
                 f"Download {path.name} ({human_bytes(path.stat().st_size)})",
-                data=path.read_bytes(),
+                data=path.read_bytes,  # read when clicked: a model can be gigabytes
                 file_name=path.name,
                 mime="application/octet-stream",
                 key=f"download_{path.name}",

@@ -13,6 +13,7 @@ from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.partition import NodePlacement, PartitionReport, PartitionResult
 from ui.charts import levels_figure
 from ui.graph_view import show_graph
+from ui.tables import page_of
 from ui.text import escaped_frame, human_bytes, md_escape
 
 NOWHERE = "runs nowhere"
@@ -49,16 +50,18 @@ def share_frame(result: PartitionResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["partition", "provider", "nodes"])
 
 
-def placement_frame(report: PartitionReport) -> pd.DataFrame:
+def placement_frame(report: PartitionReport, nodes: list[NodePlacement] | None = None) -> pd.DataFrame:
+    """Where each node runs (``nodes``: a page of the report's nodes; all of them by default)."""
+    nodes = report.nodes if nodes is None else nodes
     return pd.DataFrame(
         {
-            "#": [n.index if n.index >= 0 else None for n in report.nodes],
-            "node": [n.name for n in report.nodes],
-            "op": [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in report.nodes],
-            "graph": [n.graph for n in report.nodes],
-            "provider": [_label(n) for n in report.nodes],
-            "subgraph": [n.subgraph if n.subgraph >= 0 else None for n in report.nodes],
-            "note": [n.note for n in report.nodes],
+            "#": [n.index if n.index >= 0 else None for n in nodes],
+            "node": [n.name for n in nodes],
+            "op": [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in nodes],
+            "graph": [n.graph for n in nodes],
+            "provider": [_label(n) for n in nodes],
+            "subgraph": [n.subgraph if n.subgraph >= 0 else None for n in nodes],
+            "note": [n.note for n in nodes],
         }
     ).astype({"#": "Int64", "subgraph": "Int64"})
 
@@ -108,24 +111,25 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
                 )
     nodes_tab, subgraphs_tab, log_tab = st.tabs(["Every node", "Subgraphs", "ORT's log"])
     with nodes_tab:
-        frame = placement_frame(report)
-        providers = sorted(frame["provider"].unique())
+        providers = sorted({_label(n) for n in report.nodes})
         chosen = st.multiselect("Show providers", providers, default=providers, key=f"{key}_filter")
-        shown = frame[frame["provider"].isin(chosen)]
+        matched = [n for n in report.nodes if _label(n) in chosen]
+        shown = placement_frame(report, page_of(matched, f"{key}_page", len(report.nodes), "nodes"))
         st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
     with subgraphs_tab:
         st.caption(
             "Connected pieces of the main graph that run on one provider. Every border between two pieces is "
             "a hand-over; between a device and the host it costs a copy on every run."
         )
+        pieces = page_of(report.subgraphs, f"{key}_subgraph_page", what="subgraphs")
         sub = pd.DataFrame(
             {
-                "subgraph": [s.index for s in report.subgraphs],
-                "provider": [short_name(s.provider) for s in report.subgraphs],
-                "nodes": [s.nodes for s in report.subgraphs],
-                "ops": [", ".join(f"{op} ×{n}" for op, n in s.ops.items()) for s in report.subgraphs],
-                "from": [s.first for s in report.subgraphs],
-                "to": [s.last for s in report.subgraphs],
+                "subgraph": [s.index for s in pieces],
+                "provider": [short_name(s.provider) for s in pieces],
+                "nodes": [s.nodes for s in pieces],
+                "ops": [", ".join(f"{op} ×{n}" for op, n in s.ops.items()) for s in pieces],
+                "from": [s.first for s in pieces],
+                "to": [s.last for s in pieces],
             }
         )
         st.dataframe(sub, hide_index=True, width="stretch")
@@ -197,7 +201,7 @@ def levels_section(report: OptimizationReport, name: str, key: str) -> None:
     elif path.exists():
         st.download_button(
             f"Download {name}.{level.key}.onnx ({human_bytes(level.size_bytes)})",
-            path.read_bytes(),
+            path.read_bytes,  # read when clicked
             f"{name}.{level.key}.onnx",
             "application/octet-stream",
             key=f"{key}_download",

@@ -119,7 +119,7 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     with right:
         if chosen.size_bytes <= 2 * 1024**3 and path.is_file() and len(list(path.parent.glob(path.name + "*"))) == 1:
             st.download_button(
-                f"Download {path.name} ({human_bytes(chosen.size_bytes)})", path.read_bytes(), path.name,
+                f"Download {path.name} ({human_bytes(chosen.size_bytes)})", path.read_bytes, path.name,
                 "application/octet-stream", key=f"{key}_download",
             )  # fmt: skip
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 from core.model.records import TensorSpec
@@ -34,7 +35,7 @@ class HeaderField:
     explanation: str
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class TensorInfo:
     name: str
     dtype: str
@@ -50,7 +51,7 @@ class TensorInfo:
         return self.dtype not in NOT_WEIGHTS
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class NodeInfo:
     index: int
     graph: str  # "main" or a subgraph path
@@ -62,8 +63,16 @@ class NodeInfo:
     attributes: dict[str, str]
     subgraphs: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # the same few texts on every node: one copy each, not one per node
+        self.graph, self.op_type, self.domain = (
+            sys.intern(self.graph),
+            sys.intern(self.op_type),
+            sys.intern(self.domain),
+        )
 
-@dataclass
+
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class LayerWeight:
     node: str
     op_type: str

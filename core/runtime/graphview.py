@@ -26,7 +26,7 @@ __all__ = [
 MAX_LAYOUT_NODES = 20_000  # larger graphs are listed, not drawn (Decode and Partition alike)
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class GraphNode:
     id: str  # "n12" for node 12, "in:x" / "out:y" for graph inputs and outputs
     label: str
@@ -38,7 +38,7 @@ class GraphNode:
     detail: str = ""  # dtype and shape, for graph inputs and outputs
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class GraphEdge:
     source: str
     target: str

@@ -7,6 +7,7 @@ Providers this machine lacks are simulated with ORT's mobile usability checker, 
 
 from __future__ import annotations
 
+import sys
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ __all__ = ["SIMULATED", "NodePlacement", "PartitionReport", "PartitionResult", "
 SIMULATED: dict[str, str] = {"nnapi": "NnapiExecutionProvider", "coreml": "CoreMLExecutionProvider"}
 
 
-@dataclass
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
 class NodePlacement:
     index: int  # position in the main graph; -1 for nodes of subgraphs, or nodes ORT added
     name: str
@@ -34,6 +35,15 @@ class NodePlacement:
     provider: str  # "" when the node does not run: see ``note``
     subgraph: int = -1  # which entry of PartitionReport.subgraphs holds it
     note: str = ""  # why a node has no provider, or that it calls an inlined function
+
+    def __post_init__(self) -> None:
+        # the same few texts on every node: one copy each, not one per node
+        self.op_type, self.domain, self.graph = (
+            sys.intern(self.op_type),
+            sys.intern(self.domain),
+            sys.intern(self.graph),
+        )
+        self.provider, self.note = sys.intern(self.provider), sys.intern(self.note)
 
 
 @dataclass
