@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
+from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
 from core.model import ModelRecord, format_shape, zoo
@@ -22,6 +25,37 @@ st.markdown(
 )
 
 config = session.settings()
+
+
+def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
+    """Write the upload to this session's folder (earlier uploads not in use are removed first, and the session
+    stays within its quota) and have the worker read it: only the worker opens the bytes."""
+    workspace = session.workspace()
+    in_use = {Path(m.path) for m in (session.current_model(), session.torch_model()) if m is not None and m.path}
+    workspace.prune("upload", keep=in_use)  # failed and replaced uploads
+    quota = config.workspace_quota_bytes
+    if workspace.size_bytes() + total > quota:
+        raise WorkbenchError(
+            f"This session keeps {human_bytes(workspace.size_bytes())} on the server, and the upload would take it "
+            f"past its quota of {human_bytes(quota)} (setting WORKBENCH_WORKSPACE_QUOTA_MB). Reload the page to "
+            "start a fresh session."
+        )
+    folder = workspace.new_folder("upload")
+    paths = []
+    for f in files:
+        target = folder / safe_filename(f.name)
+        target.write_bytes(f.getbuffer())
+        paths.append(str(target))
+    args = {"paths": paths, "unpack_dir": str(folder)}  # a .zip of a model folder unpacks beside it
+    uploaded: ModelRecord = run_with_status("intake.describe_files", args, "Reading the upload")
+    if workspace.size_bytes() > quota:  # what a .zip unpacked to
+        shutil.rmtree(folder, ignore_errors=True)
+        raise WorkbenchError(
+            f"The upload unpacked past this session's quota of {human_bytes(quota)} (setting "
+            "WORKBENCH_WORKSPACE_QUOTA_MB); it was removed."
+        )
+    workspace.prune("upload", keep={Path(uploaded.path)})  # the new model replaces the one in use
+    return uploaded
 
 
 upload_tab, sample_tab = st.tabs(["Upload a file", "Pick a sample"])
@@ -78,16 +112,8 @@ if files:
                 f"{human_bytes(config.max_upload_bytes)} (setting WORKBENCH_MAX_UPLOAD_MB)."
             )
         else:
-            # Bytes are written to this session's folder; only the worker opens them.
-            folder = session.workspace().new_folder("upload")
-            paths = []
-            for f in files:
-                target = folder / safe_filename(f.name)
-                target.write_bytes(f.getbuffer())
-                paths.append(str(target))
             try:
-                args = {"paths": paths, "unpack_dir": str(folder)}  # a .zip of a model folder unpacks beside it
-                uploaded: ModelRecord = run_with_status("intake.describe_files", args, "Reading the upload")
+                uploaded = read_upload(files, total)
                 session.set_current_model(uploaded)
             except WorkbenchError as exc:
                 st.session_state["upload_error"] = exc

@@ -38,6 +38,7 @@ class Settings:
     worker_timeout_s: float = 600.0
     data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
     workspace_max_age_h: float = 24.0
+    workspace_quota_mb: int = 20480  # what one browser session may keep on disk (uploads, exports, results)
     start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
@@ -75,6 +76,10 @@ class Settings:
         return self.max_upload_mb * 1024 * 1024
 
     @property
+    def workspace_quota_bytes(self) -> int:
+        return self.workspace_quota_mb * 1024 * 1024
+
+    @property
     def max_initializer_bytes(self) -> int:
         return self.max_initializer_mb * 1024 * 1024
 
@@ -92,6 +97,7 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "worker_memory_mb": 3072,
     "worker_timeout_s": 180.0,
     "workspace_max_age_h": 6.0,
+    "workspace_quota_mb": 4096,
     "max_jobs_per_session": 1,
     "require_sandbox": True,
 }

@@ -45,6 +45,20 @@ class Workspace:
         folder.mkdir(parents=True)
         return folder
 
+    def size_bytes(self) -> int:
+        """Everything this session keeps on disk."""
+        return sum(f.stat().st_size for f in self.path.rglob("*") if f.is_file() and not f.is_symlink())
+
+    def prune(self, prefix: str, keep: set[Path]) -> list[Path]:
+        """Remove this session's ``prefix`` folders (earlier uploads) except the ones holding a path in ``keep``
+        (the model in use): a session that uploads again does not pile up every earlier upload."""
+        removed = []
+        for folder in self.path.glob(f"{prefix}-*"):
+            if folder.is_dir() and not any(p.is_relative_to(folder) for p in keep):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        return removed
+
     def close(self) -> None:
         self._finalizer()
 

@@ -121,3 +121,41 @@ def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.Mon
     torch.jit.save(torch.jit.script(zoo.build_model("classifier")), str(path))
     at.file_uploader(key="uploads").set_value(("ts.pt", path.read_bytes(), "application/octet-stream")).run()
     assert "does not accept them" in at.error[0].value
+
+
+def _weights_model(size: int) -> bytes:
+    """A MatMul whose float32 weight is size×size."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((size, size), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])], [w],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return bytes(model.SerializeToString())
+
+
+def test_a_new_upload_replaces_the_earlier_ones_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    for n in range(3):
+        at.file_uploader(key="uploads").set_value((f"m{n}.onnx", _weights_model(8 + n), "application/octet-stream"))
+        at.run()
+        assert at.session_state["model"].name == f"m{n}" and not at.exception
+    folder = at.session_state["workspace"].path
+    assert len(list(folder.glob("upload-*"))) == 1  # only the model in use stays
+
+
+def test_a_session_past_its_quota_is_told_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    monkeypatch.setenv("WORKBENCH_WORKSPACE_QUOTA_MB", "1")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.file_uploader(key="uploads").set_value(("big.onnx", _weights_model(600), "application/octet-stream")).run()
+    assert any("past its quota of 1.0 MB" in e.value.replace("\\", "") for e in at.error), at.error
+    assert "model" not in at.session_state or at.session_state["model"] is None
