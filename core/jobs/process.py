@@ -209,19 +209,25 @@ class _ProcessJob:
         self._queue_position = position
 
     def _run(self) -> None:
-        turn, machine = self._wait_for_turn()
+        turn, machine = False, None
         scratch: str | None = None
         final: wire.Finished | wire.Failed | None = None
         try:
+            turn, machine = self._wait_for_turn()
             with self._lock:
                 if turn and self._kill_reason is None:  # not cancelled while waiting, or just as its turn came
                     self._state = "starting"
-                    scratch = self._spawn()
-            if scratch is not None:
+                    self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
+                    scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
+                    self._spawn(scratch)
+            if self._proc is not None:
                 threading.Thread(target=self._watch, daemon=True).start()
                 final = self._read_messages()
         except BaseException as exc:  # a worker that could not even start
             self._error = JobFailed(f"The worker for '{self.spec.name}' could not start: {exc}")
+            if self._proc is not None and self._proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
         finally:
             # everything is given back before the caller hears that the job has ended
             if turn and not self._exclusive:
@@ -231,10 +237,8 @@ class _ProcessJob:
                 shutil.rmtree(scratch, ignore_errors=True)
             self._finish(final)
 
-    def _spawn(self) -> str:
-        """Start the worker (in its sandbox when there is one); returns its private scratch folder."""
-        self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
-        scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
+    def _spawn(self, scratch: str) -> None:
+        """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
         for folder in self._confinement.writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
         python = [sys.executable, "-m", "core.jobs.worker"]
@@ -253,7 +257,6 @@ class _ProcessJob:
         assert self._proc.stdin is not None
         self._proc.stdin.write(self._request)
         self._proc.stdin.close()
-        return scratch
 
     # -- what the caller sees -------------------------------------------------------------------------
     @property

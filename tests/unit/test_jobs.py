@@ -226,3 +226,14 @@ def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
     assert time.monotonic() - started < 1.8  # did not wait for both benchmarks
     for handle in long:
         handle.result(30)
+
+
+def test_a_job_that_cannot_start_ends_with_a_message_instead_of_waiting_for_ever(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the data folder should be")
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(blocker))
+    handle = submit(
+        JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 0.1}), ProcessBackend(settings, TEST_JOBS)
+    )
+    with pytest.raises(JobFailed, match="could not start"):
+        handle.result(timeout=30)
