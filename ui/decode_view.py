@@ -131,6 +131,9 @@ def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphL
         st.caption("This node has no attributes.")
 
 
+_NODE_COLUMNS = ["graph", "#", "name", "op_type", "domain", "inputs", "outputs", "attributes"]
+
+
 def _node_row(n: NodeInfo) -> dict[str, object]:
     return {
         "graph": n.graph,
@@ -157,7 +160,7 @@ def nodes_section(decoded: DecodedModel) -> None:
     ops = right.multiselect("Op types", sorted({n.op_type for n in decoded.nodes}), key="node_ops")
     matched = [n for n in decoded.nodes if (not ops or n.op_type in ops) and (not query or _matches(n, query))]
     rows = page_of(matched, "node_page", len(decoded.nodes), "nodes")
-    shown = pd.DataFrame([_node_row(n) for n in rows], columns=list(_node_row(NodeInfo(0, "", "", "", "", [], [], {}))))
+    shown = pd.DataFrame([_node_row(n) for n in rows], columns=_NODE_COLUMNS)
     st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
     st.download_button(
         "Download the node table (CSV)",

@@ -111,10 +111,6 @@ def _run(name: str, args: dict[str, Any], label: str) -> Any:
             handle.cancel()
 
 
-def _fingerprint(value: Any) -> bytes:
-    return encode(value)
-
-
 def job_result(
     key: str,
     model_id: str,
@@ -132,7 +128,7 @@ def job_result(
     always runs it (a button was pressed); False never does and returns the kept result for this model, or
     None. A user's error is shown and stops the page.
     """
-    request = (model_id, _fingerprint(identity if identity is not None else dict(args)))
+    request = (model_id, encode(identity if identity is not None else dict(args)))  # arguments, as bytes
     kept = st.session_state.get(key)
     if run is False or (run is None and kept is not None and kept[0] == request):
         return kept[1] if kept is not None and kept[0][0] == model_id else None

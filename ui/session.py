@@ -37,12 +37,9 @@ def settings() -> Settings:
 @st.cache_resource
 def sandbox() -> tuple[bool, str]:
     """Whether workers run in a sandbox here, and why not (checked once per server)."""
-    from core.jobs.sandbox import sandbox_status
+    from core.jobs.sandbox import sandbox_state
 
-    works, why = sandbox_status()
-    if works and not settings().sandbox:
-        return False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
-    return works, why
+    return sandbox_state(settings())
 
 
 @st.cache_resource

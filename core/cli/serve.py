@@ -35,11 +35,11 @@ def serve_command(port: int, address: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.jobs.sandbox import sandbox_status
+    from core.jobs.sandbox import sandbox_state
 
     command = serve_command(args.port, args.address)
     settings = load_settings()
-    works, why = sandbox_status()
+    works, why = sandbox_state(settings)
     if not works and settings.require_sandbox:
         raise WorkbenchError(
             f"This {settings.mode} instance runs untrusted models only in a sandbox, and {why}. Install it (make run "

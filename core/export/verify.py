@@ -107,7 +107,9 @@ def _trial(
     diffs = compare_outputs(expected, produced, [o.name for o in session.get_outputs()])
     ok = all(d.ok for d in diffs)
     error = (
-        "" if ok else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" * bool(axis))
+        ""
+        if ok
+        else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" if axis else "")
     )
     return ShapeTrial(label, shapes, ok, axis, error, diffs)
 

@@ -26,7 +26,15 @@ from core.access import READ
 from core.errors import JobError
 from core.settings import PROJECT_ROOT, Settings
 
-__all__ = ["Confinement", "sandbox_status", "worker_command", "worker_environment", "worker_preexec"]
+__all__ = [
+    "Confinement",
+    "require_sandbox",
+    "sandbox_state",
+    "sandbox_status",
+    "worker_command",
+    "worker_environment",
+    "worker_preexec",
+]
 
 _PASSED_ON = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "TZ")
 _PR_SET_PDEATHSIG = 1
@@ -65,11 +73,17 @@ def sandbox_status() -> tuple[bool, str]:
     return True, ""
 
 
-def require_sandbox(settings: Settings) -> bool:
-    """Whether jobs run sandboxed; raises when the settings demand a sandbox this machine cannot give."""
+def sandbox_state(settings: Settings) -> tuple[bool, str]:
+    """(used, why not): whether workers run sandboxed under these settings on this machine."""
     works, why = sandbox_status()
     if works and not settings.sandbox:
-        works, why = False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
+        return False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
+    return works, why
+
+
+def require_sandbox(settings: Settings) -> bool:
+    """Whether jobs run sandboxed; raises when the settings demand a sandbox they do not get."""
+    works, why = sandbox_state(settings)
     if settings.require_sandbox and not works:
         raise JobError(
             f"This instance requires its workers to run in a sandbox, and {why}. Install it, or (for a local "
