@@ -34,7 +34,7 @@ if record is None or record.format != "onnx":
     st.stop()
 
 decoded: DecodedModel = job_result(
-    "decoded", record.id, "decode.run", {"path": record.path}, f"Decoding '{record.name}'"
+    "decoded", record.id, "decode.run", {"path": record.path}, f"Decoding '{record.name}'", folder="decode"
 )
 for problem in decoded.problems:
     st.warning(md_escape(problem, 600))

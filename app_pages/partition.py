@@ -70,7 +70,7 @@ with st.form("partition_form"):
 
 request = {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate}
 label = f"Partitioning '{record.name}'"
-result: PartitionResult = job_result("partition", record.id, "partition.run", request, label)
+result: PartitionResult = job_result("partition", record.id, "partition.run", request, label, folder="placements")
 
 for message in result.unavailable.values():
     st.warning(f"{message} Its nodes go to the next provider in your list.")

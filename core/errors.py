@@ -15,6 +15,7 @@ __all__ = [
     "LimitExceededError",
     "NoMatchingArchitectureError",
     "PartitionError",
+    "TableError",
     "QuantizeError",
     "StoreError",
     "UnknownSampleError",
@@ -28,6 +29,10 @@ __all__ = [
 
 class WorkbenchError(Exception):
     """Something the user can fix; the message says what was wrong and what to do."""
+
+
+class TableError(WorkbenchError):
+    """A result's table file is missing, outside the folder it belongs to, or not what the result says."""
 
 
 class IntakeError(WorkbenchError):

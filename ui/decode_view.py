@@ -14,7 +14,7 @@ from core.model import format_shape
 from core.runtime.graphview import GraphLayout
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
-from ui.tables import page_of
+from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["header_section", "model_section", "node_details", "nodes_section", "weights_section", "model_tree"]
@@ -103,7 +103,7 @@ def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphL
         st.markdown(f"**{kind}{md_escape(where)}** {md_escape(name)}: {md_escape(drawn.detail if drawn else '')}")
         return
     index = int(node_id[1:])
-    node: NodeInfo | None = next((n for n in decoded.nodes if n.graph == graph and n.index == index), None)
+    node = next((n for n in all_rows(node_rows(decoded), NodeInfo) if n.graph == graph and n.index == index), None)
     if node is None:
         return
     st.markdown(
@@ -157,14 +157,19 @@ def nodes_section(decoded: DecodedModel) -> None:
     the server builds and sends only the page in view)."""
     left, right = st.columns([2, 1])
     query = left.text_input("Search names, inputs, outputs and attributes", key="node_search").strip().lower()
-    ops = right.multiselect("Op types", sorted({n.op_type for n in decoded.nodes}), key="node_ops")
-    matched = [n for n in decoded.nodes if (not ops or n.op_type in ops) and (not query or _matches(n, query))]
-    rows = page_of(matched, "node_page", len(decoded.nodes), "nodes")
+    ops = right.multiselect("Op types", decoded.op_types, key="node_ops")
+    nodes = node_rows(decoded)
+    keep = (lambda n: (not ops or n.op_type in ops) and (not query or _matches(n, query))) if ops or query else None
+    rows = page_of_rows(nodes, NodeInfo, "node_page", keep, "nodes")
     shown = pd.DataFrame([_node_row(n) for n in rows], columns=_NODE_COLUMNS)
     st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
     st.download_button(
         "Download the node table (CSV)",
-        lambda: pd.DataFrame([_node_row(n) for n in decoded.nodes]).to_csv(index=False).encode(),
+        lambda: (
+            pd.DataFrame([_node_row(n) for n in all_rows(nodes, NodeInfo)], columns=_NODE_COLUMNS)
+            .to_csv(index=False)
+            .encode()
+        ),
         f"{Path(decoded.path).stem}.nodes.csv",
         "text/csv",
     )
@@ -209,8 +214,15 @@ def weights_section(decoded: DecodedModel) -> None:
         )
 
 
+def node_rows(decoded: DecodedModel) -> Rows[NodeInfo]:
+    """The node table: in the job's file, or in the result itself."""
+    return decoded.node_rows if decoded.node_rows is not None else decoded.nodes
+
+
 def decoded_json(decoded: DecodedModel) -> bytes:
     data = to_data(decoded)
     data.pop("layouts", None)
+    data.pop("node_rows", None)
+    data["nodes"] = [to_data(n) for n in all_rows(node_rows(decoded), NodeInfo)]
     data["path"] = Path(decoded.path).name  # the server's folders are nobody's business
     return json.dumps(data, indent=1).encode()

@@ -3,6 +3,7 @@ kept per model, and one way of showing what went wrong."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections import Counter
@@ -120,21 +121,31 @@ def job_result(
     *,
     run: bool | None = None,
     identity: Any = None,
+    folder: str = "",
 ) -> Any:
     """The result of job ``name`` for the current model, kept in this session under ``key``.
 
     ``run``: None runs the job unless a result for this model and these arguments is kept (``identity``
-    stands for the arguments when some of them, such as a fresh output folder, change on every run); True
-    always runs it (a button was pressed); False never does and returns the kept result for this model, or
-    None. A user's error is shown and stops the page.
+    stands for the arguments when some of them change on every run); True always runs it (a button was
+    pressed); False never does and returns the kept result for this model, or None. ``folder``: the job gets a
+    fresh folder of this session's (as ``out_dir``) for the files its result names, and the folders of earlier
+    runs under the same name are removed once it succeeds. A user's error is shown and stops the page.
     """
     request = (model_id, encode(identity if identity is not None else dict(args)))  # arguments, as bytes
     kept = st.session_state.get(key)
     if run is False or (run is None and kept is not None and kept[0] == request):
         return kept[1] if kept is not None and kept[0][0] == model_id else None
+    args = dict(args)
+    out = session.workspace().new_folder(folder) if folder else None
+    if out is not None:
+        args["out_dir"] = str(out)
     try:
-        result = run_with_status(name, dict(args), label)
+        result = run_with_status(name, args, label)
     except WorkbenchError as exc:
+        if out is not None:
+            shutil.rmtree(out, ignore_errors=True)
         stop_with_error(exc)
+    if out is not None:
+        session.workspace().prune(folder, keep={out})
     st.session_state[key] = (request, result)
     return result

@@ -13,7 +13,7 @@ from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.partition import NodePlacement, PartitionReport, PartitionResult
 from ui.charts import levels_figure
 from ui.graph_view import show_graph
-from ui.tables import page_of
+from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 NOWHERE = "runs nowhere"
@@ -22,6 +22,7 @@ __all__ = [
     "levels_frame",
     "levels_section",
     "placement_frame",
+    "placements",
     "provider_colours",
     "providers_section",
     "report_section",
@@ -50,9 +51,8 @@ def share_frame(result: PartitionResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["partition", "provider", "nodes"])
 
 
-def placement_frame(report: PartitionReport, nodes: list[NodePlacement] | None = None) -> pd.DataFrame:
-    """Where each node runs (``nodes``: a page of the report's nodes; all of them by default)."""
-    nodes = report.nodes if nodes is None else nodes
+def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:
+    """Where each node runs (``nodes``: a page of a report's nodes)."""
     return pd.DataFrame(
         {
             "#": [n.index if n.index >= 0 else None for n in nodes],
@@ -72,7 +72,12 @@ def _label(node: NodePlacement) -> str:
 
 def provider_colours(report: PartitionReport) -> dict[str, str]:
     """Graph node id -> provider short name, for colouring the main graph."""
-    return {f"n{n.index}": _label(n) for n in report.nodes if n.index >= 0}
+    return {f"n{i}": short_name(p) if p else NOWHERE for i, p in enumerate(report.main_providers)}
+
+
+def placements(report: PartitionReport) -> Rows[NodePlacement]:
+    """Where every node runs: in the job's file, or in the result itself."""
+    return report.node_rows if report.node_rows is not None else report.nodes
 
 
 def report_section(report: PartitionReport, layout: GraphLayout | None, key: str) -> None:
@@ -101,7 +106,7 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
         selected = show_graph(layout, key=key, colours=provider_colours(report), colour_label="provider")
         if selected:
             index = int(selected[1:]) if selected.startswith("n") and selected[1:].isdigit() else -1
-            node = next((n for n in report.nodes if n.index == index), None)
+            node = next((n for n in all_rows(placements(report), NodePlacement) if n.index == index), None)
             if node is not None:
                 st.info(
                     f"**{md_escape(node.name or node.op_type)}** ({md_escape(node.op_type)}) runs on "
@@ -111,10 +116,11 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
                 )
     nodes_tab, subgraphs_tab, log_tab = st.tabs(["Every node", "Subgraphs", "ORT's log"])
     with nodes_tab:
-        providers = sorted({_label(n) for n in report.nodes})
+        providers = sorted({short_name(p) if p else NOWHERE for p in report.node_providers})
         chosen = st.multiselect("Show providers", providers, default=providers, key=f"{key}_filter")
-        matched = [n for n in report.nodes if _label(n) in chosen]
-        shown = placement_frame(report, page_of(matched, f"{key}_page", len(report.nodes), "nodes"))
+        keep = None if set(chosen) >= set(providers) else (lambda n: _label(n) in chosen)
+        page = page_of_rows(placements(report), NodePlacement, f"{key}_page", keep, "nodes")
+        shown = placement_frame(page)
         st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
     with subgraphs_tab:
         st.caption(

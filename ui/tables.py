@@ -1,16 +1,23 @@
-"""Long tables shown a page at a time: the server builds and sends only the rows in view."""
+"""Long tables shown a page at a time: the server reads, builds and sends only the rows in view.
+
+A table is either a list the result holds, or a :class:`RowFile` the worker wrote into this session's folder
+(a large model's nodes): then only the pages in view are read, and a filter keeps row numbers, not rows.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 import streamlit as st
 
-__all__ = ["PAGE_ROWS", "page_of"]
+from core.tables import PAGE_ROWS, RowFile, iter_rows, read_rows
+from ui import session
+
+__all__ = ["PAGE_ROWS", "Rows", "all_rows", "page_of", "page_of_rows", "row_count"]
 
 T = TypeVar("T")
-PAGE_ROWS = 1_000
+Rows = RowFile | Sequence[T]
 
 
 def page_of(items: Sequence[T], key: str, total: int | None = None, what: str = "rows") -> list[T]:
@@ -21,3 +28,27 @@ def page_of(items: Sequence[T], key: str, total: int | None = None, what: str = 
     per_page = f"; {PAGE_ROWS:,} per page" if pages > 1 else ""
     st.caption(f"{len(items):,} of {total if total is not None else len(items):,} {what}{per_page}")
     return list(items[(page - 1) * PAGE_ROWS : page * PAGE_ROWS])
+
+
+def row_count(rows: Rows[T]) -> int:
+    return rows.rows if isinstance(rows, RowFile) else len(rows)
+
+
+def all_rows(rows: Rows[T], kind: type[T]) -> Iterator[T]:
+    """Every row, a page at a time when they lie in a file."""
+    if isinstance(rows, RowFile):
+        yield from iter_rows(rows, kind, session.workspace().path)
+    else:
+        yield from rows
+
+
+def page_of_rows(
+    rows: Rows[T], kind: type[T], key: str, keep: Callable[[T], bool] | None = None, what: str = "rows"
+) -> list[T]:
+    """The page the reader chose of the rows that ``keep`` accepts (all of them without it)."""
+    if not isinstance(rows, RowFile):
+        return page_of([r for r in rows if keep is None or keep(r)], key, len(rows), what)
+    numbers: Sequence[int] = (
+        range(rows.rows) if keep is None else [n for n, row in enumerate(all_rows(rows, kind)) if keep(row)]
+    )
+    return read_rows(rows, page_of(numbers, key, rows.rows, what), kind, session.workspace().path)

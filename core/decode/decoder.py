@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.access import ReadPath
+from core.access import ReadPath, WritePath
 from core.decode.header import HEADER_BYTES, top_level_fields
 from core.decode.records import DecodedModel, FunctionInfo, LayerWeight, NodeInfo, SubgraphInfo, TensorInfo
 from core.decode.text import shape_coverage, text_form
@@ -29,6 +29,7 @@ from core.model.proto import (
     walk_graphs,
 )
 from core.runtime.graphview import MAX_LAYOUT_NODES, layout_graph
+from core.tables import write_rows
 
 __all__ = ["decode_model", "summary"]
 
@@ -240,9 +241,13 @@ def _silent(fraction: float, message: str) -> None:
 
 
 def decode_model(
-    path: ReadPath, progress: Callable[[float, str], None] | None = None, with_text: bool = True
+    path: ReadPath,
+    progress: Callable[[float, str], None] | None = None,
+    with_text: bool = True,
+    out_dir: WritePath = "",
 ) -> DecodedModel:
-    """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker."""
+    """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker. With ``out_dir``
+    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result."""
     import onnx
 
     report = progress or _silent
@@ -286,6 +291,10 @@ def decode_model(
     if with_text:
         report(0.9, "Printing the text form")
         decoded.text = text_form(model)
+    decoded.op_types = sorted({n.op_type for n in decoded.nodes})
+    if out_dir:
+        decoded.node_rows = write_rows(Path(out_dir) / "nodes.rows", decoded.nodes)
+        decoded.nodes = []
     return decoded
 
 

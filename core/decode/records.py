@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.model.records import TensorSpec
 from core.runtime.graphview import GraphLayout
+from core.tables import RowFile
 
 __all__ = [
     "DecodedModel",
@@ -130,7 +131,9 @@ class DecodedModel:
     value_info_count: int = 0
     functions: list[FunctionInfo] = field(default_factory=list)
     subgraphs: list[SubgraphInfo] = field(default_factory=list)
-    nodes: list[NodeInfo] = field(default_factory=list)
+    nodes: list[NodeInfo] = field(default_factory=list)  # empty when they were written to ``node_rows``
+    node_rows: RowFile | None = None  # every node, in the job's folder (when it was given one)
+    op_types: list[str] = field(default_factory=list)  # of every graph and function
     layers: list[LayerWeight] = field(default_factory=list)
     layouts: dict[str, GraphLayout] = field(default_factory=dict)
     text: str = ""

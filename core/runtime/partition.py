@@ -11,13 +11,15 @@ import sys
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from core.access import ReadPath
+from core.access import ReadPath, WritePath
 from core.errors import PartitionError
 from core.model.proto import walk_graphs
 from core.runtime.graphview import MAX_LAYOUT_NODES, GraphLayout, connected_groups, layout_graph
 from core.runtime.ort import LEVELS, PROVIDERS, capture_ort_log, explain_session_error, session_options, short_name
+from core.tables import RowFile, write_rows
 
 __all__ = ["SIMULATED", "NodePlacement", "PartitionReport", "PartitionResult", "Subgraph", "partition_model"]
 
@@ -72,7 +74,7 @@ class PartitionReport:
     providers_requested: list[str]
     providers_used: list[str]
     level: str
-    nodes: list[NodePlacement]
+    nodes: list[NodePlacement]  # empty when they were written to ``node_rows``
     providers: dict[str, int]  # provider -> nodes of the main graph
     subgraphs: list[Subgraph]
     fallback: list[str]  # node names that went to CPU although another provider came first
@@ -81,6 +83,10 @@ class PartitionReport:
     unsupported_ops: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     summary: str = ""
+    node_rows: RowFile | None = None  # every node's placement, in the job's folder (when it was given one)
+    node_total: int = 0  # placements, of every graph and those ORT added
+    main_providers: list[str] = field(default_factory=list)  # by main-graph node index; "" runs nowhere
+    node_providers: list[str] = field(default_factory=list)  # the providers (and "") the placements name
 
 
 @dataclass
@@ -175,6 +181,9 @@ def _finish(report: PartitionReport, model: Any, groups: list[list[int]] | None 
             n.name or f"{n.op_type} #{n.index}" for n in report.nodes if n.provider == "CPUExecutionProvider"
         ]
     report.summary = _summary(report, len(model.graph.node))
+    report.node_total = len(report.nodes)
+    report.main_providers = [sys.intern(provider_of.get(i, "")) for i in range(len(model.graph.node))]
+    report.node_providers = sorted({n.provider for n in report.nodes})
     return report
 
 
@@ -362,8 +371,10 @@ def partition_model(
     simulate: list[str] | None = None,
     with_layout: bool = True,
     progress: Callable[[float, str], None] | None = None,
+    out_dir: WritePath = "",
 ) -> PartitionResult:
-    """The real partition for ``providers`` (in order of preference) and simulated ones for ``simulate``."""
+    """The real partition for ``providers`` (in order of preference) and simulated ones for ``simulate``. With
+    ``out_dir`` each report's placements go to a file there (``node_rows``) instead of into the result."""
     import onnx
     import onnxruntime as ort
 
@@ -403,4 +414,8 @@ def partition_model(
     if with_layout and len(model.graph.node) <= MAX_LAYOUT_NODES:
         report_progress(0.95, "Laying out the graph")
         layout = layout_graph(model.graph, "main")
+    if out_dir:
+        for n, report in enumerate(reports):
+            report.node_rows = write_rows(Path(out_dir) / f"placements-{n}.rows", report.nodes)
+            report.nodes = []
     return PartitionResult(path.rsplit("/", 1)[-1], len(model.graph.node), available, unavailable, reports, layout)

@@ -142,6 +142,11 @@ def _server_growth(path: Path) -> int:
     for page in ("decode", "partition"):
         at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, at.exception
+    decoded = at.session_state["decoded"][1]
+    reports = at.session_state["partition"][1].reports
+    # the node tables stay in the job's files in the session's folder; the server holds none of their rows
+    assert decoded.nodes == [] and decoded.node_rows.rows == decoded.total_node_count
+    assert all(r.nodes == [] and r.node_rows.rows == r.node_total for r in reports)
     gc.collect()
     return int(psutil.Process().memory_info().rss - before)
 

@@ -58,6 +58,21 @@ def test_node_table_filters_by_search() -> None:
     }
 
 
+def test_a_long_node_table_is_read_a_page_at_a_time_from_the_jobs_file() -> None:
+    at = open_decode(builders.chain_model(2_500).SerializeToString())
+    decoded = at.session_state["decoded"][1]
+    assert decoded.nodes == [] and decoded.node_rows.rows == 2_500  # the rows stay in the job's file
+    assert len(at.dataframe[0].value) == 1_000 and any("1,000 per page" in c.value for c in at.caption)
+    at.number_input(key="node_page").set_value(3).run()
+    last = at.dataframe[0].value
+    assert len(last) == 500 and list(last["#"])[-1] == 2_499
+    at.multiselect(key="node_ops").set_value(["Relu"]).run()
+    at.text_input(key="node_search").set_value("relu_24").run()
+    filtered = at.dataframe[0].value
+    assert set(filtered["name"]) == {"relu_24", *(f"relu_24{d}" for d in range(10))}  # 1,250 Add, 1,250 Relu
+    assert any(c.value.startswith(f"{len(filtered):,} of 2,500 nodes") for c in at.caption)
+
+
 def test_a_large_graph_is_drawn_a_window_at_a_time() -> None:
     at = open_decode(builders.chain_model(1000).SerializeToString())
     assert any("window of layers" in r.options[0] for r in at.radio)

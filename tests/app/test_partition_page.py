@@ -66,3 +66,15 @@ def test_a_model_from_the_wild_with_subgraphs(tmp_path: Path, monkeypatch: pytes
     table = at.dataframe[0].value
     assert {"then_relu", "body_add"} <= set(table["node"])
     assert at.subheader[0].value.startswith("2 nodes: 2 on CPU")
+
+
+def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_partition(builders.control_flow_model().SerializeToString(), monkeypatch)
+    report = at.session_state["partition"][1].reports[0]
+    assert report.nodes == [] and report.node_rows.rows == report.node_total >= 4  # kept in the job's file
+    assert len(at.dataframe[0].value) == report.node_total
+    key = next(m.key for m in at.multiselect if m.key.endswith("_filter"))
+    assert "CPU" in at.multiselect(key=key).options
+    at.multiselect(key=key).set_value(["CPU"]).run()
+    table = at.dataframe[0].value
+    assert set(table["provider"]) == {"CPU"} and {"then_relu", "body_add"} <= set(table["node"])

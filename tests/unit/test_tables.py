@@ -1,0 +1,86 @@
+"""Tables kept in a job's folder and read a page at a time (core.tables)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.decode import NodeInfo
+from core.errors import TableError
+from core.tables import RowFile, iter_rows, read_page, read_rows, write_rows
+
+
+def _nodes(count: int) -> list[NodeInfo]:
+    return [
+        NodeInfo(i, "main", f"n{i}", "Relu" if i % 2 else "Conv", "", [f"t{i}"], [f"t{i + 1}"], {})
+        for i in range(count)
+    ]
+
+
+def test_rows_come_back_a_page_at_a_time(tmp_path: Path) -> None:
+    nodes = _nodes(2_345)
+    table = write_rows(tmp_path / "nodes.rows", nodes, page_rows=1_000)
+    assert (table.rows, table.pages) == (2_345, 3)
+    assert read_page(table, 1, NodeInfo, tmp_path) == nodes[1_000:2_000]
+    assert read_page(table, 2, NodeInfo, tmp_path) == nodes[2_000:]
+    assert read_page(table, 3, NodeInfo, tmp_path) == []
+    assert list(iter_rows(table, NodeInfo, tmp_path)) == nodes
+    picked = [0, 999, 1_000, 2_344]
+    assert read_rows(table, picked, NodeInfo, tmp_path) == [nodes[i] for i in picked]
+
+
+def test_an_empty_table_has_no_pages(tmp_path: Path) -> None:
+    table = write_rows(tmp_path / "none.rows", [])
+    assert table.pages == 0 and list(iter_rows(table, NodeInfo, tmp_path)) == []
+
+
+def test_a_table_outside_its_folder_is_not_read(tmp_path: Path) -> None:
+    """A result comes from a worker that read an untrusted model: the file it names must lie in the folder the
+    server gave it, and a link planted there is not followed."""
+    (tmp_path / "mine").mkdir()
+    table = write_rows(tmp_path / "other.rows", _nodes(3))
+    with pytest.raises(TableError, match="outside its folder"):
+        read_page(table, 0, NodeInfo, tmp_path / "mine")
+    os.symlink(tmp_path / "other.rows", tmp_path / "mine" / "link.rows")
+    linked = RowFile(str(tmp_path / "mine" / "link.rows"), 3, table.page_rows, table.offsets)
+    with pytest.raises(TableError):
+        read_page(linked, 0, NodeInfo, tmp_path / "mine")
+
+
+def test_a_table_that_is_not_what_its_result_says_is_a_message(tmp_path: Path) -> None:
+    table = write_rows(tmp_path / "nodes.rows", _nodes(3))
+    with pytest.raises(TableError, match="could not be read"):
+        read_page(table, 0, RowFile, tmp_path)  # rows of another type
+    broken = RowFile(table.path, 3, table.page_rows, [table.offsets[1], 0])
+    with pytest.raises(TableError, match="broken index"):
+        read_page(broken, 0, NodeInfo, tmp_path)
+    huge = RowFile(table.path, 3, table.page_rows, [0, 2**40])
+    with pytest.raises(TableError, match="more than a page may be"):
+        read_page(huge, 0, NodeInfo, tmp_path)
+    (tmp_path / "nodes.rows").unlink()
+    with pytest.raises(TableError, match="is gone"):
+        read_page(table, 0, NodeInfo, tmp_path)
+
+
+def test_decode_and_partition_keep_their_node_tables_in_the_job_folder(tmp_path: Path) -> None:
+    from core.decode.decoder import decode_model
+    from core.runtime.partition import NodePlacement, partition_model
+    from tests import builders
+
+    path = builders.write(builders.chain_model(2_500), tmp_path / "chain.onnx")
+    kept = decode_model(str(path), with_text=False)
+    decoded = decode_model(str(path), with_text=False, out_dir=str(tmp_path / "decode"))
+    assert decoded.nodes == [] and decoded.node_rows is not None
+    assert decoded.node_rows.rows == decoded.total_node_count == len(kept.nodes) == 2_500
+    assert list(iter_rows(decoded.node_rows, NodeInfo, tmp_path / "decode")) == kept.nodes
+    assert decoded.op_types == sorted({n.op_type for n in kept.nodes})
+
+    whole = partition_model(str(path), simulate=["nnapi"], with_layout=False)
+    paged = partition_model(str(path), simulate=["nnapi"], with_layout=False, out_dir=str(tmp_path / "part"))
+    for full, report in zip(whole.reports, paged.reports, strict=True):
+        assert report.nodes == [] and report.node_rows is not None
+        assert report.node_total == report.node_rows.rows == len(full.nodes)
+        assert list(iter_rows(report.node_rows, NodePlacement, tmp_path / "part")) == full.nodes
+        assert len(report.main_providers) == 2_500 and set(report.node_providers) == {n.provider for n in full.nodes}
