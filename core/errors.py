@@ -15,7 +15,7 @@ __all__ = [
     "LimitExceededError",
     "NoMatchingArchitectureError",
     "PartitionError",
-    "TableError",
+    "ResultFileError",
     "QuantizeError",
     "StoreError",
     "UnknownSampleError",
@@ -31,8 +31,9 @@ class WorkbenchError(Exception):
     """Something the user can fix; the message says what was wrong and what to do."""
 
 
-class TableError(WorkbenchError):
-    """A result's table file is missing, outside the folder it belongs to, or not what the result says."""
+class ResultFileError(WorkbenchError):
+    """A file a result names is missing, outside the folder its job was given, a link, or not what the result
+    says."""
 
 
 class IntakeError(WorkbenchError):

@@ -8,7 +8,6 @@ as every job result (core.jobs.wire), so a page is checked against its row type 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import TypeVar
 
 import msgspec
 
-from core.errors import TableError
+from core.errors import ResultFileError
+from core.workspace import open_within
 
 __all__ = ["PAGE_ROWS", "RowFile", "iter_rows", "read_page", "read_rows", "write_rows"]
 
@@ -51,37 +51,29 @@ def write_rows(path: str | Path, rows: Sequence[object], page_rows: int = PAGE_R
     return RowFile(str(path), len(rows), page_rows, offsets)
 
 
-def _checked(file: RowFile, within: str | Path) -> str:
-    """The table's path, if it lies inside ``within`` (the folder its reader gave the job): a result names the
-    file, and a result comes from a worker that read an untrusted model."""
-    path = os.path.realpath(file.path)
-    root = os.path.realpath(within)
-    if os.path.commonpath([path, root]) != root:
-        raise TableError("A table of this result lies outside its folder; it is not read. Run the step again.")
+def _checked(file: RowFile) -> None:
     if file.page_rows < 1 or any(b < a for a, b in zip(file.offsets, file.offsets[1:], strict=False)):
-        raise TableError("A table of this result has a broken index; run the step again.")
-    return path
+        raise ResultFileError("A table of this result has a broken index; run the step again.")
 
 
 def read_page(file: RowFile, page: int, kind: type[T], within: str | Path) -> list[T]:
-    """Page ``page`` (from 0) of ``file``, decoded as rows of ``kind``."""
-    path = _checked(file, within)
+    """Page ``page`` (from 0) of ``file``, decoded as rows of ``kind``. The file must lie in ``within``, the
+    folder its job was given: a result comes from a worker that read an untrusted model."""
+    _checked(file)
     if not 0 <= page < file.pages:
         return []
     start, end = file.offsets[page], file.offsets[page + 1]
     if end - start > MAX_PAGE_BYTES:
-        raise TableError(f"A page of this table is {end - start:,} bytes, more than a page may be; it is not read.")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError as exc:
-        raise TableError("This result's table is gone (its folder was cleared); run the step again.") from exc
-    with os.fdopen(fd, "rb") as fh:
+        raise ResultFileError(
+            f"A page of this table is {end - start:,} bytes, more than a page may be; it is not read."
+        )
+    with open_within(file.path, within) as fh:
         fh.seek(start)
         data = fh.read(end - start)
     try:
         return msgspec.msgpack.decode(data, type=list[kind])  # type: ignore[valid-type]
     except msgspec.MsgspecError as exc:
-        raise TableError(f"A page of this result's table could not be read ({exc}); run the step again.") from exc
+        raise ResultFileError(f"A page of this result's table could not be read ({exc}); run the step again.") from exc
 
 
 def iter_rows(file: RowFile, kind: type[T], within: str | Path) -> Iterator[T]:

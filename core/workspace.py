@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import time
 import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["Workspace", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
+from core.errors import ResultFileError
+
+__all__ = ["Workspace", "open_within", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
 
 _MARKER = ".last-used"
 _OWNER = ".owner"
@@ -21,6 +26,23 @@ def safe_filename(name: str, fallback: str = "upload") -> str:
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")
     return cleaned[:120] or fallback
+
+
+def open_within(path: str | Path, root: str | Path) -> BinaryIO:
+    """Open a file a job's result names, for reading, if it is a plain file inside ``root`` (the folder the job
+    was given). A result comes from a worker that read an untrusted model: it may name any path, or leave a
+    link behind where its file should be."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    if os.path.commonpath([real, base]) != base:
+        raise ResultFileError("A file this result names lies outside its folder; it is not read. Run the step again.")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise ResultFileError("A file of this result is gone (its folder was cleared); run the step again.") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ResultFileError("A file this result names is not a plain file; it is not read. Run the step again.")
+    return os.fdopen(fd, "rb")
 
 
 class Workspace:
@@ -44,6 +66,11 @@ class Workspace:
         folder = self.path / f"{prefix}-{uuid.uuid4().hex[:12]}"
         folder.mkdir(parents=True)
         return folder
+
+    def read_file(self, path: str | Path) -> bytes:
+        """A result's file, for a download: only a plain file inside this workspace (see open_within)."""
+        with open_within(path, self.path) as fh:
+            return fh.read()
 
     def size_bytes(self) -> int:
         """Everything this session keeps on disk."""

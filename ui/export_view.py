@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -109,7 +110,7 @@ def show_report(report: ExportReport) -> None:
         if path.exists():
             col.download_button(
                 f"Download {path.name} ({human_bytes(path.stat().st_size)})",
-                data=path.read_bytes,  # read when clicked: a model can be gigabytes
+                data=partial(session.workspace().read_file, path),  # read when clicked: a model can be gigabytes
                 file_name=path.name,
                 mime="application/octet-stream",
                 key=f"download_{path.name}",

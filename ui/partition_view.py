@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +12,7 @@ from core.runtime.graphview import GraphLayout
 from core.runtime.optimize import OptimizationReport, grouped
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.partition import NodePlacement, PartitionReport, PartitionResult
+from ui import session
 from ui.charts import levels_figure
 from ui.graph_view import show_graph
 from ui.tables import Rows, all_rows, page_of, page_of_rows
@@ -207,7 +209,7 @@ def levels_section(report: OptimizationReport, name: str, key: str) -> None:
     elif path.exists():
         st.download_button(
             f"Download {name}.{level.key}.onnx ({human_bytes(level.size_bytes)})",
-            path.read_bytes,  # read when clicked
+            partial(session.workspace().read_file, path),  # read when clicked, only inside this session's folder
             f"{name}.{level.key}.onnx",
             "application/octet-stream",
             key=f"{key}_download",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from core.quantize import QuantizeReport, Variant
+from ui import session
 from ui.charts import quantize_figure
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -119,9 +121,12 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     with right:
         if chosen.size_bytes <= 2 * 1024**3 and path.is_file() and len(list(path.parent.glob(path.name + "*"))) == 1:
             st.download_button(
-                f"Download {path.name} ({human_bytes(chosen.size_bytes)})", path.read_bytes, path.name,
-                "application/octet-stream", key=f"{key}_download",
-            )  # fmt: skip
+                f"Download {path.name} ({human_bytes(chosen.size_bytes)})",
+                partial(session.workspace().read_file, path),  # read when clicked, only inside this session's folder
+                path.name,
+                "application/octet-stream",
+                key=f"{key}_download",
+            )
         else:
             st.caption("This variant keeps its weights in a side file; save it with `python -m core quantize`.")
         if chosen.key != "fp32" and st.button("Make it the current model", key=f"{key}_use"):

@@ -42,6 +42,9 @@ from core.settings import Settings, load_settings
 __all__ = ["Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"]
 
 _POLL_S = 0.05
+# Processes one job may run at once (a worker needs one or two; threads are not counted). Counted from
+# outside, like memory: the kernel's RLIMIT_NPROC does not hold for root, which is how containers often run.
+MAX_PROCESSES = 64
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,12 @@ def ending_error(
         return JobOutOfMemory(
             f"The job '{name}' needed more than its memory limit of {limit_mb} MB and was stopped. "
             "Try a smaller model or batch, or raise WORKBENCH_WORKER_MEMORY_MB."
+        )
+    if kill_reason and kill_reason.startswith("processes:"):
+        return JobFailed(
+            f"The job '{name}' started {kill_reason.split(':')[1]} processes and was stopped, with all of them "
+            f"(a job may run {MAX_PROCESSES} at once). A model has no reason to start processes: this one runs "
+            "code that does."
         )
     if failure is not None:
         cls = error_class(failure.error)
@@ -324,8 +333,13 @@ class _ProcessJob:
             if self._started_at is not None and time.monotonic() - self._started_at > self._timeout_s:
                 self._kill("timeout")
                 return
-            rss = _tree_rss(ps)
+            rss, processes = _tree_usage(ps)
             self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+            # a fork bomb: too many processes, or many copies whose memory (shared pages counted in each) passes
+            # the limit before there are too many
+            if processes > MAX_PROCESSES or (rss > self._memory_bytes and processes > 8):
+                self._kill(f"processes:{processes}")
+                return
             if rss > self._memory_bytes:
                 self._kill("memory")
                 return
@@ -363,16 +377,19 @@ class _ProcessJob:
         self._finished.set()
 
 
-def _tree_rss(ps: psutil.Process) -> int:
-    total = 0
+def _tree_usage(ps: psutil.Process) -> tuple[int, int]:
+    """The memory (RSS) and the number of processes of the worker and everything it started."""
+    total, count = 0, 1
     try:
         total += ps.memory_info().rss
-        for child in ps.children(recursive=True):
+        children = ps.children(recursive=True)
+        count += len(children)
+        for child in children:
             with contextlib.suppress(psutil.Error):
                 total += child.memory_info().rss
     except psutil.Error:
         pass
-    return total
+    return total, count
 
 
 class ProcessBackend:

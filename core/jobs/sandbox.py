@@ -137,6 +137,7 @@ def worker_preexec(settings: Settings) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
         resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
-        resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))  # not enforced for root: the PID namespace is
+        # RLIMIT_NPROC does not hold for root; the job runner also counts the worker's processes from outside
+        resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))
 
     return preexec

@@ -141,3 +141,23 @@ def test_a_job_sees_only_its_own_paths(scene: Scene, tmp_path: Path) -> None:
     assert decoded.node_count == 1
     elsewhere = builders.write(builders.relu_model(), tmp_path / "elsewhere" / "relu.onnx")
     assert run_job("decode.run", {"path": str(elsewhere)}, scene.backend(sandbox=True)).node_count == 1
+
+
+FORK_BOMB = """
+import os, time
+for _ in range(400):
+    if os.fork() == 0:
+        time.sleep(120)
+        os._exit(0)
+time.sleep(120)
+"""
+
+
+def test_a_fork_bomb_is_stopped_with_everything_it_started(scene: Scene) -> None:
+    """Root is not held by RLIMIT_NPROC, so the worker's processes are counted from outside, like its memory."""
+    started = time.monotonic()
+    message = _describe(scene, pt2_pickle_payload(scene.uploads, FORK_BOMB), sandbox=True)
+    assert "processes and was stopped, with all of them" in message and time.monotonic() - started < 60
+    time.sleep(0.5)
+    left = [p for p in psutil.process_iter(["cmdline"]) if "import os, time" in " ".join(p.info["cmdline"] or [])]
+    assert not left, left

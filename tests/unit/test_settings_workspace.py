@@ -104,3 +104,21 @@ def test_a_session_that_reconnects_within_the_grace_keeps_its_files(tmp_path: Pa
     sweep_closed_sessions(tmp_path, "me", lambda _: True, 10, state, now=5.0)  # reconnected
     assert sweep_closed_sessions(tmp_path, "me", lambda _: False, 10, state, now=12.0) == []
     assert ws.path.exists()
+
+
+def test_a_download_reads_only_a_plain_file_inside_the_workspace(tmp_path: Path) -> None:
+    """A result names the files its worker wrote, and the worker read an untrusted model: a download reads
+    only a plain file in this session's folder, never a link it left or a path it named elsewhere."""
+    from core.errors import ResultFileError
+
+    ws = Workspace(tmp_path / "ws")
+    out = ws.new_folder("export")
+    (out / "model.onnx").write_bytes(b"onnx")
+    assert ws.read_file(out / "model.onnx") == b"onnx"
+    secret = tmp_path / "secrets.toml"
+    secret.write_text("password")
+    (out / "planted.onnx").symlink_to(secret)
+    (out / "inside-link.onnx").symlink_to(out / "model.onnx")
+    for named in (secret, out / "planted.onnx", out / "inside-link.onnx", out, out / "missing.onnx"):
+        with pytest.raises(ResultFileError):
+            ws.read_file(named)

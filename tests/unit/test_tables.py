@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.decode import NodeInfo
-from core.errors import TableError
+from core.errors import ResultFileError
 from core.tables import RowFile, iter_rows, read_page, read_rows, write_rows
 
 
@@ -41,26 +41,26 @@ def test_a_table_outside_its_folder_is_not_read(tmp_path: Path) -> None:
     server gave it, and a link planted there is not followed."""
     (tmp_path / "mine").mkdir()
     table = write_rows(tmp_path / "other.rows", _nodes(3))
-    with pytest.raises(TableError, match="outside its folder"):
+    with pytest.raises(ResultFileError, match="outside its folder"):
         read_page(table, 0, NodeInfo, tmp_path / "mine")
     os.symlink(tmp_path / "other.rows", tmp_path / "mine" / "link.rows")
     linked = RowFile(str(tmp_path / "mine" / "link.rows"), 3, table.page_rows, table.offsets)
-    with pytest.raises(TableError):
+    with pytest.raises(ResultFileError):
         read_page(linked, 0, NodeInfo, tmp_path / "mine")
 
 
 def test_a_table_that_is_not_what_its_result_says_is_a_message(tmp_path: Path) -> None:
     table = write_rows(tmp_path / "nodes.rows", _nodes(3))
-    with pytest.raises(TableError, match="could not be read"):
+    with pytest.raises(ResultFileError, match="could not be read"):
         read_page(table, 0, RowFile, tmp_path)  # rows of another type
     broken = RowFile(table.path, 3, table.page_rows, [table.offsets[1], 0])
-    with pytest.raises(TableError, match="broken index"):
+    with pytest.raises(ResultFileError, match="broken index"):
         read_page(broken, 0, NodeInfo, tmp_path)
     huge = RowFile(table.path, 3, table.page_rows, [0, 2**40])
-    with pytest.raises(TableError, match="more than a page may be"):
+    with pytest.raises(ResultFileError, match="more than a page may be"):
         read_page(huge, 0, NodeInfo, tmp_path)
     (tmp_path / "nodes.rows").unlink()
-    with pytest.raises(TableError, match="is gone"):
+    with pytest.raises(ResultFileError, match="is gone"):
         read_page(table, 0, NodeInfo, tmp_path)
 
 
