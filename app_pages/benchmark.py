@@ -8,15 +8,14 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.errors import WorkbenchError
-from core.model.inputs import BenchInput, default_inputs
-from core.model.shapes import parse_dims
 from core.model.torchload import source_of
 from core.runtime.ort import LEVELS
 from core.store import Store
 from ui import session
 from ui.bench_view import environment_section, results_section
-from ui.jobs import job_result, show_error
+from ui.jobs import job_result
 from ui.needs import require_onnx
+from ui.plan_view import plan_section
 from ui.text import md_escape
 
 st.title("Benchmark")
@@ -29,7 +28,7 @@ st.markdown(
 
 record = require_onnx("Benchmarking")
 torch_record = session.torch_model()
-inputs = default_inputs(record, torch_record)
+inputs = plan_section(record, torch_record, key="bench_plan")
 batch_dynamic = any(i.batch_axis is not None for i in inputs)
 cores = os.cpu_count() or 1
 
@@ -64,20 +63,6 @@ with st.form("bench_form"):
     warmup = left.number_input("Warm-up calls", 0, 10_000, 20, key="bench_warmup")
     budget = mid.number_input("Time budget for measuring (s)", 5, 3600, 60, key="bench_budget")
     seed = right.number_input("Seed of the inputs", 0, 2**31 - 1, 0, key="bench_seed")
-    edited: list[BenchInput] = []
-    for spec in inputs:
-        at_batch = " at batch 1" if spec.batch_axis is not None else ""
-        text = st.text_input(
-            f"Shape of '{md_escape(spec.name)}' ({spec.dtype}){at_batch}",
-            ",".join(map(str, spec.shape)),
-            key=f"bench_shape_{record.id[:12]}_{spec.name}",
-        )
-        try:
-            shape = parse_dims(text, f"the shape of '{spec.name}'")
-        except WorkbenchError as exc:
-            shape = spec.shape
-            show_error(exc)
-        edited.append(BenchInput(spec.name, spec.dtype, shape, spec.batch_axis))
     submitted = st.form_submit_button("Run the benchmark", type="primary")
 
 st.caption(
@@ -94,7 +79,7 @@ if submitted:
         "bench.run",
         {
             "onnx_path": record.path,
-            "inputs": edited,
+            "inputs": inputs,
             "torch_source": source_of(torch_record) if eager and torch_record else None,
             "model": record.name,
             "model_id": record.id,

@@ -8,14 +8,13 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.model import ModelRecord
-from core.model.inputs import default_inputs
 from core.quantize import VARIANTS, QuantizeReport
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import job_result, run_with_status, stop_with_error
 from ui.needs import require_onnx
+from ui.plan_view import plan_section
 from ui.quantize_view import results_section
-from ui.text import md_escape
 
 st.title("Quantize")
 st.markdown(
@@ -34,7 +33,7 @@ st.markdown(
 )
 
 record = require_onnx("Quantizing")
-inputs = default_inputs(record, session.torch_model())
+inputs = plan_section(record, session.torch_model(), key="quantize_plan")
 cores = os.cpu_count() or 1
 
 with st.form("quantize_form"):
@@ -64,8 +63,10 @@ with st.form("quantize_form"):
     threads = right.number_input("Intra-op threads", 1, cores, cores, key="quantize_threads")
     submitted = st.form_submit_button("Quantize and compare", type="primary")
 
-spec_text = "; ".join(f"**{md_escape(i.name)}** {i.dtype} {i.shape}" for i in inputs)
-st.caption(f"Inputs at batch 1: {spec_text}. Generated samples follow these shapes and dtypes, from a fixed seed.")
+st.caption(
+    "Generated calibration and held-out samples follow the input plan above (its shapes at batch 1 and its "
+    "values), from a fixed seed; an uploaded .npz must match its shapes."
+)
 
 
 def calibration_path() -> str:

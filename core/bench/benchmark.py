@@ -19,7 +19,7 @@ from typing import Any
 
 from core.access import ReadPath
 from core.errors import BenchmarkError
-from core.model.inputs import BenchInput, make_inputs
+from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import Environment, environment
@@ -185,7 +185,7 @@ def run_benchmark(
         "engines": plan.engines, "levels": [LEVELS[lv][0] for lv in plan.levels], "providers": plan.providers,
         "threads": plan.threads, "batches": plan.batches, "iterations": iterations, "warmup": warmup,
         "time_budget_s": time_budget_s, "seed": seed, "rounds": rounds,
-        "inputs": {s.name: {"dtype": s.dtype, "shape": s.shape, "batch_axis": s.batch_axis} for s in inputs},
+        "inputs": plan_summary(inputs),
     }  # fmt: skip
     report = BenchReport(
         id=uuid.uuid4().hex[:12],

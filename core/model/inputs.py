@@ -1,44 +1,224 @@
-"""The inputs a model is run on: one concrete shape and dtype per input, and seeded values for them."""
+"""The input plan: what a model is run on, set once per model and used by every page that runs it.
+
+For each input, a concrete shape (every symbolic or unknown dim given a value, with the reason), the batch
+axis (found across inputs: a recurrent state's batch can be axis 1, tied to the other inputs' axis 0 by the
+name of its dim), and how its values are made (a distribution, an integer range, a constant such as a
+sample rate of 16000, token ids within the vocabulary the model indexes). Defaults fit the kind of input: an
+image gets an image size, a sequence a real length; a dim with no hint is 1, and the plan says so.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import BenchmarkError
-from core.model.records import ModelRecord
+from core.model.records import ModelRecord, TensorSpec
 
-__all__ = ["BenchInput", "default_inputs", "make_inputs"]
+__all__ = [
+    "ANONYMOUS_DIMS",
+    "VALUE_KINDS",
+    "BenchInput",
+    "FreeDim",
+    "default_inputs",
+    "describe_values",
+    "make_inputs",
+    "plan_inputs",
+    "plan_summary",
+    "resolve_free_dims",
+]
+
+ANONYMOUS_DIMS = {"?", "-1", "", "none", "None", "unk", "unknown"}  # names that name nothing: never tied together
+# how values are made -> what the form calls it
+VALUE_KINDS = {
+    "normal": "random normal (mean 0, sd 1)",
+    "uniform": "random uniform in [low, high)",
+    "integers": "random integers in [low, high)",
+    "constant": "one value everywhere",
+}
+IMAGE_CHANNELS = {1, 2, 3, 4}
+CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
+_SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
+_MASK = re.compile(r"mask", re.I)
+_ZEROS = re.compile(r"token_?type|segment", re.I)
+
+
+@dataclass
+class FreeDim:
+    """A dim the model leaves open, and the value the plan gives it."""
+
+    axis: int
+    symbol: str  # as the model names it; "?" when unnamed
+    value: int
+    why: str  # "batch", "image height", "sequence length", "no hint: 1; set it"…
 
 
 @dataclass
 class BenchInput:
+    """One input of the plan: its concrete shape at batch 1, its batch axis, and how its values are made."""
+
     name: str
     dtype: str  # numpy dtype name: float32, int64, bool...
     shape: list[int]  # concrete, at batch 1 (or the model's fixed batch)
     batch_axis: int | None = None  # the axis the batch sweep changes; None when the batch is fixed
+    values: str = ""  # a key of VALUE_KINDS; "" takes the default for the dtype
+    low: float = 0.0  # uniform and integers: the range [low, high); constant: the value
+    high: float = 10.0
+    free: list[FreeDim] = field(default_factory=list)  # the dims the model left open
+    why: str = ""  # why the values are what they are ("the vocabulary of the embedding it indexes")
+
+    @property
+    def kind(self) -> str:
+        if self.values:
+            return self.values
+        return "normal" if self.dtype.startswith(("float", "bfloat")) else "integers"
 
 
-def default_inputs(onnx_record: ModelRecord, torch_record: ModelRecord | None = None) -> list[BenchInput]:
-    """Concrete benchmark inputs from the model's signature: symbolic dims take the PyTorch example's size
-    (same position) when there is one, else 1; a symbolic first axis is the batch axis."""
-    inputs = []
+def describe_values(spec: BenchInput) -> str:
+    """How the values are made, in a few words."""
+    kind = spec.kind
+    if kind == "constant":
+        value = f"{spec.low:g}" if spec.dtype != "bool" else ("true" if spec.low else "false")
+        text = f"all {value}"
+    elif kind == "integers":
+        text = "random true/false" if spec.dtype == "bool" else f"random integers {spec.low:g}–{spec.high - 1:g}"
+    elif kind == "uniform":
+        text = f"random uniform in [{spec.low:g}, {spec.high:g})"
+    else:
+        text = "random normal (mean 0, sd 1)"
+    return f"{text} ({spec.why})" if spec.why else text
+
+
+def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:
+    """What a saved run records of its inputs: name -> dtype, shape (at batch 1), batch axis, how the values
+    were made, and the free dims with the value each was given."""
+    return {
+        s.name: {
+            "dtype": s.dtype,
+            "shape": s.shape,
+            "batch_axis": s.batch_axis,
+            "values": describe_values(s),
+            "free": {f"{d.axis}:{d.symbol}": d.value for d in s.free},
+        }
+        for s in specs
+    }
+
+
+def _named(dim: int | str | None) -> str | None:
+    """The symbol of a free dim that names something, else None (unknown, "?", "-1", empty)."""
+    return dim if isinstance(dim, str) and dim.strip() not in ANONYMOUS_DIMS else None
+
+
+def _is_free(dim: int | str | None) -> bool:
+    return not (isinstance(dim, int) and dim > 0)
+
+
+def _batch_symbols(specs: list[TensorSpec]) -> set[str]:
+    """Symbols of the free first axes of inputs of rank 2 and more: the batch, wherever else it appears."""
+    return {s for spec in specs if spec.shape and len(spec.shape) > 1 and (s := _named(spec.shape[0])) is not None}
+
+
+def _image_layout(shape: list[int | str]) -> str:
+    """ "NCHW" or "NHWC" when a rank-4 input looks like images with free height and width, else ""."""
+    if len(shape) != 4:
+        return ""
+    if isinstance(shape[1], int) and shape[1] in IMAGE_CHANNELS and _is_free(shape[2]) and _is_free(shape[3]):
+        return "NCHW"
+    if isinstance(shape[3], int) and shape[3] in IMAGE_CHANNELS and _is_free(shape[1]) and _is_free(shape[2]):
+        return "NHWC"
+    return ""
+
+
+def _free_dim_default(spec: TensorSpec, axis: int, record: ModelRecord, audio: bool) -> tuple[int, str]:
+    """The value of free dim ``axis`` of ``spec`` when nothing else gives it one, and why."""
+    shape = spec.shape or []
+    layout = _image_layout(shape)
+    if layout and axis in ((2, 3) if layout == "NCHW" else (1, 2)):
+        classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
+        side = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
+        what = "image height" if axis == (2 if layout == "NCHW" else 1) else "image width"
+        kind = "a classifier's usual input (one output of scores)" if classifier else "a detector's usual input"
+        return side, f"{what}: {side}, {kind}"
+    floating = spec.dtype.startswith(("float", "bfloat"))
+    if len(shape) == 2 and axis == 1 and floating and audio:
+        return AUDIO_CHUNK, f"samples: {AUDIO_CHUNK}, a 32 ms chunk at 16 kHz (what streaming audio models take)"
+    if axis == 1 and (len(shape) == 2 or (len(shape) == 3 and floating)):
+        return SEQUENCE, f"sequence length: {SEQUENCE}"
+    return 1, "no hint in the model: 1; set it to a size that means something"
+
+
+def _values(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, str]:
+    """(kind, low, high, why) of an input's values."""
+    scalar = not spec.shape or spec.shape == [1]
+    integer = dtype.startswith(("int", "uint"))
+    if integer and scalar and _SAMPLE_RATE.search(spec.name):
+        return "constant", 16000, 16001, "a sample rate: 16 kHz"
+    if dtype == "bool" or (integer and _MASK.search(spec.name)):
+        return "constant", 1, 2, "a mask: everything on"
+    if integer and _ZEROS.search(spec.name):
+        return "constant", 0, 1, "segment ids: one segment"
+    if integer and vocabulary:
+        return "integers", 0, vocabulary, f"token ids: the {vocabulary:,} rows of the table it indexes"
+    if integer:
+        return "integers", 0, 10, "no vocabulary found: small ids and indices"
+    return "normal", 0, 1, ""
+
+
+def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) -> list[BenchInput]:
+    """The default plan for ``record`` (an ONNX model): see the module's docstring. Free dims that share a
+    name get one value; the PyTorch original's example sizes win where there is one."""
+    batch = _batch_symbols(record.inputs)
+    audio = any(_SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
     torch_inputs = torch_record.inputs if torch_record is not None else []
-    for position, spec in enumerate(onnx_record.inputs):
+    chosen: dict[str, tuple[int, str]] = {}  # symbol -> (value, why): shared names move together
+    plan = []
+    for position, spec in enumerate(record.inputs):
         example = torch_inputs[position].shape if position < len(torch_inputs) else None
-        shape, batch_axis = [], None
+        shape, free, batch_axis = [], [], None
         for axis, dim in enumerate(spec.shape or []):
-            if isinstance(dim, int) and dim > 0:
-                shape.append(dim)
+            if not _is_free(dim):
+                shape.append(int(dim))  # type: ignore[arg-type]
                 continue
-            if axis == 0:
-                batch_axis = 0
+            symbol = _named(dim)
             known = example[axis] if example is not None and axis < len(example) else None
-            shape.append(int(known) if isinstance(known, int) and known > 0 else 1)
-        if batch_axis is not None:
-            shape[0] = 1
-        inputs.append(BenchInput(spec.name, _numpy_dtype(spec.dtype), shape, batch_axis))
-    return inputs
+            if (symbol is not None and symbol in batch) or (axis == 0 and symbol is None and len(spec.shape or []) > 1):
+                batch_axis = axis if batch_axis is None else batch_axis
+                value, why = 1, "batch: 1 (the sweep changes it)"
+            elif symbol is not None and symbol in chosen:
+                value, why = chosen[symbol]
+                why = f"{why} (the same '{symbol}' as another input)" if "same" not in why else why
+            elif isinstance(known, int) and known > 0:
+                value, why = known, "the size in the PyTorch model's example"
+            else:
+                value, why = _free_dim_default(spec, axis, record, audio)
+            if symbol is not None:
+                chosen.setdefault(symbol, (value, why))
+            shape.append(value)
+            free.append(FreeDim(axis, symbol or "?", value, why))
+        dtype = _numpy_dtype(spec.dtype)
+        kind, low, high, why = _values(spec, dtype, spec.vocabulary)
+        plan.append(BenchInput(spec.name, dtype, shape, batch_axis, kind, low, high, free, why))
+    return plan
+
+
+default_inputs = plan_inputs  # the name the pages and the command line first used
+
+
+def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[BenchInput]:
+    """The plan with the free dims named in ``dims`` (by their symbol) set: every input that shares a name
+    moves with it. A name no input has is an error that lists the names there are."""
+    symbols = {d.symbol for spec in plan for d in spec.free if d.symbol != "?"}
+    unknown = sorted(set(dims) - symbols)
+    if unknown:
+        names = ", ".join(sorted(symbols)) or "none"
+        raise BenchmarkError(f"The model has no dim named {', '.join(unknown)}; its named dims are: {names}.")
+    for spec in plan:
+        for dim in spec.free:
+            if dim.symbol in dims:
+                dim.value, dim.why = dims[dim.symbol], "set by you"
+                spec.shape[dim.axis] = dims[dim.symbol]
+    return plan
 
 
 def _numpy_dtype(dtype: str) -> str:
@@ -46,7 +226,7 @@ def _numpy_dtype(dtype: str) -> str:
 
 
 def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str, Any]:
-    """Seeded inputs: floats from a normal distribution, integers in 0..9 (valid ids and indices), bools half."""
+    """Seeded inputs by the plan, at ``batch`` on each input's batch axis."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -55,13 +235,22 @@ def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str,
         shape = list(spec.shape)
         if spec.batch_axis is not None:
             shape[spec.batch_axis] = batch
-        dtype = np.dtype(spec.dtype)
-        if dtype.kind == "f":
-            arrays[spec.name] = np.asarray(rng.standard_normal(shape), dtype=dtype)
+        try:
+            dtype = np.dtype(spec.dtype)
+        except TypeError:
+            dtype = np.dtype("O")
+        if dtype.kind not in "fbiu":
+            raise BenchmarkError(f"Input '{spec.name}' has dtype {spec.dtype}, which cannot be generated here.")
+        kind = spec.kind
+        if kind == "constant":
+            arrays[spec.name] = np.full(shape, spec.low, dtype=dtype)
         elif dtype.kind == "b":
             arrays[spec.name] = np.asarray(rng.random(shape) > 0.5)  # an array even for a 0-d shape
-        elif dtype.kind in "iu":
-            arrays[spec.name] = np.asarray(rng.integers(0, 10, shape), dtype=dtype)
+        elif kind == "integers":
+            low, high = int(spec.low), max(int(spec.high), int(spec.low) + 1)
+            arrays[spec.name] = np.asarray(rng.integers(low, high, shape), dtype=dtype)
+        elif kind == "uniform":
+            arrays[spec.name] = np.asarray(rng.uniform(spec.low, spec.high, shape), dtype=dtype)
         else:
-            raise BenchmarkError(f"Input '{spec.name}' has dtype {spec.dtype}, which the benchmark cannot generate.")
+            arrays[spec.name] = np.asarray(rng.standard_normal(shape), dtype=dtype)
     return arrays

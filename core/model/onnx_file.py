@@ -13,6 +13,7 @@ from core.model.formats import detect_format, sha256_files
 from core.model.proto import (
     expanded_node_count,
     external_entries,
+    index_tables,
     iter_tensors,
     non_utf8_text,
     tensor_elements,
@@ -202,6 +203,10 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     if other_domains:
         notes.append(f"Operator domains beyond the standard ones: {', '.join(other_domains)}.")
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
+    inputs = value_specs(model.graph.input, skip=initializer_names)
+    tables = index_tables(model.graph)
+    for spec in inputs:
+        spec.vocabulary = tables.get(spec.name)
     return ModelRecord(
         id=sha256_files(main, data_files),
         name=name or main.stem,
@@ -209,7 +214,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         size_bytes=size,
         path=str(main),
         files=[str(main)] + [str(p) for p in data_files],
-        inputs=value_specs(model.graph.input, skip=initializer_names),
+        inputs=inputs,
         outputs=value_specs(model.graph.output),
         parameter_count=parameters,
         opset=opsets.get("ai.onnx"),

@@ -26,6 +26,7 @@ __all__ = [
     "type_spec",
     "type_text",
     "value_specs",
+    "index_tables",
     "walk_graphs",
 ]
 
@@ -57,7 +58,9 @@ def type_spec(type_proto: onnx.TypeProto) -> tuple[str, list[int | str] | None]:
             return dtype, None
         shape: list[int | str] = []
         for dim in tensor.shape.dim:
-            if dim.HasField("dim_value"):
+            if dim.HasField("dim_value") and dim.dim_value < 0:
+                shape.append("-1")  # written by some converters for "any size": a dynamic dim
+            elif dim.HasField("dim_value"):
                 shape.append(int(dim.dim_value))
             else:
                 shape.append(dim.dim_param or "?")
@@ -90,6 +93,34 @@ def value_specs(values: Any, skip: set[str] | frozenset[str] = frozenset()) -> l
         dynamic = {str(i): str(d) for i, d in enumerate(shape or []) if isinstance(d, str)}
         specs.append(TensorSpec(value.name, dtype, shape, dynamic))
     return specs
+
+
+_PASS_INDICES = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Clip"}
+
+
+def index_tables(graph: Any) -> dict[str, int]:
+    """Graph inputs used as the indices of a Gather on a weight (an embedding table), directly or through
+    ops that keep the values (Cast, Reshape…): input name -> the table's rows."""
+    import onnx
+
+    rows: dict[str, int] = {t.name: int(t.dims[0]) for t in graph.initializer if t.dims}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.output:
+            value = next(
+                (a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None
+            )
+            if value is not None and value.dims:
+                rows[node.output[0]] = int(value.dims[0])
+    origin = {i.name: i.name for i in graph.input}  # tensor -> the graph input its values come from
+    found: dict[str, int] = {}
+    for node in graph.node:  # nodes are in topological order
+        if node.op_type in _PASS_INDICES and node.input and node.input[0] in origin:
+            for out in node.output:
+                origin[out] = origin[node.input[0]]
+        if node.op_type == "Gather" and len(node.input) > 1 and node.input[1] in origin and node.input[0] in rows:
+            name = origin[node.input[1]]
+            found[name] = max(found.get(name, 0), rows[node.input[0]])
+    return found
 
 
 def attribute_subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphProto]]:

@@ -25,6 +25,7 @@ class TensorSpec:
     dtype: str
     shape: list[int | str] | None = None  # None: rank unknown
     dynamic_axes: dict[str, str] = field(default_factory=dict)  # axis index -> name (PyTorch models)
+    vocabulary: int | None = None  # an integer input that indexes a table (an embedding): the table's rows
 
 
 @dataclass

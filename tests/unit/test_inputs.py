@@ -1,0 +1,101 @@
+"""The input plan: shapes and values that mean something for models from the wild (core.model.inputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from core.bench.benchmark import run_benchmark
+from core.errors import BenchmarkError
+from core.model.inputs import describe_values, make_inputs, plan_inputs, resolve_free_dims
+from core.model.intake import describe_files
+from core.model.records import ModelRecord
+from tests import wild
+
+
+def _record(model: onnx.ModelProto, tmp_path: Path, name: str) -> ModelRecord:
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(model, str(path))
+    return describe_files([str(path)])
+
+
+def _run(record: ModelRecord, batch: int = 1) -> list[np.ndarray]:
+    session = ort.InferenceSession(record.path, providers=["CPUExecutionProvider"])
+    return session.run(None, make_inputs(plan_inputs(record), batch))
+
+
+def test_a_detector_gets_a_real_image_size_and_its_minus_one_batch_is_dynamic(tmp_path: Path) -> None:
+    record = _record(wild.detector_model(), tmp_path, "det")
+    assert record.inputs[0].shape == ["-1", 3, "?", "?"]
+    (x,) = plan_inputs(record)
+    assert x.shape == [1, 3, 640, 640] and x.batch_axis == 0
+    assert [d.axis for d in x.free] == [0, 2, 3] and "image height" in x.free[1].why and "detector" in x.free[1].why
+    assert _run(record)[0].shape == (1, 1, 640, 640)
+    assert _run(record, batch=2)[0].shape == (2, 1, 640, 640)
+
+
+def test_a_classifier_keeps_its_own_size_and_free_spatial_dims_get_a_classifiers(tmp_path: Path) -> None:
+    (image,) = plan_inputs(_record(wild.minus_one_classifier(), tmp_path, "cls"))
+    assert image.shape == [1, 3, 64, 64] and image.batch_axis == 0
+    model = wild.minus_one_classifier()
+    for axis in (2, 3):
+        model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = "side"
+    (free,) = plan_inputs(_record(model, tmp_path, "cls_free"))
+    assert free.shape == [1, 3, 224, 224] and "classifier" in free.free[1].why
+
+
+def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Path) -> None:
+    record = _record(wild.vad_model(), tmp_path, "vad")
+    audio, state, sr = plan_inputs(record)
+    assert (audio.shape, audio.batch_axis) == ([1, 512], 0)
+    assert (state.shape, state.batch_axis) == ([2, 1, 128], 1)  # the same 'batch' as the audio's axis 0
+    assert (sr.shape, sr.batch_axis, sr.kind, sr.low) == ([], None, "constant", 16000)
+    assert "16 kHz" in describe_values(sr) and "samples" in audio.free[1].why
+    feeds = make_inputs([audio, state, sr], 4)
+    assert feeds["state"].shape == (2, 4, 128) and feeds["input"].shape == (4, 512) and feeds["sr"] == 16000
+    prob, next_state = _run(record, batch=4)
+    assert prob.shape == (4, 1) and next_state.shape == (2, 4, 129)
+
+
+def test_the_state_model_benchmarks_at_16_khz_and_sweeps_batch_1_and_4(tmp_path: Path) -> None:
+    record = _record(wild.vad_model(), tmp_path, "vad")
+    report = run_benchmark(record.path, plan_inputs(record), batches=[1, 4], threads=[1], iterations=10, warmup=1)
+    assert sorted({r.batch for r in report.results}) == [1, 4]
+    assert report.settings["inputs"]["sr"]["values"] == "all 16000 (a sample rate: 16 kHz)"
+    assert report.settings["inputs"]["state"]["shape"] == [2, 1, 128]
+
+
+def test_token_ids_stay_within_the_vocabulary_and_masks_are_on(tmp_path: Path) -> None:
+    record = _record(wild.token_model(vocabulary=1000), tmp_path, "tokens")
+    assert record.inputs[0].vocabulary == 1000 and record.inputs[2].vocabulary == 2
+    ids, mask, types = plan_inputs(record)
+    assert ids.shape == [1, 128] and (ids.kind, ids.low, ids.high) == ("integers", 0, 1000)
+    assert (mask.kind, mask.low) == ("constant", 1) and (types.kind, types.low) == ("constant", 0)
+    feeds = make_inputs([ids, mask, types], 2, seed=3)
+    assert feeds["input_ids"].max() < 1000 and feeds["input_ids"].max() > 9 and feeds["attention_mask"].all()
+    assert _run(record)[0].shape == (1, 128, 16)
+
+
+def test_free_dims_set_by_name_move_together(tmp_path: Path) -> None:
+    record = _record(wild.token_model(), tmp_path, "tokens")
+    plan = resolve_free_dims(plan_inputs(record), {"sequence": 32})
+    assert [s.shape for s in plan] == [[1, 32]] * 3 and plan[0].free[1].why == "set by you"
+    with pytest.raises(BenchmarkError, match="no dim named seq; its named dims are: batch, sequence"):
+        resolve_free_dims(plan_inputs(record), {"seq": 32})
+
+
+def test_ir3_initializers_listed_as_inputs_are_not_inputs(tmp_path: Path) -> None:
+    record = _record(wild.ir3_model(), tmp_path, "ir3")
+    assert [s.name for s in plan_inputs(record)] == ["data"]
+    assert _run(record)[0].shape == (1, 4, 14, 14)
+
+
+def test_a_dim_with_no_hint_is_one_and_the_plan_says_so(tmp_path: Path) -> None:
+    model = wild.minus_one_classifier()
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "channels"
+    (image,) = plan_inputs(_record(model, tmp_path, "odd"))
+    assert image.shape[1] == 1 and "no hint" in image.free[1].why

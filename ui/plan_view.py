@@ -1,0 +1,117 @@
+"""The model's input plan, shown and edited in one place: every page that runs the model uses the same plan.
+
+The plan is kept per model in the session (set it once, on any page). Its table says, for every input, the
+shape at batch 1, how its values are made, and which dims the model left open, with the value each got.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import streamlit as st
+
+from core.errors import WorkbenchError
+from core.model import ModelRecord
+from core.model.inputs import VALUE_KINDS, BenchInput, describe_values, plan_inputs, resolve_free_dims
+from core.model.shapes import parse_dims
+from ui.jobs import show_error
+from ui.text import escaped_frame, md_escape
+
+__all__ = ["input_plan", "plan_section"]
+
+_PLANS = "input_plans"
+
+
+def input_plan(record: ModelRecord, torch_record: ModelRecord | None = None) -> list[BenchInput]:
+    """The plan for ``record``: the one set in this session, else the default for the model."""
+    plans = st.session_state.setdefault(_PLANS, {})
+    if record.id not in plans:
+        plans[record.id] = plan_inputs(record, torch_record)
+    return copy.deepcopy(plans[record.id])
+
+
+def _frame(plan: list[BenchInput]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "input": [s.name for s in plan],
+            "dtype": [s.dtype for s in plan],
+            "shape at batch 1": [",".join(map(str, s.shape)) for s in plan],
+            "values": [s.kind for s in plan],
+            "low / value": [s.low for s in plan],
+            "high": [s.high for s in plan],
+        }
+    )
+
+
+def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
+    """The plan with the table's edits: a changed free dim that has a name moves every input that shares it."""
+    named: dict[str, int] = {}
+    for spec, row in zip(plan, frame.itertuples(index=False), strict=True):
+        shape = parse_dims(str(row[2]), f"the shape of '{spec.name}'") if spec.shape else []
+        if len(shape) != len(spec.shape):
+            raise WorkbenchError(f"'{spec.name}' has {len(spec.shape)} dims; the shape given has {len(shape)}.")
+        for dim in spec.free:
+            if shape[dim.axis] != dim.value and dim.symbol != "?":
+                named[dim.symbol] = shape[dim.axis]
+        spec.shape = shape
+        for dim in spec.free:
+            if dim.value != shape[dim.axis]:
+                dim.value, dim.why = shape[dim.axis], "set by you"
+        if row[3] != spec.kind or float(row[4]) != spec.low or float(row[5]) != spec.high:
+            spec.values, spec.low, spec.high, spec.why = str(row[3]), float(row[4]), float(row[5]), "set by you"
+    return resolve_free_dims(plan, named)
+
+
+def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {"input": s.name, "axis": d.axis, "the model calls it": d.symbol, "value": d.value, "why": d.why}
+            for s in plan
+            for d in s.free
+        ]
+    )
+
+
+def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:
+    """The plan's table, editable; returns the plan the page should run with."""
+    plan = input_plan(record, torch_record)
+    st.markdown(
+        "**The inputs** every page runs this model on. Dims the model leaves open got a value that fits the "
+        "kind of input (an image size, a sequence length); dims that share a name move together, and the batch "
+        "is swept along every input that has it."
+    )
+    frame = st.data_editor(
+        _frame(plan),
+        hide_index=True,
+        width="stretch",
+        disabled=["input", "dtype"],
+        column_config={
+            "values": st.column_config.SelectboxColumn("values", options=list(VALUE_KINDS), required=True),
+            "low / value": st.column_config.NumberColumn("low / value", help="the range's low end, or the constant"),
+            "high": st.column_config.NumberColumn("high", help="the range's high end (not included)"),
+        },
+        key=f"{key}_{record.id[:12]}",
+    )
+    try:
+        plan = _edited(plan, frame)
+        st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
+    except WorkbenchError as exc:
+        show_error(exc)
+    st.caption(" · ".join(f"{md_escape(s.name, 80)}: {md_escape(describe_values(s), 160)}" for s in plan))
+    free = _free_dims(plan)
+    if not free.empty:
+        unset = [f"'{r.input}' axis {r.axis}" for r in free.itertuples() if str(r.why).startswith("no hint")]
+        with st.expander(f"Dims the model leaves open ({len(free)})", expanded=bool(unset)):
+            st.table(escaped_frame(free), hide_index=True)
+        if unset:
+            st.warning(
+                md_escape(
+                    f"No hint in the model for {', '.join(unset)}: they are 1 for now. Set a size that means "
+                    "something for this model in the table above.",
+                    600,
+                )
+            )
+    if any(s.shape == [] for s in plan):
+        st.caption("Inputs of shape [] are scalars: " + ", ".join(md_escape(s.name, 80) for s in plan if s.shape == []))
+    return plan
