@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import as_onnx, describe, ints, provider_names, split
+from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.jobs import run_job
 from core.jobs.wire import to_data
-from core.model.inputs import default_inputs
 from core.model.torchload import source_of
 from core.settings import load_settings
 
@@ -35,6 +35,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")
     parser.add_argument("--budget", type=float, default=120.0, help="time budget for measuring, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    add_plan_arguments(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -42,6 +43,8 @@ def register(sub: Any) -> None:
 
 def _print(report: BenchReport) -> None:
     print(report.headline)
+    for name, used in report.settings.get("inputs", {}).items():
+        print(f"input    {name}: {used['dtype']} {'×'.join(map(str, used['shape'])) or 'scalar'}, {used['values']}")
     print(f"{'configuration':<32} {'median':>9} {'p90':>9} {'p99':>9} {'items/s':>10} {'speedup':>15} {'max diff':>9}")
     for r in report.results:
         speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"
@@ -67,11 +70,12 @@ def run(args: argparse.Namespace) -> int:
         if args.no_eager:
             torch_record = None
         named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
+        plan = plan_from_args(record, torch_record, args)
         report: BenchReport = run_job(
             "bench.run",
             {
                 "onnx_path": record.path,
-                "inputs": default_inputs(record, torch_record),
+                "inputs": plan,
                 "torch_source": source_of(torch_record) if torch_record else None,
                 "model": named,
                 "model_id": record.id,
@@ -92,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k != "samples_ms"} for r in data["results"]]
+        data["inputs"] = plan_json(plan)
         print(json.dumps(data, indent=2))
         return 0
     _print(report)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.cli.common import as_onnx
+from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.jobs import run_job
 from core.jobs.wire import to_data
-from core.model.inputs import default_inputs
 
 if TYPE_CHECKING:
     from core.quantize import QuantizeReport
@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--iters", type=int, default=100, help="measured calls per model (default 100)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    add_plan_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -84,12 +85,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output).resolve()
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
+        plan = plan_from_args(record, torch_record, args)
         report: QuantizeReport = run_job(
             "quantize.run",
             {
                 "path": record.path,
                 "out_dir": str(Path(tmp) / "variants"),
-                "inputs": default_inputs(record, torch_record),
+                "inputs": plan,
                 "variants": [_variant_key(args)],
                 "calibration_count": calibration_count,
                 "calibration_file": calibration_file,
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         for produced in made.parent.glob(made.name + "*"):
             shutil.copyfile(produced, out.parent / produced.name.replace(made.name, out.name, 1))
     if args.json:
-        print(json.dumps({**to_data(report), "output": str(out)}, indent=2))
+        print(json.dumps({**to_data(report), "output": str(out), "inputs": plan_json(plan)}, indent=2))
     else:
         _print(out, report)
     return 0

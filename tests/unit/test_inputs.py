@@ -99,3 +99,52 @@ def test_a_dim_with_no_hint_is_one_and_the_plan_says_so(tmp_path: Path) -> None:
     model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "channels"
     (image,) = plan_inputs(_record(model, tmp_path, "odd"))
     assert image.shape[1] == 1 and "no hint" in image.free[1].why
+
+
+def test_the_command_line_takes_the_plan_and_its_json_records_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from tests.cli import cli
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    onnx.save(wild.vad_model(), str(tmp_path / "vad.onnx"))
+    monkeypatch.chdir(tmp_path)  # a relative path is the caller's
+    done = cli("bench", "vad.onnx", "--batch", "1,4", "--threads", "1", "--iters", "10", "--warmup", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    used = {i["name"]: i for i in data["inputs"]}
+    assert used["sr"]["values"] == "all 16000 (a sample rate: 16 kHz)" and used["state"]["batch_axis"] == 1
+    assert sorted({r["batch"] for r in data["results"]}) == [1, 4]
+
+    done = cli(
+        "bench", "vad.onnx", "--no-save", "--threads", "1", "--iters", "10", "--warmup", "1", "--json",
+        "--dim", "samples=1024", "--value", "sr=8000", "--input", "state=2,1,128",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    used = {i["name"]: i for i in json.loads(done.stdout)["inputs"]}
+    assert used["input"]["shape"] == [1, 1024] and used["sr"]["values"].startswith("all 8000")
+    for wrong, message in (
+        (["--dim", "height=4"], "no dim named height"),
+        (["--value", "sr=fast"], "give a number"),
+        (["--input", "nope=1,2"], "no input of that name"),
+    ):
+        done = cli("bench", "vad.onnx", "--no-save", *wrong)
+        assert done.returncode != 0 and message in done.stderr, done.stderr
+
+
+def test_quantize_on_the_command_line_calibrates_a_detector_at_a_real_image_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from tests.cli import cli
+
+    onnx.save(wild.detector_model(), str(tmp_path / "det.onnx"))
+    out = tmp_path / "det.int8.onnx"
+    done = cli("quantize", str(tmp_path / "det.onnx"), "--mode", "static", "--calibration", "4", "-o", str(out),
+               "--iters", "10", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["inputs"][0]["shape"] == [1, 3, 640, 640] and out.is_file()

@@ -1,0 +1,102 @@
+"""The input plan on the command line: --input, --dim and --value, as the pages' plan table sets them."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from core.cli.common import parse_input
+from core.errors import WorkbenchError
+from core.model.inputs import BenchInput, describe_values, plan_inputs, resolve_free_dims
+from core.model.records import ModelRecord
+
+__all__ = ["add_plan_arguments", "plan_from_args", "plan_json"]
+
+
+def add_plan_arguments(parser: Any) -> None:
+    parser.add_argument(
+        "--input", action="append", default=[], metavar="NAME=1,3,640,640", help="an input's shape at batch 1"
+    )
+    parser.add_argument(
+        "--dim", action="append", default=[], metavar="NAME=VALUE", help="a symbolic dim, on every input that has it"
+    )
+    parser.add_argument(
+        "--value",
+        action="append",
+        default=[],
+        metavar="NAME=16000",
+        help="an input's values: a number (everywhere), normal, uniform:LOW,HIGH or ints:LOW,HIGH",
+    )
+
+
+def _assign(text: str, option: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise WorkbenchError(f"{option} {text!r}: expected NAME=VALUE")
+    return name, value
+
+
+def _set_values(spec: BenchInput, text: str) -> None:
+    kind, _, bounds = text.partition(":")
+    if kind == "normal" and not bounds:
+        spec.values = "normal"
+    elif kind in ("uniform", "ints") and bounds:
+        try:
+            low, high = (float(v) for v in bounds.split(","))
+        except ValueError:
+            raise WorkbenchError(f"--value {spec.name}={text}: expected {kind}:LOW,HIGH, e.g. {kind}:0,10") from None
+        spec.values, spec.low, spec.high = ("uniform" if kind == "uniform" else "integers"), low, high
+    else:
+        try:
+            spec.values, spec.low = "constant", float(text)
+        except ValueError:
+            raise WorkbenchError(
+                f"--value {spec.name}={text}: give a number, normal, uniform:LOW,HIGH or ints:LOW,HIGH"
+            ) from None
+    spec.why = "set on the command line"
+
+
+def plan_from_args(record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace) -> list[BenchInput]:
+    """The model's default plan with the command line's --dim, --input and --value applied (in that order)."""
+    plan = plan_inputs(record, torch_record)
+    by_name = {spec.name: spec for spec in plan}
+    dims = {}
+    for text in args.dim:
+        name, value = _assign(text, "--dim")
+        if not value.isdigit() or int(value) < 1:
+            raise WorkbenchError(f"--dim {text!r}: the value must be a positive whole number")
+        dims[name] = int(value)
+    plan = resolve_free_dims(plan, dims)
+    for text in args.input:
+        name, shape = parse_input(text)
+        spec = _input(by_name, name, "--input")
+        if len(shape) != len(spec.shape):
+            raise WorkbenchError(f"--input {name}: the model's input has {len(spec.shape)} dims, not {len(shape)}")
+        spec.shape = shape
+        for dim in spec.free:
+            dim.value, dim.why = shape[dim.axis], "set on the command line"
+    for text in args.value:
+        name, value = _assign(text, "--value")
+        _set_values(_input(by_name, name, "--value"), value)
+    return plan
+
+
+def _input(by_name: dict[str, BenchInput], name: str, option: str) -> BenchInput:
+    if name not in by_name:
+        raise WorkbenchError(f"{option} {name}: the model has no input of that name; it has {', '.join(by_name)}")
+    return by_name[name]
+
+
+def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:
+    """The inputs a command ran on, for its JSON."""
+    return [
+        {
+            "name": s.name,
+            "dtype": s.dtype,
+            "shape": s.shape,
+            "batch_axis": s.batch_axis,
+            "values": describe_values(s),
+            "free_dims": [{"axis": d.axis, "symbol": d.symbol, "value": d.value, "why": d.why} for d in s.free],
+        }
+        for s in plan
+    ]
