@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["detector_model", "ir3_model", "minus_one_classifier", "token_model", "vad_model"]
+__all__ = ["detector_model", "ir3_model", "minus_one_classifier", "range_model", "token_model", "vad_model"]
 
 
 def _weights(shape: tuple[int, ...], seed: int, name: str) -> onnx.TensorProto:
@@ -148,3 +148,25 @@ def ir3_model() -> onnx.ModelProto:
         [w],
     )
     return _model(graph, opset=8, ir=3, producer="old-exporter")
+
+
+def range_model(scale: float) -> onnx.ModelProto:
+    """Values that leave float16's range on the way: scaled by ``scale`` and summed (3,000 passes 65,504 in the
+    MatMul; 1e-9 sinks below float16's smallest number), then scaled back."""
+    nodes = [
+        helper.make_node("Mul", ["x", "up"], ["big"], name="amplify"),
+        helper.make_node("MatMul", ["big", "w"], ["summed"], name="sum_up"),
+        helper.make_node("Div", ["summed", "down"], ["y"], name="shrink"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "ranges",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 256])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+        [
+            numpy_helper.from_array(np.array(scale, np.float32), "up"),
+            numpy_helper.from_array(np.random.default_rng(6).uniform(1, 10, (256, 4)).astype(np.float32), "w"),
+            numpy_helper.from_array(np.array(scale * 100, np.float32), "down"),
+        ],
+    )
+    return _model(graph)

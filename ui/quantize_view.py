@@ -24,6 +24,14 @@ def _speedup(v: Variant) -> str:
     return f"{v.speedup:.2f}× ({v.speedup_low:.2f}–{v.speedup_high:.2f})"
 
 
+def _verdict(v: Variant) -> str:
+    if v.key == "fp32":
+        return "(reference)"
+    if v.accuracy_ok is None:
+        return ""
+    return "yes" if v.accuracy_ok else f"no: {v.accuracy_note}"
+
+
 def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
     original = report.variants[0]
     rows = []
@@ -43,6 +51,7 @@ def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
                 "mean abs error": acc.mean_abs_error if acc else None,
                 "cosine": acc.cosine_similarity if acc else None,
                 "top-1 agreement": acc.top1_agreement if acc else None,
+                "within tolerance": _verdict(v),
                 "integer ops ORT runs": ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()),
                 "problem": v.error,
             }
@@ -57,16 +66,20 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     for v in report.variants:
         if v.error:
             st.error(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")
-    best = min(made, key=lambda v: v.latency.median_ms if v.latency else float("inf"), default=None)
-    if best is not None and len(made) > 1:
-        fp32 = report.variants[0]
-        if best.key == "fp32":
-            st.subheader("On this machine, no variant beat the float32 original")
-        else:
-            st.subheader(
-                f"{best.label} is the fastest: {best.speedup:.2f}× the float32 speed at "
-                f"{fp32.size_bytes / max(best.size_bytes, 1):.1f}× smaller"
+    if len(made) > 1 and report.headline:
+        st.subheader(md_escape(report.headline, 400))
+    st.caption(f"Accuracy tolerance: {md_escape(report.tolerance, 400)}. A variant outside it is never recommended.")
+    for v in report.variants:
+        if v.kept_float32:
+            kept = ", ".join(v.kept_float32[:12]) + (
+                f" and {len(v.kept_float32) - 12} more" if len(v.kept_float32) > 12 else ""
             )
+            st.caption(
+                f"{md_escape(v.label)} keeps {len(v.kept_float32)} node(s) in float32, because their values on the "
+                f"calibration inputs leave float16's range (±65,504): {md_escape(kept, 600)}."
+            )
+        if v.size_note:
+            st.caption(f"{md_escape(v.label)}: {md_escape(v.size_note, 600)}")
     for note in report.notes:
         st.caption(md_escape(note, 800))
     shown = frame[frame["median_ms"].notna()]

@@ -74,6 +74,12 @@ def _print(out: Path, report: QuantizeReport) -> None:
         f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
         f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
     )
+    verdict = "within" if variant.accuracy_ok else f"OUT OF TOLERANCE ({variant.accuracy_note})"
+    print(f"  tolerance {verdict}: {report.tolerance}")
+    if variant.kept_float32:
+        print(f"  float32   kept for range: {', '.join(variant.kept_float32)}")
+    if variant.size_note:
+        print(f"  size note {variant.size_note}")
     print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
     print(f"  data      calibration: {report.calibration}")
     for note in report.notes:

@@ -165,6 +165,7 @@ def split_data(
     """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
     ``seed``; held-out inputs always come from data the calibration never saw."""
     other_seed = seed + 100_000
+    shapes = "; ".join(f"{s.name} {'×'.join(map(str, s.shape)) or 'scalar'}" for s in specs)
     if calibration_file:
         samples = _samples_from_npz(calibration_file, specs)
         if len(samples) >= 8:
@@ -179,7 +180,7 @@ def split_data(
             samples,
             _generated(specs, held_out, other_seed),
             f"{len(samples)} samples from the uploaded .npz",
-            f"{held_out} generated inputs (seed {other_seed}); the .npz is too small to split",
+            f"{held_out} generated inputs (seed {other_seed}, {shapes}); the .npz is too small to split",
         )
     notes.append(
         "Calibration used generated inputs: static quantization's scales are only as good as the data they "
@@ -188,6 +189,6 @@ def split_data(
     return CalibrationData(
         _generated(specs, count, seed),
         _generated(specs, held_out, other_seed),
-        f"{count} generated inputs (seed {seed})",
-        f"{held_out} generated inputs (seed {other_seed})",
+        f"{count} generated inputs (seed {seed}, {shapes})",
+        f"{held_out} generated inputs (seed {other_seed}, {shapes})",
     )

@@ -20,6 +20,7 @@ from core.access import ReadPath, WritePath
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput, make_inputs
 from core.quantize.calibration import split_data
+from core.quantize.judge import Tolerance, judge, recommend, size_note
 from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, Variant
 from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
@@ -42,9 +43,10 @@ def _accuracy(reference: list[list[Any]], produced: list[list[Any]]) -> Accuracy
     """Max and mean absolute error, cosine similarity and (for [batch, classes] outputs) top-1 agreement."""
     import numpy as np
 
-    errors, dots, top1, worst = [], [], [], 0.0
+    errors, dots, top1, worst, magnitudes = [], [], [], 0.0, []
     for ref, got in zip(reference, produced, strict=True):
         a, b = _flat(ref), _flat(got)
+        magnitudes.append(np.abs(a[np.isfinite(a)]))
         if a.shape != b.shape:
             raise QuantizeError("The variant's outputs have other shapes than the original's.")
         worst = max(worst, max_abs_diff(ref, got))
@@ -62,6 +64,9 @@ def _accuracy(reference: list[list[Any]], produced: list[list[Any]]) -> Accuracy
         mean_abs_error=float(finite.mean()) if finite.size else math.nan,
         cosine_similarity=float(np.mean(dots)) if dots else math.nan,
         top1_agreement=float(np.mean(top1)) if top1 else None,
+        reference_mean_abs=float(np.concatenate(magnitudes).mean())
+        if magnitudes and any(m.size for m in magnitudes)
+        else 0.0,
     )
 
 
@@ -140,7 +145,7 @@ def _make_all(
         progress(0.05 + 0.35 * n / len(keys), f"Making {variant.label}")
         started = time.perf_counter()
         try:
-            target = make_variant(key, source, pre, out, calibration, large)
+            target = make_variant(key, source, pre, out, calibration, large, variant.kept_float32)
             variant.path, variant.size_bytes, variant.weight_bytes = (
                 str(target),
                 file_size(target),
@@ -233,17 +238,20 @@ def quantize_model(
     threads: int = 0,
     time_budget_s: float = 60.0,
     seed: int = 0,
+    min_cosine: float = 0.99,
     progress: Callable[[float, str], None] | None = None,
 ) -> QuantizeReport:
-    """Make every variant, then measure size, latency, accuracy and integer ops against the fp32 model."""
+    """Make every variant, then measure size, latency, accuracy and integer ops against the fp32 model, judge
+    each against the accuracy tolerance (``min_cosine``) and recommend one that passed, if any."""
     report_progress = progress or _silent
+    tolerance = Tolerance(min_cosine=min_cosine)
     _check_request(variants, calibration_count, held_out)
     source, out = Path(path), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     large = _open_model(source, inputs)
     notes: list[str] = []
     data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes)
-    staged = stage_source(source, out)
+    staged = stage_source(source, out, notes)
     pre = None
     if any(VARIANTS[v][1] == "static" for v in variants):
         report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
@@ -269,7 +277,7 @@ def quantize_model(
     cpu_flags = environment().cpu_flags
     if any(VARIANTS[v.key][1] != "fp16" for v in made[1:]):
         notes.append(_cpu_note(cpu_flags))
-    return QuantizeReport(
+    report = QuantizeReport(
         model=source.name,
         variants=results,
         calibration=data.calibration_text,
@@ -279,7 +287,20 @@ def quantize_model(
         cpu_flags=cpu_flags,
         started=started,
         finished=finished,
+        tolerance=tolerance.describe(),
     )
+    _conclude(report, tolerance)
+    return report
+
+
+def _conclude(report: QuantizeReport, tolerance: Tolerance) -> None:
+    """Each variant judged against the tolerance, a larger one explained, and the one recommendation."""
+    judge(report.variants, tolerance)
+    original = report.variants[0]
+    for variant in report.variants[1:]:
+        if not variant.error:
+            variant.size_note = size_note(original, variant, sum(original.ops.values()))
+    report.recommended, report.headline = recommend(report)
 
 
 _ORT_TYPES = {

@@ -42,6 +42,12 @@ class Accuracy:
     mean_abs_error: float
     cosine_similarity: float
     top1_agreement: float | None = None  # for classifier-shaped outputs ([batch, classes])
+    reference_mean_abs: float = 0.0  # the float32 outputs' mean absolute value: what the errors compare with
+
+    @property
+    def relative_error(self) -> float:
+        """Mean absolute error against the float32 outputs' mean absolute value."""
+        return self.mean_abs_error / self.reference_mean_abs if self.reference_mean_abs > 0 else 0.0
 
 
 @dataclass
@@ -62,6 +68,10 @@ class Variant:
     integer_ops: dict[str, int] = field(default_factory=dict)  # integer and quantization ops ORT runs
     providers: dict[str, int] = field(default_factory=dict)  # provider -> nodes, from the partition core
     error: str = ""  # why this variant could not be made; the others still are
+    accuracy_ok: bool | None = None  # within the report's tolerance on held-out inputs (None: not measured)
+    accuracy_note: str = ""  # why not
+    kept_float32: list[str] = field(default_factory=list)  # FP16: nodes kept in float32, "op 'name'"
+    size_note: str = ""  # why it is larger than the original, when it is
 
 
 @dataclass
@@ -75,3 +85,6 @@ class QuantizeReport:
     cpu_flags: list[str]
     started: float = 0.0
     finished: float = 0.0
+    tolerance: str = ""  # what a variant must keep of the float32 outputs
+    recommended: str | None = None  # a variant's key; only ever one within the tolerance
+    headline: str = ""

@@ -11,12 +11,16 @@ from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes
 from core.quantize.calibration import CalibrationReader
 from core.quantize.records import INTEGER_OPS, VARIANTS
 
+_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
+
 __all__ = ["file_size", "make_variant", "refuse_unquantizable", "stage_source", "weight_bytes"]
 
 
-def stage_source(source: Path, out: Path) -> Path:
+def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
     """The model seen from a folder of ``out`` through links (with its external-data files): ORT's quantizers
-    write scratch files beside the model they read, and the model's own folder is read-only in the sandbox."""
+    write scratch files beside the model they read, and the model's own folder is read-only in the sandbox.
+    Weights held in Constant nodes (Paddle and TF exports) become initializers there first: ORT's quantizers
+    only quantize initializers."""
     import onnx
 
     staged = out / "source"
@@ -28,10 +32,39 @@ def stage_source(source: Path, out: Path) -> Path:
         if not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to((source.parent / name).resolve())
+    moved = constants_to_initializers(model)
+    if moved:
+        (staged / source.name).unlink()
+        onnx.save_model(model, str(staged / source.name))
+        notes.append(
+            f"{moved} weight tensor(s) were held in Constant nodes; they were turned into initializers first, "
+            "because ONNX Runtime's quantizers only quantize initializers. The outputs are the same."
+        )
     return staged / source.name
 
 
-_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
+def constants_to_initializers(model: Any) -> int:
+    """Move the float tensors of the main graph's Constant nodes (more than one element) into initializers
+    named after the node's output; returns how many moved."""
+    import onnx
+
+    kept, moved = [], 0
+    tensor_type = onnx.AttributeProto.TENSOR
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value" and a.type == tensor_type), None)
+        weight = value is not None and value.data_type in _FLOAT_TYPES and tensor_elements(value) > 1
+        if weight and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(value)
+            tensor.name = node.output[0]
+            model.graph.initializer.append(tensor)
+            moved += 1
+            continue
+        kept.append(node)
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+    return moved
 
 
 def refuse_unquantizable(model: Any) -> None:
@@ -56,10 +89,16 @@ def weight_bytes(path: Path) -> int:
 
 
 def make_variant(
-    key: str, source: Path, pre: Path | None, out: Path, calibration: list[dict[str, Any]], large: bool
+    key: str,
+    source: Path,
+    pre: Path | None,
+    out: Path,
+    calibration: list[dict[str, Any]],
+    large: bool,
+    kept_float32: list[str] | None = None,
 ) -> Path:
-    """Write variant ``key`` of ``source`` into ``out`` (static variants start from the pre-processed ``pre``)."""
-    import onnx
+    """Write variant ``key`` of ``source`` into ``out`` (static variants start from the pre-processed ``pre``).
+    FP16 lists the nodes it kept in float32 in ``kept_float32``."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
     label, mode, options = VARIANTS[key]
@@ -78,18 +117,9 @@ def make_variant(
             weight_type=QuantType.QInt8, use_external_data_format=large,
         )  # fmt: skip
     else:
-        from onnxruntime.transformers.float16 import convert_float_to_float16
-
-        model = onnx.load_model(str(source))
-        if not any(t.data_type == 1 for t in model.graph.initializer) and not any(
-            n.op_type == "Constant" for n in model.graph.node
-        ):
-            raise QuantizeError("The model has no float32 weights to convert; it may already be in float16.")
-        from onnxruntime.transformers.onnx_model import OnnxModel
-
-        converted = OnnxModel(convert_float_to_float16(model, keep_io_types=options["keep_io_types"]))
-        converted.topological_sort()  # the converter appends its input Casts at the end; the checker wants order
-        onnx.save_model(converted.model, str(target), save_as_external_data=large)
+        kept = _to_float16(source, target, options["keep_io_types"], calibration[:2], large)
+        if kept_float32 is not None:
+            kept_float32.extend(kept)
     changed = _changed_ops(source, target)
     if mode != "fp16" and not changed:
         raise QuantizeError(
@@ -97,6 +127,91 @@ def make_variant(
             "others; this model has none it could take."
         )
     return target
+
+
+FP16_MAX = 65504.0
+
+
+def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dict[str, Any]], large: bool) -> list[str]:
+    """ORT's float16 converter, with its block list of ops that have no float16 kernel, and every node whose
+    float32 values on the calibration inputs leave float16's range (and the nodes that read them) kept in
+    float32; returns those nodes as "op 'name'"."""
+    import onnx
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    model = onnx.load_model(str(source))
+    if not any(t.data_type == 1 for t in model.graph.initializer) and not any(
+        n.op_type == "Constant" for n in model.graph.node
+    ):
+        raise QuantizeError("The model has no float32 weights to convert; it may already be in float16.")
+    for index, node in enumerate(model.graph.node):
+        node.name = node.name or f"{node.op_type}_{index}"  # the converter blocks nodes by name
+    blocked = _out_of_range(model, feeds) if feeds and not large else []
+    converted = OnnxModel(
+        convert_float_to_float16(
+            model, keep_io_types=keep_io_types, op_block_list=DEFAULT_OP_BLOCK_LIST, node_block_list=blocked
+        )
+    )
+    _drop_round_trips(converted.model, set(blocked))
+    converted.topological_sort()  # the converter appends its input Casts at the end; the checker wants order
+    onnx.save_model(converted.model, str(target), save_as_external_data=large)
+    ops = {n.name: n.op_type for n in model.graph.node}
+    return [f"{ops[name]} '{name}'" for name in blocked]
+
+
+def _drop_round_trips(model: Any, blocked: set[str]) -> None:
+    """The converter casts every output of a node kept in float32 to float16, and back for a reader that is
+    kept too: that round trip overflows just as the node would have. Readers take the float32 value instead."""
+    import onnx
+
+    graph = model.graph
+    producer = {out: node for node in graph.node for out in node.output}
+
+    def cast_to(node: Any) -> int | None:
+        return next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
+
+    dropped = set()
+    for node in graph.node:
+        first = producer.get(node.input[0]) if node.input else None
+        if cast_to(node) != onnx.TensorProto.FLOAT or first is None or cast_to(first) != onnx.TensorProto.FLOAT16:
+            continue
+        source = producer.get(first.input[0])
+        if source is None or source.name not in blocked or node.output[0] in {o.name for o in graph.output}:
+            continue
+        for reader in graph.node:
+            reader.input[:] = [first.input[0] if i == node.output[0] else i for i in reader.input]
+        dropped.add(node.name)
+    kept = [n for n in graph.node if n.name not in dropped]
+    used = {i for n in kept for i in n.input} | {o.name for o in graph.output}
+    kept = [n for n in kept if cast_to(n) != onnx.TensorProto.FLOAT16 or n.output[0] in used]
+    del graph.node[:]
+    graph.node.extend(kept)
+
+
+def _out_of_range(model: Any, feeds: list[dict[str, Any]]) -> list[str]:
+    """Names of the main-graph nodes whose float outputs pass float16's range on ``feeds``, and of the nodes
+    that read those outputs (a Cast to float16 in front of them would overflow)."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    listed = {o.name for o in probe.graph.output}
+    names = [o for n in probe.graph.node for o in n.output if o and o not in listed]
+    probe.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names)
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    wanted = [o.name for o in session.get_outputs()]
+    large: set[str] = set()
+    for feed in feeds:
+        for name, value in zip(wanted, session.run(wanted, feed), strict=True):
+            array = np.asarray(value)
+            if array.dtype.kind == "f" and array.size and float(np.nanmax(np.abs(array))) > FP16_MAX:
+                large.add(name)
+    producers = [n.name for n in model.graph.node if large & set(n.output)]
+    readers = [n.name for n in model.graph.node if large & set(n.input)]
+    return list(dict.fromkeys(producers + readers))
 
 
 def _changed_ops(before: Path, after: Path) -> dict[str, int]:

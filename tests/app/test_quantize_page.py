@@ -68,3 +68,24 @@ def test_upload_chosen_without_a_file_says_what_to_do(tmp_path: Path, monkeypatc
     at.radio(key="quantize_source").set_value("upload")
     _submit(at)
     assert any("Upload an .npz" in e.value.replace("\\", "") for e in at.error)
+
+
+def test_a_detector_is_quantized_at_its_plans_image_size_and_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import wild
+
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("quantize", ("det.onnx", wild.detector_model().SerializeToString()), timeout=300)
+    plan = next(d.value for d in at.dataframe if "shape at batch 1" in d.value.columns)
+    assert plan["shape at batch 1"].tolist() == ["1,3,640,640"]
+    at.multiselect(key="quantize_variants").set_value(["dynamic-qint8", "fp16"])
+    at.number_input(key="quantize_iters").set_value(10)
+    at.number_input(key="quantize_held_out").set_value(2)
+    at.number_input(key="quantize_count").set_value(2)
+    _submit(at)
+    table = next(d.value for d in at.dataframe if "variant" in d.value.columns)
+    assert table["within tolerance"].tolist()[0] == "(reference)"
+    assert all(v == "yes" or v.startswith("no: ") for v in table["within tolerance"].tolist()[1:])
+    assert any("initializers first" in c.value for c in at.caption)
+    assert any("Accuracy tolerance" in c.value for c in at.caption)
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith(("Recommended", "No variant"))

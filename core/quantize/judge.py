@@ -1,0 +1,95 @@
+"""Which variants are good enough: each one checked against a stated accuracy tolerance on held-out inputs, and
+the one recommendation the page and the command line give (only ever a variant that passed)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.quantize.records import Accuracy, QuantizeReport, Variant
+
+__all__ = ["Tolerance", "judge", "recommend", "size_note"]
+
+
+@dataclass
+class Tolerance:
+    """What a variant must keep of the float32 model's outputs on held-out inputs."""
+
+    min_cosine: float = 0.99  # of the outputs, flattened, against float32's
+    min_top1: float = 0.95  # for classifier-shaped outputs: the same top class
+    max_relative_error: float = 0.1  # mean absolute error against the outputs' mean absolute value
+
+    def describe(self) -> str:
+        return (
+            f"cosine similarity ≥ {self.min_cosine:g} with the float32 outputs, mean error ≤ "
+            f"{self.max_relative_error:.0%} of their mean magnitude, and for classifier-shaped outputs the same "
+            f"top class on ≥ {self.min_top1:.0%} of inputs"
+        )
+
+    def failures(self, accuracy: Accuracy) -> list[str]:
+        """Why ``accuracy`` is out of tolerance (empty when it is within)."""
+        failed = []
+        if not accuracy.cosine_similarity >= self.min_cosine:  # NaN fails too
+            failed.append(f"cosine {accuracy.cosine_similarity:.4f} < {self.min_cosine:g}")
+        if not accuracy.relative_error <= self.max_relative_error:
+            failed.append(
+                f"mean error {accuracy.relative_error:.0%} of the outputs' magnitude > {self.max_relative_error:.0%}"
+            )
+        if accuracy.top1_agreement is not None and accuracy.top1_agreement < self.min_top1:
+            failed.append(f"top-1 agreement {accuracy.top1_agreement:.0%} < {self.min_top1:.0%}")
+        return failed
+
+
+def judge(variants: list[Variant], tolerance: Tolerance) -> None:
+    """Mark every measured variant as within tolerance or not, with the reason."""
+    for variant in variants[1:]:
+        if variant.accuracy is None:
+            continue
+        failed = tolerance.failures(variant.accuracy)
+        variant.accuracy_ok = not failed
+        variant.accuracy_note = "; ".join(failed)
+
+
+def size_note(original: Variant, variant: Variant, original_nodes: int) -> str:
+    """Why a variant came out larger than the original, from what changed in it; "" when it did not."""
+    if not variant.size_bytes or variant.size_bytes <= original.size_bytes:
+        return ""
+    nodes = sum(variant.ops.values())
+    weights = (
+        f"its weights take {variant.weight_bytes:,} bytes against {original.weight_bytes:,}"
+        if variant.weight_bytes > original.weight_bytes
+        else f"its weights shrank ({variant.weight_bytes:,} bytes against {original.weight_bytes:,})"
+    )
+    return (
+        f"Larger than the original: {weights}, and the graph has {nodes:,} nodes against {original_nodes:,}. "
+        "Each quantized tensor brings its scale and zero point and a QuantizeLinear/DequantizeLinear pair or a "
+        "Cast; on a model whose weights are small (or mostly integer), that costs more than 8-bit weights save."
+    )
+
+
+def recommend(report: QuantizeReport) -> tuple[str | None, str]:
+    """(the recommended variant's key or None, the headline that says why)."""
+    fp32 = report.variants[0]
+    measured = [v for v in report.variants[1:] if not v.error and v.latency is not None]
+    if not measured:
+        return None, "No variant could be made and measured; the float32 model stays the one to use."
+    passing = [v for v in measured if v.accuracy_ok]
+    if not passing:
+        return None, (
+            f"No variant stayed within the tolerance ({report.tolerance}); keep the float32 model. "
+            "Static INT8 with real calibration data, or FP16 with more ops kept in float32, may do better."
+        )
+    faster = [v for v in passing if v.speedup_low is not None and v.speedup_low > 1.0]
+    if faster:
+        best = max(faster, key=lambda v: v.speedup or 0.0)
+        smaller = fp32.size_bytes / max(best.size_bytes, 1)
+        return best.key, (
+            f"Recommended: {best.label}, {best.speedup:.2f}× the float32 speed (95 % CI {best.speedup_low:.2f}–"
+            f"{best.speedup_high:.2f}) at {smaller:.1f}× smaller, within the accuracy tolerance."
+        )
+    small = min(passing, key=lambda v: v.size_bytes)
+    if small.size_bytes < fp32.size_bytes:
+        return small.key, (
+            f"Recommended for size: {small.label}, {fp32.size_bytes / max(small.size_bytes, 1):.1f}× smaller within "
+            "the accuracy tolerance; no variant within it is surely faster on this machine."
+        )
+    return None, "No variant within the accuracy tolerance is faster or smaller here; keep the float32 model."

@@ -1,0 +1,49 @@
+"""Quantization on models shaped like real ones: Constant-node weights, values that leave float16's range,
+and a tolerance that decides what may be recommended."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+
+from core.model.inputs import plan_inputs
+from core.model.intake import describe_files
+from core.quantize import quantize_model
+from tests import wild
+
+
+def _quantize(model: onnx.ModelProto, tmp_path: Path, variants: list[str]):  # type: ignore[no-untyped-def]
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    record = describe_files([str(path)])
+    return quantize_model(
+        str(path), str(tmp_path / "out"), plan_inputs(record), variants, calibration_count=4, held_out=4,
+        iterations=10, warmup=1, threads=1,
+    )  # fmt: skip
+
+
+def test_constant_node_weights_are_quantized_at_the_detectors_real_size(tmp_path: Path) -> None:
+    report = _quantize(wild.detector_model(), tmp_path, ["dynamic-qint8", "static-qdq-minmax"])
+    assert any("held in Constant nodes" in n and "initializers first" in n for n in report.notes)
+    dynamic, static = report.variants[1], report.variants[2]
+    assert not dynamic.error and not static.error, (dynamic.error, static.error)
+    assert "ConvInteger" in dynamic.ops and "x 1×3×640×640" in report.held_out
+    assert static.accuracy is not None and static.accuracy_ok is not None
+
+
+def test_fp16_keeps_the_nodes_that_overflow_in_float32_and_says_which(tmp_path: Path) -> None:
+    report = _quantize(wild.range_model(3000.0), tmp_path, ["fp16"])
+    fp16 = report.variants[1]
+    assert fp16.kept_float32 == ["MatMul 'sum_up'", "Div 'shrink'"]
+    assert fp16.accuracy_ok and fp16.accuracy is not None and fp16.accuracy.cosine_similarity > 0.999
+    assert report.recommended in (None, "fp16") and "cosine similarity ≥ 0.99" in report.tolerance
+
+
+def test_a_variant_out_of_tolerance_is_never_recommended(tmp_path: Path) -> None:
+    report = _quantize(wild.range_model(1e-9), tmp_path, ["fp16", "dynamic-qint8"])
+    fp16 = report.variants[1]
+    assert fp16.accuracy_ok is False and "mean error" in fp16.accuracy_note  # the outputs came out ~50× too large
+    assert report.recommended != "fp16"
+    if report.recommended is None:
+        assert "keep the float32 model" in report.headline
