@@ -29,6 +29,8 @@ from core.runtime.stats import speedup_interval
 
 __all__ = ["BenchReport", "headline", "run_benchmark"]
 
+WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is not one number
+
 
 @dataclass
 class BenchReport:
@@ -277,11 +279,35 @@ def headline(report: BenchReport) -> str:
         else ""
     )
     low, high = best.speedup_low or best.speedup, best.speedup_high or best.speedup
+    base = next((r for r in report.results if _is_base(r, best, report)), None)
+    noisy = best.noisy or (base is not None and base.noisy) or high > low * WIDE
+    ms = f"median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms"
+    if noisy:  # never a settled number that the next run may contradict: the interval is the answer
+        if low <= 1 <= high:
+            claim = f"somewhere between {1 / low:.1f}× slower and {high:.1f}× faster than" if low < 1 else ""
+            claim = claim or f"between {low:.1f}× and {high:.1f}× as fast as"
+        else:
+            claim = (
+                f"between {low:.1f}× and {high:.1f}× faster than"
+                if best.speedup >= 1
+                else f"between {1 / high:.1f}× and {1 / low:.1f}× slower than"
+            )
+        return (
+            f"Noisy run: {name} was {claim} {report.baseline} (95 % CI; {ms}). The timings varied too much to give "
+            "one number: the machine was busy. Run again when it is quieter."
+        )
+    if low <= 1 <= high:
+        return f"{name} and {report.baseline} are as fast as each other here: 95 % CI {low:.2f}–{high:.2f}× ({ms})"
     if best.speedup >= 1:
         verdict, interval = f"{best.speedup:.1f}× faster than", f"{low:.1f}–{high:.1f}×"
     else:  # say "slower" and turn the interval round with it
         verdict, interval = f"{1 / best.speedup:.1f}× slower than", f"{1 / high:.1f}–{1 / low:.1f}×"
-    return (
-        f"{name} is {verdict} {report.baseline}, 95 % CI {interval} "
-        f"(median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms)"
-    )
+    return f"{name} is {verdict} {report.baseline}, 95 % CI {interval} ({ms})"
+
+
+def _is_base(result: BenchResult, best: BenchResult, report: BenchReport) -> bool:
+    """The baseline configuration ``best`` was compared with."""
+    same = result.threads == best.threads and result.batch == best.batch
+    if report.baseline == "PyTorch eager":
+        return same and result.engine == "eager"
+    return same and result.engine == "ort" and result.level == "DISABLE_ALL"

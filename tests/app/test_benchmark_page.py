@@ -25,7 +25,9 @@ def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
     at = open_page(timeout=300)
     _run_benchmark(at)
     headline = at.subheader[0].value.replace("\\", "")  # as the reader sees it: Markdown escapes taken out
-    assert headline.startswith("ONNX Runtime (") and "than PyTorch eager, 95 % CI" in headline
+    # a settled number, or on a busy machine the interval and the word that the run was noisy
+    assert headline.startswith(("ONNX Runtime (", "Noisy run: ONNX Runtime (")) and "PyTorch eager" in headline
+    assert "95 % CI" in headline
     table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     assert list(table["configuration"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
     assert at.session_state["bench_saved"] == at.session_state["bench"][1].id

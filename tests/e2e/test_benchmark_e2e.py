@@ -19,7 +19,8 @@ def test_default_benchmark_of_tinycnn_and_its_history(page) -> None:  # type: ig
     page.get_by_role("button", name="Run the benchmark").wait_for(timeout=120_000)
     wait_idle(page)
     page.get_by_role("button", name="Run the benchmark").click()
-    headline = page.get_by_text(re.compile(r"ONNX Runtime \(\w+\) is [\d.]+× (faster|slower) than PyTorch eager"))
+    # a settled number ("is 8.1× faster than"), or on a busy machine the interval, said to be noisy
+    headline = page.get_by_text(re.compile(r"ONNX Runtime \(\w+\) (is|was|and) .*PyTorch eager.*95 % CI"))
     headline.wait_for(timeout=180_000)
     wait_idle(page)
     assert "95 % CI" in headline.inner_text()
