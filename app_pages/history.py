@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.store import Store
+from core.store.history import inputs_text
 from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
@@ -31,8 +32,15 @@ if not models:
     st.page_link("app_pages/benchmark.py", label="Run a benchmark", icon=":material/speed:")
     st.stop()
 
+current = session.current_model()
 left, mid, right = st.columns(3)
-chosen_models = left.multiselect("Models", models, key="history_models", placeholder="all models")
+chosen_models = left.multiselect(
+    "Models",
+    models,
+    default=[current.name] if current is not None and current.name in models else [],  # the current model's runs
+    key="history_models",
+    placeholder="all models",
+)
 chosen_machines = mid.multiselect("Machines", machines, key="history_machines", placeholder="all machines")
 today = date.today()
 span = right.date_input("Dates", (today - timedelta(days=365), today), key="history_dates")
@@ -53,6 +61,7 @@ table = pd.DataFrame(
         "CPU": [r.cpu for r in found],
         "configurations": [r.configurations for r in found],
         "headline": [r.headline for r in found],
+        "inputs": [r.inputs for r in found],
     }
 )
 st.markdown(f"**{len(found)} run(s)**, newest first")
@@ -62,7 +71,7 @@ labels = {r.id: f"{r.id} · {r.model} · {r.machine} · {r.created_at:%Y-%m-%d %
 compare = st.multiselect(
     "Runs to compare",
     list(labels),
-    default=list(labels)[:2],
+    default=[r.id for r in found if r.model == found[0].model][:2],  # the newest runs of one model
     format_func=lambda run_id: labels[run_id],
     key="history_compare",
 )
@@ -75,6 +84,12 @@ if compare:
         compare_figure(both[["run", "configuration", "median_ms", "p90_ms"]]),
         key="history_chart",
         config={"displaylogo": False},
+    )
+    st.markdown("**What each run measured on**")
+    st.dataframe(
+        pd.DataFrame({"run": [labels[r.id] for r in reports], "inputs": [inputs_text(r.settings) for r in reports]}),
+        hide_index=True,
+        width="stretch",
     )
     pivot = both.pivot_table(index="configuration", columns="run", values="median_ms", aggfunc="first", sort=False)
     st.dataframe(pivot.round(4), width="stretch")

@@ -36,7 +36,7 @@ from core.jobs.wire import from_data, to_data
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
 
-__all__ = ["RunSummary", "Store"]
+__all__ = ["RunSummary", "Store", "inputs_text"]
 
 metadata = MetaData()
 
@@ -93,6 +93,19 @@ class RunSummary:
     cpu: str
     headline: str
     configurations: int
+    inputs: str = ""  # what the run measured on, in a line: shapes at batch 1 and how values were made
+
+
+def inputs_text(settings: dict[str, Any]) -> str:
+    """The inputs a run recorded, in a line (older runs recorded only shapes)."""
+    parts = []
+    for name, used in (settings.get("inputs") or {}).items():
+        if not isinstance(used, dict):
+            continue
+        shape = "×".join(str(d) for d in used.get("shape") or []) or "scalar"
+        values = f" ({used['values']})" if used.get("values") else ""
+        parts.append(f"{name} {shape}{values}")
+    return "; ".join(parts)
 
 
 def _finite(value: float | None) -> float | None:
@@ -205,7 +218,14 @@ class Store:
             raise StoreError(f"The history at {_safe(self.url)} could not be read: {exc}") from exc
         return [
             RunSummary(
-                r["id"], r["created_at"], r["model"], r["machine"], r["cpu"], r["headline"], r["configurations"] or 0
+                r["id"],
+                r["created_at"],
+                r["model"],
+                r["machine"],
+                r["cpu"],
+                r["headline"],
+                r["configurations"] or 0,
+                inputs_text(r["settings"] or {}),
             )
             for r in rows
         ]

@@ -44,13 +44,15 @@ def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = open_page(model=("tinycnn.onnx", builders.exported_sample("tinycnn", tmp_path).read_bytes()), timeout=300)
     _run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
-    assert "than ORT DISABLE_ALL" in at.subheader[0].value.replace("\\", "")
+    assert "ORT DISABLE_ALL" in at.subheader[0].value.replace("\\", "")
     assert at.checkbox(key="bench_eager").value is False and at.checkbox(key="bench_eager").disabled
     _run_benchmark(at)
     at.switch_page("app_pages/history.py").run()
     assert len(at.dataframe[0].value) == 2
     assert len(at.multiselect(key="history_compare").value) == 2
-    pivot = at.dataframe[1].value
+    measured_on = at.dataframe[1].value["inputs"].tolist()
+    assert measured_on == ["input 1×3×112×112 (random normal (mean 0, sd 1))"] * 2  # what each run measured on
+    pivot = at.dataframe[2].value
     assert pivot.shape == (2, 2)  # two configurations × two runs
     at.multiselect(key="history_models").set_value(["tinycnn"]).run()
     assert len(at.dataframe[0].value) == 2 and not at.exception
