@@ -15,7 +15,7 @@ from core.workspace import safe_filename
 from ui import session
 from ui.cards import model_card
 from ui.jobs import run_with_status, show_error
-from ui.text import human_bytes
+from ui.text import human_bytes, md_escape
 
 st.title("Model")
 st.markdown(
@@ -96,7 +96,29 @@ with sample_tab:
         except WorkbenchError as exc:
             show_error(exc)
 
+MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ptl", ".zip", ".safetensors", ".ckpt", ".bin")
+
+
+def this_upload(files: list[UploadedFile]) -> list[UploadedFile]:
+    """The files of the newest upload. The upload box keeps what was dropped before: a model dropped beside an
+    earlier one replaces it, while a data file dropped beside its model joins it. (The names only choose the
+    files; the worker tells the format from the bytes.)"""
+    names = [f.name for f in files]
+    last = st.session_state.get("upload_names", [])
+    if names != last:  # the box changed: decide once which files make the upload
+        added = [n for n in names if n not in last]
+        replaces = last and added and len(added) < len(names)
+        newest = replaces and any(n.lower().endswith(MODEL_SUFFIXES) for n in added)
+        st.session_state["upload_names"], st.session_state["upload_chosen"] = names, added if newest else names
+    chosen = [f for f in files if f.name in st.session_state["upload_chosen"]]
+    if len(chosen) < len(files):
+        earlier = ", ".join(md_escape(f.name, 80) for f in files if f not in chosen)
+        st.caption(f"The newest upload replaces the earlier one ({earlier}); remove that from the list with its ×.")
+    return chosen
+
+
 if files:
+    files = this_upload(files)
     total = sum(f.size for f in files)
     digest = hashlib.sha256()
     for f in sorted(files, key=lambda f: f.name):

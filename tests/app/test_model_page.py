@@ -159,3 +159,27 @@ def test_a_session_past_its_quota_is_told_so(tmp_path: Path, monkeypatch: pytest
     at.file_uploader(key="uploads").set_value(("big.onnx", _weights_model(600), "application/octet-stream")).run()
     assert any("past its quota of 1.0 MB" in e.value.replace("\\", "") for e in at.error), at.error
     assert "model" not in at.session_state or at.session_state["model"] is None
+
+
+def test_a_second_model_dropped_beside_the_first_replaces_it(app: AppTest, tmp_path: Path) -> None:
+    """The upload box keeps the first file; a second model dropped beside it is the new model (not "are each a
+    model"), and a data file dropped beside its model still joins it."""
+    first = ("first.onnx", _weights_model(8), "application/octet-stream")
+    second = ("second.onnx", _weights_model(9), "application/octet-stream")
+    app.file_uploader(key="uploads").set_value(first).run()
+    assert app.session_state["model"].name == "first"
+    app.file_uploader(key="uploads").set_value([first, second]).run()
+    assert not app.error, [e.value for e in app.error]
+    assert app.session_state["model"].name == "second"
+    assert any("replaces the earlier one" in c.value for c in app.caption)
+    app.run()  # a rerun keeps the choice
+    assert not app.error and app.session_state["model"].name == "second"
+
+    main = builders.save_with_external_data(builders.chain_model(20), tmp_path / "src")
+    model = ("model.onnx", main.read_bytes(), "application/octet-stream")
+    data = ("model.onnx.data", main.with_name("model.onnx.data").read_bytes(), "application/octet-stream")
+    app.file_uploader(key="uploads").set_value([model]).run()
+    assert app.error  # its weights are missing
+    app.file_uploader(key="uploads").set_value([model, data]).run()
+    assert not app.error, [e.value for e in app.error]
+    assert app.session_state["model"].name == "model"
