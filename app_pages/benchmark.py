@@ -14,7 +14,7 @@ from core.store import Store
 from ui import session
 from ui.bench_view import environment_section, results_section
 from ui.jobs import job_result
-from ui.needs import require_onnx
+from ui.needs import next_steps, require_onnx
 from ui.plan_view import plan_section
 from ui.text import md_escape
 
@@ -122,3 +122,5 @@ st.markdown(
 )
 st.header("The machine", anchor="machine")
 environment_section(report)
+
+next_steps("quantize", "history")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodedModel
-from ui import session
 from ui.decode_view import (
     decoded_json,
     header_section,
@@ -16,6 +15,7 @@ from ui.decode_view import (
 )
 from ui.graph_view import show_graph
 from ui.jobs import job_result
+from ui.needs import next_steps, require_onnx
 from ui.text import md_escape
 
 st.title("Decode")
@@ -25,13 +25,7 @@ st.markdown(
     "the way a runtime does, from the first bytes to the last node, without loading external weights."
 )
 
-record = session.current_model()
-if record is None or record.format != "onnx":
-    what = "There is no current model." if record is None else f"The current model is a {record.format_label}."
-    st.info(f"Decode reads ONNX models. {what} Export it to ONNX first, or upload an .onnx file.")
-    st.page_link("app_pages/export.py", label="Export the PyTorch model", icon=":material/output:")
-    st.page_link("app_pages/model.py", label="Upload an ONNX model", icon=":material/deployed_code:")
-    st.stop()
+record = require_onnx("Decoding")
 
 decoded: DecodedModel = job_result(
     "decoded", record.id, "decode.run", {"path": record.path}, f"Decoding '{record.name}'", folder="decode"
@@ -105,3 +99,5 @@ right.download_button(
     f"{record.name}.decoded.json",
     "application/json",
 )
+
+next_steps("partition", "benchmark", "quantize")

@@ -10,6 +10,7 @@ from core.model import format_shape
 from core.model.shapes import parse_dims
 from ui import session
 from ui.export_view import kept_report, run_export, show_report
+from ui.needs import next_steps
 from ui.text import md_escape
 
 st.title("Export")
@@ -165,8 +166,5 @@ if report.record is not None and not report.ok and (current is None or current.i
     if st.button("Use this export as the current model anyway", key="use_failed_export"):
         session.set_current_model(report.record, exported_from=source)
 elif report.record is not None:
-    st.page_link(
-        "app_pages/model.py",
-        label="The exported model is now the current model: see its card",
-        icon=":material/deployed_code:",
-    )
+    st.caption("The exported model is now the current model.")
+    next_steps("decode", "partition", "benchmark")

@@ -14,6 +14,7 @@ from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
 from ui.jobs import stop_with_error
+from ui.needs import next_steps
 
 st.title("History")
 st.markdown(
@@ -99,3 +100,5 @@ if compare:
     with st.container(border=True):
         results_section(report, key=f"history_{report.id}")
         environment_section(report)
+
+next_steps("benchmark", "model")

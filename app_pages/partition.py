@@ -10,7 +10,7 @@ from core.runtime.partition import SIMULATED, PartitionResult
 from ui import session
 from ui.charts import provider_share_figure
 from ui.jobs import job_result
-from ui.needs import require_onnx
+from ui.needs import next_steps, require_onnx
 from ui.partition_view import levels_section, providers_section, report_section, share_frame
 
 st.title("Partition")
@@ -96,3 +96,5 @@ if levels is None:  # its output folder is made only when the job runs
     args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
     levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
 levels_section(levels, record.name, key=f"levels_{record.id[:12]}")
+
+next_steps("benchmark", "quantize")

@@ -12,9 +12,10 @@ from core.quantize import VARIANTS, QuantizeReport
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import job_result, run_with_status, stop_with_error
-from ui.needs import require_onnx
+from ui.needs import next_steps, require_onnx
 from ui.plan_view import plan_section
 from ui.quantize_view import results_section
+from ui.text import md_escape
 
 st.title("Quantize")
 st.markdown(
@@ -106,6 +107,13 @@ if submitted:
     job_result("quantize", record.id, "quantize.run", args, label, run=True)
 
 report: QuantizeReport | None = job_result("quantize", record.id, "quantize.run", {}, "", run=False)
+made_from = st.session_state.get("quantized_from")  # (variant's id, the report it was chosen from, the original)
+if report is None and made_from is not None and made_from[0] == record.id:
+    report = made_from[1]
+    st.info(
+        f"The current model is this variant of **{md_escape(made_from[2])}**; the comparison it was chosen from "
+        "stays below. Benchmark it, or go back to the original on the Model page."
+    )
 if report is None:
     st.info("Choose the variants and press **Quantize and compare**. The current model is not changed.")
     st.stop()
@@ -118,4 +126,8 @@ if chosen is not None:
     except WorkbenchError as exc:
         stop_with_error(exc)
     variant_record.name = f"{record.name} ({chosen.label})"
-    session.set_current_model(variant_record, exported_from=session.torch_model())
+    if variant_record.id != record.id:
+        st.session_state["quantized_from"] = (variant_record.id, report, record.name)
+        session.set_current_model(variant_record, exported_from=session.torch_model())
+
+next_steps("benchmark", "history")

@@ -13,7 +13,37 @@ from ui.export_view import run_export
 from ui.jobs import stop_with_error
 from ui.text import md_escape
 
-__all__ = ["require_onnx"]
+__all__ = ["next_steps", "require_onnx"]
+
+# step -> (page, what the link says, icon): the walk-through's order, as the sidebar shows it
+STEPS = {
+    "model": ("app_pages/model.py", "Model: see its card, or open another", ":material/deployed_code:"),
+    "export": ("app_pages/export.py", "Export: choose the opset, shapes and dynamic axes", ":material/output:"),
+    "decode": (
+        "app_pages/decode.py",
+        "Decode: the protobuf from the first bytes to the graph",
+        ":material/data_object:",
+    ),
+    "partition": ("app_pages/partition.py", "Partition: which provider runs each node", ":material/account_tree:"),
+    "benchmark": ("app_pages/benchmark.py", "Benchmark: PyTorch eager against ONNX Runtime", ":material/speed:"),
+    "quantize": (
+        "app_pages/quantize.py",
+        "Quantize: INT8 and FP16 variants, size against accuracy",
+        ":material/compress:",
+    ),
+    "history": ("app_pages/history.py", "History: compare this run with earlier ones", ":material/history:"),
+}
+
+
+def next_steps(*steps: str) -> None:
+    """Where to go from here: the end of every page."""
+    st.divider()
+    st.markdown("**Next**")
+    columns = st.columns(len(steps))
+    for column, step in zip(columns, steps, strict=True):
+        page, label, icon = STEPS[step]
+        with column:
+            st.page_link(page, label=label, icon=icon)
 
 
 def _export_defaults(record: ModelRecord) -> None:

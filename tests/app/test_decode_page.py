@@ -90,9 +90,13 @@ def test_a_model_with_odd_domains_and_versions_decodes_with_warnings(tmp_path: P
     assert "Opset 999 is newer" in warnings and "com\\.example\\.custom" in warnings
 
 
-def test_a_pytorch_model_is_sent_to_export() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
+def test_a_pytorch_model_is_exported_in_one_click_and_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "tinycnn")
+    at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.session_state["model"] = None
     at.switch_page("app_pages/decode.py").run()
-    assert "Decode reads ONNX models" in at.info[0].value
+    assert "Decoding needs an ONNX model" in at.info[0].value
+    at.button(key="export_defaults").click().run()
+    assert not at.exception and at.session_state["model"].format == "onnx"
+    assert [h.value for h in at.header][:2] == ["1. The first bytes", "2. The model"]
+    assert any(link.label.startswith("Partition") for link in at.get("page_link"))  # the next steps

@@ -48,6 +48,9 @@ def test_variants_are_compared_and_one_becomes_current(tmp_path: Path, monkeypat
     assert not at.exception
     current = at.session_state["model"]
     assert current.format == "onnx" and current.name.endswith("(FP16 (float32 inputs and outputs kept))")
+    # the comparison it was chosen from stays on the page
+    assert any("this variant of" in i.value for i in at.info)
+    assert any("variant" in d.value.columns for d in at.dataframe)
 
 
 def test_a_calibration_file_that_does_not_fit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
