@@ -101,6 +101,19 @@ def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
     return env
 
 
+def _shown_for(path: Path, hidden: list[Path]) -> list[Path]:
+    """What the sandbox shows of a path a job reads: its folder (a model's external data lies beside it), unless
+    that folder is /tmp (the job's own /tmp would vanish under it) or holds what is hidden (the data folder,
+    the secrets): then the file itself and the files beside it that start with its name."""
+    if not path.is_file():
+        return [path]
+    folder = path.parent
+    if folder not in (Path("/"), Path("/tmp")) and not any(h.is_relative_to(folder) for h in hidden):
+        return [folder]
+    stem = path.name.split(".")[0] or path.name
+    return [path, *sorted(p for p in folder.iterdir() if p.name.startswith(stem) and p.is_file() and p != path)]
+
+
 def worker_command(python: list[str], confinement: Confinement, settings: Settings, scratch: str) -> list[str]:
     """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder."""
     bwrap = shutil.which("bwrap") or "bwrap"
@@ -112,11 +125,11 @@ def worker_command(python: list[str], confinement: Confinement, settings: Settin
         if not any(needed != other and needed.is_relative_to(other) for other in under_tmp):
             args += ["--ro-bind", str(needed), str(needed)]
     # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
-    for folder in sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"}):
+    hidden = sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"})
+    for folder in hidden:
         if folder.is_dir() and folder != Path("/"):
             args += ["--tmpfs", str(folder)]
-    for path in confinement.reads:
-        shown = str(Path(path).parent if Path(path).is_file() else Path(path))
+    for shown in sorted({str(p) for path in confinement.reads for p in _shown_for(Path(path), hidden)}):
         args += ["--ro-bind-try", shown, shown]
     for writable in confinement.writes:
         args += ["--bind", writable, writable]

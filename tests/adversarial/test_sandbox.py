@@ -161,3 +161,25 @@ def test_a_fork_bomb_is_stopped_with_everything_it_started(scene: Scene) -> None
     time.sleep(0.5)
     left = [p for p in psutil.process_iter(["cmdline"]) if "import os, time" in " ".join(p.info["cmdline"] or [])]
     assert not left, left
+
+
+def test_a_model_directly_in_tmp_is_read_without_showing_the_rest_of_tmp(scene: Scene) -> None:
+    """A command-line user's model in /tmp itself: the job sees that file (and its data files), keeps its own
+    writable /tmp, and sees nothing else of the machine's /tmp."""
+    from tests import builders
+
+    name = f"wb-{uuid.uuid4().hex[:8]}"
+    model = builders.write(builders.relu_model(), Path("/tmp") / f"{name}.onnx")
+    neighbour = Path("/tmp") / f"other-{uuid.uuid4().hex[:8]}.txt"
+    neighbour.write_text(SECRET)
+    try:
+        record = run_job("intake.describe_files", {"paths": [str(model)]}, scene.backend(sandbox=True))
+        assert record.node_count == 1
+        from core.jobs.sandbox import Confinement, worker_command
+
+        command = worker_command(["python"], Confinement((str(model),), ()), scene.backend(True).settings, "/x")
+        shown = [command[i + 1] for i, arg in enumerate(command) if arg == "--ro-bind-try"]
+        assert str(model) in shown and "/tmp" not in shown and str(neighbour) not in shown
+    finally:
+        model.unlink(missing_ok=True)
+        neighbour.unlink(missing_ok=True)
