@@ -57,10 +57,13 @@ def _session_jobs() -> SessionJobs:
 def show_error(exc: WorkbenchError) -> None:
     """A user's error, escaped (model text can hold Markdown and HTML); in local mode an unexpected failure
     also shows its traceback, as code."""
-    st.error(md_escape(str(exc), 2000))
-    if isinstance(exc, JobFailed) and exc.details and not session.settings().hosted:
+    message = str(exc).strip()
+    first, _, rest = message.partition("\n")  # a message that carries a traceback or a log: its first line,
+    st.error(md_escape(first, 2000))  # escaped, and the rest as code (never as Markdown, which would eat it)
+    details = "\n".join(part for part in (rest.strip(), exc.details if isinstance(exc, JobFailed) else "") if part)
+    if details and not session.settings().hosted:
         with st.expander("Technical details"):
-            st.code(exc.details, language=None)
+            st.code(details[-20_000:], language=None)
 
 
 def stop_with_error(exc: WorkbenchError) -> NoReturn:

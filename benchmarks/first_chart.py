@@ -1,0 +1,89 @@
+"""How long a newcomer waits: from opening the app to the first benchmark chart of the start sample (TinyCNN),
+with the page's defaults, in Chromium; and how long Decode and Partition of that model take to answer.
+
+Run: .venv/bin/python benchmarks/first_chart.py [--repeat 2] [--iterations 200]
+Starts the app (`python -m core serve`) on a free port with a fresh data folder, drives Debian's Chromium with
+Playwright and prints each step's wall time: the first page, Decode, Partition, the one-click export and the
+benchmark with the defaults until its chart is drawn. Run it on an idle machine; it prints the cores it had.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._server import running_app
+
+CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def _idle(page, timeout: float = 300_000) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+def _open(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_role("link", name=name, exact=True).click()
+    page.get_by_role("heading", name=name, exact=True).wait_for(timeout=120_000)
+    _idle(page)
+
+
+def one_walk(url: str) -> dict[str, float]:
+    """Seconds for each step of one walk, in a new browser context (a new session)."""
+    from playwright.sync_api import sync_playwright
+
+    times: dict[str, float] = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        began = time.monotonic()
+        page.goto(url)
+        page.get_by_text("256,074").wait_for(timeout=120_000)  # the start sample's card
+        _idle(page)
+        times["first page"] = time.monotonic() - began
+        _open(page, "Benchmark")
+        step = time.monotonic()
+        page.get_by_role("button", name="Export with the defaults and continue").click()
+        page.get_by_role("button", name="Run the benchmark").wait_for(timeout=300_000)
+        _idle(page)
+        times["one-click export"] = time.monotonic() - step
+        step = time.monotonic()
+        page.get_by_role("button", name="Run the benchmark").click()
+        page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=600_000)
+        _idle(page)
+        times["benchmark to its chart"] = time.monotonic() - step
+        times["open to first chart"] = time.monotonic() - began
+        for name in ("Decode", "Partition"):
+            step = time.monotonic()
+            _open(page, name)
+            times[f"{name} answers"] = time.monotonic() - step
+        browser.close()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=2, help="walks, each in a new session (default 2)")
+    args = parser.parse_args()
+    walks = []
+    with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp)) as (url, _pid):
+        for n in range(args.repeat):
+            walks.append(one_walk(url))
+            print(f"walk {n + 1}: " + ", ".join(f"{k} {v:.1f} s" for k, v in walks[-1].items()), flush=True)
+    print(f"\nmedian of {len(walks)} walk(s), {os.cpu_count()} cores:")
+    for key in walks[0]:
+        print(f"  {key:<24} {statistics.median(w[key] for w in walks):6.1f} s")
+
+
+if __name__ == "__main__":
+    main()
