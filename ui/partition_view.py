@@ -11,7 +11,7 @@ import streamlit as st
 from core.runtime.graphview import GraphLayout
 from core.runtime.optimize import OptimizationReport, grouped
 from core.runtime.ort import ProviderInfo, short_name
-from core.runtime.partition import NodePlacement, PartitionReport, PartitionResult
+from core.runtime.partition import KERNEL_PROVIDERS, NodePlacement, PartitionReport, PartitionResult
 from ui import session
 from ui.charts import levels_figure
 from ui.graph_view import show_graph
@@ -88,9 +88,21 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
     on_first = report.providers.get(first, 0)
     pieces = sum(1 for s in report.subgraphs if s.provider == first)
     cols = st.columns(4)
-    cols[0].metric("Nodes", f"{sum(report.providers.values()):,}")
+    cols[0].metric("Nodes placed (main graph)", f"{sum(report.providers.values()):,}")
     cols[1].metric(f"On {short_name(first)}", f"{on_first:,}")
-    cols[2].metric(f"{short_name(first)} partitions", pieces)
+    if first in KERNEL_PROVIDERS:
+        cols[2].metric(
+            f"Connected pieces on {short_name(first)}",
+            pieces,
+            help=f"{short_name(first)} runs each node with a kernel of its own, so it has no partitions to compile; "
+            "these are the connected runs of nodes it holds, and each border with another provider is a copy.",
+        )
+    else:
+        cols[2].metric(
+            f"{short_name(first)} partitions",
+            pieces,
+            help="Each partition is compiled by the provider into one piece; each border is a hand-over.",
+        )
     if first != "CPUExecutionProvider":
         cols[3].metric("Fall back to CPU", f"{len(report.fallback):,}")
     else:
@@ -172,6 +184,13 @@ def _op_table(report: OptimizationReport) -> pd.DataFrame:
 
 def levels_section(report: OptimizationReport, name: str, key: str) -> None:
     st.plotly_chart(levels_figure(levels_frame(report)), key=f"{key}_chart", config={"displaylogo": False})
+    if report.original_subgraph_nodes:
+        last = report.levels[-1] if report.levels else None
+        after = f", and {last.subgraph_nodes:,} at {last.name}" if last is not None else ""
+        st.caption(
+            f"The counts and fusions are the main graph's. ORT optimizes the If/Loop/Scan bodies too: they hold "
+            f"{report.original_subgraph_nodes:,} node(s) as exported{after}."
+        )
     previous: set[str] = set()
     for level in report.levels:
         texts = [r.text for r in level.rewrites]

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.access import ReadPath, WritePath
 from core.errors import PartitionError
-from core.model.proto import iter_tensors, tensor_nbytes
+from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
 from core.runtime.graphview import connected_groups
 from core.runtime.ort import LEVELS, capture_ort_log, explain_session_error, session_options
 
@@ -59,6 +59,11 @@ def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:
     return [(first[text], n) for text, n in counts.items()]
 
 
+def _subgraph_nodes(model: Any) -> int:
+    """Nodes in the bodies of If, Loop and Scan at any depth (not in local functions)."""
+    return sum(len(visit.graph.node) for visit in walk_graphs(model) if visit.path != "main")
+
+
 @dataclass
 class LevelResult:
     key: str  # disable, basic, extended, layout, all
@@ -71,12 +76,14 @@ class LevelResult:
     files: list[str]  # the path and, for large models, its external-data file
     size_bytes: int
     warning: str = ""
+    subgraph_nodes: int = 0  # nodes in its If/Loop/Scan bodies, which ORT optimizes too
 
 
 @dataclass
 class OptimizationReport:
     original_nodes: int
     original_ops: dict[str, int]
+    original_subgraph_nodes: int = 0
     levels: list[LevelResult] = field(default_factory=list)
 
 
@@ -199,7 +206,9 @@ def optimize_levels(
         raise PartitionError(f"Unknown optimization level {', '.join(unknown)}; choose from {', '.join(LEVELS)}.")
     original = onnx.load_model(path, load_external_data=False)
     weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(original))
-    report = OptimizationReport(len(original.graph.node), dict(Counter(_op(n) for n in original.graph.node)))
+    report = OptimizationReport(
+        len(original.graph.node), dict(Counter(_op(n) for n in original.graph.node)), _subgraph_nodes(original)
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(path).stem
@@ -236,6 +245,7 @@ def optimize_levels(
                 [f for f in files if Path(f).exists()],
                 sum(Path(f).stat().st_size for f in files if Path(f).exists()),
                 LAYOUT_WARNING if warnings else "",
+                _subgraph_nodes(optimized),
             )
         )
     report_progress(1.0, "Done")

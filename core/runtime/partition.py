@@ -21,7 +21,15 @@ from core.runtime.graphview import MAX_LAYOUT_NODES, GraphLayout, connected_grou
 from core.runtime.ort import LEVELS, PROVIDERS, capture_ort_log, explain_session_error, session_options, short_name
 from core.tables import RowFile, write_rows
 
-__all__ = ["SIMULATED", "NodePlacement", "PartitionReport", "PartitionResult", "Subgraph", "partition_model"]
+__all__ = [
+    "KERNEL_PROVIDERS",
+    "SIMULATED",
+    "NodePlacement",
+    "PartitionReport",
+    "PartitionResult",
+    "Subgraph",
+    "partition_model",
+]
 
 # simulated provider -> (short, how ORT's checker is called)
 SIMULATED: dict[str, str] = {"nnapi": "NnapiExecutionProvider", "coreml": "CoreMLExecutionProvider"}
@@ -147,14 +155,26 @@ def _subgraphs(
     return result, piece_of
 
 
+# providers that run each node with a kernel of their own: they take nodes one by one, and "partitions" are
+# only the connected runs of nodes they happen to hold (compiling providers such as TensorRT, OpenVINO, NNAPI or
+# CoreML fuse each partition into one compiled piece)
+KERNEL_PROVIDERS = {
+    "CPUExecutionProvider",
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "XnnpackExecutionProvider",
+}
+
+
 def _summary(report: PartitionReport, node_count: int) -> str:
+    """One line over the main graph's nodes (the metrics and the share chart count the same), with the nodes of
+    subgraphs named apart."""
     first = report.providers_requested[0] if report.providers_requested else "CPUExecutionProvider"
     on_first = report.providers.get(first, 0)
     pieces = sum(1 for s in report.subgraphs if s.provider == first)
-    text = (
-        f"{node_count:,} node{'s' * (node_count != 1)}: {on_first:,} on {short_name(first)} in {pieces} "
-        f"partition{'s' * (pieces != 1)}"
-    )
+    text = f"{node_count:,} node{'s' * (node_count != 1)} in the main graph: {on_first:,} on {short_name(first)}"
+    if first not in KERNEL_PROVIDERS:
+        text += f" in {pieces} partition{'s' * (pieces != 1)}"
     others = {p: n for p, n in report.providers.items() if p != first and n}
     if first != "CPUExecutionProvider" and others:
         text += ", " + ", ".join(
@@ -166,6 +186,9 @@ def _summary(report: PartitionReport, node_count: int) -> str:
     idle = sum(1 for n in report.nodes if n.index >= 0 and not n.provider)
     if idle:
         text += f", {idle:,} run nowhere (constants and nodes the optimizer removed)"
+    inner = sum(1 for n in report.nodes if n.index < 0 and n.graph != "added by ORT")
+    if inner:
+        text += f"; {inner:,} more in subgraphs, with the provider of the node that holds them"
     return text + (" (simulated)" if report.simulated else "")
 
 

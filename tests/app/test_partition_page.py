@@ -26,7 +26,7 @@ def open_partition(model_bytes: bytes | None, monkeypatch: pytest.MonkeyPatch) -
 
 def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_partition(tinycnn_bytes, monkeypatch)
-    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+    assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on CPU"]
     assert at.radio(key="partition_shown").options == ["This machine", "NNAPI (simulated)", "CoreML (simulated)"]
     table = at.dataframe[0].value
     assert len(table) == 8 and set(table["provider"]) == {"CPU"}
@@ -34,7 +34,7 @@ def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypa
     assert any("specific to this kind of machine" in w.value for w in at.warning)
 
     at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()
-    assert [s.value for s in at.subheader] == ["8 nodes: 8 on NNAPI in 1 partition (simulated)"]
+    assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on NNAPI in 1 partition (simulated)"]
     assert "usability checker" in texts(at)
 
 
@@ -48,7 +48,7 @@ def test_an_unavailable_provider_gets_a_warning_not_a_crash(
     at.run()
     assert not at.exception
     assert any("onnxruntime-gpu" in w.value for w in at.warning)
-    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+    assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on CPU"]
     assert not at.radio  # one partition: nothing to choose
 
 
@@ -58,14 +58,14 @@ def test_a_pytorch_model_is_exported_in_one_click(monkeypatch: pytest.MonkeyPatc
     at.button(key="export_defaults").click().run()
     assert not at.exception
     assert at.session_state["model"].format == "onnx"
-    assert [s.value for s in at.subheader] == ["8 nodes: 8 on CPU in 1 partition"]
+    assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on CPU"]
 
 
 def test_a_model_from_the_wild_with_subgraphs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_partition(builders.control_flow_model().SerializeToString(), monkeypatch)
     table = at.dataframe[0].value
     assert {"then_relu", "body_add"} <= set(table["node"])
-    assert at.subheader[0].value.startswith("2 nodes: 2 on CPU")
+    assert at.subheader[0].value.startswith("2 nodes in the main graph: 2 on CPU")
 
 
 def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest.MonkeyPatch) -> None:

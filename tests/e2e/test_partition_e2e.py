@@ -20,12 +20,14 @@ def test_transformer_partition_coloured_by_provider(page) -> None:  # type: igno
 
     page.get_by_role("link", name="Partition", exact=True).click()
     page.get_by_role("button", name="Export with the defaults and continue").click()
-    page.get_by_text("103 nodes: 103 on CPU in 1 partition").wait_for(timeout=120_000)
+    page.get_by_text("103 nodes in the main graph: 103 on CPU").wait_for(timeout=120_000)
     wait_idle(page, timeout=120_000)
     shot(page, "40-partition-cpu")
 
     page.locator('[data-testid="stRadio"]').get_by_text("NNAPI (simulated)").click()
-    page.get_by_text("103 nodes: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)").wait_for(timeout=30_000)
+    page.get_by_text(
+        "103 nodes in the main graph: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
+    ).wait_for(timeout=30_000)
     wait_idle(page)
     graph = page.locator('[data-testid="stPlotlyChart"]').nth(1)
     legend = " ".join(graph.locator(".legend .legendtext").all_text_contents())

@@ -51,7 +51,7 @@ def test_every_node_of_every_sample_is_accounted_for(samples: dict[str, Path], n
 
 def test_tinycnn_is_eight_nodes_on_the_cpu_in_one_piece(samples: dict[str, Path]) -> None:
     report = partition_model(str(samples["tinycnn"])).reports[0]
-    assert report.summary == "8 nodes: 8 on CPU in 1 partition"
+    assert report.summary == "8 nodes in the main graph: 8 on CPU"
     assert report.providers == {"CPUExecutionProvider": 8}
     assert len(report.subgraphs) == 1 and report.subgraphs[0].ops["Conv"] == 2
     assert not report.simulated and not report.copies and not report.fallback
@@ -84,7 +84,10 @@ def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: P
     record = zoo.describe_sample("transformer")
     report = export_model(source_of(record), default_options(record), str(tmp_path))
     result = partition_model(report.onnx_path, simulate=["nnapi"])
-    assert result.reports[1].summary == "103 nodes: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
+    assert (
+        result.reports[1].summary
+        == "103 nodes in the main graph: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
+    )
 
 
 def test_an_unavailable_provider_is_explained_and_the_cpu_takes_over(samples: dict[str, Path]) -> None:
@@ -200,7 +203,7 @@ def test_compare_graphs_names_removals_fusions_and_additions() -> None:
 def test_partition_job_round_trips_through_the_worker(samples: dict[str, Path]) -> None:
     result = run_job("partition.run", {"path": str(samples["resnet"]), "simulate": ["coreml"]})
     assert isinstance(result, PartitionResult)
-    assert result.reports[0].summary == "15 nodes: 15 on CPU in 1 partition"
+    assert result.reports[0].summary == "15 nodes in the main graph: 15 on CPU"
     assert result.layout is not None and len(result.layout.nodes) == 15 + 2
 
 
@@ -229,3 +232,26 @@ def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(
     assert (tmp_path / "transformer.extended.onnx").is_file()
     bad = cli("partition", str(samples["transformer"]), "--providers", "tpu")
     assert bad.returncode == 2 and "Unknown execution provider" in bad.stderr
+
+
+def test_counts_agree_and_subgraphs_are_named_apart(tmp_path: Path) -> None:
+    """The summary, the metrics and the chart count the main graph; nodes in If bodies are said apart, and the
+    levels say how many nodes the bodies hold before and after ORT's optimizer."""
+    from core.decode.decoder import decode_model
+    from core.model.intake import describe_files
+    from tests import wild
+
+    path = builders.write(wild.vad_model(), tmp_path / "vad.onnx")
+    result = partition_model(str(path), simulate=["nnapi"])
+    real, simulated = result.reports
+    assert (
+        real.summary
+        == "6 nodes in the main graph: 6 on CPU; 3 more in subgraphs, with the provider of the node that holds them"
+    )
+    assert sum(real.providers.values()) == 6 == result.node_count
+    assert sum(simulated.providers.values()) == 6 and "partitions" in simulated.summary
+    levels = optimize_levels(str(path), str(tmp_path / "levels"), ["disable", "all"])
+    assert levels.original_subgraph_nodes == 3 and levels.levels[0].subgraph_nodes == 3
+    for name, model in (("det", wild.detector_model()), ("vad", wild.vad_model()), ("ir3", wild.ir3_model())):
+        file = builders.write(model, tmp_path / f"{name}.onnx")
+        assert describe_files([str(file)]).parameter_count == decode_model(str(file)).parameter_count, name
