@@ -14,8 +14,9 @@ $(VENV)/.runtime: requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	@touch $@
 
-$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+$(VENV)/.dev: requirements-dev.txt requirements-models.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	@touch $@
 
 run: $(VENV)/.runtime sandbox

@@ -294,7 +294,8 @@ def headline(report: BenchReport) -> str:
             )
         return (
             f"Noisy run: {name} was {claim} {report.baseline} (95 % CI; {ms}). The timings varied too much to give "
-            "one number: the machine was busy. Run again when it is quieter."
+            "one number (another process may have used the CPU, or the run was short). Run again, with more calls "
+            "or on a quieter machine."
         )
     if low <= 1 <= high:
         return f"{name} and {report.baseline} are as fast as each other here: 95 % CI {low:.2f}–{high:.2f}× ({ms})"

@@ -41,6 +41,8 @@ IMAGE_CHANNELS = {1, 2, 3, 4}
 CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
 _SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
 _MASK = re.compile(r"mask", re.I)
+_AUDIO = re.compile(r"audio|wav|speech|pcm|waveform|samples|signal", re.I)
+_STATE = re.compile(r"state|hidden|^h0?$|^c0?$|^h_|^c_", re.I)
 _ZEROS = re.compile(r"token_?type|segment", re.I)
 
 
@@ -130,6 +132,30 @@ def _image_layout(shape: list[int | str]) -> str:
     return ""
 
 
+def _state_batch(spec: TensorSpec, axis: int, record: ModelRecord) -> bool:
+    """An unnamed axis 1 of a recurrent state ([layers × directions, batch, hidden], as ONNX's LSTM and GRU
+    keep it) while another input has its batch on axis 0."""
+    shape = spec.shape or []
+    return (
+        axis == 1
+        and len(shape) == 3
+        and isinstance(shape[0], int)
+        and 0 < shape[0] <= 8
+        and isinstance(shape[2], int)
+        and shape[2] > 0
+        and any(s is not spec and s.shape and len(s.shape) > 1 and _is_free(s.shape[0]) for s in record.inputs)
+    )
+
+
+def _is_audio(record: ModelRecord) -> bool:
+    """A model of audio: an integer sample-rate input, a float [batch, samples] input named like audio, or one
+    beside a recurrent state (a streaming model)."""
+    rate = any(_SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
+    waves = [s for s in record.inputs if s.dtype.startswith("float") and s.shape is not None and len(s.shape) == 2]
+    state = any(_STATE.search(s.name) and s.shape is not None and len(s.shape) == 3 for s in record.inputs)
+    return rate or bool(waves and (state or any(_AUDIO.search(s.name) for s in waves)))
+
+
 def _free_dim_default(spec: TensorSpec, axis: int, record: ModelRecord, audio: bool) -> tuple[int, str]:
     """The value of free dim ``axis`` of ``spec`` when nothing else gives it one, and why."""
     shape = spec.shape or []
@@ -169,7 +195,7 @@ def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) ->
     """The default plan for ``record`` (an ONNX model): see the module's docstring. Free dims that share a
     name get one value; the PyTorch original's example sizes win where there is one."""
     batch = _batch_symbols(record.inputs)
-    audio = any(_SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
+    audio = _is_audio(record)
     torch_inputs = torch_record.inputs if torch_record is not None else []
     chosen: dict[str, tuple[int, str]] = {}  # symbol -> (value, why): shared names move together
     plan = []
@@ -185,6 +211,11 @@ def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) ->
             if (symbol is not None and symbol in batch) or (axis == 0 and symbol is None and len(spec.shape or []) > 1):
                 batch_axis = axis if batch_axis is None else batch_axis
                 value, why = 1, "batch: 1 (the sweep changes it)"
+            elif symbol is None and batch_axis is None and _state_batch(spec, axis, record):
+                batch_axis, value = axis, 1
+                why = (
+                    "batch: 1, on axis 1 as a recurrent state keeps it ([layers, batch, hidden]; the sweep changes it)"
+                )
             elif symbol is not None and symbol in chosen:
                 value, why = chosen[symbol]
                 why = f"{why} (the same '{symbol}' as another input)" if "same" not in why else why

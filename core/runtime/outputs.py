@@ -20,11 +20,19 @@ class OutputDiff:
 
 
 def flatten_outputs(out: Any) -> list[Any]:
-    """A model call's outputs (a tensor, a tuple, a list or a dict of them) as a list of numpy arrays."""
+    """A model call's outputs (a tensor, a tuple, a list or a dict of them) as a list of numpy arrays. A
+    sequence of maps (scikit-learn's ZipMap: one {class: probability} per row) becomes a [rows, classes] array."""
     if isinstance(out, dict):
         out = list(out.values())
     items = list(out) if isinstance(out, (tuple, list)) else [out]
-    return [t.detach().cpu().numpy() if hasattr(t, "detach") else t for t in items]
+    return [_array(t.detach().cpu().numpy() if hasattr(t, "detach") else t) for t in items]
+
+
+def _array(item: Any) -> Any:
+    if isinstance(item, list) and item and all(isinstance(row, dict) for row in item):
+        keys = sorted(item[0], key=str)
+        return [[float(row.get(k, math.nan)) for k in keys] for row in item]
+    return item
 
 
 def compare_outputs(

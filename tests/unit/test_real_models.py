@@ -1,0 +1,56 @@
+"""Real third-party models through the input plan, the benchmark and quantization: the numbers must mean
+something (an image of a real size, a sample rate of 16 kHz, a state that follows the batch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from core.bench.benchmark import run_benchmark
+from core.model.inputs import plan_inputs
+from core.model.intake import describe_files
+from core.quantize import quantize_model
+from tests.real_models import real_model
+
+
+def _plan(name: str):  # type: ignore[no-untyped-def]
+    record = describe_files([str(real_model(name))])
+    return record, plan_inputs(record)
+
+
+def test_silero_vad_runs_at_16_khz_and_sweeps_its_state_with_the_batch() -> None:
+    for name in ("silero_vad", "silero_vad_half"):
+        record, plan = _plan(name)
+        shapes = {s.name: (s.shape, s.batch_axis) for s in plan}
+        assert shapes["input"] == ([1, 512], 0) and shapes["state"] == ([2, 1, 128], 1), (name, shapes)
+        if name == "silero_vad":
+            sr = next(s for s in plan if s.name == "sr")
+            assert (sr.kind, sr.low) == ("constant", 16000)
+        report = run_benchmark(record.path, plan, batches=[1, 4], threads=[1], iterations=5, warmup=1)
+        assert sorted({r.batch for r in report.results}) == [1, 4]
+
+
+def test_the_ocr_detector_and_classifier_get_real_image_sizes() -> None:
+    _, (det,) = _plan("ocr_det")
+    assert det.shape == [1, 3, 640, 640] and det.batch_axis == 0 and "detector" in det.free[1].why
+    _, (cls,) = _plan("ocr_cls")
+    assert cls.shape == [1, 3, 224, 224] and cls.batch_axis == 0 and "classifier" in cls.free[1].why
+
+
+def test_the_ocr_classifier_with_constant_weights_is_quantized(tmp_path: Path) -> None:
+    record, plan = _plan("ocr_cls")
+    report = quantize_model(
+        record.path, str(tmp_path), plan, ["dynamic-qint8", "fp16"], calibration_count=2, held_out=2,
+        iterations=5, warmup=1, threads=1,
+    )  # fmt: skip
+    assert any("initializers first" in n for n in report.notes)
+    dynamic, fp16 = report.variants[1], report.variants[2]
+    assert not dynamic.error and dynamic.integer_ops, dynamic.error
+    assert not fp16.error and fp16.accuracy_ok is not None
+    assert report.recommended is None or next(v for v in report.variants if v.key == report.recommended).accuracy_ok
+
+
+def test_a_classic_ml_model_with_a_map_output_is_benchmarked() -> None:
+    record, plan = _plan("iris")
+    assert [s.shape for s in plan] == [[3, 2]] and plan[0].batch_axis is None
+    report = run_benchmark(record.path, plan, threads=[1], iterations=5, warmup=1)
+    assert all(r.max_abs_diff == 0.0 for r in report.results)
