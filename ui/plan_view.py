@@ -98,7 +98,13 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
         st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
     except WorkbenchError as exc:
         show_error(exc)
-    st.caption(" · ".join(f"{md_escape(s.name, 80)}: {md_escape(describe_values(s), 160)}" for s in plan))
+    st.caption(
+        "Runs on: "
+        + " · ".join(
+            f"{md_escape(s.name, 80)} {'×'.join(map(str, s.shape)) or 'scalar'}, {md_escape(describe_values(s), 160)}"
+            for s in plan
+        )
+    )
     free = _free_dims(plan)
     if not free.empty:
         unset = [f"'{r.input}' axis {r.axis}" for r in free.itertuples() if str(r.why).startswith("no hint")]

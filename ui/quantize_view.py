@@ -71,13 +71,10 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     st.caption(f"Accuracy tolerance: {md_escape(report.tolerance, 400)}. A variant outside it is never recommended.")
     for v in report.variants:
         if v.kept_float32:
-            kept = ", ".join(v.kept_float32[:12]) + (
-                f" and {len(v.kept_float32) - 12} more" if len(v.kept_float32) > 12 else ""
+            kept = "; ".join(v.kept_float32[:12]) + (
+                f"; and {len(v.kept_float32) - 12} more" if len(v.kept_float32) > 12 else ""
             )
-            st.caption(
-                f"{md_escape(v.label)} keeps {len(v.kept_float32)} node(s) in float32, because their values on the "
-                f"calibration inputs leave float16's range (±65,504): {md_escape(kept, 600)}."
-            )
+            st.caption(f"{md_escape(v.label)} keeps in float32: {md_escape(kept, 800)}.")
         if v.size_note:
             st.caption(f"{md_escape(v.label)}: {md_escape(v.size_note, 600)}")
     for note in report.notes:

@@ -257,8 +257,9 @@ def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult]
     noisy = [r.label for r in results if r.noisy]
     if noisy:
         notes.append(
-            f"Noisy: the 95 % interval of the median is wider than ±{NOISY * 50:.0f} % for {', '.join(noisy)}. "
-            "Another process may be using the CPU; run again, or with more iterations."
+            f"Noisy: the 95 % interval of the median is wider than ±{NOISY * 50:.0f} % for {', '.join(noisy)}, so "
+            "the headline gives the interval, not one number. Another process may have used the CPU, or the run "
+            "was short: run again, with more calls or on a quieter machine."
         )
     return results, baseline_name
 
@@ -292,11 +293,7 @@ def headline(report: BenchReport) -> str:
                 if best.speedup >= 1
                 else f"between {1 / high:.1f}× and {1 / low:.1f}× slower than"
             )
-        return (
-            f"Noisy run: {name} was {claim} {report.baseline} (95 % CI; {ms}). The timings varied too much to give "
-            "one number (another process may have used the CPU, or the run was short). Run again, with more calls "
-            "or on a quieter machine."
-        )
+        return f"Noisy run: {name} was {claim} {report.baseline} (95 % CI; {ms})"
     if low <= 1 <= high:
         return f"{name} and {report.baseline} are as fast as each other here: 95 % CI {low:.2f}–{high:.2f}× ({ms})"
     if best.speedup >= 1:

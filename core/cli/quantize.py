@@ -77,7 +77,7 @@ def _print(out: Path, report: QuantizeReport) -> None:
     verdict = "within" if variant.accuracy_ok else f"OUT OF TOLERANCE ({variant.accuracy_note})"
     print(f"  tolerance {verdict}: {report.tolerance}")
     if variant.kept_float32:
-        print(f"  float32   kept for range: {', '.join(variant.kept_float32)}")
+        print(f"  float32   kept: {'; '.join(variant.kept_float32)}")
     if variant.size_note:
         print(f"  size note {variant.size_note}")
     print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))

@@ -75,8 +75,8 @@ def recommend(report: QuantizeReport) -> tuple[str | None, str]:
     passing = [v for v in measured if v.accuracy_ok]
     if not passing:
         return None, (
-            f"No variant stayed within the tolerance ({report.tolerance}); keep the float32 model. "
-            "Static INT8 with real calibration data, or FP16 with more ops kept in float32, may do better."
+            "No variant stayed within the accuracy tolerance: keep the float32 model (static INT8 with real "
+            "calibration data may do better)."
         )
     faster = [v for v in passing if v.speedup_low is not None and v.speedup_low > 1.0]
     if faster:

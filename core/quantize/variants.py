@@ -132,13 +132,21 @@ def make_variant(
 FP16_MAX = 65504.0
 
 
+# ops whose float16 arithmetic can lose a model's accuracy (normalizations, reductions, exponentials): kept in
+# float32 when the plain conversion's outputs are out of tolerance on the calibration inputs
+SENSITIVE_OPS = [
+    "BatchNormalization", "InstanceNormalization", "LayerNormalization", "GroupNormalization", "Softmax",
+    "LogSoftmax", "ReduceMean", "ReduceSum", "ReduceSumSquare", "Pow", "Sqrt", "Exp", "Log", "Erf",
+]  # fmt: skip
+
+
 def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dict[str, Any]], large: bool) -> list[str]:
-    """ORT's float16 converter, with its block list of ops that have no float16 kernel, and every node whose
-    float32 values on the calibration inputs leave float16's range (and the nodes that read them) kept in
-    float32; returns those nodes as "op 'name'"."""
+    """ORT's float16 converter with its block list of ops that have no float16 kernel; every node whose float32
+    values on the calibration inputs leave float16's range (and the nodes that read them) kept in float32; and
+    when the outputs are then still out of tolerance on those inputs, the numerically sensitive ops too.
+    Returns what was kept in float32, and why."""
     import onnx
-    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
-    from onnxruntime.transformers.onnx_model import OnnxModel
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST
 
     model = onnx.load_model(str(source))
     if not any(t.data_type == 1 for t in model.graph.initializer) and not any(
@@ -147,17 +155,62 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
         raise QuantizeError("The model has no float32 weights to convert; it may already be in float16.")
     for index, node in enumerate(model.graph.node):
         node.name = node.name or f"{node.op_type}_{index}"  # the converter blocks nodes by name
-    blocked = _out_of_range(model, feeds) if feeds and not large else []
+    checked = bool(feeds) and not large
+    blocked = _out_of_range(model, feeds) if checked else []
+    original = model.SerializeToString()
+    converted = _convert(onnx.load_from_string(original), keep_io_types, DEFAULT_OP_BLOCK_LIST, blocked)
+    sensitive = Counter(n.op_type for n in model.graph.node if n.op_type in SENSITIVE_OPS)
+    retried = checked and bool(sensitive) and not _agrees(original, converted, feeds[:1])
+    if retried:
+        converted = _convert(
+            onnx.load_from_string(original), keep_io_types, DEFAULT_OP_BLOCK_LIST + SENSITIVE_OPS, blocked
+        )
+    onnx.save_model(converted, str(target), save_as_external_data=large)
+    ops = {n.name: n.op_type for n in model.graph.node}
+    kept = [f"{ops[name]} '{name}' (its values leave float16's range)" for name in blocked]
+    if retried:
+        kept += [f"{op} ×{n} (numerically sensitive: float16 lost the accuracy)" for op, n in sensitive.items()]
+    return kept
+
+
+def _convert(model: Any, keep_io_types: bool, op_block_list: list[str], node_block_list: list[str]) -> Any:
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
     converted = OnnxModel(
         convert_float_to_float16(
-            model, keep_io_types=keep_io_types, op_block_list=DEFAULT_OP_BLOCK_LIST, node_block_list=blocked
+            model, keep_io_types=keep_io_types, op_block_list=op_block_list, node_block_list=node_block_list
         )
     )
-    _drop_round_trips(converted.model, set(blocked))
+    _drop_round_trips(converted.model, set(node_block_list))
     converted.topological_sort()  # the converter appends its input Casts at the end; the checker wants order
-    onnx.save_model(converted.model, str(target), save_as_external_data=large)
-    ops = {n.name: n.op_type for n in model.graph.node}
-    return [f"{ops[name]} '{name}'" for name in blocked]
+    return converted.model
+
+
+def _agrees(original: bytes, converted: Any, feeds: list[dict[str, Any]]) -> bool:
+    """Whether the converted model's outputs stay close to the original's on ``feeds`` (cosine ≥ 0.99 and a
+    mean error within 10 % of the outputs' mean magnitude)."""
+    import numpy as np
+    import onnxruntime as ort
+
+    reference = ort.InferenceSession(original, providers=["CPUExecutionProvider"])
+    half = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    for feed in feeds:
+        typed = {
+            i.name: feed[i.name].astype(np.float16) if i.type == "tensor(float16)" else feed[i.name]
+            for i in half.get_inputs()
+        }
+        pairs = zip(reference.run(None, feed), half.run(None, typed), strict=True)
+        arrays = [(np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()) for a, b in pairs]
+        a = np.concatenate([x for x, _ in arrays if x.dtype.kind == "f"] or [np.zeros(0)])
+        b = np.concatenate([y for _, y in arrays if y.dtype.kind == "f"] or [np.zeros(0)])
+        if not a.size:
+            continue
+        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+        cosine = float(a @ b) / norm if norm > 0 else float(np.array_equal(a, b))
+        if not (cosine >= 0.99 and float(np.abs(a - b).mean()) <= 0.1 * max(float(np.abs(a).mean()), 1e-12)):
+            return False
+    return True
 
 
 def _drop_round_trips(model: Any, blocked: set[str]) -> None:
