@@ -24,6 +24,14 @@ def _speedup(v: Variant) -> str:
     return f"{v.speedup:.2f}× ({v.speedup_low:.2f}–{v.speedup_high:.2f})"
 
 
+_ACCURACY_FORMATS = {
+    "max abs error": "{:.2e}",
+    "mean abs error": "{:.2e}",
+    "cosine": "{:.6f}",
+    "top-1 agreement": "{:.0%}",
+}
+
+
 def _verdict(v: Variant) -> str:
     if v.key == "fp32":
         return "(reference)"
@@ -85,6 +93,10 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         st.markdown("**Size against latency**: lower left is better; the colour is the agreement with float32.")
         st.plotly_chart(quantize_figure(chart), key=f"{key}_chart", config={"displaylogo": False})
     table = frame.drop(columns=["size_mb"]).rename(columns={"median_ms": "median ms", "p90_ms": "p90 ms"})
+    for column, form in _ACCURACY_FORMATS.items():  # the reference row has no error: say so, not "None"
+        table[column] = [
+            "(reference)" if i == 0 else ("—" if pd.isna(v) else form.format(v)) for i, v in enumerate(table[column])
+        ]
     st.dataframe(
         table,
         hide_index=True,
@@ -93,10 +105,6 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
             "smaller": st.column_config.NumberColumn("× smaller", format="%.2f×"),
             "median ms": st.column_config.NumberColumn(format="%.3f"),
             "p90 ms": st.column_config.NumberColumn(format="%.3f"),
-            "max abs error": st.column_config.NumberColumn(format="%.2e"),
-            "mean abs error": st.column_config.NumberColumn(format="%.2e"),
-            "cosine": st.column_config.NumberColumn(format="%.6f"),
-            "top-1 agreement": st.column_config.NumberColumn(format="percent"),
         },
     )
     st.caption(

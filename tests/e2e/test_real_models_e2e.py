@@ -33,7 +33,7 @@ def _quantize(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_label("Held-out samples for accuracy").fill("2")
     page.get_by_label("Generated calibration samples").fill("2")
     page.get_by_role("button", name="Quantize and compare").click()
-    page.get_by_text("Accuracy tolerance").wait_for(timeout=300_000)
+    page.get_by_text("Accuracy tolerance:", exact=False).first.wait_for(timeout=300_000)
     wait_idle(page, timeout=300_000)
 
 
