@@ -20,13 +20,18 @@ _FORMAT_HELP = {
 }
 
 
+def _breakable(shape: str) -> str:
+    """A long shape (converters name dims like "p2o.DynamicDimension.0") may wrap after each ×."""
+    return shape.replace("×", "×\u200b") if len(shape) > 24 else shape
+
+
 def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
     """One row per input or output: name, dtype, shape, dynamic axes."""
     return pd.DataFrame(
         {
             "name": [s.name for s in specs],
             "dtype": [s.dtype for s in specs],
-            "shape": [format_shape(s.shape) for s in specs],
+            "shape": [_breakable(format_shape(s.shape)) for s in specs],
             "dynamic axes": [", ".join(f"{v} (axis {k})" for k, v in s.dynamic_axes.items()) for s in specs],
         }
     )
@@ -51,7 +56,9 @@ def model_card(record: ModelRecord) -> None:
         cols[2].metric("Opset", str(record.opset) if record.opset is not None else "—")
         cols[3].metric("Nodes", f"{record.node_count:,}" if record.node_count is not None else "—")
         signature_tables(record.inputs, record.outputs)
-        details = {"sha256": record.id}
+        st.caption("sha256 of the model's bytes (its identity in the history and the caches)")
+        st.code(record.id, language=None)
+        details: dict[str, str] = {}
         if record.ir_version is not None:
             details["ir_version"] = str(record.ir_version)
         if record.producer:
@@ -60,9 +67,10 @@ def model_card(record: ModelRecord) -> None:
             details["architecture"] = record.architecture
         if record.external_data:
             details["external data"] = ", ".join(record.external_data)
-        st.table(
-            escaped_frame(pd.DataFrame({"field": list(details), "value": list(details.values())})), hide_index=True
-        )
+        if details:
+            st.table(
+                escaped_frame(pd.DataFrame({"field": list(details), "value": list(details.values())})), hide_index=True
+            )
         for note in record.notes:
             st.markdown(f"- {md_escape(note, 400)}")
         if record.architecture_matches:

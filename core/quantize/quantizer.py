@@ -122,7 +122,8 @@ def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Pat
     try:
         quant_pre_process(str(source), str(pre), save_as_external_data=large)
     except Exception as exc:
-        notes.append(f"ORT's pre-processing failed ({str(exc)[:300]}); static variants use the model as it is.")
+        reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        notes.append(f"ORT's pre-processing failed ({reason}); static variants use the model as it is.")
         return source
     return pre
 

@@ -42,11 +42,15 @@ class Rewrite:
     def text(self) -> str:
         if self.kind == "removed" and self.before == ["Constant"]:
             return "Constant removed (its value became a weight)"
+        # Constant nodes that held a fused node's weights are named by count, not one by one
+        ops = [op for op in self.before if op != "Constant"] or self.before
+        folded = len(self.before) - len(ops)
+        extra = f" ({folded} Constant{'s' * (folded != 1)} folded in)" if folded else ""
         if self.kind == "removed":
-            return f"{' + '.join(self.before)} removed"
+            return f"{' + '.join(ops)} removed{extra}"
         if self.kind == "added":
             return f"{' + '.join(self.after)} added"
-        return f"{' + '.join(self.before)} → {' + '.join(self.after)}"
+        return f"{' + '.join(ops)} → {' + '.join(self.after)}{extra}"
 
 
 def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:

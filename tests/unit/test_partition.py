@@ -255,3 +255,11 @@ def test_counts_agree_and_subgraphs_are_named_apart(tmp_path: Path) -> None:
     for name, model in (("det", wild.detector_model()), ("vad", wild.vad_model()), ("ir3", wild.ir3_model())):
         file = builders.write(model, tmp_path / f"{name}.onnx")
         assert describe_files([str(file)]).parameter_count == decode_model(str(file)).parameter_count, name
+
+
+def test_rewrites_name_folded_constants_by_count() -> None:
+    from core.runtime.optimize import Rewrite
+
+    fused = Rewrite("fused", ["Constant", "Conv", "Constant", "Relu"], ["com.microsoft:FusedConv"], [], [])
+    assert fused.text == "Conv + Relu → com.microsoft:FusedConv (2 Constants folded in)"
+    assert Rewrite("removed", ["Constant"], [], [], []).text == "Constant removed (its value became a weight)"
