@@ -13,9 +13,12 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.model import ModelRecord
+from core.model.data import NORMALISATIONS, image_layout
 from core.model.inputs import VALUE_KINDS, BenchInput, describe_values, plan_inputs, resolve_free_dims
 from core.model.shapes import parse_dims
-from ui.jobs import show_error
+from core.workspace import safe_filename
+from ui import session
+from ui.jobs import run_with_status, show_error
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["input_plan", "plan_section"]
@@ -73,6 +76,47 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
     )
 
 
+def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
+    """For each image-shaped input: a real image instead of noise (decoded and resized in the worker)."""
+    images = [spec for spec in plan if image_layout(spec)]
+    if not images:
+        return
+    with st.expander("Use a real image for " + ", ".join(f"'{md_escape(s.name, 60)}'" for s in images)):
+        st.caption(
+            "A detector measured on noise finds nothing, and its quantized variants are judged on nothing: an image "
+            "gives numbers that mean something. It is resized to the plan's size and normalised as you choose."
+        )
+        spec = (
+            images[0]
+            if len(images) == 1
+            else next(
+                s for s in images if s.name == st.selectbox("Input", [s.name for s in images], key=f"{key}_image_input")
+            )
+        )
+        normalise = st.selectbox(
+            "Normalisation",
+            list(NORMALISATIONS),
+            format_func=lambda k: NORMALISATIONS[k][0],
+            key=f"{key}_normalise",
+            help="What the model was trained on: most ImageNet classifiers and Paddle models use ImageNet's; "
+            "YOLO-style detectors take [0, 1].",
+        )
+        upload = st.file_uploader("Image (PNG, JPEG, BMP, WebP)", key=f"{key}_image_{record.id[:12]}")
+        if upload is not None and st.button("Use this image", key=f"{key}_use_image"):
+            folder = session.workspace().new_folder("inputs")
+            source = folder / safe_filename(upload.name or "image")
+            source.write_bytes(upload.getvalue())
+            args = {"image": str(source), "spec": spec, "out_dir": str(folder), "normalise": normalise}
+            try:
+                made: BenchInput = run_with_status("inputs.image", args, "Reading the image")
+            except WorkbenchError as exc:
+                show_error(exc)
+                return
+            plans = st.session_state[_PLANS]
+            plans[record.id] = [made if s.name == made.name else s for s in plans[record.id]]
+            st.rerun()
+
+
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:
     """The plan's table, editable; returns the plan the page should run with."""
     plan = input_plan(record, torch_record)
@@ -118,6 +162,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
                     600,
                 )
             )
+    _image_uploads(record, plan, key)
     if any(s.shape == [] for s in plan):
         st.caption("Inputs of shape [] are scalars: " + ", ".join(md_escape(s.name, 80) for s in plan if s.shape == []))
     return plan

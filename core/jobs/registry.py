@@ -121,5 +121,6 @@ JOBS = JobRegistry(
         Job("bench.run", "core.bench.benchmark:run_benchmark", exclusive=True),
         Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True),
         Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
+        Job("inputs.image", "core.model.data:image_input"),
     ]
 )

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.access import ReadPath
 from core.errors import BenchmarkError
 from core.model.records import ModelRecord, TensorSpec
 
@@ -36,6 +37,7 @@ VALUE_KINDS = {
     "uniform": "random uniform in [low, high)",
     "integers": "random integers in [low, high)",
     "constant": "one value everywhere",
+    "data": "real data (an image or an array you gave)",
 }
 IMAGE_CHANNELS = {1, 2, 3, 4}
 CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
@@ -69,6 +71,7 @@ class BenchInput:
     high: float = 10.0
     free: list[FreeDim] = field(default_factory=list)  # the dims the model left open
     why: str = ""  # why the values are what they are ("the vocabulary of the embedding it indexes")
+    data: ReadPath = ""  # values "data": an .npy of the input at batch 1 (made by core.model.data)
 
     @property
     def kind(self) -> str:
@@ -80,6 +83,8 @@ class BenchInput:
 def describe_values(spec: BenchInput) -> str:
     """How the values are made, in a few words."""
     kind = spec.kind
+    if kind == "data":
+        return f"real data: {spec.why}" if spec.why else "real data"
     if kind == "constant":
         value = f"{spec.low:g}" if spec.dtype != "bool" else ("true" if spec.low else "false")
         text = f"all {value}"
@@ -252,6 +257,25 @@ def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[Benc
     return plan
 
 
+def _data(spec: BenchInput, dtype: Any, batch: int) -> Any:
+    """The input's real data (an .npy at batch 1), repeated along the batch axis for a larger batch."""
+    import numpy as np
+
+    if not spec.data:
+        raise BenchmarkError(f"Input '{spec.name}' takes real data, and none was given; choose other values.")
+    try:
+        array = np.load(spec.data, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise BenchmarkError(f"The data for input '{spec.name}' could not be read ({exc}); give it again.") from exc
+    if list(array.shape) != list(spec.shape):
+        raise BenchmarkError(
+            f"The data for input '{spec.name}' has shape {list(array.shape)}, and the plan says {spec.shape}."
+        )
+    if spec.batch_axis is not None and batch != array.shape[spec.batch_axis]:
+        array = np.repeat(array, batch, axis=spec.batch_axis)
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
 def _numpy_dtype(dtype: str) -> str:
     return {"bfloat16": "float32", "string": "str"}.get(dtype, dtype)
 
@@ -273,7 +297,9 @@ def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str,
         if dtype.kind not in "fbiu":
             raise BenchmarkError(f"Input '{spec.name}' has dtype {spec.dtype}, which cannot be generated here.")
         kind = spec.kind
-        if kind == "constant":
+        if kind == "data":
+            arrays[spec.name] = _data(spec, dtype, batch)
+        elif kind == "constant":
             arrays[spec.name] = np.full(shape, spec.low, dtype=dtype)
         elif dtype.kind == "b":
             arrays[spec.name] = np.asarray(rng.random(shape) > 0.5)  # an array even for a 0-d shape

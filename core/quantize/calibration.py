@@ -186,6 +186,12 @@ def split_data(
         "Calibration used generated inputs: static quantization's scales are only as good as the data they "
         "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
     )
+    fixed = [s.name for s in specs if s.kind == "data"]
+    if fixed:
+        notes.append(
+            f"{_listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
+            "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
+        )
     return CalibrationData(
         _generated(specs, count, seed),
         _generated(specs, held_out, other_seed),

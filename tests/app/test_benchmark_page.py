@@ -64,3 +64,31 @@ def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPa
 def test_history_without_runs_points_to_the_benchmark() -> None:
     at = open_page("history", timeout=120)
     assert any("No benchmark runs yet" in i.value for i in at.info)
+
+
+def test_a_detector_is_benchmarked_on_a_real_image_at_its_plans_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from tests import wild
+
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("benchmark", ("det.onnx", wild.detector_model().SerializeToString()), timeout=300)
+    assert any("x 1×3×640×640, random normal" in c.value.replace("\\", "") for c in at.caption)  # never 1×1
+    buffer = io.BytesIO()
+    Image.fromarray(np.full((100, 150, 3), 200, np.uint8)).save(buffer, format="PNG")
+    record = at.session_state["model"]
+    at.file_uploader(key=f"bench_plan_image_{record.id[:12]}").set_value(("photo.png", buffer.getvalue(), "image/png"))
+    at.run()
+    at.button(key="bench_plan_use_image").click().run()
+    assert not at.exception
+    assert any("real data: photo.png, 150×100 resized to 640×640" in c.value.replace("\\", "") for c in at.caption)
+    at.number_input(key="bench_iters").set_value(10)
+    at.number_input(key="bench_warmup").set_value(1)
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    assert not at.exception
+    used = at.session_state["bench"][1].settings["inputs"]["x"]
+    assert used["shape"] == [1, 3, 640, 640] and used["values"].startswith("real data: photo.png")

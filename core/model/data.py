@@ -1,0 +1,67 @@
+"""Real data for the input plan: an image made into an image-shaped input, in the worker (the image file is
+untrusted bytes like any upload), with the resize and the normalisation stated."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from core.access import ReadPath, WritePath
+from core.errors import BenchmarkError
+from core.model.inputs import BenchInput
+
+__all__ = ["NORMALISATIONS", "image_input", "image_layout"]
+
+MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
+# key -> (what the page says, mean, std) over values scaled to [0, 1]
+NORMALISATIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
+    "imagenet": ("scaled to [0, 1], then ImageNet's mean and std", (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    "unit": ("scaled to [0, 1]", (0.0,), (1.0,)),
+    "signed": ("scaled to [-1, 1]", (0.5,), (0.5,)),
+    "raw": ("pixel values 0–255", (0.0,), (1 / 255,)),
+}
+
+
+def image_layout(spec: BenchInput) -> str:
+    """ "NCHW" or "NHWC" when ``spec`` (a float input of rank 4 with 1–4 channels) can take an image, else ""."""
+    shape = spec.shape
+    if len(shape) != 4 or not spec.dtype.startswith("float"):
+        return ""
+    if shape[1] in (1, 3, 4):
+        return "NCHW"
+    if shape[3] in (1, 3, 4):
+        return "NHWC"
+    return ""
+
+
+def image_input(image: ReadPath, spec: BenchInput, out_dir: WritePath, normalise: str = "imagenet") -> BenchInput:
+    """``spec`` with its values taken from ``image``: decoded, converted to the input's channels, resized to its
+    height and width, normalised, written as an .npy in ``out_dir``. Runs in the worker."""
+    import numpy as np
+    from PIL import Image
+
+    layout = image_layout(spec)
+    if not layout:
+        raise BenchmarkError(f"Input '{spec.name}' ({spec.dtype}, {spec.shape}) is not shaped like an image.")
+    if normalise not in NORMALISATIONS:
+        raise BenchmarkError(f"Unknown normalisation {normalise!r}; choose from {', '.join(NORMALISATIONS)}.")
+    channels = spec.shape[1] if layout == "NCHW" else spec.shape[3]
+    height, width = (spec.shape[2], spec.shape[3]) if layout == "NCHW" else (spec.shape[1], spec.shape[2])
+    Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
+    try:
+        with Image.open(image) as opened:
+            size = opened.size
+            if size[0] * size[1] > MAX_IMAGE_PIXELS:
+                raise BenchmarkError(f"The image is {size[0]}×{size[1]}; at most {MAX_IMAGE_PIXELS:,} pixels are read.")
+            mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
+            pixels = np.asarray(opened.convert(mode).resize((width, height), Image.Resampling.BILINEAR), np.float32)
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
+        raise BenchmarkError(f"The file could not be read as an image ({type(exc).__name__}: {exc}).") from None
+    label, mean, std = NORMALISATIONS[normalise]
+    scaled = pixels.reshape(height, width, channels).astype(np.float64) / 255.0
+    scaled = (scaled - np.resize(np.asarray(mean), channels)) / np.resize(np.asarray(std), channels)
+    array = scaled.transpose(2, 0, 1)[None] if layout == "NCHW" else scaled[None]
+    target = Path(out_dir) / f"{spec.name.replace('/', '_')[:60]}.npy"
+    np.save(target, array.astype(spec.dtype))
+    why = f"{Path(image).name}, {size[0]}×{size[1]} resized to {width}×{height} (bilinear), {label}"
+    return dataclasses.replace(spec, values="data", data=str(target), why=why)
