@@ -7,6 +7,7 @@ import streamlit as st
 from core.errors import ExportError, WorkbenchError
 from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, choose_exporter, default_options
 from core.model import format_shape
+from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.shapes import parse_dims
 from ui import session
 from ui.export_view import kept_report, run_export, show_report
@@ -84,7 +85,20 @@ st.markdown("**Inputs**: the example shape, and which axes may change at run tim
 problems: list[str] = []
 shapes: dict[str, list[int]] = {}
 dynamic: dict[str, dict[str, str]] = {}
+values: dict[str, float] = {}
 for spec in source.inputs:
+    if spec.dtype in SCALAR_TYPES:  # a Python int, float or bool argument: a value, not a shape
+        shapes[spec.name] = []
+        values[spec.name] = float(
+            st.number_input(
+                f"Value of '{md_escape(spec.name)}' (a Python {spec.dtype})",
+                value=float(defaults.input_values.get(spec.name, scalar_default(spec.name, spec.dtype))),
+                key=f"value_{tag}_{spec.name}",
+                help="The example value the export and its checks run with. A scripted model keeps the argument "
+                "as a graph input (an If picks the branch at run time); a traced one bakes this value in.",
+            )
+        )
+        continue
     text = st.text_input(
         f"Shape of '{md_escape(spec.name)}' ({spec.dtype})",
         value=",".join(map(str, defaults.input_shapes.get(spec.name, []))),
@@ -127,10 +141,19 @@ for problem in problems:
     st.error(md_escape(problem, 600))
 clicked = st.button("Export", type="primary", disabled=bool(problems), key="export_button")
 
+scalar_dtypes = {s.name: s.dtype for s in source.inputs if s.dtype in SCALAR_TYPES}
 if (st.session_state.pop("export_again", False) or clicked) and not problems:
     options = ExportOptions(
         input_shapes={rename[k]: v for k, v in shapes.items()},
-        input_dtypes={rename[k]: v for k, v in defaults.input_dtypes.items() if k in rename},
+        input_dtypes={
+            rename[k]: v
+            for k, v in {
+                **defaults.input_dtypes,
+                **{s.name: s.dtype for s in source.inputs if s.dtype in SCALAR_TYPES},
+            }.items()
+            if k in rename
+        },
+        input_values={rename[k]: v for k, v in values.items()},
         dynamic_axes={rename[k]: v for k, v in dynamic.items()},
         output_names=[n.strip() for n in outputs.split(",") if n.strip()],
         exporter=exporter or "dynamo",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--opset", type=int, help="ONNX opset (default 18)")
     parser.add_argument("--input", action="append", default=[], metavar="NAME=1,3,112,112", help="input shape")
     parser.add_argument(
+        "--value", action="append", default=[], metavar="NAME=16000", help="a Python int, float or bool argument"
+    )
+    parser.add_argument(
         "--dynamic",
         action="append",
         default=[],
@@ -47,8 +51,24 @@ def register(sub: Any) -> None:
 
 def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
     """The model's default export options with the command line's changes."""
-    options = default_options(record, args.exporter)
+    given = dict(parse_input(text) for text in args.input)
+    specs = [
+        dataclasses.replace(s, shape=list[int | str](given[s.name])) if s.shape is None and s.name in given else s
+        for s in record.inputs
+    ]
+    options = default_options(dataclasses.replace(record, inputs=specs), args.exporter)
     options.exporter = args.exporter
+    for text in args.value:
+        name, _, value = text.partition("=")
+        if options.input_dtypes.get(name) not in ("int", "float", "bool"):
+            scalars = [n for n, d in options.input_dtypes.items() if d in ("int", "float", "bool")]
+            raise WorkbenchError(
+                f"--value {name!r}: the model's Python scalar arguments are: {', '.join(scalars) or 'none'}"
+            )
+        try:
+            options.input_values[name] = float(value == "true") if value in ("true", "false") else float(value)
+        except ValueError:
+            raise WorkbenchError(f"--value {text!r}: expected NAME=NUMBER, e.g. sr=16000") from None
     for text in args.input:
         name, shape = parse_input(text)
         if name not in options.input_shapes and len(options.input_shapes) == 1 and record.format == "torchscript":

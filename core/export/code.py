@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from core.export.options import ExportOptions
+from core.export.options import ExportOptions, names_of_tensors
 from core.model.torchload import TorchSource
 
 __all__ = ["dynamic_shapes", "export_example_shapes", "identifier", "reproduce_code"]
@@ -21,7 +21,7 @@ def dynamic_shapes(options: ExportOptions) -> tuple[dict[int, str] | None, ...]:
     """torch.export's dynamic_shapes, one entry per input in order: axis -> a valid identifier, or None."""
     return tuple(
         {int(a): identifier(lbl, f"d{a}") for a, lbl in options.dynamic_axes.get(n, {}).items()} or None
-        for n in options.input_shapes
+        for n in names_of_tensors(options)
     )
 
 
@@ -73,7 +73,10 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
     for name, shape in traced.items():
         dtype = options.input_dtypes.get(name, "float32")
         var = identifier(name, "x")
-        if dtype.startswith("float"):
+        if dtype in ("int", "float", "bool"):  # a Python scalar argument: traced as a constant
+            value = {"int": int, "float": float, "bool": bool}[dtype](options.input_values.get(name, 1.0))
+            lines.append(f"{var} = {value!r}")
+        elif dtype.startswith("float"):
             lines.append(f"{var} = torch.randn({', '.join(map(str, shape))}, dtype=torch.{dtype})")
         else:
             lines.append(f"{var} = torch.randint(0, 10, ({', '.join(map(str, shape))},), dtype=torch.{dtype})")
@@ -84,7 +87,7 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
         f"    {Path(output_path).name!r},",
         f"    dynamo={exporter == 'dynamo'},",
         f"    opset_version={options.opset},",
-        f"    input_names={list(options.input_shapes)!r},",
+        f"    input_names={names_of_tensors(options)!r},",
     ]
     if options.output_names:
         call.append(f"    output_names={options.output_names!r},")

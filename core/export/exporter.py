@@ -21,7 +21,7 @@ from core.access import WritePath
 from core.errors import ExportError
 from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
 from core.export.messages import Collect, explain_export_failure, plain_warnings
-from core.export.options import EXPORTERS, ExportOptions, ExportReport, choose_exporter
+from core.export.options import EXPORTERS, ExportOptions, ExportReport, choose_exporter, names_of_tensors
 from core.export.verify import call_module, describe_changes, load_session, run_trials, static_checks
 from core.model.intake import describe_files
 from core.model.torchload import TorchSource, example_tensors, load_module, module_op_counts
@@ -74,7 +74,8 @@ def _run_export(
 ) -> None:
     import torch
 
-    names = list(options.input_shapes)
+    # torch.export specializes a Python scalar into a constant; a scripted module keeps it as a graph input
+    names = list(options.input_shapes) if exporter == "legacy" else names_of_tensors(options)
     common: dict[str, Any] = {
         "opset_version": options.opset,
         "input_names": names,
@@ -155,7 +156,7 @@ def _export(model: Any, path: Path, exporter: str, options: ExportOptions) -> tu
             ".onnx.data file."
         )
     export_shapes = export_example_shapes(options, exporter)
-    tensors = example_tensors(export_shapes, options.input_dtypes)
+    tensors = example_tensors(export_shapes, options.input_dtypes, values=options.input_values)
     reference = call_module(model, tensors)
     if not options.output_names:
         names = [f"output_{i}" for i in range(len(reference))] if len(reference) > 1 else ["output"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.errors import ExportError
+from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.records import ModelRecord
 from core.runtime.outputs import OutputDiff
 
@@ -17,6 +18,7 @@ __all__ = [
     "ShapeTrial",
     "choose_exporter",
     "default_options",
+    "names_of_tensors",
 ]
 
 # exporter -> (opsets it can be asked for, opsets it really produces as asked, one-line description)
@@ -38,7 +40,8 @@ class ExportOptions:
     """What the user chose on the Export page (JSON-able, so it can travel to the worker)."""
 
     input_shapes: dict[str, list[int]]  # ONNX input name -> shape, in the model's argument order
-    input_dtypes: dict[str, str] = field(default_factory=dict)
+    input_dtypes: dict[str, str] = field(default_factory=dict)  # "int", "float" or "bool": a Python scalar
+    input_values: dict[str, float] = field(default_factory=dict)  # the value of each Python scalar argument
     dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
     output_names: list[str] = field(default_factory=list)
     exporter: str = "dynamo"
@@ -116,11 +119,17 @@ def default_options(record: ModelRecord, exporter: str = "dynamo") -> ExportOpti
         shapes[spec.name] = [d if isinstance(d, int) and d > 0 else 1 for d in spec.shape]
     return ExportOptions(
         input_shapes=shapes,
-        input_dtypes={s.name: s.dtype for s in record.inputs if s.dtype in _TORCH_DTYPES},
+        input_dtypes={s.name: s.dtype for s in record.inputs if s.dtype in _TORCH_DTYPES | SCALAR_TYPES},
+        input_values={s.name: scalar_default(s.name, s.dtype) for s in record.inputs if s.dtype in SCALAR_TYPES},
         dynamic_axes={s.name: dict(s.dynamic_axes) for s in record.inputs if s.dynamic_axes},
         output_names=[s.name for s in record.outputs] if record.format != "torchscript" else [],
         exporter=choose_exporter(record.format, exporter)[0] if record.format in ("torchscript", "pt2") else exporter,
     )
+
+
+def names_of_tensors(options: ExportOptions) -> list[str]:
+    """The arguments that are tensors (graph inputs), in order; Python scalars are traced as constants."""
+    return [n for n in options.input_shapes if options.input_dtypes.get(n) not in SCALAR_TYPES]
 
 
 _TORCH_DTYPES = {"float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool"}

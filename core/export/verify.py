@@ -84,16 +84,34 @@ def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[
     return trials
 
 
+_ORT_INTS = {"tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(bool)": "bool", "tensor(float)": "float32"}
+
+
+def _feed(session: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The ORT feed from the call's arguments, by name (in the arguments' order when the exporter named the
+    inputs its own way). A Python scalar kept as a graph input goes in as a 0-d array of the input's type."""
+    import numpy as np
+
+    graph_inputs = session.get_inputs()
+    named = all(i.name in arguments for i in graph_inputs)
+    values = [arguments[i.name] for i in graph_inputs] if named else list(arguments.values())
+    tensors = [v for v in values if hasattr(v, "detach")] if not named and len(values) > len(graph_inputs) else values
+    return {
+        i.name: v.detach().numpy() if hasattr(v, "detach") else np.asarray(v, dtype=_ORT_INTS.get(i.type, "float32"))
+        for i, v in zip(graph_inputs, tensors, strict=False)
+    }
+
+
 def _trial(
     model: Any, session: Any, options: ExportOptions, label: str, axis: str, shapes: dict[str, list[int]], seed: int
 ) -> ShapeTrial:
     """PyTorch and ONNX Runtime side by side at one set of input shapes."""
-    tensors = example_tensors(shapes, options.input_dtypes, seed=seed)
+    tensors = example_tensors(shapes, options.input_dtypes, seed=seed, values=options.input_values)
     try:
         expected = call_module(model, tensors)
     except Exception as exc:
         return ShapeTrial(label, shapes, False, axis, f"PyTorch itself fails at this shape: {exc}")
-    feed = {i.name: t.detach().numpy() for i, t in zip(session.get_inputs(), tensors, strict=False)}
+    feed = _feed(session, dict(zip(shapes, tensors, strict=True)))
     try:
         produced = session.run(None, feed)
     except Exception as exc:

@@ -19,6 +19,7 @@ from core.model.records import ModelRecord, TensorSpec
 
 __all__ = [
     "ANONYMOUS_DIMS",
+    "SCALAR_TYPES",
     "VALUE_KINDS",
     "BenchInput",
     "FreeDim",
@@ -28,8 +29,10 @@ __all__ = [
     "plan_inputs",
     "plan_summary",
     "resolve_free_dims",
+    "scalar_default",
 ]
 
+SCALAR_TYPES = {"int", "float", "bool"}  # Python scalar arguments of a TorchScript forward()
 ANONYMOUS_DIMS = {"?", "-1", "", "none", "None", "unk", "unknown"}  # names that name nothing: never tied together
 # how values are made -> what the form calls it
 VALUE_KINDS = {
@@ -95,6 +98,11 @@ def describe_values(spec: BenchInput) -> str:
     else:
         text = "random normal (mean 0, sd 1)"
     return f"{text} ({spec.why})" if spec.why else text
+
+
+def scalar_default(name: str, dtype: str) -> float:
+    """The example value of a Python scalar argument: a sample rate of 16000, else 1."""
+    return 16000.0 if dtype == "int" and _SAMPLE_RATE.search(name) else 1.0
 
 
 def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:

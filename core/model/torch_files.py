@@ -177,7 +177,11 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
             f"'{path.name}' is a TorchScript archive that could not be loaded ({str(exc)[:300]})."
         ) from None
     args = module.forward.schema.arguments[1:]
-    inputs = [TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None) for a in args]
+    inputs = [  # a Python scalar argument (int, float, bool) has no shape to give: it is a scalar
+        TensorSpec(a.name, str(a.type), []) if str(a.type) in ("int", "float", "bool") else
+        TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None)
+        for a in args
+    ]  # fmt: skip
     return ModelRecord(
         id=file_sha256(path),
         name=name or path.stem,

@@ -12,7 +12,7 @@ from core.model.records import ModelRecord
 from core.model.torch_files import unwrap_checkpoint
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 __all__ = ["TorchSource", "source_of", "load_module", "module_op_counts"]
 
@@ -81,13 +81,21 @@ def module_op_counts(model: Any) -> dict[str, int]:
     return dict(counts)
 
 
-def example_tensors(shapes: dict[str, list[int]], dtypes: dict[str, str], seed: int = 0) -> list[torch.Tensor]:
-    """Seeded random inputs with these shapes and dtypes (ints in a small range, bools half true)."""
+def example_tensors(
+    shapes: dict[str, list[int]], dtypes: dict[str, str], seed: int = 0, values: dict[str, float] | None = None
+) -> list[Any]:
+    """Seeded random inputs with these shapes and dtypes (ints in a small range, bools half true); a Python
+    scalar argument ("int", "float", "bool") takes its value from ``values``."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    tensors = []
+    tensors: list[Any] = []
     for name, shape in shapes.items():
+        kind = dtypes.get(name, "float32")
+        if kind in ("int", "float", "bool"):
+            value = (values or {}).get(name, 1.0)
+            tensors.append({"int": int, "float": float, "bool": bool}[kind](value))
+            continue
         dtype = getattr(torch, dtypes.get(name, "float32"), torch.float32)
         if dtype.is_floating_point:
             tensors.append(torch.randn(*shape, generator=generator).to(dtype))
