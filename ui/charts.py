@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 from collections.abc import Callable
 from typing import Any, ParamSpec
 
@@ -45,6 +46,7 @@ def escaped(builder: Callable[P, go.Figure]) -> Callable[P, go.Figure]:
             ticks = fig.layout[axis].ticktext
             if ticks is not None:
                 fig.layout[axis].ticktext = _plain_all(ticks)
+        fig.update_layout(modebar={"orientation": "v"})  # down the right side, never over a title
         return fig
 
     return build
@@ -56,6 +58,7 @@ __all__ = [
     "compare_figure",
     "distribution_figure",
     "latency_figure",
+    "log_ticks",
     "speedup_figure",
     "graph_figure",
     "histogram_figure",
@@ -282,7 +285,8 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
         height=min(120 + 22 * len(items), 1200),
         margin={"l": 10, "r": 40, "t": 30, "b": 10},
         title=title,
-        yaxis={"type": "category"},
+        yaxis={"type": "category", "automargin": True},
+        xaxis={"range": [0, max((v for _, v in items), default=1) * 1.18]},  # room for the longest bar's label
     )
     return fig
 
@@ -334,7 +338,7 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
         height=300,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         xaxis={"type": "category", "title": "optimization level"},
-        yaxis={"title": "nodes", "rangemode": "tozero"},
+        yaxis={"title": "nodes", "range": [0, max(float(frame["nodes"].max()) if len(frame) else 1, 1) * 1.18]},
     )
     return fig
 
@@ -409,13 +413,31 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
                 showlegend=False,
             )
         )
+    ticks = log_ticks(float(frame["ms"].min()), float(frame["ms"].max())) if len(frame) else []
     fig.update_layout(
         height=120 + 48 * frame["label"].nunique(),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "milliseconds per call (log scale)", "type": "log"},
+        xaxis={
+            "title": "milliseconds per call (log scale)",
+            "type": "log",
+            "tickvals": ticks or None,
+            "ticktext": [f"{t:g}" for t in ticks] or None,
+        },
         yaxis={"autorange": "reversed"},
     )
     return fig
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """Ticks for a log axis that spans more than a decade: 1–2–5 in each decade (every value written out:
+    "2 5 10 20", never a bare "2 5" between decade labels), only the powers of ten past four decades. Within
+    one decade the axis's own ticks are fine: an empty list leaves them."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low <= 0 or high <= low * 10:
+        return []
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    steps = (1,) if last - first > 4 else (1, 2, 5)
+    ticks = [m * 10.0**e for e in range(first, last + 1) for m in steps]
+    return [float(f"{t:.6g}") for t in ticks if low / 1.5 <= t <= high * 1.5]
 
 
 @escaped

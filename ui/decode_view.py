@@ -85,12 +85,11 @@ def model_section(decoded: DecodedModel) -> None:
     st.json(model_tree(decoded), expanded=1)
     if decoded.subgraphs:
         st.markdown("**Subgraphs** (If branches, Loop and Scan bodies): pick one in the graph view below.")
-        st.table(
-            escaped_frame(
-                pd.DataFrame([{"subgraph": s.path, "nodes": s.node_count, "depth": s.depth} for s in decoded.subgraphs])
-            ),
-            hide_index=True,
-        )
+        frame = pd.DataFrame([{"subgraph": s.path, "nodes": s.node_count, "depth": s.depth} for s in decoded.subgraphs])
+        if len(frame) > 8:  # a scrolling grid (text shown as text): fifty rows must not push the graph far down
+            st.dataframe(frame, hide_index=True, width="stretch", height=320)
+        else:
+            st.table(escaped_frame(frame), hide_index=True)
 
 
 def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphLayout) -> None:
