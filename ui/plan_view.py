@@ -117,6 +117,29 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
             st.rerun()
 
 
+def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
+    """Real inputs from an .npz: one array per input, named after it (checked and split in the worker)."""
+    with st.expander("Use real inputs from an .npz"):
+        st.caption(
+            "One array per input, named after it (the inputs it lacks keep their values); its first sample is "
+            "used, repeated for larger batches. Dtypes and the model's fixed dims are checked; open dims take "
+            "the array's sizes."
+        )
+        upload = st.file_uploader("Inputs (.npz)", type=["npz"], key=f"{key}_npz_{record.id[:12]}")
+        if upload is not None and st.button("Use these inputs", key=f"{key}_use_npz"):
+            folder = session.workspace().new_folder("inputs")
+            source = folder / safe_filename(upload.name or "inputs.npz")
+            source.write_bytes(upload.getvalue())
+            args = {"path": str(source), "inputs": plan, "out_dir": str(folder)}
+            try:
+                made: list[BenchInput] = run_with_status("inputs.npz", args, "Reading the inputs")
+            except WorkbenchError as exc:
+                show_error(exc)
+                return
+            st.session_state[_PLANS][record.id] = made
+            st.rerun()
+
+
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:
     """The plan's table, editable; returns the plan the page should run with."""
     plan = input_plan(record, torch_record)
@@ -163,6 +186,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
                 )
             )
     _image_uploads(record, plan, key)
+    _npz_upload(record, plan, key)
     if any(s.shape == [] for s in plan):
         st.caption("Inputs of shape [] are scalars: " + ", ".join(md_escape(s.name, 80) for s in plan if s.shape == []))
     return plan

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         if args.no_eager:
             torch_record = None
         named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
-        plan = plan_from_args(record, torch_record, args)
+        plan = plan_from_args(record, torch_record, args, Path(tmp))
         report: BenchReport = run_job(
             "bench.run",
             {

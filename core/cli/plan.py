@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from core.cli.common import parse_input
 from core.errors import WorkbenchError
+from core.jobs import run_job
 from core.model.inputs import BenchInput, describe_values, plan_inputs, resolve_free_dims
 from core.model.records import ModelRecord
 
@@ -27,6 +29,7 @@ def add_plan_arguments(parser: Any) -> None:
         metavar="NAME=16000",
         help="an input's values: a number (everywhere), normal, uniform:LOW,HIGH or ints:LOW,HIGH",
     )
+    parser.add_argument("--data", metavar="FILE.npz", help="real inputs: one array per input, named after it")
 
 
 def _assign(text: str, option: str) -> tuple[str, str]:
@@ -56,8 +59,11 @@ def _set_values(spec: BenchInput, text: str) -> None:
     spec.why = "set on the command line"
 
 
-def plan_from_args(record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace) -> list[BenchInput]:
-    """The model's default plan with the command line's --dim, --input and --value applied (in that order)."""
+def plan_from_args(
+    record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace, work_dir: Path
+) -> list[BenchInput]:
+    """The model's default plan with the command line's --dim, --input, --value and --data applied (in that
+    order); the data's arrays are kept in ``work_dir`` for the command's life."""
     plan = plan_inputs(record, torch_record)
     by_name = {spec.name: spec for spec in plan}
     dims = {}
@@ -78,6 +84,12 @@ def plan_from_args(record: ModelRecord, torch_record: ModelRecord | None, args: 
     for text in args.value:
         name, value = _assign(text, "--value")
         _set_values(_input(by_name, name, "--value"), value)
+    if args.data:
+        data = Path(args.data).expanduser().resolve()  # the caller's path, not the worker's
+        if not data.is_file():
+            raise WorkbenchError(f"--data {args.data!r}: no such file")
+        (work_dir / "data").mkdir(parents=True, exist_ok=True)
+        plan = run_job("inputs.npz", {"path": str(data), "inputs": plan, "out_dir": str(work_dir / "data")})
     return plan
 
 

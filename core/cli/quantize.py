@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output).resolve()
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
-        plan = plan_from_args(record, torch_record, args)
+        plan = plan_from_args(record, torch_record, args, Path(tmp))
         report: QuantizeReport = run_job(
             "quantize.run",
             {

@@ -122,5 +122,6 @@ JOBS = JobRegistry(
         Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True),
         Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
         Job("inputs.image", "core.model.data:image_input"),
+        Job("inputs.npz", "core.model.data:npz_inputs"),
     ]
 )

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from core.access import ReadPath, WritePath
 from core.errors import BenchmarkError
+from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput
 
-__all__ = ["NORMALISATIONS", "image_input", "image_layout"]
+__all__ = ["NORMALISATIONS", "image_input", "image_layout", "npz_inputs"]
 
 MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
 # key -> (what the page says, mean, std) over values scaled to [0, 1]
@@ -65,3 +66,54 @@ def image_input(image: ReadPath, spec: BenchInput, out_dir: WritePath, normalise
     np.save(target, array.astype(spec.dtype))
     why = f"{Path(image).name}, {size[0]}×{size[1]} resized to {width}×{height} (bilinear), {label}"
     return dataclasses.replace(spec, values="data", data=str(target), why=why)
+
+
+def npz_inputs(path: ReadPath, inputs: list[BenchInput], out_dir: WritePath) -> list[BenchInput]:
+    """The plan with real data from an .npz (one array per input, named after it; the inputs it lacks keep their
+    values): each array is checked (dtype, the model's fixed dims), its first sample taken along the batch axis,
+    and written as an .npy in ``out_dir``. Its open dims take the array's sizes. Runs in the worker."""
+    import numpy as np
+
+    check_npz(path, "data file", BenchmarkError)
+    with np.load(path, allow_pickle=False) as archive:  # object arrays were refused above, never loaded
+        arrays = {name: archive[name] for name in archive.files}
+    names = [s.name for s in inputs]
+    extra = [n for n in arrays if n not in names]
+    if extra or not arrays:
+        raise BenchmarkError(f"The data file's arrays {listed(extra)} match no input; the inputs are: {listed(names)}.")
+    plan = []
+    for spec in inputs:
+        array = arrays.get(spec.name)
+        if array is None:
+            plan.append(spec)
+            continue
+        plan.append(_from_array(spec, array, Path(path).name, Path(out_dir)))
+    return plan
+
+
+def _from_array(spec: BenchInput, array: object, file: str, out: Path) -> BenchInput:
+    import numpy as np
+
+    data = np.asarray(array)
+    if data.dtype != np.dtype(spec.dtype):
+        raise BenchmarkError(
+            f"'{spec.name}' in the data file is {data.dtype}; the model takes {spec.dtype} (save it with "
+            f".astype(np.{spec.dtype}))."
+        )
+    if data.ndim != len(spec.shape):
+        raise BenchmarkError(f"'{spec.name}' in the data file has {data.ndim} dims; the input has {len(spec.shape)}.")
+    open_axes = {d.axis for d in spec.free}
+    wrong = [a for a in range(data.ndim) if a not in open_axes and data.shape[a] != spec.shape[a]]
+    if wrong:
+        raise BenchmarkError(
+            f"'{spec.name}' in the data file has shape {list(data.shape)}; the model fixes axis {wrong[0]} at "
+            f"{spec.shape[wrong[0]]}."
+        )
+    if spec.batch_axis is not None and data.shape[spec.batch_axis] > 1:
+        data = np.take(data, [0], axis=spec.batch_axis)  # the batch sweep repeats it
+    target = out / f"{spec.name.replace('/', '_')[:60]}.npy"
+    np.save(target, data)
+    shape = [int(d) for d in data.shape]
+    free = [dataclasses.replace(d, value=shape[d.axis], why="from the data file") for d in spec.free]
+    why = f"array '{spec.name}' of {file}"
+    return dataclasses.replace(spec, shape=shape, free=free, values="data", data=str(target), why=why)

@@ -2,69 +2,16 @@
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from core.access import ReadPath
-from core.errors import QuantizeError, WorkbenchError, brief
-from core.model.archives import list_members
+from core.errors import QuantizeError
+from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput, make_inputs
 
 __all__ = ["CalibrationData", "CalibrationReader", "check_calibration", "split_data"]
-
-
-MAX_ARRAYS = 256  # a model with more inputs than this is not one a calibration file is made for
-MAX_CALIBRATION_BYTES = 4 << 30
-
-
-def _listed(names: list[str], most: int = 5) -> str:
-    shown = ", ".join(brief(n, 40) for n in names[:most])
-    return shown + (f" and {len(names) - most:,} more" if len(names) > most else "")
-
-
-def _check_npz(path: str) -> None:
-    """Read the .npz's listing and each array's header (shape and dtype) before loading anything: no pickles,
-    no members that are not arrays, not too many, not more than memory allows."""
-    import numpy as np
-
-    try:
-        members = list_members(Path(path))
-    except WorkbenchError as exc:
-        raise QuantizeError(f"The calibration file is not a readable .npz archive: {exc}") from None
-    if len(members) > MAX_ARRAYS:
-        raise QuantizeError(f"The calibration file holds {len(members):,} arrays; a model takes one per input.")
-    total = 0
-    with zipfile.ZipFile(path) as archive:
-        for member in members:
-            if not member.filename.endswith(".npy"):
-                raise QuantizeError(f"The calibration file holds '{brief(member.filename)}', which is not an array.")
-            with archive.open(member) as fh:
-                try:
-                    version = np.lib.format.read_magic(fh)
-                    header = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else np.lib.format.read_array_header_2_0
-                    )
-                    shape, _, dtype = header(fh)
-                except Exception:
-                    raise QuantizeError(
-                        f"'{brief(member.filename)}' in the calibration file is not an array."
-                    ) from None
-            if dtype.hasobject:
-                raise QuantizeError(
-                    f"'{brief(member.filename)}' in the calibration file holds Python objects (a pickle), which are "
-                    "never loaded here; save plain numeric arrays."
-                )
-            total += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    if total > MAX_CALIBRATION_BYTES:
-        raise QuantizeError(
-            f"The calibration file would take {total / 2**30:,.1f} GB in memory once unpacked; at most "
-            f"{MAX_CALIBRATION_BYTES >> 30} GB are read. Use fewer samples (a few hundred are plenty)."
-        )
 
 
 def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]]:
@@ -75,7 +22,7 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
     """
     import numpy as np
 
-    _check_npz(path)
+    check_npz(path)
     try:
         with np.load(path, allow_pickle=False) as archive:  # pickled (object) arrays are refused, never loaded
             arrays = {name: archive[name] for name in archive.files}
@@ -86,9 +33,9 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
     missing = [n for n in names if n not in arrays]
     extra = [n for n in arrays if n not in names]
     if missing:
-        problems.append(f"no array for input(s) {_listed(missing)}")
+        problems.append(f"no array for input(s) {listed(missing)}")
     if extra:
-        problems.append(f"array(s) {_listed(extra)} match no input (the inputs are: {_listed(names)})")
+        problems.append(f"array(s) {listed(extra)} match no input (the inputs are: {listed(names)})")
     counts = set()
     for spec in specs:
         array = arrays.get(spec.name)
@@ -189,7 +136,7 @@ def split_data(
     fixed = [s.name for s in specs if s.kind == "data"]
     if fixed:
         notes.append(
-            f"{_listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
+            f"{listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
             "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
         )
     return CalibrationData(

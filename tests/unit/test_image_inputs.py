@@ -53,3 +53,26 @@ def test_imagenet_normalisation_and_refusals(tmp_path: Path) -> None:
     moved = BenchInput("x", "float32", [1, 3, 16, 16], 0, values="data", data=made.data)
     with pytest.raises(BenchmarkError, match="has shape \\[1, 3, 8, 8\\], and the plan says \\[1, 3, 16, 16\\]"):
         make_inputs([moved], 1)
+
+
+def test_real_inputs_from_an_npz_on_the_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from tests.cli import cli
+
+    onnx.save(wild.vad_model(), str(tmp_path / "vad.onnx"))
+    audio = np.sin(np.linspace(0, 200, 4 * 1024, dtype=np.float32)).reshape(4, 1024)  # 4 samples of 1,024
+    np.savez(tmp_path / "real.npz", input=audio)
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    done = cli("bench", str(tmp_path / "vad.onnx"), "--data", str(tmp_path / "real.npz"), "--no-save", "--batch", "1,2",
+               "--threads", "1", "--iters", "5", "--warmup", "1", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    used = {i["name"]: i for i in json.loads(done.stdout)["inputs"]}
+    assert used["input"]["shape"] == [1, 1024] and used["input"]["values"] == "real data: array 'input' of real.npz"
+    assert used["sr"]["values"].startswith("all 16000")  # the inputs it lacks keep their values
+    np.savez(tmp_path / "bad.npz", input=audio.astype(np.float64), other=audio)
+    done = cli("bench", str(tmp_path / "vad.onnx"), "--data", str(tmp_path / "bad.npz"), "--no-save")
+    assert done.returncode != 0 and "match no input" in done.stderr
+    np.savez(tmp_path / "bad.npz", input=audio.astype(np.float64))
+    done = cli("bench", str(tmp_path / "vad.onnx"), "--data", str(tmp_path / "bad.npz"), "--no-save")
+    assert done.returncode != 0 and "astype(np.float32)" in done.stderr
