@@ -57,15 +57,15 @@ def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:
     """Where each node runs (``nodes``: a page of a report's nodes)."""
     return pd.DataFrame(
         {
-            "#": [n.index if n.index >= 0 else None for n in nodes],
+            "#": [str(n.index) if n.index >= 0 else "—" for n in nodes],  # "—": in a subgraph, or added by ORT
             "node": [n.name for n in nodes],
             "op": [f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type for n in nodes],
             "graph": [n.graph for n in nodes],
             "provider": [_label(n) for n in nodes],
-            "subgraph": [n.subgraph if n.subgraph >= 0 else None for n in nodes],
+            "subgraph": [str(n.subgraph) if n.subgraph >= 0 else "—" for n in nodes],
             "note": [n.note for n in nodes],
         }
-    ).astype({"#": "Int64", "subgraph": "Int64"})
+    )
 
 
 def _label(node: NodePlacement) -> str:
