@@ -96,7 +96,7 @@ with sample_tab:
         except WorkbenchError as exc:
             show_error(exc)
 
-MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ptl", ".zip", ".safetensors", ".ckpt", ".bin")
+MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ptl", ".zip", ".safetensors", ".ckpt")  # not .bin: external data
 
 
 def this_upload(files: list[UploadedFile]) -> list[UploadedFile]:
