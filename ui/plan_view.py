@@ -187,6 +187,4 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
             )
     _image_uploads(record, plan, key)
     _npz_upload(record, plan, key)
-    if any(s.shape == [] for s in plan):
-        st.caption("Inputs of shape [] are scalars: " + ", ".join(md_escape(s.name, 80) for s in plan if s.shape == []))
     return plan
