@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.model import ModelRecord
+from core.model.data import image_layout
 from core.quantize import VARIANTS, QuantizeReport
 from core.workspace import safe_filename
 from ui import session
@@ -35,6 +36,11 @@ st.markdown(
 
 record = require_onnx("Quantizing")
 inputs = plan_section(record, session.torch_model(), key="quantize_plan")
+if any(image_layout(i) and i.kind != "data" for i in inputs):
+    st.info(
+        "This model takes images, and the plan feeds it noise: calibration scales and the accuracy check mean "
+        "more on a real picture. Give one under **Use a real image** above (or an .npz of many real inputs below)."
+    )
 cores = os.cpu_count() or 1
 
 with st.form("quantize_form"):
