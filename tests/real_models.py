@@ -20,6 +20,7 @@ REAL = {
     ),
     "ocr_rec": ("rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", "text recognizer"),
     "iris": ("onnxruntime", "onnxruntime/datasets/logreg_iris.onnx", "scikit-learn logistic regression"),
+    "tashkeel": ("text2tashkeel", "text2tashkeel/models/bilstm.int8.onnx", "text: character ids, a BiLSTM, int8"),
 }
 
 

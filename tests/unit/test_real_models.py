@@ -69,3 +69,11 @@ def test_fp16_of_the_ocr_detector_keeps_its_batch_norms_in_float32(tmp_path: Pat
     assert any(k.startswith("BatchNormalization ×") and "sensitive" in k for k in fp16.kept_float32), fp16.kept_float32
     assert fp16.accuracy is not None and fp16.accuracy.cosine_similarity > 0.99
     assert fp16.accuracy_ok, fp16.accuracy_note
+
+
+def test_a_text_model_gets_character_ids_within_its_vocabulary() -> None:
+    record, (ids,) = _plan("tashkeel")
+    assert ids.shape == [1, 128] and ids.batch_axis == 0 and ids.free[1].why == "sequence length: 128"
+    assert (ids.kind, ids.low, ids.high) == ("integers", 0, 54) and "54 rows" in ids.why  # its embedding table
+    report = run_benchmark(record.path, [ids], batches=[1, 2], threads=[1], iterations=5, warmup=1)
+    assert sorted({r.batch for r in report.results}) == [1, 2]
