@@ -263,3 +263,19 @@ def test_rewrites_name_folded_constants_by_count() -> None:
     fused = Rewrite("fused", ["Constant", "Conv", "Constant", "Relu"], ["com.microsoft:FusedConv"], [], [])
     assert fused.text == "Conv + Relu → com.microsoft:FusedConv (2 Constants folded in)"
     assert Rewrite("removed", ["Constant"], [], [], []).text == "Constant removed (its value became a weight)"
+
+
+def test_a_simulated_partition_does_not_load_torch(tmp_path: Path) -> None:
+    """onnxruntime.tools imports torch when it is installed; the usability checker never needs it, and loading it
+    made every simulated partition a second slower."""
+    import subprocess
+    import sys
+
+    path = builders.write(builders.relu_model(), tmp_path / "relu.onnx")
+    code = (
+        "import sys; from core.runtime.partition import partition_model; "
+        f"r = partition_model({str(path)!r}, simulate=['nnapi', 'coreml']); "
+        "print(len(r.reports), 'torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["3", "False"]
