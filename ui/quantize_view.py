@@ -73,7 +73,7 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     made = [v for v in report.variants if not v.error and v.latency is not None]
     for v in report.variants:
         if v.error:
-            st.error(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")
+            st.warning(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")  # the others were
     if len(made) > 1 and report.headline:
         st.subheader(md_escape(report.headline, 400))
     st.caption(f"Accuracy tolerance: {md_escape(report.tolerance, 400)}. A variant outside it is never recommended.")

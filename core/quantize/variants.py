@@ -224,22 +224,37 @@ def _drop_round_trips(model: Any, blocked: set[str]) -> None:
     def cast_to(node: Any) -> int | None:
         return next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
 
-    dropped = set()
+    inner = _names_used_in_subgraphs(graph)  # a Cast whose value an If or Loop body reads stays
+    dropped, orphans = set(), set()
     for node in graph.node:
         first = producer.get(node.input[0]) if node.input else None
         if cast_to(node) != onnx.TensorProto.FLOAT or first is None or cast_to(first) != onnx.TensorProto.FLOAT16:
             continue
         source = producer.get(first.input[0])
-        if source is None or source.name not in blocked or node.output[0] in {o.name for o in graph.output}:
+        if source is None or source.name not in blocked or node.output[0] in {o.name for o in graph.output} | inner:
             continue
         for reader in graph.node:
             reader.input[:] = [first.input[0] if i == node.output[0] else i for i in reader.input]
         dropped.add(node.name)
+        orphans.add(first.name)
     kept = [n for n in graph.node if n.name not in dropped]
-    used = {i for n in kept for i in n.input} | {o.name for o in graph.output}
-    kept = [n for n in kept if cast_to(n) != onnx.TensorProto.FLOAT16 or n.output[0] in used]
+    used = {i for n in kept for i in n.input} | {o.name for o in graph.output} | inner
+    kept = [n for n in kept if n.name not in orphans or n.output[0] in used]
     del graph.node[:]
     graph.node.extend(kept)
+
+
+def _names_used_in_subgraphs(graph: Any) -> set[str]:
+    """Every tensor name the nodes of If, Loop and Scan bodies read, at any depth (outer-scope values too)."""
+    import onnx
+
+    names: set[str] = set()
+    for node in graph.node:
+        for attr in node.attribute:
+            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
+            for body in bodies:
+                names |= {i for n in body.node for i in n.input} | _names_used_in_subgraphs(body)
+    return names
 
 
 def _out_of_range(model: Any, feeds: list[dict[str, Any]]) -> list[str]:

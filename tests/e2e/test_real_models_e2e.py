@@ -45,8 +45,15 @@ def _quantize(page) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(
     ("name", "expect"),
     [
-        ("ocr_det", {"plan": "x 1×3×640×640", "pages": ["Decode", "Partition", "Benchmark", "Quantize"]}),
-        ("silero_vad", {"plan": "state 2×1×128", "pages": ["Decode", "Partition", "Benchmark"], "batches": ["4"]}),
+        ("ocr_det", {"plan": "x 1×3×640×640", "pages": ["Decode", "Partition", "Benchmark", "Quantize", "History"]}),
+        (
+            "silero_vad",
+            {
+                "plan": "state 2×1×128",
+                "pages": ["Decode", "Partition", "Benchmark", "Quantize", "History"],
+                "batches": ["4"],
+            },
+        ),
         ("ocr_rec", {"plan": "x 1×3×", "pages": ["Decode", "Partition"]}),
         ("iris", {"plan": "float_input 3×2", "pages": ["Decode", "Partition", "Benchmark"]}),
         ("tashkeel", {"plan": "input_ids 1×128, random integers 0–53", "pages": ["Decode", "Partition", "Benchmark"]}),

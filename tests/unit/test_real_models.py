@@ -77,3 +77,15 @@ def test_a_text_model_gets_character_ids_within_its_vocabulary() -> None:
     assert (ids.kind, ids.low, ids.high) == ("integers", 0, 54) and "54 rows" in ids.why  # its embedding table
     report = run_benchmark(record.path, [ids], batches=[1, 2], threads=[1], iterations=5, warmup=1)
     assert sorted({r.batch for r in report.results}) == [1, 2]
+
+
+def test_fp16_of_a_model_with_if_branches_keeps_what_the_branches_read(tmp_path: Path) -> None:
+    """The If bodies of silero read Casts of the main graph by name: dropping them as unused broke the model
+    ("... is not output of any previous nodes")."""
+    record, plan = _plan("silero_vad")
+    report = quantize_model(
+        record.path, str(tmp_path), plan, ["fp16"], calibration_count=2, held_out=2, iterations=3, warmup=1, threads=1
+    )
+    fp16 = report.variants[1]
+    assert not fp16.error, fp16.error
+    assert fp16.accuracy is not None and fp16.accuracy_ok, fp16.accuracy_note
