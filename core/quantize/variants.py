@@ -122,11 +122,30 @@ def make_variant(
             kept_float32.extend(kept)
     changed = _changed_ops(source, target)
     if mode != "fp16" and not changed:
-        raise QuantizeError(
-            f"{label}: no node was quantized. ONNX Runtime quantizes Conv, MatMul, Gemm, Attention and a few "
-            "others; this model has none it could take."
-        )
+        raise QuantizeError(f"{label}: no node was quantized. {_why_nothing_quantized(source)}")
     return target
+
+
+_QUANTIZABLE = {"Conv", "MatMul", "Gemm", "Attention", "ConvTranspose", "LSTM", "GRU"}
+
+
+def _why_nothing_quantized(source: Path) -> str:
+    """Where the ops ORT could quantize are, when none of the main graph's were."""
+    import onnx
+
+    from core.model.proto import walk_graphs
+
+    model = onnx.load_model(str(source), load_external_data=False)
+    inner = Counter(
+        n.op_type for v in walk_graphs(model) if v.path != "main" for n in v.graph.node if n.op_type in _QUANTIZABLE
+    )
+    if inner:
+        ops = ", ".join(f"{op} ×{n}" for op, n in inner.most_common())
+        return (
+            f"The ops it could quantize ({ops}) are inside If/Loop/Scan bodies, which ONNX Runtime's quantizers "
+            "leave as they are; FP16 converts them."
+        )
+    return "ONNX Runtime quantizes Conv, MatMul, Gemm, Attention and a few others; this model has none it could take."
 
 
 FP16_MAX = 65504.0
