@@ -11,7 +11,7 @@ from typing import Any
 
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.model.torchload import example_tensors
-from core.runtime.ort import ort_message
+from core.runtime.ort import NUMPY_TYPES, ort_message
 from core.runtime.outputs import ATOL, RTOL, compare_outputs
 
 __all__ = ["call_module", "describe_changes", "load_session", "run_trials", "static_checks", "trial_shapes"]
@@ -84,9 +84,6 @@ def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[
     return trials
 
 
-_ORT_INTS = {"tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(bool)": "bool", "tensor(float)": "float32"}
-
-
 def _feed(session: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     """The ORT feed from the call's arguments, by name (in the arguments' order when the exporter named the
     inputs its own way). A Python scalar kept as a graph input goes in as a 0-d array of the input's type."""
@@ -97,7 +94,7 @@ def _feed(session: Any, arguments: dict[str, Any]) -> dict[str, Any]:
     values = [arguments[i.name] for i in graph_inputs] if named else list(arguments.values())
     tensors = [v for v in values if hasattr(v, "detach")] if not named and len(values) > len(graph_inputs) else values
     return {
-        i.name: v.detach().numpy() if hasattr(v, "detach") else np.asarray(v, dtype=_ORT_INTS.get(i.type, "float32"))
+        i.name: v.detach().numpy() if hasattr(v, "detach") else np.asarray(v, dtype=NUMPY_TYPES.get(i.type, "float32"))
         for i, v in zip(graph_inputs, tensors, strict=False)
     }
 

@@ -25,7 +25,7 @@ from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeRepor
 from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import environment
-from core.runtime.ort import session_options
+from core.runtime.ort import NUMPY_TYPES, session_options
 from core.runtime.outputs import max_abs_diff
 from core.runtime.partition import partition_model
 from core.runtime.stats import speedup_interval
@@ -304,16 +304,10 @@ def _conclude(report: QuantizeReport, tolerance: Tolerance) -> None:
     report.recommended, report.headline = recommend(report)
 
 
-_ORT_TYPES = {
-    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64", "tensor(int64)": "int64",
-    "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool",
-}  # fmt: skip
-
-
 def _typed(session: Any, feed: dict[str, Any]) -> dict[str, Any]:
     """The feed cast to what this session's inputs take (an fp16 variant may take float16)."""
     return {
-        i.name: feed[i.name].astype(_ORT_TYPES[i.type]) if i.type in _ORT_TYPES else feed[i.name]
+        i.name: feed[i.name].astype(NUMPY_TYPES[i.type]) if i.type in NUMPY_TYPES else feed[i.name]
         for i in session.get_inputs()
     }
 

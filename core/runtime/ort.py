@@ -12,6 +12,7 @@ from core.errors import PartitionError
 
 __all__ = [
     "LEVELS",
+    "NUMPY_TYPES",
     "PROVIDERS",
     "ProviderInfo",
     "capture_ort_log",
@@ -21,6 +22,12 @@ __all__ = [
     "session_options",
     "short_name",
 ]
+
+# a session input's type, as ORT names it -> the numpy dtype to feed it
+NUMPY_TYPES = {
+    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64", "tensor(int64)": "int64",
+    "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool",
+}  # fmt: skip
 
 # name -> (short name, the hardware it drives, what it takes to get it)
 PROVIDERS: dict[str, tuple[str, str, str]] = {
