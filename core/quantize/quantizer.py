@@ -8,7 +8,6 @@ inputs that calibration never saw (calibration.py).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections import Counter
@@ -19,55 +18,18 @@ from typing import Any
 from core.access import ReadPath, WritePath
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput, make_inputs
+from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
-from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, Variant
+from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, Variant
 from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import environment
-from core.runtime.ort import NUMPY_TYPES, session_options
-from core.runtime.outputs import max_abs_diff
+from core.runtime.ort import session_options
 from core.runtime.partition import partition_model
 from core.runtime.stats import speedup_interval
 
 __all__ = ["quantize_model"]
-
-
-def _flat(outputs: list[Any]) -> Any:
-    import numpy as np
-
-    return np.concatenate([np.asarray(o, dtype=np.float64).ravel() for o in outputs]) if outputs else np.zeros(0)
-
-
-def _accuracy(reference: list[list[Any]], produced: list[list[Any]]) -> Accuracy:
-    """Max and mean absolute error, cosine similarity and (for [batch, classes] outputs) top-1 agreement."""
-    import numpy as np
-
-    errors, dots, top1, worst, magnitudes = [], [], [], 0.0, []
-    for ref, got in zip(reference, produced, strict=True):
-        a, b = _flat(ref), _flat(got)
-        magnitudes.append(np.abs(a[np.isfinite(a)]))
-        if a.shape != b.shape:
-            raise QuantizeError("The variant's outputs have other shapes than the original's.")
-        worst = max(worst, max_abs_diff(ref, got))
-        errors.append(np.abs(a - b))
-        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-        dots.append(float(a @ b) / norm if norm > 0 else float(np.array_equal(a, b)))
-        first_ref, first_got = np.asarray(ref[0]), np.asarray(got[0])
-        if first_ref.ndim == 2 and first_ref.shape[1] > 1:  # classifier-shaped: [batch, classes]
-            top1.extend((first_ref.argmax(axis=1) == first_got.argmax(axis=1)).tolist())
-    error = np.concatenate(errors) if errors else np.zeros(0)
-    finite = error[np.isfinite(error)]
-    return Accuracy(
-        samples=len(reference),
-        max_abs_error=worst,
-        mean_abs_error=float(finite.mean()) if finite.size else math.nan,
-        cosine_similarity=float(np.mean(dots)) if dots else math.nan,
-        top1_agreement=float(np.mean(top1)) if top1 else None,
-        reference_mean_abs=float(np.concatenate(magnitudes).mean())
-        if magnitudes and any(m.size for m in magnitudes)
-        else 0.0,
-    )
 
 
 def _ops(path: str) -> dict[str, int]:
@@ -182,7 +144,7 @@ def _latency(
             variant.error = f"ONNX Runtime cannot load this variant: {str(exc)[:600]}"
             continue
         sessions[variant.key] = session
-        feed = _typed(session, make_inputs(specs, 1, seed))
+        feed = typed(session, make_inputs(specs, 1, seed))
 
         def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
             return list(session.run(None, feed))
@@ -271,9 +233,9 @@ def quantize_model(
     sessions, started, finished = _latency(made, inputs, threads, seed, timing, notes, report_progress)
     made = [v for v in results if not v.error]
     report_progress(0.82, f"Comparing outputs on {len(data.held_out)} held-out inputs")
-    reference = [_run(sessions["fp32"], feed) for feed in data.held_out]
+    reference = [outputs(sessions["fp32"], feed) for feed in data.held_out]
     for variant in made[1:]:
-        variant.accuracy = _accuracy(reference, [_run(sessions[variant.key], feed) for feed in data.held_out])
+        variant.accuracy = accuracy(reference, [outputs(sessions[variant.key], feed) for feed in data.held_out])
     _where_it_runs(made, out, report_progress)
     cpu_flags = environment().cpu_flags
     if any(VARIANTS[v.key][1] != "fp16" for v in made[1:]):
@@ -302,15 +264,3 @@ def _conclude(report: QuantizeReport, tolerance: Tolerance) -> None:
         if not variant.error:
             variant.size_note = size_note(original, variant, sum(original.ops.values()))
     report.recommended, report.headline = recommend(report)
-
-
-def _typed(session: Any, feed: dict[str, Any]) -> dict[str, Any]:
-    """The feed cast to what this session's inputs take (an fp16 variant may take float16)."""
-    return {
-        i.name: feed[i.name].astype(NUMPY_TYPES[i.type]) if i.type in NUMPY_TYPES else feed[i.name]
-        for i in session.get_inputs()
-    }
-
-
-def _run(session: Any, feed: dict[str, Any]) -> list[Any]:
-    return list(session.run(None, _typed(session, feed)))

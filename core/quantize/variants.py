@@ -8,7 +8,9 @@ from typing import Any
 
 from core.errors import QuantizeError
 from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes
+from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
+from core.quantize.judge import Tolerance
 from core.quantize.records import INTEGER_OPS, VARIANTS
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
@@ -207,29 +209,17 @@ def _convert(model: Any, keep_io_types: bool, op_block_list: list[str], node_blo
 
 
 def _agrees(original: bytes, converted: Any, feeds: list[dict[str, Any]]) -> bool:
-    """Whether the converted model's outputs stay close to the original's on ``feeds`` (cosine ≥ 0.99 and a
-    mean error within 10 % of the outputs' mean magnitude)."""
-    import numpy as np
+    """Whether the converted model's outputs stay close to the original's on ``feeds``: the tolerance's cosine
+    and mean error, measured as the comparison table measures them."""
     import onnxruntime as ort
 
     reference = ort.InferenceSession(original, providers=["CPUExecutionProvider"])
     half = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
-    for feed in feeds:
-        typed = {
-            i.name: feed[i.name].astype(np.float16) if i.type == "tensor(float16)" else feed[i.name]
-            for i in half.get_inputs()
-        }
-        pairs = zip(reference.run(None, feed), half.run(None, typed), strict=True)
-        arrays = [(np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()) for a, b in pairs]
-        a = np.concatenate([x for x, _ in arrays if x.dtype.kind == "f"] or [np.zeros(0)])
-        b = np.concatenate([y for _, y in arrays if y.dtype.kind == "f"] or [np.zeros(0)])
-        if not a.size:
-            continue
-        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-        cosine = float(a @ b) / norm if norm > 0 else float(np.array_equal(a, b))
-        if not (cosine >= 0.99 and float(np.abs(a - b).mean()) <= 0.1 * max(float(np.abs(a).mean()), 1e-12)):
-            return False
-    return True
+    measured = accuracy([outputs(reference, f) for f in feeds], [outputs(half, f) for f in feeds])
+    tolerance = Tolerance()
+    return (
+        measured.cosine_similarity >= tolerance.min_cosine and measured.relative_error <= tolerance.max_relative_error
+    )
 
 
 def _drop_round_trips(model: Any, blocked: set[str]) -> None:
