@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuantizeError
-from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes
+from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
@@ -135,8 +135,6 @@ def _why_nothing_quantized(source: Path) -> str:
     """Where the ops ORT could quantize are, when none of the main graph's were."""
     import onnx
 
-    from core.model.proto import walk_graphs
-
     model = onnx.load_model(str(source), load_external_data=False)
     inner = Counter(
         n.op_type for v in walk_graphs(model) if v.path != "main" for n in v.graph.node if n.op_type in _QUANTIZABLE
@@ -233,7 +231,7 @@ def _drop_round_trips(model: Any, blocked: set[str]) -> None:
     def cast_to(node: Any) -> int | None:
         return next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
 
-    inner = _names_used_in_subgraphs(graph)  # a Cast whose value an If or Loop body reads stays
+    inner = _names_used_in_subgraphs(model)  # a Cast whose value an If or Loop body reads stays
     dropped, orphans = set(), set()
     for node in graph.node:
         first = producer.get(node.input[0]) if node.input else None
@@ -253,17 +251,9 @@ def _drop_round_trips(model: Any, blocked: set[str]) -> None:
     graph.node.extend(kept)
 
 
-def _names_used_in_subgraphs(graph: Any) -> set[str]:
+def _names_used_in_subgraphs(model: Any) -> set[str]:
     """Every tensor name the nodes of If, Loop and Scan bodies read, at any depth (outer-scope values too)."""
-    import onnx
-
-    names: set[str] = set()
-    for node in graph.node:
-        for attr in node.attribute:
-            bodies = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs)
-            for body in bodies:
-                names |= {i for n in body.node for i in n.input} | _names_used_in_subgraphs(body)
-    return names
+    return {i for visit in walk_graphs(model) if visit.path != "main" for n in visit.graph.node for i in n.input}
 
 
 def _out_of_range(model: Any, feeds: list[dict[str, Any]]) -> list[str]:
