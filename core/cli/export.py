@@ -12,6 +12,7 @@ from core.cli.common import describe, parse_input, print_json
 from core.errors import WorkbenchError
 from core.export import ExportOptions, ExportReport, default_options
 from core.jobs import run_job
+from core.model.inputs import SCALAR_TYPES
 from core.model.records import ModelRecord
 
 
@@ -60,8 +61,8 @@ def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
     options.exporter = args.exporter
     for text in args.value:
         name, _, value = text.partition("=")
-        if options.input_dtypes.get(name) not in ("int", "float", "bool"):
-            scalars = [n for n, d in options.input_dtypes.items() if d in ("int", "float", "bool")]
+        if options.input_dtypes.get(name) not in SCALAR_TYPES:
+            scalars = [n for n, d in options.input_dtypes.items() if d in SCALAR_TYPES]
             raise WorkbenchError(
                 f"--value {name!r}: the model's Python scalar arguments are: {', '.join(scalars) or 'none'}"
             )

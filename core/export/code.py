@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from core.export.options import ExportOptions, names_of_tensors
+from core.model.inputs import SCALAR_TYPES, scalar_value
 from core.model.torchload import TorchSource
 
 __all__ = ["dynamic_shapes", "export_example_shapes", "identifier", "reproduce_code"]
@@ -73,8 +74,8 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
     for name, shape in traced.items():
         dtype = options.input_dtypes.get(name, "float32")
         var = identifier(name, "x")
-        if dtype in ("int", "float", "bool"):  # a Python scalar argument: traced as a constant
-            value = {"int": int, "float": float, "bool": bool}[dtype](options.input_values.get(name, 1.0))
+        if dtype in SCALAR_TYPES:  # a Python scalar argument: traced as a constant
+            value = scalar_value(dtype, options.input_values.get(name, 1.0))
             lines.append(f"{var} = {value!r}")
         elif dtype.startswith("float"):
             lines.append(f"{var} = torch.randn({', '.join(map(str, shape))}, dtype=torch.{dtype})")

@@ -30,6 +30,7 @@ __all__ = [
     "plan_summary",
     "resolve_free_dims",
     "scalar_default",
+    "scalar_value",
 ]
 
 SCALAR_TYPES = {"int", "float", "bool"}  # Python scalar arguments of a TorchScript forward()
@@ -98,6 +99,11 @@ def describe_values(spec: BenchInput) -> str:
     else:
         text = "random normal (mean 0, sd 1)"
     return f"{text} ({spec.why})" if spec.why else text
+
+
+def scalar_value(dtype: str, value: float) -> int | float | bool:
+    """A Python scalar argument's value as its own type (``dtype`` one of SCALAR_TYPES)."""
+    return {"int": int, "float": float, "bool": bool}[dtype](value)
 
 
 def scalar_default(name: str, dtype: str) -> float:

@@ -10,6 +10,7 @@ from core.errors import IntakeError, LimitExceededError, NoMatchingArchitectureE
 from core.model import zoo
 from core.model.archives import check_zip
 from core.model.formats import file_sha256
+from core.model.inputs import SCALAR_TYPES
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
 from core.settings import IntakeLimits
@@ -178,7 +179,7 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         ) from None
     args = module.forward.schema.arguments[1:]
     inputs = [  # a Python scalar argument (int, float, bool) has no shape to give: it is a scalar
-        TensorSpec(a.name, str(a.type), []) if str(a.type) in ("int", "float", "bool") else
+        TensorSpec(a.name, str(a.type), []) if str(a.type) in SCALAR_TYPES else
         TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None)
         for a in args
     ]  # fmt: skip

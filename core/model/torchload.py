@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from core.access import ReadPath
 from core.errors import IntakeError
 from core.model import zoo
+from core.model.inputs import SCALAR_TYPES, scalar_value
 from core.model.records import ModelRecord
 from core.model.torch_files import unwrap_checkpoint
 
@@ -85,16 +86,15 @@ def example_tensors(
     shapes: dict[str, list[int]], dtypes: dict[str, str], seed: int = 0, values: dict[str, float] | None = None
 ) -> list[Any]:
     """Seeded random inputs with these shapes and dtypes (ints in a small range, bools half true); a Python
-    scalar argument ("int", "float", "bool") takes its value from ``values``."""
+    scalar argument (SCALAR_TYPES) takes its value from ``values``."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
     tensors: list[Any] = []
     for name, shape in shapes.items():
         kind = dtypes.get(name, "float32")
-        if kind in ("int", "float", "bool"):
-            value = (values or {}).get(name, 1.0)
-            tensors.append({"int": int, "float": float, "bool": bool}[kind](value))
+        if kind in SCALAR_TYPES:
+            tensors.append(scalar_value(kind, (values or {}).get(name, 1.0)))
             continue
         dtype = getattr(torch, dtypes.get(name, "float32"), torch.float32)
         if dtype.is_floating_point:
