@@ -231,14 +231,9 @@ def _validate(
 
 
 def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult], str]:
-    has_eager = any(c.engine == "eager" for c in configs)
-    baseline_name = "PyTorch eager" if has_eager else "ORT DISABLE_ALL"
-
-    def is_baseline(c: Config) -> bool:
-        return c.engine == "eager" if has_eager else c.level == "DISABLE_ALL"
-
-    baselines = {(c.threads, c.batch): c for c in configs if is_baseline(c)}
-    references = {c.batch: c for c in configs if is_baseline(c)}
+    baseline_name = "PyTorch eager" if any(c.engine == "eager" for c in configs) else "ORT DISABLE_ALL"
+    baselines = {(c.threads, c.batch): c for c in configs if _is_baseline(c, baseline_name)}
+    references = {c.batch: c for c in configs if _is_baseline(c, baseline_name)}
     if not baselines:
         baseline_name = ""
         notes.append("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
@@ -280,7 +275,14 @@ def headline(report: BenchReport) -> str:
         else ""
     )
     low, high = best.speedup_low or best.speedup, best.speedup_high or best.speedup
-    base = next((r for r in report.results if _is_base(r, best, report)), None)
+    base = next(
+        (
+            r
+            for r in report.results
+            if r.threads == best.threads and r.batch == best.batch and _is_baseline(r, report.baseline)
+        ),
+        None,
+    )
     noisy = best.noisy or (base is not None and base.noisy) or high > low * WIDE
     ms = f"median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms"
     if noisy:  # never a settled number that the next run may contradict: the interval is the answer
@@ -303,9 +305,8 @@ def headline(report: BenchReport) -> str:
     return f"{name} is {verdict} {report.baseline}, 95 % CI {interval} ({ms})"
 
 
-def _is_base(result: BenchResult, best: BenchResult, report: BenchReport) -> bool:
-    """The baseline configuration ``best`` was compared with."""
-    same = result.threads == best.threads and result.batch == best.batch
-    if report.baseline == "PyTorch eager":
-        return same and result.engine == "eager"
-    return same and result.engine == "ort" and result.level == "DISABLE_ALL"
+def _is_baseline(item: Config | BenchResult, baseline: str) -> bool:
+    """Whether a configuration (or its result) is what speedups are measured against."""
+    if baseline == "PyTorch eager":
+        return item.engine == "eager"
+    return item.engine == "ort" and item.level == "DISABLE_ALL"
