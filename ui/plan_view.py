@@ -7,9 +7,12 @@ shape at batch 1, how its values are made, and which dims the model left open, w
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
 from core.model import ModelRecord
@@ -76,6 +79,26 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
     )
 
 
+def _from_upload(
+    upload: UploadedFile, fallback: str, job: str, args: Callable[[str, str], dict[str, Any]], label: str
+) -> Any:
+    """Save ``upload`` in a fresh folder of this session and run ``job`` on it in the worker (``args`` gets the
+    file's path and the folder for what the job writes); None, with the error shown, when it fails."""
+    folder = session.workspace().new_folder("inputs")
+    source = folder / safe_filename(upload.name or fallback)
+    source.write_bytes(upload.getvalue())
+    try:
+        return run_with_status(job, args(str(source), str(folder)), label)
+    except WorkbenchError as exc:
+        show_error(exc)
+        return None
+
+
+def _replace_plan(record: ModelRecord, plan: list[BenchInput]) -> None:
+    st.session_state[_PLANS][record.id] = plan
+    st.rerun()
+
+
 def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
     """For each image-shaped input: a real image instead of noise (decoded and resized in the worker)."""
     images = [spec for spec in plan if image_layout(spec)]
@@ -103,18 +126,15 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
         )
         upload = st.file_uploader("Image (PNG, JPEG, BMP, WebP)", key=f"{key}_image_{record.id[:12]}")
         if upload is not None and st.button("Use this image", key=f"{key}_use_image"):
-            folder = session.workspace().new_folder("inputs")
-            source = folder / safe_filename(upload.name or "image")
-            source.write_bytes(upload.getvalue())
-            args = {"image": str(source), "spec": spec, "out_dir": str(folder), "normalise": normalise}
-            try:
-                made: BenchInput = run_with_status("inputs.image", args, "Reading the image")
-            except WorkbenchError as exc:
-                show_error(exc)
-                return
-            plans = st.session_state[_PLANS]
-            plans[record.id] = [made if s.name == made.name else s for s in plans[record.id]]
-            st.rerun()
+            made: BenchInput | None = _from_upload(
+                upload,
+                "image",
+                "inputs.image",
+                lambda path, folder: {"image": path, "spec": spec, "out_dir": folder, "normalise": normalise},
+                "Reading the image",
+            )
+            if made is not None:
+                _replace_plan(record, [made if s.name == made.name else s for s in plan])
 
 
 def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
@@ -127,17 +147,15 @@ def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
         )
         upload = st.file_uploader("Inputs (.npz)", type=["npz"], key=f"{key}_npz_{record.id[:12]}")
         if upload is not None and st.button("Use these inputs", key=f"{key}_use_npz"):
-            folder = session.workspace().new_folder("inputs")
-            source = folder / safe_filename(upload.name or "inputs.npz")
-            source.write_bytes(upload.getvalue())
-            args = {"path": str(source), "inputs": plan, "out_dir": str(folder)}
-            try:
-                made: list[BenchInput] = run_with_status("inputs.npz", args, "Reading the inputs")
-            except WorkbenchError as exc:
-                show_error(exc)
-                return
-            st.session_state[_PLANS][record.id] = made
-            st.rerun()
+            made: list[BenchInput] | None = _from_upload(
+                upload,
+                "inputs.npz",
+                "inputs.npz",
+                lambda path, folder: {"path": path, "inputs": plan, "out_dir": folder},
+                "Reading the inputs",
+            )
+            if made is not None:
+                _replace_plan(record, made)
 
 
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:

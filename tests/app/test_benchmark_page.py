@@ -92,3 +92,23 @@ def test_a_detector_is_benchmarked_on_a_real_image_at_its_plans_size(monkeypatch
     assert not at.exception
     used = at.session_state["bench"][1].settings["inputs"]["x"]
     assert used["shape"] == [1, 3, 640, 640] and used["values"].startswith("real data: photo.png")
+
+
+def test_real_inputs_from_an_npz_replace_the_generated_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    import numpy as np
+
+    from tests import wild
+
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("benchmark", ("vad.onnx", wild.vad_model().SerializeToString()), timeout=300)
+    buffer = io.BytesIO()
+    np.savez(buffer, input=np.zeros((1, 1024), np.float32))
+    record = at.session_state["model"]
+    at.file_uploader(key=f"bench_plan_npz_{record.id[:12]}").set_value(("real.npz", buffer.getvalue(), "x"))
+    at.run()
+    at.button(key="bench_plan_use_npz").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = " ".join(c.value.replace("\\", "") for c in at.caption)
+    assert "input 1×1024, real data: array 'input' of real.npz" in shown and "sr scalar, all 16000" in shown
