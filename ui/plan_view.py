@@ -15,7 +15,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
-from core.model import ModelRecord
+from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, image_layout
 from core.model.inputs import VALUE_KINDS, BenchInput, describe_values, plan_inputs, resolve_free_dims
 from core.model.shapes import parse_dims
@@ -186,8 +186,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     st.caption(
         "Runs on: "
         + " · ".join(
-            f"{md_escape(s.name, 80)} {'×'.join(map(str, s.shape)) or 'scalar'}, {md_escape(describe_values(s), 160)}"
-            for s in plan
+            f"{md_escape(s.name, 80)} {format_shape(list(s.shape))}, {md_escape(describe_values(s), 160)}" for s in plan
         )
     )
     free = _free_dims(plan)

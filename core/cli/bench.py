@@ -13,6 +13,7 @@ from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.jobs import run_job
 from core.jobs.wire import to_data
+from core.model.records import format_shape
 from core.model.torchload import source_of
 from core.settings import load_settings
 
@@ -44,7 +45,7 @@ def register(sub: Any) -> None:
 def _print(report: BenchReport) -> None:
     print(report.headline)
     for name, used in report.settings.get("inputs", {}).items():
-        print(f"input    {name}: {used['dtype']} {'×'.join(map(str, used['shape'])) or 'scalar'}, {used['values']}")
+        print(f"input    {name}: {used['dtype']} {format_shape(used['shape'])}, {used['values']}")
     print(f"{'configuration':<32} {'median':>9} {'p90':>9} {'p99':>9} {'items/s':>10} {'speedup':>15} {'max diff':>9}")
     for r in report.results:
         speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"

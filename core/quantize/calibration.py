@@ -10,6 +10,7 @@ from core.access import ReadPath
 from core.errors import QuantizeError
 from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput, make_inputs
+from core.model.records import format_shape
 
 __all__ = ["CalibrationData", "CalibrationReader", "check_calibration", "split_data"]
 
@@ -112,7 +113,7 @@ def split_data(
     """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
     ``seed``; held-out inputs always come from data the calibration never saw."""
     other_seed = seed + 100_000
-    shapes = "; ".join(f"{s.name} {'×'.join(map(str, s.shape)) or 'scalar'}" for s in specs)
+    shapes = "; ".join(f"{s.name} {format_shape(list(s.shape))}" for s in specs)
     if calibration_file:
         samples = _samples_from_npz(calibration_file, specs)
         if len(samples) >= 8:
