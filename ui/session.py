@@ -45,7 +45,7 @@ def sandbox() -> tuple[bool, str]:
 @st.cache_resource
 def backend() -> ProcessBackend:
     """The job backend; shared by every session because it holds no per-user state."""
-    return ProcessBackend(settings())
+    return ProcessBackend(settings(), warm=settings().warm_workers)
 
 
 @st.cache_resource

@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import msgspec
 import psutil
@@ -33,10 +33,11 @@ from core.errors import (
     WorkbenchError,
     error_class,
 )
-from core.jobs import sandbox, wire
+from core.jobs import sandbox, warm, wire
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature
 from core.jobs.sandbox import Confinement
+from core.jobs.warm import Spare, Staging, WarmPool
 from core.settings import Settings, load_settings
 
 __all__ = ["Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"]
@@ -172,7 +173,15 @@ class _ProcessJob:
     worker, reads its messages and cleans up; a second thread watches its time and memory. The worker is
     started by the job's own thread and dies with it, so it dies with the server or command line too."""
 
-    def __init__(self, spec: JobSpec, job: Job, signature: JobSignature, settings: Settings, slots: _Slots) -> None:
+    def __init__(
+        self,
+        spec: JobSpec,
+        job: Job,
+        signature: JobSignature,
+        settings: Settings,
+        slots: _Slots,
+        pool: WarmPool | None = None,
+    ) -> None:
         self.spec = spec
         self._settings = settings
         self._result_type = signature.result
@@ -195,16 +204,17 @@ class _ProcessJob:
         self._slots = slots
         self.peak_rss_bytes = 0
         # Encoded here, in the caller's thread: an argument that cannot be sent is the caller's error, at once.
-        self._request = wire.encode(
-            wire.Request(
-                target=job.target,
-                args=msgspec.Raw(wire.encode(spec.args)),
-                limits=msgspec.Raw(wire.encode(settings.intake_limits)),
-            )
+        self._request = wire.Request(
+            target=job.target,
+            args=msgspec.Raw(wire.encode(spec.args)),
+            limits=msgspec.Raw(wire.encode(settings.intake_limits)),
         )
+        self._pool = pool if job.warm else None
+        self._staged: tuple[Spare, Staging] | None = None
+        self._counted = False  # told the pool it started (so that it is told it ended)
         self._confinement = Confinement.of(signature.paths(spec.args))
         self._sandboxed = sandbox.require_sandbox(settings)
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
         threading.Thread(target=self._run, name=f"job {spec.name}", daemon=True).start()
 
     def _wait_for_turn(self) -> Any:
@@ -226,12 +236,12 @@ class _ProcessJob:
             with self._lock:
                 if turn and self._kill_reason is None:  # not cancelled while waiting, or just as its turn came
                     self._state = "starting"
-                    self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
-                    scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
-                    self._spawn(scratch)
+                    scratch = self._start()
             if self._proc is not None:
                 threading.Thread(target=self._watch, daemon=True).start()
                 final = self._read_messages()
+                if self._staged is not None:
+                    warm.collect_outputs(*self._staged)
         except BaseException as exc:  # a worker that could not even start
             self._error = JobFailed(f"The worker for '{self.spec.name}' could not start: {exc}")
             if self._proc is not None and self._proc.poll() is None:
@@ -242,14 +252,40 @@ class _ProcessJob:
             if turn and not self._exclusive:
                 self._slots.release()
             MachineLock.release(machine)
+            if self._pool is not None and self._counted:
+                self._pool.job_ended(self._exclusive)
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
             self._finish(final)
 
-    def _spawn(self, scratch: str) -> None:
-        """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
+    def _start(self) -> str:
+        """Hand the job to a pre-started worker when one is ready and its paths can be staged there, else start
+        a worker of its own; the worker's private folder, removed when the job ends."""
         for folder in self._confinement.writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
+        taken = self._pool.take(self._confinement, self._memory_bytes) if self._pool is not None else None
+        if self._pool is not None:
+            self._pool.job_started(self._exclusive)
+            self._counted = True
+        if taken is None:
+            self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
+            scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
+            self._spawn(scratch)
+            return scratch
+        spare, staging = taken
+        self._staged = taken
+        self._stderr.close()
+        self._stderr = spare.stderr
+        self._proc = spare.proc
+        warm.stage(spare, staging)
+        request = msgspec.structs.replace(self._request, links=staging.links())
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(wire.encode(request))
+        self._proc.stdin.close()
+        return spare.scratch
+
+    def _spawn(self, scratch: str) -> None:
+        """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
         python = [sys.executable, "-m", "core.jobs.worker"]
         command = (
             sandbox.worker_command(python, self._confinement, self._settings, scratch) if self._sandboxed else python
@@ -264,13 +300,18 @@ class _ProcessJob:
             preexec_fn=sandbox.worker_preexec(self._settings),
         )
         assert self._proc.stdin is not None
-        self._proc.stdin.write(self._request)
+        self._proc.stdin.write(wire.encode(self._request))
         self._proc.stdin.close()
 
     # -- what the caller sees -------------------------------------------------------------------------
     @property
     def state(self) -> str:
         return self._state
+
+    @property
+    def started_warm(self) -> bool:
+        """Whether the job went to a worker started before it came (core.jobs.warm)."""
+        return self._staged is not None
 
     @property
     def queue_position(self) -> int | None:
@@ -395,15 +436,18 @@ def _tree_usage(ps: psutil.Process) -> tuple[int, int]:
 class ProcessBackend:
     """Runs each job in a fresh local Python process, at most ``settings.max_workers`` at once."""
 
-    def __init__(self, settings: Settings | None = None, registry: JobRegistry = JOBS) -> None:
+    def __init__(self, settings: Settings | None = None, registry: JobRegistry = JOBS, *, warm: int = 0) -> None:
+        """``warm``: how many workers to keep started ahead (core.jobs.warm); a server's backend keeps
+        ``settings.warm_workers``, a one-off command none."""
         self.settings = settings or load_settings()
         self.registry = registry
         self.slots = _Slots(self.settings.worker_limit)
+        self.pool = WarmPool(self.settings, sandbox.require_sandbox(self.settings), warm) if warm > 0 else None
 
     def submit(self, spec: JobSpec) -> JobHandle:
         job = self.registry.get(spec.name)
         signature = self.registry.check_arguments(spec.name, spec.args)
-        return _ProcessJob(spec, job, signature, self.settings, self.slots)
+        return _ProcessJob(spec, job, signature, self.settings, self.slots, self.pool)
 
 
 def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:

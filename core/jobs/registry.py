@@ -31,6 +31,9 @@ class Job:
     name: str
     target: str  # "package.module:function"
     exclusive: bool = False
+    # may run in a pre-started worker (core.jobs.warm), where the paths it is given are links to staged
+    # folders: a job whose result names the resolved path of a file it read must not
+    warm: bool = True
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ JOBS = JobRegistry(
         Job("partition.run", "core.runtime.partition:partition_model"),
         Job("optimize.levels", "core.runtime.optimize:optimize_levels"),
         Job("bench.run", "core.bench.benchmark:run_benchmark", exclusive=True),
-        Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True),
+        Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True, warm=False),
         Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
         Job("inputs.image", "core.model.data:image_input"),
         Job("inputs.npz", "core.model.data:npz_inputs"),

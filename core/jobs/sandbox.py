@@ -28,6 +28,8 @@ from core.settings import PROJECT_ROOT, Settings
 
 __all__ = [
     "Confinement",
+    "hidden_folders",
+    "shown_for",
     "require_sandbox",
     "sandbox_state",
     "sandbox_status",
@@ -101,7 +103,7 @@ def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
     return env
 
 
-def _shown_for(path: Path, hidden: list[Path]) -> list[Path]:
+def shown_for(path: Path, hidden: list[Path]) -> list[Path]:
     """What the sandbox shows of a path a job reads: its folder (a model's external data lies beside it), unless
     that folder is /tmp (the job's own /tmp would vanish under it) or holds what is hidden (the data folder,
     the secrets): then the file itself and the files beside it that start with its name."""
@@ -114,10 +116,22 @@ def _shown_for(path: Path, hidden: list[Path]) -> list[Path]:
     return [path, *sorted(p for p in folder.iterdir() if p.name.startswith(stem) and p.is_file() and p != path)]
 
 
-def worker_command(python: list[str], confinement: Confinement, settings: Settings, scratch: str) -> list[str]:
-    """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder."""
+def hidden_folders(settings: Settings) -> list[Path]:
+    """The data folder (every session's files, the locks, the history) and the secrets: each replaced by an
+    empty private folder in the sandbox."""
+    return sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"})
+
+
+def worker_command(
+    python: list[str], confinement: Confinement, settings: Settings, scratch: str, *, staged: bool = False
+) -> list[str]:
+    """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder. ``staged``
+    (a worker started before its job, core.jobs.warm): ``scratch/in`` is shown read-only at /tmp/in, where the
+    files of its job will be linked once it comes."""
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp"]
+    if staged:
+        args += ["--ro-bind", str(Path(scratch) / "in"), "/tmp/in"]
     # the code and Python itself, wherever they are (a checkout or a virtual environment may live under /tmp)
     places = {p.resolve() for p in (PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable))}
     under_tmp = sorted(p for p in places if p.is_relative_to("/tmp") and p != Path("/tmp"))
@@ -125,11 +139,11 @@ def worker_command(python: list[str], confinement: Confinement, settings: Settin
         if not any(needed != other and needed.is_relative_to(other) for other in under_tmp):
             args += ["--ro-bind", str(needed), str(needed)]
     # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
-    hidden = sorted({Path(settings.data_dir).resolve(), PROJECT_ROOT / ".streamlit"})
+    hidden = hidden_folders(settings)
     for folder in hidden:
         if folder.is_dir() and folder != Path("/"):
             args += ["--tmpfs", str(folder)]
-    for shown in sorted({str(p) for path in confinement.reads for p in _shown_for(Path(path), hidden)}):
+    for shown in sorted({str(p) for path in confinement.reads for p in shown_for(Path(path), hidden)}):
         args += ["--ro-bind-try", shown, shown]
     for writable in confinement.writes:
         args += ["--bind", writable, writable]

@@ -22,6 +22,7 @@ __all__ = [
     "Finished",
     "Message",
     "ProgressReport",
+    "Ready",
     "Request",
     "Started",
     "WireError",
@@ -105,6 +106,9 @@ class Request(msgspec.Struct, frozen=True):
     target: str  # "package.module:function", from the job table
     args: msgspec.Raw
     limits: msgspec.Raw  # the server's IntakeLimits, for jobs that take ``limits``
+    # (path the job uses, where it lies in the sandbox): links a pre-started worker makes in its own private
+    # view of the data folder before it runs the job (core.jobs.warm), so the job sees the paths it was given
+    links: list[tuple[str, str]] = []
 
 
 class Message(msgspec.Struct, tag_field="type", frozen=True):
@@ -112,6 +116,12 @@ class Message(msgspec.Struct, tag_field="type", frozen=True):
 
 
 class Started(Message, tag="started", frozen=True):
+    pid: int
+
+
+class Ready(Message, tag="ready", frozen=True):
+    """A pre-started worker has imported its libraries and waits for its one job."""
+
     pid: int
 
 
@@ -131,7 +141,7 @@ class Failed(Message, tag="error", frozen=True):
     traceback: str = ""
 
 
-_MESSAGES = msgspec.msgpack.Decoder(Started | ProgressReport | Finished | Failed)
+_MESSAGES = msgspec.msgpack.Decoder(Started | Ready | ProgressReport | Finished | Failed)
 
 
 def write_frame(stream: IO[bytes], payload: bytes) -> None:

@@ -7,6 +7,7 @@ Arguments arrive as MessagePack and are decoded into the types the job's functio
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import resource
@@ -20,7 +21,9 @@ import msgspec
 from core.jobs import wire
 from core.jobs.registry import JobSignature, resolve, signature_of
 
-__all__ = ["main"]
+__all__ = ["PRELOADED", "main"]
+
+PRELOADED = ("numpy", "msgspec", "onnx", "onnxruntime", "torch")
 
 
 class _Channel:
@@ -78,14 +81,41 @@ def _failure(exc: BaseException) -> wire.Failed:
     )
 
 
-def main() -> int:
+def _preload() -> None:
+    """What a pre-started worker imports while it waits: the libraries every job needs (a second or two of
+    imports, torch most of it) and the job table's own modules. None of it touches a model."""
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # a missing optional library: the job that needs it will say so
+            print(f"worker: could not preload {name}: {exc}", file=sys.stderr)
+    from core.jobs.registry import JOBS, signature_of
+
+    for name in JOBS.names():
+        signature_of(JOBS.get(name).target)
+
+
+def _make_links(links: list[tuple[str, str]]) -> None:
+    """The paths the job was given, as links to where they lie in this sandbox (its data folder is an empty,
+    private one: nothing here is anybody else's)."""
+    for link, target in links:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
+
+
+def main(argv: list[str] | None = None) -> int:
+    warm = "--warm" in (sys.argv[1:] if argv is None else argv)
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     channel = _Channel(protocol)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not litter the disk with core files
+    if warm:
+        _preload()
+        channel.send(wire.Ready(pid=os.getpid()))
 
     request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)
+    _make_links(request.links)
     channel.send(wire.Started(pid=os.getpid()))
     try:
         message = _run(request, channel)
@@ -99,4 +129,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Out at once: the answer is sent, and an interpreter that imported torch takes a fifth of a second to
+    # tear itself down, which the caller would wait for.
+    sys.stderr.flush()
+    os._exit(code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -61,16 +62,30 @@ def test_sigterm_of_the_command_line_mid_benchmark_ends_its_worker(model: Path, 
     _assert_gone_and_lock_free(descendants, data)
 
 
-@pytest.mark.parametrize("sandbox", [True, False], ids=["sandboxed", "unsandboxed"])
-def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(model: Path, tmp_path: Path, sandbox: bool) -> None:
+@pytest.mark.parametrize(
+    ("sandbox", "warm"), [(True, False), (False, False), (True, True)], ids=["sandboxed", "unsandboxed", "pre-started"]
+)
+def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(
+    model: Path, tmp_path: Path, sandbox: bool, warm: bool
+) -> None:
+    """Pre-started: a server keeping a worker ready runs the benchmark in it (its model staged from the data
+    folder); the worker was started by the pool's thread, not the job's, and must die with the server too."""
     data = tmp_path / "data"
+    if warm:
+        upload = data / "workspaces" / "someone" / "upload-1"
+        upload.mkdir(parents=True)
+        model = Path(shutil.copy(model, upload / model.name))
     server = textwrap.dedent(
         f"""
-        from core.jobs import run_job
+        import time
+        from core.jobs import ProcessBackend, run_job
         from core.model.inputs import BenchInput
+        backend = ProcessBackend(warm={int(warm)})
+        while backend.pool is not None and backend.pool.ready_count() == 0:
+            time.sleep(0.05)
         inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
         run_job("bench.run", {{"onnx_path": {str(model)!r}, "inputs": inputs, "iterations": 1000000,
-                               "time_budget_s": 600.0}})
+                               "time_budget_s": 600.0}}, backend)
         """
     )
     host = _start([sys.executable, "-c", server], data, sandbox)

@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from core.errors import IntakeError, WorkbenchError
-from core.jobs import ProcessBackend, run_job
+from core.jobs import JobSpec, ProcessBackend, run_job, submit
 from core.jobs.sandbox import sandbox_status
 from core.settings import PROJECT_ROOT, load_settings
 from tests.adversarial.payloads import escape_code, pt2_pickle_payload, torchscript_payload
@@ -183,3 +183,36 @@ def test_a_model_directly_in_tmp_is_read_without_showing_the_rest_of_tmp(scene: 
     finally:
         model.unlink(missing_ok=True)
         neighbour.unlink(missing_ok=True)
+
+
+def test_a_pickle_in_a_pre_started_worker_gets_nothing_either(scene: Scene) -> None:
+    """A worker started before its job (core.jobs.warm) sees the job's files only as staged copies: the same
+    payload steals nothing, writes only into its own results folder, and leaves no process behind."""
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(scene.data), sandbox=True)
+    backend = ProcessBackend(settings, warm=1)
+    assert backend.pool is not None
+    try:
+        deadline = time.monotonic() + 90
+        while backend.pool.ready_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        results = scene.data / "workspaces" / "me" / "unpack-3"
+        results.mkdir()
+        loot, marker = results / "loot.txt", results / "survived.txt"
+        code = escape_code(scene.secret, scene.outside, scene.listener.port, marker, scene.other_session, loot)
+        archive = pt2_pickle_payload(scene.uploads, code)
+        before = archive.read_bytes()
+        handle = submit(
+            JobSpec("intake.describe_files", {"paths": [str(archive)], "unpack_dir": str(results)}), backend
+        )
+        with pytest.raises(WorkbenchError) as caught:
+            handle.result(timeout=120)
+        assert handle.started_warm  # type: ignore[attr-defined]
+        message = str(caught.value)
+        assert SECRET not in message and CANARY not in message and "their-model" not in message, message
+        assert loot.read_text() == "STOLEN[]"  # the code ran, wrote into its results folder, and got nothing
+        assert archive.read_bytes() == before and not scene.outside.exists()
+        time.sleep(3)
+        assert not marker.exists() and not scene.listener.connected
+        assert not [p for p in psutil.process_iter(["cmdline"]) if str(marker) in " ".join(p.info["cmdline"] or [])]
+    finally:
+        backend.pool.close()

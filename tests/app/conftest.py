@@ -14,5 +14,8 @@ APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings are cached per server process; each test is a fresh server with its own environment."""
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    # every test is a new backend; a pre-started worker each would be ~250 MB and a CPU-second, mostly unused
+    # (tests/unit/test_warm.py and the browser tests, which run the real server, cover them)
+    monkeypatch.setenv("WORKBENCH_WARM_WORKERS", "0")
     st.cache_resource.clear()
     st.cache_data.clear()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.access import WritePath
+from core.access import ReadPath, WritePath
 from core.errors import IntakeError
 from core.settings import IntakeLimits
 
@@ -103,3 +103,29 @@ def exclusive_span(log: WritePath, seconds: float) -> list[float]:
 def span(log: WritePath, seconds: float) -> list[float]:
     """Like exclusive_span, for ordinary jobs (which share the worker slots)."""
     return exclusive_span(log, seconds)
+
+
+_CALLS = [0]
+
+
+def calls() -> int:
+    """How many jobs this process has run: 1 in a fresh worker, more in one that was used again."""
+    _CALLS[0] += 1
+    return _CALLS[0]
+
+
+def probe(model: ReadPath, out: WritePath, data_dir: str) -> dict[str, str]:
+    """What a job can do with the paths it was given, and see of the data folder around them."""
+    seen: dict[str, str] = {"read": Path(model).read_text()}
+    try:
+        with open(model, "a") as fh:
+            fh.write("tampered")
+        seen["write_model"] = "written"
+    except OSError as exc:
+        seen["write_model"] = type(exc).__name__
+    (Path(out) / "result.txt").write_text("from the job")
+    (Path(out) / "nested").mkdir()
+    (Path(out) / "nested" / "deep.txt").write_text("deep")
+    found = sorted(str(p.relative_to(data_dir)) for p in Path(data_dir).rglob("*") if p.is_file())
+    seen["data_files"] = " ".join(found)
+    return seen

@@ -1,0 +1,276 @@
+"""Pre-started workers: one process per job still, but started before the job comes, its imports done.
+
+A job's worker spends most of a small job importing its libraries (torch alone takes 1.5 s). A ``WarmPool``
+keeps a few workers started ahead (``python -m core.jobs.worker --warm``): each imports numpy, onnx,
+onnxruntime and torch, says it is ready, and waits for its one job; a used worker is never used again, and
+a new one is started once its job has ended (never while this server runs a benchmark, which must have the
+machine to itself).
+
+The sandbox's walls are fixed when a worker starts, before its job's paths are known. So a pre-started worker
+is started with nothing of the data folder shown, and the job's files are staged into its private folder when
+the job comes:
+
+- each folder the job reads is mirrored, by hard links (copies across file systems), into ``scratch/in/K``,
+  which the sandbox shows read-only at ``/tmp/in/K``: the worker cannot write to a user's file through it;
+- each folder the job writes is ``scratch/out/K``, writable at ``/tmp/out/K``; once the worker has exited its
+  files are moved into the real folder;
+- the worker first makes links at the job's own paths, in its private (empty) view of the data folder, to
+  where they lie in the sandbox, so the job runs on exactly the arguments it was given.
+
+A job whose paths cannot be staged that way (a path outside the data folder, nested folders, thousands of
+files, a folder to write that is not empty) starts a worker of its own as before.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import psutil
+
+from core.jobs import sandbox, wire
+from core.jobs.sandbox import Confinement
+from core.settings import Settings
+
+__all__ = ["MAX_STAGED_FILES", "Spare", "Staging", "WarmPool", "collect_outputs", "plan_staging"]
+
+MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
+
+
+@dataclass
+class Spare:
+    """A started worker waiting for its job, with its private folder and its stderr file."""
+
+    proc: subprocess.Popen[bytes]
+    scratch: str
+    stderr: IO[bytes]
+
+
+@dataclass(frozen=True)
+class Staging:
+    """Where a job's folders lie in a pre-started worker's sandbox: (real folder, name under the scratch)."""
+
+    reads: tuple[tuple[Path, str], ...] = ()
+    writes: tuple[tuple[Path, str], ...] = ()
+
+    def links(self) -> list[tuple[str, str]]:
+        return [(str(real), f"/tmp/{name}") for real, name in (*self.reads, *self.writes)]
+
+
+def _count_files(folder: Path, limit: int) -> int:
+    count = 0
+    for _root, _dirs, files in os.walk(folder):
+        count += len(files)
+        if count > limit:
+            break
+    return count
+
+
+def plan_staging(confinement: Confinement, settings: Settings) -> Staging | None:
+    """How a sandboxed job's paths can be staged into a pre-started worker, or None when they cannot."""
+    data = Path(settings.data_dir).resolve()
+    shown = sorted({p for r in confinement.reads for p in sandbox.shown_for(Path(r), sandbox.hidden_folders(settings))})
+    writes = [Path(w) for w in confinement.writes]
+    every = [*shown, *writes]
+    for path in every:
+        if path == data or not path.is_relative_to(data) or path.is_relative_to(settings.scratch_root):
+            return None
+        if path.is_symlink() or not path.is_dir():
+            return None
+    if any(a != b and a.is_relative_to(b) for a in every for b in every) or len(set(every)) < len(every):
+        return None
+    if any(any(w.iterdir()) for w in writes):
+        return None
+    if sum(_count_files(folder, MAX_STAGED_FILES) for folder in shown) > MAX_STAGED_FILES:
+        return None
+    return Staging(
+        reads=tuple((p, f"in/{k}") for k, p in enumerate(shown)),
+        writes=tuple((p, f"out/{k}") for k, p in enumerate(writes)),
+    )
+
+
+def _mirror(source: Path, target: Path) -> None:
+    """``source``'s plain files and folders under ``target``, as hard links (copies where links cannot be)."""
+    for root, dirs, files in os.walk(source):
+        here = target / Path(root).relative_to(source)
+        here.mkdir(parents=True, exist_ok=True)
+        dirs[:] = [d for d in dirs if not (Path(root) / d).is_symlink()]
+        for name in files:
+            src = Path(root) / name
+            if src.is_symlink() or not src.is_file():
+                continue
+            try:
+                os.link(src, here / name)
+            except OSError:
+                shutil.copy2(src, here / name)
+
+
+def stage(spare: Spare, staging: Staging) -> None:
+    """The job's folders, put in place in the spare's private folder before it is sent the job."""
+    for real, name in staging.reads:
+        _mirror(real, Path(spare.scratch) / name)
+    for _real, name in staging.writes:
+        (Path(spare.scratch) / name).mkdir(parents=True)
+
+
+def collect_outputs(spare: Spare, staging: Staging) -> None:
+    """Move what the job wrote into its real folders (after the worker has exited). What the job left there is
+    moved as it is, links as links, and read later like anything a job writes (core.workspace.open_within)."""
+    for real, name in staging.writes:
+        written = Path(spare.scratch) / name
+        if written.is_symlink() or not written.is_dir():
+            continue
+        for entry in os.scandir(written):
+            try:
+                os.rename(entry.path, real / entry.name)
+            except OSError:
+                shutil.move(entry.path, real / entry.name)
+
+
+@dataclass
+class WarmPool:
+    """Keeps ``size`` workers started ahead for a backend's jobs. Its own thread starts them and lives as long
+    as the server, so the workers die with the server (their parent-death signal is tied to that thread)."""
+
+    settings: Settings
+    sandboxed: bool
+    size: int = 1
+    _ready: list[Spare] = field(default_factory=list)
+    _wanted: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _exclusive_running: int = 0
+    _closed: bool = False
+
+    def __post_init__(self) -> None:
+        self._wanted.set()
+        threading.Thread(target=self._keep_warm, name="warm workers", daemon=True).start()
+        atexit.register(self.close)
+
+    def take(self, confinement: Confinement, memory_bytes: int) -> tuple[Spare, Staging] | None:
+        """A ready worker and where the job's paths go in it, or None (the job starts its own worker): when the
+        paths cannot be staged, or the job's memory limit leaves too little beside what the worker imported."""
+        staging = plan_staging(confinement, self.settings) if self.sandboxed else Staging()
+        if staging is None:
+            return None
+        with self._lock:
+            while self._ready:
+                spare = self._ready.pop(0)
+                if spare.proc.poll() is not None:
+                    _discard(spare)
+                    continue
+                if _tree_rss(spare.proc.pid) * 2 > memory_bytes:
+                    self._ready.insert(0, spare)
+                    return None
+                return spare, staging
+        return None
+
+    def job_started(self, exclusive: bool) -> None:
+        if exclusive:
+            with self._lock:
+                self._exclusive_running += 1
+
+    def job_ended(self, exclusive: bool) -> None:
+        """A job of this backend ended: start workers to replace the ones used."""
+        with self._lock:
+            if exclusive:
+                self._exclusive_running -= 1
+        self._wanted.set()
+
+    def ready_count(self) -> int:
+        with self._lock:
+            return len(self._ready)
+
+    def close(self) -> None:
+        """Stop the waiting workers and remove their folders (at exit, or when a test is done with a pool)."""
+        with self._lock:
+            self._closed = True
+            spares, self._ready = self._ready, []
+        self._wanted.set()
+        for spare in spares:
+            _discard(spare)
+
+    def _keep_warm(self) -> None:
+        while True:
+            self._wanted.wait()
+            self._wanted.clear()
+            while True:
+                with self._lock:
+                    # closed: this thread stays (the workers running jobs would die with it) and starts nothing
+                    if self._closed or len(self._ready) >= self.size:
+                        break
+                    waiting = self._exclusive_running > 0
+                if waiting:  # a benchmark runs: starting a worker now would take CPU from it
+                    self._wanted.wait(0.5)
+                    self._wanted.clear()
+                    continue
+                spare = self._start()
+                if spare is None:
+                    break  # a worker that cannot start or get ready: jobs start their own, which will say why
+                with self._lock:
+                    closed = self._closed
+                    if not closed:
+                        self._ready.append(spare)
+                if closed:
+                    _discard(spare)
+
+    def _start(self) -> Spare | None:
+        self.settings.scratch_root.mkdir(parents=True, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix="warm-", dir=self.settings.scratch_root)
+        (Path(scratch) / "in").mkdir()
+        (Path(scratch) / "out").mkdir()
+        python = [sys.executable, "-m", "core.jobs.worker", "--warm"]
+        command = (
+            sandbox.worker_command(python, Confinement(), self.settings, scratch, staged=True)
+            if self.sandboxed
+            else python
+        )
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
+        spare = Spare(
+            subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=scratch,
+                env=sandbox.worker_environment("/tmp" if self.sandboxed else scratch),
+                preexec_fn=sandbox.worker_preexec(self.settings),
+            ),
+            scratch,
+            stderr,
+        )
+        assert spare.proc.stdout is not None
+        payload = wire.read_frame(spare.proc.stdout)
+        if payload is None or not isinstance(wire.decode_message(payload), wire.Ready):
+            _discard(spare)
+            return None
+        return spare
+
+
+def _tree_rss(pid: int) -> int:
+    """The memory of a waiting worker (with bubblewrap around it)."""
+    try:
+        process = psutil.Process(pid)
+        return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+    except psutil.Error:
+        return 0
+
+
+def _discard(spare: Spare) -> None:
+    if spare.proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(spare.proc.pid, signal.SIGKILL)
+    spare.proc.wait()
+    for stream in (spare.proc.stdin, spare.proc.stdout, spare.stderr):
+        with contextlib.suppress(OSError, AttributeError):
+            stream.close()  # type: ignore[union-attr]
+    shutil.rmtree(spare.scratch, ignore_errors=True)
