@@ -81,7 +81,10 @@ external = right.checkbox(
     "Weights in a separate .onnx.data file (required past 2 GB)", value=False, key="external_data"
 )
 
-st.markdown("**Inputs**: the example shape, and which axes may change at run time")
+st.markdown(
+    "**Inputs**: the example shape, and which axes may change at run time. The exported model's input plan "
+    "(what Benchmark and Quantize run it on) starts from these sizes and values."
+)
 problems: list[str] = []
 shapes: dict[str, list[int]] = {}
 dynamic: dict[str, dict[str, str]] = {}

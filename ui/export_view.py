@@ -14,6 +14,7 @@ from core.model.torchload import source_of
 from ui import session
 from ui.charts import op_count_figure, op_count_frame
 from ui.jobs import job_result
+from ui.plan_view import forget_plan, keep_export_examples
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["kept_report", "run_export", "show_report"]
@@ -22,6 +23,9 @@ __all__ = ["kept_report", "run_export", "show_report"]
 def run_export(source: ModelRecord, options: ExportOptions, label: str) -> ExportReport:
     """Export ``source`` in the worker and keep the report; a verified export becomes the current model (the
     page runs again with it), a failed one does not."""
+    keep_export_examples(
+        source, {k: v for k, v in options.input_shapes.items() if k not in options.input_values}, options.input_values
+    )
     args = {
         "source": source_of(source),
         "options": options,
@@ -29,6 +33,8 @@ def run_export(source: ModelRecord, options: ExportOptions, label: str) -> Expor
         "file_name": f"{source.name}.onnx",
     }
     report: ExportReport = job_result("export_report", source.id, "export.run", args, label, run=True)
+    if report.record is not None:
+        forget_plan(report.record)  # its plan starts again from what it was just exported at
     if report.record is not None and report.ok:
         session.set_current_model(report.record, exported_from=source)  # reruns the page
     return report

@@ -17,24 +17,36 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 from core.errors import WorkbenchError
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, image_layout
-from core.model.inputs import VALUE_KINDS, BenchInput, describe_values, plan_inputs, resolve_free_dims
+from core.model.inputs import VALUE_KINDS, BenchInput, Exported, describe_values, plan_inputs, resolve_free_dims
 from core.model.shapes import parse_dims
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import run_with_status, show_error
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["input_plan", "plan_section"]
+__all__ = ["forget_plan", "input_plan", "keep_export_examples", "plan_section"]
 
 _PLANS = "input_plans"
+_EXPORTED = "export_examples"  # torch model id -> Exported: what the Export page exported it at
 
 
 def input_plan(record: ModelRecord, torch_record: ModelRecord | None = None) -> list[BenchInput]:
-    """The plan for ``record``: the one set in this session, else the default for the model."""
+    """The plan for ``record``: the one set in this session, else the default for the model, which starts from
+    the sizes and values ``torch_record`` was exported at on the Export page."""
     plans = st.session_state.setdefault(_PLANS, {})
     if record.id not in plans:
-        plans[record.id] = plan_inputs(record, torch_record)
+        exported = st.session_state.get(_EXPORTED, {}).get(torch_record.id) if torch_record is not None else None
+        plans[record.id] = plan_inputs(record, torch_record, exported)
     return copy.deepcopy(plans[record.id])
+
+
+def forget_plan(record: ModelRecord) -> None:
+    st.session_state.setdefault(_PLANS, {}).pop(record.id, None)
+
+
+def keep_export_examples(source: ModelRecord, shapes: dict[str, list[int]], values: dict[str, float]) -> None:
+    """What ``source`` is being exported at (by ONNX input name): the plan of its export starts from it."""
+    st.session_state.setdefault(_EXPORTED, {})[source.id] = Exported(dict(shapes), dict(values))
 
 
 def _frame(plan: list[BenchInput]) -> pd.DataFrame:

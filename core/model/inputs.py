@@ -22,6 +22,7 @@ __all__ = [
     "SCALAR_TYPES",
     "VALUE_KINDS",
     "BenchInput",
+    "Exported",
     "FreeDim",
     "default_inputs",
     "describe_values",
@@ -210,12 +211,30 @@ def _values(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, 
     return "normal", 0, 1, ""
 
 
-def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) -> list[BenchInput]:
+@dataclass(frozen=True)
+class Exported:
+    """What a model was exported at, by its ONNX input names: the example sizes and the Python scalars' values
+    (the Export page's choices, which the exported model's plan starts from)."""
+
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    values: dict[str, float] = field(default_factory=dict)
+
+    def size(self, spec: TensorSpec, axis: int) -> int | None:
+        shape = self.shapes.get(spec.name)
+        if shape is None or len(shape) != len(spec.shape or []) or not shape[axis] > 0:
+            return None
+        return int(shape[axis])
+
+
+def plan_inputs(
+    record: ModelRecord, torch_record: ModelRecord | None = None, exported: Exported | None = None
+) -> list[BenchInput]:
     """The default plan for ``record`` (an ONNX model): see the module's docstring. Free dims that share a
-    name get one value; the PyTorch original's example sizes win where there is one."""
+    name get one value; the sizes and values it was exported at win, then the PyTorch original's examples."""
     batch = _batch_symbols(record.inputs)
     audio = _is_audio(record)
     torch_inputs = torch_record.inputs if torch_record is not None else []
+    exported = exported or Exported()
     chosen: dict[str, tuple[int, str]] = {}  # symbol -> (value, why): shared names move together
     plan = []
     for position, spec in enumerate(record.inputs):
@@ -238,6 +257,8 @@ def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) ->
             elif symbol is not None and symbol in chosen:
                 value, why = chosen[symbol]
                 why = f"{why} (the same '{symbol}' as another input)" if "same" not in why else why
+            elif exported.size(spec, axis) is not None:
+                value, why = exported.size(spec, axis) or 1, "the size it was exported at"
             elif isinstance(known, int) and known > 0:
                 value, why = known, "the size in the PyTorch model's example"
             else:
@@ -248,6 +269,9 @@ def plan_inputs(record: ModelRecord, torch_record: ModelRecord | None = None) ->
             free.append(FreeDim(axis, symbol or "?", value, why))
         dtype = _numpy_dtype(spec.dtype)
         kind, low, high, why = _values(spec, dtype, spec.vocabulary)
+        if spec.name in exported.values:
+            value = exported.values[spec.name]
+            kind, low, high, why = "constant", value, value + 1, "the value it was exported with"
         plan.append(BenchInput(spec.name, dtype, shape, batch_axis, kind, low, high, free, why))
     return plan
 

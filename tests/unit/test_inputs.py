@@ -11,7 +11,7 @@ import pytest
 
 from core.bench.benchmark import run_benchmark
 from core.errors import BenchmarkError
-from core.model.inputs import describe_values, make_inputs, plan_inputs, resolve_free_dims
+from core.model.inputs import Exported, describe_values, make_inputs, plan_inputs, resolve_free_dims
 from core.model.intake import describe_files
 from core.model.records import ModelRecord
 from tests import wild
@@ -148,3 +148,15 @@ def test_quantize_on_the_command_line_calibrates_a_detector_at_a_real_image_size
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["inputs"][0]["shape"] == [1, 3, 640, 640] and out.is_file()
+
+
+def test_the_sizes_and_values_a_model_was_exported_at_win_over_the_guesses(tmp_path: Path) -> None:
+    """The Export page's example sizes and Python scalar values, by ONNX input name; the batch stays 1 (the sweep
+    changes it) and a shape of another rank is not used."""
+    record = _record(wild.detector_model(), tmp_path, "det")
+    (x,) = plan_inputs(record, exported=Exported({"x": [2, 3, 480, 320]}))
+    assert x.name == "x" and x.shape == [1, 3, 480, 320] and x.free[1].why == "the size it was exported at"
+    (other_rank,) = plan_inputs(record, exported=Exported({"x": [480, 320]}))
+    assert other_rank.shape == [1, 3, 640, 640]
+    _audio, _state, sr = plan_inputs(_record(wild.vad_model(), tmp_path, "vad"), exported=Exported(values={"sr": 8000}))
+    assert (sr.kind, sr.low, sr.why) == ("constant", 8000, "the value it was exported with")
