@@ -270,8 +270,8 @@ def plan_inputs(
         dtype = _numpy_dtype(spec.dtype)
         kind, low, high, why = _values(spec, dtype, spec.vocabulary)
         if spec.name in exported.values:
-            value = exported.values[spec.name]
-            kind, low, high, why = "constant", value, value + 1, "the value it was exported with"
+            given = exported.values[spec.name]
+            kind, low, high, why = "constant", given, given + 1, "the value it was exported with"
         plan.append(BenchInput(spec.name, dtype, shape, batch_axis, kind, low, high, free, why))
     return plan
 
