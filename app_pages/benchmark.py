@@ -69,7 +69,7 @@ st.caption(
     "With the defaults, TinyCNN takes about 15 seconds. Benchmarks run one at a time on this machine; if another "
     "is running, yours waits in the queue and the status box shows its place."
 )
-if submitted:
+if submitted or st.session_state.pop("bench_again", False):  # the button, or "Run it again" after a busy run
     if not eager and not levels:
         st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
         st.stop()

@@ -23,7 +23,7 @@ __all__ = [
 _COLUMNS = [
     "label", "engine", "level", "provider", "threads", "batch", "n", "median_ms", "p90_ms", "p99_ms", "mean_ms",
     "std_ms", "min_ms", "max_ms", "median_low_ms", "median_high_ms", "throughput", "speedup", "speedup_low",
-    "speedup_high", "max_abs_diff", "first_run_ms", "load_ms", "noisy",
+    "speedup_high", "max_abs_diff", "first_run_ms", "load_ms", "noisy", "cpu_median_ms",
 ]  # fmt: skip
 
 
@@ -60,6 +60,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
             "mean ms": frame["mean_ms"].round(4),
             "std ms": frame["std_ms"].round(4),
             "min ms": frame["min_ms"].round(4),
+            "CPU ms (median)": frame["cpu_median_ms"].round(4),
             "items/s": frame["throughput"].round(1),
             "speedup (95 % CI)": _interval(frame["speedup"], frame["speedup_low"], frame["speedup_high"], "×"),
             "max abs diff": [f"{d:.1e}" if pd.notna(d) else "" for d in frame["max_abs_diff"]],
@@ -73,7 +74,15 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
     st.subheader(md_escape(report.headline, 400))
+    if report.activity is not None and report.activity.busy:
+        st.warning(
+            md_escape(report.activity.note, 600)
+            + " A quieter moment gives numbers that hold: run it again when the other work is done."
+        )
+        st.button("Run it again", key=f"{key}_again", on_click=lambda: st.session_state.update(bench_again=True))
     for note in report.notes:
+        if report.activity is not None and note == report.activity.note:
+            continue
         if note.startswith(("Noisy", "The time budget")):
             st.warning(md_escape(note, 800))
         else:
@@ -137,6 +146,7 @@ def environment_section(report: BenchReport) -> None:
             "; ".join(f"{n}: {i['dtype']} {i['shape']}" for n, i in settings.get("inputs", {}).items())
             + f", seed {settings.get('seed')}",
         ),
+        ("other work", report.activity.note if report.activity is not None else "not recorded"),
         ("run", f"{report.id}, {report.created_at}, {report.seconds:.1f} s in all"),
     ]
     st.table(escaped_frame(pd.DataFrame(rows, columns=["", "value"])), hide_index=True)

@@ -22,6 +22,7 @@ from core.errors import BenchmarkError
 from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
+from core.runtime.activity import Activity, ActivityMeter
 from core.runtime.machine import Environment, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
@@ -47,6 +48,7 @@ class BenchReport:
     seconds: float
     started: float = 0.0  # wall-clock start and end of the measurement (epoch seconds), under the lock
     finished: float = 0.0
+    activity: Activity | None = None  # what else the machine did meanwhile (None in runs saved before it)
 
 
 @dataclass
@@ -179,8 +181,12 @@ def run_benchmark(
         configs += _ort_configs(onnx_path, inputs, plan, feeds)
     notes: list[str] = []
     started_wall = time.time()
+    meter = ActivityMeter()
     rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
+    activity = meter.stop()
     finished_wall = time.time()
+    if activity.busy or not activity.known:
+        notes.append(activity.note)
     report_progress(0.96, "Computing statistics")
     results, baseline = _results(configs, notes)
     settings = {
@@ -203,6 +209,7 @@ def run_benchmark(
         seconds=time.perf_counter() - began,
         started=started_wall,
         finished=finished_wall,
+        activity=activity,
     )
     report.headline = headline(report)
     return report
@@ -283,8 +290,15 @@ def headline(report: BenchReport) -> str:
         ),
         None,
     )
-    noisy = best.noisy or (base is not None and base.noisy) or high > low * WIDE
+    busy = report.activity is not None and report.activity.busy
+    noisy = busy or best.noisy or (base is not None and base.noisy) or high > low * WIDE
     ms = f"median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms"
+    if busy:
+        assert report.activity is not None
+        ms += (
+            f"; the machine was busy: other processes kept {report.activity.others_cores:.1f} of "
+            f"{report.activity.cores} cores busy"
+        )
     if noisy:  # never a settled number that the next run may contradict: the interval is the answer
         if low <= 1 <= high:
             claim = f"somewhere between {1 / low:.1f}× slower and {high:.1f}× faster than" if low < 1 else ""

@@ -4,6 +4,7 @@ timed one by one in rounds that interleave every configuration, so drift of the 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,9 @@ class BenchResult:
     max_abs_diff: float | None = None  # against the reference outputs at the same batch
     noisy: bool = False
     samples_ms: list[float] = field(default_factory=list)
+    # the median call's CPU time, all our threads together: near the wall time for one thread, up to threads ×
+    # wall time when they all work; far below it, the call waited for a CPU that something else had
+    cpu_median_ms: float | None = None
 
 
 @dataclass
@@ -67,6 +71,7 @@ class Config:
     run: Callable[[], list[Any]]
     load_ms: float
     samples: list[int] = field(default_factory=list)  # nanoseconds
+    cpu_samples: list[int] = field(default_factory=list)  # the same calls' CPU time (every thread of ours), ns
     first_ns: int = 0
     outputs: list[Any] = field(default_factory=list)
 
@@ -119,9 +124,11 @@ def measure(
         order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
         for config in order:
             for _ in range(min(chunk, iterations - len(config.samples))):
+                cpu = time.process_time_ns()
                 start = time.perf_counter_ns()
                 config.run()
                 config.samples.append(time.perf_counter_ns() - start)
+                config.cpu_samples.append(time.process_time_ns() - cpu)
         rounds += 1
         done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
         progress(first + (last - first) * (0.15 + 0.85 * done), f"Measuring: round {rounds}, {done:.0%} of the calls")
@@ -161,4 +168,5 @@ def result_of(c: Config) -> BenchResult:
         first_run_ms=c.first_ns / 1e6,
         noisy=summary.relative_interval > NOISY,
         samples_ms=ms[:MAX_SAMPLES_KEPT],
+        cpu_median_ms=float(statistics.median(c.cpu_samples)) / 1e6 if c.cpu_samples else None,
     )

@@ -33,6 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from core.bench import BenchReport
 from core.errors import StoreError
 from core.jobs.wire import from_data, to_data
+from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
 
@@ -181,7 +182,8 @@ class Store:
                         started=report.started,
                         finished=report.finished,
                         settings=to_data(report.settings),
-                        environment=to_data(env),
+                        # what else ran meanwhile travels with the machine's description
+                        environment={**to_data(env), "activity": to_data(report.activity)},
                         notes=report.notes,
                     )
                 )
@@ -246,13 +248,16 @@ class Store:
             raise StoreError(f"The history at {_safe(self.url)} could not be read: {exc}") from exc
         if run is None:
             raise StoreError(f"There is no run {run_id!r} in the history.")
+        environment = dict(_json(run["environment"]))
+        activity = environment.pop("activity", None)
         return BenchReport(
             id=run["id"],
             model=run["model"],
             model_id=run["model_id"],
             created_at=run["created_at"].isoformat(timespec="seconds") + "+00:00",
             settings=_json(run["settings"]),
-            environment=from_data(_json(run["environment"]), Environment),
+            environment=from_data(environment, Environment),
+            activity=from_data(activity, Activity) if activity else None,
             results=[from_data(_json(detail), BenchResult) for (detail,) in rows],
             baseline=run["baseline"],
             headline=run["headline"],

@@ -248,6 +248,7 @@ def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:
     assert (summary.id, summary.model, summary.configurations) == (report.id, "tinycnn", 3)
     loaded = again.load(report.id)
     assert loaded.headline == report.headline and loaded.environment == report.environment
+    assert loaded.activity == report.activity and report.activity is not None  # what else the machine did
     assert [r.median_ms for r in loaded.results] == [r.median_ms for r in report.results]
     assert loaded.results[0].samples_ms == report.results[0].samples_ms
     assert again.distinct("model") == ["tinycnn"]

@@ -1,0 +1,64 @@
+"""What the machine was doing while we measured: other processes' CPU use is seen from inside the worker's
+sandbox (the kernel's counters are machine-wide), and a busy machine's benchmark says so in its headline."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.bench import headline, run_benchmark
+from core.jobs import run_job
+from core.model.inputs import BenchInput
+from core.runtime.activity import Activity, ActivityMeter
+from tests import builders
+
+SPIN = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
+
+
+@pytest.fixture
+def spinner() -> Iterator[subprocess.Popen[bytes]]:
+    """Another process keeping one core busy."""
+    process = subprocess.Popen([sys.executable, "-c", SPIN])
+    time.sleep(0.3)
+    yield process
+    process.kill()
+    process.wait()
+
+
+@pytest.fixture(scope="module")
+def tinycnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return builders.exported_sample("tinycnn", tmp_path_factory.mktemp("activity"))
+
+
+def test_another_process_using_a_core_is_seen(spinner: subprocess.Popen[bytes]) -> None:
+    meter = ActivityMeter()
+    time.sleep(1.0)
+    activity = meter.stop()
+    assert activity.known and activity.others_cores > 0.7 and activity.own_cores < 0.2
+    assert activity.busy and "Other processes kept" in activity.note
+
+
+def test_a_busy_machine_is_said_in_the_headline_with_the_interval(tinycnn: Path) -> None:
+    inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
+    report = run_benchmark(str(tinycnn), inputs, levels=["disable", "all"], threads=[1], iterations=20, warmup=2)
+    assert report.activity is not None and all(r.cpu_median_ms is not None for r in report.results)
+    report.activity = Activity(3.0, 2, 1.2, 1.0, 1.5, 1.9, busy=True, note="busy")
+    text = headline(report)
+    assert text.startswith("Noisy run:") and "between" in text  # the interval, never one settled number
+    assert "the machine was busy: other processes kept 1.2 of 2 cores busy" in text
+
+
+def test_a_benchmark_in_the_sandboxed_worker_sees_the_other_work(
+    tinycnn: Path, spinner: subprocess.Popen[bytes]
+) -> None:
+    inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
+    args = {"onnx_path": str(tinycnn), "inputs": inputs, "levels": ["all"], "threads": [1], "iterations": 300}
+    report = run_job("bench.run", args)
+    assert report.activity is not None and report.activity.busy, report.activity
+    assert "the machine was busy" in report.headline or report.baseline == ""
+    assert report.activity.note in report.notes
