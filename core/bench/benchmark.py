@@ -21,8 +21,8 @@ from core.access import ReadPath
 from core.errors import BenchmarkError
 from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
-from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.activity import Activity, ActivityMeter
+from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import Environment, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff

@@ -71,8 +71,8 @@ class ActivityMeter:
         busy_after = _busy_jiffies()
         cores = os.cpu_count() or 1
         if self._busy is None or busy_after is None:
-            return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False,
-                            note="The machine's CPU counters could not be read here, so other work is not known.")  # fmt: skip
+            unknown = "The machine's CPU counters could not be read here, so other work is not known."
+            return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False, note=unknown)
         everyone = (busy_after - self._busy) / os.sysconf("SC_CLK_TCK") / seconds
         others = max(0.0, everyone - own)
         free = max(cores - own, 1.0)
