@@ -15,6 +15,7 @@ WALK_THROUGH = [
     st.Page("app_pages/decode.py", title="Decode", icon=":material/data_object:"),
     st.Page("app_pages/partition.py", title="Partition", icon=":material/account_tree:"),
     st.Page("app_pages/benchmark.py", title="Benchmark", icon=":material/speed:"),
+    st.Page("app_pages/profile.py", title="Profile", icon=":material/timer:"),
     st.Page("app_pages/quantize.py", title="Quantize", icon=":material/compress:"),
     st.Page("app_pages/history.py", title="History", icon=":material/history:"),
 ]

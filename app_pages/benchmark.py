@@ -123,4 +123,4 @@ st.markdown(
 st.header("The machine", anchor="machine")
 environment_section(report)
 
-next_steps("quantize", "history")
+next_steps("profile", "quantize", "history")

@@ -165,6 +165,12 @@ _PALETTE = [  # 26 distinct colours (plotly's Alphabet), then Dark24
 _FIXED = {
     "input": "#222222",
     "output": "#222222",
+    # the graph's latency colours (ui.profile_view): a heat scale, hottest darkest
+    "≥ 20 % of the call": "#B2182B",
+    "5–20 %": "#EF8A62",
+    "1–5 %": "#FDDBC7",
+    "< 1 %": "#D1E5F0",
+    "not timed (folded or constant)": "#BBBBBB",
     # execution providers keep one colour on every page (short names, as core.partition.short_name gives)
     "CPU": "#8C96A8",
     "CUDA": "#76B900",

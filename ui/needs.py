@@ -26,6 +26,7 @@ STEPS = {
     ),
     "partition": ("app_pages/partition.py", "Partition: which provider runs each node", ":material/account_tree:"),
     "benchmark": ("app_pages/benchmark.py", "Benchmark: PyTorch eager against ONNX Runtime", ":material/speed:"),
+    "profile": ("app_pages/profile.py", "Profile: where the time goes, node by node", ":material/timer:"),
     "quantize": (
         "app_pages/quantize.py",
         "Quantize: INT8 and FP16 variants, size against accuracy",

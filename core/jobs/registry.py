@@ -122,6 +122,7 @@ JOBS = JobRegistry(
         Job("partition.run", "core.runtime.partition:partition_model"),
         Job("optimize.levels", "core.runtime.optimize:optimize_levels"),
         Job("bench.run", "core.bench.benchmark:run_benchmark", exclusive=True),
+        Job("profile.run", "core.profile.profiler:profile_model", exclusive=True),
         Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True, warm=False),
         Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
         Job("inputs.image", "core.model.data:image_input"),

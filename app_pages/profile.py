@@ -1,0 +1,95 @@
+"""Profile: where one call's time goes, node by node in ONNX Runtime and layer by layer in PyTorch eager."""
+
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+from core.model.torchload import source_of
+from core.profile import ProfileReport
+from core.runtime.ort import LEVELS
+from ui import session
+from ui.jobs import job_result
+from ui.needs import next_steps, require_onnx
+from ui.plan_view import plan_section
+from ui.profile_view import profile_section
+
+st.title("Profile")
+st.markdown(
+    "Benchmark says how much faster; Profile says where the time goes. ONNX Runtime runs the graph as a list of "
+    "**kernels**, one compiled routine per node, and its profiler times each of them; PyTorch eager runs the "
+    "model layer by layer, each layer one or more aten kernels, with Python in between. Whatever a call spends "
+    "outside the kernels is **overhead**: scheduling, copies, the Python around them."
+)
+with st.expander("Why fusions save time, and which models gain the most"):
+    st.markdown(
+        "A Conv followed by a Relu is two kernels in eager: the Conv writes its whole output to memory and the "
+        "Relu reads it back. ONNX Runtime **fuses** them into one kernel that applies the Relu while the values "
+        "are still in the CPU's registers, so one pass over memory disappears; BatchNorm is folded into the "
+        "Conv's weights before the model even runs. A model made of **many small ops** (a small CNN, a detector's "
+        "head) spends much of eager's time on per-op overhead and memory passes, so it gains a lot; a model "
+        "that is a few **large matrix multiplications** (a big Linear or a transformer at long sequence "
+        "lengths) spends its time inside BLAS kernels that both engines share, and gains little."
+    )
+
+record = require_onnx("Profiling")
+torch_record = session.torch_model()
+inputs = plan_section(record, torch_record, key="profile_plan")
+batch_dynamic = any(i.batch_axis is not None for i in inputs)
+cores = os.cpu_count() or 1
+
+with st.form("profile_form"):
+    left, mid, right = st.columns(3)
+    level = left.selectbox(
+        "ONNX Runtime optimization level",
+        list(LEVELS),
+        index=list(LEVELS).index("all"),
+        format_func=lambda k: LEVELS[k][0],
+        help="Profile at DISABLE_ALL and at ALL to see what the fusions bought: Conv and Relu as one FusedConv.",
+        key="profile_level",
+    )
+    threads = mid.number_input("Intra-op threads (both engines)", 1, max(cores, 1), cores, key="profile_threads")
+    batch = right.number_input(
+        "Batch size", 1, 4096, 1, disabled=not batch_dynamic, key="profile_batch",
+        help=None if batch_dynamic else "The model's batch axis is fixed.",
+    )  # fmt: skip
+    left, mid, right = st.columns(3)
+    eager = left.checkbox(
+        "PyTorch eager too, layer by layer",
+        value=torch_record is not None,
+        disabled=torch_record is None,
+        help=None if torch_record is not None else "The current model has no PyTorch original in this session.",
+        key="profile_eager",
+    )
+    iterations = mid.number_input("Profiled calls per engine", 5, 10_000, 100, step=25, key="profile_iters")
+    warmup = right.number_input("Warm-up calls", 0, 1000, 10, key="profile_warmup")
+    submitted = st.form_submit_button("Profile", type="primary")
+
+if submitted or st.session_state.pop("profile_again", False):
+    job_result(
+        "profile",
+        record.id,
+        "profile.run",
+        {
+            "onnx_path": record.path,
+            "inputs": inputs,
+            "torch_source": source_of(torch_record) if eager and torch_record else None,
+            "model": record.name,
+            "model_id": record.id,
+            "level": level,
+            "threads": int(threads),
+            "batch": int(batch) if batch_dynamic else 1,
+            "iterations": int(iterations),
+            "warmup": int(warmup),
+        },
+        f"Profiling '{record.name}'",
+        run=True,
+    )
+
+report: ProfileReport | None = job_result("profile", record.id, "profile.run", {}, "", run=False)
+if report is None:
+    st.info("Choose the level and press **Profile**. With the defaults, TinyCNN takes a few seconds.")
+    st.stop()
+profile_section(report, key=f"profile_{report.id}")
+next_steps("benchmark", "quantize", "partition")

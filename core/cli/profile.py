@@ -1,0 +1,101 @@
+"""profile: where one call's time goes, per ONNX Runtime node and per PyTorch eager layer, as the Profile page."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.cli.common import as_onnx, describe
+from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
+from core.errors import WorkbenchError
+from core.jobs import run_job
+from core.jobs.wire import to_data
+from core.model.records import format_shape
+from core.model.torchload import source_of
+
+if TYPE_CHECKING:
+    from core.profile import ProfileReport
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("profile", help="where the time goes: per ONNX Runtime node and per PyTorch layer")
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
+    parser.add_argument("--no-eager", action="store_true", help="profile ONNX Runtime only")
+    parser.add_argument("--level", default="all", help="ORT optimization level: disable, basic, extended, layout, all")
+    parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both engines (default: all cores)")
+    parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
+    parser.add_argument("--iters", type=int, default=100, help="profiled calls per engine (default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="warm-up calls per engine (default 10)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
+    add_plan_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def report_json(report: ProfileReport, plan: list[Any]) -> dict[str, Any]:
+    data: dict[str, Any] = to_data(report)
+    data["inputs"] = plan_json(plan)
+    return data
+
+
+def _print(report: ProfileReport, top: int) -> None:
+    print(report.headline)
+    for name, used in report.settings.get("inputs", {}).items():
+        print(f"input    {name}: {used['dtype']} {format_shape(used['shape'])}, {used['values']}")
+    print(f"call     {report.call_ms:.3f} ms: kernels {report.kernel_ms:.3f} ms, overhead {report.overhead_ms:.3f} ms")
+    print(f"{'node':<40} {'op type':<18} {'ms':>8} {'share':>6}  module / note")
+    for node in report.nodes[:top]:
+        print(
+            f"{node.name[:40]:<40} {node.op_type[:18]:<18} {node.mean_ms:>8.3f} {node.share:>6.1%}  "
+            f"{node.module or '-'}{'; ' + node.note if node.note else ''}"
+        )
+    if report.matched:
+        print(f"{'eager layer(s)':<40} {'eager ms':>9} {'ORT ms':>9}  note")
+        for row in report.matched:
+            label = " + ".join(row.modules) or "(" + row.note + ")"
+            eager = f"{row.eager_ms:.3f}" if row.eager_ms is not None else "-"
+            ort = f"{row.ort_ms:.3f}" if row.ort_ms is not None else "-"
+            print(f"{label[:40]:<40} {eager:>9} {ort:>9}  {row.note if row.modules else ''}")
+    for note in report.notes:
+        print(f"note     {note}")
+
+
+def run(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, torch_record = as_onnx(args.model, Path(tmp))
+        if args.torch:
+            torch_record = describe(args.torch)
+            if not torch_record.is_pytorch:
+                raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
+        if args.no_eager:
+            torch_record = None
+        named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
+        plan = plan_from_args(record, torch_record, args, Path(tmp))
+        report: ProfileReport = run_job(
+            "profile.run",
+            {
+                "onnx_path": record.path,
+                "inputs": plan,
+                "torch_source": source_of(torch_record) if torch_record else None,
+                "model": named,
+                "model_id": record.id,
+                "level": args.level.lower().removesuffix("_all"),
+                "threads": args.threads,
+                "batch": args.batch,
+                "iterations": args.iters,
+                "warmup": args.warmup,
+                "seed": args.seed,
+            },
+        )
+    if args.json:
+        print(json.dumps(report_json(report, plan), indent=2))
+        return 0
+    _print(report, args.top)
+    return 0

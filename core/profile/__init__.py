@@ -1,0 +1,8 @@
+"""Profile: where one call's time goes, node by node in ONNX Runtime and layer by layer in PyTorch eager."""
+
+from __future__ import annotations
+
+from core.profile.profiler import profile_model
+from core.profile.records import ProfileReport
+
+__all__ = ["ProfileReport", "profile_model"]

@@ -1,0 +1,151 @@
+"""ONNX Runtime, node by node: its own profiler's trace of the measured calls, per node (its median run, so one
+preempted call cannot move it) and per op type.
+
+The session runs as the benchmark's does (sequential, one inter-op thread); warm-up calls run first and are
+cut from the trace by time. ORT writes one "<node>_kernel_time" event per node per run and one "model_run"
+per run; what the kernels do not account for of a call is the runtime's own overhead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from core.errors import BenchmarkError
+from core.profile.match import Lineage, lineage
+from core.profile.records import NodeTime, OpTypeTime
+from core.runtime.ort import explain_session_error, ort_message, session_options
+
+__all__ = ["MAX_EVENTS", "OrtProfile", "profile_ort"]
+
+MAX_EVENTS = 400_000  # node events in one trace: beyond this the JSON alone takes seconds and hundreds of MB
+_OPTIMIZED_UP_TO = 512 << 20  # the optimized graph is saved (to trace fusions back) for models up to this size
+
+
+class OrtProfile:
+    def __init__(self, nodes: list[NodeTime], call_ms: float, run_ms: float, calls: int, original: Lineage) -> None:
+        self.nodes, self.call_ms, self.run_ms, self.calls, self.original = nodes, call_ms, run_ms, calls, original
+
+    def node_ms(self) -> list[float]:
+        """Per node of the model's main graph, in order: the time of the node it became (a fusion's time split
+        evenly among the nodes it fused)."""
+        times = [0.0] * len(self.original.order)
+        for node in self.nodes:
+            for name in node.originals:
+                times[self.original.order[name]] += node.mean_ms / len(node.originals)
+        return times
+
+    @property
+    def kernel_ms(self) -> float:
+        return sum(n.mean_ms for n in self.nodes)
+
+    def op_types(self) -> list[OpTypeTime]:
+        totals: dict[str, tuple[float, int]] = {}
+        for n in self.nodes:
+            ms, count = totals.get(n.op_type, (0.0, 0))
+            totals[n.op_type] = (ms + n.mean_ms, count + 1)
+        rows = [OpTypeTime(op, ms, ms / self.call_ms if self.call_ms else 0.0, c) for op, (ms, c) in totals.items()]
+        return sorted(rows, key=lambda r: -r.mean_ms)
+
+
+def _shapes(entries: Any) -> list[str]:
+    shapes = []
+    for entry in entries or []:
+        for dtype, dims in dict(entry).items():
+            shapes.append(f"{dtype}[{'×'.join(map(str, dims))}]")
+    return shapes
+
+
+def profile_ort(
+    path: str, feeds: dict[str, Any], level: str, threads: int, iterations: int, warmup: int, node_count: int,
+    folder: Path, provider: str = "CPUExecutionProvider",
+) -> tuple[OrtProfile, list[str]]:  # fmt: skip
+    """Profile ``iterations`` calls after ``warmup``; the profile and notes (fewer calls for a large graph)."""
+    import onnx
+    import onnxruntime as ort
+
+    notes: list[str] = []
+    limit = max(3, MAX_EVENTS // max(node_count, 1))
+    if iterations > limit:
+        notes.append(f"The graph has {node_count:,} nodes, so {limit} calls were profiled instead of {iterations}.")
+        iterations = limit
+    options = session_options(level, threads)
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.enable_profiling = True
+    options.profile_file_prefix = str(folder / "ort-profile")
+    optimized = folder / "optimized.onnx"
+    if os.path.getsize(path) <= _OPTIMIZED_UP_TO:
+        options.optimized_model_filepath = str(optimized)
+    providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
+    try:
+        session = ort.InferenceSession(path, options, providers=providers)
+    except Exception as exc:
+        raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
+    walls: list[float] = []
+    try:
+        for _ in range(warmup):
+            session.run(None, feeds)
+        for _ in range(iterations):
+            start = time.perf_counter_ns()
+            session.run(None, feeds)
+            walls.append((time.perf_counter_ns() - start) / 1e6)
+    except Exception as exc:
+        raise BenchmarkError(f"ONNX Runtime failed on the inputs: {ort_message(exc)}") from exc
+    trace = Path(session.end_profiling())
+    events = json.loads(trace.read_text())
+    trace.unlink(missing_ok=True)
+    # the warm-up calls are the first runs in the trace: the measured ones start with run number ``warmup``
+    starts = sorted(e.get("ts", 0) for e in events if e.get("name") == "model_run")
+    cut_us = starts[warmup] if len(starts) > warmup else 0
+
+    graph = onnx.load(str(optimized), load_external_data=False).graph if optimized.exists() else None
+    original = lineage(onnx.load(path, load_external_data=False).graph)
+    nodes = _nodes(events, cut_us, iterations, statistics.median(walls), graph, original)
+    runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
+    call_ms = statistics.median(walls)
+    run_ms = statistics.median(runs) if runs else call_ms
+    return OrtProfile(nodes, call_ms, run_ms, iterations, original), notes
+
+
+def _nodes(
+    events: list[Any], cut_us: float, iterations: int, call_ms: float, graph: Any, original: Lineage
+) -> list[NodeTime]:
+    """The trace's kernel events after ``cut_us``, per node and call, traced back to the model's own nodes."""
+    by_name = {n.name: n for n in graph.node} if graph is not None else {}
+    totals: dict[str, list[Any]] = {}
+    for event in events:
+        name = event.get("name", "")
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or event.get("ts", 0) < cut_us:
+            continue
+        entry = totals.setdefault(name[: -len("_kernel_time")], [[], event.get("args", {})])
+        entry[0].append(event["dur"] / 1000)
+    nodes = []
+    for name, (durations, args) in totals.items():
+        originals, note = original.originals(by_name[name]) if name in by_name else ([name], "")
+        originals = [o for o in originals if o in original.ops]
+        count = len(durations)
+        # the median run of the node, as often as it runs per call: one preempted call cannot move it
+        mean = statistics.median(durations) * count / iterations
+        nodes.append(
+            NodeTime(
+                name=name,
+                op_type=str(args.get("op_name", "")),
+                provider=str(args.get("provider", "")).removesuffix("ExecutionProvider"),
+                mean_ms=mean,
+                share=mean / call_ms if call_ms else 0.0,
+                calls=max(1, round(count / iterations)),
+                input_shapes=_shapes(args.get("input_type_shape")),
+                output_shapes=_shapes(args.get("output_type_shape")),
+                originals=originals,
+                original_ops=[original.ops[o] for o in originals],
+                module=next((original.modules[o] for o in originals if original.modules[o]), ""),
+                modules=list(dict.fromkeys(original.modules[o] for o in originals if original.modules[o])),
+                note=note,
+            )
+        )
+    return sorted(nodes, key=lambda n: -n.mean_ms)

@@ -1,0 +1,135 @@
+"""The profile job: ONNX Runtime's per-node trace and PyTorch eager's per-layer profile of one model on the same
+inputs, lined up layer by layer, with what else the machine did meanwhile. Runs in the worker, alone on the
+machine (it measures time)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.access import ReadPath
+from core.errors import BenchmarkError
+from core.model.inputs import BenchInput, make_inputs, plan_summary
+from core.model.torchload import TorchSource, load_module
+from core.profile.eager import profile_eager
+from core.profile.match import layer_rows
+from core.profile.ort_profile import OrtProfile, profile_ort
+from core.profile.records import EagerProfile, LayerRow, ProfileReport
+from core.runtime.activity import ActivityMeter
+from core.runtime.graphview import layout_graph
+from core.runtime.machine import environment
+from core.runtime.ort import LEVELS
+
+__all__ = ["headline", "profile_model"]
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def profile_model(
+    onnx_path: ReadPath,
+    inputs: list[BenchInput],
+    torch_source: TorchSource | None = None,
+    model: str = "",
+    model_id: str = "",
+    level: str = "all",
+    threads: int = 0,
+    batch: int = 1,
+    iterations: int = 100,
+    warmup: int = 10,
+    seed: int = 0,
+    progress: Callable[[float, str], None] | None = None,
+) -> ProfileReport:
+    """Profile ``iterations`` calls of each engine after ``warmup`` (``threads`` 0: every core)."""
+    import onnx
+
+    report_progress = progress or _silent
+    if level not in LEVELS:
+        raise BenchmarkError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
+    if iterations < 1 or warmup < 0 or batch < 1:
+        raise BenchmarkError("Profile at least one call, at batch 1 or more, with no negative warm-up.")
+    threads = threads or os.cpu_count() or 1
+    began = time.perf_counter()
+    feeds = make_inputs(inputs, batch, seed)
+    node_count = len(onnx.load(onnx_path, load_external_data=False).graph.node)
+    folder = Path(tempfile.mkdtemp(prefix="profile-"))
+    meter = ActivityMeter()
+    try:
+        report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level][0]})")
+        ort, notes = profile_ort(onnx_path, feeds, level, threads, iterations, warmup, node_count, folder)
+        eager: EagerProfile | None = None
+        if torch_source is not None:
+            import torch
+
+            report_progress(0.55, "Profiling PyTorch eager")
+            tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name]
+                       for s in inputs]  # fmt: skip
+            eager = profile_eager(load_module(torch_source), tensors, threads, iterations, warmup)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    activity = meter.stop()
+    matched: list[LayerRow] = []
+    if eager is not None:
+        if eager.note:
+            notes.append(eager.note)
+        if eager.modules:
+            matched, match_notes = layer_rows(eager.modules, ort.nodes)
+            notes += match_notes
+    if activity.busy or not activity.known:
+        notes.insert(0, activity.note)
+    report = ProfileReport(
+        id=uuid.uuid4().hex[:12],
+        model=model or os.path.basename(onnx_path),
+        model_id=model_id,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        level=LEVELS[level][0],
+        provider="CPU",
+        threads=threads,
+        batch=batch,
+        iterations=ort.calls,
+        settings={"warmup": warmup, "seed": seed, "inputs": plan_summary(inputs)},
+        call_ms=ort.call_ms,
+        run_ms=ort.run_ms,
+        kernel_ms=ort.kernel_ms,
+        overhead_ms=max(0.0, ort.call_ms - ort.kernel_ms),
+        nodes=ort.nodes,
+        op_types=ort.op_types(),
+        eager=eager,
+        matched=matched,
+        environment=environment([threads]),
+        activity=activity,
+        notes=notes,
+    )
+    report.layout = layout_graph(onnx.load(onnx_path, load_external_data=False).graph, onnx_path)
+    report.node_ms = ort.node_ms()
+    report.headline = headline(report, ort)
+    report.seconds = time.perf_counter() - began
+    return report
+
+
+def headline(report: ProfileReport, ort: OrtProfile | None = None) -> str:
+    """Where the time goes, in one sentence per engine."""
+    top = report.op_types[0] if report.op_types else None
+    text = (
+        f"ONNX Runtime ({report.level}): {report.call_ms:.3g} ms per call, {report.kernel_ms / report.call_ms:.0%} "
+        f"of it in {len(report.nodes)} kernels"
+        if report.call_ms
+        else "ONNX Runtime ran no kernel"
+    )
+    if top is not None:
+        text += f"; {top.op_type} takes the most ({top.share:.0%})"
+    if report.eager is not None:
+        eager_top = report.eager.ops[0] if report.eager.ops else None
+        text += f". PyTorch eager: {report.eager.call_ms:.3g} ms per call"
+        if eager_top is not None:
+            text += f", most in {eager_top.name} ({eager_top.share:.0%})"
+    if report.activity.busy:
+        text += f". The machine was busy: other processes kept {report.activity.others_cores:.1f} cores busy"
+    return text + "."

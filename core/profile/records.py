@@ -1,0 +1,108 @@
+"""What a profile finds: where one call's time goes, node by node in ONNX Runtime and layer by layer in PyTorch
+eager, and which eager layers became which ONNX Runtime nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.runtime.activity import Activity
+from core.runtime.graphview import GraphLayout
+from core.runtime.machine import Environment
+
+__all__ = ["EagerModule", "EagerOp", "EagerProfile", "LayerRow", "NodeTime", "OpTypeTime", "ProfileReport"]
+
+
+@dataclass
+class NodeTime:
+    """One node of the graph ONNX Runtime ran (after its optimizations), per call."""
+
+    name: str
+    op_type: str
+    provider: str
+    mean_ms: float  # per call: its median run, times the runs per call
+    share: float  # of the measured call
+    calls: int  # how many times it ran per call (a node inside a Loop runs more than once)
+    input_shapes: list[str] = field(default_factory=list)
+    output_shapes: list[str] = field(default_factory=list)
+    originals: list[str] = field(default_factory=list)  # the model's own nodes it stands for (a fusion: several)
+    original_ops: list[str] = field(default_factory=list)
+    module: str = ""  # the PyTorch module its first original node came from, when the exporter said so
+    modules: list[str] = field(default_factory=list)  # the modules of all its original nodes
+    note: str = ""  # "fused with its Relu", "inserted by ONNX Runtime (layout)"
+
+
+@dataclass
+class OpTypeTime:
+    op_type: str
+    mean_ms: float
+    share: float
+    nodes: int
+
+
+@dataclass
+class EagerModule:
+    """A leaf module of the PyTorch model, per call, in the order it first ran."""
+
+    name: str
+    kind: str  # its class, e.g. Conv2d
+    mean_ms: float
+    share: float
+    calls: int  # per call of the model
+
+
+@dataclass
+class EagerOp:
+    name: str  # an aten op, e.g. aten::conv2d
+    mean_ms: float  # self time per call of the model
+    share: float
+    calls: int
+
+
+@dataclass
+class EagerProfile:
+    call_ms: float  # one call of the model under the profiler
+    modules: list[EagerModule]
+    ops: list[EagerOp]
+    note: str = ""
+
+
+@dataclass
+class LayerRow:
+    """Eager layers side by side with the ONNX Runtime nodes they became."""
+
+    modules: list[str]  # eager leaf modules (more than one when an exporter folded one into the next)
+    kinds: list[str]
+    eager_ms: float | None
+    ort_ms: float | None
+    nodes: list[str]  # ONNX Runtime nodes
+    note: str = ""
+
+
+@dataclass
+class ProfileReport:
+    id: str
+    model: str
+    model_id: str
+    created_at: str
+    level: str  # the ONNX Runtime optimization level profiled, e.g. ALL
+    provider: str
+    threads: int
+    batch: int
+    iterations: int  # measured calls
+    settings: dict[str, Any]  # the inputs, warm-up, seed
+    call_ms: float  # one call as the caller sees it (Python included), median of the measured calls
+    run_ms: float  # ONNX Runtime's own time for one run (its "model_run"), median
+    kernel_ms: float  # the nodes' time summed
+    overhead_ms: float  # call_ms - kernel_ms: the runtime around the kernels, copies, Python
+    nodes: list[NodeTime]
+    op_types: list[OpTypeTime]
+    eager: EagerProfile | None
+    matched: list[LayerRow]
+    environment: Environment
+    activity: Activity
+    notes: list[str]
+    headline: str = ""
+    seconds: float = 0.0
+    layout: GraphLayout | None = None  # the model's main graph, for the latency colours
+    node_ms: list[float] = field(default_factory=list)  # per node of that graph: the time of what it became

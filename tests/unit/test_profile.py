@@ -1,0 +1,83 @@
+"""Profile: ONNX Runtime's per-node trace and PyTorch eager's per-layer times on the same inputs, lined up layer
+by layer, on our samples (both exporters) and on a real text detector; and the command line's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from core.model import zoo
+from core.model.inputs import BenchInput
+from core.model.torchload import TorchSource
+from core.profile import profile_model
+from core.profile.match import layer_rows
+from core.profile.records import EagerModule, NodeTime
+from tests.cli import cli
+from tests.real_models import real_model
+
+
+def _exported(name: str, folder: Path, dynamo: bool) -> tuple[Path, list[BenchInput]]:
+    model = zoo.build_model(name).eval()
+    example = tuple(zoo.example_inputs(name).values())
+    path = folder / f"{name}-{'dynamo' if dynamo else 'legacy'}.onnx"
+    torch.onnx.export(model, example, str(path), dynamo=dynamo)
+    import onnx
+
+    first = onnx.load(str(path)).graph.input[0].name
+    return path, [BenchInput(first, "float32", list(example[0].shape), 0)]
+
+
+@pytest.mark.parametrize("dynamo", [False, True], ids=["legacy", "dynamo"])
+def test_the_resnet_samples_convolutions_are_matched_to_their_nodes(tmp_path: Path, dynamo: bool) -> None:
+    """Nested modules (3.conv1, 3.bn1…) through both exporters' naming: every Conv2d shares a row with the ONNX
+    Runtime node it became, BatchNorm folded in, the Relu fused."""
+    path, inputs = _exported("resnet", tmp_path, dynamo)
+    report = profile_model(str(path), inputs, TorchSource("sample", "resnet"), iterations=10, warmup=2, threads=1)
+    assert report.op_types[0].op_type == "Conv" and 0.5 <= report.kernel_ms / report.call_ms <= 1.0
+    conv_rows = [r for r in report.matched if "Conv2d" in r.kinds]
+    assert len(conv_rows) == 5 and all(r.ort_ms is not None and r.nodes for r in conv_rows)
+    assert all("BatchNorm2d" in r.kinds for r in conv_rows)  # folded into its Conv: the same row
+    assert sum("fused with its Relu" in r.note for r in conv_rows) >= 3
+    assert [r.modules for r in report.matched if "Linear" in r.kinds] == [["7"]]
+    # the graph's colours account for every kernel but the ones ONNX Runtime inserted (layout reorders)
+    inserted = sum(n.mean_ms for n in report.nodes if not n.originals)
+    assert sum(report.node_ms) == pytest.approx(report.kernel_ms - inserted)
+
+
+def test_a_real_text_detector_is_profiled_at_a_real_image_size(tmp_path: Path) -> None:
+    path = real_model("ocr_det")
+    inputs = [BenchInput("x", "float32", [1, 3, 320, 320], 0)]
+    report = profile_model(str(path), inputs, iterations=4, warmup=1, level="all")
+    assert 0.5 <= report.kernel_ms / report.call_ms <= 1.0, (report.kernel_ms, report.call_ms)
+    assert report.op_types[0].op_type in ("Conv", "FusedConv") and report.eager is None
+    assert any(n.input_shapes and "320" in n.input_shapes[0] for n in report.nodes)
+
+
+def test_matching_joins_folded_layers_and_says_what_it_could_not_match() -> None:
+    modules = [EagerModule("conv", "Conv2d", 1.0, 0.5, 1), EagerModule("bn", "BatchNorm2d", 0.2, 0.1, 1),
+               EagerModule("relu", "ReLU", 0.1, 0.05, 1), EagerModule("drop", "Dropout", 0.01, 0.0, 1),
+               EagerModule("head", "Linear", 0.3, 0.1, 1)]  # fmt: skip
+    fused = NodeTime("relu_nchwc", "Conv", "CPU", 0.4, 0.4, 1, originals=["c", "r"], module="conv",
+                     modules=["conv", "relu"], note="fused with its Relu")  # fmt: skip
+    gemm = NodeTime("gemm", "Gemm", "CPU", 0.1, 0.1, 1, originals=["g"], module="head", modules=["head"])
+    add = NodeTime("add", "Add", "CPU", 0.05, 0.05, 1, originals=["a"], module="block", modules=["block"])
+    rows, notes = layer_rows(modules, [fused, gemm, add])
+    assert [r.modules for r in rows] == [["conv", "bn", "relu"], ["drop", "head"], []]
+    assert rows[0].ort_ms == 0.4 and rows[0].eager_ms == pytest.approx(1.3) and rows[0].note == "fused with its Relu"
+    assert rows[2].note == "in 'block' itself" and rows[2].ort_ms == 0.05
+    assert not notes
+
+
+def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
+    done = cli("profile", "sample:tinycnn", "--iters", "10", "--warmup", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {"nodes", "op_types", "eager", "matched", "overhead_ms", "inputs", "activity"} <= set(data)
+    assert {"name", "op_type", "provider", "mean_ms", "share"} <= set(data["nodes"][0])
+    assert data["op_types"][0]["op_type"] == "Conv" and data["eager"]["modules"] and data["eager"]["ops"]
+    assert data["inputs"][0]["shape"] == [1, 3, 112, 112]
+    text = cli("profile", "sample:tinycnn", "--iters", "5", "--warmup", "1", "--level", "extended", "--no-eager")
+    assert text.returncode == 0 and "FusedConv" in text.stdout and "eager" not in text.stdout.split("\n")[0]

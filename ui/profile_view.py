@@ -1,0 +1,216 @@
+"""The profile on the page: where the time goes per op type in both engines, the top nodes, eager layers next to
+the ONNX Runtime nodes they became, time by module, the graph coloured by latency, and downloads."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from plotly.subplots import make_subplots
+
+from core.jobs.wire import to_data
+from core.profile import ProfileReport
+from ui.charts import escaped
+from ui.graph_view import show_graph
+from ui.text import escaped_frame, md_escape
+
+__all__ = ["LATENCY_BINS", "latency_colours", "nodes_frame", "profile_section", "rows_frame"]
+
+# the graph's latency colours: a node's share of the call, hottest first
+LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
+NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours in ui.charts
+_ORT, _EAGER, _OVERHEAD = "#005CED", "#EE4C2C", "#999999"
+
+
+def latency_colours(report: ProfileReport) -> dict[str, str]:
+    """Graph node id -> its latency bin, from the time of the node(s) it became."""
+    colours = {}
+    for index, ms in enumerate(report.node_ms):
+        share = ms / report.call_ms if report.call_ms else 0.0
+        colours[f"n{index}"] = (
+            next((label for low, label in LATENCY_BINS if share >= low), NOT_TIMED) if ms else NOT_TIMED
+        )
+    return colours
+
+
+def nodes_frame(report: ProfileReport) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "node": n.name,
+                "op_type": n.op_type,
+                "provider": n.provider,
+                "mean_ms": n.mean_ms,
+                "share": n.share,
+                "runs_per_call": n.calls,
+                "module": n.module,
+                "original_nodes": " + ".join(n.originals),
+                "note": n.note,
+                "inputs": ", ".join(n.input_shapes),
+                "outputs": ", ".join(n.output_shapes),
+            }
+            for n in report.nodes
+        ],
+        columns=["node", "op_type", "provider", "mean_ms", "share", "runs_per_call", "module", "original_nodes",
+                 "note", "inputs", "outputs"],
+    )  # fmt: skip
+
+
+def rows_frame(report: ProfileReport) -> pd.DataFrame:
+    rows = []
+    for row in report.matched:
+        label = " + ".join(f"{m} ({k})" for m, k in zip(row.modules, row.kinds, strict=True)) or f"({row.note})"
+        ratio = row.eager_ms / row.ort_ms if row.eager_ms and row.ort_ms else None
+        rows.append(
+            {
+                "eager layer(s)": label,
+                "eager ms": row.eager_ms,
+                "ONNX Runtime ms": row.ort_ms,
+                "eager / ORT": ratio,
+                "ONNX Runtime node(s)": ", ".join(row.nodes),
+                "what happened": row.note if row.modules else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@escaped
+def op_types_figure(report: ProfileReport) -> go.Figure:
+    """Time per call by ONNX Runtime op type and by PyTorch aten op, each with its overhead as a bar of its own."""
+    sides = [("ONNX Runtime", _ORT)] + ([("PyTorch eager", _EAGER)] if report.eager is not None else [])
+    fig = make_subplots(rows=1, cols=len(sides), subplot_titles=[s for s, _ in sides], horizontal_spacing=0.25)
+    ort = [(t.op_type, t.mean_ms) for t in report.op_types[:12]] + [("runtime overhead", report.overhead_ms)]
+    bars = [ort]
+    if report.eager is not None:
+        ops = [(op.name.removeprefix("aten::"), op.mean_ms) for op in report.eager.ops[:12]]
+        rest = max(0.0, report.eager.call_ms - sum(op.mean_ms for op in report.eager.ops))
+        bars.append([*ops, ("framework overhead", rest)])
+    for col, ((side, colour), values) in enumerate(zip(sides, bars, strict=True), start=1):
+        values = sorted(values, key=lambda v: v[1])
+        fig.add_trace(
+            go.Bar(
+                x=[v for _, v in values],
+                y=[k for k, _ in values],
+                orientation="h",
+                marker_color=[_OVERHEAD if "overhead" in k else colour for k, _ in values],
+                text=[f"{v:.3g} ms" for _, v in values],
+                textposition="outside",
+                cliponaxis=False,
+                showlegend=False,
+                name=side,
+            ),
+            row=1,
+            col=col,
+        )
+        fig.update_xaxes(title_text="ms per call", row=1, col=col)
+        fig.update_yaxes(type="category", automargin=True, row=1, col=col)
+    fig.update_layout(height=160 + 26 * max(len(b) for b in bars), margin={"l": 10, "r": 60, "t": 40, "b": 10})
+    return fig
+
+
+@escaped
+def layers_figure(frame: pd.DataFrame) -> go.Figure:
+    """Eager layers against the ONNX Runtime nodes they became, ms per call, first layer on top."""
+    shown = frame[frame["eager ms"].notna() | frame["ONNX Runtime ms"].notna()].iloc[::-1]
+    fig = go.Figure()
+    for column, colour in (("eager ms", _EAGER), ("ONNX Runtime ms", _ORT)):
+        name = column.removesuffix(" ms")
+        fig.add_trace(
+            go.Bar(x=shown[column], y=shown["eager layer(s)"], orientation="h", name=name, marker_color=colour)
+        )
+    fig.update_layout(
+        barmode="group", height=120 + 44 * len(shown), xaxis_title="ms per call",
+        yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": 20, "t": 10, "b": 10},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )  # fmt: skip
+    return fig
+
+
+@escaped
+def treemap_figure(report: ProfileReport) -> go.Figure:
+    """ONNX Runtime's time by the module each node came from, nested as the modules are."""
+    totals: dict[str, float] = {}
+    for node in report.nodes:
+        parts = node.module.split(".") if node.module else ["(no module)"]
+        for depth in range(1, len(parts) + 1):
+            key = ".".join(parts[:depth])
+            totals[key] = totals.get(key, 0.0) + node.mean_ms
+    ids = ["model", *totals]
+    parents = ["", *(k.rpartition(".")[0] or "model" for k in totals)]
+    values = [sum(n.mean_ms for n in report.nodes), *totals.values()]
+    fig = go.Figure(
+        go.Treemap(
+            ids=ids,
+            labels=[i.rpartition(".")[2] for i in ids],
+            parents=parents,
+            values=values,
+            branchvalues="total",
+            texttemplate="%{label}<br>%{value:.3g} ms",
+            hovertemplate="%{id}: %{value:.3g} ms<extra></extra>",
+        )
+    )
+    fig.update_layout(height=420, margin={"l": 0, "r": 0, "t": 10, "b": 0})
+    return fig
+
+
+def _busy(report: ProfileReport, key: str) -> None:
+    if report.activity.busy:
+        st.warning(md_escape(report.activity.note, 600) + " Profile again when the other work is done.")
+        st.button("Profile it again", key=f"{key}_again", on_click=lambda: st.session_state.update(profile_again=True))
+
+
+def profile_section(report: ProfileReport, key: str) -> None:
+    st.subheader(md_escape(report.headline, 500))
+    _busy(report, key)
+    for note in report.notes:
+        if note != report.activity.note:
+            st.caption(md_escape(note, 800))
+    cols = st.columns(4)
+    cols[0].metric("One call", f"{report.call_ms:.3g} ms", help="Mean of the profiled calls, as Python sees them.")
+    cols[1].metric(
+        "In kernels",
+        f"{report.kernel_ms:.3g} ms",
+        f"{report.kernel_ms / report.call_ms:.0%} of the call" if report.call_ms else "",
+        delta_color="off",
+    )
+    cols[2].metric(
+        "Runtime overhead",
+        f"{report.overhead_ms:.3g} ms",
+        help="The call minus its kernels: scheduling, copies, Python.",
+    )
+    if report.eager is not None:
+        against = f"{report.eager.call_ms / report.call_ms:.1f}× ONNX Runtime's" if report.call_ms else ""
+        cols[3].metric("PyTorch eager", f"{report.eager.call_ms:.3g} ms", against, delta_color="off")
+    st.markdown("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own.")
+    st.plotly_chart(op_types_figure(report), key=f"{key}_ops", config={"displaylogo": False})
+    frame = nodes_frame(report)
+    st.markdown(f"**The top nodes** of the {len(frame):,} ONNX Runtime ran ({report.level}), with what each one was.")
+    top = frame.head(20).assign(
+        share=(frame["share"].head(20) * 100).round(1), mean_ms=frame["mean_ms"].head(20).round(4)
+    )
+    st.dataframe(escaped_frame(top.rename(columns={"share": "% of call"})), hide_index=True, width="stretch")
+    rows = rows_frame(report)
+    if not rows.empty:
+        st.markdown(
+            "**Layer by layer**: each PyTorch layer next to the ONNX Runtime node(s) it became. Layers the exporter "
+            "folded away share the row of the layer they were folded into."
+        )
+        st.plotly_chart(layers_figure(rows), key=f"{key}_layers", config={"displaylogo": False})
+        st.dataframe(escaped_frame(rows.round(4)), hide_index=True, width="stretch")
+    if any(n.module for n in report.nodes):
+        st.markdown("**ONNX Runtime's time by module**: click a box to open it.")
+        st.plotly_chart(treemap_figure(report), key=f"{key}_treemap", config={"displaylogo": False})
+    if report.layout is not None:
+        st.markdown("**The graph, coloured by latency**: each node by its share of the call in what it became.")
+        show_graph(report.layout, key=f"{key}_graph", colours=latency_colours(report), colour_label="share of the call")
+    left, right = st.columns(2)
+    left.download_button(
+        "Download the nodes (CSV)", lambda: frame.to_csv(index=False).encode(),
+        f"{report.model}-profile-{report.id}.csv", "text/csv", key=f"{key}_csv",
+    )  # fmt: skip
+    right.download_button(
+        "Download the whole profile (JSON)", lambda: json.dumps(to_data(report), indent=2).encode(),
+        f"{report.model}-profile-{report.id}.json", "application/json", key=f"{key}_json",
+    )  # fmt: skip
