@@ -9,6 +9,7 @@ import streamlit as st
 from core.bench import BenchReport
 from core.errors import WorkbenchError
 from core.model.torchload import source_of
+from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
 from core.store import Store
 from ui import session
@@ -50,7 +51,14 @@ with st.form("bench_form"):
     )
     left, mid, right = st.columns(3)
     thread_options = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)))
-    threads = left.multiselect("Intra-op threads", thread_options, default=[cores], key="bench_threads")
+    threads = left.multiselect(
+        "Intra-op threads",
+        thread_options,
+        default=[default_threads()],
+        key="bench_threads",
+        help="Every core but one by default: the last core is left to this server, your browser and the system, "
+        "so that they do not take turns with the measurement.",
+    )
     batches = mid.multiselect(
         "Batch sizes" if batch_dynamic else "Batch size (fixed by the model)",
         [1, 2, 4, 8, 16, 32, 64] if batch_dynamic else [1],
@@ -85,7 +93,7 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
             "model_id": record.id,
             "engines": (["eager"] if eager else []) + (["ort"] if levels else []),
             "levels": levels or None,
-            "threads": threads or [cores],
+            "threads": threads or [default_threads()],
             "batches": batches or [1],
             "iterations": int(iterations),
             "warmup": int(warmup),

@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.model.torchload import source_of
 from core.profile import ProfileReport
+from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
 from ui import session
 from ui.jobs import job_result
@@ -49,7 +50,10 @@ with st.form("profile_form"):
         help="Profile at DISABLE_ALL and at ALL to see what the fusions bought: Conv and Relu as one FusedConv.",
         key="profile_level",
     )
-    threads = mid.number_input("Intra-op threads (both engines)", 1, max(cores, 1), cores, key="profile_threads")
+    threads = mid.number_input(
+        "Intra-op threads (both engines)", 1, cores, default_threads(), key="profile_threads",
+        help="Every core but one by default, left to this server, your browser and the system.",
+    )  # fmt: skip
     batch = right.number_input(
         "Batch size", 1, 4096, 1, disabled=not batch_dynamic, key="profile_batch",
         help=None if batch_dynamic else "The model's batch axis is fixed.",

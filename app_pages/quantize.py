@@ -10,6 +10,7 @@ from core.errors import WorkbenchError
 from core.model import ModelRecord
 from core.model.data import image_layout
 from core.quantize import VARIANTS, QuantizeReport
+from core.runtime.machine import default_threads
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import job_result, run_with_status, stop_with_error
@@ -67,7 +68,7 @@ with st.form("quantize_form"):
     )
     left, right = st.columns(2)
     iterations = left.number_input("Measured calls per model", 10, 100_000, 100, step=50, key="quantize_iters")
-    threads = right.number_input("Intra-op threads", 1, cores, cores, key="quantize_threads")
+    threads = right.number_input("Intra-op threads", 1, cores, default_threads(), key="quantize_threads")
     submitted = st.form_submit_button("Quantize and compare", type="primary")
 
 st.caption(

@@ -14,7 +14,7 @@ from core.jobs.wire import to_data
 from core.profile import ProfileReport
 from ui.charts import escaped
 from ui.graph_view import show_graph
-from ui.text import escaped_frame, md_escape
+from ui.text import md_escape
 
 __all__ = ["LATENCY_BINS", "latency_colours", "nodes_frame", "profile_section", "rows_frame"]
 
@@ -155,6 +155,15 @@ def treemap_figure(report: ProfileReport) -> go.Figure:
     return fig
 
 
+def _readable(rows: pd.DataFrame) -> pd.DataFrame:
+    """The layer table with its numbers as text: a layer with no node says so with a dash, never "None"."""
+    shown = rows.copy()
+    for column, digits in (("eager ms", 4), ("ONNX Runtime ms", 4), ("eager / ORT", 3)):
+        suffix = "×" if column == "eager / ORT" else ""
+        shown[column] = [f"{v:.{digits}g}{suffix}" if pd.notna(v) else "—" for v in rows[column]]
+    return shown
+
+
 def _busy(report: ProfileReport, key: str) -> None:
     if report.activity.busy:
         st.warning(md_escape(report.activity.note, 600) + " Profile again when the other work is done.")
@@ -190,7 +199,9 @@ def profile_section(report: ProfileReport, key: str) -> None:
     top = frame.head(20).assign(
         share=(frame["share"].head(20) * 100).round(1), mean_ms=frame["mean_ms"].head(20).round(4)
     )
-    st.dataframe(escaped_frame(top.rename(columns={"share": "% of call"})), hide_index=True, width="stretch")
+    shown = top.rename(columns={"share": "% of call", "mean_ms": "ms per call", "op_type": "op type",
+                                "runs_per_call": "runs per call", "original_nodes": "the model's node(s)"})  # fmt: skip
+    st.dataframe(shown, hide_index=True, width="stretch")  # a grid shows text as text: nothing to escape
     rows = rows_frame(report)
     if not rows.empty:
         st.markdown(
@@ -198,7 +209,7 @@ def profile_section(report: ProfileReport, key: str) -> None:
             "folded away share the row of the layer they were folded into."
         )
         st.plotly_chart(layers_figure(rows), key=f"{key}_layers", config={"displaylogo": False})
-        st.dataframe(escaped_frame(rows.round(4)), hide_index=True, width="stretch")
+        st.dataframe(_readable(rows), hide_index=True, width="stretch")
     if any(n.module for n in report.nodes):
         st.markdown("**ONNX Runtime's time by module**: click a box to open it.")
         st.plotly_chart(treemap_figure(report), key=f"{key}_treemap", config={"displaylogo": False})

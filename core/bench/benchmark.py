@@ -23,7 +23,7 @@ from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.runtime.activity import Activity, ActivityMeter
 from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
-from core.runtime.machine import Environment, environment
+from core.runtime.machine import Environment, default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
 from core.runtime.stats import speedup_interval
@@ -132,7 +132,7 @@ def _plan(
         engines or (["eager", "ort"] if has_torch else ["ort"]),
         levels or ["disable", "all"],
         providers or ["CPUExecutionProvider"],
-        sorted(set(threads or [os.cpu_count() or 1])),
+        sorted(set(threads or [default_threads()])),
         sorted(set(batches or [1])),
     )
     unavailable = [p for p in plan.providers if p not in ort.get_available_providers()]

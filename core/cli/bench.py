@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")
     parser.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
     parser.add_argument("--providers", help="ORT execution providers to measure, e.g. cpu (default cpu)")
-    parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: all cores)")
+    parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: every core but one)")
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
     parser.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")

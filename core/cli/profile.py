@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
     parser.add_argument("--no-eager", action="store_true", help="profile ONNX Runtime only")
     parser.add_argument("--level", default="all", help="ORT optimization level: disable, basic, extended, layout, all")
-    parser.add_argument("--threads", type=int, default=0, help="intra-op threads for both engines (default: all cores)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="intra-op threads for both engines (default: every core but one)"
+    )
     parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     parser.add_argument("--iters", type=int, default=100, help="profiled calls per engine (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="warm-up calls per engine (default 10)")

@@ -23,7 +23,7 @@ from core.profile.ort_profile import OrtProfile, profile_ort
 from core.profile.records import EagerProfile, LayerRow, ProfileReport
 from core.runtime.activity import ActivityMeter
 from core.runtime.graphview import layout_graph
-from core.runtime.machine import environment
+from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
 
 __all__ = ["headline", "profile_model"]
@@ -47,7 +47,7 @@ def profile_model(
     seed: int = 0,
     progress: Callable[[float, str], None] | None = None,
 ) -> ProfileReport:
-    """Profile ``iterations`` calls of each engine after ``warmup`` (``threads`` 0: every core)."""
+    """Profile ``iterations`` calls of each engine after ``warmup`` (``threads`` 0: every core but one)."""
     import onnx
 
     report_progress = progress or _silent
@@ -55,7 +55,7 @@ def profile_model(
         raise BenchmarkError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
     if iterations < 1 or warmup < 0 or batch < 1:
         raise BenchmarkError("Profile at least one call, at batch 1 or more, with no negative warm-up.")
-    threads = threads or os.cpu_count() or 1
+    threads = threads or default_threads()
     began = time.perf_counter()
     feeds = make_inputs(inputs, batch, seed)
     node_count = len(onnx.load(onnx_path, load_external_data=False).graph.node)

@@ -8,7 +8,6 @@ inputs that calibration never saw (calibration.py).
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from core.quantize.judge import Tolerance, judge, recommend, size_note
 from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, Variant
 from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
-from core.runtime.machine import environment
+from core.runtime.machine import default_threads, environment
 from core.runtime.ort import session_options
 from core.runtime.partition import partition_model
 from core.runtime.stats import speedup_interval
@@ -227,7 +226,7 @@ def quantize_model(
             "nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the rarest "
             "0.001 % of values."
         )
-    threads = threads or (os.cpu_count() or 1)
+    threads = threads or default_threads()
     report_progress(0.42, "Creating sessions")
     timing = (iterations, warmup, time_budget_s)
     sessions, started, finished = _latency(made, inputs, threads, seed, timing, notes, report_progress)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 
-__all__ = ["Environment", "environment"]
+__all__ = ["Environment", "default_threads", "environment"]
 
 
 @dataclass
@@ -22,6 +22,16 @@ class Environment:
 
 
 _FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "neon")
+
+
+def default_threads() -> int:
+    """Intra-op threads a measurement uses unless told otherwise: every core but one, which is left to the
+    server, the browser and the system. On two cores that is one thread: repeated TinyCNN benchmarks then agree
+    within ±2 %, where two threads (ORT's and PyTorch's pools fighting the rest of the machine for the last
+    core) spread ±50 % (benchmarks/bench_spread.py)."""
+    import os
+
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def environment(threads: list[int] | None = None) -> Environment:
