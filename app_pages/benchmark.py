@@ -50,7 +50,7 @@ with st.form("bench_form"):
         key="bench_levels",
     )
     left, mid, right = st.columns(3)
-    thread_options = sorted({1, 2, 4, 8, 16, cores} & set(range(1, cores + 1)))
+    thread_options = sorted({1, 2, 4, 8, 16, cores, default_threads()} & set(range(1, cores + 1)))
     threads = left.multiselect(
         "Intra-op threads",
         thread_options,

@@ -177,7 +177,11 @@ def profile_section(report: ProfileReport, key: str) -> None:
         if note != report.activity.note:
             st.caption(md_escape(note, 800))
     cols = st.columns(4)
-    cols[0].metric("One call", f"{report.call_ms:.3g} ms", help="Mean of the profiled calls, as Python sees them.")
+    cols[0].metric(
+        "One call", f"{report.call_ms:.3g} ms", f"CPU {report.cpu_ms:.3g} ms", delta_color="off",
+        help="The median profiled call, as Python sees it, and its CPU time (all threads): far below the call, it "
+        "waited for a CPU; above it, several threads worked.",
+    )  # fmt: skip
     cols[1].metric(
         "In kernels",
         f"{report.kernel_ms:.3g} ms",

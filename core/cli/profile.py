@@ -51,7 +51,10 @@ def _print(report: ProfileReport, top: int) -> None:
     print(report.headline)
     for name, used in report.settings.get("inputs", {}).items():
         print(f"input    {name}: {used['dtype']} {format_shape(used['shape'])}, {used['values']}")
-    print(f"call     {report.call_ms:.3f} ms: kernels {report.kernel_ms:.3f} ms, overhead {report.overhead_ms:.3f} ms")
+    print(
+        f"call     {report.call_ms:.3f} ms (CPU {report.cpu_ms:.3f} ms): kernels {report.kernel_ms:.3f} ms, "
+        f"overhead {report.overhead_ms:.3f} ms"
+    )
     print(f"{'node':<40} {'op type':<18} {'ms':>8} {'share':>6}  module / note")
     for node in report.nodes[:top]:
         print(

@@ -29,6 +29,7 @@ _OPTIMIZED_UP_TO = 512 << 20  # the optimized graph is saved (to trace fusions b
 class OrtProfile:
     def __init__(self, nodes: list[NodeTime], call_ms: float, run_ms: float, calls: int, original: Lineage) -> None:
         self.nodes, self.call_ms, self.run_ms, self.calls, self.original = nodes, call_ms, run_ms, calls, original
+        self.cpu_ms = 0.0
 
     def node_ms(self) -> list[float]:
         """Per node of the model's main graph, in order: the time of the node it became (a fusion's time split
@@ -87,13 +88,16 @@ def profile_ort(
     except Exception as exc:
         raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
     walls: list[float] = []
+    cpus: list[float] = []  # the same calls' CPU time, every thread of ours
     try:
         for _ in range(warmup):
             session.run(None, feeds)
         for _ in range(iterations):
+            cpu = time.process_time_ns()
             start = time.perf_counter_ns()
             session.run(None, feeds)
             walls.append((time.perf_counter_ns() - start) / 1e6)
+            cpus.append((time.process_time_ns() - cpu) / 1e6)
     except Exception as exc:
         raise BenchmarkError(f"ONNX Runtime failed on the inputs: {ort_message(exc)}") from exc
     trace = Path(session.end_profiling())
@@ -109,7 +113,9 @@ def profile_ort(
     runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
     call_ms = statistics.median(walls)
     run_ms = statistics.median(runs) if runs else call_ms
-    return OrtProfile(nodes, call_ms, run_ms, iterations, original), notes
+    profile = OrtProfile(nodes, call_ms, run_ms, iterations, original)
+    profile.cpu_ms = statistics.median(cpus)
+    return profile, notes
 
 
 def _nodes(

@@ -96,6 +96,7 @@ def profile_model(
         iterations=ort.calls,
         settings={"warmup": warmup, "seed": seed, "inputs": plan_summary(inputs)},
         call_ms=ort.call_ms,
+        cpu_ms=ort.cpu_ms,
         run_ms=ort.run_ms,
         kernel_ms=ort.kernel_ms,
         overhead_ms=max(0.0, ort.call_ms - ort.kernel_ms),

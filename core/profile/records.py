@@ -104,5 +104,6 @@ class ProfileReport:
     notes: list[str]
     headline: str = ""
     seconds: float = 0.0
+    cpu_ms: float = 0.0  # the median call's CPU time, all our threads: beside call_ms, how much it waited or spread
     layout: GraphLayout | None = None  # the model's main graph, for the latency colours
     node_ms: list[float] = field(default_factory=list)  # per node of that graph: the time of what it became

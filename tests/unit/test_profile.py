@@ -75,7 +75,7 @@ def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
     done = cli("profile", "sample:tinycnn", "--iters", "10", "--warmup", "2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert {"nodes", "op_types", "eager", "matched", "overhead_ms", "inputs", "activity"} <= set(data)
+    assert {"nodes", "op_types", "eager", "matched", "overhead_ms", "inputs", "activity", "cpu_ms"} <= set(data)
     assert {"name", "op_type", "provider", "mean_ms", "share"} <= set(data["nodes"][0])
     assert data["op_types"][0]["op_type"] == "Conv" and data["eager"]["modules"] and data["eager"]["ops"]
     assert data["inputs"][0]["shape"] == [1, 3, 112, 112]
