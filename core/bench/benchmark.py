@@ -19,7 +19,7 @@ from typing import Any
 
 from core.access import ReadPath
 from core.errors import BenchmarkError
-from core.model.inputs import BenchInput, make_inputs, plan_summary
+from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.runtime.activity import Activity, ActivityMeter
 from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
@@ -182,7 +182,10 @@ def run_benchmark(
     notes: list[str] = []
     started_wall = time.time()
     meter = ActivityMeter()
-    rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
+    try:
+        rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
+    except BenchmarkError as exc:
+        raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
     activity = meter.stop()
     finished_wall = time.time()
     if activity.busy or not activity.known:

@@ -26,6 +26,7 @@ __all__ = [
     "FreeDim",
     "default_inputs",
     "describe_values",
+    "guess_hint",
     "make_inputs",
     "plan_inputs",
     "plan_summary",
@@ -110,6 +111,24 @@ def scalar_value(dtype: str, value: float) -> int | float | bool:
 def scalar_default(name: str, dtype: str) -> float:
     """The example value of a Python scalar argument: a sample rate of 16000, else 1."""
     return 16000.0 if dtype == "int" and _SAMPLE_RATE.search(name) else 1.0
+
+
+def guess_hint(specs: list[BenchInput]) -> str:
+    """For a model that failed on the plan's inputs: which open dims were guessed, and where to set them ("" when
+    none was: then the sizes are not the cause)."""
+    guessed = [
+        f"'{s.name}' axis {d.axis} = {d.value}"
+        for s in specs
+        for d in s.free
+        if d.axis != s.batch_axis and d.why not in ("set by you", "the size it was exported at")
+    ]
+    if not guessed:
+        return ""
+    return (
+        f" The model left some sizes open and they were guessed ({', '.join(guessed[:6])}); if it needs other "
+        "sizes (a text recognizer wants a height of 48 or 32), set them in the input plan (on the command line "
+        "with --dim or --input)."
+    )
 
 
 def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:

@@ -108,8 +108,10 @@ def profile_ort(
     cut_us = starts[warmup] if len(starts) > warmup else 0
 
     graph = onnx.load(str(optimized), load_external_data=False).graph if optimized.exists() else None
-    original = lineage(onnx.load(path, load_external_data=False).graph)
+    source = onnx.load(path, load_external_data=False).graph
+    original = lineage(source)
     nodes = _nodes(events, cut_us, iterations, statistics.median(walls), graph, original)
+    _own_times(nodes, graph if graph is not None else source, statistics.median(walls))
     runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
     call_ms = statistics.median(walls)
     run_ms = statistics.median(runs) if runs else call_ms
@@ -155,3 +157,28 @@ def _nodes(
             )
         )
     return sorted(nodes, key=lambda n: -n.mean_ms)
+
+
+def _own_times(nodes: list[NodeTime], graph: Any, call_ms: float) -> None:
+    """An If, Loop or Scan node's kernel time holds its branches' and body's nodes, which the trace also lists
+    on their own: keep only its own time, so that nothing is counted twice."""
+    import onnx
+
+    from core.model.proto import walk_graphs
+
+    by_name = {n.name: n for n in nodes}
+    raw = {n.name: n.mean_ms for n in nodes}
+    for visit in walk_graphs(graph):
+        for node in visit.graph.node:
+            if node.name not in by_name:
+                continue
+            bodies = [a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH]
+            bodies += [g for a in node.attribute if a.type == onnx.AttributeProto.GRAPHS for g in a.graphs]
+            inner = sum(raw.get(n.name, 0.0) for body in bodies for n in body.node)
+            if not bodies or inner == 0.0:
+                continue
+            timed = by_name[node.name]
+            timed.mean_ms = max(0.0, raw[node.name] - inner)
+            timed.share = timed.mean_ms / call_ms if call_ms else 0.0
+            timed.note = "its own time: the nodes of its branches or body are listed on their own"
+    nodes.sort(key=lambda n: -n.mean_ms)

@@ -12,10 +12,11 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from core.access import ReadPath
 from core.errors import BenchmarkError
-from core.model.inputs import BenchInput, make_inputs, plan_summary
+from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
@@ -58,30 +59,23 @@ def profile_model(
     threads = threads or default_threads()
     began = time.perf_counter()
     feeds = make_inputs(inputs, batch, seed)
-    node_count = len(onnx.load(onnx_path, load_external_data=False).graph.node)
+    graph = onnx.load(onnx_path, load_external_data=False).graph
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
     meter = ActivityMeter()
     try:
         report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level][0]})")
-        ort, notes = profile_ort(onnx_path, feeds, level, threads, iterations, warmup, node_count, folder)
+        try:
+            ort, notes = profile_ort(onnx_path, feeds, level, threads, iterations, warmup, len(graph.node), folder)
+        except BenchmarkError as exc:
+            raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
         eager: EagerProfile | None = None
         if torch_source is not None:
-            import torch
-
             report_progress(0.55, "Profiling PyTorch eager")
-            tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name]
-                       for s in inputs]  # fmt: skip
-            eager = profile_eager(load_module(torch_source), tensors, threads, iterations, warmup)
+            eager = _eager(torch_source, inputs, feeds, threads, iterations, warmup)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
-    matched: list[LayerRow] = []
-    if eager is not None:
-        if eager.note:
-            notes.append(eager.note)
-        if eager.modules:
-            matched, match_notes = layer_rows(eager.modules, ort.nodes)
-            notes += match_notes
+    matched = _lined_up(eager, ort, notes)
     if activity.busy or not activity.known:
         notes.insert(0, activity.note)
     report = ProfileReport(
@@ -108,11 +102,33 @@ def profile_model(
         activity=activity,
         notes=notes,
     )
-    report.layout = layout_graph(onnx.load(onnx_path, load_external_data=False).graph, onnx_path)
+    report.layout = layout_graph(graph, onnx_path)
     report.node_ms = ort.node_ms()
     report.headline = headline(report, ort)
     report.seconds = time.perf_counter() - began
     return report
+
+
+def _eager(
+    source: TorchSource, inputs: list[BenchInput], feeds: dict[str, Any], threads: int, iterations: int, warmup: int
+) -> EagerProfile:
+    import torch
+
+    tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name] for s in inputs]
+    return profile_eager(load_module(source), tensors, threads, iterations, warmup)
+
+
+def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[str]) -> list[LayerRow]:
+    """Eager's layers next to ONNX Runtime's nodes; what could not be matched goes to ``notes``."""
+    if eager is None:
+        return []
+    if eager.note:
+        notes.append(eager.note)
+    if not eager.modules:
+        return []
+    matched, match_notes = layer_rows(eager.modules, ort.nodes)
+    notes += match_notes
+    return matched
 
 
 def headline(report: ProfileReport, ort: OrtProfile | None = None) -> str:

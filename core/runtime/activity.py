@@ -13,11 +13,12 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["BUSY_CORES", "Activity", "ActivityMeter"]
+__all__ = ["BUSY_CORES", "MIN_SECONDS", "Activity", "ActivityMeter"]
 
 # Other processes using more than this many cores' worth of CPU, or more than a quarter of the cores we did not
 # use, make a measurement "busy": its numbers are the other work's as much as the model's.
 BUSY_CORES = 0.5
+MIN_SECONDS = 0.5  # the kernel counts CPU time in ticks of 10 ms: a shorter measurement cannot be judged
 
 
 @dataclass
@@ -70,11 +71,14 @@ class ActivityMeter:
         own = (time.process_time() - self._own) / seconds
         busy_after = _busy_jiffies()
         cores = os.cpu_count() or 1
+        if seconds < MIN_SECONDS:
+            short = f"The measurement took {seconds:.2f} s, too short to tell what else the machine did."
+            return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False, note=short)
         if self._busy is None or busy_after is None:
             unknown = "The machine's CPU counters could not be read here, so other work is not known."
             return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False, note=unknown)
         everyone = (busy_after - self._busy) / os.sysconf("SC_CLK_TCK") / seconds
-        others = max(0.0, everyone - own)
+        others = min(float(cores), max(0.0, everyone - own))
         free = max(cores - own, 1.0)
         busy = others > BUSY_CORES and others > 0.25 * free
         note = (

@@ -81,3 +81,30 @@ def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
     assert data["inputs"][0]["shape"] == [1, 3, 112, 112]
     text = cli("profile", "sample:tinycnn", "--iters", "5", "--warmup", "1", "--level", "extended", "--no-eager")
     assert text.returncode == 0 and "FusedConv" in text.stdout and "eager" not in text.stdout.split("\n")[0]
+
+
+def test_if_branches_are_not_counted_twice() -> None:
+    """silero-vad runs its network inside an If: the If's kernel time holds its branch's nodes, which the trace
+    lists too. The If keeps only its own time, so the kernels never add up to more than the call."""
+    from core.model.inputs import plan_inputs
+    from core.model.intake import describe_files
+
+    path = real_model("silero_vad")
+    report = profile_model(str(path), plan_inputs(describe_files([str(path)])), iterations=10, warmup=2)
+    assert report.kernel_ms <= report.call_ms * 1.02
+    assert any(n.op_type == "If" and n.note.startswith("its own time") for n in report.nodes)
+    assert any(n.op_type == "LSTM" for n in report.nodes)  # the branch's nodes, each on its own
+
+
+def test_a_model_that_fails_on_guessed_sizes_says_which_were_guessed() -> None:
+    """PaddleOCR's recognizer leaves its height open; at the plan's guess it fails inside, and the message says
+    which sizes were guessed and where to set them. At its real height of 48 it runs."""
+    from core.errors import BenchmarkError
+    from core.model.inputs import plan_inputs
+    from core.model.intake import describe_files
+
+    path = real_model("ocr_rec")
+    with pytest.raises(BenchmarkError, match=r"were guessed \('x' axis 2 = 640.*set them in the input plan"):
+        profile_model(str(path), plan_inputs(describe_files([str(path)])), iterations=2, warmup=0)
+    report = profile_model(str(path), [BenchInput("x", "float32", [1, 3, 48, 320], 0)], iterations=3, warmup=1)
+    assert report.nodes and report.kernel_ms <= report.call_ms * 1.02
