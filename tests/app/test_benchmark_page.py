@@ -112,3 +112,31 @@ def test_real_inputs_from_an_npz_replace_the_generated_ones(monkeypatch: pytest.
     assert not at.exception and not at.error, [e.value for e in at.error]
     shown = " ".join(c.value.replace("\\", "") for c in at.caption)
     assert "input 1×1024, real data: array 'input' of real.npz" in shown and "sr scalar, all 16000" in shown
+
+
+def test_a_run_on_a_busy_machine_says_so_and_runs_again_on_a_click() -> None:
+    """Another process keeps a core busy while TinyCNN is measured: the headline says the machine was busy,
+    the page says what else ran, and "Run it again" measures again with the same settings."""
+    import subprocess
+    import sys
+
+    spin = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass"
+    hog = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        at = open_page(timeout=300)
+        at.switch_page("app_pages/benchmark.py").run()
+        at.button(key="export_defaults").click().run()
+        at.number_input(key="bench_iters").set_value(400)  # long enough (over a second) to judge the machine
+        at.number_input(key="bench_warmup").set_value(2)
+        at.multiselect(key="bench_threads").set_value([1])
+        next(b for b in at.button if b.label == "Run the benchmark").click()
+        at.run()
+        first = at.session_state["bench"][1]
+        assert first.activity.busy and "the machine was busy" in at.subheader[0].value.replace("\\", "")
+        assert any("Other processes kept" in w.value for w in at.warning)
+        again = next(b for b in at.button if b.label == "Run it again")
+        again.click().run()
+        assert not at.exception and at.session_state["bench"][1].id != first.id
+    finally:
+        hog.kill()
+        hog.wait()
