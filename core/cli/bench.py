@@ -8,9 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import as_onnx, describe, ints, provider_names, split
-from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
-from core.errors import WorkbenchError
+from core.cli.common import ints, provider_names, split
+from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.jobs import run_job
 from core.jobs.wire import to_data
 from core.model.records import format_shape
@@ -63,15 +62,7 @@ def _print(report: BenchReport) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, torch_record = as_onnx(args.model, Path(tmp))
-        if args.torch:
-            torch_record = describe(args.torch)
-            if not torch_record.is_pytorch:
-                raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
-        if args.no_eager:
-            torch_record = None
-        named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
-        plan = plan_from_args(record, torch_record, args, Path(tmp))
+        record, torch_record, named, plan = measured_model(args, Path(tmp))
         report: BenchReport = run_job(
             "bench.run",
             {

@@ -99,6 +99,24 @@ def _input(by_name: dict[str, BenchInput], name: str, option: str) -> BenchInput
     return by_name[name]
 
 
+def measured_model(
+    args: argparse.Namespace, work_dir: Path
+) -> tuple[ModelRecord, ModelRecord | None, str, list[BenchInput]]:
+    """What ``bench`` and ``profile`` measure: the ONNX model (a PyTorch one exported first), its PyTorch
+    original (``--torch``; none with ``--no-eager``), the name to report it under, and the input plan."""
+    from core.cli.common import as_onnx, describe
+
+    record, torch_record = as_onnx(args.model, work_dir)
+    if args.torch:
+        torch_record = describe(args.torch)
+        if not torch_record.is_pytorch:
+            raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
+    if args.no_eager:
+        torch_record = None
+    named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
+    return record, torch_record, named, plan_from_args(record, torch_record, args, work_dir)
+
+
 def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:
     """The inputs a command ran on, for its JSON."""
     return [
