@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodedModel
+from core.profile import ProfileReport
 from ui.decode_view import (
     decoded_json,
     header_section,
@@ -16,6 +17,7 @@ from ui.decode_view import (
 from ui.graph_view import show_graph
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
+from ui.profile_view import latency_colours
 from ui.text import md_escape
 
 st.title("Decode")
@@ -66,7 +68,16 @@ graph = (
 )
 if graph in decoded.layouts:
     layout = decoded.layouts[graph]
-    selected = show_graph(layout, key=f"graph_{record.id[:12]}_{graphs.index(graph)}")
+    profiled: ProfileReport | None = job_result("profile", record.id, "profile.run", {}, "", run=False)
+    colours, colour_label = None, "op type"
+    if graph == "main" and profiled is not None:  # the last profile of this model can colour its main graph
+        by = st.radio("Colour by", ["op type", "latency (the last profile)"], horizontal=True, key="decode_colour")
+        if by != "op type":
+            colours, colour_label = latency_colours(profiled), "share of the call"
+            st.caption(f"From the profile at {profiled.level}: {md_escape(profiled.headline, 300)}")
+    selected = show_graph(
+        layout, key=f"graph_{record.id[:12]}_{graphs.index(graph)}", colours=colours, colour_label=colour_label
+    )
     if selected:
         with st.container(border=True):
             node_details(decoded, graph, selected, layout)
