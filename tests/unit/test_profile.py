@@ -72,14 +72,17 @@ def test_matching_joins_folded_layers_and_says_what_it_could_not_match() -> None
 
 
 def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
-    done = cli("profile", "sample:tinycnn", "--iters", "10", "--warmup", "2", "--json")
+    from tests import builders
+
+    model = str(builders.exported_sample("tinycnn", tmp_path))
+    done = cli("profile", model, "--torch", "sample:tinycnn", "--iters", "10", "--warmup", "2", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert {"nodes", "op_types", "eager", "matched", "overhead_ms", "inputs", "activity", "cpu_ms"} <= set(data)
     assert {"name", "op_type", "provider", "mean_ms", "share"} <= set(data["nodes"][0])
     assert data["op_types"][0]["op_type"] == "Conv" and data["eager"]["modules"] and data["eager"]["ops"]
     assert data["inputs"][0]["shape"] == [1, 3, 112, 112]
-    text = cli("profile", "sample:tinycnn", "--iters", "5", "--warmup", "1", "--level", "extended", "--no-eager")
+    text = cli("profile", model, "--iters", "5", "--warmup", "1", "--level", "extended")
     assert text.returncode == 0 and "FusedConv" in text.stdout and "eager" not in text.stdout.split("\n")[0]
 
 
