@@ -28,7 +28,7 @@ _COLUMNS = [
 
 
 def results_frame(report: BenchReport) -> pd.DataFrame:
-    rows = [{k: v for k, v in to_data(r).items() if k != "samples_ms"} for r in report.results]
+    rows = [{k: v for k, v in to_data(r).items() if k not in ("samples_ms", "cpu_samples_ms")} for r in report.results]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff"))]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")

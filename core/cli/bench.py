@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         Store(load_settings().store_url).save(report)
     if args.json:
         data = to_data(report)
-        data["results"] = [{k: v for k, v in r.items() if k != "samples_ms"} for r in data["results"]]
+        data["results"] = [
+            {k: v for k, v in r.items() if k not in ("samples_ms", "cpu_samples_ms")} for r in data["results"]
+        ]
         data["inputs"] = plan_json(plan)
         print(json.dumps(data, indent=2))
         return 0

@@ -56,6 +56,7 @@ class BenchResult:
     # the median call's CPU time, all our threads together: near the wall time for one thread, up to threads ×
     # wall time when they all work; far below it, the call waited for a CPU that something else had
     cpu_median_ms: float | None = None
+    cpu_samples_ms: list[float] = field(default_factory=list)  # each kept call's CPU time, beside samples_ms
 
 
 @dataclass
@@ -169,4 +170,5 @@ def result_of(c: Config) -> BenchResult:
         noisy=summary.relative_interval > NOISY,
         samples_ms=ms[:MAX_SAMPLES_KEPT],
         cpu_median_ms=float(statistics.median(c.cpu_samples)) / 1e6 if c.cpu_samples else None,
+        cpu_samples_ms=[s / 1e6 for s in c.cpu_samples[:MAX_SAMPLES_KEPT]],
     )

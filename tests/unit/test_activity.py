@@ -47,6 +47,7 @@ def test_a_busy_machine_is_said_in_the_headline_with_the_interval(tinycnn: Path)
     inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
     report = run_benchmark(str(tinycnn), inputs, levels=["disable", "all"], threads=[1], iterations=20, warmup=2)
     assert report.activity is not None and all(r.cpu_median_ms is not None for r in report.results)
+    assert all(len(r.cpu_samples_ms) == len(r.samples_ms) == r.n for r in report.results)  # each call's CPU time
     report.activity = Activity(3.0, 2, 1.2, 1.0, 1.5, 1.9, busy=True, note="busy")
     text = headline(report)
     assert text.startswith("Noisy run:") and "between" in text  # the interval, never one settled number
