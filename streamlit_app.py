@@ -23,7 +23,13 @@ WALK_THROUGH = [
 # Hosted: a crash shows a generic message, never a traceback (paths, code); local: everything, for debugging.
 st.set_option("client.showErrorDetails", "none" if session.settings().hosted else "full")
 page = st.navigation({"Walk-through": WALK_THROUGH})
-session.start()  # this session's folder, and the start sample as the current model
+session.start()  # this session's folder, and the model its address names (else the start sample)
+if st.session_state.pop("link_gone", False):
+    hours = session.settings().workspace_max_age_h
+    st.warning(
+        f"The model this link names is not here any more (a model is kept for {hours:g} hours after its last use), "
+        "or the link is incomplete. Upload it again, or pick a sample."
+    )
 st.sidebar.title("ONNX Workbench")
 st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
 sidebar_model(session.current_model())

@@ -6,13 +6,16 @@ import os
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from core.errors import WorkbenchError
 from core.jobs import ProcessBackend, run_job
 from core.model import ModelRecord
+from core.model.library import ModelLibrary
 from core.settings import Settings, load_settings
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
 
@@ -108,8 +111,56 @@ def set_current_model(record: ModelRecord, exported_from: ModelRecord | None = N
     """
     st.session_state["model"] = record
     st.session_state["torch_model"] = record if record.is_pytorch else exported_from
+    _remember(record, None if record.is_pytorch else exported_from)
     if rerun:
         st.rerun()
+
+
+@st.cache_resource
+def library() -> ModelLibrary:
+    """Models kept by content, so that a link or a reload opens them again (core.model.library)."""
+    config = settings()
+    return ModelLibrary(Path(config.data_dir) / "models", config.workspace_max_age_h * 3600)
+
+
+def _remember(record: ModelRecord, exported_from: ModelRecord | None) -> None:
+    """Put the current model in the page's address: a sample by name, any other model kept in the library
+    with a key of its own, so that a reload (or the link, shared) opens it again."""
+    if record.format == "sample":
+        st.session_state["link"] = {"sample": record.name}
+    else:
+        key = library().keep(record, exported_from)
+        st.session_state["link"] = {"model": record.id, "key": key} if key else {}
+    sync_address()
+
+
+def sync_address() -> None:
+    """The current model's link in the address bar, on every page (a page switch may clear it)."""
+    link = st.session_state.get("link") or {}
+    if dict(st.query_params) != link:
+        st.query_params.from_dict(link)
+
+
+def _from_address() -> bool:
+    """Open the model the address names (a reload, or a link someone shared); False when it names none, or
+    one that is gone or not theirs (then the page says so)."""
+    params = st.query_params
+    if "model" in params:
+        kept = library().open(params.get("model", ""), params.get("key", ""))
+        if kept is None:
+            st.session_state["link_gone"] = True
+            return False
+        set_current_model(kept.record, exported_from=kept.exported_from, rerun=False)
+        return True
+    name = params.get("sample", "")
+    if name:
+        try:
+            set_current_model(sample_record(name), rerun=False)
+        except WorkbenchError:
+            st.session_state["link_gone"] = True
+            return False
+        return True
+    return False
 
 
 @st.cache_data(show_spinner=False)
@@ -131,10 +182,17 @@ def sample_record(name: str) -> ModelRecord:
 
 
 def start() -> None:
-    """First run of a session: its workspace, and the start sample as current model (if one is set)."""
+    """First run of a session: its workspace, and the model its address names (a reload or a shared link),
+    else the start sample as current model (if one is set). Every run: the current model's link in the
+    address."""
     workspace()
-    name = settings().start_sample
-    if name and "model" not in st.session_state and not st.session_state.get("started"):
+    if "model" not in st.session_state and not st.session_state.get("started"):
         st.session_state["started"] = True
-        with st.spinner(f"Loading the '{name}' sample…"):
-            set_current_model(sample_record(name), rerun=False)
+        if _from_address():
+            return
+        name = settings().start_sample
+        if name:
+            with st.spinner(f"Loading the '{name}' sample…"):
+                set_current_model(sample_record(name), rerun=False)
+        return
+    sync_address()

@@ -87,3 +87,30 @@ def test_markdown_in_model_names_does_not_render(page, tmp_path: Path) -> None: 
     assert page.locator('a[href*="127.0.0.1:9"]').count() == 0  # not even a bare autolink
     assert page.locator('[data-testid="stTable"] strong').count() == 0
     shot(page, "06-escaped-names")
+
+
+def test_a_reload_keeps_the_uploaded_model_and_its_link_opens_it_elsewhere(page, browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_text("256,074").wait_for(timeout=60_000)
+    model = builders.write(builders.mixed_inputs_model(), tmp_path / "kept_model.onnx")
+    upload(page, model)
+    page.get_by_text("input_ids").first.wait_for(timeout=60_000)
+    page.get_by_role("link", name="Decode", exact=True).click()
+    wait_idle(page)
+    assert "model=" in page.url and "key=" in page.url  # the link travels with every page
+    link = page.url
+    page.reload()
+    wait_idle(page)
+    page.get_by_text("ModelProto").first.wait_for(timeout=60_000)  # still on Decode, decoding the same model
+    assert "kept_model" in sidebar_text(page) and "tinycnn" not in sidebar_text(page)
+    shot(page, "04-after-reload")
+
+    teammate = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()  # a teammate given the link
+    teammate.goto(link)
+    wait_idle(teammate)
+    assert "kept_model" in sidebar_text(teammate)
+    stranger = browser.new_context().new_page()  # the same id with a guessed key: nothing
+    stranger.goto(link.split("key=")[0] + "key=guessed")
+    wait_idle(stranger)
+    assert "kept_model" not in sidebar_text(stranger) and stranger.get_by_text("not here any more").is_visible()
+    teammate.context.close()
+    stranger.context.close()
