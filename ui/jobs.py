@@ -136,6 +136,8 @@ def job_result(
     """
     request = (model_id, encode(identity if identity is not None else dict(args)))  # arguments, as bytes
     kept = st.session_state.get(key)
+    if kept is None or kept[0][0] != model_id:
+        kept = _restored(key, model_id, name) or kept
     if run is False or (run is None and kept is not None and kept[0] == request):
         return kept[1] if kept is not None and kept[0][0] == model_id else None
     args = dict(args)
@@ -151,4 +153,35 @@ def job_result(
     if out is not None:
         session.workspace().prune(folder, keep={out})
     st.session_state[key] = (request, result)
+    _keep(key, model_id, result)
     return result
+
+
+# Results that name no file of the session's workspace, kept with the model in the library (core.model.library)
+# so that a reload of the tab shows them at once; the others (Decode, Partition) are quick to make again.
+KEPT_ACROSS_RELOADS = {"bench", "profile"}
+
+
+def _keep(key: str, model_id: str, result: Any) -> None:
+    link = st.session_state.get("link") or {}
+    if key in KEPT_ACROSS_RELOADS and link.get("model") == model_id:
+        session.library().keep_result(model_id, link.get("key", ""), key, encode(result))
+
+
+def _restored(key: str, model_id: str, name: str) -> tuple[tuple[str, bytes], Any] | None:
+    """The result kept across a reload for this model and this link's key, as the session keeps results."""
+    link = st.session_state.get("link") or {}
+    if key not in KEPT_ACROSS_RELOADS or link.get("model") != model_id:
+        return None
+    data = session.library().result(model_id, link.get("key", ""), key)
+    if data is None:
+        return None
+    from core.jobs.registry import JOBS, signature_of
+    from core.jobs.wire import WireError, decode
+
+    try:
+        result = decode(data, signature_of(JOBS.get(name).target).result)
+    except WireError:  # kept by an earlier version of the app: run it again
+        return None
+    st.session_state[key] = ((model_id, b"kept"), result)
+    return st.session_state[key]  # type: ignore[no-any-return]

@@ -103,7 +103,12 @@ def torch_model() -> ModelRecord | None:
     return st.session_state.get("torch_model")
 
 
-def set_current_model(record: ModelRecord, exported_from: ModelRecord | None = None, rerun: bool = True) -> None:
+def set_current_model(
+    record: ModelRecord,
+    exported_from: ModelRecord | None = None,
+    rerun: bool = True,
+    link: dict[str, str] | None = None,
+) -> None:
     """Make ``record`` current and run the app again, so the sidebar (drawn before the page) shows it.
 
     The PyTorch original stays at hand for an ONNX model exported from it (the eager side of a benchmark);
@@ -111,7 +116,7 @@ def set_current_model(record: ModelRecord, exported_from: ModelRecord | None = N
     """
     st.session_state["model"] = record
     st.session_state["torch_model"] = record if record.is_pytorch else exported_from
-    _remember(record, None if record.is_pytorch else exported_from)
+    _remember(record, None if record.is_pytorch else exported_from, link)
     if rerun:
         st.rerun()
 
@@ -123,10 +128,12 @@ def library() -> ModelLibrary:
     return ModelLibrary(Path(config.data_dir) / "models", config.workspace_max_age_h * 3600)
 
 
-def _remember(record: ModelRecord, exported_from: ModelRecord | None) -> None:
+def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict[str, str] | None) -> None:
     """Put the current model in the page's address: a sample by name, any other model kept in the library
-    with a key of its own, so that a reload (or the link, shared) opens it again."""
-    if record.format == "sample":
+    with a key of its own (or the ``link`` it was opened by), so that a reload or the link opens it again."""
+    if link is not None:
+        st.session_state["link"] = link
+    elif record.format == "sample":
         st.session_state["link"] = {"sample": record.name}
     else:
         key = library().keep(record, exported_from)
@@ -150,7 +157,8 @@ def _from_address() -> bool:
         if kept is None:
             st.session_state["link_gone"] = True
             return False
-        set_current_model(kept.record, exported_from=kept.exported_from, rerun=False)
+        link = {"model": params.get("model", ""), "key": params.get("key", "")}
+        set_current_model(kept.record, exported_from=kept.exported_from, rerun=False, link=link)
         return True
     name = params.get("sample", "")
     if name:

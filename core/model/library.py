@@ -86,6 +86,26 @@ class ModelLibrary:
         (folder / _USED).touch()  # in use: the retention counts from now
         return kept
 
+    def keep_result(self, model_id: str, key: str, name: str, data: bytes) -> None:
+        """Keep a page's result (``data``, as the job boundary encodes it) for this keeper of the model, so that
+        a reload shows it at once."""
+        folder = self._folder(model_id)
+        if folder is None or not key or not self._link(folder, key).is_file() or not re.match(r"^\w+$", name):
+            return
+        target = self._link(folder, key).with_suffix("") / f"{name}.msgpack"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def result(self, model_id: str, key: str, name: str) -> bytes | None:
+        """The result kept under ``name`` for this keeper of the model, or None."""
+        folder = self._folder(model_id)
+        if folder is None or not key or not re.match(r"^\w+$", name):
+            return None
+        try:
+            return (self._link(folder, key).with_suffix("") / f"{name}.msgpack").read_bytes()
+        except OSError:
+            return None
+
     def sweep(self, now: float | None = None) -> list[Path]:
         """Remove models unused for longer than the retention."""
         removed: list[Path] = []

@@ -51,3 +51,25 @@ def test_a_sample_and_an_export_of_it_keep_their_link() -> None:
     again = _reopened(params)
     assert again.session_state["model"].id == exported.id
     assert again.session_state["torch_model"].name == "tinycnn"  # its PyTorch original too: eager still measurable
+
+
+def test_a_benchmark_is_still_there_after_a_reload() -> None:
+    at = open_page(timeout=300)
+    at.switch_page("app_pages/benchmark.py").run()
+    at.button(key="export_defaults").click().run()
+    at.number_input(key="bench_iters").set_value(20)
+    at.number_input(key="bench_warmup").set_value(1)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    measured = at.session_state["bench"][1]
+    params = {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
+
+    again = _reopened(params)
+    again.switch_page("app_pages/benchmark.py").run()
+    assert not again.exception
+    assert again.session_state["bench"][1].id == measured.id  # shown at once, not measured again
+    assert again.subheader[0].value == at.subheader[0].value
+    stranger = _reopened({**params, "key": "guessed"})
+    stranger.switch_page("app_pages/benchmark.py").run()
+    assert "bench" not in stranger.session_state  # a wrong key opens neither the model nor its results
