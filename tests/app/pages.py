@@ -6,7 +6,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
 
-__all__ = ["open_page", "texts", "upload"]
+__all__ = ["open_page", "run_benchmark", "texts", "upload"]
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
@@ -36,3 +36,16 @@ def texts(at: AppTest) -> str:
         + [e.value for e in at.caption]
         + [e.value for e in at.warning]
     ).replace("\\", "")
+
+
+def run_benchmark(at: AppTest, iterations: int = 30, warmup: int = 2) -> None:
+    """On the Benchmark page: export a PyTorch model first (one click), then a short run at one thread."""
+    at.switch_page("app_pages/benchmark.py").run()
+    if any(b.key == "export_defaults" for b in at.button):
+        at.button(key="export_defaults").click().run()
+    at.number_input(key="bench_iters").set_value(iterations)
+    at.number_input(key="bench_warmup").set_value(warmup)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    assert not at.exception

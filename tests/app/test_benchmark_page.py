@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.pages import open_page
-
-
-def _run_benchmark(at: AppTest) -> None:
-    at.switch_page("app_pages/benchmark.py").run()
-    if any(b.key == "export_defaults" for b in at.button):  # a PyTorch model: export it first, in one click
-        at.button(key="export_defaults").click().run()
-    at.number_input(key="bench_iters").set_value(30)
-    at.number_input(key="bench_warmup").set_value(2)
-    at.multiselect(key="bench_threads").set_value([1])
-    next(b for b in at.button if b.label == "Run the benchmark").click()
-    at.run()
-    assert not at.exception
+from tests.app.pages import open_page, run_benchmark
 
 
 def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
     at = open_page(timeout=300)
-    _run_benchmark(at)
+    run_benchmark(at)
     headline = at.subheader[0].value.replace("\\", "")  # as the reader sees it: Markdown escapes taken out
     # a settled number, or on a busy machine the interval and the word that the run was noisy
     assert headline.startswith(("ONNX Runtime (", "Noisy run: ONNX Runtime (")) and "PyTorch eager" in headline
@@ -43,10 +30,10 @@ def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
 def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = open_page(model=("tinycnn.onnx", builders.exported_sample("tinycnn", tmp_path).read_bytes()), timeout=300)
-    _run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
+    run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
     assert "ORT DISABLE_ALL" in at.subheader[0].value.replace("\\", "")
     assert at.checkbox(key="bench_eager").value is False and at.checkbox(key="bench_eager").disabled
-    _run_benchmark(at)
+    run_benchmark(at)
     at.switch_page("app_pages/history.py").run()
     assert len(at.dataframe[0].value) == 2
     assert len(at.multiselect(key="history_compare").value) == 2

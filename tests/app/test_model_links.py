@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.pages import APP, open_page
+from tests.app.pages import APP, open_page, run_benchmark
 
 
 def _reopened(params: dict[str, str]) -> AppTest:
@@ -55,13 +55,7 @@ def test_a_sample_and_an_export_of_it_keep_their_link() -> None:
 
 def test_a_benchmark_is_still_there_after_a_reload() -> None:
     at = open_page(timeout=300)
-    at.switch_page("app_pages/benchmark.py").run()
-    at.button(key="export_defaults").click().run()
-    at.number_input(key="bench_iters").set_value(20)
-    at.number_input(key="bench_warmup").set_value(1)
-    at.multiselect(key="bench_threads").set_value([1])
-    next(b for b in at.button if b.label == "Run the benchmark").click()
-    at.run()
+    run_benchmark(at, iterations=20, warmup=1)
     measured = at.session_state["bench"][1]
     params = {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
 
