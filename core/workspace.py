@@ -15,9 +15,10 @@ from typing import BinaryIO
 
 from core.errors import ResultFileError
 
-__all__ = ["Workspace", "open_within", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
+__all__ = ["LAST_USED", "Workspace", "open_within", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
 
-_MARKER = ".last-used"
+LAST_USED = ".last-used"  # touched whenever a workspace (or a kept model, core.model.library) is used
+_MARKER = LAST_USED
 _OWNER = ".owner"
 
 
@@ -95,7 +96,8 @@ class Workspace:
 
 
 def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = None) -> list[Path]:
-    """Remove workspaces unused for longer than ``max_age_s`` (left by crashed or killed servers)."""
+    """Remove workspaces unused for longer than ``max_age_s`` (left by crashed or killed servers); also any other
+    folders under ``root`` that mark their use with ``LAST_USED`` (the model library's)."""
     root = Path(root)
     if not root.is_dir():
         return []

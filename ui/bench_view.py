@@ -9,10 +9,13 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.jobs.wire import to_data
+from core.runtime.activity import Activity
+from core.runtime.harness import PER_CALL
 from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
+    "busy_notice",
     "environment_section",
     "report_json",
     "results_frame",
@@ -28,7 +31,7 @@ _COLUMNS = [
 
 
 def results_frame(report: BenchReport) -> pd.DataFrame:
-    rows = [{k: v for k, v in to_data(r).items() if k not in ("samples_ms", "cpu_samples_ms")} for r in report.results]
+    rows = [{k: v for k, v in to_data(r).items() if k not in PER_CALL} for r in report.results]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff"))]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
@@ -71,15 +74,19 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def busy_notice(activity: Activity | None, key: str, flag: str, label: str, advice: str) -> None:
+    """When the machine was busy during a measurement: what else ran, ``advice``, and a button that sets
+    ``flag`` in the session for the page to measure again with the same settings."""
+    if activity is not None and activity.busy:
+        st.warning(md_escape(activity.note, 600) + " " + advice)
+        st.button(label, key=key, on_click=lambda: st.session_state.update({flag: True}))
+
+
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
     st.subheader(md_escape(report.headline, 400))
-    if report.activity is not None and report.activity.busy:
-        st.warning(
-            md_escape(report.activity.note, 600)
-            + " A quieter moment gives numbers that hold: run it again when the other work is done."
-        )
-        st.button("Run it again", key=f"{key}_again", on_click=lambda: st.session_state.update(bench_again=True))
+    advice = "A quieter moment gives numbers that hold: run it again when the other work is done."
+    busy_notice(report.activity, f"{key}_again", "bench_again", "Run it again", advice)
     for note in report.notes:
         if report.activity is not None and note == report.activity.note:
             continue

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from core.jobs.wire import to_data
 from core.profile import ProfileReport
+from ui.bench_view import busy_notice
 from ui.charts import escaped
 from ui.graph_view import show_graph
 from ui.text import md_escape
@@ -164,15 +165,10 @@ def _readable(rows: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def _busy(report: ProfileReport, key: str) -> None:
-    if report.activity.busy:
-        st.warning(md_escape(report.activity.note, 600) + " Profile again when the other work is done.")
-        st.button("Profile it again", key=f"{key}_again", on_click=lambda: st.session_state.update(profile_again=True))
-
-
 def profile_section(report: ProfileReport, key: str) -> None:
     st.subheader(md_escape(report.headline, 500))
-    _busy(report, key)
+    advice = "Profile again when the other work is done."
+    busy_notice(report.activity, f"{key}_again", "profile_again", "Profile it again", advice)
     for note in report.notes:
         if note != report.activity.note:
             st.caption(md_escape(note, 800))

@@ -14,6 +14,7 @@ from core.jobs import run_job
 from core.jobs.wire import to_data
 from core.model.records import format_shape
 from core.model.torchload import source_of
+from core.runtime.harness import PER_CALL
 from core.settings import load_settings
 
 if TYPE_CHECKING:
@@ -87,9 +88,7 @@ def run(args: argparse.Namespace) -> int:
         Store(load_settings().store_url).save(report)
     if args.json:
         data = to_data(report)
-        data["results"] = [
-            {k: v for k, v in r.items() if k not in ("samples_ms", "cpu_samples_ms")} for r in data["results"]
-        ]
+        data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]
         data["inputs"] = plan_json(plan)
         print(json.dumps(data, indent=2))
         return 0

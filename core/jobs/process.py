@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -268,8 +267,7 @@ class _ProcessJob:
             self._pool.job_started(self._exclusive)
             self._counted = True
         if taken is None:
-            self._settings.scratch_root.mkdir(parents=True, exist_ok=True)
-            scratch = tempfile.mkdtemp(prefix="job-", dir=self._settings.scratch_root)
+            scratch = sandbox.new_scratch(self._settings, "job-")
             self._spawn(scratch)
             return scratch
         spare, staging = taken
@@ -286,19 +284,7 @@ class _ProcessJob:
 
     def _spawn(self, scratch: str) -> None:
         """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
-        python = [sys.executable, "-m", "core.jobs.worker"]
-        command = (
-            sandbox.worker_command(python, self._confinement, self._settings, scratch) if self._sandboxed else python
-        )
-        self._proc = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            cwd=scratch,
-            env=sandbox.worker_environment("/tmp" if self._sandboxed else scratch),
-            preexec_fn=sandbox.worker_preexec(self._settings),
-        )
+        self._proc = sandbox.start_worker(self._confinement, self._settings, scratch, self._sandboxed, self._stderr)
         assert self._proc.stdin is not None
         self._proc.stdin.write(wire.encode(self._request))
         self._proc.stdin.close()
@@ -374,7 +360,7 @@ class _ProcessJob:
             if self._started_at is not None and time.monotonic() - self._started_at > self._timeout_s:
                 self._kill("timeout")
                 return
-            rss, processes = _tree_usage(ps)
+            rss, processes = sandbox.tree_usage(ps)
             self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
             # a fork bomb: too many processes, or many copies whose memory (shared pages counted in each) passes
             # the limit before there are too many
@@ -416,21 +402,6 @@ class _ProcessJob:
         self._state = "done" if error is None else ("cancelled" if isinstance(error, JobCancelled) else "failed")
         self._stderr.close()
         self._finished.set()
-
-
-def _tree_usage(ps: psutil.Process) -> tuple[int, int]:
-    """The memory (RSS) and the number of processes of the worker and everything it started."""
-    total, count = 0, 1
-    try:
-        total += ps.memory_info().rss
-        children = ps.children(recursive=True)
-        count += len(children)
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                total += child.memory_info().rss
-    except psutil.Error:
-        pass
-    return total, count
 
 
 class ProcessBackend:

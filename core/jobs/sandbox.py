@@ -10,6 +10,7 @@ folder apply, but not the walls: the app says so.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -18,9 +19,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
+
+import psutil
 
 from core.access import READ
 from core.errors import JobError
@@ -29,7 +34,10 @@ from core.settings import PROJECT_ROOT, Settings
 __all__ = [
     "Confinement",
     "hidden_folders",
+    "new_scratch",
     "shown_for",
+    "start_worker",
+    "tree_usage",
     "require_sandbox",
     "sandbox_state",
     "sandbox_status",
@@ -168,3 +176,49 @@ def worker_preexec(settings: Settings) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_NPROC, (4096, 4096))
 
     return preexec
+
+
+def new_scratch(settings: Settings, prefix: str) -> str:
+    """A fresh private folder for one worker (its /tmp and working folder), under the settings' scratch root."""
+    settings.scratch_root.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkdtemp(prefix=prefix, dir=settings.scratch_root)
+
+
+def start_worker(
+    confinement: Confinement,
+    settings: Settings,
+    scratch: str,
+    sandboxed: bool,
+    stderr: IO[bytes],
+    *,
+    warm: bool = False,
+) -> subprocess.Popen[bytes]:
+    """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm), in its sandbox when
+    there is one, with ``scratch`` as its private folder; its stdin and stdout are the job's channel."""
+    python = [sys.executable, "-m", "core.jobs.worker", *(["--warm"] if warm else [])]
+    command = worker_command(python, confinement, settings, scratch, staged=warm) if sandboxed else python
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        cwd=scratch,
+        env=worker_environment("/tmp" if sandboxed else scratch),
+        preexec_fn=worker_preexec(settings),
+    )
+
+
+def tree_usage(ps: psutil.Process) -> tuple[int, int]:
+    """The memory (RSS) and the number of processes of a worker and everything it started (with bubblewrap
+    around it): what its limits are checked against, from outside."""
+    total, count = 0, 1
+    try:
+        total += ps.memory_info().rss
+        children = ps.children(recursive=True)
+        count += len(children)
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+    except psutil.Error:
+        pass
+    return total, count

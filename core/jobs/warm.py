@@ -29,7 +29,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -168,7 +167,7 @@ class WarmPool:
                 if spare.proc.poll() is not None:
                     _discard(spare)
                     continue
-                if _tree_rss(spare.proc.pid) * 2 > memory_bytes:
+                if _rss(spare) * 2 > memory_bytes:
                     self._ready.insert(0, spare)
                     return None
                 return spare, staging
@@ -224,30 +223,12 @@ class WarmPool:
                     _discard(spare)
 
     def _start(self) -> Spare | None:
-        self.settings.scratch_root.mkdir(parents=True, exist_ok=True)
-        scratch = tempfile.mkdtemp(prefix="warm-", dir=self.settings.scratch_root)
+        scratch = sandbox.new_scratch(self.settings, "warm-")
         (Path(scratch) / "in").mkdir()
         (Path(scratch) / "out").mkdir()
-        python = [sys.executable, "-m", "core.jobs.worker", "--warm"]
-        command = (
-            sandbox.worker_command(python, Confinement(), self.settings, scratch, staged=True)
-            if self.sandboxed
-            else python
-        )
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
-        spare = Spare(
-            subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                cwd=scratch,
-                env=sandbox.worker_environment("/tmp" if self.sandboxed else scratch),
-                preexec_fn=sandbox.worker_preexec(self.settings),
-            ),
-            scratch,
-            stderr,
-        )
+        proc = sandbox.start_worker(Confinement(), self.settings, scratch, self.sandboxed, stderr, warm=True)
+        spare = Spare(proc, scratch, stderr)
         assert spare.proc.stdout is not None
         payload = wire.read_frame(spare.proc.stdout)
         if payload is None or not isinstance(wire.decode_message(payload), wire.Ready):
@@ -256,11 +237,10 @@ class WarmPool:
         return spare
 
 
-def _tree_rss(pid: int) -> int:
+def _rss(spare: Spare) -> int:
     """The memory of a waiting worker (with bubblewrap around it)."""
     try:
-        process = psutil.Process(pid)
-        return sum(p.memory_info().rss for p in [process, *process.children(recursive=True)])
+        return sandbox.tree_usage(psutil.Process(spare.proc.pid))[0]
     except psutil.Error:
         return 0
 

@@ -17,18 +17,18 @@ import os
 import re
 import secrets
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from core.model.records import ModelRecord
+from core.workspace import LAST_USED, sweep_workspaces
 
 __all__ = ["Kept", "ModelLibrary"]
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
-_USED = "used"  # touched whenever the model is kept or opened
+_USED = LAST_USED  # touched whenever the model is kept or opened
 
 
 @dataclass
@@ -86,42 +86,32 @@ class ModelLibrary:
         (folder / _USED).touch()  # in use: the retention counts from now
         return kept
 
+    def _result(self, model_id: str, key: str, name: str) -> Path | None:
+        """Where this keeper's result ``name`` lies, when the model was kept under this key."""
+        folder = self._folder(model_id)
+        if folder is None or not key or not re.match(r"^\w+$", name) or not self._link(folder, key).is_file():
+            return None
+        return self._link(folder, key).with_suffix("") / f"{name}.msgpack"
+
     def keep_result(self, model_id: str, key: str, name: str, data: bytes) -> None:
         """Keep a page's result (``data``, as the job boundary encodes it) for this keeper of the model, so that
         a reload shows it at once."""
-        folder = self._folder(model_id)
-        if folder is None or not key or not self._link(folder, key).is_file() or not re.match(r"^\w+$", name):
-            return
-        target = self._link(folder, key).with_suffix("") / f"{name}.msgpack"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        target = self._result(model_id, key, name)
+        if target is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
 
     def result(self, model_id: str, key: str, name: str) -> bytes | None:
         """The result kept under ``name`` for this keeper of the model, or None."""
-        folder = self._folder(model_id)
-        if folder is None or not key or not re.match(r"^\w+$", name):
-            return None
+        target = self._result(model_id, key, name)
         try:
-            return (self._link(folder, key).with_suffix("") / f"{name}.msgpack").read_bytes()
+            return target.read_bytes() if target is not None else None
         except OSError:
             return None
 
     def sweep(self, now: float | None = None) -> list[Path]:
-        """Remove models unused for longer than the retention."""
-        removed: list[Path] = []
-        now = time.time() if now is None else now
-        if not self.root.is_dir():
-            return removed
-        for folder in self.root.iterdir():
-            marker = folder / _USED
-            try:
-                last = marker.stat().st_mtime if marker.exists() else folder.stat().st_mtime
-            except OSError:
-                continue
-            if folder.is_dir() and not folder.is_symlink() and now - last > self.max_age_s:
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder)
-        return removed
+        """Remove models unused for longer than the retention (as workspaces are)."""
+        return sweep_workspaces(self.root, self.max_age_s, now)
 
 
 def _copied(record: ModelRecord | None, folder: Path) -> ModelRecord | None:

@@ -18,7 +18,8 @@ from typing import Any
 from core.errors import BenchmarkError
 from core.profile.match import Lineage, lineage
 from core.profile.records import NodeTime, OpTypeTime
-from core.runtime.ort import explain_session_error, ort_message, session_options
+from core.runtime.harness import timed_session
+from core.runtime.ort import ort_message
 
 __all__ = ["MAX_EVENTS", "OrtProfile", "profile_ort"]
 
@@ -62,31 +63,22 @@ def _shapes(entries: Any) -> list[str]:
 
 
 def profile_ort(
-    path: str, feeds: dict[str, Any], level: str, threads: int, iterations: int, warmup: int, node_count: int,
+    path: str, source: Any, feeds: dict[str, Any], level: str, threads: int, iterations: int, warmup: int,
     folder: Path, provider: str = "CPUExecutionProvider",
 ) -> tuple[OrtProfile, list[str]]:  # fmt: skip
-    """Profile ``iterations`` calls after ``warmup``; the profile and notes (fewer calls for a large graph)."""
+    """Profile ``iterations`` calls after ``warmup`` of the model at ``path`` (``source``: its main graph, as the
+    caller loaded it); the profile and notes (fewer calls for a large graph)."""
     import onnx
-    import onnxruntime as ort
 
+    node_count = len(source.node)
     notes: list[str] = []
     limit = max(3, MAX_EVENTS // max(node_count, 1))
     if iterations > limit:
         notes.append(f"The graph has {node_count:,} nodes, so {limit} calls were profiled instead of {iterations}.")
         iterations = limit
-    options = session_options(level, threads)
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.enable_profiling = True
-    options.profile_file_prefix = str(folder / "ort-profile")
     optimized = folder / "optimized.onnx"
-    if os.path.getsize(path) <= _OPTIMIZED_UP_TO:
-        options.optimized_model_filepath = str(optimized)
-    providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
-    try:
-        session = ort.InferenceSession(path, options, providers=providers)
-    except Exception as exc:
-        raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
+    keep_optimized = str(optimized) if os.path.getsize(path) <= _OPTIMIZED_UP_TO else ""
+    session, _ = timed_session(path, level, provider, threads, str(folder / "ort-profile"), keep_optimized)
     walls: list[float] = []
     cpus: list[float] = []  # the same calls' CPU time, every thread of ours
     try:
@@ -108,12 +100,11 @@ def profile_ort(
     cut_us = starts[warmup] if len(starts) > warmup else 0
 
     graph = onnx.load(str(optimized), load_external_data=False).graph if optimized.exists() else None
-    source = onnx.load(path, load_external_data=False).graph
     original = lineage(source)
-    nodes = _nodes(events, cut_us, iterations, statistics.median(walls), graph, original)
-    _own_times(nodes, graph if graph is not None else source, statistics.median(walls))
-    runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
     call_ms = statistics.median(walls)
+    nodes = _nodes(events, cut_us, iterations, call_ms, graph, original)
+    _own_times(nodes, graph if graph is not None else source, call_ms)
+    runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
     run_ms = statistics.median(runs) if runs else call_ms
     profile = OrtProfile(nodes, call_ms, run_ms, iterations, original)
     profile.cpu_ms = statistics.median(cpus)

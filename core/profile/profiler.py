@@ -65,7 +65,7 @@ def profile_model(
     try:
         report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level][0]})")
         try:
-            ort, notes = profile_ort(onnx_path, feeds, level, threads, iterations, warmup, len(graph.node), folder)
+            ort, notes = profile_ort(onnx_path, graph, feeds, level, threads, iterations, warmup, folder)
         except BenchmarkError as exc:
             raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
         eager: EagerProfile | None = None

@@ -14,7 +14,7 @@ from core.errors import BenchmarkError
 from core.runtime.ort import explain_session_error, ort_message, session_options
 from core.runtime.stats import summarize
 
-__all__ = ["MAX_SAMPLES_KEPT", "NOISY", "BenchResult", "Config", "measure", "result_of", "timed_session"]
+__all__ = ["MAX_SAMPLES_KEPT", "NOISY", "PER_CALL", "BenchResult", "Config", "measure", "result_of", "timed_session"]
 
 
 ROUNDS = 10  # measurement rounds; each runs a slice of every configuration's iterations
@@ -24,6 +24,7 @@ NOISY = 0.10  # a median interval wider than 10 % of the median is flagged
 
 
 MAX_SAMPLES_KEPT = 5000  # per configuration, for the distribution chart and the history
+PER_CALL = ("samples_ms", "cpu_samples_ms")  # a result's per-call lists, left out of tables and summaries
 
 
 @dataclass
@@ -77,14 +78,22 @@ class Config:
     outputs: list[Any] = field(default_factory=list)
 
 
-def timed_session(path: str, level: str, provider: str, threads: int) -> tuple[Any, float]:
-    """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time."""
+def timed_session(
+    path: str, level: str, provider: str, threads: int, profile_prefix: str = "", optimized_path: str = ""
+) -> tuple[Any, float]:
+    """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time.
+    Profile's sessions are the same, with ORT's profiler on (its trace named ``profile_prefix``) and the
+    optimized graph saved (at ``optimized_path``) to trace its nodes back."""
     import onnxruntime as ort
 
     options = session_options(level, threads)
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    options.enable_profiling = False
+    options.enable_profiling = bool(profile_prefix)
+    if profile_prefix:
+        options.profile_file_prefix = profile_prefix
+    if optimized_path:
+        options.optimized_model_filepath = optimized_path
     providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
     start = time.perf_counter_ns()
     try:
