@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint chromium sandbox clean
+.PHONY: run test lint chromium sandbox postgres clean
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,12 +34,18 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	  echo "Installing Debian's postgresql for the history's tests (a throwaway server each run)"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; }
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-test: $(VENV)/.dev chromium sandbox lint
+test: $(VENV)/.dev chromium sandbox postgres lint
 	$(PY) -m pytest -q
 
 clean:

@@ -1,7 +1,7 @@
-"""The store: the benchmark history (SQLAlchemy; SQLite by default, PostgreSQL by URL)."""
+"""The store: the benchmark history (SQLAlchemy + Alembic; SQLite by default, PostgreSQL by URL)."""
 
 from __future__ import annotations
 
-from core.store.history import RunSummary, Store
+from core.store.history import SPOOL_FOLDER, RunSummary, Store, open_history
 
-__all__ = ["RunSummary", "Store"]
+__all__ = ["SPOOL_FOLDER", "RunSummary", "Store", "open_history"]

@@ -1,33 +1,21 @@
 """Benchmark history in a real database through SQLAlchemy: a SQLite file by default, any SQLAlchemy URL
-(PostgreSQL for a team) by configuration. The schema is created on first use; writers are safe together
-(SQLite in WAL mode with a busy timeout; every save is one short transaction)."""
+(PostgreSQL for a team) by configuration. The schema is made and upgraded by Alembic on first use
+(core/store/migrate.py); writers are safe together (SQLite in WAL mode with a busy timeout; every save is one
+short transaction). A run is never lost: a save that loses the database tries again for a while, then keeps
+the run in a spool folder, from which the next store that reaches the database saves it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (
-    JSON,
-    Column,
-    DateTime,
-    Engine,
-    Float,
-    ForeignKey,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    delete,
-    event,
-    insert,
-    select,
-)
+from sqlalchemy import Connection, Engine, Select, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.bench import BenchReport
@@ -36,53 +24,19 @@ from core.jobs.wire import from_data, to_data
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
+from core.store.engine import connection_lost, describe, open_engine, reason, safe
+from core.store.migrate import upgrade
+from core.store.schema import results, runs
+from core.store.spool import Spool
 
-__all__ = ["RunSummary", "Store", "inputs_text"]
+if TYPE_CHECKING:
+    from core.settings import Settings
 
-metadata = MetaData()
+__all__ = ["SPOOL_FOLDER", "RunSummary", "Store", "inputs_text", "open_history"]
 
-runs = Table(
-    "runs",
-    metadata,
-    Column("id", String(32), primary_key=True),
-    Column("created_at", DateTime, nullable=False, index=True),
-    Column("model", String(512), nullable=False, index=True),
-    Column("model_id", String(128), nullable=False, default=""),
-    Column("machine", String(256), nullable=False, index=True),
-    Column("cpu", String(512), nullable=False, default=""),
-    Column("headline", Text, nullable=False, default=""),
-    Column("baseline", String(64), nullable=False, default=""),
-    Column("seconds", Float, nullable=False, default=0.0),
-    Column("started", Float, nullable=False, default=0.0),  # the measurement window (epoch seconds)
-    Column("finished", Float, nullable=False, default=0.0),
-    Column("settings", JSON, nullable=False),
-    Column("environment", JSON, nullable=False),
-    Column("notes", JSON, nullable=False),
-)
-
-results = Table(
-    "results",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", String(32), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
-    Column("position", Integer, nullable=False),
-    Column("label", String(256), nullable=False),
-    Column("engine", String(32), nullable=False),
-    Column("level", String(32), nullable=False),
-    Column("provider", String(128), nullable=False),
-    Column("threads", Integer, nullable=False),
-    Column("batch", Integer, nullable=False),
-    Column("n", Integer, nullable=False),
-    Column("median_ms", Float),
-    Column("p90_ms", Float),
-    Column("p99_ms", Float),
-    Column("mean_ms", Float),
-    Column("std_ms", Float),
-    Column("throughput", Float),
-    Column("speedup", Float),
-    Column("max_abs_diff", Float),
-    Column("detail", JSON, nullable=False),  # the whole BenchResult, samples included
-)
+SPOOL_FOLDER = "history-spool"  # beside the data: runs kept while the database cannot be reached
+RETRY_S = 20.0  # how long a save keeps trying a database it lost before keeping the run in the spool
+_DISTINCT = ("model", "machine", "owner", "team")
 
 
 @dataclass
@@ -95,6 +49,8 @@ class RunSummary:
     headline: str
     configurations: int
     inputs: str = ""  # what the run measured on, in a line: shapes at batch 1 and how values were made
+    owner: str = ""  # who saved it; "" for anonymous
+    team: str = ""  # who may see it; "" is the anonymous team
 
 
 def inputs_text(settings: dict[str, Any]) -> str:
@@ -109,89 +65,112 @@ def inputs_text(settings: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _finite(value: float | None) -> float | None:
-    import math
-
-    return value if value is not None and math.isfinite(value) else None
+def open_history(settings: Settings) -> Store:
+    """The history the settings name, with its spool folder in the data folder."""
+    return Store(settings.store_url, spool=Path(settings.data_dir) / SPOOL_FOLDER)
 
 
 class Store:
-    """One database; cheap to create, safe to share between threads (SQLAlchemy pools connections)."""
+    """One database; cheap to create, safe to share between threads (SQLAlchemy pools connections).
 
-    def __init__(self, url: str) -> None:
+    ``spool``: where runs are kept while the database cannot be reached (None: a save that cannot reach it
+    fails). ``retry_s``: how long a save tries again after losing the database.
+    """
+
+    def __init__(self, url: str, spool: Path | None = None, retry_s: float = RETRY_S) -> None:
         self.url = url
+        self.spool = Spool(spool) if spool is not None else None
+        self.retry_s = retry_s
         try:
-            if url.startswith("sqlite:///"):
-                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            self.engine: Engine = create_engine(url, connect_args={"timeout": 30} if url.startswith("sqlite") else {})
-            if url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            metadata.create_all(self.engine)
-            self._upgrade()
-        except (SQLAlchemyError, OSError) as exc:
-            raise StoreError(f"The benchmark history at {_safe(url)} cannot be opened: {exc}") from exc
-
-    def _upgrade(self) -> None:
-        """Add the columns later versions introduced to a history made by an earlier one (nothing is lost)."""
-        from sqlalchemy import inspect, text
-
-        present = {c["name"] for c in inspect(self.engine).get_columns("runs")}
-        with self.engine.begin() as conn:
-            for column in ("started", "finished"):
-                if column not in present:
-                    conn.execute(text(f"ALTER TABLE runs ADD COLUMN {column} FLOAT NOT NULL DEFAULT 0"))
-
-    def save(self, report: BenchReport) -> None:
-        env = report.environment
-        rows = [
-            {
-                "run_id": report.id,
-                "position": i,
-                "label": r.label,
-                "engine": r.engine,
-                "level": r.level,
-                "provider": r.provider,
-                "threads": r.threads,
-                "batch": r.batch,
-                "n": r.n,
-                "median_ms": _finite(r.median_ms),
-                "p90_ms": _finite(r.p90_ms),
-                "p99_ms": _finite(r.p99_ms),
-                "mean_ms": _finite(r.mean_ms),
-                "std_ms": _finite(r.std_ms),
-                "throughput": _finite(r.throughput),
-                "speedup": _finite(r.speedup),
-                "max_abs_diff": _finite(r.max_abs_diff),
-                "detail": to_data(r),
-            }
-            for i, r in enumerate(report.results)
-        ]
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(runs).values(
-                        id=report.id,
-                        created_at=datetime.fromisoformat(report.created_at).replace(tzinfo=None),
-                        model=report.model[:512],
-                        model_id=report.model_id,
-                        machine=env.machine[:256],
-                        cpu=env.cpu[:512],
-                        headline=report.headline,
-                        baseline=report.baseline,
-                        seconds=report.seconds,
-                        started=report.started,
-                        finished=report.finished,
-                        settings=to_data(report.settings),
-                        # what else ran meanwhile travels with the machine's description
-                        environment={**to_data(env), "activity": to_data(report.activity)},
-                        notes=report.notes,
-                    )
-                )
-                if rows:
-                    conn.execute(insert(results), rows)
+            self.engine: Engine = open_engine(url)
+            upgrade(self.engine)
         except SQLAlchemyError as exc:
-            raise StoreError(f"The run could not be saved to the history at {_safe(self.url)}: {exc}") from exc
+            if connection_lost(exc) and not url.startswith("sqlite"):  # a server that did not answer, not a file
+                raise StoreError(
+                    f"The benchmark history ({describe(url)}) cannot be reached: {reason(exc, url)}. Check that "
+                    "the database server is running and that history_url (WORKBENCH_HISTORY_URL) names it."
+                ) from exc
+            raise StoreError(f"The benchmark history at {safe(url)} cannot be opened: {reason(exc, url)}") from exc
+        except OSError as exc:
+            raise StoreError(f"The benchmark history at {safe(url)} cannot be opened: {exc}") from exc
+        with contextlib.suppress(SQLAlchemyError):  # lost again at once: the kept runs wait for the next save
+            self._flush_spool()
 
+    # -- saving -------------------------------------------------------------------------------------------------
+    def save(self, report: BenchReport, owner: str = "", team: str = "") -> None:
+        """Save ``report`` as saved by ``owner`` for ``team``; runs kept in the spool are saved first.
+
+        A lost database is tried again with backoff for ``retry_s``; if it is still gone, the run is kept in
+        the spool and a StoreError says so (without a spool, that it was not saved).
+        """
+        deadline, delay, attempt = time.monotonic() + self.retry_s, 0.1, 0
+        while True:
+            try:
+                self._flush_spool()
+                # after a lost answer the run may be in already: then it is, and once
+                self._insert(report, owner, team, skip_present=attempt > 0)
+                return
+            except SQLAlchemyError as exc:
+                if not connection_lost(exc):
+                    raise StoreError(
+                        f"The run could not be saved to the history at {safe(self.url)}: {reason(exc, self.url)}"
+                    ) from exc
+                if (left := deadline - time.monotonic()) <= 0:
+                    raise self._kept(report, owner, team, exc) from exc
+            time.sleep(min(delay, left))  # the last try at the deadline
+            delay, attempt = min(delay * 2, 2.0), attempt + 1
+
+    def _kept(self, report: BenchReport, owner: str, team: str, exc: SQLAlchemyError) -> StoreError:
+        """The error for a run the database could not take: kept in the spool where there is one."""
+        lost = f"The benchmark history ({describe(self.url)}) cannot be reached: {reason(exc, self.url)}"
+        if self.spool is None:
+            return StoreError(f"{lost}; run {report.id} was not saved.")
+        try:
+            path = self.spool.keep(report, owner, team)
+        except OSError as error:
+            return StoreError(f"{lost}, and run {report.id} could not be kept in {self.spool.folder}: {error}")
+        return StoreError(
+            f"{lost}. Run {report.id} was kept in {path} and will be saved when the database is back "
+            "(by the next save, or the next time the history is opened)."
+        )
+
+    def _flush_spool(self) -> None:
+        """Save the runs kept in the spool (oldest first; a run already in the history is left as it is)."""
+        if self.spool is not None:
+            for path in self.spool.pending():
+                self._flush_one(self.spool, path)
+
+    def _flush_one(self, spool: Spool, path: Path) -> None:
+        try:
+            kept = spool.read(path)
+        except FileNotFoundError:
+            return  # another store saved it meanwhile
+        except (OSError, ValueError):
+            spool.set_aside(path, "unreadable")  # kept for a person to look at, out of the way of the others
+            return
+        try:
+            self._insert(kept.report, kept.owner, kept.team, skip_present=True)
+        except SQLAlchemyError as exc:
+            if connection_lost(exc):
+                raise
+            if not self._present(kept.report.id):  # not another store's save of the same run: refused
+                spool.set_aside(path, "refused")  # kept, and out of the way of every later save
+                return
+        path.unlink(missing_ok=True)
+
+    def _present(self, run_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
+
+    def _insert(self, report: BenchReport, owner: str, team: str, skip_present: bool) -> None:
+        with self.engine.begin() as conn:
+            if skip_present and conn.execute(select(runs.c.id).where(runs.c.id == report.id)).first():
+                return
+            conn.execute(insert(runs).values(**_run_row(report, owner, team)))
+            if report.results:
+                conn.execute(insert(results), _result_rows(report))
+
+    # -- reading ------------------------------------------------------------------------------------------------
     def runs(
         self,
         models: list[str] | None = None,
@@ -199,25 +178,29 @@ class Store:
         since: datetime | None = None,
         until: datetime | None = None,
         limit: int = 500,
+        team: str | None = None,
+        owners: list[str] | None = None,
     ) -> list[RunSummary]:
-        from sqlalchemy import func
-
-        counts = select(results.c.run_id, func.count().label("configurations")).group_by(results.c.run_id).subquery()
-        query = select(runs, counts.c.configurations).join(counts, counts.c.run_id == runs.c.id, isouter=True)
-        if models:
-            query = query.where(runs.c.model.in_(models))
-        if machines:
-            query = query.where(runs.c.machine.in_(machines))
+        """The runs that match, newest first. ``team``: only that team's ("" the anonymous team's); None: all."""
+        query = _summaries()
+        for column, chosen in ((runs.c.model, models), (runs.c.machine, machines), (runs.c.owner, owners)):
+            if chosen:
+                query = query.where(column.in_(chosen))
+        if team is not None:
+            query = query.where(runs.c.team == team)
         if since is not None:
             query = query.where(runs.c.created_at >= since)
         if until is not None:
             query = query.where(runs.c.created_at <= until)
-        query = query.order_by(runs.c.created_at.desc(), runs.c.id).limit(limit)
-        try:
-            with self.engine.connect() as conn:
-                rows = conn.execute(query).mappings().all()
-        except SQLAlchemyError as exc:
-            raise StoreError(f"The history at {_safe(self.url)} could not be read: {exc}") from exc
+        return self._read_summaries(query.order_by(runs.c.created_at.desc(), runs.c.id).limit(limit))
+
+    def summary(self, run_id: str) -> RunSummary | None:
+        """One run's summary; None when there is no such run."""
+        found = self._read_summaries(_summaries().where(runs.c.id == run_id))
+        return found[0] if found else None
+
+    def _read_summaries(self, query: Select[Any]) -> list[RunSummary]:
+        rows = self._read(lambda conn: conn.execute(query).mappings().all())
         return [
             RunSummary(
                 r["id"],
@@ -227,25 +210,30 @@ class Store:
                 r["cpu"],
                 r["headline"],
                 r["configurations"] or 0,
-                inputs_text(r["settings"] or {}),
+                inputs_text(_json(r["settings"]) or {}),
+                r["owner"],
+                r["team"],
             )
             for r in rows
         ]
 
-    def distinct(self, column: str) -> list[str]:
+    def distinct(self, column: str, team: str | None = None) -> list[str]:
+        """The values ``column`` (model, machine, owner or team) takes, sorted; of one team's runs if given."""
+        if column not in _DISTINCT:
+            raise StoreError(f"The history cannot list {column!r}; it lists {', '.join(_DISTINCT)}.")
         col = runs.c[column]
-        with self.engine.connect() as conn:
-            return [v for (v,) in conn.execute(select(col).distinct().order_by(col))]
+        query = select(col).distinct().order_by(col)
+        if team is not None:
+            query = query.where(runs.c.team == team)
+        return [v for (v,) in self._read(lambda conn: conn.execute(query).all())]
 
     def load(self, run_id: str) -> BenchReport:
-        try:
-            with self.engine.connect() as conn:
-                run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
-                rows = conn.execute(
-                    select(results.c.detail).where(results.c.run_id == run_id).order_by(results.c.position)
-                ).all()
-        except SQLAlchemyError as exc:
-            raise StoreError(f"The history at {_safe(self.url)} could not be read: {exc}") from exc
+        def both(conn: Connection) -> tuple[Any, Any]:
+            run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
+            order = results.c.position
+            return run, conn.execute(select(results.c.detail).where(results.c.run_id == run_id).order_by(order)).all()
+
+        run, rows = self._read(both)
         if run is None:
             raise StoreError(f"There is no run {run_id!r} in the history.")
         environment = dict(_json(run["environment"]))
@@ -267,29 +255,76 @@ class Store:
             finished=run["finished"],
         )
 
+    def _read(self, work: Any) -> Any:
+        try:
+            with self.engine.connect() as conn:
+                return work(conn)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"The history at {safe(self.url)} could not be read: {reason(exc, self.url)}") from exc
+
     def delete(self, run_id: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(delete(results).where(results.c.run_id == run_id))
-            conn.execute(delete(runs).where(runs.c.id == run_id))
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(delete(results).where(results.c.run_id == run_id))
+                conn.execute(delete(runs).where(runs.c.id == run_id))
+        except SQLAlchemyError as exc:
+            raise StoreError(
+                f"Run {run_id} could not be deleted from {safe(self.url)}: {reason(exc, self.url)}"
+            ) from exc
+
+
+def _summaries() -> Select[Any]:
+    """Every run with its number of configurations."""
+    counts = select(results.c.run_id, func.count().label("configurations")).group_by(results.c.run_id).subquery()
+    return select(runs, counts.c.configurations).join(counts, counts.c.run_id == runs.c.id, isouter=True)
+
+
+def _run_row(report: BenchReport, owner: str, team: str) -> dict[str, Any]:
+    env = report.environment
+    return {
+        "id": report.id,
+        "created_at": datetime.fromisoformat(report.created_at).replace(tzinfo=None),
+        "model": report.model[:512],
+        "model_id": report.model_id,
+        "machine": env.machine[:256],
+        "cpu": env.cpu[:512],
+        "headline": report.headline,
+        "baseline": report.baseline,
+        "seconds": report.seconds,
+        "started": report.started,
+        "finished": report.finished,
+        "settings": to_data(report.settings),
+        # what else ran meanwhile travels with the machine's description
+        "environment": {**to_data(env), "activity": to_data(report.activity)},
+        "notes": report.notes,
+        "owner": owner[:256],
+        "team": team[:256],
+    }
+
+
+def _result_rows(report: BenchReport) -> list[dict[str, Any]]:
+    measures = ("median_ms", "p90_ms", "p99_ms", "mean_ms", "std_ms", "throughput", "speedup", "max_abs_diff")
+    return [
+        {
+            "run_id": report.id,
+            "position": i,
+            "label": r.label,
+            "engine": r.engine,
+            "level": r.level,
+            "provider": r.provider,
+            "threads": r.threads,
+            "batch": r.batch,
+            "n": r.n,
+            **{name: _finite(getattr(r, name)) for name in measures},
+            "detail": to_data(r),
+        }
+        for i, r in enumerate(report.results)
+    ]
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
-
-
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "the configured URL"
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-    cursor.execute("PRAGMA busy_timeout=30000")  # writers wait for each other instead of failing
-    cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.close()

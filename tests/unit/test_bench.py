@@ -5,20 +5,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import multiprocessing
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from core.bench import BenchReport, headline, run_benchmark
-from core.errors import BenchmarkError, StoreError
+from core.errors import BenchmarkError
 from core.jobs import JobSpec, ProcessBackend, submit
-from core.jobs.wire import from_data, to_data
 from core.model import ModelRecord, TensorSpec, zoo
 from core.model.inputs import BenchInput, default_inputs, make_inputs
 from core.model.torchload import TorchSource
@@ -234,7 +231,7 @@ def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
     assert 1 in positions or 0 in positions
 
 
-# -- the store ------------------------------------------------------------------------------------------------
+# -- the store: a real run saved and read back (the store itself: test_store.py) ----------------------------------
 @pytest.fixture(scope="module")
 def report(tinycnn: Path) -> BenchReport:
     return run_benchmark(str(tinycnn), _inputs(), TINY, model="tinycnn", threads=[1], iterations=20, warmup=2)
@@ -258,70 +255,10 @@ def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:
     assert out.stdout.strip() == "1"
 
 
-def test_a_history_from_an_earlier_version_is_upgraded_in_place(report: BenchReport, tmp_path: Path) -> None:
-    import sqlite3
-
-    path = tmp_path / "old.sqlite"
-    Store(f"sqlite:///{path}").save(report)
-    with sqlite3.connect(path) as conn:  # as the first version wrote it: no measurement window
-        conn.execute("ALTER TABLE runs DROP COLUMN started")
-        conn.execute("ALTER TABLE runs DROP COLUMN finished")
-    store = Store(f"sqlite:///{path}")
-    assert store.load(report.id).started == 0.0 and len(store.runs()) == 1
-    store.save(dataclasses.replace(report, id="new"))
-    assert store.load("new").started == report.started
-
-
-def test_filters_by_model_machine_and_date(report: BenchReport, tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
-    other = dataclasses.replace(report, id="other", model="resnet")
-    other.environment = dataclasses.replace(report.environment, machine="gpu-box")
-    store.save(report)
-    store.save(other)
-    assert {r.id for r in store.runs(models=["resnet"])} == {"other"}
-    assert {r.id for r in store.runs(machines=[report.environment.machine])} == {report.id}
-    assert len(store.runs(since=datetime.now() - timedelta(days=1))) == 2
-    assert store.runs(until=datetime(2000, 1, 1)) == []
-    store.delete("other")
-    assert [r.id for r in store.runs()] == [report.id]
-    with pytest.raises(StoreError, match="no run 'other'"):
-        store.load("other")
-
-
-def _save_many(args: tuple[str, str, int]) -> int:
-    url, path, worker = args
-    store = Store(url)
-    base = from_data(json.loads(Path(path).read_text()), BenchReport)
-    for i in range(15):
-        store.save(dataclasses.replace(base, id=f"w{worker}-{i}"))
-    return worker
-
-
-def test_concurrent_writers_are_safe(report: BenchReport, tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'history.sqlite'}"
-    Store(url)
-    path = tmp_path / "report.json"
-    path.write_text(json.dumps(to_data(report)))
-    with multiprocessing.get_context("spawn").Pool(4) as pool:
-        assert sorted(pool.map(_save_many, [(url, str(path), w) for w in range(4)])) == [0, 1, 2, 3]
-    runs = Store(url).runs(limit=1000)
-    assert len(runs) == 60 and all(r.configurations == 3 for r in runs)
-
-
-def test_an_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
-    with pytest.raises(StoreError, match="cannot be opened"):
-        Store(f"sqlite:///{blocker / 'history.sqlite'}")
-    with pytest.raises(StoreError, match="cannot be opened") as caught:
-        Store("postgresql+psycopg://user:secret@127.0.0.1:1/nowhere")
-    assert "secret" not in str(caught.value)
-
-
 # -- the command line -----------------------------------------------------------------------------------------
 def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
-    done = cli("bench", "sample:tinycnn", "--iters", "100", "--threads", "1", "--json")
+    done = cli("bench", "sample:tinycnn", "--iters", "100", "--threads", "1", "--owner", "ci@acme.test", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     by = {r["label"]: r for r in data["results"]}
@@ -331,4 +268,5 @@ def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path, monkeypatch: py
     assert keys <= set(by["ORT ALL"])
     assert by["ORT ALL"]["speedup"] > 1.5 and by["ORT ALL"]["max_abs_diff"] < 1e-4
     assert data["environment"]["versions"]["torch"].startswith("2.13")
-    assert len(Store(f"sqlite:///{tmp_path / 'history.sqlite'}").runs()) == 1
+    (saved,) = Store(f"sqlite:///{tmp_path / 'history.sqlite'}").runs()
+    assert (saved.owner, saved.team) == ("ci@acme.test", "acme.test")  # a pipeline's run on its team's Dashboard

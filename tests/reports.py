@@ -1,0 +1,51 @@
+"""Benchmark reports made up for the tests of the history (core.store): shaped like real ones (three
+configurations, samples, the machine and what else it did), without measuring anything."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from core.bench import BenchReport
+from core.runtime.activity import Activity
+from core.runtime.harness import BenchResult
+from core.runtime.machine import Environment
+
+__all__ = ["made_report"]
+
+
+def _result(label: str, engine: str, level: str, median: float) -> BenchResult:
+    return BenchResult(
+        label, engine, level, "CPUExecutionProvider", 1, 1, 20, median, median * 1.01, median * 1.2, median * 1.4,
+        median * 0.9, median * 1.5, median * 0.05, median * 0.97, median * 1.03, 1000 / median, 12.5, median * 3,
+        speedup=4.0 / median, max_abs_diff=None if engine == "eager" else 2e-6,
+        samples_ms=[median * (1 + i / 100) for i in range(20)], cpu_median_ms=median * 0.98,
+    )  # fmt: skip
+
+
+def made_report(
+    run_id: str = "", model: str = "tinycnn", machine: str = "box-a", when: datetime | None = None
+) -> BenchReport:
+    """A finished benchmark of ``model`` on ``machine`` at ``when`` (now), as run_benchmark returns one."""
+    created = (when or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    environment = Environment(machine, "Test CPU @ 3 GHz", 2, 4, "Linux", "3.11.7", {"onnxruntime": "1.32.0"}, ["avx2"])
+    return BenchReport(
+        id=run_id or uuid.uuid4().hex,
+        model=model,
+        model_id="ab" * 32,
+        created_at=created.isoformat(timespec="seconds"),
+        settings={"inputs": {"input": {"shape": [1, 3, 112, 112], "values": "random normal"}}, "iterations": 20},
+        environment=environment,
+        results=[
+            _result("PyTorch eager", "eager", "", 4.0),
+            _result("ORT DISABLE_ALL", "ort", "DISABLE_ALL", 2.0),
+            _result("ORT ALL", "ort", "ALL", 1.0),
+        ],
+        baseline="PyTorch eager",
+        headline=f"ORT ALL is 4× faster than PyTorch eager on {model}",
+        notes=["made up for a test"],
+        seconds=3.5,
+        started=created.timestamp() - 3.5,
+        finished=created.timestamp(),
+        activity=Activity(3.5, 2, 0.1, 1.0, 0.5, 0.6),
+    )
