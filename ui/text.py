@@ -20,8 +20,9 @@ def md_escape(text: str, limit: int = 300) -> str:
     text = text.replace("\n", " ").replace("\r", " ")
     text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
     # The renderer turns bare URLs into links even when every character is escaped; a zero-width space
-    # after the scheme (or "www") keeps the text readable and the link dead
-    return _AUTOLINK.sub(lambda m: m.group(0)[:-2] + "\u200b" + m.group(0)[-2:], text)
+    # after the scheme (or "www") keeps the text readable and the link dead; before an @, an email's
+    text = _AUTOLINK.sub(lambda m: m.group(0)[:-2] + "\u200b" + m.group(0)[-2:], text)
+    return text.replace("@", "\u200b@")
 
 
 def human_bytes(size: int) -> str:

@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,11 +39,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("workbench-data")
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[str]:
+@contextmanager
+def serve_app(log_dir: Path, env: dict[str, str], *args: str) -> Iterator[str]:
+    """Start the app on a free port with ``env`` added to this environment (and more Streamlit ``args``)."""
     port = _free_port()
-    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir))
-    log = (tmp_path_factory.mktemp("logs") / "streamlit.log").open("w")
+    log = (log_dir / "streamlit.log").open("w")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -57,9 +58,10 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterato
             # forget a closed tab's session after 2 s (default 120 s), so its cleanup can be seen in a test
             "--server.disconnectedSessionTTL",
             "2",
+            *args,
         ],
         cwd=ROOT,
-        env=env,
+        env=dict(os.environ, **env),
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -83,6 +85,21 @@ def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterato
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[str]:
+    with serve_app(tmp_path_factory.mktemp("logs"), {"WORKBENCH_DATA_DIR": str(data_dir)}) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def signed_in_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A second app server that signs people in through a local OpenID Connect provider (tests/e2e/oidc.py)."""
+    from tests.e2e.oidc import signed_in_app_server
+
+    with signed_in_app_server(tmp_path_factory.mktemp("oidc")) as app:
+        yield app
 
 
 @pytest.fixture(scope="session")

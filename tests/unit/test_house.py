@@ -15,7 +15,7 @@ from core.jobs.registry import signature_of
 CORE = Path(__file__).resolve().parents[2] / "core"
 FEATURES = {"export", "decode", "bench", "quantize", "profile"}
 LIBRARIES = {"model", "runtime"}
-BASICS = {"access", "errors", "settings", "tables", "workspace"}
+BASICS = {"access", "errors", "identity", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)
 ALLOWED = {
     **{feature: LIBRARIES | BASICS for feature in FEATURES},

@@ -1,0 +1,118 @@
+"""Who is using the app: signed in through OpenID Connect (``st.login``) or named by a trusted sign-in proxy.
+
+``gate()`` runs before every page: with sign-in configured and nobody signed in, it shows the sign-in screen (or
+the proxy's failure) and stops the run; once someone is signed in, the sidebar says who.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+from streamlit.errors import StreamlitAuthError
+
+from core.identity import ANONYMOUS, Identity, from_claims, from_headers
+from ui import session
+from ui.text import md_escape
+
+__all__ = ["gate", "identity", "sidebar"]
+
+# Headers well-known sign-in proxies set (oauth2-proxy, Pomerium, Authelia...): seen while auth is "", the
+# page says they are ignored, so an operator who forgot the setting learns why everyone is anonymous.
+_PROXY_HEADERS = ("X-Forwarded-Email", "X-Forwarded-User", "X-Auth-Request-Email", "X-Auth-Request-User", "Remote-User")
+
+
+def _headers() -> Mapping[str, str]:
+    return st.context.headers
+
+
+def identity() -> Identity:
+    """The person using this session; anonymous when sign-in is off or nobody is signed in."""
+    settings = session.settings()
+    if settings.auth == "oidc" and _oidc_configured():
+        claims = st.user.to_dict()
+        return from_claims(claims, settings.team_claim) if claims.get("is_logged_in") else ANONYMOUS
+    if settings.auth == "proxy":
+        return from_headers(_headers(), settings.proxy_user_header, settings.proxy_team_header)
+    return ANONYMOUS
+
+
+def gate() -> Identity:
+    """Let the run go on only for someone signed in (when sign-in is configured)."""
+    settings = session.settings()
+    if settings.auth == "oidc" and not _oidc_configured():
+        _refuse(
+            "This instance is set to sign people in with OpenID Connect (auth = oidc), but `.streamlit/secrets.toml` "
+            "has no `[auth]` section. Its operator must add one (see the README, Signing in), or unset auth."
+        )
+    me = identity()
+    if settings.auth == "oidc" and not me.signed_in:
+        _sign_in_screen()
+    if settings.auth == "proxy" and not me.signed_in:
+        _refuse(
+            "The sign-in proxy did not say who you are, so this instance cannot open. Open it through your "
+            "organisation's sign-in address (not the server's own), or ask its operator to check the proxy."
+        )
+    return me
+
+
+def sidebar(me: Identity) -> None:
+    """Who is signed in (and the way out), or why a sign-in proxy's header was ignored."""
+    if me.signed_in:
+        _who(me, can_sign_out=session.settings().auth == "oidc")
+    elif not session.settings().auth:
+        _note_ignored_proxy_header()
+
+
+def _oidc_configured() -> bool:
+    try:
+        return st.secrets.load_if_toml_exists() and bool(st.secrets.get("auth"))
+    except FileNotFoundError:  # a secrets file that does not parse
+        return False
+
+
+def _sign_in_screen() -> None:
+    with _card():
+        st.write("Sign in to see your team's models and benchmark runs.")
+        if st.button("Sign in", type="primary", icon=":material/login:"):
+            try:
+                st.login()
+            except StreamlitAuthError as exc:  # a key missing from [auth]; its message names the key, not values
+                st.error(f"Sign-in is not set up correctly on this instance: {exc} Its operator must fix it.")
+    st.stop()
+
+
+def _refuse(message: str) -> None:
+    with _card():
+        st.error(message)
+    st.stop()
+
+
+def _card() -> DeltaGenerator:
+    """A narrow box in the middle of the wide layout, under the app's name: what a stranger sees."""
+    _, middle, _ = st.columns([1, 2, 1])
+    middle.title("ONNX Workbench")
+    return middle.container(border=True)
+
+
+def _plain(text: str, limit: int) -> str:
+    """Escaped, an email kept from becoming a mailto link (md_escape puts a zero-width space before the @)."""
+    return md_escape(text, limit)
+
+
+def _who(me: Identity, can_sign_out: bool) -> None:
+    line = f"Signed in as **{_plain(me.label, 80)}**"
+    if me.user != me.label:
+        line += f"  \n{_plain(me.user, 120)}"
+    st.sidebar.caption(line)
+    if can_sign_out and st.sidebar.button("Sign out", icon=":material/logout:", type="tertiary"):
+        st.logout()
+
+
+def _note_ignored_proxy_header() -> None:
+    seen = [name for name in _PROXY_HEADERS if _headers().get(name)]
+    if seen:
+        st.sidebar.caption(
+            f"Sign-in is not configured here, so the {md_escape(seen[0])} header is ignored and you are anonymous."
+        )
