@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import session
+from ui import auth, session
 from ui.cards import sidebar_model
 
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
@@ -19,19 +19,26 @@ WALK_THROUGH = [
     st.Page("app_pages/quantize.py", title="Quantize", icon=":material/compress:"),
     st.Page("app_pages/history.py", title="History", icon=":material/history:"),
 ]
+TEAM = [st.Page("app_pages/dashboard.py", title="Dashboard", icon=":material/dashboard:")]
 
 # Hosted: a crash shows a generic message, never a traceback (paths, code); local: everything, for debugging.
 st.set_option("client.showErrorDetails", "none" if session.settings().hosted else "full")
-page = st.navigation({"Walk-through": WALK_THROUGH})
+me = auth.gate()  # with sign-in configured: the sign-in screen for a stranger (and stop), else who is signed in
+page = st.navigation({"Walk-through": WALK_THROUGH, "Team": TEAM})
 session.start()  # this session's folder, and the model its address names (else the start sample)
 if st.session_state.pop("link_gone", False):
-    hours = session.settings().workspace_max_age_h
+    config = session.settings()
+    hours = config.library_max_age_h if me.signed_in else config.workspace_max_age_h
+    shared = " or not shared with you," if session.settings().auth else ""
     st.warning(
         f"The model this link names is not here any more (a model is kept for {hours:g} hours after its last use), "
-        "or the link is incomplete. Upload it again, or pick a sample."
+        f"the link is incomplete,{shared} or it was deleted. Upload it again, or pick a sample."
     )
+if "library_full" in st.session_state:
+    st.warning(st.session_state.pop("library_full"))
 st.sidebar.title("ONNX Workbench")
 st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
+auth.sidebar(me)
 sidebar_model(session.current_model())
 sandboxed, why_not = session.sandbox()
 if not sandboxed and session.settings().require_sandbox:

@@ -11,7 +11,6 @@ from core.errors import WorkbenchError
 from core.model.torchload import source_of
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from core.store import Store
 from ui import session
 from ui.bench_view import environment_section, results_section
 from ui.jobs import job_result
@@ -104,7 +103,8 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
         run=True,
     )
     try:
-        Store(session.settings().store_url).save(measured)
+        who = session.who()
+        session.store().save(measured, owner=who.user, team=who.team)
         st.session_state["bench_saved"] = measured.id
     except WorkbenchError as exc:
         st.warning(f"The results are shown but were not saved to the history: {md_escape(str(exc), 600)}")

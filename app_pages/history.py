@@ -8,13 +8,24 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import WorkbenchError
-from core.store import Store
-from core.store.history import inputs_text
+from core.store.history import RunSummary, inputs_text
 from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
+from ui.text import md_escape
+
+
+def _default_comparison(found: list[RunSummary], linked: RunSummary | None) -> list[str]:
+    """The linked run and the run of its model before it; else the newest two runs of one model."""
+    model = linked.model if linked is not None else found[0].model
+    ids = [r.id for r in found if r.model == model]
+    if linked is None:
+        return ids[:2]
+    at = ids.index(linked.id) if linked.id in ids else 0
+    return [linked.id, *ids[at + 1 : at + 2]]
+
 
 st.title("History")
 st.markdown(
@@ -23,11 +34,18 @@ st.markdown(
     "another machine changed. Timings from different machines compare machines, not just models."
 )
 
+who = session.who()
 try:
-    store = Store(session.settings().store_url)
-    models, machines = store.distinct("model"), store.distinct("machine")
+    store = session.store()
+    models, machines = store.distinct("model", team=who.team), store.distinct("machine", team=who.team)
+    linked = store.summary(session.page_param("run")) if session.page_param("run") else None
 except WorkbenchError as exc:
     stop_with_error(exc)
+if linked is not None and linked.team != who.team:
+    linked = None  # another team's run: as if there were none
+if session.page_param("run") and linked is None:
+    st.warning("The run this link names is not in this history, or it is not your team's.")
+    session.set_page_param("run", "")
 if not models:
     st.info("No benchmark runs yet.")
     st.page_link("app_pages/benchmark.py", label="Run a benchmark", icon=":material/speed:")
@@ -35,10 +53,14 @@ if not models:
 
 current = session.current_model()
 left, mid, right = st.columns(3)
+if linked is not None:
+    default_models = [linked.model]  # a run's permalink: its model's runs, that run opened below
+else:
+    default_models = [current.name] if current is not None and current.name in models else []  # the current model's
 chosen_models = left.multiselect(
     "Models",
     models,
-    default=[current.name] if current is not None and current.name in models else [],  # the current model's runs
+    default=default_models,
     key="history_models",
     placeholder="all models",
 )
@@ -48,7 +70,9 @@ span = right.date_input("Dates", (today - timedelta(days=365), today), key="hist
 since = until = None
 if isinstance(span, tuple) and len(span) == 2:
     since, until = datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
-found = store.runs(chosen_models or None, chosen_machines or None, since, until)
+found = store.runs(chosen_models or None, chosen_machines or None, since, until, team=who.team)
+if linked is not None and all(r.id != linked.id for r in found):
+    found = [linked, *found]  # the linked run, whatever the dates
 if not found:
     st.info("No run matches these filters.")
     st.stop()
@@ -59,6 +83,7 @@ table = pd.DataFrame(
         "when (UTC)": [r.created_at.strftime("%Y-%m-%d %H:%M") for r in found],
         "model": [r.model for r in found],
         "machine": [r.machine for r in found],
+        "by": [r.owner or "anonymous" for r in found],
         "CPU": [r.cpu for r in found],
         "configurations": [r.configurations for r in found],
         "headline": [r.headline for r in found],
@@ -68,16 +93,18 @@ table = pd.DataFrame(
 st.markdown(f"**{len(found)} run(s)**, newest first")
 st.dataframe(table, hide_index=True, width="stretch")  # a data grid shows text as text: nothing to escape
 
-labels = {r.id: f"{r.id} · {r.model} · {r.machine} · {r.created_at:%Y-%m-%d %H:%M}" for r in found}
+labels = {
+    r.id: f"{r.id} · {r.model} · {r.machine} · {r.owner or 'anonymous'} · {r.created_at:%Y-%m-%d %H:%M}" for r in found
+}
 compare = st.multiselect(
     "Runs to compare",
     list(labels),
-    default=[r.id for r in found if r.model == found[0].model][:2],  # the newest runs of one model
+    default=_default_comparison(found, linked),
     format_func=lambda run_id: labels[run_id],
     key="history_compare",
 )
 if compare:
-    reports = [store.load(run_id) for run_id in compare]
+    reports = [session.saved_run(run_id) for run_id in compare]
     frames = [results_frame(r).assign(run=labels[r.id]) for r in reports]
     both = pd.concat(frames, ignore_index=True).rename(columns={"label": "configuration"})
     st.markdown("**Median latency per configuration**, one colour per run (hover for p90).")
@@ -95,10 +122,16 @@ if compare:
     pivot = both.pivot_table(index="configuration", columns="run", values="median_ms", aggfunc="first", sort=False)
     st.dataframe(pivot.round(4), width="stretch")
 
-    shown = st.selectbox("Open a run", compare, format_func=lambda run_id: labels[run_id], key="history_open")
+    opened = compare.index(linked.id) if linked is not None and linked.id in compare else 0
+    shown = st.selectbox(
+        "Open a run", compare, index=opened, format_func=lambda run_id: labels[run_id], key="history_open"
+    )
+    session.set_page_param("run", shown)  # the run's permalink is this page's address
     report = next(r for r in reports if r.id == shown)
+    owner = next((r.owner for r in found if r.id == shown), "")
+    st.caption(f"Run {shown}, by {md_escape(owner or 'anonymous', 120)}. Its permalink is this page's address.")
     with st.container(border=True):
         results_section(report, key=f"history_{report.id}")
         environment_section(report)
 
-next_steps("benchmark", "model")
+next_steps("benchmark", "dashboard", "model")

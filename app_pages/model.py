@@ -15,6 +15,7 @@ from core.workspace import safe_filename
 from ui import session
 from ui.cards import model_card
 from ui.jobs import run_with_status, show_error
+from ui.library_view import library_section
 from ui.text import human_bytes, md_escape
 
 st.title("Model")
@@ -58,7 +59,7 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
     return uploaded
 
 
-upload_tab, sample_tab = st.tabs(["Upload a file", "Pick a sample"])
+upload_tab, sample_tab, library_tab = st.tabs(["Upload a file", "Pick a sample", "Library"])
 
 with upload_tab:
     files = st.file_uploader(
@@ -95,6 +96,9 @@ with sample_tab:
             session.set_current_model(record)
         except WorkbenchError as exc:
             show_error(exc)
+
+with library_tab:
+    library_section()
 
 MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ptl", ".zip", ".safetensors", ".ckpt")  # not .bin: external data
 

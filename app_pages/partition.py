@@ -55,7 +55,7 @@ with st.form("partition_form"):
     level = left.selectbox(
         "Optimization level of the session",
         list(LEVELS),
-        index=list(LEVELS).index("all"),
+        index=list(LEVELS).index(session.page_param("level") if session.page_param("level") in LEVELS else "all"),
         format_func=lambda k: LEVELS[k][0],
         key="partition_level",
     )
@@ -68,6 +68,7 @@ with st.form("partition_form"):
     )
     st.form_submit_button("Partition", type="primary")
 
+session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
 request = {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate}
 label = f"Partitioning '{record.name}'"
 result: PartitionResult = job_result("partition", record.id, "partition.run", request, label, folder="placements")

@@ -14,6 +14,7 @@ __all__ = ["IntakeLimits", "Settings", "load_settings"]
 
 ENV_PREFIX = "WORKBENCH_"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+AUTH_MODES = ("", "oidc", "proxy")
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Settings:
     data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
     workspace_max_age_h: float = 24.0
     workspace_quota_mb: int = 20480  # what one browser session may keep on disk (uploads, exports, results)
+    library_max_age_h: float = 720.0  # a signed-in person's kept model, unused this long, is forgotten
+    library_quota_mb: int = 0  # what one signed-in person's library may hold (all anonymous ones together); 0: no cap
     start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
@@ -46,6 +49,10 @@ class Settings:
     warm_workers: int = 1  # workers the server keeps started ahead, imports done (each holds ~250 MB); 0: none
     sandbox: bool = True  # run each worker in a bubblewrap sandbox when this machine has it
     require_sandbox: bool = False  # refuse to run jobs (and to start) without the sandbox
+    auth: str = ""  # who signs people in: "" nobody (everyone is anonymous), "oidc" (st.login), "proxy" (a header)
+    proxy_user_header: str = ""  # with auth=proxy: the header the sign-in proxy names the person in
+    proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): the email's domain
+    team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "": the email's domain
 
     @property
     def hosted(self) -> bool:
@@ -99,6 +106,7 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "worker_timeout_s": 180.0,
     "workspace_max_age_h": 6.0,
     "workspace_quota_mb": 4096,
+    "library_quota_mb": 4096,
     "max_jobs_per_session": 1,
     "require_sandbox": True,
 }
@@ -157,4 +165,19 @@ def load_settings(
 
     if values.get("start_sample") and values["start_sample"] not in SAMPLES:
         raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")
+    _check_auth(values)
     return Settings(**values)
+
+
+def _check_auth(values: dict[str, Any]) -> None:
+    """The sign-in settings, normalised in place: a known auth mode, and the header a proxy mode needs."""
+    auth = values["auth"] = str(values.get("auth", "")).strip().lower()
+    if auth not in AUTH_MODES:
+        raise ValueError(f"setting auth={auth!r}: expected '' (no sign-in), 'oidc' (OpenID Connect) or 'proxy'")
+    for name in ("proxy_user_header", "proxy_team_header", "team_claim"):
+        values[name] = str(values.get(name, "")).strip()
+    if auth == "proxy" and not values["proxy_user_header"]:
+        raise ValueError(
+            "setting auth='proxy' needs proxy_user_header: the header your sign-in proxy puts the person's email "
+            "or user name in (e.g. WORKBENCH_PROXY_USER_HEADER=X-Forwarded-Email)"
+        )

@@ -11,6 +11,7 @@ from core.bench import BenchReport
 from core.jobs.wire import to_data
 from core.runtime.activity import Activity
 from core.runtime.harness import PER_CALL
+from core.store.history import inputs_text
 from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
 
@@ -150,8 +151,7 @@ def environment_section(report: BenchReport) -> None:
         ),
         (
             "inputs",
-            "; ".join(f"{n}: {i['dtype']} {i['shape']}" for n, i in settings.get("inputs", {}).items())
-            + f", seed {settings.get('seed')}",
+            (inputs_text(settings) or "not recorded") + f", seed {settings.get('seed')}",
         ),
         ("other work", report.activity.note if report.activity is not None else "not recorded"),
         ("run", f"{report.id}, {report.created_at}, {report.seconds:.1f} s in all"),

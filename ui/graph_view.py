@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from core.runtime.graphview import GraphLayout, neighbourhood
+from ui import session
 from ui.charts import graph_figure
 
 __all__ = ["show_graph", "FULL_GRAPH_LIMIT"]
@@ -68,7 +69,10 @@ def show_graph(
         st.session_state[selected_key] = clicked
         version += 1
         st.session_state[version_key] = version
+    if selected_key not in st.session_state and session.page_param("node") in set(nodes["id"]):
+        st.session_state[selected_key] = session.page_param("node")  # a link to this node, or a reload
     selected = st.session_state.get(selected_key)
+    session.set_page_param("node", selected or "")
     if st.checkbox("Hide Constant nodes (they only hold values)", value=True, key=f"{key}_hide_constants"):
         nodes = nodes[nodes["op_type"] != "Constant"]
     operators = int((~nodes["op_type"].isin(["input", "output"])).sum())

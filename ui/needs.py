@@ -33,6 +33,11 @@ STEPS = {
         ":material/compress:",
     ),
     "history": ("app_pages/history.py", "History: compare this run with earlier ones", ":material/history:"),
+    "dashboard": (
+        "app_pages/dashboard.py",
+        "Dashboard: the team's latest results and regressions",
+        ":material/dashboard:",
+    ),
 }
 
 

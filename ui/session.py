@@ -12,11 +12,14 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from core.bench import BenchReport
 from core.errors import WorkbenchError
+from core.identity import ANONYMOUS, Identity
 from core.jobs import ProcessBackend, run_job
 from core.model import ModelRecord
-from core.model.library import ModelLibrary
+from core.model.library import LibraryFull, ModelLibrary
 from core.settings import Settings, load_settings
+from core.store import Store, open_history
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
 
 __all__ = [
@@ -28,6 +31,11 @@ __all__ = [
     "set_current_model",
     "sample_record",
     "start",
+    "who",
+    "store",
+    "saved_run",
+    "page_param",
+    "set_page_param",
 ]
 
 
@@ -125,7 +133,44 @@ def set_current_model(
 def library() -> ModelLibrary:
     """Models kept by content, so that a link or a reload opens them again (core.model.library)."""
     config = settings()
-    return ModelLibrary(Path(config.data_dir) / "models", config.workspace_max_age_h * 3600)
+    return ModelLibrary(
+        Path(config.data_dir) / "models",
+        max_age_s=config.workspace_max_age_h * 3600,
+        owned_max_age_s=config.library_max_age_h * 3600,
+        quota_bytes=config.library_quota_mb << 20,
+    )
+
+
+@st.cache_resource
+def store() -> Store:
+    """The benchmark history (core.store), opened once per server; runs that could not be saved while the
+    database was away wait in the spool folder and are saved when it is back."""
+    return open_history(settings())
+
+
+@st.cache_data(max_entries=2000, show_spinner=False)
+def _saved_run(url: str, run_id: str) -> BenchReport:
+    return store().load(run_id)
+
+
+def saved_run(run_id: str) -> BenchReport:
+    """A run from the history; runs never change once saved, so each is read once per server."""
+    return _saved_run(settings().store_url, run_id)
+
+
+def who() -> Identity:
+    """Who uses this session: the person signed in, or anonymous (ui.auth)."""
+    from ui.auth import identity
+
+    return identity() if settings().auth else ANONYMOUS
+
+
+def kept_keys() -> set[str] | None:
+    """The keepings an anonymous visitor of a hosted instance may list: those their session made or opened (on
+    a laptop, or signed in, the library lists by owner)."""
+    if who().signed_in or not settings().hosted:
+        return None
+    return set(st.session_state.setdefault("kept_keys", set()))
 
 
 def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict[str, str] | None) -> None:
@@ -136,16 +181,41 @@ def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict
     elif record.format == "sample":
         st.session_state["link"] = {"sample": record.name}
     else:
-        key = library().keep(record, exported_from)
+        try:
+            key = library().keep(record, exported_from, who())
+        except LibraryFull as exc:
+            st.session_state["library_full"] = str(exc)
+            key = None
         st.session_state["link"] = {"model": record.id, "key": key} if key else {}
+    if st.session_state["link"].get("key"):
+        st.session_state.setdefault("kept_keys", set()).add(st.session_state["link"]["key"])
     sync_address()
 
 
+LINK_KEYS = ("sample", "model", "key")
+
+
 def sync_address() -> None:
-    """The current model's link in the address bar, on every page (a page switch may clear it)."""
+    """The current model's link in the address bar, on every page (a page switch may clear it), beside the
+    page's own state (``page_param``)."""
     link = st.session_state.get("link") or {}
-    if dict(st.query_params) != link:
-        st.query_params.from_dict(link)
+    params = dict(st.query_params)
+    wanted = {k: v for k, v in params.items() if k not in LINK_KEYS} | link
+    if params != wanted:
+        st.query_params.from_dict(wanted)
+
+
+def page_param(name: str) -> str:
+    """A page's own state from the address (the level shown, the node selected, the run opened); "" if none."""
+    return st.query_params.get(name, "")
+
+
+def set_page_param(name: str, value: str) -> None:
+    """Put a page's state in the address, so a reload or a link shows the same; "" takes it out."""
+    if value and st.query_params.get(name) != value:
+        st.query_params[name] = value
+    elif not value and name in st.query_params:
+        del st.query_params[name]
 
 
 def _from_address() -> bool:
@@ -153,7 +223,7 @@ def _from_address() -> bool:
     one that is gone or not theirs (then the page says so)."""
     params = st.query_params
     if "model" in params:
-        kept = library().open(params.get("model", ""), params.get("key", ""))
+        kept = library().open(params.get("model", ""), params.get("key", ""), who())
         if kept is None:
             st.session_state["link_gone"] = True
             return False

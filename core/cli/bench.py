@@ -38,6 +38,14 @@ def register(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
+    parser.add_argument(
+        "--owner",
+        default="",
+        metavar="EMAIL",
+        help="save the run as this person's, for their team's History and Dashboard (the team: --team, else the "
+        "email's domain)",
+    )
+    parser.add_argument("--team", default=None, help="the team the run is saved for (default: the owner's domain)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -83,9 +91,11 @@ def run(args: argparse.Namespace) -> int:
             },
         )
     if not args.no_save:
-        from core.store import Store  # SQLAlchemy: imported only by the commands that save
+        from core.identity import team_of
+        from core.store import open_history  # SQLAlchemy: imported only by the commands that save
 
-        Store(load_settings().store_url).save(report)
+        team = args.team if args.team is not None else team_of(args.owner)
+        open_history(load_settings()).save(report, owner=args.owner.strip(), team=team.strip())
     if args.json:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]

@@ -1,4 +1,5 @@
-"""Models kept by content, so that a link (and a reload of the browser tab) opens the same model again.
+"""Models kept by content, so that a link (and a reload of the browser tab) opens the same model again, and
+a person's (and their team's) models are listed in their library.
 
 A session's uploads live in its workspace, which goes when the session goes; a browser reload starts a new
 session. So a model that becomes current is also kept here, under the data folder, by its sha256: its files
@@ -6,7 +7,9 @@ session. So a model that becomes current is also kept here, under the data folde
 was exported from. Each keeping gets a random key and its own record (found by the key's hash); the model
 opens only with its id and a key, so a link is a capability: whoever holds it may open the model, nobody can
 guess one, and two people who upload the same bytes share the files but not each other's names for them.
-Models unused for longer than the retention are removed.
+With sign-in, a keeping also has an owner and a team: it opens for its owner, and for their team once shared,
+even with the key; only its owner renames, tags, shares or deletes it. Keepings unused for longer than the
+retention are forgotten (anonymous ones sooner), and a signed-in owner's library has a quota.
 """
 
 from __future__ import annotations
@@ -17,33 +20,63 @@ import os
 import re
 import secrets
 import shutil
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
+from core.errors import WorkbenchError
+from core.identity import ANONYMOUS, Identity
 from core.model.records import ModelRecord
-from core.workspace import LAST_USED, sweep_workspaces
 
-__all__ = ["Kept", "ModelLibrary"]
+__all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "may_open"]
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
-_USED = LAST_USED  # touched whenever the model is kept or opened
 
 
 @dataclass
 class Kept:
-    """What one keeping holds: the record (with the library's paths) and the PyTorch model it came from. Two
-    people who upload the same bytes share the files, never the record: each keeps their own name for it."""
+    """What one keeping holds: the record (with the library's paths), the PyTorch model it came from, and who
+    keeps it under which name. Two people who upload the same bytes share the files, never the keeping."""
 
     record: ModelRecord
     exported_from: ModelRecord | None = None
+    key: str = ""  # what opens it, in its permalink
+    owner: str = ""  # the signed-in person who kept it; "" anonymous (the key alone opens it)
+    team: str = ""
+    title: str = ""  # the name its owner gave it; the record's name until renamed
+    tags: list[str] = dataclasses.field(default_factory=list)
+    shared: bool = False  # the owner's team may open it too
+    kept_at: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return self.title or self.record.name
+
+
+@dataclass
+class Entry:
+    """A keeping as a library list shows it."""
+
+    kept: Kept
+    used_at: float  # when it was last opened or kept (the retention counts from then)
+    bytes_on_disk: int  # the files of its model folder (shared with other keepers of the same bytes)
+
+
+class LibraryFull(WorkbenchError):
+    """Keeping one more model would take its owner past their quota."""
 
 
 class ModelLibrary:
-    def __init__(self, root: str | Path, max_age_s: float) -> None:
+    def __init__(
+        self, root: str | Path, max_age_s: float, owned_max_age_s: float | None = None, quota_bytes: int = 0
+    ) -> None:
         self.root = Path(root)
-        self.max_age_s = max_age_s
+        self.max_age_s = max_age_s  # anonymous keepings
+        self.owned_max_age_s = owned_max_age_s if owned_max_age_s is not None else max_age_s  # signed-in owners'
+        self.quota_bytes = quota_bytes  # per owner (all anonymous keepings together); 0: none
 
     def _folder(self, model_id: str) -> Path | None:
         return self.root / model_id if _ID.match(model_id) else None
@@ -52,13 +85,17 @@ class ModelLibrary:
     def _link(folder: Path, key: str) -> Path:
         return folder / "links" / f"{hashlib.sha256(key.encode()).hexdigest()}.msgpack"
 
-    def keep(self, record: ModelRecord, exported_from: ModelRecord | None = None) -> str | None:
-        """Keep ``record`` (and the PyTorch model it came from); the key that opens it, or None for a model that
-        cannot be kept (a file outside its main file's folder)."""
+    def keep(
+        self, record: ModelRecord, exported_from: ModelRecord | None = None, who: Identity = ANONYMOUS
+    ) -> str | None:
+        """Keep ``record`` (and the PyTorch model it came from) for ``who``; the key that opens it, or None for a
+        model that cannot be kept (a file outside its main file's folder). Raises LibraryFull when a signed-in
+        owner's library would pass the quota; anonymous keepings make room by dropping the least recently used."""
         folder = self._folder(record.id)
         if folder is None:
             return None
         self.sweep()
+        self._make_room(who, record, exported_from)
         kept_record = _copied(record, folder / "model")
         kept_from = (
             _copied(exported_from, folder / f"from-{exported_from.id[:16]}") if exported_from is not None else None
@@ -66,43 +103,140 @@ class ModelLibrary:
         if kept_record is None or (exported_from is not None and kept_from is None):
             return None
         key = secrets.token_urlsafe(18)
-        link = self._link(folder, key)
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.write_bytes(msgspec.msgpack.encode(Kept(kept_record, kept_from)))
-        (folder / _USED).touch()
+        kept = Kept(kept_record, kept_from, key, who.user, who.team, kept_at=time.time())
+        self._write(folder, kept)
         return key
 
-    def open(self, model_id: str, key: str) -> Kept | None:
-        """The kept model for this id and key, or None (no such model, gone, or the wrong key)."""
+    def _write(self, folder: Path, kept: Kept) -> None:
+        link = self._link(folder, kept.key)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        partial = link.with_suffix(".partial")
+        partial.write_bytes(msgspec.msgpack.encode(kept))
+        partial.replace(link)  # a reader sees the old keeping or the new one, never half of one
+
+    def open(self, model_id: str, key: str, who: Identity = ANONYMOUS) -> Kept | None:
+        """The kept model for this id and key when ``who`` may open it, or None (no such model, gone, the wrong
+        key, or one a signed-in owner keeps that is neither theirs nor shared with their team)."""
+        found = self._find(model_id, key)
+        if found is None or not may_open(found[1], who):
+            return None
+        found[0].touch()  # in use: the retention counts from now
+        return found[1]
+
+    def _find(self, model_id: str, key: str) -> tuple[Path, Kept] | None:
         folder = self._folder(model_id)
         if folder is None or not key:
             return None
+        link = self._link(folder, key)
         try:
-            kept = msgspec.msgpack.decode(self._link(folder, key).read_bytes(), type=Kept)
+            kept = msgspec.msgpack.decode(link.read_bytes(), type=Kept)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError):
             return None
         if not Path(kept.record.path).is_file():
             return None
-        (folder / _USED).touch()  # in use: the retention counts from now
+        return link, kept
+
+    def update(
+        self,
+        model_id: str,
+        key: str,
+        who: Identity,
+        *,
+        title: str | None = None,
+        tags: list[str] | None = None,
+        shared: bool | None = None,
+    ) -> Kept:
+        """Rename, tag or share a keeping; only its owner may (anyone holding the key of an anonymous one)."""
+        link, kept = self._owned(model_id, key, who)
+        if title is not None:
+            kept.title = " ".join(title.split())[:200]
+        if tags is not None:
+            kept.tags = sorted({" ".join(t.split())[:40] for t in tags if t.strip()})[:20]
+        if shared is not None:
+            kept.shared = shared and bool(kept.owner)  # an anonymous keeping has no team to share with
+        self._write(link.parent.parent, kept)
         return kept
 
+    def delete(self, model_id: str, key: str, who: Identity) -> None:
+        """Forget a keeping with its kept results; the files go with the last keeping of those bytes."""
+        link, _ = self._owned(model_id, key, who)
+        link.unlink(missing_ok=True)
+        shutil.rmtree(link.with_suffix(""), ignore_errors=True)
+        self._drop_if_unkept(link.parent.parent)
+
+    def _owned(self, model_id: str, key: str, who: Identity) -> tuple[Path, Kept]:
+        found = self._find(model_id, key)
+        if found is None or found[1].owner != who.user:
+            raise WorkbenchError("Only the person who kept this model can change or delete it.")
+        return found
+
+    def entries(self, who: Identity, keys: set[str] | None = None) -> tuple[list[Entry], list[Entry]]:
+        """What ``who`` keeps (newest use first; only the keepings with these ``keys`` when given: an anonymous
+        visitor of a hosted instance sees what their own session kept, not every anonymous keeping), and what
+        their team shares with them."""
+        mine: list[Entry] = []
+        team: list[Entry] = []
+        for link, kept in self._all():
+            entry = Entry(kept, _mtime(link), _size(link.parent.parent))
+            if kept.owner == who.user and (keys is None or kept.key in keys):
+                mine.append(entry)
+            elif who.signed_in and kept.shared and kept.team == who.team:
+                team.append(entry)
+        return _newest_first(mine), _newest_first(team)
+
+    def usage(self, who: Identity) -> int:
+        """Bytes on disk of the models ``who`` keeps (bytes kept twice by them count once)."""
+        folders = {link.parent.parent for link, kept in self._all() if kept.owner == who.user}
+        return sum(_size(f) for f in folders)
+
+    def _all(self) -> Iterator[tuple[Path, Kept]]:
+        for link in self.root.glob("*/links/*.msgpack"):
+            try:
+                yield link, msgspec.msgpack.decode(link.read_bytes(), type=Kept)
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+                continue
+
+    def _make_room(self, who: Identity, record: ModelRecord, exported_from: ModelRecord | None) -> None:
+        if self.quota_bytes <= 0:
+            return
+        adding = record.size_bytes + (exported_from.size_bytes if exported_from is not None else 0)
+        if who.signed_in:
+            used = self.usage(who)
+            if used + adding > self.quota_bytes:
+                raise LibraryFull(
+                    f"Your library holds {_human(used)} of its {_human(self.quota_bytes)} (setting "
+                    "WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: it is yours for this session only. "
+                    "Delete models you no longer need from the library on the Model page."
+                )
+            return
+        anonymous = sorted((lk for lk in self._all() if not lk[1].owner), key=lambda lk: _mtime(lk[0]))
+        while anonymous and self.usage(who) + adding > self.quota_bytes:
+            link, _ = anonymous.pop(0)  # the least recently used anonymous keeping makes room
+            link.unlink(missing_ok=True)
+            shutil.rmtree(link.with_suffix(""), ignore_errors=True)
+            self._drop_if_unkept(link.parent.parent)
+
+    def _drop_if_unkept(self, folder: Path) -> None:
+        if not any((folder / "links").glob("*.msgpack")):
+            shutil.rmtree(folder, ignore_errors=True)
+
     def _result(self, model_id: str, key: str, name: str) -> Path | None:
-        """Where this keeper's result ``name`` lies, when the model was kept under this key."""
+        """Where this keeping's result ``name`` lies, when the model was kept under this key."""
         folder = self._folder(model_id)
         if folder is None or not key or not re.match(r"^\w+$", name) or not self._link(folder, key).is_file():
             return None
         return self._link(folder, key).with_suffix("") / f"{name}.msgpack"
 
     def keep_result(self, model_id: str, key: str, name: str, data: bytes) -> None:
-        """Keep a page's result (``data``, as the job boundary encodes it) for this keeper of the model, so that
-        a reload shows it at once."""
+        """Keep a page's result (``data``, as the job boundary encodes it) with this keeping of the model, so that
+        a reload, the link and the library show it at once."""
         target = self._result(model_id, key, name)
         if target is not None:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
 
     def result(self, model_id: str, key: str, name: str) -> bytes | None:
-        """The result kept under ``name`` for this keeper of the model, or None."""
+        """The result kept under ``name`` with this keeping of the model, or None."""
         target = self._result(model_id, key, name)
         try:
             return target.read_bytes() if target is not None else None
@@ -110,8 +244,48 @@ class ModelLibrary:
             return None
 
     def sweep(self, now: float | None = None) -> list[Path]:
-        """Remove models unused for longer than the retention (as workspaces are)."""
-        return sweep_workspaces(self.root, self.max_age_s, now)
+        """Forget keepings unused for longer than their retention (anonymous ones sooner than a signed-in
+        owner's); the files go with the last keeping of their bytes. The folders removed."""
+        now = time.time() if now is None else now
+        removed = []
+        for link, kept in list(self._all()):
+            age = self.owned_max_age_s if kept.owner else self.max_age_s
+            if now - _mtime(link) > age:
+                link.unlink(missing_ok=True)
+                shutil.rmtree(link.with_suffix(""), ignore_errors=True)
+                folder = link.parent.parent
+                self._drop_if_unkept(folder)
+                if not folder.exists():
+                    removed.append(folder)
+        return removed
+
+
+def may_open(kept: Kept, who: Identity) -> bool:
+    """Anyone holding the key opens an anonymous keeping; a signed-in owner's opens for them, and for their team
+    once shared."""
+    if not kept.owner:
+        return True
+    return kept.owner == who.user or (kept.shared and who.signed_in and kept.team == who.team)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _size(folder: Path) -> int:
+    """The model's files in ``folder``, not the keepings' records and results."""
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and f.relative_to(folder).parts[0] != "links")
+
+
+def _newest_first(entries: list[Entry]) -> list[Entry]:
+    return sorted(entries, key=lambda e: e.used_at, reverse=True)
+
+
+def _human(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MB" if n < 1 << 30 else f"{n / (1 << 30):,.1f} GB"
 
 
 def _copied(record: ModelRecord | None, folder: Path) -> ModelRecord | None:

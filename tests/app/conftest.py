@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,13 @@ def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_WARM_WORKERS", "0")
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture
+def as_person(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Sign-in by a trusted proxy, whose header names the person: set ``person["email"]`` to switch people."""
+    monkeypatch.setenv("WORKBENCH_AUTH", "proxy")
+    monkeypatch.setenv("WORKBENCH_PROXY_USER_HEADER", "X-Forwarded-Email")
+    person = {"email": ""}
+    monkeypatch.setattr("ui.auth._headers", lambda: {"X-Forwarded-Email": person["email"]})
+    yield person

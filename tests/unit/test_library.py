@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 
+import pytest
+
+from core.errors import WorkbenchError
+from core.identity import ANONYMOUS, Identity
+from core.model import ModelRecord
 from core.model.intake import describe_files
-from core.model.library import ModelLibrary
+from core.model.library import LibraryFull, ModelLibrary
 from tests import builders
 
 
@@ -42,3 +48,92 @@ def test_models_unused_past_the_retention_are_removed(tmp_path: Path) -> None:
     key = library.keep(record)
     assert key and library.sweep(now=time.time() + 30) == []
     assert len(library.sweep(now=time.time() + 120)) == 1 and library.open(record.id, key) is None
+
+
+ALICE = Identity("alice@acme.test", "Alice", "acme.test")
+BOB = Identity("bob@acme.test", "Bob", "acme.test")
+EVE = Identity("eve@other.test", "Eve", "other.test")
+
+
+def _relu(tmp_path: Path, name: str = "relu.onnx") -> ModelRecord:
+    return describe_files([str(builders.write(builders.relu_model(), tmp_path / "upload" / name))])
+
+
+def test_a_signed_in_owners_model_opens_for_their_team_only_once_shared(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    key = library.keep(record, who=ALICE)
+    assert key
+    assert library.open(record.id, key, ALICE) is not None
+    assert library.open(record.id, key, BOB) is None  # the key alone is not enough: not shared yet
+    library.update(record.id, key, ALICE, shared=True)
+    assert library.open(record.id, key, BOB) is not None
+    assert library.open(record.id, key, EVE) is None and library.open(record.id, key, ANONYMOUS) is None
+    mine, team = library.entries(BOB)
+    assert mine == [] and [e.kept.key for e in team] == [key]
+    assert library.entries(EVE) == ([], [])
+
+
+def test_only_the_owner_renames_tags_shares_or_deletes(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    key = library.keep(record, who=ALICE)
+    assert key
+    kept = library.update(record.id, key, ALICE, title="  detector   v2 ", tags=["prod", " prod ", "", "int8"])
+    assert (kept.label, kept.tags) == ("detector v2", ["int8", "prod"])
+    for action in (
+        lambda: library.update(record.id, key, BOB, title="mine now"),
+        lambda: library.delete(record.id, key, BOB),
+    ):
+        with pytest.raises(WorkbenchError, match="Only the person who kept"):
+            action()
+    (mine, _) = library.entries(ALICE)
+    assert [e.kept.label for e in mine] == ["detector v2"]
+    library.delete(record.id, key, ALICE)
+    assert library.open(record.id, key, ALICE) is None and not (tmp_path / "models" / record.id).exists()
+
+
+def test_the_files_stay_while_another_keeping_holds_them(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    alices, bobs = library.keep(record, who=ALICE), library.keep(record, who=BOB)
+    assert alices and bobs
+    library.delete(record.id, alices, ALICE)
+    opened = library.open(record.id, bobs, BOB)
+    assert opened is not None and Path(opened.record.path).is_file()
+
+
+def test_a_signed_in_library_has_a_quota_and_anonymous_ones_make_room(tmp_path: Path) -> None:
+    record = _relu(tmp_path)
+    other = describe_files([str(builders.write(builders.chain_model(8), tmp_path / "other" / "b.onnx"))])
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
+    assert library.keep(record, who=ALICE)
+    with pytest.raises(LibraryFull, match="Your library holds"):
+        library.keep(other, who=ALICE)
+    assert library.keep(other, who=BOB)  # each person has their own quota
+    first = library.keep(record)
+    assert first
+    os.utime(library._link(tmp_path / "models" / record.id, first), (time.time() - 60, time.time() - 60))
+    second = library.keep(other)  # the least recently used anonymous keeping makes room
+    assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
+    assert library.open(record.id, library.entries(ALICE)[0][0].kept.key, ALICE) is not None  # Alice's untouched
+
+
+def test_an_owners_keeping_outlives_an_anonymous_one(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=60, owned_max_age_s=3600)
+    record = _relu(tmp_path)
+    anonymous, owned = library.keep(record), library.keep(record, who=ALICE)
+    assert anonymous and owned
+    library.sweep(now=time.time() + 120)
+    assert library.open(record.id, anonymous) is None and library.open(record.id, owned, ALICE) is not None
+    assert library.sweep(now=time.time() + 7200) == [tmp_path / "models" / record.id]
+
+
+def test_an_anonymous_hosted_visitor_lists_only_their_sessions_keepings(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    mine, someone_elses = library.keep(record), library.keep(record)
+    assert mine and someone_elses
+    listed, _ = library.entries(ANONYMOUS, keys={mine})
+    assert [e.kept.key for e in listed] == [mine]
+    assert library.update(record.id, mine, ANONYMOUS, shared=True).shared is False  # no team to share with

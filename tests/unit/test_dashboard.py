@@ -1,0 +1,65 @@
+"""The Dashboard's figures from saved runs: latest per model and machine, trends across versions, regressions."""
+
+from __future__ import annotations
+
+from core.bench import BenchReport
+from core.runtime.harness import BenchResult
+from core.runtime.machine import Environment
+from core.store.dashboard import Owned, latest_per_model_machine, regressions, trend
+
+
+def _result(label: str, engine: str, median: float, spread: float = 0.02) -> BenchResult:
+    return BenchResult(
+        label, engine, "" if engine == "eager" else "ALL", "CPUExecutionProvider", 1, 1, 100,
+        median, median, median, median, median, median, 0.0, median * (1 - spread), median * (1 + spread),
+        1000 / median, 0.0, median, speedup=None,
+    )  # fmt: skip
+
+
+def _run(run_id: str, when: str, version: str, ort_ms: float, machine: str = "box-a", model: str = "det") -> Owned:
+    environment = Environment(machine, "cpu", 2, 2, "linux", "3.11", {}, [])
+    results = [_result("PyTorch eager", "eager", 10.0), _result("ORT ALL", "ort", ort_ms)]
+    results[1].speedup = 10.0 / ort_ms
+    report = BenchReport(
+        run_id, model, version * 8, f"2026-11-{when}T10:00:00+00:00", {}, environment, results,
+        "PyTorch eager", "", [], 1.0,
+    )  # fmt: skip
+    return Owned(report, owner="alice@acme.test")
+
+
+def test_a_new_version_surely_slower_is_flagged_and_noise_within_a_version_is_not() -> None:
+    runs = [
+        _run("r1", "01", "aaaa", 2.0),
+        _run("r2", "02", "aaaa", 2.6),  # the same export measured again: noise, compared with nothing
+        _run("r3", "08", "bbbb", 3.0),  # the new export: slower than the version before
+        _run("r4", "09", "cccc", 3.02),  # within the interval of the one before: not flagged
+    ]
+    found = regressions(runs)
+    assert [(g.after_run, g.before_run, g.configuration) for g in found] == [("r3", "r2", "ORT ALL")]
+    assert found[0].text.startswith("ORT ALL on box-a: 2.6 → 3 ms (1.15×)")
+
+
+def test_the_latest_run_per_model_and_machine_with_its_fastest_configuration() -> None:
+    runs = [
+        _run("r1", "01", "aaaa", 2.0),
+        _run("r2", "08", "bbbb", 3.0),
+        _run("r3", "05", "aaaa", 1.5, machine="box-b"),
+        _run("r4", "06", "aaaa", 4.0, model="cls"),
+    ]
+    rows = latest_per_model_machine(runs)
+    assert [(r.model, r.machine, r.run_id, r.runs, r.regressed) for r in rows] == [
+        ("cls", "box-a", "r4", 1, False),
+        ("det", "box-a", "r2", 2, True),
+        ("det", "box-b", "r3", 1, False),
+    ]
+    assert (rows[1].fastest, rows[1].fastest_ms, rows[1].speedup) == ("ORT ALL", 3.0, 10 / 3)
+
+
+def test_a_trend_is_every_configuration_of_every_run_oldest_first() -> None:
+    points = trend([_run("r2", "08", "bbbb", 3.0), _run("r1", "01", "aaaa", 2.0)])
+    assert [(p.run_id, p.configuration, p.version) for p in points] == [
+        ("r1", "ORT ALL", "aaaaaaaaaaaa"),
+        ("r1", "PyTorch eager", "aaaaaaaaaaaa"),
+        ("r2", "ORT ALL", "bbbbbbbbbbbb"),
+        ("r2", "PyTorch eager", "bbbbbbbbbbbb"),
+    ]

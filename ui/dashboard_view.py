@@ -1,0 +1,95 @@
+"""The Dashboard's tables and charts: latest results per model and machine, a model's trend across versions."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.store.dashboard import Latest, Point
+from ui.charts import colour_map, escaped, plain
+
+__all__ = ["latest_frame", "trend_figure", "trend_frame"]
+
+
+def latest_frame(rows: list[Latest]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "model": [r.model for r in rows],
+            "machine": [r.machine for r in rows],
+            "regressed": ["⚠ slower than the version before" if r.regressed else "" for r in rows],
+            "fastest": [r.fastest for r in rows],
+            "median ms": [round(r.fastest_ms, 4) for r in rows],
+            "speedup": [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
+            "version": [r.version for r in rows],
+            "by": [r.owner or "anonymous" for r in rows],
+            "when (UTC)": [r.created_at[:16].replace("T", " ") for r in rows],
+            "runs": [r.runs for r in rows],
+            "latest run": [r.run_id for r in rows],
+        }
+    )
+
+
+def trend_frame(points: list[Point]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "when": pd.to_datetime([p.created_at for p in points], utc=True),
+            "series": [f"{p.configuration} · {p.machine}" for p in points],
+            "median_ms": [p.median_ms for p in points],
+            "low_ms": [p.low_ms for p in points],
+            "high_ms": [p.high_ms for p in points],
+            "speedup": [p.speedup for p in points],
+            "version": [p.version for p in points],
+            "owner": [p.owner or "anonymous" for p in points],
+            "run": [p.run_id for p in points],
+        }
+    )
+
+
+@escaped
+def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
+    """One line per configuration and machine across time, a marker per run (its version and who ran it on
+    hover), the median's 95 % interval as error bars. ``value``: median_ms or speedup."""
+    fig = go.Figure()
+    colours = colour_map(list(frame["series"]))
+    for series, group in frame.groupby("series", sort=False):
+        latency = value == "median_ms"
+        hover = [
+            [plain(v), plain(o), plain(r)]
+            for v, o, r in zip(group["version"], group["owner"], group["run"], strict=True)
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=group["when"],
+                y=group[value],
+                name=str(series),
+                mode="lines+markers",
+                marker={"color": colours[str(series)], "size": 8},
+                line={"color": colours[str(series)]},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": group["high_ms"] - group["median_ms"],
+                    "arrayminus": group["median_ms"] - group["low_ms"],
+                    "thickness": 1,
+                }
+                if latency
+                else None,
+                customdata=hover,
+                hovertemplate=(
+                    "%{x|%Y-%m-%d %H:%M}<br>"
+                    + ("median %{y:.3g} ms" if latency else "%{y:.3g}× faster")
+                    + "<br>version %{customdata[0]}<br>by %{customdata[1]}<br>run %{customdata[2]}"
+                    "<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        height=380,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis={
+            "title": "milliseconds per call (median)" if value == "median_ms" else "speedup against the baseline",
+            "rangemode": "tozero",
+        },
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig

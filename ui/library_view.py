@@ -1,0 +1,170 @@
+"""The model library on the Model page: your kept models and your team's shared ones, each with its permalink;
+open, rename, tag, share or delete."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from core.bench import BenchReport
+from core.errors import WorkbenchError
+from core.model.library import Entry
+from core.model.records import FORMAT_LABELS
+from ui import session
+from ui.jobs import show_error
+from ui.text import human_bytes, md_escape
+
+__all__ = ["library_section", "permalink"]
+
+
+def permalink(model_id: str, key: str) -> str:
+    """The model's address, to bookmark or send: the app's own address with the model's id and key."""
+    base = (st.context.url or "").split("?")[0].rstrip("/")
+    for page in ("/export", "/decode", "/partition", "/benchmark", "/profile", "/quantize", "/history", "/model"):
+        base = base.removesuffix(page)
+    return f"{base}/?model={model_id}&key={key}"
+
+
+def _latest(entry: Entry) -> str:
+    """The latest benchmark headline kept with this keeping, if any."""
+    from core.jobs.wire import WireError, decode
+
+    data = session.library().result(entry.kept.record.id, entry.kept.key, "bench")
+    if data is None:
+        return ""
+    try:
+        return decode(data, BenchReport).headline
+    except WireError:
+        return ""
+
+
+def _when(epoch: float) -> str:
+    seconds = time.time() - epoch
+    if seconds < 3600:
+        return f"{max(seconds // 60, 1):.0f} min ago"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f} h ago"
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d")
+
+
+def _frame(entries: list[Entry], with_owner: bool) -> pd.DataFrame:
+    rows = [
+        {
+            "name": e.kept.label,
+            **({"owner": e.kept.owner} if with_owner else {}),
+            "format": FORMAT_LABELS.get(e.kept.record.format, e.kept.record.format),
+            "size": human_bytes(e.kept.record.size_bytes),
+            "tags": ", ".join(e.kept.tags),
+            **({} if with_owner else {"shared": "team" if e.kept.shared else ""}),
+            "last used": _when(e.used_at),
+            "latest benchmark": _latest(e),
+        }
+        for e in entries
+    ]
+    return pd.DataFrame(rows)
+
+
+def _selected(entries: list[Entry], key: str, with_owner: bool, prompt: str) -> Entry | None:
+    st.dataframe(_frame(entries, with_owner), hide_index=True, width="stretch")  # a data grid shows text as text
+    by_key = {e.kept.key: e for e in entries}
+    chosen = st.selectbox(
+        prompt,
+        list(by_key),
+        index=None,
+        format_func=lambda k: f"{by_key[k].kept.label} ({_when(by_key[k].used_at)})",
+        key=key,
+        placeholder="Choose a model",
+    )
+    return by_key.get(chosen) if chosen is not None else None
+
+
+def _open(entry: Entry) -> None:
+    kept = entry.kept
+    opened = session.library().open(kept.record.id, kept.key, session.who())
+    if opened is None:
+        st.warning("This model is not in the library any more.")
+        return
+    link = {"model": kept.record.id, "key": kept.key}
+    session.set_current_model(opened.record, exported_from=opened.exported_from, link=link)
+
+
+def _manage(entry: Entry) -> None:
+    """What the owner may do with one of their models."""
+    kept, who = entry.kept, session.who()
+    library = session.library()
+    st.markdown(f"**{md_escape(kept.label, 200)}**")
+    st.caption(
+        "Its permalink, to bookmark or send (it opens for you"
+        + (" and, once shared, your team)" if who.signed_in else ", and for whoever you send it to)")
+    )
+    st.code(permalink(kept.record.id, kept.key), language=None)
+    left, right = st.columns(2)
+    title = left.text_input("Name", value=kept.label, max_chars=200, key=f"lib_title_{kept.key}")
+    tags = right.text_input(
+        "Tags (comma-separated)", value=", ".join(kept.tags), max_chars=400, key=f"lib_tags_{kept.key}"
+    )
+    shared = kept.shared
+    if who.signed_in:
+        shared = st.toggle(
+            f"Shared with my team ({md_escape(who.team, 80)})", value=kept.shared, key=f"lib_share_{kept.key}"
+        )
+    if kept.shared:
+        st.caption(f"Shared: everyone in {md_escape(kept.team, 80)} can open it with its permalink.")
+    open_col, save_col, delete_col = st.columns(3)
+    if open_col.button("Open", type="primary", key=f"lib_open_{kept.key}", width="stretch"):
+        _open(entry)
+    if save_col.button("Save changes", key=f"lib_save_{kept.key}", width="stretch"):
+        library.update(kept.record.id, kept.key, who, title=title, tags=tags.split(","), shared=shared)
+        st.rerun()
+    confirm = delete_col.checkbox("I want to delete it", key=f"lib_confirm_{kept.key}")
+    if delete_col.button("Delete", key=f"lib_delete_{kept.key}", disabled=not confirm, width="stretch"):
+        library.delete(kept.record.id, kept.key, who)
+        if (st.session_state.get("link") or {}).get("key") == kept.key:
+            st.session_state["link"] = {}  # the current model stays for this session, without its link
+        st.toast(f"Deleted {md_escape(kept.label, 80)} from the library.")
+        st.rerun()
+
+
+def library_section() -> None:
+    """Your models and your team's shared ones."""
+    who = session.who()
+    config = session.settings()
+    mine, team = session.library().entries(who, session.kept_keys())
+    owner = "your" if who.signed_in else ("this session's" if config.hosted else "your")
+    if not mine and not team:
+        st.caption(
+            f"Nothing in {owner} library yet. Every model you upload, export or quantize is kept here by its "
+            "content, with a permalink that opens it again."
+        )
+        return
+    quota = config.library_quota_mb << 20
+    used = session.library().usage(who)
+    quota_text = f" of {human_bytes(quota)}" if quota and who.signed_in else ""
+    st.caption(
+        f"{len(mine)} model{'s' * (len(mine) != 1)}, {human_bytes(used)}{quota_text} on the server. "
+        + _retention(who.signed_in)
+    )
+    try:
+        if mine:
+            chosen = _selected(mine, "library_mine", False, "Open, rename, tag, share or delete")
+            if chosen is not None:
+                _manage(chosen)
+        if team:
+            st.markdown(f"##### Shared by your team ({md_escape(who.team, 80)})")
+            chosen = _selected(team, "library_team", True, "Open one of your team's models")
+            if chosen is not None:
+                st.code(permalink(chosen.kept.record.id, chosen.kept.key), language=None)
+                if st.button("Open", type="primary", key=f"lib_open_team_{chosen.kept.key}"):
+                    _open(chosen)
+    except WorkbenchError as exc:
+        show_error(exc)
+
+
+def _retention(signed_in: bool) -> str:
+    config = session.settings()
+    hours = config.library_max_age_h if signed_in else config.workspace_max_age_h
+    span = f"{hours / 24:g} days" if hours >= 48 else f"{hours:g} hours"
+    return f"A model unused for {span} is forgotten."
