@@ -45,8 +45,10 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
+# Two parts: most tests on two processes at once, then the ones that need a quiet machine (tests/conftest.py)
 test: $(VENV)/.dev chromium sandbox postgres lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"
+	$(PY) -m pytest -q -m quiet
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

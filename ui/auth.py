@@ -7,6 +7,7 @@ the proxy's failure) and stops the run; once someone is signed in, the sidebar s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -61,6 +62,8 @@ def sidebar(me: Identity) -> None:
     """Who is signed in (and the way out), or why a sign-in proxy's header was ignored."""
     if me.signed_in:
         _who(me, can_sign_out=session.settings().auth == "oidc")
+        if session.settings().auth == "oidc":
+            _back_to_the_link()
     elif not session.settings().auth:
         _note_ignored_proxy_header()
 
@@ -72,7 +75,38 @@ def _oidc_configured() -> bool:
         return False
 
 
+# Streamlit's sign-in always comes back to the app's root, so a link opened before signing in (a teammate's
+# permalink) would be lost: the sign-in screen keeps the address in the tab's sessionStorage, and the first page
+# after signing in goes back to it. Only a same-origin path is kept and followed.
+_RETURN_JS = """
+export default function(component) {
+  const key = "workbench-return-to";
+  const here = window.location.pathname + window.location.search;
+  if (component.data && component.data.remember) {
+    if (window.location.search) sessionStorage.setItem(key, here);
+    return;
+  }
+  const back = sessionStorage.getItem(key);
+  sessionStorage.removeItem(key);
+  if (back && back.startsWith("/") && !back.startsWith("//") && back !== here) window.location.replace(back);
+}
+"""
+
+
+@st.cache_resource
+def _return_link() -> Any:
+    return st.components.v2.component("workbench_return_link", js=_RETURN_JS)
+
+
+def _back_to_the_link() -> None:
+    """Once per session after signing in: back to the address the person opened before signing in, if any."""
+    if not st.session_state.get("returned_to_link"):
+        st.session_state["returned_to_link"] = True
+        _return_link()(data={"remember": False}, key="return_link")
+
+
 def _sign_in_screen() -> None:
+    _return_link()(data={"remember": True}, key="return_link")
     with _card():
         st.write("Sign in to see your team's models and benchmark runs.")
         if st.button("Sign in", type="primary", icon=":material/login:"):

@@ -127,9 +127,14 @@ def page(browser, app_url: str):  # type: ignore[no-untyped-def]
 def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until Streamlit has finished running the script for the last interaction.
 
-    The pause first lets the rerun that an interaction triggers begin; without it the check can see the
-    previous run's "notRunning" state."""
-    page.wait_for_timeout(600)
+    First the rerun that an interaction triggers must begin (up to 600 ms): without that wait the check can see
+    the previous run's "notRunning" state. Most reruns begin within a few frames, so the wait ends there."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="running"]', timeout=600)
+    except PlaywrightTimeout:
+        pass  # no rerun began, or it was over before it was seen
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 

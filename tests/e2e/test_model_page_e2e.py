@@ -27,7 +27,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     shot(page, "01-start-tinycnn")
 
     page.get_by_role("tab", name="Pick a sample").click()
-    page.locator('[data-testid="stSelectbox"]').click()
+    page.get_by_role("tabpanel", name="Pick a sample").get_by_test_id("stSelectbox").click()
     page.get_by_role("option", name="Tiny Transformer encoder").click()
     wait_idle(page)
     page.get_by_role("button", name="Use this sample").click()

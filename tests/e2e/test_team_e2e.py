@@ -65,14 +65,13 @@ def test_a_team_shares_a_model_and_sees_each_others_runs(browser, signed_in_app)
         assert re.search(r"\?model=[0-9a-f]{64}&key=", permalink)
         shot(alice, "95-library-shared")
 
-        bob.goto(signed_in_app.url)
+        bob.goto(permalink)  # before signing in: the link is followed once he has
         wait_idle(bob)
         signed_in_app.sign_in(bob, "bob@acme.test", "Bob")
-        bob.goto(permalink)
+        bob.wait_for_url(re.compile(re.escape(permalink.split("?")[1])), timeout=60_000)
         wait_idle(bob)
-        sidebar = bob.get_by_test_id("stSidebar")
-        sidebar.get_by_text("Signed in as Bob").wait_for()
-        assert permalink.split("?")[1] in bob.url  # Alice's export is his current model, not the start sample
+        bob.get_by_test_id("stSidebar").get_by_text("Signed in as Bob").wait_for()
+        assert "sample=" not in bob.url  # Alice's export is his current model, not the start sample
         _benchmark(bob)
         _seed_versions(signed_in_app)
 

@@ -1,0 +1,31 @@
+"""What every test shares: which tests need the machine to themselves.
+
+`make test` runs the suite in two parts: first every other test on two processes at once (most of their time is
+spent waiting on a worker, a server or the browser), then these, one at a time, on a quiet machine: they measure
+time or what else the machine does, or look for processes and files that any other test could leave.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+QUIET = {
+    "tests/unit/test_activity.py",  # busy or idle, seen from the machine-wide counters
+    "tests/unit/test_bench.py",  # speedups and intervals
+    "tests/unit/test_jobs.py",  # how long a job waited
+    "tests/app/test_benchmark_page.py",  # a run on a busy machine, and one on a quiet one
+    "tests/e2e/test_benchmark_e2e.py",
+    "tests/e2e/test_many_users_e2e.py",  # eight browsers; the landing page's time while they queue
+    "tests/e2e/test_upload_memory_e2e.py",  # the server's memory at its peak
+    "tests/adversarial/test_leftovers.py",  # files any test run leaves in /tmp
+    "tests/adversarial/test_orphans.py",  # worker processes left behind
+}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.path)).resolve().relative_to(ROOT).as_posix() in QUIET:
+            item.add_marker(pytest.mark.quiet)
