@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -131,10 +132,8 @@ def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped
     the previous run's "notRunning" state. Most reruns begin within a few frames, so the wait ends there."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    try:
+    with contextlib.suppress(PlaywrightTimeout):  # no rerun began, or it was over before it was seen
         page.wait_for_selector('[data-testid="stApp"][data-test-script-state="running"]', timeout=600)
-    except PlaywrightTimeout:
-        pass  # no rerun began, or it was over before it was seen
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 
