@@ -109,13 +109,30 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
     except WorkbenchError as exc:
         st.warning(f"The results are shown but were not saved to the history: {md_escape(str(exc), 600)}")
 
+
+def saved_run_id(run_id: str) -> bool:
+    """Whether this run is in the team's history: saved in this session, or found there (a reload, a link)."""
+    if st.session_state.get("bench_saved") == run_id:
+        return True
+    try:
+        found = session.store().summary(run_id)
+    except WorkbenchError:
+        return False
+    return found is not None and found.team == session.who().team
+
+
 report: BenchReport | None = job_result("bench", record.id, "bench.run", {}, "", run=False)
 if report is None:
     st.info("Choose the configurations and press **Run the benchmark**.")
     st.stop()
 results_section(report, key=f"bench_{report.id}")
-if st.session_state.get("bench_saved") == report.id:
-    st.page_link("app_pages/history.py", label=f"Saved to the history as run {report.id}", icon=":material/history:")
+if saved_run_id(report.id):
+    st.page_link(
+        "app_pages/history.py",
+        label=f"Saved to the history as run {report.id}",
+        icon=":material/history:",
+        query_params={"run": report.id},  # the run's permalink: History opens it
+    )
 
 st.header("Why ONNX Runtime is often faster", anchor="why")
 st.markdown(

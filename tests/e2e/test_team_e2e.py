@@ -52,6 +52,10 @@ def test_a_team_shares_a_model_and_sees_each_others_runs(browser, signed_in_app)
         wait_idle(alice)
         signed_in_app.sign_in(alice, "alice@acme.test", "Alice")
         _benchmark(alice)  # the start sample, exported in one click (kept in her library), then measured
+        alice.reload()  # nothing lost: the same model, and its benchmark shown at once
+        wait_idle(alice)
+        alice.get_by_role("link", name=re.compile("Saved to the history as run")).wait_for(timeout=60_000)
+        assert "model=" in alice.url and alice.get_by_text("Signed in as Alice").is_visible()
         go_to(alice, "Model")
         alice.get_by_role("tab", name="Library").click()
         alice.locator('[data-testid="stSelectbox"]').filter(has_text="Open, rename").click()
