@@ -119,6 +119,7 @@ JOBS = JobRegistry(
         Job("intake.describe_sample", "core.model.zoo:describe_sample"),
         Job("export.run", "core.export.exporter:export_model"),
         Job("decode.run", "core.decode.decoder:decode_model"),
+        Job("graph.view", "core.graph.job:graph_view_job"),
         Job("partition.run", "core.runtime.partition:partition_model"),
         Job("optimize.levels", "core.runtime.optimize:optimize_levels"),
         Job("bench.run", "core.bench.benchmark:run_benchmark", exclusive=True),

@@ -13,7 +13,7 @@ from core.jobs import JOBS
 from core.jobs.registry import signature_of
 
 CORE = Path(__file__).resolve().parents[2] / "core"
-FEATURES = {"export", "decode", "bench", "quantize", "profile"}
+FEATURES = {"export", "decode", "bench", "quantize", "profile", "graph"}
 LIBRARIES = {"model", "runtime"}
 BASICS = {"access", "errors", "identity", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)

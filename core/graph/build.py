@@ -1,0 +1,200 @@
+"""Read an ONNX graph into a GraphView: nodes with their key attributes, weights and Constants folded into
+their consumers, edges labelled with shapes, groups from scopes, subgraphs and local functions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.graph.attributes import attributes_text, dtype_key
+from core.graph.groups import GroupTable, finish_groups, scope_parts
+from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
+from core.model.proto import attribute_subgraphs, dtype_name, type_spec
+
+__all__ = ["MAX_DEPTH", "SHAPE_INFERENCE_LIMIT", "view_graph"]
+
+SHAPE_INFERENCE_LIMIT = 60_000  # nodes; above it ONNX shape inference is skipped (see benchmarks/graph_view.py)
+_GRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
+MAX_DEPTH = 8  # subgraphs and function calls inside each other, drawn to this depth
+
+
+def _dims(dims: Any) -> str:
+    return "×".join(str(d) for d in dims)
+
+
+@dataclass
+class _Scope:
+    """The names one graph can see: tensor -> producing node, folded values, known types; then its parent's."""
+
+    producers: dict[str, int] = field(default_factory=dict)
+    folded: dict[str, Folded] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    parent: _Scope | None = None
+
+    def find(self, table: str, name: str) -> Any:
+        scope: _Scope | None = self
+        while scope is not None:
+            found = getattr(scope, table).get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+
+def _type_label(type_proto: Any) -> str:
+    dtype, shape = type_spec(type_proto)
+    if shape is None:
+        return dtype
+    return f"{dtype} {_dims(shape)}".rstrip() if shape else f"{dtype} scalar"
+
+
+def _constant_value(node: Any) -> Folded | None:
+    """A Constant node's value as a folded input."""
+    import onnx
+
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.TENSOR:
+            return Folded(node.output[0], _dims(attr.t.dims), dtype_name(attr.t.data_type))
+        if attr.type == onnx.AttributeProto.SPARSE_TENSOR:
+            return Folded(node.output[0], _dims(attr.sparse_tensor.dims), "sparse")
+        if attr.name.startswith("value_"):
+            kind = attr.name.removeprefix("value_")
+            return Folded(node.output[0], "" if not kind.endswith("s") else "n", kind.rstrip("s"))
+    return None
+
+
+class _Builder:
+    def __init__(self, functions: dict[tuple[str, str], Any]) -> None:
+        self.view = GraphView(name="")
+        self.groups = GroupTable()
+        self.functions = functions
+        self.linked: set[tuple[int, int, str]] = set()
+
+    def add_node(self, node: ViewNode) -> int:
+        node.id = len(self.view.nodes)
+        self.view.nodes.append(node)
+        return node.id
+
+    def link(self, scope: _Scope, tensor: str, target: int) -> None:
+        source = scope.find("producers", tensor)
+        if source is not None and source != target and (source, target, tensor) not in self.linked:
+            self.linked.add((source, target, tensor))
+            self.view.edges.append(ViewEdge(source, target, tensor, scope.find("types", tensor) or ""))
+
+    def read_graph(self, graph: Any, scope: _Scope, base_group: int, depth: int) -> None:
+        """Add ``graph``'s nodes under ``base_group``; Constant nodes and initializers become folded inputs."""
+        for tensor in graph.initializer:
+            scope.folded[tensor.name] = Folded(tensor.name, _dims(tensor.dims), dtype_name(tensor.data_type))
+        for sparse in graph.sparse_initializer:
+            scope.folded[sparse.values.name] = Folded(sparse.values.name, _dims(sparse.dims), "sparse")
+        for node in graph.node:
+            if node.op_type == "Constant" and len(node.output) == 1 and not node.input:
+                value = _constant_value(node)
+                if value is not None:
+                    scope.folded[value.name] = value
+                    self.view.folded_constants += 1
+                    continue
+            self.read_node(node, scope, base_group, depth)
+
+    def read_node(self, node: Any, scope: _Scope, base_group: int, depth: int) -> None:
+        """One node; the subgraphs and function body it holds come first, so they are drawn above it."""
+        inputs, outputs, op = list(node.input), list(node.output), node.op_type
+        group = self.groups.nested(base_group, scope_parts(node))
+        name = node.name or f"{op}_{len(self.view.nodes)}"
+        inner: list[tuple[_Scope, list[str]]] = []
+        if depth < MAX_DEPTH:
+            if any(a.type in _GRAPH_TYPES for a in node.attribute):
+                for label, sub in attribute_subgraphs(node):
+                    sub_scope = _Scope(types=_types(sub), parent=scope)
+                    self.read_graph(sub, sub_scope, self.groups.new(group, f"{name}.{label}", "subgraph"), depth + 1)
+                    inner.append((sub_scope, [v.name for v in sub.output]))
+            function = self.functions.get((node.domain, op)) if self.functions else None
+            if function is not None:
+                inner.append(self.read_call(node, function, scope, group, depth, name))
+        folded = [f for f in (scope.find("folded", i) for i in inputs if i) if f is not None]
+        out_type = next((scope.types[o] for o in outputs if o in scope.types), "")
+        in_type = "" if out_type else next((t for t in (scope.find("types", i) for i in inputs if i) if t), "")
+        key = dtype_key(op, out_type or in_type or (folded[0].dtype if folded else ""))
+        index = self.add_node(
+            ViewNode(0, op, name, attributes_text(node), inputs, outputs, folded, group, key, node.domain)
+        )
+        self.view.node_count += 1
+        for tensor in inputs:
+            if tensor and (not folded or scope.find("folded", tensor) is None):
+                self.link(scope, tensor, index)
+        for inner_scope, results in inner:  # what a body computes flows into the node that holds it
+            for tensor in results:
+                self.link(inner_scope, tensor, index)
+        for tensor in outputs:
+            if tensor:
+                scope.producers[tensor] = index
+
+    def read_call(
+        self, node: Any, function: Any, scope: _Scope, group: int, depth: int, name: str
+    ) -> tuple[_Scope, list[str]]:
+        """A local function's body as a group: the body sees only its formal inputs, bound to the call's."""
+        import onnx
+
+        inner = self.groups.new(group, f"{name} ({function.name})", "function")
+        body = _Scope()
+        for formal, actual in zip(function.input, node.input, strict=False):
+            source = scope.find("producers", actual) if actual else None
+            if source is not None:
+                body.producers[formal] = source
+        graph = onnx.helper.make_graph(list(function.node), function.name, [], [])
+        self.read_graph(graph, body, inner, depth + 1)
+        return body, list(function.output)
+
+
+def _types(graph: Any) -> dict[str, str]:
+    """Tensor name -> 'float32 1×128' from the graph's inputs, outputs and value_info."""
+    types: dict[str, str] = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        if value.type.WhichOneof("value"):
+            types[value.name] = _type_label(value.type)
+    return types
+
+
+def _inferred(model: Any, notes: list[str]) -> Any:
+    """The model with shapes inferred, or itself when it is too large or inference fails."""
+    import onnx
+
+    count = len(model.graph.node)
+    if count > SHAPE_INFERENCE_LIMIT:
+        notes.append(f"shape inference skipped: {count:,} nodes (the limit is {SHAPE_INFERENCE_LIMIT:,})")
+        return None
+    try:
+        return onnx.shape_inference.infer_shapes(model)
+    except Exception as exc:  # a model ONNX cannot infer is still drawn, with the shapes it declares
+        notes.append(f"shape inference failed: {str(exc)[:200]}")
+        return None
+
+
+def view_graph(model_or_graph: Any, name: str = "") -> GraphView:
+    """The graph view of a ModelProto (shapes inferred when small enough) or of one GraphProto."""
+    import onnx
+
+    notes: list[str] = []
+    graph, functions = model_or_graph, {}
+    if isinstance(model_or_graph, onnx.ModelProto):
+        inferred = _inferred(model_or_graph, notes)
+        graph = (inferred or model_or_graph).graph
+        functions = {(f.domain, f.name): f for f in model_or_graph.functions}
+    builder = _Builder(functions)
+    builder.view.notes = notes
+    builder.view.shapes_inferred = graph is not model_or_graph and not notes
+    scope = _Scope(types=_types(graph))
+    initializers = {t.name for t in graph.initializer}
+    for value in graph.input:
+        if value.name not in initializers:  # IR-3 models list their weights as inputs too
+            scope.producers[value.name] = builder.add_node(
+                ViewNode(0, "Input", value.name, scope.types.get(value.name, ""), [], [value.name])
+            )
+    builder.read_graph(graph, scope, -1, 0)
+    for value in graph.output:
+        index = builder.add_node(ViewNode(0, "Output", value.name, scope.types.get(value.name, ""), [value.name], []))
+        builder.link(scope, value.name, index)
+    view = builder.view
+    view.name = name or graph.name
+    view.groups = finish_groups(builder.groups.groups, view.nodes)
+    return view

@@ -1,0 +1,95 @@
+"""One self-contained HTML page of a graph view: the renderer's bundle and the data inlined, nothing fetched."""
+
+from __future__ import annotations
+
+import html
+
+import msgspec
+
+from core.graph.records import GraphView
+
+__all__ = ["COLOURS", "browser_data", "graph_page", "script_json"]
+
+COLOURS = ("op", "dtype")
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; \
+style-src 'unsafe-inline'; img-src data:">
+<title>{title}</title>
+<style>html,body{{margin:0;height:100%;}}#graph{{position:fixed;inset:0;}}</style>
+</head><body>
+<div id="graph"></div>
+<script id="graph-data" type="application/json">{data}</script>
+<script>{bundle}</script>
+<script>
+window.__graphTimings = window.__graphTimings || {{}};
+window.__graphTimings.dataReceived = performance.now();
+window.__graphView = GraphView.mount(document.getElementById("graph"),
+  JSON.parse(document.getElementById("graph-data").textContent), {{color: {color}}});
+</script>
+</body></html>
+"""
+
+
+def script_json(value: object) -> str:
+    """JSON safe inside a <script> element: '</' and the line separators U+2028/2029 escaped."""
+    text = msgspec.json.encode(value).decode()
+    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _interned(values: list[str]) -> tuple[list[str], list[int]]:
+    table: dict[str, int] = {}
+    indices = [table.setdefault(v, len(table)) for v in values]
+    return list(table), indices
+
+
+def browser_data(view: GraphView) -> dict[str, object]:
+    """The view in the renderer's compact form: columns instead of records, repeated strings (op types,
+    dtypes, edge labels) as indices into a table. A 30,000-node view is a quarter of its record form."""
+    nodes, edges, groups = view.nodes, view.edges, view.groups
+    ops, op_index = _interned([n.op for n in nodes])
+    dtypes, dtype_index = _interned([n.dtype for n in nodes])
+    labels, label_index = _interned([e.label for e in edges])
+    return {
+        "name": view.name,
+        "nodeCount": view.node_count,
+        "notes": view.notes,
+        "ops": ops,
+        "dtypes": dtypes,
+        "labels": labels,
+        "n": {
+            "op": op_index,
+            "name": [n.name for n in nodes],
+            "attrs": [n.attrs for n in nodes],
+            "group": [n.group for n in nodes],
+            "dtype": dtype_index,
+            "folded": [[n.id, f.name, f.shape, f.dtype] for n in nodes for f in n.folded],
+        },
+        "e": {
+            "s": [e.source for e in edges],
+            "t": [e.target for e in edges],
+            "tensor": [e.tensor for e in edges],
+            "label": label_index,
+        },
+        "g": {
+            "name": [g.name for g in groups],
+            "parent": [g.parent for g in groups],
+            "kind": [g.kind for g in groups],
+            "count": [g.count for g in groups],
+            "repeat": [g.repeat for g in groups],
+        },
+    }
+
+
+def graph_page(view: GraphView, bundle: str, color: str = "op") -> str:
+    """The page: ``bundle`` is the renderer (ui/graph_component/dist/graph.js), ``color`` op or dtype."""
+    if color not in COLOURS:
+        raise ValueError(f"colour by {color!r}? choose one of {', '.join(COLOURS)}")
+    return _PAGE.format(
+        title=html.escape(f"{view.name} · graph"),
+        data=script_json(browser_data(view)),
+        bundle=bundle.replace("</script", "<\\/script"),
+        color=script_json(color),
+    )

@@ -1,0 +1,63 @@
+"""What the graph view draws, as plain dataclasses: nodes, edges and groups, compact enough for 30,000 nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["Folded", "GraphView", "ViewEdge", "ViewGroup", "ViewNode"]
+
+
+@dataclass(slots=True)
+class Folded:
+    """A weight or Constant value shown inside the node that consumes it, instead of as a node of its own."""
+
+    name: str
+    shape: str  # "768×3072", "" for a scalar
+    dtype: str
+
+
+@dataclass(slots=True)  # one per node: tens of thousands in a large model
+class ViewNode:
+    id: int  # its index in GraphView.nodes
+    op: str  # op type; "Input" / "Output" for the graph's inputs and outputs
+    name: str
+    attrs: str  # key attributes in short form: "k=3×3 s=2 p=1"
+    inputs: list[str]
+    outputs: list[str]
+    folded: list[Folded] = field(default_factory=list)
+    group: int = -1  # index in GraphView.groups of its innermost group, -1 for none
+    dtype: str = ""  # its colour key by type: "float32", "float16", "int8", "qdq", …
+    domain: str = ""
+
+
+@dataclass(slots=True)
+class ViewEdge:
+    source: int
+    target: int
+    tensor: str
+    label: str  # "float32 1×128×768", "" when unknown
+
+
+@dataclass(slots=True)
+class ViewGroup:
+    id: int
+    name: str  # its own part of the path: "layer.0"
+    path: str  # the whole scope: "encoder/layer.0"
+    parent: int  # -1 at the top
+    kind: str  # "scope", "function" or "subgraph"
+    count: int = 0  # graph nodes inside, at any depth
+    repeat: str = ""  # "layer.0 … layer.11, 12 alike" on each member of a run of identical siblings
+
+
+@dataclass
+class GraphView:
+    """A model's graph ready to draw: nodes in topological order (inputs first), edges, nested groups."""
+
+    name: str
+    nodes: list[ViewNode] = field(default_factory=list)
+    edges: list[ViewEdge] = field(default_factory=list)
+    groups: list[ViewGroup] = field(default_factory=list)
+    node_count: int = 0  # graph nodes drawn (not inputs, outputs, or folded Constants)
+    folded_constants: int = 0
+    shapes_inferred: bool = False  # whether ONNX shape inference ran (skipped on large models)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,71 @@
+"""In Chromium, the graph HTML that `python -m core graph` writes, opened from file:// with no network: it is
+drawn, its groups open on a click, a search jumps to a node, and the colour switch recolours it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+
+from tests.cli import cli
+from tests.e2e.conftest import ARTIFACTS
+from tests.graph_models import transformer_like
+
+pytestmark = [pytest.mark.e2e]
+
+
+def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def _click(page, name_or_path: str) -> None:  # type: ignore[no-untyped-def]
+    box = page.evaluate("(n) => window.__graphView.screenBox(n)", name_or_path)
+    assert box, f"{name_or_path} is not drawn"
+    page.mouse.click(box["x"] + box["w"] / 2, box["y"] + box["h"] / 2)
+
+
+def test_graph_html_opens_offline_expands_groups_and_finds_a_node(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = tmp_path / "scoped.onnx"
+    onnx.save(transformer_like(15), model)  # 303 nodes: above 300, so it opens collapsed
+    html = tmp_path / "graph.html"
+    result = cli("graph", str(model), "-o", str(html))
+    assert result.returncode == 0, result.stderr
+    assert "303 nodes" in result.stdout
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(html.as_uri())
+    root = page.locator("#graph[data-ready='true']")
+    root.wait_for(timeout=15_000)
+    assert root.get_attribute("data-nodes") == "303"
+    assert root.get_attribute("data-visible") == "5"  # input, Gather, encoder, head, output
+    _shot(page, "70-graph-collapsed")
+
+    _click(page, "encoder")
+    page.locator("#graph[data-expanded='1']").wait_for()
+    assert int(root.get_attribute("data-visible") or 0) == 5 - 1 + 15  # the encoder opens into its 15 layers
+    _click(page, "encoder/layer.1")
+    page.locator("#graph[data-expanded='2']").wait_for()
+    _shot(page, "70-graph-expanded")
+
+    name = "/encoder/layer.7/attn/Softmax"
+    page.get_by_placeholder("Find a node by name or op").fill("layer.7/attn/soft")
+    page.locator(".gv-results button", has_text=name).click()
+    page.locator(f"#graph[data-selected='{name}']").wait_for()
+    details = page.locator(".gv-details")
+    assert "Softmax" in details.inner_text() and "encoder › layer.7 › attn" in details.inner_text()
+    assert "float32 batch×16×16" in details.inner_text()  # its input's shape, from shape inference
+    _shot(page, "70-graph-search")
+
+    page.get_by_label("Colour by").select_option("dtype")
+    legend = page.locator(".gv-legend").inner_text()
+    assert "fp32" in legend and "fp16" in legend
+    _shot(page, "70-graph-dtype")
+    timings = page.evaluate("window.__graphTimings")
+    assert timings["firstFrameMs"] < 2000 and max(timings["expand"]) < 200
+    assert not errors
+    context.close()

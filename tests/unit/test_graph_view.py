@@ -1,0 +1,142 @@
+"""The graph view's data (core.graph): folding, attributes, groups, repeats, edge labels, subgraphs; the HTML
+page's escaping; and the committed JS bundle matching its sources."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from core.graph import view_graph
+from core.graph.page import browser_data, graph_page, script_json
+from tests import builders
+from tests.graph_models import transformer_like
+
+COMPONENT = Path(__file__).resolve().parents[2] / "ui" / "graph_component"
+
+
+def _by_name(view):  # type: ignore[no-untyped-def]
+    return {n.name: n for n in view.nodes}
+
+
+def test_constant_weights_are_folded_into_their_consumers_not_drawn() -> None:
+    view = view_graph(builders.constant_weights_model())
+    ops = [n.op for n in view.nodes]
+    assert "Constant" not in ops and view.folded_constants == 2 and view.node_count == 2
+    matmul = _by_name(view)["matmul"]
+    assert [(f.name, f.shape, f.dtype) for f in matmul.folded] == [("w", "8×4", "float32")]
+
+
+def test_initializers_are_folded_and_edges_carry_shape_and_dtype() -> None:
+    view = view_graph(builders.chain_model(4))
+    add = _by_name(view)["add_0"]
+    assert [(f.name, f.shape) for f in add.folded] == [("bias_0", "16")]
+    labels = {(view.nodes[e.source].name, view.nodes[e.target].name): e.label for e in view.edges}
+    assert labels[("x", "add_0")] == "float32 N×16"
+    assert labels[("add_0", "relu_0")] == "float32 N×16"  # known only through shape inference
+    assert view.shapes_inferred
+
+
+def test_key_attributes_are_short_text() -> None:
+    conv = helper.make_node(
+        "Conv", ["x", "w"], ["y"], name="conv", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=32
+    )
+    cast = helper.make_node("Cast", ["y"], ["z"], name="cast", to=TensorProto.FLOAT16)
+    graph = helper.make_graph(
+        [conv, cast], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 8, 8])], []
+    )
+    nodes = _by_name(view_graph(graph))
+    assert nodes["conv"].attrs == "k=3×3 s=2×2 p=1,1,1,1 g=32"
+    assert nodes["cast"].attrs == "to=float16"
+
+
+def test_name_scopes_become_nested_groups_with_counts_and_repeats() -> None:
+    view = view_graph(transformer_like(3))
+    paths = {g.path: g for g in view.groups}
+    assert paths["encoder"].count == 60 and paths["encoder/layer.1"].count == 20
+    assert paths["encoder/layer.1/attn"].parent == paths["encoder/layer.1"].id
+    assert paths["encoder/layer.2"].repeat == "layer.0 … layer.2, 3 alike"
+    assert "encoder/layer.0/attn/q" not in paths  # a scope of one node is no group: the node sits in attn
+    softmax = _by_name(view)["/encoder/layer.0/attn/Softmax"]
+    assert view.groups[softmax.group].path == "encoder/layer.0/attn"
+
+
+def test_torch_name_scope_metadata_wins_over_the_node_name() -> None:
+    node = helper.make_node("Relu", ["x"], ["y"], name="relu_3")
+    entry = node.metadata_props.add()
+    entry.key, entry.value = "pkg.torch.onnx.name_scopes", repr(["", "encoder", "encoder.layer.0", "relu_3"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [])
+    view = view_graph(graph)
+    assert [g.path for g in view.groups] == ["encoder"]  # layer.0 held one node: folded into encoder
+    assert view.groups[view.nodes[1].group].name == "encoder"
+
+
+def test_if_branches_and_loop_bodies_are_groups_that_feed_their_node() -> None:
+    view = view_graph(builders.control_flow_model())
+    nodes = _by_name(view)
+    kinds = {g.name: g.kind for g in view.groups}
+    assert kinds == {"if.then_branch": "subgraph", "if.else_branch": "subgraph", "loop.body": "subgraph"}
+    assert nodes["then_relu"].id < nodes["if"].id  # drawn above the If
+    feeding = {view.nodes[e.source].name for e in view.edges if e.target == nodes["if"].id}
+    assert {"then_relu", "else_neg", "flag"} <= feeding
+    assert any(view.nodes[e.source].name == "x" and e.target == nodes["then_relu"].id for e in view.edges)
+
+
+def test_a_local_function_is_a_group_inside_its_call() -> None:
+    view = view_graph(builders.function_model())
+    (group,) = view.groups
+    assert group.kind == "function" and group.count == 2
+    assert view.node_count == 3
+
+
+def test_dtype_keys_mark_half_precision_and_qdq() -> None:
+    q = helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="q")
+    graph = helper.make_graph([q], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [])
+    assert _by_name(view_graph(graph))["q"].dtype == "qdq"
+    assert _by_name(view_graph(builders.fp16_model()))["mm"].dtype == "fp16"
+
+
+def test_untrusted_names_cannot_close_the_script_element() -> None:
+    node = helper.make_node("Relu", ["x"], ["y"], name="</script><img src=x onerror=alert(1)>\u2028")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [])
+    page = graph_page(view_graph(graph), "/* bundle */")
+    data = page.split('type="application/json">', 1)[1].split("</script>", 1)[0]
+    assert "</" not in data and "\u2028" not in data
+    assert json.loads(data)["n"]["name"][1].startswith("</script>")
+    assert script_json("\u2029") == '"\\u2029"'
+
+
+def test_browser_data_interns_repeated_strings() -> None:
+    data = browser_data(view_graph(transformer_like(2)))
+    assert len(data["ops"]) < 15 and len(data["n"]["op"]) == 2 * 20 + 3 + 2  # type: ignore[arg-type]
+
+
+def test_committed_bundle_matches_its_sources_and_lock_file() -> None:
+    files = ["build.mjs", "package.json", "package-lock.json"]
+    files += [f"src/{p.name}" for p in (COMPONENT / "src").glob("*.js")]
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0".encode())
+        digest.update((COMPONENT / name).read_bytes())
+        digest.update(b"\0")
+    banner = (COMPONENT / "dist" / "graph.js").read_text().splitlines()[0]
+    found = re.search(r"sources sha256 ([0-9a-f]{64})", banner)
+    assert found, banner
+    assert found.group(1) == digest.hexdigest(), "ui/graph_component changed: run `make graph-bundle`"
+
+
+def test_the_cli_writes_one_html_file_with_no_network_reference(tmp_path: Path) -> None:
+    from tests.cli import cli
+
+    model = tmp_path / "m.onnx"
+    onnx.save(transformer_like(2), model)
+    out = tmp_path / "g.html"
+    result = cli("graph", str(model), "-o", str(out), "--color", "dtype")
+    assert result.returncode == 0, result.stderr
+    page = out.read_text()
+    assert "GraphView.mount" in page and '{color: "dtype"}' in page
+    assert not re.search(r"(src|href)=[\"']?https?:", page)

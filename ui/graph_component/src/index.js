@@ -1,0 +1,274 @@
+// The graph view: mount(element, data, {color}) draws the graph that core/graph/page.py's browser_data
+// describes into element. Used by the self-contained HTML page and, later, by the Streamlit component.
+import { colourKeys } from "./colors.js";
+import { clip, draw, minimapImage } from "./draw.js";
+import { groupFrames, layout } from "./layout.js";
+import { expandAncestors, groupPath, initialExpansion, readGraph, visibleGraph } from "./model.js";
+import { buildPanels, showDetails, showLegend, showResults } from "./panels.js";
+
+const COLLAPSE_ABOVE = 300; // graphs with more nodes open with their groups collapsed
+
+function timings() {
+  window.__graphTimings ||= {};
+  window.__graphTimings.expand ||= [];
+  return window.__graphTimings;
+}
+
+export function mount(root, data, options = {}) {
+  const t = timings();
+  if (t.dataReceived == null) t.dataReceived = performance.now();
+  const graph = readGraph(data);
+  initialExpansion(graph, COLLAPSE_ABOVE);
+  root.textContent = "";
+  root.setAttribute("data-nodes", String(data.nodeCount));
+  const panels = buildPanels(root, data, options.color || "op");
+  const canvas = panels.canvas;
+  const ctx = canvas.getContext("2d");
+  const view = { graph, k: 1, tx: 0, ty: 0, dpr: window.devicePixelRatio || 1, selected: null, width: 0, height: 0 };
+  let frame = 0;
+  let minimap = null;
+
+  function relayout() {
+    const visible = visibleGraph(graph);
+    const { box } = layout(graph, visible);
+    const frames = groupFrames(graph, visible, box);
+    let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    for (const b of [...box.values(), ...frames]) {
+      minX = Math.min(minX, b.x); minY = Math.min(minY, b.y);
+      maxX = Math.max(maxX, b.x + b.w); maxY = Math.max(maxY, b.y + b.h);
+    }
+    view.layoutState = { visible, box, frames, bounds: { minX, minY, maxX, maxY } };
+    root.setAttribute("data-visible", String(visible.items.length));
+    minimap = null;
+  }
+
+  function recolour(by) {
+    view.colours = colourKeys(graph, by);
+    showLegend(panels, view.colours.legend, by);
+    minimap = null;
+  }
+
+  function resize() {
+    const r = root.getBoundingClientRect();
+    view.width = Math.max(200, r.width);
+    view.height = Math.max(200, r.height);
+    canvas.width = Math.round(view.width * view.dpr);
+    canvas.height = Math.round(view.height * view.dpr);
+    canvas.style.width = `${view.width}px`;
+    canvas.style.height = `${view.height}px`;
+  }
+
+  function render() {
+    frame = 0;
+    draw(ctx, view);
+    renderMinimap();
+  }
+  function request() {
+    if (!frame) frame = requestAnimationFrame(render);
+  }
+
+  function renderMinimap() {
+    const mm = panels.minimap;
+    if (!minimap) minimap = minimapImage(mm, view);
+    const mctx = mm.getContext("2d");
+    mctx.putImageData(minimap.image, 0, 0);
+    const { scale: s, ox, oy } = minimap;
+    mctx.strokeStyle = "#e8590c";
+    mctx.lineWidth = 1.5;
+    mctx.strokeRect(ox - (view.tx / view.k) * s, oy - (view.ty / view.k) * s, (view.width / view.k) * s, (view.height / view.k) * s);
+  }
+
+  function fit() {
+    const { minX, minY, maxX, maxY } = view.layoutState.bounds;
+    const k = Math.min(1.4, (view.width - 40) / (maxX - minX || 1), (view.height - 90) / (maxY - minY || 1));
+    view.k = Math.max(k, 0.35); // a tall graph opens readable at its top rather than as a thin line
+    view.tx = view.width / 2 - ((minX + maxX) / 2) * view.k;
+    view.ty = 70 - minY * view.k;
+    request();
+  }
+
+  function centreOn(item) {
+    const b = view.layoutState.box.get(item);
+    view.k = Math.max(view.k, 1.2);
+    view.tx = view.width / 2 - (b.x + b.w / 2) * view.k;
+    view.ty = view.height / 2 - (b.y + b.h / 2) * view.k;
+  }
+
+  function select(item) {
+    view.selected = item;
+    if (item != null && item < graph.count) root.setAttribute("data-selected", data.n.name[item]);
+    else root.removeAttribute("data-selected");
+    showDetails(panels, graph, item);
+    request();
+  }
+
+  function toggleGroup(gi, open) {
+    const start = performance.now();
+    graph.expanded[gi] = open ? 1 : 0;
+    relayout();
+    const item = open ? view.layoutState.visible.rep[graph.data.g.count[gi] ? firstNodeOf(gi) : 0] : graph.count + gi;
+    if (view.layoutState.box.has(item) && !onScreen(item)) centreOn(item);
+    select(open ? null : graph.count + gi);
+    render();
+    t.expand.push(performance.now() - start);
+    root.setAttribute("data-expanded", String(t.expand.length));
+  }
+
+  function firstNodeOf(gi) {
+    for (let i = 0; i < graph.count; i++) {
+      for (let g = data.n.group[i]; g >= 0; g = data.g.parent[g]) if (g === gi) return i;
+    }
+    return 0;
+  }
+
+  function onScreen(item) {
+    const b = view.layoutState.box.get(item);
+    const sx = b.x * view.k + view.tx;
+    const sy = b.y * view.k + view.ty;
+    return sx > 0 && sy > 0 && sx < view.width && sy < view.height;
+  }
+
+  function jumpTo(node) {
+    expandAncestors(graph, node);
+    relayout();
+    centreOn(node);
+    select(node);
+  }
+
+  function hit(px, py) {
+    const x = (px - view.tx) / view.k;
+    const y = (py - view.ty) / view.k;
+    const { box, frames, visible } = view.layoutState;
+    for (const it of visible.items) {
+      const b = box.get(it);
+      if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + b.h) return { item: it };
+    }
+    for (let i = frames.length - 1; i >= 0; i--) {
+      const f = frames[i];
+      if (x >= f.x && x <= f.x + f.w && y >= f.y && y <= f.y + 16 / Math.min(1, view.k)) return { frame: f.group };
+    }
+    return null;
+  }
+
+  // pointer: drag pans, a click selects a node, opens a collapsed group, or closes a group by its title
+  let drag = null;
+  canvas.addEventListener("pointerdown", (ev) => {
+    drag = { x: ev.clientX, y: ev.clientY, tx: view.tx, ty: view.ty, moved: false };
+    canvas.setPointerCapture(ev.pointerId);
+  });
+  canvas.addEventListener("pointermove", (ev) => {
+    if (!drag) return;
+    const dx = ev.clientX - drag.x;
+    const dy = ev.clientY - drag.y;
+    if (Math.abs(dx) + Math.abs(dy) > 4) drag.moved = true;
+    view.tx = drag.tx + dx;
+    view.ty = drag.ty + dy;
+    request();
+  });
+  canvas.addEventListener("pointerup", (ev) => {
+    const click = drag && !drag.moved;
+    drag = null;
+    if (!click) return;
+    const r = canvas.getBoundingClientRect();
+    const found = hit(ev.clientX - r.left, ev.clientY - r.top);
+    if (!found) select(null);
+    else if (found.frame != null) toggleGroup(found.frame, false);
+    else if (found.item >= graph.count) toggleGroup(found.item - graph.count, true);
+    else select(found.item);
+  });
+  canvas.addEventListener(
+    "wheel",
+    (ev) => {
+      ev.preventDefault();
+      const r = canvas.getBoundingClientRect();
+      const px = ev.clientX - r.left;
+      const py = ev.clientY - r.top;
+      const k = Math.min(6, Math.max(0.01, view.k * Math.exp(-ev.deltaY * 0.0015)));
+      view.tx = px - ((px - view.tx) * k) / view.k;
+      view.ty = py - ((py - view.ty) * k) / view.k;
+      view.k = k;
+      request();
+    },
+    { passive: false },
+  );
+  panels.minimap.addEventListener("pointerdown", (ev) => {
+    const r = panels.minimap.getBoundingClientRect();
+    const wx = ((ev.clientX - r.left) * (panels.minimap.width / r.width) - minimap.ox) / minimap.scale;
+    const wy = ((ev.clientY - r.top) * (panels.minimap.height / r.height) - minimap.oy) / minimap.scale;
+    view.tx = view.width / 2 - wx * view.k;
+    view.ty = view.height / 2 - wy * view.k;
+    request();
+  });
+
+  panels.search.addEventListener("input", () => {
+    const q = panels.search.value.trim().toLowerCase();
+    const found = [];
+    if (q) {
+      for (let i = 0; i < graph.count && found.length < 30; i++) {
+        if (data.n.name[i].toLowerCase().includes(q) || graph.op(i).toLowerCase() === q) found.push(i);
+      }
+    }
+    showResults(panels, graph, found, jumpTo, q);
+  });
+  panels.search.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && panels.results.firstChild) panels.results.firstChild.click();
+  });
+  panels.colour.addEventListener("change", () => {
+    recolour(panels.colour.value);
+    request();
+  });
+  panels.fit.addEventListener("click", fit);
+  panels.collapse.addEventListener("click", () => {
+    graph.expanded.fill(0);
+    relayout();
+    select(null);
+    fit();
+  });
+  new ResizeObserver(() => {
+    resize();
+    request();
+  }).observe(root);
+
+  resize();
+  relayout();
+  recolour(options.color || "op");
+  fit();
+  render();
+  t.firstFrame = performance.now();
+  t.firstFrameMs = t.firstFrame - t.dataReceived;
+  root.setAttribute("data-ready", "true");
+  return {
+    select: (name) => {
+      const i = data.n.name.indexOf(name);
+      if (i >= 0) jumpTo(i);
+    },
+    setColor: (by) => {
+      panels.colour.value = by;
+      recolour(by);
+      request();
+    },
+    expandGroup: (path) => {
+      for (let gi = 0; gi < graph.groupCount; gi++) if (groupPath(graph, gi).join("/") === path) toggleGroup(gi, true);
+    },
+    // every group open: the whole graph laid out and drawn (timed, for the benchmark)
+    expandAll: () => {
+      const start = performance.now();
+      graph.expanded.fill(1);
+      relayout();
+      fit();
+      render();
+      t.expandAll = performance.now() - start;
+    },
+    // where an item is on screen, for tests and benchmarks: a node by name or a group by its path
+    screenBox: (nameOrPath) => {
+      let item = data.n.name.indexOf(nameOrPath);
+      if (item < 0) {
+        for (let gi = 0; gi < graph.groupCount; gi++) if (groupPath(graph, gi).join("/") === nameOrPath) item = graph.count + gi;
+      }
+      const b = view.layoutState.box.get(item);
+      if (!b) return null;
+      return { x: b.x * view.k + view.tx, y: b.y * view.k + view.ty, w: b.w * view.k, h: b.h * view.k };
+    },
+    clip,
+  };
+}

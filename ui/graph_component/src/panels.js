@@ -1,0 +1,125 @@
+// The DOM around the canvas: toolbar (search, colour switch), legend, details and minimap. Strings from the
+// model only ever go in as textContent.
+import { groupPath } from "./model.js";
+
+const CSS = `
+.gv-root{position:relative;overflow:hidden;font:13px system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2430;background:#fbfcfe}
+.gv-root canvas{display:block;touch-action:none;cursor:grab}
+.gv-bar{position:absolute;top:10px;left:10px;right:10px;display:flex;gap:8px;align-items:center;flex-wrap:wrap;pointer-events:none}
+.gv-bar>*{pointer-events:auto}
+.gv-title{font-weight:600;background:#ffffffe6;padding:5px 9px;border-radius:6px;border:1px solid #d6dce6;max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.gv-root input,.gv-root select,.gv-root button{font:inherit;padding:5px 8px;border:1px solid #c4ccd8;border-radius:6px;background:#fff}
+.gv-root input{width:22ch}
+.gv-root button{cursor:pointer}
+.gv-results{position:absolute;top:46px;left:10px;max-height:50%;overflow:auto;background:#fff;border:1px solid #d6dce6;border-radius:6px;box-shadow:0 4px 14px #0002;min-width:30ch}
+.gv-results:empty{display:none}
+.gv-results button{display:block;width:100%;text-align:left;border:0;border-bottom:1px solid #eef1f5;border-radius:0}
+.gv-results button:hover{background:#eef4ff}
+.gv-results small{color:#667085;margin-left:6px}
+.gv-legend{position:absolute;top:46px;right:10px;background:#ffffffeb;border:1px solid #d6dce6;border-radius:6px;padding:6px 10px;max-height:45%;overflow:auto;min-width:16ch}
+.gv-legend div{display:flex;align-items:center;gap:6px;white-space:nowrap;line-height:1.6}
+.gv-legend i{display:inline-block;width:12px;height:12px;border-radius:3px;border:1px solid #0003}
+.gv-legend span{margin-left:auto;padding-left:10px;color:#667085;font-variant-numeric:tabular-nums}
+.gv-details{position:absolute;left:10px;bottom:10px;max-width:46ch;max-height:42%;overflow:auto;background:#ffffffee;border:1px solid #d6dce6;border-radius:6px;padding:8px 10px;box-shadow:0 2px 10px #0001}
+.gv-details:empty{display:none}
+.gv-details h4{margin:0 0 4px;font-size:14px;word-break:break-all}
+.gv-details p{margin:2px 0;word-break:break-all}
+.gv-details .k{color:#667085}
+.gv-minimap{position:absolute;right:10px;bottom:10px;width:180px;height:140px;border:1px solid #c4ccd8;border-radius:4px;background:#fff;cursor:crosshair}
+`;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text != null) e.textContent = text;
+  return e;
+}
+
+export function buildPanels(root, data, colour) {
+  root.classList.add("gv-root");
+  const style = el("style");
+  style.textContent = CSS;
+  const canvas = el("canvas");
+  const bar = el("div", "gv-bar");
+  const title = el("div", "gv-title", `${data.name} · ${data.nodeCount.toLocaleString("en")} nodes`);
+  title.title = data.notes.join("\n");
+  const search = el("input");
+  search.type = "search";
+  search.placeholder = "Find a node by name or op";
+  search.setAttribute("aria-label", "Find a node by name or op");
+  const colourSelect = el("select");
+  colourSelect.setAttribute("aria-label", "Colour by");
+  for (const [value, label] of [["op", "Colour: op type"], ["dtype", "Colour: dtype"]]) {
+    const o = el("option", null, label);
+    o.value = value;
+    colourSelect.append(o);
+  }
+  colourSelect.value = colour;
+  const fit = el("button", null, "Fit");
+  const collapse = el("button", null, "Collapse all");
+  bar.append(title, search, colourSelect, fit, collapse);
+  const results = el("div", "gv-results");
+  const legend = el("div", "gv-legend");
+  const details = el("div", "gv-details");
+  const minimap = el("canvas", "gv-minimap");
+  minimap.width = 180;
+  minimap.height = 140;
+  root.append(style, canvas, bar, results, legend, details, minimap);
+  return { canvas, search, colour: colourSelect, fit, collapse, results, legend, details, minimap };
+}
+
+export function showLegend(panels, legend, by) {
+  panels.legend.textContent = "";
+  panels.legend.append(el("b", null, by === "dtype" ? "dtype" : "op type"));
+  for (const { key, colour, count } of legend) {
+    const row = el("div");
+    const swatch = el("i");
+    swatch.style.background = colour;
+    row.append(swatch, el("b", null, key), el("span", null, count.toLocaleString("en")));
+    row.querySelector("b").style.fontWeight = "400";
+    panels.legend.append(row);
+  }
+}
+
+export function showResults(panels, graph, found, jumpTo, query) {
+  panels.results.textContent = "";
+  if (query && !found.length) panels.results.append(el("button", null, "no node matches"));
+  for (const i of found) {
+    const b = el("button", null, graph.data.n.name[i]);
+    b.append(el("small", null, graph.op(i)));
+    b.addEventListener("click", () => {
+      panels.results.textContent = "";
+      jumpTo(i);
+    });
+    panels.results.append(b);
+  }
+}
+
+function line(parent, key, value) {
+  const p = el("p");
+  p.append(el("span", "k", `${key} `), document.createTextNode(value));
+  parent.append(p);
+}
+
+export function showDetails(panels, graph, item) {
+  const d = panels.details;
+  d.textContent = "";
+  if (item == null) return;
+  const { data } = graph;
+  if (item >= graph.count) {
+    const gi = item - graph.count;
+    d.append(el("h4", null, groupPath(graph, gi).join(" › ")));
+    line(d, "nodes", data.g.count[gi].toLocaleString("en"));
+    line(d, "kind", data.g.kind[gi]);
+    if (data.g.repeat[gi]) line(d, "repeated", data.g.repeat[gi]);
+    d.append(el("p", "k", "click the box to open it; click an open group's title to close it"));
+    return;
+  }
+  d.append(el("h4", null, `${graph.op(item)} · ${data.n.name[item]}`));
+  const g = data.n.group[item];
+  if (g >= 0) line(d, "in", groupPath(graph, g).join(" › "));
+  if (data.n.attrs[item] && !graph.pseudo[item]) line(d, "attributes", data.n.attrs[item]);
+  for (const e of graph.inEdges[item]) line(d, "input", `${data.e.tensor[e]}  ${graph.label(e)}`);
+  for (const f of graph.folded[item] || []) line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`);
+  for (const e of graph.outEdges[item]) line(d, "output", `${data.e.tensor[e]}  ${graph.label(e)}`);
+}
