@@ -14,10 +14,10 @@ from ui.decode_view import (
     nodes_section,
     weights_section,
 )
-from ui.graph_view import show_graph
+from ui.graph_panel import draw_graph, graph_of, node_card
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.profile_view import latency_colours
+from ui.profile_view import latency_colouring
 from ui.text import md_escape
 
 st.title("Decode")
@@ -52,35 +52,25 @@ model_section(decoded)
 
 st.header("3. The graph", anchor="graph")
 st.markdown(
-    "Each node is one operator call; an edge is a tensor flowing from the node that produces it to the nodes "
-    "that use it. Nodes are laid out in layers from the inputs (top) to the outputs (bottom), coloured by op type."
+    "Each box is one operator call with its key settings (a Conv's kernel, strides and groups); an edge is a "
+    "tensor, labelled with its type and shape where known, flowing from the node that makes it to the nodes "
+    "that use it. Weights and constants are listed inside the node that uses them, not drawn as nodes. Nodes "
+    "sit in the groups their names' scopes make (`/encoder/layer.0/attn/...`), which open with a click; If, "
+    "Loop and Scan bodies and local functions are groups too. Colour by op type or dtype, or by the last "
+    "profile's latency once there is one."
 )
-graphs = list(decoded.layouts)
-graph = (
-    st.selectbox(
-        "Graph: the main graph, or a subgraph of If / Loop / Scan",
-        graphs,
-        key="graph_choice",
-        format_func=lambda g: "main graph" if g == "main" else g,
-    )
-    if len(graphs) > 1
-    else "main"
-)
-if graph in decoded.layouts:
-    layout = decoded.layouts[graph]
+view = graph_of(record)
+if view is not None:
     profiled: ProfileReport | None = job_result("profile", record.id, "profile.run", {}, "", run=False)
-    colours, colour_label = None, "op type"
-    if graph == "main" and profiled is not None:  # the last profile of this model can colour its main graph
-        by = st.radio("Colour by", ["op type", "latency (the last profile)"], horizontal=True, key="decode_colour")
-        if by != "op type":
-            colours, colour_label = latency_colours(profiled), "share of the call"
-            st.caption(f"From the profile at {profiled.level}: {md_escape(profiled.headline, 300)}")
-    selected = show_graph(
-        layout, key=f"graph_{record.id[:12]}_{graphs.index(graph)}", colours=colours, colour_label=colour_label
-    )
-    if selected:
+    colourings = {"latency": latency_colouring(view, profiled)} if profiled is not None else {}
+    if profiled is not None:
+        st.caption(f"Latency from the profile at {profiled.level}: {md_escape(profiled.headline, 300)}")
+    selected = draw_graph(view, key=f"graph_{record.id[:12]}", colourings=colourings)
+    if selected is not None:
         with st.container(border=True):
-            node_details(decoded, graph, selected, layout)
+            node_card(view, selected)
+            if selected.index >= 0:
+                node_details(decoded, selected.index)
 
 st.header("4. The nodes", anchor="nodes")
 st.markdown(

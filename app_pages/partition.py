@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import streamlit as st
+from ui.graph_canvas import Colouring
 
 from core.runtime.optimize import OptimizationReport
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
 from core.runtime.partition import SIMULATED, PartitionResult
 from ui import session
 from ui.charts import provider_share_figure
+from ui.graph_panel import graph_of
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.partition_view import levels_section, providers_section, report_section, share_frame
+from ui.partition_view import (
+    level_colouring,
+    levels_section,
+    provider_colouring,
+    providers_section,
+    report_section,
+    share_frame,
+)
 
 st.title("Partition")
 st.markdown(
@@ -84,7 +93,19 @@ shown = (
     else titles[0]
 )
 index = titles.index(shown) if shown in titles else 0
-report_section(result.reports[index], result.layout, key=f"partition_graph_{record.id[:12]}_{index}")
+levels: OptimizationReport | None = job_result("levels", record.id, "optimize.levels", {}, "", run=False)
+if levels is None:  # its output folder is made only when the job runs
+    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
+    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
+view = graph_of(record)
+colourings: dict[str, Colouring] = {}
+if view is not None:
+    colourings["provider"] = provider_colouring(view, result.reports[index])
+    for key in ("extended", "all"):  # what the optimizer fused, replaced or removed, at the level it does so
+        done = level_colouring(levels, key)
+        if done is not None and done.keys:
+            colourings[key] = done
+report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
 
 st.header("The graph at each optimization level", anchor="levels")
 st.markdown(
@@ -92,10 +113,6 @@ st.markdown(
     "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
     "activation) save a pass over memory per node they replace."
 )
-levels: OptimizationReport | None = job_result("levels", record.id, "optimize.levels", {}, "", run=False)
-if levels is None:  # its output folder is made only when the job runs
-    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
-    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
 levels_section(levels, record.name, key=f"levels_{record.id[:12]}")
 
 next_steps("benchmark", "quantize")

@@ -11,6 +11,7 @@ from core.profile import ProfileReport
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
 from ui import session
+from ui.graph_panel import graph_of
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import plan_section
@@ -95,5 +96,5 @@ report: ProfileReport | None = job_result("profile", record.id, "profile.run", {
 if report is None:
     st.info("Choose the level and press **Profile**. With the defaults, TinyCNN takes a few seconds.")
     st.stop()
-profile_section(report, key=f"profile_{report.id}")
+profile_section(report, key=f"profile_{report.id}", view=graph_of(record))
 next_steps("benchmark", "quantize", "partition")

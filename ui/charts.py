@@ -60,7 +60,6 @@ __all__ = [
     "latency_figure",
     "log_ticks",
     "speedup_figure",
-    "graph_figure",
     "histogram_figure",
     "levels_figure",
     "op_count_figure",
@@ -194,82 +193,6 @@ def colour_map(keys: list[str]) -> dict[str, str]:
         if key not in colours:
             colours[key] = _FIXED.get(key) or _PALETTE[(len(colours)) % len(_PALETTE)]
     return colours
-
-
-@escaped
-def graph_figure(
-    nodes: pd.DataFrame, edges: pd.DataFrame, colour_by: str = "op_type", selected: str | None = None
-) -> go.Figure:
-    """The DAG: ``nodes`` has id, label, op_type, x, y and the ``colour_by`` column; ``edges`` has source,
-    target, tensor. One trace per colour value (a legend entry each); customdata carries the node id for
-    click selection."""
-    many = len(nodes) > 1500
-    scatter = go.Scattergl if many else go.Scatter
-    fig = go.Figure()
-    position = nodes.set_index("id")[["x", "y"]]
-    xs: list[float | None] = []
-    ys: list[float | None] = []
-    for source, target in zip(edges["source"], edges["target"], strict=False):
-        if source in position.index and target in position.index:
-            xs += [position.at[source, "x"], position.at[target, "x"], None]
-            ys += [position.at[source, "y"], position.at[target, "y"], None]
-    fig.add_trace(
-        scatter(x=xs, y=ys, mode="lines", line={"color": "#B0B0B0", "width": 1}, hoverinfo="skip", showlegend=False)
-    )
-    colours = colour_map(list(nodes[colour_by].astype(str)))
-    show_text = len(nodes) <= 150
-    for key, group in nodes.groupby(nodes[colour_by].astype(str), sort=False):
-        hover = group["label"].astype(str) + "<br>" + group["op_type"].astype(str)
-        if "weights" in group:
-            hover = hover + group["weights"].map(lambda w: f"<br>{w:,} weights" if w else "")
-        fig.add_trace(
-            scatter(
-                x=group["x"],
-                y=group["y"],
-                mode="markers+text" if show_text else "markers",
-                name=str(key),
-                # operators are labelled by op type; graph inputs and outputs by their tensor's name
-                text=group["label"].where(group["op_type"].isin(["input", "output"]), group["op_type"])
-                if show_text
-                else None,
-                textposition="middle right",
-                textfont={"size": 11, "color": "#333"},
-                selected={"marker": {"opacity": 1.0}},
-                unselected={"marker": {"opacity": 1.0}},
-                customdata=group["id"],
-                hovertext=hover,
-                hoverinfo="text",
-                marker={
-                    "size": 16 if show_text else 9,
-                    "color": colours[str(key)],
-                    "symbol": ["diamond" if t in ("input", "output") else "circle" for t in group["op_type"]],
-                    "line": {"width": 1, "color": "white"},
-                },
-            )
-        )
-    if selected is not None and selected in position.index:
-        fig.add_trace(
-            scatter(
-                x=[position.at[selected, "x"]],
-                y=[position.at[selected, "y"]],
-                mode="markers",
-                marker={"size": 28, "color": "rgba(0,0,0,0)", "line": {"width": 2, "color": "#000"}},
-                hoverinfo="skip",
-                showlegend=False,
-            )
-        )
-    layers = int(nodes["y"].max() - nodes["y"].min() + 1) if len(nodes) else 1
-    fig.update_layout(
-        height=int(min(max(380, 46 * layers), 1600)),
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        dragmode="pan",
-        clickmode="event+select",
-        legend={"title": colour_by.replace("_", " ")},
-        plot_bgcolor="white",
-    )
-    return fig
 
 
 @escaped

@@ -11,7 +11,6 @@ import streamlit as st
 from core.decode import DecodedModel, NodeInfo
 from core.jobs.wire import to_data
 from core.model import format_shape
-from core.runtime.graphview import GraphLayout
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
 from ui.tables import Rows, all_rows, page_of_rows
@@ -92,35 +91,20 @@ def model_section(decoded: DecodedModel) -> None:
             st.table(escaped_frame(frame), hide_index=True)
 
 
-def node_details(decoded: DecodedModel, graph: str, node_id: str, layout: GraphLayout) -> None:
+def node_details(decoded: DecodedModel, index: int) -> None:
+    """For a node of the main graph: the bytes of its weights and every attribute in full."""
     sizes = {t.name: t for t in decoded.initializers}
-    if node_id.startswith(("in:", "out:")):
-        drawn = next((n for n in layout.nodes if n.id == node_id), None)
-        kind = "Graph input" if node_id.startswith("in:") else "Graph output"
-        name = node_id.split(":", 1)[1]
-        where = "" if graph == "main" else f" of {graph}"
-        st.markdown(f"**{kind}{md_escape(where)}** {md_escape(name)}: {md_escape(drawn.detail if drawn else '')}")
-        return
-    index = int(node_id[1:])
-    node = next((n for n in all_rows(node_rows(decoded), NodeInfo) if n.graph == graph and n.index == index), None)
+    node = next((n for n in all_rows(node_rows(decoded), NodeInfo) if n.graph == "main" and n.index == index), None)
     if node is None:
         return
-    st.markdown(
-        f"**{md_escape(node.name or '(unnamed)')}**: {md_escape(node.op_type)} from "
-        f"{md_escape(node.domain)}, node {node.index} of {md_escape(graph)}"
-    )
-    tensors = [
-        {
-            "role": role,
-            "tensor": name,
-            "weights": f"{sizes[name].dtype} {sizes[name].shape}, {human_bytes(sizes[name].bytes)}"
-            if name in sizes
-            else "",
-        }
-        for role, names in (("input", node.inputs), ("output", node.outputs))
-        for name in names
+    weights = [
+        f"{md_escape(name, 120)}: {sizes[name].dtype} {md_escape(str(sizes[name].shape), 80)}, "
+        f"{human_bytes(sizes[name].bytes)}"
+        for name in node.inputs
+        if name in sizes
     ]
-    st.table(escaped_frame(pd.DataFrame(tensors)), hide_index=True)
+    if weights:
+        st.caption("Weights: " + "; ".join(weights))
     if node.attributes:
         st.table(
             escaped_frame(pd.DataFrame({"attribute": list(node.attributes), "value": list(node.attributes.values())})),

@@ -8,13 +8,14 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.runtime.graphview import GraphLayout
+from core.graph import GraphView
 from core.runtime.optimize import OptimizationReport, grouped
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.partition import KERNEL_PROVIDERS, NodePlacement, PartitionReport, PartitionResult
 from ui import session
 from ui.charts import levels_figure
-from ui.graph_view import show_graph
+from ui.graph_canvas import Colouring
+from ui.graph_panel import by_index, draw_graph
 from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -77,12 +78,40 @@ def provider_colours(report: PartitionReport) -> dict[str, str]:
     return {f"n{i}": short_name(p) if p else NOWHERE for i, p in enumerate(report.main_providers)}
 
 
+def provider_colouring(view: GraphView, report: PartitionReport) -> Colouring:
+    """The graph view's nodes by the provider that runs them: the accelerator first, CPU last."""
+    keys = by_index(view, provider_colours(report))
+    order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
+    return Colouring("execution provider", keys, order=order)
+
+
+# what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
+_DONE = {"fused": "#e8590c", "replaced": "#f59f00", "layout": "#ae3ec9", "removed": "#adb5bd"}
+
+
+def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
+    """Each original node by what ONNX Runtime's optimizer did to it at ``level``: fused into one kernel,
+    replaced, rewritten for a blocked layout, or removed (by node name)."""
+    found = next((lv for lv in report.levels if lv.key == level), None)
+    if found is None:
+        return None
+    keys: dict[str, str] = {}
+    for rewrite in found.rewrites:
+        for name in rewrite.nodes_before:
+            keys.setdefault(name, rewrite.kind if rewrite.kind in _DONE else "replaced")
+    order = [k for k in _DONE if k in set(keys.values())]
+    return Colouring(f"what {found.name} did", keys, order=order, colours=dict(_DONE))
+
+
 def placements(report: PartitionReport) -> Rows[NodePlacement]:
     """Where every node runs: in the job's file, or in the result itself."""
     return report.node_rows if report.node_rows is not None else report.nodes
 
 
-def report_section(report: PartitionReport, layout: GraphLayout | None, key: str) -> None:
+def report_section(
+    report: PartitionReport, view: GraphView | None, key: str, colourings: dict[str, Colouring] | None = None
+) -> None:
+    """One partition: its figures, the graph coloured by provider (``colourings`` offers more), every node."""
     st.subheader(report.summary)
     first = report.providers_requested[0]
     on_first = report.providers.get(first, 0)
@@ -114,13 +143,10 @@ def report_section(report: PartitionReport, layout: GraphLayout | None, key: str
         )
     for note in report.notes:
         st.caption(md_escape(note, 600))
-    if layout is None:
-        st.caption("The graph has too many nodes to draw; every node's provider is in the table below.")
-    else:
-        selected = show_graph(layout, key=key, colours=provider_colours(report), colour_label="provider")
-        if selected:
-            index = int(selected[1:]) if selected.startswith("n") and selected[1:].isdigit() else -1
-            node = next((n for n in all_rows(placements(report), NodePlacement) if n.index == index), None)
+    if view is not None:
+        selected = draw_graph(view, key=key, colourings=colourings, colour="provider")
+        if selected is not None and selected.index >= 0:
+            node = next((n for n in all_rows(placements(report), NodePlacement) if n.index == selected.index), None)
             if node is not None:
                 st.info(
                     f"**{md_escape(node.name or node.op_type)}** ({md_escape(node.op_type)}) runs on "

@@ -10,14 +10,16 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
+from core.graph import GraphView
 from core.jobs.wire import to_data
 from core.profile import ProfileReport
 from ui.bench_view import busy_notice
 from ui.charts import escaped
-from ui.graph_view import show_graph
+from ui.graph_canvas import Colouring
+from ui.graph_panel import by_index, draw_graph
 from ui.text import md_escape
 
-__all__ = ["LATENCY_BINS", "latency_colours", "nodes_frame", "profile_section", "rows_frame"]
+__all__ = ["LATENCY_BINS", "latency_colouring", "latency_colours", "nodes_frame", "profile_section", "rows_frame"]
 
 # the graph's latency colours: a node's share of the call, hottest first
 LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
@@ -34,6 +36,14 @@ def latency_colours(report: ProfileReport) -> dict[str, str]:
             next((label for low, label in LATENCY_BINS if share >= low), NOT_TIMED) if ms else NOT_TIMED
         )
     return colours
+
+
+def latency_colouring(view: GraphView, report: ProfileReport) -> Colouring:
+    """The graph view's nodes by their share of the call (what each became after the optimizer), a heat scale."""
+    keys = by_index(view, latency_colours(report))
+    present = set(keys.values())
+    order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
+    return Colouring(f"latency at {report.level}", keys, order=order, scale=True)
 
 
 def nodes_frame(report: ProfileReport) -> pd.DataFrame:
@@ -165,7 +175,8 @@ def _readable(rows: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
-def profile_section(report: ProfileReport, key: str) -> None:
+def profile_section(report: ProfileReport, key: str, view: GraphView | None = None) -> None:
+    """One profile: headline, charts, tables, and ``view`` (the model's graph) coloured by latency."""
     st.subheader(md_escape(report.headline, 500))
     advice = "Profile again when the other work is done."
     busy_notice(report.activity, f"{key}_again", "profile_again", "Profile it again", advice)
@@ -213,9 +224,9 @@ def profile_section(report: ProfileReport, key: str) -> None:
     if any(n.module for n in report.nodes):
         st.markdown("**ONNX Runtime's time by module**: click a box to open it.")
         st.plotly_chart(treemap_figure(report), key=f"{key}_treemap", config={"displaylogo": False})
-    if report.layout is not None:
+    if view is not None:
         st.markdown("**The graph, coloured by latency**: each node by its share of the call in what it became.")
-        show_graph(report.layout, key=f"{key}_graph", colours=latency_colours(report), colour_label="share of the call")
+        draw_graph(view, key=f"{key}_graph", colourings={"latency": latency_colouring(view, report)}, colour="latency")
     left, right = st.columns(2)
     left.download_button(
         "Download the nodes (CSV)", lambda: frame.to_csv(index=False).encode(),

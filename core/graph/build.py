@@ -87,16 +87,18 @@ class _Builder:
             scope.folded[tensor.name] = Folded(tensor.name, _dims(tensor.dims), dtype_name(tensor.data_type))
         for sparse in graph.sparse_initializer:
             scope.folded[sparse.values.name] = Folded(sparse.values.name, _dims(sparse.dims), "sparse")
-        for node in graph.node:
+        for position, node in enumerate(graph.node):
             if node.op_type == "Constant" and len(node.output) == 1 and not node.input:
                 value = _constant_value(node)
                 if value is not None:
                     scope.folded[value.name] = value
                     self.view.folded_constants += 1
                     continue
-            self.read_node(node, scope, base_group, depth)
+            added = self.read_node(node, scope, base_group, depth)
+            if depth == 0:
+                self.view.nodes[added].index = position
 
-    def read_node(self, node: Any, scope: _Scope, base_group: int, depth: int) -> None:
+    def read_node(self, node: Any, scope: _Scope, base_group: int, depth: int) -> int:
         """One node; the subgraphs and function body it holds come first, so they are drawn above it."""
         inputs, outputs, op = list(node.input), list(node.output), node.op_type
         group = self.groups.nested(base_group, scope_parts(node))
@@ -128,6 +130,7 @@ class _Builder:
         for tensor in outputs:
             if tensor:
                 scope.producers[tensor] = index
+        return index
 
     def read_call(
         self, node: Any, function: Any, scope: _Scope, group: int, depth: int, name: str

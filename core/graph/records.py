@@ -28,6 +28,7 @@ class ViewNode:
     group: int = -1  # index in GraphView.groups of its innermost group, -1 for none
     dtype: str = ""  # its colour key by type: "float32", "float16", "int8", "qdq", …
     domain: str = ""
+    index: int = -1  # its place in the main graph's node list (what other pages call node "n<index>"); -1 else
 
 
 @dataclass(slots=True)

@@ -29,14 +29,12 @@ def test_sections_come_in_the_order_a_learner_meets_them() -> None:
     assert header["field"].tolist()[0] == r"1\: ir\_version" and header["value"].tolist()[0] == "8"
 
 
-def test_subgraphs_can_be_chosen_in_the_graph_view() -> None:
+def test_the_graph_view_holds_the_subgraphs_as_groups() -> None:
     at = open_decode(builders.control_flow_model().SerializeToString())
-    options = at.selectbox(key="graph_choice").options
-    assert len(options) == 4 and "main graph" in options
-    at.selectbox(key="graph_choice").set_value(
-        next(o for o in at.selectbox(key="graph_choice").options if o.endswith("then_branch"))
-    ).run()
-    assert not at.exception
+    view = at.session_state["graph_view"][1]
+    subgraphs = [g.name for g in view.groups if g.kind == "subgraph"]
+    assert len(subgraphs) == 3 and any(name.endswith("then_branch") for name in subgraphs)
+    assert any("groups (they open with a click)" in c.value for c in at.caption)
 
 
 def test_node_table_filters_by_search() -> None:
@@ -73,10 +71,15 @@ def test_a_long_node_table_is_read_a_page_at_a_time_from_the_jobs_file() -> None
     assert any(c.value.startswith(f"{len(filtered):,} of 2,500 nodes") for c in at.caption)
 
 
-def test_a_large_graph_is_drawn_a_window_at_a_time() -> None:
+def test_a_large_graph_is_drawn_whole_and_its_node_opens_from_the_address() -> None:
     at = open_decode(builders.chain_model(1000).SerializeToString())
-    assert any("window of layers" in r.options[0] for r in at.radio)
-    assert any("Showing layers 0–" in c.value for c in at.caption)
+    view = at.session_state["graph_view"][1]
+    assert view.node_count == 1000
+    assert any(c.value.startswith("1,000 nodes") for c in at.caption)
+    name = view.nodes[500].name
+    at.query_params["node"] = name  # a link to one node: the page shows it
+    at.run()
+    assert any(name in m.value.replace("\\", "") for m in at.markdown)
 
 
 def test_a_model_with_odd_domains_and_versions_decodes_with_warnings(tmp_path: Path) -> None:

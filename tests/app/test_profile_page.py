@@ -6,7 +6,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from tests.app.pages import open_page
-from ui.profile_view import latency_colours
+from ui.profile_view import latency_colouring
 
 
 def _profile(at: AppTest, level: str = "all") -> None:
@@ -33,17 +33,17 @@ def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
     convs = layers[layers["eager layer(s)"].str.contains("Conv2d")]
     assert len(convs) == 2 and (convs["ONNX Runtime ms"] != "—").all()  # both convolutions found their node
     assert convs["what happened"].str.contains("fused with its Relu").all()
-    colours = latency_colours(report)  # the graph's colours: the hot nodes are the second Conv and its Relu
-    ops = {n.id: n.op_type for n in report.layout.nodes}
-    hot = {ops[i] for i, c in colours.items() if c == "≥ 20 % of the call"}
-    assert hot and hot <= {"Conv", "Relu"}, colours
     assert any("coloured by latency" in m.value for m in at.markdown)
     assert {b.label for b in at.get("download_button")} >= {
         "Download the nodes (CSV)",
         "Download the whole profile (JSON)",
     }
 
-    at.switch_page("app_pages/decode.py").run()  # the profile colours Decode's graph too, on request
-    assert not at.exception
-    at.radio(key="decode_colour").set_value("latency (the last profile)").run()
-    assert not at.exception and any("From the profile at ALL" in c.value for c in at.caption)
+    view = at.session_state["graph_view"][1]  # the graph view, coloured by latency: the hot nodes are the
+    colouring = latency_colouring(view, report)  # second Conv and its Relu
+    hot = {n.op for n in view.nodes if colouring.keys.get(n.name) == "≥ 20 % of the call"}
+    assert hot and hot <= {"Conv", "Relu"}, colouring.keys
+    assert colouring.scale and colouring.order[0] == "≥ 20 % of the call"
+
+    at.switch_page("app_pages/decode.py").run()  # the profile offers its colours on Decode's graph too
+    assert not at.exception and any("Latency from the profile at ALL" in c.value for c in at.caption)

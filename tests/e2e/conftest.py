@@ -41,8 +41,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @contextmanager
-def serve_app(log_dir: Path, env: dict[str, str], *args: str) -> Iterator[str]:
-    """Start the app on a free port with ``env`` added to this environment (and more Streamlit ``args``)."""
+def serve_app(log_dir: Path, env: dict[str, str], *args: str, script: str = "streamlit_app.py") -> Iterator[str]:
+    """Start the app (or another ``script``, relative to the project) on a free port with ``env`` added to this
+    environment (and more Streamlit ``args``)."""
     port = _free_port()
     log = (log_dir / "streamlit.log").open("w")
     proc = subprocess.Popen(
@@ -51,7 +52,7 @@ def serve_app(log_dir: Path, env: dict[str, str], *args: str) -> Iterator[str]:
             "-m",
             "streamlit",
             "run",
-            "streamlit_app.py",
+            script,
             "--server.port",
             str(port),
             "--server.address",

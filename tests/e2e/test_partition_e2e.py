@@ -29,14 +29,16 @@ def test_transformer_partition_coloured_by_provider(page) -> None:  # type: igno
         "103 nodes in the main graph: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
     ).wait_for(timeout=30_000)
     wait_idle(page)
-    graph = page.locator('[data-testid="stPlotlyChart"]').nth(1)
-    legend = " ".join(graph.locator(".legend .legendtext").all_text_contents())
-    assert "NNAPI" in legend and "CPU" in legend
-    # nodes drawn in two provider colours (plus the input and output diamonds)
-    fills = graph.locator(".scatterlayer .trace .points path").evaluate_all(
-        "paths => [...new Set(paths.map(p => getComputedStyle(p).fill))]"
-    )
-    assert len(fills) >= 3, fills
+    graph = page.locator(".graph-canvas[data-ready='true']")
+    graph.wait_for(timeout=60_000)
+    legend = page.locator(".gv-legend").inner_text()
+    assert "execution provider" in legend and "NNAPI" in legend and "CPU" in legend  # coloured by provider
+    switch = page.get_by_label("Colour by")
+    assert "Colour: what EXTENDED did" in switch.locator("option").all_inner_texts()
+    switch.select_option("extended")  # what the optimizer fused at EXTENDED, marked in the graph
+    assert "fused" in page.locator(".gv-legend").inner_text()
+    shot(page, "42-partition-fused-at-extended")
+    switch.select_option("provider")
     assert page.get_by_text("LayerNormalization").first.is_visible()
     page.get_by_text("EXTENDED (95 nodes)").first.wait_for(timeout=60_000)
     assert page.get_by_text("SkipLayerNormalization").first.is_visible()

@@ -38,7 +38,8 @@ def test_tinycnn_profile_in_both_engines(page) -> None:  # type: ignore[no-untyp
     assert "Conv takes the most" in headline and "PyTorch eager:" in headline
     assert page.get_by_text("Layer by layer", exact=True).is_visible()
     charts = page.locator('[data-testid="stPlotlyChart"]')
-    assert charts.count() >= 4  # op types, layers, treemap, graph
+    charts.nth(2).wait_for(timeout=30_000)  # op types, layers, treemap
+    page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=30_000)  # and the graph, by latency
     assert page.get_by_text("≥ 20 % of the call").first.is_visible()  # the graph's legend: latency colours
     shot(page, "80-profile-tinycnn")
 

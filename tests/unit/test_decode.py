@@ -16,9 +16,7 @@ from core.model import zoo
 from core.runtime.graphview import layout_graph, neighbourhood
 from tests import builders
 from tests.cli import cli
-from ui.charts import graph_figure
 from ui.decode_view import model_tree
-from ui.graph_view import _frames
 
 
 def library_view(path: Path) -> dict:
@@ -205,15 +203,6 @@ def test_layout_places_every_node_in_dependency_order() -> None:
     assert len(layout.nodes) == 10 + 2  # nodes, one input, one output
     assert all(by_id[e.source].layer < by_id[e.target].layer for e in layout.edges)
     assert neighbourhood(layout, "n0", 1) == {"n0", "in:x", "n1"}
-
-
-def test_graph_figure_carries_node_ids_for_click_selection() -> None:
-    layout = layout_graph(builders.constant_weights_model().graph, "main")
-    nodes, edges = _frames(layout, None)
-    fig = graph_figure(nodes.rename(columns={"colour": "op type"}), edges, colour_by="op type", selected="n2")
-    ids = [i for trace in fig.data[1:] if trace.customdata is not None for i in trace.customdata]
-    assert sorted(ids) == sorted(nodes["id"])
-    assert {t.name for t in fig.data if t.name} == {"input", "Constant", "MatMul", "Add", "output"}
 
 
 def test_model_tree_is_json_and_holds_the_fields_a_learner_meets(tmp_path: Path) -> None:

@@ -1,4 +1,6 @@
-// Colour keys: by op type (the most frequent ops get their own colour) or by dtype (fixed colours).
+// Colour keys: by op type (the most frequent ops get their own colour), by dtype (fixed colours), or by a
+// colouring from Python ({title, keys: {nodeName: category}, order, colours, scale}): its categories in its
+// order (else by count), its colours (else the palette, or a light-to-dark red heat scale when it is a scale).
 
 const PALETTE = [
   "#8ab4f8", "#f6ae77", "#93d6a3", "#f28b96", "#c3a6f0", "#f7d774", "#7fd3d3", "#e6a3cf", "#b8d36f",
@@ -10,8 +12,29 @@ const DTYPES = {
 };
 export const OTHER = "#d9d9d9";
 export const IO_COLOUR = "#eef1f6";
+export const NONE = "—"; // the category of a node a colouring does not name
+const NONE_COLOUR = "#ffffff"; // white boxes stand out on the tinted group frames
+const HEAT = [
+  [255, 236, 224],
+  [252, 187, 161],
+  [251, 106, 74],
+  [203, 24, 29],
+  [103, 0, 13],
+];
 
-export function colourKeys(graph, by) {
+// bin i of n on the heat scale, light (fast) to dark red (slow)
+export function heat(i, n) {
+  const t = n <= 1 ? 1 : i / (n - 1);
+  const f = t * (HEAT.length - 1);
+  const lo = Math.min(HEAT.length - 2, Math.floor(f));
+  const w = f - lo;
+  const c = HEAT[lo].map((v, j) => Math.round(v + (HEAT[lo + 1][j] - v) * w));
+  return `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+}
+
+export function colourKeys(graph, by, colourings = {}) {
+  const custom = by !== "op" && by !== "dtype" ? colourings[by] : null;
+  if (custom) return customKeys(graph, custom);
   const { count, data, pseudo } = graph;
   const keyOf = (i) => (by === "dtype" ? data.dtypes[data.n.dtype[i]] || "?" : graph.op(i));
   const counts = new Map();
@@ -31,6 +54,44 @@ export function colourKeys(graph, by) {
   if (other) legend.push({ key: "other", colour: OTHER, count: other });
   const nodeColour = new Array(count);
   for (let i = 0; i < count; i++) nodeColour[i] = pseudo[i] ? IO_COLOUR : colour.get(keyOf(i)) || OTHER;
+  return { nodeColour, legend, groupColour: dominant(graph, nodeColour) };
+}
+
+function customKeys(graph, colouring) {
+  const { count, data, pseudo } = graph;
+  const keys = colouring.keys || {};
+  const category = new Array(count);
+  const counts = new Map();
+  for (let i = 0; i < count; i++) {
+    if (pseudo[i]) continue;
+    const name = data.n.name[i];
+    const c = Object.prototype.hasOwnProperty.call(keys, name) ? String(keys[name]) : NONE;
+    category[i] = c;
+    counts.set(c, (counts.get(c) || 0) + 1);
+  }
+  // the legend: the given order first (a scale keeps every bin, even an empty one), then the rest by count
+  const ordered = (colouring.order || []).map(String).filter((c) => c !== NONE && (colouring.scale || counts.has(c)));
+  const given = new Set(ordered);
+  const rest = [...counts.entries()]
+    .filter(([c]) => c !== NONE && !given.has(c))
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([c]) => c);
+  const categories = [...ordered, ...rest];
+  const colours = colouring.colours || {};
+  const colour = new Map();
+  const legend = [];
+  categories.forEach((c, rank) => {
+    let col = colours[c];
+    if (!col) col = colouring.scale && rank < ordered.length ? heat(rank, ordered.length) : PALETTE[rank % PALETTE.length];
+    colour.set(c, col);
+    legend.push({ key: c, colour: col, count: counts.get(c) || 0 });
+  });
+  if (counts.has(NONE)) {
+    colour.set(NONE, NONE_COLOUR);
+    legend.push({ key: NONE, colour: NONE_COLOUR, count: counts.get(NONE) });
+  }
+  const nodeColour = new Array(count);
+  for (let i = 0; i < count; i++) nodeColour[i] = pseudo[i] ? IO_COLOUR : colour.get(category[i]);
   return { nodeColour, legend, groupColour: dominant(graph, nodeColour) };
 }
 

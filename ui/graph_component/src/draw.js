@@ -197,7 +197,8 @@ export function minimapImage(canvas, view) {
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   for (const it of L.visible.items) {
     const b = L.box.get(it);
-    ctx.fillStyle = it >= graph.count ? colours.groupColour[it - graph.count] : colours.nodeColour[it];
+    const c = it >= graph.count ? colours.groupColour[it - graph.count] : colours.nodeColour[it];
+    ctx.fillStyle = c === "#ffffff" ? "#d5dbe4" : c; // white boxes (not in a colouring) on the white minimap
     ctx.fillRect(ox + b.x * s, oy + b.y * s, Math.max(1, b.w * s), Math.max(1, b.h * s));
   }
   return { scale: s, ox, oy, image: ctx.getImageData(0, 0, canvas.width, canvas.height) };

@@ -1,27 +1,38 @@
-// The graph view: mount(element, data, {color}) draws the graph that core/graph/page.py's browser_data
-// describes into element. Used by the self-contained HTML page and, later, by the Streamlit component.
+// The graph view: mount(element, data, options) draws the graph that core/graph/page.py's browser_data
+// describes into element. Used by the self-contained HTML page and by the Streamlit component (streamlit.js).
+// options: color (the first colour mode: op, dtype or a colouring's name), colourings ({name: {title, keys,
+// order, colours, scale}}, more colour modes from Python), selected (a node name to open on), onSelect(name)
+// (called when the person selects a node, by a click or a search).
 import { colourKeys } from "./colors.js";
 import { clip, draw, minimapImage } from "./draw.js";
 import { groupFrames, layout } from "./layout.js";
 import { expandAncestors, groupPath, initialExpansion, readGraph, visibleGraph } from "./model.js";
 import { buildPanels, showDetails, showLegend, showResults } from "./panels.js";
 
+export { streamlitComponent } from "./streamlit.js";
+
 const COLLAPSE_ABOVE = 300; // graphs with more nodes open with their groups collapsed
 
 function timings() {
   window.__graphTimings ||= {};
   window.__graphTimings.expand ||= [];
+  window.__graphTimings.mounts ||= 0;
   return window.__graphTimings;
 }
 
 export function mount(root, data, options = {}) {
   const t = timings();
   if (t.dataReceived == null) t.dataReceived = performance.now();
+  t.mounts += 1;
+  const colourings = options.colourings || {};
+  const modeOf = (by) => (by === "op" || by === "dtype" || Object.hasOwn(colourings, by) ? by : "op");
+  const titleOf = (by) => (by === "op" ? "op type" : by === "dtype" ? "dtype" : colourings[by].title || by);
+  const onSelect = options.onSelect || (() => {});
   const graph = readGraph(data);
   initialExpansion(graph, COLLAPSE_ABOVE);
   root.textContent = "";
   root.setAttribute("data-nodes", String(data.nodeCount));
-  const panels = buildPanels(root, data, options.color || "op");
+  const panels = buildPanels(root, data, modeOf(options.color || "op"), colourings);
   const canvas = panels.canvas;
   const ctx = canvas.getContext("2d");
   const view = { graph, k: 1, tx: 0, ty: 0, dpr: window.devicePixelRatio || 1, selected: null, width: 0, height: 0 };
@@ -43,8 +54,9 @@ export function mount(root, data, options = {}) {
   }
 
   function recolour(by) {
-    view.colours = colourKeys(graph, by);
-    showLegend(panels, view.colours.legend, by);
+    view.colours = colourKeys(graph, by, colourings);
+    showLegend(panels, view.colours.legend, titleOf(by));
+    root.setAttribute("data-colour", by);
     minimap = null;
   }
 
@@ -174,7 +186,10 @@ export function mount(root, data, options = {}) {
     if (!found) select(null);
     else if (found.frame != null) toggleGroup(found.frame, false);
     else if (found.item >= graph.count) toggleGroup(found.item - graph.count, true);
-    else select(found.item);
+    else {
+      select(found.item);
+      onSelect(data.n.name[found.item]);
+    }
   });
   canvas.addEventListener(
     "wheel",
@@ -208,7 +223,10 @@ export function mount(root, data, options = {}) {
         if (data.n.name[i].toLowerCase().includes(q) || graph.op(i).toLowerCase() === q) found.push(i);
       }
     }
-    showResults(panels, graph, found, jumpTo, q);
+    showResults(panels, graph, found, (i) => {
+      jumpTo(i);
+      onSelect(data.n.name[i]);
+    }, q);
   });
   panels.search.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && panels.results.firstChild) panels.results.firstChild.click();
@@ -224,15 +242,18 @@ export function mount(root, data, options = {}) {
     select(null);
     fit();
   });
-  new ResizeObserver(() => {
+  const observer = new ResizeObserver(() => {
     resize();
     request();
-  }).observe(root);
+  });
+  observer.observe(root);
 
   resize();
   relayout();
-  recolour(options.color || "op");
+  recolour(modeOf(options.color || "op"));
   fit();
+  const opening = options.selected ? data.n.name.indexOf(options.selected) : -1;
+  if (opening >= 0) jumpTo(opening);
   render();
   t.firstFrame = performance.now();
   t.firstFrameMs = t.firstFrame - t.dataReceived;
@@ -242,10 +263,17 @@ export function mount(root, data, options = {}) {
       const i = data.n.name.indexOf(name);
       if (i >= 0) jumpTo(i);
     },
+    // a colour mode by name (op, dtype or a colouring's); an unknown one is op type
     setColor: (by) => {
-      panels.colour.value = by;
-      recolour(by);
+      panels.colour.value = modeOf(by);
+      recolour(modeOf(by));
       request();
+    },
+    // stop drawing and observing: the element is being emptied or reused for another graph
+    destroy: () => {
+      observer.disconnect();
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
     },
     expandGroup: (path) => {
       for (let gi = 0; gi < graph.groupCount; gi++) if (groupPath(graph, gi).join("/") === path) toggleGroup(gi, true);

@@ -5,12 +5,14 @@ import { groupPath } from "./model.js";
 const CSS = `
 .gv-root{position:relative;overflow:hidden;font:13px system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2430;background:#fbfcfe}
 .gv-root canvas{display:block;touch-action:none;cursor:grab}
-.gv-bar{position:absolute;top:10px;left:10px;right:10px;display:flex;gap:8px;align-items:center;flex-wrap:wrap;pointer-events:none}
+.gv-bar{position:absolute;top:10px;left:10px;right:10px;display:flex;gap:8px;align-items:center;flex-wrap:nowrap;pointer-events:none}
+.gv-bar select{min-width:0;flex:0 1 auto}
 .gv-bar>*{pointer-events:auto}
-.gv-title{font-weight:600;background:#ffffffe6;padding:5px 9px;border-radius:6px;border:1px solid #d6dce6;max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+.gv-title{font-weight:600;background:#ffffffe6;padding:5px 9px;border-radius:6px;border:1px solid #d6dce6;max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;flex:0 1 auto;min-width:6ch}
 .gv-root input,.gv-root select,.gv-root button{font:inherit;padding:5px 8px;border:1px solid #c4ccd8;border-radius:6px;background:#fff}
-.gv-root input{width:22ch}
+.gv-root input{width:22ch;flex:0 1 22ch;min-width:9ch}
 .gv-root button{cursor:pointer}
+.gv-bar button{white-space:nowrap;flex:none}
 .gv-results{position:absolute;top:46px;left:10px;max-height:50%;overflow:auto;background:#fff;border:1px solid #d6dce6;border-radius:6px;box-shadow:0 4px 14px #0002;min-width:30ch}
 .gv-results:empty{display:none}
 .gv-results button{display:block;width:100%;text-align:left;border:0;border-bottom:1px solid #eef1f5;border-radius:0}
@@ -35,7 +37,7 @@ function el(tag, cls, text) {
   return e;
 }
 
-export function buildPanels(root, data, colour) {
+export function buildPanels(root, data, colour, colourings = {}) {
   root.classList.add("gv-root");
   const style = el("style");
   style.textContent = CSS;
@@ -49,7 +51,9 @@ export function buildPanels(root, data, colour) {
   search.setAttribute("aria-label", "Find a node by name or op");
   const colourSelect = el("select");
   colourSelect.setAttribute("aria-label", "Colour by");
-  for (const [value, label] of [["op", "Colour: op type"], ["dtype", "Colour: dtype"]]) {
+  const modes = [["op", "Colour: op type"], ["dtype", "Colour: dtype"]];
+  for (const [name, c] of Object.entries(colourings)) modes.push([name, `Colour: ${c.title || name}`]);
+  for (const [value, label] of modes) {
     const o = el("option", null, label);
     o.value = value;
     colourSelect.append(o);
@@ -68,9 +72,9 @@ export function buildPanels(root, data, colour) {
   return { canvas, search, colour: colourSelect, fit, collapse, results, legend, details, minimap };
 }
 
-export function showLegend(panels, legend, by) {
+export function showLegend(panels, legend, title) {
   panels.legend.textContent = "";
-  panels.legend.append(el("b", null, by === "dtype" ? "dtype" : "op type"));
+  panels.legend.append(el("b", null, title));
   for (const { key, colour, count } of legend) {
     const row = el("div");
     const swatch = el("i");

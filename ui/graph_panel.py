@@ -1,0 +1,96 @@
+"""The current model's graph on a page: the graph view (core.graph, drawn by ui.graph_canvas), the selected
+node's details below it, and the selection in the page's address (``?node=NAME``), so a link opens on it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.graph import GraphView, ViewNode
+from core.model import ModelRecord
+from ui import session
+from ui.graph_canvas import Colouring, graph_canvas
+from ui.jobs import job_result
+from ui.text import escaped_frame, md_escape
+
+__all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card"]
+
+MAX_VIEW_NODES = 100_000  # larger graphs are listed in the node tables, not drawn
+
+
+def by_index(view: GraphView, categories: dict[str, str]) -> dict[str, str]:
+    """``categories`` keyed by the main graph's node ids ("n12", as the partition and profile results name
+    nodes), keyed instead by the names the graph view draws."""
+    return {n.name: categories[f"n{n.index}"] for n in view.nodes if n.index >= 0 and f"n{n.index}" in categories}
+
+
+def graph_of(record: ModelRecord) -> GraphView | None:
+    """The graph view of ``record`` (made in the worker, kept in the session); None when the graph is too large
+    to draw (the page says so)."""
+    if (record.node_count or 0) > MAX_VIEW_NODES:
+        st.warning(
+            f"The graph has {record.node_count:,} nodes, too many to draw ({MAX_VIEW_NODES:,} at most); the node "
+            "table lists them all."
+        )
+        return None
+    view: GraphView = job_result(
+        "graph_view", record.id, "graph.view", {"path": record.path}, f"Laying out the graph of '{record.name}'"
+    )
+    return view
+
+
+def draw_graph(
+    view: GraphView, key: str, colourings: dict[str, Colouring] | None = None, colour: str = "op"
+) -> ViewNode | None:
+    """Draw ``view``; the node the person selected, or the one the address names."""
+    by_name = {n.name: n for n in view.nodes}
+    wanted = session.page_param("node")
+    wanted = wanted if wanted in by_name else ""
+    clicked = graph_canvas(view, key=key, colourings=colourings, colour=colour, selected=wanted)
+    name = clicked or wanted
+    session.set_page_param("node", name)  # a reload or a link opens on the same node
+    folded = f", {view.folded_constants:,} Constant values folded into their consumers" if view.folded_constants else ""
+    groups = f" in {len(view.groups):,} groups (they open with a click)" if view.groups else ""
+    st.caption(
+        f"{view.node_count:,} nodes{groups}{folded}. Scroll to zoom, drag to pan, click a node for its details, "
+        "or find one by name or op type; weights and constants are listed inside the node that uses them. "
+        + " ".join(md_escape(n, 300) for n in view.notes)
+    )
+    return by_name.get(name)
+
+
+def _place(view: GraphView, node: ViewNode) -> str:
+    chain = []
+    group = node.group
+    while group >= 0:
+        chain.append(view.groups[group].name)
+        group = view.groups[group].parent
+    return " › ".join(reversed(chain))
+
+
+def node_card(view: GraphView, node: ViewNode) -> None:
+    """What the selected node is: its op, where it sits in the hierarchy, its settings, what flows in and out."""
+    types = {e.tensor: e.label for e in view.edges if e.label}
+    where = _place(view, node)
+    st.markdown(
+        f"**{md_escape(node.name, 200)}**: {md_escape(node.op, 80)}"
+        + (f" from {md_escape(node.domain, 80)}" if node.domain else "")
+        + (f", in {md_escape(where, 300)}" if where else "")
+    )
+    if node.attrs:
+        st.caption(f"Settings: {md_escape(node.attrs, 400)}")
+    folded = {f.name: f for f in node.folded}
+    rows = [
+        {
+            "role": role,
+            "tensor": tensor,
+            "type": (f"{folded[tensor].dtype} {folded[tensor].shape}".strip() if tensor in folded else "")
+            or types.get(tensor, ""),
+            "folded": "a weight or constant, drawn inside the node" if tensor in folded else "",
+        }
+        for role, names in (("input", node.inputs), ("output", node.outputs))
+        for tensor in names
+        if tensor
+    ]
+    if rows:
+        st.table(escaped_frame(pd.DataFrame(rows)), hide_index=True)
