@@ -69,3 +69,47 @@ def test_graph_html_opens_offline_expands_groups_and_finds_a_node(browser, tmp_p
     assert timings["firstFrameMs"] < 2000 and max(timings["expand"]) < 200
     assert not errors
     context.close()
+
+
+def _model(kind: str, folder: Path) -> Path:
+    if kind == "detector":
+        from tests.real_models import real_model
+
+        return real_model("ocr_det")  # PaddleOCR's text detector as rapidocr ships it: about 600 nodes
+    path = folder / "transformer-30k.onnx"
+    onnx.save(transformer_like(1500), path)  # 30,003 nodes in named blocks, as today's exports have
+    return path
+
+
+@pytest.mark.parametrize("kind", ["detector", "transformer-30k"])
+def test_a_real_detector_and_a_30000_node_model_are_readable_and_searchable(browser, tmp_path: Path, kind: str) -> None:  # type: ignore[no-untyped-def]
+    from core.graph import view_graph
+
+    path = _model(kind, tmp_path)
+    view = view_graph(onnx.load(path, load_external_data=False))
+    ops = [n for n in view.nodes if n.op not in ("Input", "Output")]
+    target = ops[len(ops) * 2 // 3]  # a node deep in the graph
+    html = tmp_path / "graph.html"
+    assert cli("graph", str(path), "-o", str(html)).returncode == 0
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
+    page = context.new_page()
+    try:
+        page.goto(html.as_uri())
+        root = page.locator("#graph[data-ready='true']")
+        root.wait_for(timeout=30_000)
+        assert root.get_attribute("data-nodes") == str(view.node_count)
+        page.get_by_placeholder("Find a node by name or op").fill(target.name)
+        page.locator(".gv-results button", has_text=target.name).first.click()
+        page.locator("#graph[data-selected]").wait_for()
+        assert root.get_attribute("data-selected") == target.name
+        details = page.locator(".gv-details").inner_text()
+        assert target.op in details and target.name in details
+        # its neighbours are drawn around it, labelled: the node that feeds it is on screen
+        feeder = next((view.nodes[e.source] for e in view.edges if e.target == target.id), None)
+        if feeder is not None and feeder.op not in ("Input",):
+            box = page.evaluate("(n) => window.__graphView.screenBox(n)", feeder.name)
+            assert box and box["x"] + box["w"] > 0 and box["x"] < 1400 and box["y"] + box["h"] > 0 and box["y"] < 900
+        _shot(page, f"72-graph-{kind}-found")
+    finally:
+        context.close()
