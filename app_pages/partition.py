@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import streamlit as st
-from ui.graph_canvas import Colouring
 
 from core.runtime.optimize import OptimizationReport
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
 from core.runtime.partition import SIMULATED, PartitionResult
 from ui import session
 from ui.charts import provider_share_figure
+from ui.graph_canvas import Colouring
 from ui.graph_panel import graph_of
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
