@@ -93,16 +93,15 @@ shown = (
     else titles[0]
 )
 index = titles.index(shown) if shown in titles else 0
+# the graph comes first, coloured by provider; what the optimizer did at each level colours it too once the
+# levels below are made (the page then runs again, so the first picture does not wait for them)
 levels: OptimizationReport | None = job_result("levels", record.id, "optimize.levels", {}, "", run=False)
-if levels is None:  # its output folder is made only when the job runs
-    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
-    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
 view = graph_of(record)
 colourings: dict[str, Colouring] = {}
 if view is not None:
     colourings["provider"] = provider_colouring(view, result.reports[index])
     for key in ("extended", "all"):  # what the optimizer fused, replaced or removed, at the level it does so
-        done = level_colouring(levels, key)
+        done = level_colouring(levels, key) if levels is not None else None
         if done is not None and done.keys:
             colourings[key] = done
 report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
@@ -113,6 +112,11 @@ st.markdown(
     "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
     "activation) save a pass over memory per node they replace."
 )
+if levels is None:  # its output folder is made only when the job runs
+    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
+    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
+    if view is not None:
+        st.rerun()  # the graph above can now show what each level did
 levels_section(levels, record.name, key=f"levels_{record.id[:12]}")
 
 next_steps("benchmark", "quantize")

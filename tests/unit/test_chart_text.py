@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ui.charts import compare_figure, graph_figure, histogram_figure
+from ui.charts import compare_figure, histogram_figure
 
 HOSTILE = '<a href="javascript:alert(1)">x</a><span style="color:red">y</span><img src=x>'
 
@@ -24,14 +24,17 @@ def test_history_legends_and_categories_are_text() -> None:
     assert any("&lt;a href" in str(trace.name) for trace in fig.data)
 
 
-def test_graph_hover_and_labels_are_text_and_line_breaks_stay() -> None:
-    nodes = pd.DataFrame(
-        {"id": ["n0", "in:x"], "label": [HOSTILE, HOSTILE], "op_type": ["Relu", "input"], "x": [0.0, 0.0],
-         "y": [0.0, 1.0], "weights": [0, 0]}
+def test_the_dashboards_trend_is_text_in_names_and_hovers() -> None:
+    from ui.dashboard_view import trend_figure
+
+    frame = pd.DataFrame(
+        {"when": pd.to_datetime(["2026-11-01", "2026-11-08"], utc=True), "series": [HOSTILE, HOSTILE],
+         "median_ms": [1.0, 1.5], "low_ms": [0.9, 1.4], "high_ms": [1.1, 1.6], "speedup": [2.0, 1.5],
+         "version": [HOSTILE, "v2"], "owner": [HOSTILE, "bob"], "run": ["r1", "r2"]}
     )  # fmt: skip
-    fig = graph_figure(nodes, pd.DataFrame({"source": ["in:x"], "target": ["n0"]}), colour_by="op_type")
+    fig = trend_figure(frame)
     assert not _markup_left(fig)
-    assert any("<br>" in "".join(trace.hovertext or []) for trace in fig.data)
+    assert all("<a" not in str(cell) for trace in fig.data for row in trace.customdata for cell in row)
 
 
 def test_histogram_categories_are_text() -> None:
