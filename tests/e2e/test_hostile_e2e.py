@@ -29,6 +29,9 @@ def test_markup_in_a_model_stays_text_on_every_page(page, tmp_path: Path) -> Non
     page.get_by_text("document.title='pwned'").first.wait_for(timeout=60_000)
     for name in ("Decode", "Partition"):
         go_to(page, name)
+        page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=60_000)
+        page.get_by_placeholder("Find a node by name or op").fill("pwned")  # the graph view finds them by name
+        assert "pwned" in page.locator(".gv-results").inner_text()
         assert page.get_by_text("pwned").count() > 0  # the names are shown...
         assert page.title() == title and dialogs == []  # ...and never run
         assert page.locator("img[src=x]").count() == 0
