@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess
@@ -129,12 +128,10 @@ def page(browser, app_url: str):  # type: ignore[no-untyped-def]
 def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until Streamlit has finished running the script for the last interaction.
 
-    First the rerun that an interaction triggers must begin (up to 600 ms): without that wait the check can see
-    the previous run's "notRunning" state. Most reruns begin within a few frames, so the wait ends there."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    with contextlib.suppress(PlaywrightTimeout):  # no rerun began, or it was over before it was seen
-        page.wait_for_selector('[data-testid="stApp"][data-test-script-state="running"]', timeout=600)
+    The pause first lets the rerun that an interaction triggers begin, and a rerun the script asks for
+    (st.rerun) follow it; without it the check can see the previous run's "notRunning" state. (Ending the pause
+    as soon as a run was seen made the tests flaky: the page was clicked between a run and its st.rerun.)"""
+    page.wait_for_timeout(600)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
 
 
