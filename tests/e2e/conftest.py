@@ -128,11 +128,17 @@ def page(browser, app_url: str):  # type: ignore[no-untyped-def]
 def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until Streamlit has finished running the script for the last interaction.
 
-    The pause first lets the rerun that an interaction triggers begin, and a rerun the script asks for
-    (st.rerun) follow it; without it the check can see the previous run's "notRunning" state. (Ending the pause
-    as soon as a run was seen made the tests flaky: the page was clicked between a run and its st.rerun.)"""
+    The pause first lets the rerun that an interaction triggers begin; then the app must stay idle for 400 ms,
+    so that a run the script asks for next (st.rerun) is waited for too, even on a machine loaded enough that it
+    starts late. Without that, a click can land between two runs and be lost."""
     page.wait_for_timeout(600)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout)
+    idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+    deadline = time.monotonic() + timeout / 1000
+    while True:
+        page.wait_for_selector(idle, timeout=max(1_000, (deadline - time.monotonic()) * 1000))
+        page.wait_for_timeout(400)
+        if page.locator(idle).count() or time.monotonic() > deadline:
+            return
 
 
 def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
