@@ -15,6 +15,9 @@ QUIET = {
     "tests/unit/test_activity.py",  # busy or idle, seen from the machine-wide counters
     "tests/unit/test_bench.py",  # speedups and intervals
     "tests/unit/test_jobs.py",  # how long a job waited
+    "tests/unit/test_profile.py",  # the kernels' share of a call
+    "tests/app/test_profile_page.py",
+    "tests/e2e/test_profile_e2e.py",  # which op takes the most
     "tests/app/test_benchmark_page.py",  # a run on a busy machine, and one on a quiet one
     "tests/e2e/test_benchmark_e2e.py",
     "tests/e2e/test_many_users_e2e.py",  # eight browsers; the landing page's time while they queue
