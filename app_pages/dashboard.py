@@ -3,14 +3,12 @@ speedup across its versions, and the versions that made it slower."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
-
 import streamlit as st
 
 from core.errors import WorkbenchError
 from core.store.dashboard import Owned, latest_per_model_machine, regressions, trend
 from ui import session
-from ui.dashboard_view import latest_frame, trend_figure, trend_frame
+from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
 from ui.text import md_escape
@@ -43,11 +41,7 @@ chosen_people = by_person.multiselect(
 )
 chosen_models = by_model.multiselect("Models", models, key="dash_models", placeholder="all models")
 chosen_machines = by_machine.multiselect("Machines", machines, key="dash_machines", placeholder="all machines")
-today = date.today()
-span = by_date.date_input("Dates", (today - timedelta(days=90), today), key="dash_dates")
-since = until = None
-if isinstance(span, tuple) and len(span) == 2:
-    since, until = datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
+since, until = date_span(by_date, 90, "dash_dates")
 
 try:
     found = store.runs(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta
-
 import pandas as pd
 import streamlit as st
 
@@ -12,6 +10,7 @@ from core.store.history import RunSummary, inputs_text
 from ui import session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
+from ui.dashboard_view import date_span
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
 from ui.text import md_escape
@@ -65,11 +64,7 @@ chosen_models = left.multiselect(
     placeholder="all models",
 )
 chosen_machines = mid.multiselect("Machines", machines, key="history_machines", placeholder="all machines")
-today = date.today()
-span = right.date_input("Dates", (today - timedelta(days=365), today), key="history_dates")
-since = until = None
-if isinstance(span, tuple) and len(span) == 2:
-    since, until = datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
+since, until = date_span(right, 365, "history_dates")
 found = store.runs(chosen_models or None, chosen_machines or None, since, until, team=who.team)
 if linked is not None and all(r.id != linked.id for r in found):
     found = [linked, *found]  # the linked run, whatever the dates

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from core.store.dashboard import Latest, Point
 from ui.charts import colour_map, escaped, plain
 
-__all__ = ["latest_frame", "trend_figure", "trend_frame"]
+__all__ = ["date_span", "latest_frame", "trend_figure", "trend_frame"]
+
+
+def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, datetime | None]:
+    """A "Dates" filter in ``container`` (the last ``days`` days by default): from the first day's start to the
+    last day's end, or (None, None) while only one end is picked."""
+    today = date.today()
+    span = container.date_input("Dates", (today - timedelta(days=days), today), key=key)
+    if isinstance(span, tuple) and len(span) == 2:
+        return datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
+    return None, None
 
 
 def latest_frame(rows: list[Latest]) -> pd.DataFrame:
