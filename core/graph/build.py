@@ -99,20 +99,22 @@ class _Builder:
                 self.view.nodes[added].index = position
 
     def read_node(self, node: Any, scope: _Scope, base_group: int, depth: int) -> int:
-        """One node; the subgraphs and function body it holds come first, so they are drawn above it."""
+        """One node; the subgraphs and function body it holds are read first, into a "node" group that the
+        renderer draws inside the node when it is opened."""
         inputs, outputs, op = list(node.input), list(node.output), node.op_type
         group = self.groups.nested(base_group, scope_parts(node))
         name = node.name or f"{op}_{len(self.view.nodes)}"
-        inner: list[tuple[_Scope, list[str]]] = []
+        holder = -1  # the group of the bodies this node holds (If/Loop/Scan branches, a function's body)
         if depth < MAX_DEPTH:
             if any(a.type in _GRAPH_TYPES for a in node.attribute):
+                holder = self.groups.new(group, name, "node")
                 for label, sub in attribute_subgraphs(node):
                     sub_scope = _Scope(types=_types(sub), parent=scope)
-                    self.read_graph(sub, sub_scope, self.groups.new(group, f"{name}.{label}", "subgraph"), depth + 1)
-                    inner.append((sub_scope, [v.name for v in sub.output]))
+                    self.read_graph(sub, sub_scope, self.groups.new(holder, label, "subgraph"), depth + 1)
             function = self.functions.get((node.domain, op)) if self.functions else None
             if function is not None:
-                inner.append(self.read_call(node, function, scope, group, depth, name))
+                holder = holder if holder >= 0 else self.groups.new(group, name, "node")
+                self.read_call(node, function, scope, holder, depth)
         folded = [f for f in (scope.find("folded", i) for i in inputs if i) if f is not None]
         out_type = next((scope.types[o] for o in outputs if o in scope.types), "")
         in_type = "" if out_type else next((t for t in (scope.find("types", i) for i in inputs if i) if t), "")
@@ -124,21 +126,19 @@ class _Builder:
         for tensor in inputs:
             if tensor and (not folded or scope.find("folded", tensor) is None):
                 self.link(scope, tensor, index)
-        for inner_scope, results in inner:  # what a body computes flows into the node that holds it
-            for tensor in results:
-                self.link(inner_scope, tensor, index)
+        if holder >= 0:
+            self.groups.groups[holder].owner = index
         for tensor in outputs:
             if tensor:
                 scope.producers[tensor] = index
         return index
 
-    def read_call(
-        self, node: Any, function: Any, scope: _Scope, group: int, depth: int, name: str
-    ) -> tuple[_Scope, list[str]]:
-        """A local function's body as a group: the body sees only its formal inputs, bound to the call's."""
+    def read_call(self, node: Any, function: Any, scope: _Scope, holder: int, depth: int) -> None:
+        """A local function's body as a group inside the call: it sees only its formal inputs, bound to the
+        call's."""
         import onnx
 
-        inner = self.groups.new(group, f"{name} ({function.name})", "function")
+        inner = self.groups.new(holder, function.name, "function")
         body = _Scope()
         for formal, actual in zip(function.input, node.input, strict=False):
             source = scope.find("producers", actual) if actual else None
@@ -146,7 +146,6 @@ class _Builder:
                 body.producers[formal] = source
         graph = onnx.helper.make_graph(list(function.node), function.name, [], [])
         self.read_graph(graph, body, inner, depth + 1)
-        return body, list(function.output)
 
 
 def _types(graph: Any) -> dict[str, str]:

@@ -97,8 +97,13 @@ def _counts_and_signatures(groups: list[ViewGroup], nodes: list[ViewNode]) -> li
 def _prune(groups: list[ViewGroup], nodes: list[ViewNode]) -> list[int]:
     """Drop scope groups that hold a single node and no group (`/attn/q/MatMul` needs no box for 'q'): their
     node moves to the parent. Renumbers the rest; returns each kept group's old index."""
-    parents = {g.parent for g in groups}
-    kept = [g.id for g in groups if not (g.kind == "scope" and g.count <= 1 and g.id not in parents)]
+    has_child = [False] * len(groups)
+    dropped = [False] * len(groups)
+    for group in reversed(groups):  # children come after their parents: decide them first
+        dropped[group.id] = group.kind == "scope" and group.count <= 1 and not has_child[group.id]
+        if not dropped[group.id] and group.parent >= 0:
+            has_child[group.parent] = True
+    kept = [g.id for g in groups if not dropped[g.id]]
     new_index = {old: new for new, old in enumerate(kept)}
     for node in nodes:
         group = node.group
@@ -118,7 +123,7 @@ def finish_groups(groups: list[ViewGroup], nodes: list[ViewNode]) -> list[ViewGr
     for old in kept:
         group = groups[old]
         match = _NUMBERED.match(group.name)
-        if match and group.count:
+        if match and group.count and group.kind == "scope":
             runs[(group.parent, match.group(1), hash(tuple(ops[old])))].append((int(match.group(2)), old))
     for members in runs.values():
         if len(members) < 2:

@@ -79,6 +79,7 @@ def browser_data(view: GraphView) -> dict[str, object]:
             "kind": [g.kind for g in groups],
             "count": [g.count for g in groups],
             "repeat": [g.repeat for g in groups],
+            "owner": [g.owner for g in groups],
         },
     }
 

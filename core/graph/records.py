@@ -45,9 +45,10 @@ class ViewGroup:
     name: str  # its own part of the path: "layer.0"
     path: str  # the whole scope: "encoder/layer.0"
     parent: int  # -1 at the top
-    kind: str  # "scope", "function" or "subgraph"
+    kind: str  # "scope", "function", "subgraph", or "node": the bodies one node holds, drawn inside that node
     count: int = 0  # graph nodes inside, at any depth
     repeat: str = ""  # "layer.0 … layer.11, 12 alike" on each member of a run of identical siblings
+    owner: int = -1  # for a "node" group: the node (an If, Loop, Scan or function call) whose bodies it holds
 
 
 @dataclass

@@ -69,27 +69,90 @@ def test_torch_name_scope_metadata_wins_over_the_node_name() -> None:
     node = helper.make_node("Relu", ["x"], ["y"], name="relu_3")
     entry = node.metadata_props.add()
     entry.key, entry.value = "pkg.torch.onnx.name_scopes", repr(["", "encoder", "encoder.layer.0", "relu_3"])
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [])
+    other = helper.make_node("Neg", ["y"], ["z"], name="neg_4")
+    entry = other.metadata_props.add()
+    entry.key, entry.value = "pkg.torch.onnx.name_scopes", repr(["", "encoder", "neg_4"])
+    graph = helper.make_graph([node, other], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], [])
     view = view_graph(graph)
     assert [g.path for g in view.groups] == ["encoder"]  # layer.0 held one node: folded into encoder
     assert view.groups[view.nodes[1].group].name == "encoder"
+    alone = view_graph(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])], []))
+    assert alone.groups == []  # scopes around a single node, however deep, need no box
 
 
-def test_if_branches_and_loop_bodies_are_groups_that_feed_their_node() -> None:
+def test_if_branches_and_loop_bodies_sit_inside_their_node() -> None:
     view = view_graph(builders.control_flow_model())
     nodes = _by_name(view)
-    kinds = {g.name: g.kind for g in view.groups}
-    assert kinds == {"if.then_branch": "subgraph", "if.else_branch": "subgraph", "loop.body": "subgraph"}
-    assert nodes["then_relu"].id < nodes["if"].id  # drawn above the If
+    kinds = {g.path: g.kind for g in view.groups}
+    assert kinds == {
+        "if": "node",
+        "if/then_branch": "subgraph",
+        "if/else_branch": "subgraph",
+        "loop": "node",
+        "loop/body": "subgraph",
+    }
+    holders = {g.name: g for g in view.groups if g.kind == "node"}
+    assert holders["if"].owner == nodes["if"].id and holders["loop"].owner == nodes["loop"].id
+    assert holders["if"].count == 2 and holders["loop"].count == 2
+    assert view.groups[view.groups[nodes["then_relu"].group].parent].owner == nodes["if"].id
+    assert nodes["if"].group == -1  # the If itself sits in the main graph; its bodies sit inside it
     feeding = {view.nodes[e.source].name for e in view.edges if e.target == nodes["if"].id}
-    assert {"then_relu", "else_neg", "flag"} <= feeding
+    assert feeding == {"flag"}  # what a body computes is inside the node, not an edge back into it
     assert any(view.nodes[e.source].name == "x" and e.target == nodes["then_relu"].id for e in view.edges)
+
+
+def test_bodies_nest_inside_their_nodes_at_any_depth() -> None:
+    def branch(name: str, nodes: list[onnx.NodeProto], out: str) -> onnx.GraphProto:
+        return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, [2])])
+
+    inner_if = helper.make_node(
+        "If",
+        ["flag"],
+        ["deep"],
+        name="inner_if",
+        then_branch=branch("t", [helper.make_node("Relu", ["x"], ["r"], name="deepest")], "r"),
+        else_branch=branch("e", [helper.make_node("Neg", ["x"], ["n"], name="deep_neg")], "n"),
+    )
+    middle = helper.make_node(
+        "If",
+        ["flag"],
+        ["mid"],
+        name="middle_if",
+        then_branch=branch("t", [inner_if], "deep"),
+        else_branch=branch("e", [helper.make_node("Abs", ["x"], ["a"], name="mid_abs")], "a"),
+    )
+    graph = helper.make_graph(
+        [middle],
+        "nested",
+        [
+            helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("mid", TensorProto.FLOAT, [2])],
+    )
+    view = view_graph(graph)
+    nodes = _by_name(view)
+    chain, group = [], nodes["deepest"].group
+    while group >= 0:
+        chain.append((view.groups[group].kind, view.groups[group].name))
+        group = view.groups[group].parent
+    assert chain == [
+        ("subgraph", "then_branch"),
+        ("node", "inner_if"),
+        ("subgraph", "then_branch"),
+        ("node", "middle_if"),
+    ]
+    assert {g.name: g.owner for g in view.groups if g.kind == "node"} == {
+        "inner_if": nodes["inner_if"].id,
+        "middle_if": nodes["middle_if"].id,
+    }
 
 
 def test_a_local_function_is_a_group_inside_its_call() -> None:
     view = view_graph(builders.function_model())
-    (group,) = view.groups
-    assert group.kind == "function" and group.count == 2
+    holder, body = view.groups
+    assert holder.kind == "node" and body.kind == "function" and body.parent == holder.id
+    assert body.count == 2 and view.nodes[holder.owner].op != "Input"
     assert view.node_count == 3
 
 

@@ -1,6 +1,8 @@
 // Drawing the visible graph on a canvas 2D: group frames, edges, boxes batched by colour, then text once the
 // zoom makes it readable. Only what lies in the viewport is drawn. Every string is canvas text, never HTML.
 
+import { BADGE } from "./layout.js";
+
 const FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 
 export function draw(ctx, view) {
@@ -65,6 +67,15 @@ function stack(ctx, b) {
 function drawFrames(ctx, graph, frames, inView, k) {
   for (const f of frames) {
     if (!inView(f)) continue;
+    if (f.owner != null) {
+      // an open node: its own box is drawn on top as the frame's header; its bodies sit inside
+      ctx.fillStyle = "rgba(255,255,255,0.92)";
+      ctx.fillRect(f.x, f.y, f.w, f.h);
+      ctx.strokeStyle = "rgba(60,74,99,0.7)";
+      ctx.lineWidth = 1.5 / k;
+      ctx.strokeRect(f.x, f.y, f.w, f.h);
+      continue;
+    }
     ctx.fillStyle = "rgba(90,110,150,0.06)";
     ctx.fillRect(f.x, f.y, f.w, f.h);
     ctx.strokeStyle = "rgba(90,110,150,0.45)";
@@ -76,13 +87,15 @@ function drawFrames(ctx, graph, frames, inView, k) {
       ctx.textAlign = "left";
       ctx.textBaseline = "top";
       const gi = f.group;
-      ctx.fillText(`▾ ${clip(graph.data.g.name[gi], 48)}  (${graph.data.g.count[gi]})`, f.x + 5, f.y + 3);
+      const room = Math.max(4, Math.floor((f.w - 60) / 6.8));
+      ctx.fillText(`▾ ${clip(graph.data.g.name[gi], room)}  (${graph.data.g.count[gi]})`, f.x + 5, f.y + 3);
     }
   }
 }
 
-function edgePoints(box, s, t) {
-  const a = box.get(s);
+function edgePoints(L, s, t) {
+  const { box } = L;
+  const a = L.open.get(s) || box.get(s); // what an open node computes leaves from the bottom of its frame
   const b = box.get(t);
   const sx = a.x + a.w / 2;
   const sy = a.y + a.h;
@@ -97,8 +110,8 @@ function drawEdges(ctx, view, vp) {
   ctx.strokeStyle = "#9aa6b8";
   ctx.lineWidth = 1.2 / k;
   ctx.beginPath();
-  for (const e of L.visible.edges) {
-    const [sx, sy, ex, ey] = edgePoints(L.box, e.s, e.t);
+  for (const e of L.drawn) {
+    const [sx, sy, ex, ey] = edgePoints(L, e.s, e.t);
     if (Math.max(sx, ex) + 80 < vp.x0 || Math.min(sx, ex) - 80 > vp.x1) continue;
     if (Math.max(sy, ey) < vp.y0 || Math.min(sy, ey) > vp.y1) continue;
     if (e.s === selected || e.t === selected) hot.push([sx, sy, ex, ey]);
@@ -143,6 +156,22 @@ function boxText(ctx, graph, it, b, k) {
     ctx.fillText(clip(`${g.count[gi].toLocaleString("en")} nodes · ${more}`, maxChars + 2), cx, b.y + 33);
     return;
   }
+  nodeText(ctx, graph, it, b, k);
+}
+
+function nodeText(ctx, graph, it, b, k) {
+  const holder = graph.holderOf.get(it);
+  let w = b.w;
+  if (holder !== undefined) {
+    // the badge that opens or closes the bodies this node holds
+    w -= BADGE;
+    ctx.font = `700 13px ${FONT}`;
+    ctx.fillStyle = "#2f3b52";
+    ctx.fillText(graph.expanded[holder] ? "▾" : "▸", b.x + w + BADGE / 2 - 2, b.y + b.h / 2);
+    ctx.fillStyle = "#1d2430";
+  }
+  const cx = b.x + w / 2;
+  const maxChars = Math.floor((w - 10) / 7.4);
   const pseudo = graph.pseudo[it];
   const attrs = pseudo ? graph.data.n.name[it] : graph.data.n.attrs[it];
   const twoLines = attrs && k * 10 >= 6;
@@ -167,7 +196,7 @@ function edgeLabels(ctx, view, inView) {
     const key = `${e.s}:${graph.data.e.tensor[e.edge]}`;
     if (!text || done.has(key)) continue;
     done.add(key);
-    const b = L.box.get(e.s);
+    const b = L.open.get(e.s) || L.box.get(e.s);
     const mx = b.x + b.w / 2 + 6;
     const my = b.y + b.h + 11;
     if (!inView({ x: mx, y: my - 6, w: 120, h: 12 })) continue;

@@ -5,7 +5,7 @@
 // (called when the person selects a node, by a click or a search).
 import { colourKeys } from "./colors.js";
 import { clip, draw, minimapImage } from "./draw.js";
-import { groupFrames, layout } from "./layout.js";
+import { BADGE, layout } from "./layout.js";
 import { expandAncestors, groupPath, initialExpansion, readGraph, visibleGraph } from "./model.js";
 import { buildPanels, showDetails, showLegend, showResults } from "./panels.js";
 
@@ -41,14 +41,13 @@ export function mount(root, data, options = {}) {
 
   function relayout() {
     const visible = visibleGraph(graph);
-    const { box } = layout(graph, visible);
-    const frames = groupFrames(graph, visible, box);
+    const { box, frames, open, drawn } = layout(graph, visible);
     let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
     for (const b of [...box.values(), ...frames]) {
       minX = Math.min(minX, b.x); minY = Math.min(minY, b.y);
       maxX = Math.max(maxX, b.x + b.w); maxY = Math.max(maxY, b.y + b.h);
     }
-    view.layoutState = { visible, box, frames, bounds: { minX, minY, maxX, maxY } };
+    view.layoutState = { visible, box, frames, open, drawn, bounds: { minX, minY, maxX, maxY } };
     root.setAttribute("data-visible", String(visible.items.length));
     minimap = null;
   }
@@ -117,20 +116,30 @@ export function mount(root, data, options = {}) {
   function toggleGroup(gi, open) {
     const start = performance.now();
     graph.expanded[gi] = open ? 1 : 0;
+    if (open && graph.owner[gi] >= 0) {
+      // a node's bodies open together (an If's two branches side by side)
+      for (const child of graph.children[gi]) graph.expanded[child] = 1;
+    }
     relayout();
-    const item = open ? view.layoutState.visible.rep[graph.data.g.count[gi] ? firstNodeOf(gi) : 0] : graph.count + gi;
-    if (view.layoutState.box.has(item) && !onScreen(item)) centreOn(item);
-    select(open ? null : graph.count + gi);
+    const holder = graph.owner[gi];
+    const item = holder >= 0 ? holder : open ? view.layoutState.visible.rep[graph.firstNode[gi]] : graph.count + gi;
+    const frame = open ? view.layoutState.frames.find((f) => f.group === gi) : null;
+    if (frame) reveal(frame);
+    else if (view.layoutState.box.has(item) && !onScreen(item)) centreOn(item);
+    select(holder >= 0 ? holder : open ? null : graph.count + gi);
     render();
     t.expand.push(performance.now() - start);
     root.setAttribute("data-expanded", String(t.expand.length));
   }
 
-  function firstNodeOf(gi) {
-    for (let i = 0; i < graph.count; i++) {
-      for (let g = data.n.group[i]; g >= 0; g = data.g.parent[g]) if (g === gi) return i;
-    }
-    return 0;
+  // pan so that an opened frame is in view: centred when it fits, else its top-left corner on screen
+  function reveal(f) {
+    const sx = f.x * view.k + view.tx;
+    const sy = f.y * view.k + view.ty;
+    const w = f.w * view.k;
+    const h = f.h * view.k;
+    if (sx < 0 || sx + w > view.width) view.tx = w <= view.width - 40 ? (view.width - w) / 2 - f.x * view.k : 20 - f.x * view.k;
+    if (sy < 50 || sy + h > view.height) view.ty = h <= view.height - 80 ? (view.height - h) / 2 - f.y * view.k : 60 - f.y * view.k;
   }
 
   function onScreen(item) {
@@ -147,16 +156,23 @@ export function mount(root, data, options = {}) {
     select(node);
   }
 
+  // what lies under a point: a node or closed group (the badge of a node holding bodies opens or closes
+  // them), or the title of an open group (closes it)
   function hit(px, py) {
     const x = (px - view.tx) / view.k;
     const y = (py - view.ty) / view.k;
     const { box, frames, visible } = view.layoutState;
     for (const it of visible.items) {
       const b = box.get(it);
-      if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + b.h) return { item: it };
+      if (x >= b.x && x <= b.x + b.w && y >= b.y && y <= b.y + b.h) {
+        const holder = it < graph.count ? graph.holderOf.get(it) : undefined;
+        if (holder !== undefined && x >= b.x + b.w - BADGE - 4) return { toggle: holder };
+        return { item: it };
+      }
     }
     for (let i = frames.length - 1; i >= 0; i--) {
       const f = frames[i];
+      if (f.owner != null) continue;
       if (x >= f.x && x <= f.x + f.w && y >= f.y && y <= f.y + 16 / Math.min(1, view.k)) return { frame: f.group };
     }
     return null;
@@ -185,11 +201,19 @@ export function mount(root, data, options = {}) {
     const found = hit(ev.clientX - r.left, ev.clientY - r.top);
     if (!found) select(null);
     else if (found.frame != null) toggleGroup(found.frame, false);
+    else if (found.toggle != null) toggleGroup(found.toggle, !graph.expanded[found.toggle]);
     else if (found.item >= graph.count) toggleGroup(found.item - graph.count, true);
     else {
       select(found.item);
       onSelect(data.n.name[found.item]);
     }
+  });
+  canvas.addEventListener("dblclick", (ev) => {
+    // a double click on a node that holds bodies opens or closes them
+    const r = canvas.getBoundingClientRect();
+    const found = hit(ev.clientX - r.left, ev.clientY - r.top);
+    const holder = found && found.item != null ? graph.holderOf.get(found.item) : undefined;
+    if (holder !== undefined) toggleGroup(holder, !graph.expanded[holder]);
   });
   canvas.addEventListener(
     "wheel",
@@ -287,6 +311,18 @@ export function mount(root, data, options = {}) {
       render();
       t.expandAll = performance.now() - start;
     },
+    // every open frame on screen, for tests: its group's path, the node holding it (for a node's bodies),
+    // and its parent frame's path
+    frames: () =>
+      view.layoutState.frames.map((f) => ({
+        path: groupPath(graph, f.group).join("/"),
+        parent: data.g.parent[f.group] >= 0 ? groupPath(graph, data.g.parent[f.group]).join("/") : "",
+        owner: f.owner != null ? data.n.name[f.owner] : "",
+        x: f.x * view.k + view.tx,
+        y: f.y * view.k + view.ty,
+        w: f.w * view.k,
+        h: f.h * view.k,
+      })),
     // where an item is on screen, for tests and benchmarks: a node by name or a group by its path
     screenBox: (nameOrPath) => {
       let item = data.n.name.indexOf(nameOrPath);

@@ -126,4 +126,11 @@ export function showDetails(panels, graph, item) {
   for (const e of graph.inEdges[item]) line(d, "input", `${data.e.tensor[e]}  ${graph.label(e)}`);
   for (const f of graph.folded[item] || []) line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`);
   for (const e of graph.outEdges[item]) line(d, "output", `${data.e.tensor[e]}  ${graph.label(e)}`);
+  const holder = graph.holderOf.get(item);
+  if (holder !== undefined) {
+    const bodies = graph.children[holder].map((c) => `${data.g.name[c]} (${data.g.count[c].toLocaleString("en")})`);
+    line(d, "holds", bodies.join(", "));
+    const how = graph.expanded[holder] ? "close them" : "open them inside the node";
+    d.append(el("p", "k", `click ▸ at the node's right, or double-click it, to ${how}`));
+  }
 }
