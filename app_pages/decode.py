@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodedModel
+from core.graph.colourings import latency_colouring
 from core.profile import ProfileReport
 from ui.decode_view import (
     decoded_json,
@@ -17,7 +18,6 @@ from ui.decode_view import (
 from ui.graph_panel import draw_graph, graph_of, node_card
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.profile_view import latency_colouring
 from ui.text import md_escape
 
 st.title("Decode")

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.runtime.optimize import OptimizationReport
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
 from core.runtime.partition import SIMULATED, PartitionResult
 from ui import session
 from ui.charts import provider_share_figure
-from ui.graph_canvas import Colouring
 from ui.graph_panel import graph_of
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
 from ui.partition_view import (
-    level_colouring,
     levels_section,
-    provider_colouring,
     providers_section,
     report_section,
     share_frame,
@@ -100,7 +98,7 @@ view = graph_of(record)
 colourings: dict[str, Colouring] = {}
 if view is not None:
     colourings["provider"] = provider_colouring(view, result.reports[index])
-    for key in ("extended", "all"):  # what the optimizer fused, replaced or removed, at the level it does so
+    for key in ("basic", "extended", "layout", "all"):  # what the optimizer fused, replaced or removed there
         done = level_colouring(levels, key) if levels is not None else None
         if done is not None and done.keys:
             colourings[key] = done

@@ -16,14 +16,13 @@ Every string from the model reaches the page as canvas text or ``textContent``, 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import streamlit as st
 
 from core.graph import GraphView
+from core.graph.colourings import Colouring, colouring_json
 from core.graph.page import browser_data
 
 __all__ = ["BUNDLE", "Colouring", "graph_canvas", "graph_payload"]
@@ -50,25 +49,10 @@ _control = st.components.v2.component("onnx_workbench.graph_canvas_control", js=
 _CACHE = "_graph_canvas_payloads"  # session state: key -> (view, colourings, height, payload)
 
 
-@dataclass
-class Colouring:
-    """A colour mode for the graph: each node's category by node name (nodes not named are "—")."""
-
-    title: str
-    keys: dict[str, str]  # node name -> category
-    order: list[str] = field(default_factory=list)  # the legend's order (a scale's bins, fast to slow)
-    colours: dict[str, str] = field(default_factory=dict)  # category -> "#rrggbb"; else the palette
-    scale: bool = False  # the categories are ordered bins of a heat scale (light to dark red)
-
-
-def _colouring_json(c: Colouring) -> dict[str, Any]:
-    return {"title": c.title, "keys": c.keys, "order": c.order, "colours": c.colours, "scale": c.scale}
-
-
 def graph_payload(view: GraphView, key: str, colourings: dict[str, Colouring], height: int) -> bytes:
     """The view element's data: a JSON header line {key, digest, height}, then {graph, colourings} as JSON."""
     body = msgspec.json.encode(
-        {"graph": browser_data(view), "colourings": {n: _colouring_json(c) for n, c in colourings.items()}}
+        {"graph": browser_data(view), "colourings": {n: colouring_json(c) for n, c in colourings.items()}}
     )
     digest = hashlib.blake2b(body, digest_size=16).hexdigest()
     return msgspec.json.encode({"key": key, "digest": digest, "height": height}) + b"\n" + body

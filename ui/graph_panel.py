@@ -7,21 +7,16 @@ import pandas as pd
 import streamlit as st
 
 from core.graph import GraphView, ViewNode
+from core.graph.colourings import Colouring, by_index
 from core.model import ModelRecord
 from ui import session
-from ui.graph_canvas import Colouring, graph_canvas
+from ui.graph_canvas import graph_canvas
 from ui.jobs import job_result
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card"]
 
 MAX_VIEW_NODES = 100_000  # larger graphs are listed in the node tables, not drawn
-
-
-def by_index(view: GraphView, categories: dict[str, str]) -> dict[str, str]:
-    """``categories`` keyed by the main graph's node ids ("n12", as the partition and profile results name
-    nodes), keyed instead by the names the graph view draws."""
-    return {n.name: categories[f"n{n.index}"] for n in view.nodes if n.index >= 0 and f"n{n.index}" in categories}
 
 
 def graph_of(record: ModelRecord) -> GraphView | None:
@@ -86,7 +81,9 @@ def node_card(view: GraphView, node: ViewNode) -> None:
             "tensor": tensor,
             "type": (f"{folded[tensor].dtype} {folded[tensor].shape}".strip() if tensor in folded else "")
             or types.get(tensor, ""),
-            "folded": "a weight or constant, drawn inside the node" if tensor in folded else "",
+            "values": (folded[tensor].stats or "a weight or constant, drawn inside the node")
+            if tensor in folded
+            else "",
         }
         for role, names in (("input", node.inputs), ("output", node.outputs))
         for tensor in names

@@ -9,24 +9,21 @@ import pandas as pd
 import streamlit as st
 
 from core.graph import GraphView
+from core.graph.colourings import NOWHERE, Colouring
 from core.runtime.optimize import OptimizationReport, grouped
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.partition import KERNEL_PROVIDERS, NodePlacement, PartitionReport, PartitionResult
 from ui import session
 from ui.charts import levels_figure
-from ui.graph_canvas import Colouring
-from ui.graph_panel import by_index, draw_graph
+from ui.graph_panel import draw_graph
 from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
-
-NOWHERE = "runs nowhere"
 
 __all__ = [
     "levels_frame",
     "levels_section",
     "placement_frame",
     "placements",
-    "provider_colours",
     "providers_section",
     "report_section",
     "share_frame",
@@ -71,36 +68,6 @@ def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:
 
 def _label(node: NodePlacement) -> str:
     return short_name(node.provider) if node.provider else NOWHERE
-
-
-def provider_colours(report: PartitionReport) -> dict[str, str]:
-    """Graph node id -> provider short name, for colouring the main graph."""
-    return {f"n{i}": short_name(p) if p else NOWHERE for i, p in enumerate(report.main_providers)}
-
-
-def provider_colouring(view: GraphView, report: PartitionReport) -> Colouring:
-    """The graph view's nodes by the provider that runs them: the accelerator first, CPU last."""
-    keys = by_index(view, provider_colours(report))
-    order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
-    return Colouring("execution provider", keys, order=order)
-
-
-# what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
-_DONE = {"fused": "#e8590c", "replaced": "#f59f00", "layout": "#ae3ec9", "removed": "#adb5bd"}
-
-
-def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
-    """Each original node by what ONNX Runtime's optimizer did to it at ``level``: fused into one kernel,
-    replaced, rewritten for a blocked layout, or removed (by node name)."""
-    found = next((lv for lv in report.levels if lv.key == level), None)
-    if found is None:
-        return None
-    keys: dict[str, str] = {}
-    for rewrite in found.rewrites:
-        for name in rewrite.nodes_before:
-            keys.setdefault(name, rewrite.kind if rewrite.kind in _DONE else "replaced")
-    order = [k for k in _DONE if k in set(keys.values())]
-    return Colouring(f"what {found.name} did", keys, order=order, colours=dict(_DONE))
 
 
 def placements(report: PartitionReport) -> Rows[NodePlacement]:

@@ -11,39 +11,17 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from core.graph import GraphView
+from core.graph.colourings import latency_colouring
 from core.jobs.wire import to_data
 from core.profile import ProfileReport
 from ui.bench_view import busy_notice
 from ui.charts import escaped
-from ui.graph_canvas import Colouring
-from ui.graph_panel import by_index, draw_graph
+from ui.graph_panel import draw_graph
 from ui.text import md_escape
 
-__all__ = ["LATENCY_BINS", "latency_colouring", "latency_colours", "nodes_frame", "profile_section", "rows_frame"]
+__all__ = ["nodes_frame", "profile_section", "rows_frame"]
 
-# the graph's latency colours: a node's share of the call, hottest first
-LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
-NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours in ui.charts
 _ORT, _EAGER, _OVERHEAD = "#005CED", "#EE4C2C", "#999999"
-
-
-def latency_colours(report: ProfileReport) -> dict[str, str]:
-    """Graph node id -> its latency bin, from the time of the node(s) it became."""
-    colours = {}
-    for index, ms in enumerate(report.node_ms):
-        share = ms / report.call_ms if report.call_ms else 0.0
-        colours[f"n{index}"] = (
-            next((label for low, label in LATENCY_BINS if share >= low), NOT_TIMED) if ms else NOT_TIMED
-        )
-    return colours
-
-
-def latency_colouring(view: GraphView, report: ProfileReport) -> Colouring:
-    """The graph view's nodes by their share of the call (what each became after the optimizer), a heat scale."""
-    keys = by_index(view, latency_colours(report))
-    present = set(keys.values())
-    order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
-    return Colouring(f"latency at {report.level}", keys, order=order, scale=True)
 
 
 def nodes_frame(report: ProfileReport) -> pd.DataFrame:

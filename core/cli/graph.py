@@ -1,14 +1,17 @@
-"""graph: draw an ONNX model's graph into one self-contained HTML file (the renderer and the data inlined)."""
+"""graph: draw an ONNX model's graph into one self-contained HTML file (the renderer and the data inlined),
+coloured by op type, dtype, the execution provider that runs each node, or what the optimizer did at a level."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import describe
+from core.cli.common import describe, provider_names
 from core.errors import WorkbenchError
+from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.graph.page import COLOURS, graph_page
 from core.graph.records import GraphView
 from core.jobs import run_job
@@ -17,14 +20,42 @@ from core.settings import PROJECT_ROOT
 __all__ = ["BUNDLE", "register", "run"]
 
 BUNDLE = PROJECT_ROOT / "ui" / "graph_component" / "dist" / "graph.js"  # built by `make graph-bundle`, committed
+LEVELS = ("basic", "extended", "layout", "all")
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("graph", help="draw a model's graph into one HTML file that works offline")
     parser.add_argument("model", help="an .onnx path ('model.onnx,model.onnx.data' with external data)")
     parser.add_argument("-o", "--output", default="graph.html", help="the HTML file to write (graph.html)")
-    parser.add_argument("--color", choices=COLOURS, default="op", help="colour the nodes by op type or dtype")
+    parser.add_argument(
+        "--color",
+        choices=(*COLOURS, "provider", "level"),
+        default="op",
+        help="colour the nodes by op type, dtype, the execution provider that runs them (partitions the model "
+        "first), or what ONNX Runtime's optimizer did to them at --level (optimizes the model first)",
+    )
+    parser.add_argument("--providers", help="with --color provider: in order of preference, e.g. cuda,cpu (cpu)")
+    parser.add_argument("--level", default="extended", choices=LEVELS, help="with --color level (extended)")
     parser.set_defaults(func=run)
+
+
+def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[str, Colouring]:
+    """The colourings --color asks for: the partition's providers, or what each optimization level did."""
+    if args.color == "provider":
+        request = {"providers": provider_names(args.providers), "level": "all", "simulate": [], "with_layout": False}
+        result = run_job("partition.run", {"path": path, **request})
+        for message in result.unavailable.values():
+            print(f"note: {message}", file=sys.stderr)
+        return {"provider": provider_colouring(view, result.reports[0])}
+    if args.color == "level":
+        with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+            levels = run_job("optimize.levels", {"path": path, "out_dir": tmp})
+        found = {key: level_colouring(levels, key) for key in LEVELS}
+        colourings = {key: c for key, c in found.items() if c is not None}
+        if args.level not in colourings:
+            raise WorkbenchError(f"ONNX Runtime could not optimize the model at {args.level}.")
+        return colourings
+    return {}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if not BUNDLE.is_file():
         raise WorkbenchError(f"The graph renderer {BUNDLE} is missing; rebuild it with `make graph-bundle`.")
     view: GraphView = run_job("graph.view", {"path": record.path})
+    colourings = _colourings(args, view, record.path)
+    shown = args.level if args.color == "level" else args.color
     out = Path(args.output).expanduser()
-    out.write_text(graph_page(view, BUNDLE.read_text(), args.color), encoding="utf-8")
+    out.write_text(graph_page(view, BUNDLE.read_text(), shown, colourings), encoding="utf-8")
     for note in view.notes:
         print(f"note: {note}", file=sys.stderr)
     groups = f", {len(view.groups):,} groups" if view.groups else ""
@@ -43,4 +76,9 @@ def run(args: argparse.Namespace) -> int:
         f"{out}: {view.node_count:,} nodes{groups}, {view.folded_constants:,} Constants folded, "
         f"{out.stat().st_size / 1e6:.2f} MB"
     )
+    if colourings:
+        legend = colourings[shown]
+        drawn = [legend.keys[n.name] for n in view.nodes if n.name in legend.keys]
+        counts = {category: drawn.count(category) for category in legend.order}
+        print(f"coloured by {legend.title}: " + (", ".join(f"{k} {n:,}" for k, n in counts.items()) or "nothing"))
     return 0

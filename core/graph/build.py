@@ -4,11 +4,13 @@ their consumers, edges labelled with shapes, groups from scopes, subgraphs and l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from core.graph.attributes import attributes_text, dtype_key
 from core.graph.groups import GroupTable, finish_groups, scope_parts
 from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
+from core.graph.weights import WeightBudget, weight_stats
 from core.model.proto import attribute_subgraphs, dtype_name, type_spec
 
 __all__ = ["MAX_DEPTH", "SHAPE_INFERENCE_LIMIT", "view_graph"]
@@ -48,13 +50,13 @@ def _type_label(type_proto: Any) -> str:
     return f"{dtype} {_dims(shape)}".rstrip() if shape else f"{dtype} scalar"
 
 
-def _constant_value(node: Any) -> Folded | None:
-    """A Constant node's value as a folded input."""
+def _constant_value(node: Any, stats: Any) -> Folded | None:
+    """A Constant node's value as a folded input; ``stats(tensor)`` describes its values."""
     import onnx
 
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.TENSOR:
-            return Folded(node.output[0], _dims(attr.t.dims), dtype_name(attr.t.data_type))
+            return Folded(node.output[0], _dims(attr.t.dims), dtype_name(attr.t.data_type), stats(attr.t))
         if attr.type == onnx.AttributeProto.SPARSE_TENSOR:
             return Folded(node.output[0], _dims(attr.sparse_tensor.dims), "sparse")
         if attr.name.startswith("value_"):
@@ -64,11 +66,16 @@ def _constant_value(node: Any) -> Folded | None:
 
 
 class _Builder:
-    def __init__(self, functions: dict[tuple[str, str], Any]) -> None:
+    def __init__(self, functions: dict[tuple[str, str], Any], folder: Path | None) -> None:
         self.view = GraphView(name="")
         self.groups = GroupTable()
         self.functions = functions
         self.linked: set[tuple[int, int, str]] = set()
+        self.folder = folder
+        self.budget = WeightBudget()
+
+    def stats(self, tensor: Any) -> str:
+        return weight_stats(tensor, self.folder, self.budget)
 
     def add_node(self, node: ViewNode) -> int:
         node.id = len(self.view.nodes)
@@ -84,12 +91,14 @@ class _Builder:
     def read_graph(self, graph: Any, scope: _Scope, base_group: int, depth: int) -> None:
         """Add ``graph``'s nodes under ``base_group``; Constant nodes and initializers become folded inputs."""
         for tensor in graph.initializer:
-            scope.folded[tensor.name] = Folded(tensor.name, _dims(tensor.dims), dtype_name(tensor.data_type))
+            scope.folded[tensor.name] = Folded(
+                tensor.name, _dims(tensor.dims), dtype_name(tensor.data_type), self.stats(tensor)
+            )
         for sparse in graph.sparse_initializer:
             scope.folded[sparse.values.name] = Folded(sparse.values.name, _dims(sparse.dims), "sparse")
         for position, node in enumerate(graph.node):
             if node.op_type == "Constant" and len(node.output) == 1 and not node.input:
-                value = _constant_value(node)
+                value = _constant_value(node, self.stats)
                 if value is not None:
                     scope.folded[value.name] = value
                     self.view.folded_constants += 1
@@ -172,8 +181,9 @@ def _inferred(model: Any, notes: list[str]) -> Any:
         return None
 
 
-def view_graph(model_or_graph: Any, name: str = "") -> GraphView:
-    """The graph view of a ModelProto (shapes inferred when small enough) or of one GraphProto."""
+def view_graph(model_or_graph: Any, name: str = "", folder: Path | None = None) -> GraphView:
+    """The graph view of a ModelProto (shapes inferred when small enough) or of one GraphProto; ``folder``
+    holds the model's external-data files, read for the weights' statistics."""
     import onnx
 
     notes: list[str] = []
@@ -182,7 +192,7 @@ def view_graph(model_or_graph: Any, name: str = "") -> GraphView:
         inferred = _inferred(model_or_graph, notes)
         graph = (inferred or model_or_graph).graph
         functions = {(f.domain, f.name): f for f in model_or_graph.functions}
-    builder = _Builder(functions)
+    builder = _Builder(functions, folder)
     builder.view.notes = notes
     builder.view.shapes_inferred = graph is not model_or_graph and not notes
     scope = _Scope(types=_types(graph))
@@ -197,6 +207,8 @@ def view_graph(model_or_graph: Any, name: str = "") -> GraphView:
         index = builder.add_node(ViewNode(0, "Output", value.name, scope.types.get(value.name, ""), [value.name], []))
         builder.link(scope, value.name, index)
     view = builder.view
+    if builder.budget.skipped:
+        notes.append(f"statistics left out for {builder.budget.skipped:,} weights (too many values to read)")
     view.name = name or graph.name
     view.groups = finish_groups(builder.groups.groups, view.nodes)
     return view

@@ -99,10 +99,10 @@ def _prune(groups: list[ViewGroup], nodes: list[ViewNode]) -> list[int]:
     node moves to the parent. Renumbers the rest; returns each kept group's old index."""
     has_child = [False] * len(groups)
     dropped = [False] * len(groups)
-    for group in reversed(groups):  # children come after their parents: decide them first
-        dropped[group.id] = group.kind == "scope" and group.count <= 1 and not has_child[group.id]
-        if not dropped[group.id] and group.parent >= 0:
-            has_child[group.parent] = True
+    for candidate in reversed(groups):  # children come after their parents: decide them first
+        dropped[candidate.id] = candidate.kind == "scope" and candidate.count <= 1 and not has_child[candidate.id]
+        if not dropped[candidate.id] and candidate.parent >= 0:
+            has_child[candidate.parent] = True
     kept = [g.id for g in groups if not dropped[g.id]]
     new_index = {old: new for new, old in enumerate(kept)}
     for node in nodes:

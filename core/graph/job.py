@@ -1,4 +1,5 @@
-"""The worker job behind ``python -m core graph``: read a model file (never its external weights) into a view."""
+"""The worker job behind ``python -m core graph``: read a model file into a view (its external weights only
+for their statistics, sampled, from files inside its folder)."""
 
 from __future__ import annotations
 
@@ -16,4 +17,4 @@ def graph_view_job(path: ReadPath) -> GraphView:
     import onnx
 
     model = onnx.load(path, load_external_data=False)
-    return view_graph(model, name=Path(path).stem)
+    return view_graph(model, name=Path(path).stem, folder=Path(path).parent)

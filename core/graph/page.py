@@ -6,11 +6,12 @@ import html
 
 import msgspec
 
+from core.graph.colourings import Colouring, colouring_json
 from core.graph.records import GraphView
 
 __all__ = ["COLOURS", "browser_data", "graph_page", "script_json"]
 
-COLOURS = ("op", "dtype")
+COLOURS = ("op", "dtype")  # always there; a page can add colourings of its own
 
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -22,12 +23,14 @@ style-src 'unsafe-inline'; img-src data:">
 </head><body>
 <div id="graph"></div>
 <script id="graph-data" type="application/json">{data}</script>
+<script id="graph-colourings" type="application/json">{colourings}</script>
 <script>{bundle}</script>
 <script>
 window.__graphTimings = window.__graphTimings || {{}};
 window.__graphTimings.dataReceived = performance.now();
 window.__graphView = GraphView.mount(document.getElementById("graph"),
-  JSON.parse(document.getElementById("graph-data").textContent), {{color: {color}}});
+  JSON.parse(document.getElementById("graph-data").textContent),
+  {{color: {color}, colourings: JSON.parse(document.getElementById("graph-colourings").textContent)}});
 </script>
 </body></html>
 """
@@ -65,7 +68,7 @@ def browser_data(view: GraphView) -> dict[str, object]:
             "attrs": [n.attrs for n in nodes],
             "group": [n.group for n in nodes],
             "dtype": dtype_index,
-            "folded": [[n.id, f.name, f.shape, f.dtype] for n in nodes for f in n.folded],
+            "folded": [[n.id, f.name, f.shape, f.dtype, f.stats] for n in nodes for f in n.folded],
         },
         "e": {
             "s": [e.source for e in edges],
@@ -84,11 +87,14 @@ def browser_data(view: GraphView) -> dict[str, object]:
     }
 
 
-def graph_page(view: GraphView, bundle: str, color: str = "op") -> str:
-    """The page: ``bundle`` is the renderer (ui/graph_component/dist/graph.js), ``color`` op or dtype."""
-    if color not in COLOURS:
-        raise ValueError(f"colour by {color!r}? choose one of {', '.join(COLOURS)}")
+def graph_page(view: GraphView, bundle: str, color: str = "op", colourings: dict[str, Colouring] | None = None) -> str:
+    """The page: ``bundle`` is the renderer (ui/graph_component/dist/graph.js), ``color`` the colour shown
+    first: op, dtype, or a name in ``colourings`` (core.graph.colourings: provider, level, latency)."""
+    colourings = colourings or {}
+    if color not in COLOURS and color not in colourings:
+        raise ValueError(f"colour by {color!r}? choose one of {', '.join([*COLOURS, *colourings])}")
     return _PAGE.format(
+        colourings=script_json({name: colouring_json(c) for name, c in colourings.items()}),
         title=html.escape(f"{view.name} · graph"),
         data=script_json(browser_data(view)),
         bundle=bundle.replace("</script", "<\\/script"),

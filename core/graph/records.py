@@ -14,6 +14,7 @@ class Folded:
     name: str
     shape: str  # "768×3072", "" for a scalar
     dtype: str
+    stats: str = ""  # "min −0.3 · max 0.29 · mean 0.001 · std 0.05 · 0.0% zeros" (core.graph.weights)
 
 
 @dataclass(slots=True)  # one per node: tens of thousands in a large model

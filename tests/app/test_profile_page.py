@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from core.graph.colourings import latency_colouring
 from tests.app.pages import open_page
-from ui.profile_view import latency_colouring
 
 
 def _profile(at: AppTest, level: str = "all") -> None:

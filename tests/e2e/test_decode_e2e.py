@@ -38,6 +38,8 @@ def test_decode_tinycnn_header_and_click_a_conv_node(page, tmp_path: Path) -> No
     _find(page, "Conv")
     page.get_by_text("kernel_shape").first.wait_for(timeout=30_000)  # the node's attributes, in full
     wait_idle(page)
+    card = page.locator('[data-testid="stTable"]', has_text="% zeros").first  # the weights' statistics
+    assert "min " in card.inner_text() and "std " in card.inner_text()
     assert "node=" in page.url  # its link opens the page on this node
     shot(page, "21-decode-node-selected")
     _find(page, "Gemm")  # another node shows at once

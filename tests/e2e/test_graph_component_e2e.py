@@ -120,7 +120,8 @@ def test_graph_component_opens_on_the_selected_node(browser, canvas_app: str) ->
 
 
 def test_graph_canvas_rejects_an_unknown_colour() -> None:
-    from ui.graph_canvas import Colouring, graph_canvas
+    from core.graph.colourings import Colouring
+    from ui.graph_canvas import graph_canvas
 
     with pytest.raises(ValueError, match="colour by 'latency'"):
         graph_canvas(view_graph(transformer_like(1)), key="g", colour="latency", colourings={"p": Colouring("p", {})})

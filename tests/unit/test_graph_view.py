@@ -201,5 +201,32 @@ def test_the_cli_writes_one_html_file_with_no_network_reference(tmp_path: Path) 
     result = cli("graph", str(model), "-o", str(out), "--color", "dtype")
     assert result.returncode == 0, result.stderr
     page = out.read_text()
-    assert "GraphView.mount" in page and '{color: "dtype"}' in page
+    assert "GraphView.mount" in page and '{color: "dtype", colourings:' in page
     assert not re.search(r"(src|href)=[\"']?https?:", page)
+
+
+def _colourings_in(page: str) -> dict:
+    found = re.search(r'<script id="graph-colourings" type="application/json">(.*?)</script>', page, re.S)
+    assert found
+    return json.loads(found.group(1))
+
+
+def test_the_cli_colours_by_provider_and_by_what_each_optimizer_level_did(tmp_path: Path) -> None:
+    from tests.cli import cli
+
+    model = builders.exported_sample("tinycnn", tmp_path)  # Conv + Relu twice: fused at EXTENDED
+    out = tmp_path / "levels.html"
+    result = cli("graph", str(model), "-o", str(out), "--color", "level", "--level", "extended")
+    assert result.returncode == 0, result.stderr
+    assert "coloured by what EXTENDED did: fused" in result.stdout
+    colourings = _colourings_in(out.read_text())
+    assert set(colourings) == {"basic", "extended", "layout", "all"}
+    assert "fused" in colourings["extended"]["keys"].values()
+    assert colourings["extended"]["rest"] == "kept as it is"
+    assert 'color: "extended"' in out.read_text()
+
+    out = tmp_path / "providers.html"
+    result = cli("graph", str(model), "-o", str(out), "--color", "provider", "--providers", "cpu")
+    assert result.returncode == 0, result.stderr
+    provider = _colourings_in(out.read_text())["provider"]
+    assert set(provider["keys"].values()) == {"CPU"} and len(provider["keys"]) == 8

@@ -87,8 +87,9 @@ function customKeys(graph, colouring) {
     legend.push({ key: c, colour: col, count: counts.get(c) || 0 });
   });
   if (counts.has(NONE)) {
+    // the nodes the colouring does not name, under the name it gives them ("kept as it is", "inside a body")
     colour.set(NONE, NONE_COLOUR);
-    legend.push({ key: NONE, colour: NONE_COLOUR, count: counts.get(NONE) });
+    legend.push({ key: String(colouring.rest || NONE), colour: NONE_COLOUR, count: counts.get(NONE) });
   }
   const nodeColour = new Array(count);
   for (let i = 0; i < count; i++) nodeColour[i] = pseudo[i] ? IO_COLOUR : colour.get(category[i]);

@@ -89,11 +89,16 @@ export function mount(root, data, options = {}) {
     mctx.strokeRect(ox - (view.tx / view.k) * s, oy - (view.ty / view.k) * s, (view.width / view.k) * s, (view.height / view.k) * s);
   }
 
-  function fit() {
+  // the whole graph on screen (the Fit button); with ``readable``, as it first opens: a graph too tall or
+  // wide to fit with readable labels opens readable at its top instead (the minimap shows the rest)
+  function fit(readable = false) {
     const { minX, minY, maxX, maxY } = view.layoutState.bounds;
-    const k = Math.min(1.4, (view.width - 40) / (maxX - minX || 1), (view.height - 90) / (maxY - minY || 1));
-    view.k = Math.max(k, 0.35); // a tall graph opens readable at its top rather than as a thin line
-    view.tx = view.width / 2 - ((minX + maxX) / 2) * view.k;
+    const across = (view.width - 40) / (maxX - minX || 1);
+    let k = Math.min(1.4, across, (view.height - 90) / (maxY - minY || 1));
+    if (readable && k < 0.75) k = Math.max(0.75, Math.min(1, across));
+    view.k = Math.max(k, 0.01);
+    const wide = (maxX - minX) * view.k > view.width - 40;
+    view.tx = wide ? 20 - minX * view.k : view.width / 2 - ((minX + maxX) / 2) * view.k;
     view.ty = 70 - minY * view.k;
     request();
   }
@@ -259,7 +264,7 @@ export function mount(root, data, options = {}) {
     recolour(panels.colour.value);
     request();
   });
-  panels.fit.addEventListener("click", fit);
+  panels.fit.addEventListener("click", () => fit());
   panels.collapse.addEventListener("click", () => {
     graph.expanded.fill(0);
     relayout();
@@ -275,7 +280,7 @@ export function mount(root, data, options = {}) {
   resize();
   relayout();
   recolour(modeOf(options.color || "op"));
-  fit();
+  fit(true);
   const opening = options.selected ? data.n.name.indexOf(options.selected) : -1;
   if (opening >= 0) jumpTo(opening);
   render();

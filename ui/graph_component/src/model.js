@@ -9,7 +9,7 @@ export function readGraph(data) {
   const children = Array.from({ length: groupCount }, () => []);
   for (let i = 0; i < groupCount; i++) if (g.parent[i] >= 0) children[g.parent[i]].push(i);
   const folded = Array.from({ length: count }, () => null);
-  for (const [node, name, shape, dtype] of n.folded) (folded[node] ||= []).push({ name, shape, dtype });
+  for (const [node, name, shape, dtype, stats] of n.folded) (folded[node] ||= []).push({ name, shape, dtype, stats });
   const pseudo = new Uint8Array(count);
   for (let i = 0; i < count; i++) {
     const op = data.ops[n.op[i]];

@@ -124,7 +124,10 @@ export function showDetails(panels, graph, item) {
   if (g >= 0) line(d, "in", groupPath(graph, g).join(" › "));
   if (data.n.attrs[item] && !graph.pseudo[item]) line(d, "attributes", data.n.attrs[item]);
   for (const e of graph.inEdges[item]) line(d, "input", `${data.e.tensor[e]}  ${graph.label(e)}`);
-  for (const f of graph.folded[item] || []) line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`);
+  for (const f of graph.folded[item] || []) {
+    line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`);
+    if (f.stats) d.append(el("p", "k", `   ${f.stats}`));
+  }
   for (const e of graph.outEdges[item]) line(d, "output", `${data.e.tensor[e]}  ${graph.label(e)}`);
   const holder = graph.holderOf.get(item);
   if (holder !== undefined) {

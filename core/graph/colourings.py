@@ -1,0 +1,105 @@
+"""Colour modes for the graph view beyond op type and dtype: the execution provider of each node (Partition),
+what ONNX Runtime's optimizer did to it at a level, and its share of the call in a profile (a heat scale).
+Pure data, shared by the app's pages and `python -m core graph --color`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.graph.records import GraphView
+
+if TYPE_CHECKING:
+    from core.profile.records import ProfileReport
+    from core.runtime.optimize import OptimizationReport
+    from core.runtime.partition import PartitionReport
+
+__all__ = [
+    "LATENCY_BINS",
+    "NOT_TIMED",
+    "NOWHERE",
+    "Colouring",
+    "by_index",
+    "colouring_json",
+    "latency_colouring",
+    "latency_colours",
+    "level_colouring",
+    "provider_colouring",
+    "provider_colours",
+]
+
+NOWHERE = "runs nowhere"
+LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
+NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours in ui.charts
+# what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
+_DONE = {"fused": "#e8590c", "replaced": "#f59f00", "layout": "#ae3ec9", "removed": "#adb5bd"}
+
+
+@dataclass
+class Colouring:
+    """A colour mode for the graph: each node's category by node name; nodes not named are ``rest``."""
+
+    title: str
+    keys: dict[str, str]  # node name -> category
+    order: list[str] = field(default_factory=list)  # the legend's order (a scale's bins, fast to slow)
+    colours: dict[str, str] = field(default_factory=dict)  # category -> "#rrggbb"; else the palette
+    scale: bool = False  # the categories are ordered bins of a heat scale (light to dark red)
+    rest: str = "—"  # the legend's name for the nodes ``keys`` does not name
+
+
+def colouring_json(c: Colouring) -> dict[str, Any]:
+    return {"title": c.title, "keys": c.keys, "order": c.order, "colours": c.colours, "scale": c.scale, "rest": c.rest}
+
+
+def by_index(view: GraphView, categories: dict[str, str]) -> dict[str, str]:
+    """``categories`` keyed by the main graph's node ids ("n12", as the partition and profile results name
+    nodes), keyed instead by the names the graph view draws."""
+    return {n.name: categories[f"n{n.index}"] for n in view.nodes if n.index >= 0 and f"n{n.index}" in categories}
+
+
+def provider_colours(report: PartitionReport) -> dict[str, str]:
+    """Graph node id -> provider short name, for colouring the main graph."""
+    from core.runtime.ort import short_name
+
+    return {f"n{i}": short_name(p) if p else NOWHERE for i, p in enumerate(report.main_providers)}
+
+
+def provider_colouring(view: GraphView, report: PartitionReport) -> Colouring:
+    """The graph view's nodes by the provider that runs them: the accelerator first, CPU last. Nodes of
+    bodies (If/Loop/Scan) are placed with the node that holds them."""
+    keys = by_index(view, provider_colours(report))
+    order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
+    return Colouring("execution provider", keys, order=order, rest="inside a body")
+
+
+def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
+    """Each original node by what ONNX Runtime's optimizer did to it at ``level``: fused into one kernel,
+    replaced, rewritten for a blocked layout, or removed (by node name); None when the level was not made."""
+    found = next((lv for lv in report.levels if lv.key == level), None)
+    if found is None:
+        return None
+    keys: dict[str, str] = {}
+    for rewrite in found.rewrites:
+        for name in rewrite.nodes_before:
+            keys.setdefault(name, rewrite.kind if rewrite.kind in _DONE else "replaced")
+    order = [k for k in _DONE if k in set(keys.values())]
+    return Colouring(f"what {found.name} did", keys, order=order, colours=dict(_DONE), rest="kept as it is")
+
+
+def latency_colours(report: ProfileReport) -> dict[str, str]:
+    """Graph node id -> its latency bin, from the time of the node(s) it became."""
+    colours = {}
+    for index, ms in enumerate(report.node_ms):
+        share = ms / report.call_ms if report.call_ms else 0.0
+        colours[f"n{index}"] = (
+            next((label for low, label in LATENCY_BINS if share >= low), NOT_TIMED) if ms else NOT_TIMED
+        )
+    return colours
+
+
+def latency_colouring(view: GraphView, report: ProfileReport) -> Colouring:
+    """The graph view's nodes by their share of the call (what each became after the optimizer), a heat scale."""
+    keys = by_index(view, latency_colours(report))
+    present = set(keys.values())
+    order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
+    return Colouring(f"latency at {report.level}", keys, order=order, scale=True, rest="inside a body")

@@ -1,0 +1,113 @@
+"""Statistics of a weight or Constant value for the graph view's node details: min, max, mean, standard
+deviation, the share of zeros, and values that are not finite. Read from the tensor's own bytes, or from its
+external-data file inside the model's folder (checked again here, reached without links, never past its end).
+Large tensors are sampled and the model's total is bounded, so a 2 GB model costs seconds, not minutes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SAMPLE_ELEMENTS", "TOTAL_ELEMENTS", "WeightBudget", "weight_stats"]
+
+SAMPLE_ELEMENTS = 4_000_000  # a larger tensor is read as an evenly spaced sample of about this many values
+TOTAL_ELEMENTS = 200_000_000  # values read for one model; the weights past it get no statistics
+
+
+class WeightBudget:
+    """How many values are left to read for one model."""
+
+    def __init__(self, total: int = TOTAL_ELEMENTS) -> None:
+        self.left = total
+        self.skipped = 0
+
+    def take(self, count: int) -> bool:
+        if count > self.left:
+            self.skipped += 1
+            return False
+        self.left -= count
+        return True
+
+
+def _number(value: float) -> str:
+    if value != value:  # NaN
+        return "nan"
+    if value == 0 or 1e-3 <= abs(value) < 1e5:
+        return f"{value:.4g}".replace("-", "−")
+    return f"{value:.2e}".replace("-", "−")
+
+
+def _external_array(tensor: Any, folder: Path) -> Any:
+    """The tensor's values from its external-data file: a regular file inside ``folder``, not a link."""
+    import numpy as np
+    from onnx import helper
+
+    from core.model.proto import external_entries
+
+    entries = external_entries(tensor)
+    location = entries.get("location", "")
+    path = (folder / location).resolve()
+    if not location or folder.resolve() not in path.parents or Path(folder / location).is_symlink():
+        raise ValueError("its external data lies outside the model's folder")
+    offset, length = int(entries.get("offset", 0) or 0), int(entries.get("length", 0) or 0)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
+    count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
+    size = os.stat(path).st_size
+    if offset < 0 or offset + count * dtype.itemsize > size or (length and length < count * dtype.itemsize):
+        raise ValueError("its external data is shorter than its shape says")
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
+
+
+def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
+    """One line of statistics for an ONNX TensorProto, or why there are none."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    count = 1
+    for dim in tensor.dims:
+        count *= max(int(dim), 0)
+    if tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED) or count == 0:
+        return ""
+    if not budget.take(min(count, SAMPLE_ELEMENTS)):
+        return ""
+    try:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            if folder is None:
+                return "statistics not read: its data is in an external file"
+            values = _external_array(tensor, folder)
+        else:
+            values = numpy_helper.to_array(tensor).reshape(-1)
+    except (ValueError, OSError, TypeError) as exc:
+        return f"statistics not read: {str(exc)[:120]}"
+    sampled = values.size > SAMPLE_ELEMENTS
+    if sampled:
+        values = values[:: values.size // SAMPLE_ELEMENTS + 1]
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        return ""
+    if values.dtype.kind == "b":
+        return f"{np.count_nonzero(values) / values.size:.1%} true"
+    if values.size <= 8 and not sampled:  # a shape, an axis list, a scale: the values themselves
+        return "value " + ", ".join(
+            _number(float(v)) if values.dtype.kind == "f" else str(int(v)).replace("-", "−") for v in values
+        )
+    finite = values
+    bad = 0
+    if values.dtype.kind == "f":
+        mask = np.isfinite(values)
+        bad = int(values.size - np.count_nonzero(mask))
+        finite = values[mask] if bad else values
+    parts = []
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        mean, std = float(finite.mean(dtype=np.float64)), float(finite.std(dtype=np.float64))
+        parts = [f"min {_number(low)}", f"max {_number(high)}", f"mean {_number(mean)}", f"std {_number(std)}"]
+    zeros = int(values.size - np.count_nonzero(values))
+    parts.append(f"{zeros / values.size:.1%} zeros")
+    if bad:
+        parts.append(f"{bad:,} not finite (NaN or ∞)")
+    if sampled:
+        parts.append(f"from {values.size:,} sampled values")
+    return " · ".join(parts)
