@@ -204,7 +204,6 @@ def node_rows(decoded: DecodedModel) -> Rows[NodeInfo]:
 
 def decoded_json(decoded: DecodedModel) -> bytes:
     data = to_data(decoded)
-    data.pop("layouts", None)
     data.pop("node_rows", None)
     data["nodes"] = [to_data(n) for n in all_rows(node_rows(decoded), NodeInfo)]
     data["path"] = Path(decoded.path).name  # the server's folders are nobody's business

@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[str, Colouring]:
     """The colourings --color asks for: the partition's providers, or what each optimization level did."""
     if args.color == "provider":
-        request = {"providers": provider_names(args.providers), "level": "all", "simulate": [], "with_layout": False}
+        request = {"providers": provider_names(args.providers), "level": "all", "simulate": []}
         result = run_job("partition.run", {"path": path, **request})
         for message in result.unavailable.values():
             print(f"note: {message}", file=sys.stderr)

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, _ = as_onnx(args.model, Path(tmp))
         request = {"providers": provider_names(args.providers), "level": args.level, "simulate": split(args.simulate)}
-        result: PartitionResult = run_job("partition.run", {"path": record.path, **request, "with_layout": False})
+        result: PartitionResult = run_job("partition.run", {"path": record.path, **request})
         levels: OptimizationReport | None = None
         if args.levels:
             out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"

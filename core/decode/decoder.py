@@ -28,7 +28,7 @@ from core.model.proto import (
     value_specs,
     walk_graphs,
 )
-from core.runtime.graphview import MAX_LAYOUT_NODES, layout_graph
+from core.model.topology import has_cycle
 from core.tables import write_rows
 
 __all__ = ["decode_model", "summary"]
@@ -208,12 +208,9 @@ def _walk(decoded: DecodedModel, model: Any) -> list[GraphVisit]:
     return visits
 
 
-def _layouts(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
-    weights = {t.name: t.elements for t in decoded.initializers}
-    for visit in visits:  # (the pages draw core.graph's view, which has limits of its own)
-        if len(visit.graph.node) <= MAX_LAYOUT_NODES:
-            decoded.layouts[visit.path] = layout_graph(visit.graph, visit.path, weights)
-    if decoded.layouts.get("main") and decoded.layouts["main"].has_cycle:
+def _cycles(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
+    main = next((visit.graph for visit in visits if visit.path == "main"), None)
+    if main is not None and has_cycle(main):
         decoded.problems.append("The main graph has a cycle: ONNX graphs must be acyclic, so no runtime will run it.")
 
 
@@ -280,7 +277,7 @@ def decode_model(
     decoded.value_info_count = len(graph.value_info)
     visits = _walk(decoded, model)
     report(0.55, "Laying out the graph for drawing")
-    _layouts(decoded, visits)
+    _cycles(decoded, visits)
     report(0.7, "Running the checker and shape inference")
     _checks(decoded, file, model)
     if with_text:

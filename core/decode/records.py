@@ -6,7 +6,6 @@ import sys
 from dataclasses import dataclass, field
 
 from core.model.records import TensorSpec
-from core.runtime.graphview import GraphLayout
 from core.tables import RowFile
 
 __all__ = [
@@ -135,7 +134,6 @@ class DecodedModel:
     node_rows: RowFile | None = None  # every node, in the job's folder (when it was given one)
     op_types: list[str] = field(default_factory=list)  # of every graph and function
     layers: list[LayerWeight] = field(default_factory=list)
-    layouts: dict[str, GraphLayout] = field(default_factory=dict)
     text: str = ""
     checker_ok: bool | None = None
     checker_message: str = ""

@@ -23,7 +23,6 @@ from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
 from core.profile.records import EagerProfile, LayerRow, ProfileReport
 from core.runtime.activity import ActivityMeter
-from core.runtime.graphview import layout_graph
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
 
@@ -102,7 +101,6 @@ def profile_model(
         activity=activity,
         notes=notes,
     )
-    report.layout = layout_graph(graph, onnx_path)
     report.node_ms = ort.node_ms()
     report.headline = headline(report, ort)
     report.seconds = time.perf_counter() - began

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.runtime.activity import Activity
-from core.runtime.graphview import GraphLayout
 from core.runtime.machine import Environment
 
 __all__ = ["EagerModule", "EagerOp", "EagerProfile", "LayerRow", "NodeTime", "OpTypeTime", "ProfileReport"]
@@ -105,5 +104,4 @@ class ProfileReport:
     headline: str = ""
     seconds: float = 0.0
     cpu_ms: float = 0.0  # the median call's CPU time, all our threads: beside call_ms, how much it waited or spread
-    layout: GraphLayout | None = None  # the model's main graph, for the latency colours
     node_ms: list[float] = field(default_factory=list)  # per node of that graph: the time of what it became

@@ -169,7 +169,7 @@ def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, st
         progress(0.88 + 0.1 * k / len(made), f"Where {variant.label} runs")
         variant.runtime_ops = _runtime_ops(variant.path, out)
         variant.integer_ops = {op: n for op, n in variant.runtime_ops.items() if op in INTEGER_OPS}
-        partition = partition_model(variant.path, ["CPUExecutionProvider"], with_layout=False)
+        partition = partition_model(variant.path, ["CPUExecutionProvider"])
         variant.providers = partition.reports[0].providers
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from core.access import ReadPath, WritePath
 from core.errors import PartitionError
 from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
-from core.runtime.graphview import connected_groups
+from core.model.topology import connected_groups
 from core.runtime.ort import LEVELS, capture_ort_log, explain_session_error, session_options
 
 __all__ = ["LevelResult", "OptimizationReport", "Rewrite", "compare_graphs", "grouped", "optimize_levels"]

@@ -17,7 +17,7 @@ from typing import Any
 from core.access import ReadPath, WritePath
 from core.errors import PartitionError
 from core.model.proto import walk_graphs
-from core.runtime.graphview import MAX_LAYOUT_NODES, GraphLayout, connected_groups, layout_graph
+from core.model.topology import connected_groups
 from core.runtime.ort import LEVELS, PROVIDERS, capture_ort_log, explain_session_error, session_options, short_name
 from core.tables import RowFile, write_rows
 
@@ -104,7 +104,6 @@ class PartitionResult:
     available: list[str]
     unavailable: dict[str, str]  # requested but not in this build -> what it would take
     reports: list[PartitionReport]
-    layout: GraphLayout | None = None
 
 
 def _graph_nodes(model: Any) -> Iterator[tuple[int, str, Any]]:
@@ -408,7 +407,6 @@ def partition_model(
     providers: list[str] | None = None,
     level: str = "all",
     simulate: list[str] | None = None,
-    with_layout: bool = True,
     progress: Callable[[float, str], None] | None = None,
     out_dir: WritePath = "",
 ) -> PartitionResult:
@@ -449,12 +447,8 @@ def partition_model(
     for n, key in enumerate(simulate):
         report_progress(0.5 + 0.4 * n / max(len(simulate), 1), f"Simulating {short_name(SIMULATED[key])}")
         reports.append(_simulated_partition(model, key))
-    layout = None
-    if with_layout and len(model.graph.node) <= MAX_LAYOUT_NODES:
-        report_progress(0.95, "Laying out the graph")
-        layout = layout_graph(model.graph, "main")
     if out_dir:
         for n, report in enumerate(reports):
             report.node_rows = write_rows(Path(out_dir) / f"placements-{n}.rows", report.nodes)
             report.nodes = []
-    return PartitionResult(path.rsplit("/", 1)[-1], len(model.graph.node), available, unavailable, reports, layout)
+    return PartitionResult(path.rsplit("/", 1)[-1], len(model.graph.node), available, unavailable, reports)

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from core.decode import annotate_header, decode_model, summary
 from core.model import zoo
-from core.runtime.graphview import layout_graph, neighbourhood
+from core.model.topology import has_cycle
 from tests import builders
 from tests.cli import cli
 from ui.decode_view import model_tree
@@ -111,11 +111,10 @@ def test_shared_weights_behind_identity_nodes_are_counted_once_where_they_are_us
     assert sum(layer.parameters for layer in decoded.layers) <= decoded.parameter_count
 
 
-def test_subgraphs_and_functions_are_listed_and_laid_out(tmp_path: Path) -> None:
+def test_subgraphs_and_functions_are_listed(tmp_path: Path) -> None:
     decoded = decode_model(str(builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")))
     assert sorted(s.attribute for s in decoded.subgraphs) == ["body", "else_branch", "then_branch"]
-    assert set(decoded.layouts) == {"main"} | {s.path for s in decoded.subgraphs}
-    assert {n.graph for n in decoded.nodes} == set(decoded.layouts)
+    assert {n.graph for n in decoded.nodes} == {"main"} | {s.path for s in decoded.subgraphs}
     functions = decode_model(str(builders.write(builders.function_model(), tmp_path / "f.onnx"))).functions
     assert [(f.name, f.node_count) for f in functions] == [("DoubleRelu", 2)]
 
@@ -166,7 +165,9 @@ def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:
     )
     decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "cycle.onnx")))
     assert any("has a cycle" in p for p in decoded.problems)
-    assert len(decoded.layouts["main"].nodes) == 4
+    assert has_cycle(graph) and not has_cycle(builders.chain_model(10).graph)
+    selfish = helper.make_graph([helper.make_node("Relu", ["y"], ["y"])], "self", [], [])
+    assert has_cycle(selfish)
 
 
 def test_deeply_nested_ifs_do_not_exhaust_the_stack(tmp_path: Path) -> None:
@@ -194,15 +195,6 @@ def test_deeply_nested_ifs_do_not_exhaust_the_stack(tmp_path: Path) -> None:
     path = builders.write(helper.make_model(graph), tmp_path / "deep.onnx")
     decoded = decode_model(str(path), with_text=False)
     assert max(s.depth for s in decoded.subgraphs) == 29 and len(decoded.subgraphs) == 2 * 29
-
-
-def test_layout_places_every_node_in_dependency_order() -> None:
-    model = builders.chain_model(10)
-    layout = layout_graph(model.graph, "main")
-    by_id = {n.id: n for n in layout.nodes}
-    assert len(layout.nodes) == 10 + 2  # nodes, one input, one output
-    assert all(by_id[e.source].layer < by_id[e.target].layer for e in layout.edges)
-    assert neighbourhood(layout, "n0", 1) == {"n0", "in:x", "n1"}
 
 
 def test_model_tree_is_json_and_holds_the_fields_a_learner_meets(tmp_path: Path) -> None:

@@ -77,8 +77,8 @@ def test_decode_and_partition_keep_their_node_tables_in_the_job_folder(tmp_path:
     assert list(iter_rows(decoded.node_rows, NodeInfo, tmp_path / "decode")) == kept.nodes
     assert decoded.op_types == sorted({n.op_type for n in kept.nodes})
 
-    whole = partition_model(str(path), simulate=["nnapi"], with_layout=False)
-    paged = partition_model(str(path), simulate=["nnapi"], with_layout=False, out_dir=str(tmp_path / "part"))
+    whole = partition_model(str(path), simulate=["nnapi"])
+    paged = partition_model(str(path), simulate=["nnapi"], out_dir=str(tmp_path / "part"))
     for full, report in zip(whole.reports, paged.reports, strict=True):
         assert report.nodes == [] and report.node_rows is not None
         assert report.node_total == report.node_rows.rows == len(full.nodes)
