@@ -134,6 +134,9 @@ def job_result(
     fresh folder of this session's (as ``out_dir``) for the files its result names, and the folders of earlier
     runs under the same name are removed once it succeeds. A user's error is shown and stops the page.
     """
+    # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
+    # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
+    slot = st.container()
     request = (model_id, encode(identity if identity is not None else dict(args)))  # arguments, as bytes
     kept = st.session_state.get(key)
     if kept is None or kept[0][0] != model_id:
@@ -145,7 +148,8 @@ def job_result(
     if out is not None:
         args["out_dir"] = str(out)
     try:
-        result = run_with_status(name, args, label)
+        with slot:
+            result = run_with_status(name, args, label)
     except WorkbenchError as exc:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)

@@ -67,3 +67,32 @@ def test_a_5000_node_model_is_drawn_whole_and_found_by_name(page, tmp_path: Path
     _find(page, "relu_1234")
     page.get_by_text("relu_1234").first.wait_for(timeout=30_000)
     shot(page, "22-decode-5000-nodes")
+
+
+def test_a_1700_node_classic_cnn_is_found_read_and_shown_with_its_neighbours(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import onnx
+
+    from tests.graph_models import classic_cnn
+
+    path = tmp_path / "cnn-1700.onnx"
+    onnx.save(classic_cnn(), path)  # 1,715 nodes: 170 bottlenecks with their BatchNorms, in /layerS/layerS.B scopes
+    upload(page, path)
+    page.get_by_role("link", name="Decode", exact=True).click()
+    graph = page.locator(".graph-canvas[data-ready='true']")
+    graph.wait_for(timeout=90_000)
+    assert graph.get_attribute("data-nodes") == "1715"
+    wait_idle(page)
+    target = "/layer3/layer3.86/conv2/Conv"
+    _find(page, "layer3.86/conv2/Conv")
+    card = page.locator('[data-testid="stMarkdownContainer"]', has_text="in layer3 › layer3.86 › conv2").first
+    card.wait_for(timeout=30_000)
+    assert "node=" in page.url and page.locator("[data-selected]").get_attribute("data-selected") == target
+    size = graph.bounding_box()
+    for name in (target, "/layer3/layer3.86/conv1/Relu", "/layer3/layer3.86/conv2/BatchNormalization"):
+        box = page.evaluate("(n) => window.__graphView.screenBox(n)", name)  # the node and its neighbours
+        assert box and 0 <= box["x"] < size["width"] and 0 <= box["y"] < size["height"], (name, box)
+        assert box["h"] >= 36  # life-size at least: its labels are readable
+    page.locator('[data-testid="stTable"]', has_text="% zeros").first.wait_for()  # its weights' statistics
+    # the page ran again for the selection, and the graph stayed as it was: not sent or laid out again
+    assert page.evaluate("() => window.__graphTimings.mounts") == 1
+    shot(page, "23-decode-cnn-1700-found")

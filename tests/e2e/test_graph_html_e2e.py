@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli import cli
 from tests.e2e.conftest import ARTIFACTS
-from tests.graph_models import transformer_like
+from tests.graph_models import classic_cnn, transformer_like
 
 pytestmark = [pytest.mark.e2e]
 
@@ -76,13 +76,19 @@ def _model(kind: str, folder: Path) -> Path:
         from tests.real_models import real_model
 
         return real_model("ocr_det")  # PaddleOCR's text detector as rapidocr ships it: about 600 nodes
+    if kind == "cnn-1700":
+        path = folder / "cnn-1700.onnx"
+        onnx.save(classic_cnn(), path)  # 1,715 nodes: 170 bottlenecks with their BatchNorms
+        return path
     path = folder / "transformer-30k.onnx"
     onnx.save(transformer_like(1500), path)  # 30,003 nodes in named blocks, as today's exports have
     return path
 
 
-@pytest.mark.parametrize("kind", ["detector", "transformer-30k"])
-def test_a_real_detector_and_a_30000_node_model_are_readable_and_searchable(browser, tmp_path: Path, kind: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("kind", ["detector", "cnn-1700", "transformer-30k"])
+def test_a_real_detector_a_classic_cnn_and_a_30000_node_model_are_readable_and_searchable(
+    browser, tmp_path: Path, kind: str
+) -> None:  # type: ignore[no-untyped-def]
     from core.graph import view_graph
 
     path = _model(kind, tmp_path)
@@ -105,6 +111,8 @@ def test_a_real_detector_and_a_30000_node_model_are_readable_and_searchable(brow
         assert root.get_attribute("data-selected") == target.name
         details = page.locator(".gv-details").inner_text()
         assert target.op in details and target.name in details
+        found = page.evaluate("(n) => window.__graphView.screenBox(n)", target.name)
+        assert found["h"] >= 36, found  # drawn at least life-size: its labels are readable
         # its neighbours are drawn around it, labelled: the node that feeds it is on screen
         feeder = next((view.nodes[e.source] for e in view.edges if e.target == target.id), None)
         if feeder is not None and feeder.op not in ("Input",):

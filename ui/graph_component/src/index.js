@@ -334,6 +334,8 @@ export function mount(root, data, options = {}) {
       if (item < 0) {
         for (let gi = 0; gi < graph.groupCount; gi++) if (groupPath(graph, gi).join("/") === nameOrPath) item = graph.count + gi;
       }
+      // a node inside a closed group or node: where that group or node is
+      if (item >= 0 && item < graph.count && !view.layoutState.box.has(item)) item = view.layoutState.visible.rep[item];
       const b = view.layoutState.box.get(item);
       if (!b) return null;
       return { x: b.x * view.k + view.tx, y: b.y * view.k + view.ty, w: b.w * view.k, h: b.h * view.k };
