@@ -55,9 +55,10 @@ st.markdown(
     "Each box is one operator call with its key settings (a Conv's kernel, strides and groups); an edge is a "
     "tensor, labelled with its type and shape where known, flowing from the node that makes it to the nodes "
     "that use it. Weights and constants are listed inside the node that uses them, not drawn as nodes. Nodes "
-    "sit in the groups their names' scopes make (`/encoder/layer.0/attn/...`), which open with a click; If, "
-    "Loop and Scan bodies and local functions are groups too. Colour by op type or dtype, or by the last "
-    "profile's latency once there is one."
+    "sit in the groups their names' scopes make (`/encoder/layer.0/attn/...`), which open with a click. An If, "
+    "Loop or Scan holds its bodies, and a call of a local function its body: click ▸ on the node (or "
+    "double-click it) and they open inside it. Colour by op type or dtype, or by the last profile's latency "
+    "once there is one; a node's details list its weights with their statistics."
 )
 view = graph_of(record)
 if view is not None:
