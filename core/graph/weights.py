@@ -59,6 +59,18 @@ def _external_array(tensor: Any, folder: Path) -> Any:
     return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
 
 
+def _plain(data_type: int) -> Any:
+    """The little-endian numpy dtype of an ONNX element type that is stored as is in raw_data, else None."""
+    import numpy as np
+    from onnx import helper
+
+    try:
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(data_type))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return dtype.newbyteorder("<") if dtype.kind in "fiu" and dtype.itemsize in (1, 2, 4, 8) else None
+
+
 def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
     """One line of statistics for an ONNX TensorProto, or why there are none."""
     import numpy as np
@@ -77,6 +89,8 @@ def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
             if folder is None:
                 return "statistics not read: its data is in an external file"
             values = _external_array(tensor, folder)
+        elif tensor.raw_data and count > SAMPLE_ELEMENTS and _plain(tensor.data_type):
+            values = np.frombuffer(tensor.raw_data, dtype=_plain(tensor.data_type), count=count)  # no copy
         else:
             values = numpy_helper.to_array(tensor).reshape(-1)
     except (ValueError, OSError, TypeError) as exc:
