@@ -5,14 +5,22 @@ Pure data, shared by the app's pages and `python -m core graph --color`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.graph.records import GraphView
 
 if TYPE_CHECKING:
-    from core.profile.records import ProfileReport
     from core.runtime.optimize import OptimizationReport
     from core.runtime.partition import PartitionReport
+
+
+class ProfileTimes(Protocol):
+    """What the latency colours read of a profile (core.profile's ProfileReport; features do not import
+    each other)."""
+
+    node_ms: list[float]  # each main-graph node's time in one call
+    call_ms: float
+    level: str
 
 __all__ = [
     "LATENCY_BINS",
@@ -86,7 +94,7 @@ def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
     return Colouring(f"what {found.name} did", keys, order=order, colours=dict(_DONE), rest="kept as it is")
 
 
-def latency_colours(report: ProfileReport) -> dict[str, str]:
+def latency_colours(report: ProfileTimes) -> dict[str, str]:
     """Graph node id -> its latency bin, from the time of the node(s) it became."""
     colours = {}
     for index, ms in enumerate(report.node_ms):
@@ -97,7 +105,7 @@ def latency_colours(report: ProfileReport) -> dict[str, str]:
     return colours
 
 
-def latency_colouring(view: GraphView, report: ProfileReport) -> Colouring:
+def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
     """The graph view's nodes by their share of the call (what each became after the optimizer), a heat scale."""
     keys = by_index(view, latency_colours(report))
     present = set(keys.values())
