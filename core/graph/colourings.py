@@ -22,6 +22,7 @@ class ProfileTimes(Protocol):
     call_ms: float
     level: str
 
+
 __all__ = [
     "LATENCY_BINS",
     "NOT_TIMED",
