@@ -54,21 +54,6 @@ def _find(page, text: str) -> None:  # type: ignore[no-untyped-def]
     wait_idle(page)
 
 
-def test_a_5000_node_model_is_drawn_whole_and_found_by_name(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from tests import builders
-
-    path = builders.write(builders.chain_model(5000), tmp_path / "deep_chain.onnx")
-    upload(page, path)
-    page.get_by_role("link", name="Decode", exact=True).click()
-    graph = page.locator(".graph-canvas[data-ready='true']")
-    graph.wait_for(timeout=90_000)
-    assert graph.get_attribute("data-nodes") == "5000"
-    wait_idle(page)
-    _find(page, "relu_1234")
-    page.get_by_text("relu_1234").first.wait_for(timeout=30_000)
-    shot(page, "22-decode-5000-nodes")
-
-
 def _wild_model(kind: str, folder: Path) -> Path:
     import onnx
 
