@@ -21,11 +21,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.jobs import run_job
     from core.jobs.cluster.client import LOCAL, connect
-    from core.jobs.cluster.hardware import describe
     from core.jobs.wire import to_data
 
-    here = {"name": LOCAL, "status": "alive", "address": "", "hardware": to_data(describe())}
+    here = {"name": LOCAL, "status": "alive", "address": "", "hardware": to_data(run_job("cluster.hardware"))}
     rows = [here]
     address = load_settings().cluster_address
     warning = ""

@@ -26,10 +26,9 @@ from core.access import READ, Access, map_paths
 from core.errors import WorkbenchError
 from core.jobs import wire
 from core.jobs.process import JobHandle, JobSpec, ProcessBackend
-from core.runtime.machine import Environment
 from core.settings import load_settings
 
-__all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "relocate"]
+__all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "collect_outputs", "relocate", "with_target"]
 
 CACHE_FOLDER = "cluster-cache"
 JOBS_FOLDER = "cluster-jobs"
@@ -57,11 +56,17 @@ def relocate(value: Any, moves: dict[str, str]) -> Any:
 
 
 def with_target(value: Any, target: str) -> Any:
-    """A result that carries the environment it ran in, marked with the target it ran on."""
-    env = getattr(value, "environment", None)
-    if isinstance(env, Environment) and dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, environment=dataclasses.replace(env, target=target))
-    return value
+    """A result that carries the environment it ran in (core.runtime.machine.Environment), marked with the
+    target it ran on."""
+    env: Any = getattr(value, "environment", None)
+    result: Any = value
+    if not dataclasses.is_dataclass(env) or isinstance(env, type):
+        return value
+    if not dataclasses.is_dataclass(result) or isinstance(result, type):
+        return value
+    if "target" not in {f.name for f in dataclasses.fields(env)}:
+        return value
+    return dataclasses.replace(result, environment=dataclasses.replace(env, target=target))
 
 
 @dataclasses.dataclass
@@ -72,7 +77,7 @@ class _NodeJob:
     writes: list[tuple[Path, str]]  # (folder here, the client's folder)
 
 
-def _outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, bytes]]:
+def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, bytes]]:
     """(the client's folder, relative path, bytes) of each plain file the job wrote; links and odd files stay
     behind (the worker is untrusted: what comes back is only what it wrote into its own folders)."""
     found: list[tuple[str, str, bytes]] = []
@@ -102,11 +107,6 @@ class TargetAgent:
         shutil.rmtree(self.jobs_root, ignore_errors=True)  # folders of an agent that died with its node
         self.jobs: dict[str, _NodeJob] = {}
         self._lock = threading.Lock()
-
-    def hardware(self) -> bytes:
-        from core.jobs.cluster.hardware import describe
-
-        return wire.encode(describe())
 
     def missing(self, hashes: list[str]) -> list[str]:
         """Which of these files (by sha256) the node's cache lacks."""
@@ -188,7 +188,7 @@ class TargetAgent:
         try:
             value = with_target(relocate(handle.result(), job.moves), self.name)
             status["result"] = wire.encode(value)
-            status["outputs"] = _outputs(job.writes)
+            status["outputs"] = collect_outputs(job.writes)
         except WorkbenchError as exc:
             status["error"] = (type(exc).__name__, str(exc), getattr(exc, "details", ""))
         finally:

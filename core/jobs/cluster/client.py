@@ -14,9 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import TargetError
-from core.jobs import wire
-from core.jobs.cluster.hardware import Hardware
+from core.errors import JobError, TargetError
 from core.jobs.process import JobHandle, JobSpec
 from core.jobs.registry import JOBS, JobRegistry
 
@@ -40,7 +38,7 @@ class Target:
     node_id: str
     address: str
     alive: bool
-    hardware: Hardware | None = None
+    hardware: Any = None  # core.runtime.hardware.Hardware, from the job cluster.hardware run on the node
 
     @property
     def status(self) -> str:
@@ -105,7 +103,7 @@ class Cluster:
     def __init__(self, address: str, registry: JobRegistry = JOBS) -> None:
         self.address = address
         self.registry = registry
-        self._hardware: dict[str, Hardware] = {}
+        self._hardware: dict[str, Any] = {}
         self._names: dict[str, str] = {}  # node id -> target name: a lost node's resources are no longer listed
         self._agents: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -139,16 +137,16 @@ class Cluster:
         names = ", ".join(t.name for t in targets if t.alive) or "none"
         raise TargetError(f"There is no target called '{name}' in the cluster at {self.address}; targets: {names}.")
 
-    def _describe(self, target: Target) -> Hardware | None:
+    def _describe(self, target: Target) -> Any:
+        """The target's hardware, from the job ``cluster.hardware`` run there once (None while it cannot tell)."""
         if target.node_id in self._hardware or not target.alive:
             return self._hardware.get(target.node_id)
-        import ray
+        from core.jobs.process import JobSpec
 
         try:
-            data = ray.get(self.agent(target).hardware.remote(), timeout=HARDWARE_TIMEOUT_S)
-        except ray.exceptions.RayError:
+            hardware = TargetBackend(self, target).submit(JobSpec("cluster.hardware")).result(HARDWARE_TIMEOUT_S)
+        except (TargetError, JobError, TimeoutError):
             return None  # lost while asked: shown without hardware, and as gone once Ray notices
-        hardware: Hardware = wire.decode(data, Hardware)
         self._hardware[target.node_id] = hardware
         return hardware
 

@@ -26,7 +26,7 @@ from core.jobs.process import JobSpec, Progress
 if TYPE_CHECKING:
     from core.jobs.cluster.client import TargetBackend
 
-__all__ = ["ClusterJob", "file_hash"]
+__all__ = ["ClusterJob", "file_hash", "write_outputs"]
 
 POLL_S = 0.1
 LOST_GRACE_S = 30.0  # how long an agent that does not answer may take before its node is looked up
@@ -57,6 +57,20 @@ def _folder_files(folder: Path) -> list[Path]:
             f"{MAX_FOLDER_FILES} (keep the model and its data files in a folder of their own)."
         )
     return files
+
+
+def write_outputs(outputs: list[tuple[str, str, bytes]], folders: list[str], job: str) -> None:
+    """The files a job wrote on its node, into the caller's folders: only into the folders it was given, each
+    under its own relative path (a node's answer is checked like a worker's)."""
+    for folder, relative, data in outputs:
+        parts = Path(relative).parts
+        if folder not in folders or Path(relative).is_absolute() or ".." in parts or not parts:
+            raise JobFailed(f"The job '{job}' sent back a file outside its folders: {relative!r} in {folder!r}")
+        path = Path(folder, *parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_bytes(data)
+        partial.replace(path)
 
 
 def _error(name: str, message: str, details: str) -> WorkbenchError:
@@ -183,7 +197,7 @@ class ClusterJob:
             if "error" in status:
                 raise _error(*status["error"])
             if "result" in status:
-                self._write_outputs(status["outputs"])
+                write_outputs(status["outputs"], self._writes, self.spec.name)
                 self._result = wire.decode(status["result"], self._result_type)
                 return
             time.sleep(POLL_S)
@@ -213,15 +227,3 @@ class ClusterJob:
                 break
             ray.get(agent.put.remote(sha, by_hash[sha].read_bytes()))
         return reads
-
-    def _write_outputs(self, outputs: list[tuple[str, str, bytes]]) -> None:
-        """The files the job wrote on the node, into the caller's folders (only those the job was given)."""
-        for folder, relative, data in outputs:
-            parts = Path(relative).parts
-            if folder not in self._writes or Path(relative).is_absolute() or ".." in parts or not parts:
-                raise JobFailed(f"The job '{self.spec.name}' sent back a file outside its folders: {relative!r}")
-            path = Path(folder, *parts)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_name(f".{path.name}.{os.getpid()}")
-            partial.write_bytes(data)
-            partial.replace(path)

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,13 +110,15 @@ def _leader(root: Path, name: str) -> int | None:
 
 
 def kill_node(name: str, root: Path = DEFAULT_ROOT, sig: int = signal.SIGKILL) -> int:
-    """Kill every process of node ``name`` at once, like a host losing power; how many there were."""
+    """Send ``sig`` to every process of node ``name`` at once (SIGKILL: like a host losing power); how many
+    there were. After SIGKILL the node is forgotten."""
     leader = _leader(root, name)
     pids = _session_pids(leader) if leader is not None else []
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, sig)
-    (root / name / "session").unlink(missing_ok=True)
+    if sig == signal.SIGKILL:
+        (root / name / "session").unlink(missing_ok=True)
     return len(pids)
 
 
@@ -174,8 +177,11 @@ def _wait_started(root: Path, name: str, proc: subprocess.Popen[bytes]) -> None:
 def start(
     root: Path = DEFAULT_ROOT, python: str = sys.executable, names: tuple[str, ...] = (HEAD, NODE2)
 ) -> LocalCluster:
-    """Start the cluster afresh (anything left of an earlier one is stopped first); needs root and ``ip``."""
+    """Start the cluster afresh (anything left of an earlier one is stopped first, its nodes' caches emptied);
+    needs root and ``ip``."""
     stop(root)
+    for name in names:
+        shutil.rmtree(root / name, ignore_errors=True)
     _network()
     try:
         for name in names:
@@ -196,7 +202,9 @@ def stop(root: Path = DEFAULT_ROOT) -> None:
     """Stop every node (second nodes first) and remove the namespaces and links; safe to call at any time."""
     for name in (NODE2, HEAD):
         kill_node(name, root, signal.SIGTERM)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(status(root).values()):
+        time.sleep(0.1)
     for name in (NODE2, HEAD):
         kill_node(name, root)
     _teardown_network()

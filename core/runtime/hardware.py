@@ -1,5 +1,5 @@
-"""What a node of the cluster is made of, described on the node itself: CPU, vector features, cores, memory,
-GPUs and the execution providers its onnxruntime build has."""
+"""What a machine is made of, as a cluster target shows it: CPU, vector features, cores, memory, GPUs and the
+execution providers its onnxruntime build has. Run as a job (``cluster.hardware``) on the machine it describes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-__all__ = ["Hardware", "describe"]
+__all__ = ["Hardware", "describe_hardware"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ def _gpus() -> list[str]:
     return [line.strip() for line in out.stdout.decode(errors="replace").splitlines() if line.strip()]
 
 
-def describe() -> Hardware:
-    """This machine (run on the node it describes; imports onnxruntime, opens no model)."""
+def describe_hardware() -> Hardware:
+    """This machine (imports onnxruntime, opens no model)."""
     import onnxruntime as ort
     import psutil
 

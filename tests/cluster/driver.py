@@ -1,0 +1,108 @@
+"""A client of the local test cluster, run inside the head's network namespace (where the cluster can be reached):
+``python -m tests.cluster.driver SCENARIO MODEL``. It prints one JSON object per line as things happen, and
+waits for a line on stdin where a test must act in between (kill a node)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from core.errors import WorkbenchError
+from core.jobs.cluster.client import Cluster, connect
+from core.jobs.cluster.local import ADDRESS
+from core.jobs.process import JobHandle, JobSpec
+from core.model.inputs import BenchInput
+
+
+def say(**event: Any) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def bench_args(model: str, iterations: int) -> dict[str, Any]:
+    return {
+        "onnx_path": model,
+        "inputs": [BenchInput("input", "float32", [1, 3, 112, 112], 0)],
+        "engines": ["ort"],
+        "levels": ["all"],
+        "threads": [1],
+        "iterations": iterations,
+        "warmup": 2,
+        "time_budget_s": 300.0,
+    }
+
+
+def ending(handle: JobHandle, timeout: float = 120) -> dict[str, Any]:
+    try:
+        value = handle.result(timeout)
+    except WorkbenchError as exc:
+        return {"error": type(exc).__name__, "message": str(exc), "state": handle.state}
+    env = getattr(value, "environment", None)
+    return {"state": handle.state, "target": env.target if env else None}
+
+
+def wait_running(handle: JobHandle) -> None:
+    while handle.state != "running" and not handle.done():
+        time.sleep(0.02)
+
+
+def errors(cluster: Cluster, model: str, out: Path) -> None:
+    """Each way a job ends, on node2: a job's own error, timeout, cancel, and an agent killed on a live node."""
+    node2 = cluster.backend("node2")
+    bad = node2.submit(JobSpec("bench.run", {**bench_args(model, 5), "providers": ["NoSuchExecutionProvider"]}))
+    say(case="own error", **ending(bad))
+    slow = node2.submit(JobSpec("bench.run", bench_args(model, 10**6), timeout_s=2))
+    say(case="timeout", **ending(slow))
+    cancelled = node2.submit(JobSpec("bench.run", bench_args(model, 10**6)))
+    wait_running(cancelled)
+    cancelled.cancel()
+    say(case="cancel", **ending(cancelled))
+    import ray
+
+    retried = node2.submit(JobSpec("bench.run", bench_args(model, 10000)))
+    wait_running(retried)
+    ray.kill(cluster.agent(node2.target))
+    ended = ending(retried)
+    say(case="agent killed", tries=getattr(retried, "tries", 0), **ended)
+    quantized = node2.submit(
+        JobSpec(
+            "quantize.run",
+            {
+                "path": model,
+                "out_dir": str(out),
+                "inputs": bench_args(model, 0)["inputs"],
+                "variants": ["dynamic-qint8"],
+                "iterations": 5,
+                "warmup": 1,
+            },
+        )
+    )
+    report = quantized.result(180)
+    paths = [v.path for v in report.variants if v.path]
+    say(case="quantize", paths=paths, exist=[Path(p).is_file() for p in paths])
+    partition = node2.submit(JobSpec("partition.run", {"path": model, "with_layout": False}))
+    say(case="partition", available=partition.result(120).available)
+
+
+def lost(cluster: Cluster, model: str, out: Path) -> None:
+    """A long benchmark on node2 and one on head; node2 is killed (by the test) while its benchmark runs."""
+    on_node2 = cluster.backend("node2").submit(JobSpec("bench.run", bench_args(model, 10**6)))
+    on_head = cluster.backend("head").submit(JobSpec("bench.run", bench_args(model, 3000)))
+    wait_running(on_node2)
+    say(case="running", state=on_node2.state)
+    sys.stdin.readline()  # the test kills node2 now
+    began = time.monotonic()
+    say(case="node2", seconds=round(time.monotonic() - began, 2), **ending(on_node2))
+    say(case="head", **ending(on_head))
+    after = cluster.backend("head").submit(JobSpec("bench.run", bench_args(model, 50)))
+    say(case="head after", **ending(after))
+    say(case="targets", targets={t.name: t.status for t in cluster.targets(hardware=False)})
+
+
+SCENARIOS = {"errors": errors, "lost": lost}
+
+if __name__ == "__main__":
+    scenario, model_path, out_dir = sys.argv[1:4]
+    SCENARIOS[scenario](connect(ADDRESS), model_path, Path(out_dir))

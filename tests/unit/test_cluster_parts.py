@@ -1,0 +1,132 @@
+"""The parts of the cluster backend that need no cluster: how a job's paths move to a node's copies and its
+results' paths move back, which files a node sends back, the errors of a cluster that is not there, and runs
+saved under their target. (The backend against a real two-node cluster: tests/cluster/test_cluster.py.)"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from core.access import READ, WRITE, Access, map_paths
+from core.errors import JobFailed, TargetError
+from core.jobs.cluster.agent import collect_outputs, relocate, with_target
+from core.jobs.cluster.client import connect
+from core.jobs.cluster.job import file_hash, write_outputs
+from core.jobs.registry import signature_of
+from core.model.inputs import BenchInput
+from core.store import Store
+from core.store.dashboard import Owned, latest_per_model_machine
+from tests.cli import cli
+from tests.reports import made_report
+
+
+def test_every_marked_path_of_a_job_moves_and_nothing_else() -> None:
+    """bench.run's model path and an input's data file (a ReadPath inside a list of dataclasses) move; the
+    input's name, which looks like a path, does not."""
+    signature = signature_of("core.bench.benchmark:run_benchmark")
+    inputs = [BenchInput("/in/a/x", "float32", [1, 4], 0, values="data", data="/in/a/x.npy")]
+    seen: list[tuple[Access, str]] = []
+
+    def move(access: Access, path: str) -> str:
+        seen.append((access, path))
+        return "/node" + path
+
+    assert map_paths("/in/a/model.onnx", signature.marked["onnx_path"], move) == "/node/in/a/model.onnx"
+    (moved,) = map_paths(inputs, signature.marked["inputs"], move)
+    assert moved.data == "/node/in/a/x.npy" and moved.name == "/in/a/x" and inputs[0].data == "/in/a/x.npy"
+    assert seen == [(READ, "/in/a/model.onnx"), (READ, "/in/a/x.npy")]
+    quantize = signature_of("core.quantize.quantizer:quantize_model")
+    assert map_paths("/out/q", quantize.marked["out_dir"], lambda a, p: f"{a.mode}:{p}") == f"{WRITE.mode}:/out/q"
+
+
+def test_a_result_names_the_callers_files_and_its_target() -> None:
+    report = made_report("r1", machine="vm")
+    report.notes = ["/node/jobs/1/out/0/model.q.onnx", "/node/jobs/1/out/01/other", "/node/jobs/1/out/0"]
+    moved = with_target(relocate(report, {"/node/jobs/1/out/0": "/home/me/out"}), "gpu-a")
+    assert moved.notes == ["/home/me/out/model.q.onnx", "/node/jobs/1/out/01/other", "/home/me/out"]
+    assert moved.environment.target == "gpu-a" and moved.environment.machine == "vm"
+    assert moved.environment.place == "gpu-a" and report.environment.place == "vm"
+    assert with_target({"no": "environment"}, "gpu-a") == {"no": "environment"}
+
+
+def test_a_node_sends_back_only_plain_files_the_job_wrote_in_its_folders(tmp_path: Path) -> None:
+    here = tmp_path / "out"
+    (here / "sub").mkdir(parents=True)
+    (here / "model.onnx").write_bytes(b"onnx")
+    (here / "sub" / "data.bin").write_bytes(b"data")
+    secret = tmp_path / "secret"
+    secret.write_text("not the job's")
+    (here / "link").symlink_to(secret)
+    assert sorted(collect_outputs([(here, "/caller/out")])) == [
+        ("/caller/out", "model.onnx", b"onnx"),
+        ("/caller/out", "sub/data.bin", b"data"),
+    ]
+
+
+@pytest.mark.parametrize("relative", ["../escape", "/etc/passwd", "a/../../b", ""])
+def test_a_file_sent_back_outside_the_jobs_folders_is_refused(tmp_path: Path, relative: str) -> None:
+    folder = str(tmp_path / "out")
+    with pytest.raises(JobFailed, match="outside its folders"):
+        write_outputs([(folder, relative, b"x")], [folder], "quantize.run")
+    with pytest.raises(JobFailed, match="outside its folders"):
+        write_outputs([(str(tmp_path), "x", b"x")], [folder], "quantize.run")  # a folder it was not given
+    assert not (tmp_path / "escape").exists()
+    write_outputs([(folder, "sub/model.onnx", b"onnx")], [folder], "quantize.run")
+    assert (tmp_path / "out" / "sub" / "model.onnx").read_bytes() == b"onnx"
+
+
+def test_a_files_hash_is_computed_once_until_it_changes(tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"first")
+    first = file_hash(path)
+    assert file_hash(path) == first == "a7937b64b8caa58f03721bb6bacf5c78cb235febe0e70b1b84cd99541461a08e"
+    path.write_bytes(b"second!")
+    assert file_hash(path) != first
+
+
+def test_a_cluster_that_cannot_be_reached_is_a_clear_error_at_once() -> None:
+    began = time.monotonic()
+    with pytest.raises(TargetError, match=r"cannot be reached .*leave it empty to run on this server"):
+        connect("127.0.0.1:1")
+    with pytest.raises(TargetError, match="is not host:port"):
+        connect("nowhere")
+    assert time.monotonic() - began < 5
+
+
+def test_target_without_a_cluster_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CLUSTER_ADDRESS", "")
+    done = cli("bench", "sample:tinycnn", "--target", "gpu-a")
+    assert done.returncode == 2 and "--target gpu-a needs a Ray cluster: set cluster_address" in done.stderr
+    monkeypatch.setenv("WORKBENCH_CLUSTER_ADDRESS", "127.0.0.1:1")
+    done = cli("partition", "sample:tinycnn", "--target", "gpu-a")
+    assert done.returncode == 2 and "The Ray cluster at 127.0.0.1:1 cannot be reached" in done.stderr
+
+
+def test_targets_lists_this_server_and_warns_of_a_cluster_it_cannot_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CLUSTER_ADDRESS", "127.0.0.1:1")
+    done = cli("targets", "--json")
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(done.stdout)
+    assert [t["name"] for t in listing["targets"]] == ["this server"]
+    assert "cannot be reached" in listing["warning"]
+    assert "CPUExecutionProvider" in listing["targets"][0]["hardware"]["providers"]
+
+
+def test_runs_are_saved_and_compared_by_target(tmp_path: Path) -> None:
+    """Two nodes of one host (as in the local cluster) stay two places in the History and the Dashboard."""
+    store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    runs = []
+    for target in ("head", "node2", ""):
+        report = made_report(machine="vm")
+        report.environment = dataclasses.replace(report.environment, target=target)
+        store.save(report)
+        runs.append(Owned(report))
+    assert sorted(r.machine for r in store.runs()) == ["head", "node2", "vm"]
+    assert store.runs(machines=["node2"])[0].machine == "node2"
+    assert sorted(row.machine for row in latest_per_model_machine(runs)) == ["head", "node2", "vm"]
+    loaded = store.load(store.runs(machines=["node2"])[0].id)
+    assert loaded.environment.target == "node2" and loaded.environment.machine == "vm"
