@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -112,6 +113,7 @@ def main() -> None:
         )
     finally:
         local.stop(root)
+        shutil.rmtree(root, ignore_errors=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         sys.exit(f"the measurement failed:\n{done.stderr[-3000:]}")

@@ -11,9 +11,11 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,3 +173,45 @@ def test_killing_node2_mid_benchmark_ends_its_job_clearly_and_head_keeps_working
     assert events["head"] == {"case": "head", "state": "done", "target": "head"}
     assert events["head after"] == {"case": "head after", "state": "done", "target": "head"}
     assert events["targets"]["targets"] == {"head": "alive", "node2": "gone"}
+
+
+def test_the_app_offers_the_targets_marks_the_lost_one_gone_and_benchmarks_on_the_one_picked(
+    cluster: local.LocalCluster, tmp_path: Path
+) -> None:
+    """In Chromium, after node2 was killed: the sidebar's "Run on" lists this server, head and node2 as gone;
+    a benchmark run with head picked says it ran there."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, wait_idle
+
+    url = f"http://{local.APP_ADDRESS}:8597"
+    serve = ("-m", "core", "serve", "--port", "8597", "--address", local.APP_ADDRESS)
+    app = _in_head(*serve, data_dir=tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.25)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url)
+            wait_idle(page)
+            page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').click()
+            assert page.locator('[role="option"]').all_inner_texts() == ["this server", "head", "node2 (gone)"]
+            page.locator('[role="option"]', has_text="head").click()
+            wait_idle(page)
+            page.get_by_role("link", name="Benchmark", exact=True).click()
+            page.get_by_role("button", name="Export with the defaults and continue").click()
+            wait_idle(page, 120_000)
+            page.get_by_role("button", name="Run the benchmark").click()
+            wait_idle(page, 180_000)
+            shown = " ".join(page.locator('[data-testid="stMain"]').inner_text().split())
+            assert "The machine value target head machine" in shown, shown[-2000:]
+            browser.close()
+    finally:
+        os.killpg(app.pid, signal.SIGKILL)
+        app.communicate(timeout=30)

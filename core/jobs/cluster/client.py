@@ -115,9 +115,7 @@ class Cluster:
         found: dict[str, Target] = {}
         for node in ray.nodes():
             node_id, alive = str(node["NodeID"]), bool(node.get("Alive"))
-            name = (
-                self._names.setdefault(node_id, _name_of(node)) if alive else self._names.get(node_id, _name_of(node))
-            )
+            name = self._name(node, node_id, alive)
             if name in found and found[name].alive and not alive:
                 continue  # a node that came back under the same name: the live one wins
             found[name] = Target(name, node_id, str(node.get("NodeManagerAddress", "")), alive)
@@ -125,6 +123,20 @@ class Cluster:
         if hardware:
             targets = [Target(t.name, t.node_id, t.address, t.alive, self._describe(t)) for t in targets]
         return targets
+
+    def _name(self, node: dict[str, Any], node_id: str, alive: bool) -> str:
+        """A node's target name. A lost node no longer lists its resources, so the names of live ones are kept
+        in the cluster's own key-value store, where every client (a restarted app too) finds them."""
+        from ray.experimental import internal_kv
+
+        if node_id not in self._names:
+            if alive:
+                self._names[node_id] = _name_of(node)
+                internal_kv._internal_kv_put(node_id, self._names[node_id], namespace=NAMESPACE)
+            else:
+                kept = internal_kv._internal_kv_get(node_id, namespace=NAMESPACE)
+                return kept.decode() if kept else _name_of(node)
+        return self._names[node_id]
 
     def target(self, name: str) -> Target:
         """The live target called ``name``; TargetError naming the others when there is none."""

@@ -202,7 +202,7 @@ def stop(root: Path = DEFAULT_ROOT) -> None:
     """Stop every node (second nodes first) and remove the namespaces and links; safe to call at any time."""
     for name in (NODE2, HEAD):
         kill_node(name, root, signal.SIGTERM)
-    deadline = time.monotonic() + 5.0
+    deadline = time.monotonic() + 2.0  # then the rest is killed
     while time.monotonic() < deadline and any(status(root).values()):
         time.sleep(0.1)
     for name in (NODE2, HEAD):
