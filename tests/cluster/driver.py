@@ -87,14 +87,16 @@ def errors(cluster: Cluster, model: str, out: Path) -> None:
 
 
 def lost(cluster: Cluster, model: str, out: Path) -> None:
-    """A long benchmark on node2 and one on head; node2 is killed (by the test) while its benchmark runs."""
+    """A long benchmark on node2 and one on head; node2 is lost (killed or cut off, by the test) while its
+    benchmark runs."""
     on_node2 = cluster.backend("node2").submit(JobSpec("bench.run", bench_args(model, 10**6)))
     on_head = cluster.backend("head").submit(JobSpec("bench.run", bench_args(model, 3000)))
     wait_running(on_node2)
     say(case="running", state=on_node2.state)
     sys.stdin.readline()  # the test kills node2 now
     began = time.monotonic()
-    say(case="node2", seconds=round(time.monotonic() - began, 2), **ending(on_node2))
+    ended = ending(on_node2)
+    say(case="node2", seconds=round(time.monotonic() - began, 2), **ended)
     say(case="head", **ending(on_head))
     after = cluster.backend("head").submit(JobSpec("bench.run", bench_args(model, 50)))
     say(case="head after", **ending(after))

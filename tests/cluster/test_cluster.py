@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -149,30 +149,55 @@ def test_every_ending_crosses_the_cluster_as_itself(cluster: local.LocalCluster,
     assert "CPUExecutionProvider" in events["partition"]["available"]
 
 
-def test_killing_node2_mid_benchmark_ends_its_job_clearly_and_head_keeps_working(
-    cluster: local.LocalCluster, model: Path, tmp_path: Path
-) -> None:
-    """The issue's second check (runs last: node2 stays dead)."""
+def _lose_node2_mid_benchmark(tmp_path: Path, lose: Callable[[], None], model: Path) -> dict[str, Any]:
+    """The driver's events when node2 is lost by ``lose()`` while its benchmark runs (head runs one too)."""
     proc = _in_head(
         "-m", "tests.cluster.driver", "lost", str(model), str(tmp_path), data_dir=tmp_path, stdin=subprocess.PIPE
     )
     assert proc.stdout is not None and proc.stdin is not None
     running = next((json.loads(line) for line in proc.stdout if line.startswith('{"case"')), {})
     assert running.get("case") == "running", proc.stderr.read()[-3000:] if proc.stderr else ""
-    killed_at = time.monotonic()
-    assert local.kill_node(local.NODE2, ROOT) > 0
-    proc.stdin.write("killed\n")
+    lose()
+    proc.stdin.write("lost\n")
     proc.stdin.flush()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err[-3000:]
-    events = _events(out)
+    return _events(out)
+
+
+def _assert_node2_lost_and_head_working(events: dict[str, Any], began: float) -> None:
     lost = events["node2"]
     assert lost["error"] == "TargetLost" and lost["state"] == "failed"
     assert "target 'node2' was lost" in lost["message"] and "run it again on another target" in lost["message"]
-    assert time.monotonic() - killed_at < 60
+    assert time.monotonic() - began < 60
     assert events["head"] == {"case": "head", "state": "done", "target": "head"}
     assert events["head after"] == {"case": "head after", "state": "done", "target": "head"}
     assert events["targets"]["targets"] == {"head": "alive", "node2": "gone"}
+
+
+def test_node2_cut_off_mid_benchmark_ends_its_job_clearly_and_head_keeps_working(
+    cluster: local.LocalCluster, model: Path, tmp_path: Path
+) -> None:
+    """Its link down: node2's processes live on, unreachable, until the cluster declares it dead."""
+    began = time.monotonic()
+    try:
+        events = _lose_node2_mid_benchmark(tmp_path, lambda: local.cut_off(local.NODE2), model)
+    finally:
+        local.restart_node(local.NODE2, ROOT)  # for the tests after this one
+    _assert_node2_lost_and_head_working(events, began)
+
+
+def test_killing_node2_mid_benchmark_ends_its_job_clearly_and_head_keeps_working(
+    cluster: local.LocalCluster, model: Path, tmp_path: Path
+) -> None:
+    """The issue's second check: node2 killed like a host losing power (runs last but one: node2 stays dead)."""
+    began = time.monotonic()
+    events = _lose_node2_mid_benchmark(tmp_path, lambda: _killed(local.NODE2), model)
+    _assert_node2_lost_and_head_working(events, began)
+
+
+def _killed(name: str) -> None:
+    assert local.kill_node(name, ROOT) > 0
 
 
 def test_the_app_offers_the_targets_marks_the_lost_one_gone_and_benchmarks_on_the_one_picked(

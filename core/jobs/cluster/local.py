@@ -31,7 +31,19 @@ import psutil
 
 from core.settings import PROJECT_ROOT
 
-__all__ = ["ADDRESS", "HEAD", "LocalCluster", "NODE2", "in_head", "kill_node", "start", "status", "stop"]
+__all__ = [
+    "ADDRESS",
+    "HEAD",
+    "NODE2",
+    "LocalCluster",
+    "cut_off",
+    "in_head",
+    "kill_node",
+    "restart_node",
+    "start",
+    "status",
+    "stop",
+]
 
 HEAD, NODE2 = "head", "node2"
 PORT = 6391
@@ -192,9 +204,16 @@ def start(
     return LocalCluster(ADDRESS, root)
 
 
+def cut_off(name: str, connected: bool = False) -> None:
+    """Take node ``name``'s link down (its processes live on, unreachable, as behind a failed switch), or up again."""
+    link = {NODE2: "wbn0", HEAD: "wbh0"}[name]
+    _ip("-n", NAMESPACES[name], "link", "set", link, "up" if connected else "down")
+
+
 def restart_node(name: str, root: Path = DEFAULT_ROOT, python: str = sys.executable) -> None:
-    """Start node ``name`` again after it was killed (the network stays)."""
+    """Start node ``name`` afresh (killed first if it runs; its link up)."""
     kill_node(name, root)
+    cut_off(name, connected=True)
     _wait_started(root, name, _start_node(root, name, python))
 
 
