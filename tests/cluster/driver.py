@@ -48,9 +48,25 @@ def wait_running(handle: JobHandle) -> None:
         time.sleep(0.02)
 
 
+def exclusive(node2: Any, model: str) -> None:
+    """Two benchmarks sent to one target at once: the second waits in its queue, and they never overlap."""
+    first = node2.submit(JobSpec("bench.run", bench_args(model, 1500)))
+    wait_running(first)
+    second = node2.submit(JobSpec("bench.run", bench_args(model, 50)))
+    positions = set()
+    while not second.done():
+        if second.queue_position is not None:
+            positions.add(second.queue_position)
+        time.sleep(0.02)
+    a, b = first.result(60), second.result(60)
+    say(case="exclusive", positions=sorted(positions), overlap=a.started < b.finished and b.started < a.finished)
+
+
 def errors(cluster: Cluster, model: str, out: Path) -> None:
-    """Each way a job ends, on node2: a job's own error, timeout, cancel, and an agent killed on a live node."""
+    """On node2: benchmarks queue for the target; each way a job ends (its own error, timeout, cancel, an agent
+    killed on a live node); files a job writes come back."""
     node2 = cluster.backend("node2")
+    exclusive(node2, model)
     bad = node2.submit(JobSpec("bench.run", {**bench_args(model, 5), "providers": ["NoSuchExecutionProvider"]}))
     say(case="own error", **ending(bad))
     slow = node2.submit(JobSpec("bench.run", bench_args(model, 10**6), timeout_s=2))
@@ -91,8 +107,11 @@ def lost(cluster: Cluster, model: str, out: Path) -> None:
     benchmark runs."""
     on_node2 = cluster.backend("node2").submit(JobSpec("bench.run", bench_args(model, 10**6)))
     on_head = cluster.backend("head").submit(JobSpec("bench.run", bench_args(model, 3000)))
+    while on_node2.progress is None and not on_node2.done():
+        time.sleep(0.02)
     wait_running(on_node2)
-    say(case="running", state=on_node2.state)
+    progress = on_node2.progress
+    say(case="running", state=on_node2.state, progress=progress.message if progress else None)
     sys.stdin.readline()  # the test kills node2 now
     began = time.monotonic()
     ended = ending(on_node2)

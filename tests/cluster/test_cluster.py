@@ -133,13 +133,17 @@ def test_a_missing_target_is_named_with_the_ones_there_are(
     assert "no target called 'nowhere'" in err and "head, node2" in err
 
 
-def test_every_ending_crosses_the_cluster_as_itself(cluster: local.LocalCluster, model: Path, tmp_path: Path) -> None:
-    """A job's own error, the time limit and cancel come back as locally; an agent killed on a node that lives
-    gets the job again; files a job writes come back to the caller's folder, and its result names them there."""
+def test_the_queue_and_every_ending_cross_the_cluster_as_they_are_here(
+    cluster: local.LocalCluster, model: Path, tmp_path: Path
+) -> None:
+    """Benchmarks sent to one target queue for it and never overlap; a job's own error, the time limit and
+    cancel come back as locally; an agent killed on a node that lives gets the job again; files a job writes
+    come back to the caller's folder, and its result names them there."""
     proc = _in_head("-m", "tests.cluster.driver", "errors", str(model), str(tmp_path / "out"), data_dir=tmp_path)
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err[-3000:]
     events = _events(out)
+    assert events["exclusive"]["positions"] == [0] and events["exclusive"]["overlap"] is False
     assert events["own error"]["error"] == "BenchmarkError" and "not in this build" in events["own error"]["message"]
     assert events["timeout"]["error"] == "JobTimedOut" and "limit of 2 s" in events["timeout"]["message"]
     assert events["cancel"]["error"] == "JobCancelled" and events["cancel"]["state"] == "cancelled"
@@ -157,6 +161,7 @@ def _lose_node2_mid_benchmark(tmp_path: Path, lose: Callable[[], None], model: P
     assert proc.stdout is not None and proc.stdin is not None
     running = next((json.loads(line) for line in proc.stdout if line.startswith('{"case"')), {})
     assert running.get("case") == "running", proc.stderr.read()[-3000:] if proc.stderr else ""
+    assert running["state"] == "running" and running["progress"], running  # progress crossed the cluster
     lose()
     proc.stdin.write("lost\n")
     proc.stdin.flush()
@@ -169,7 +174,7 @@ def _assert_node2_lost_and_head_working(events: dict[str, Any], began: float) ->
     lost = events["node2"]
     assert lost["error"] == "TargetLost" and lost["state"] == "failed"
     assert "target 'node2' was lost" in lost["message"] and "run it again on another target" in lost["message"]
-    assert time.monotonic() - began < 60
+    assert events["node2"]["seconds"] < 30 and time.monotonic() - began < 90
     assert events["head"] == {"case": "head", "state": "done", "target": "head"}
     assert events["head after"] == {"case": "head after", "state": "done", "target": "head"}
     assert events["targets"]["targets"] == {"head": "alive", "node2": "gone"}
