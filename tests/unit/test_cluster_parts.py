@@ -8,18 +8,21 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.access import READ, WRITE, Access, map_paths
-from core.errors import JobFailed, TargetError
-from core.jobs.cluster.agent import collect_outputs, relocate, with_target
+from core.errors import JobFailed, TargetError, WorkbenchError
+from core.jobs import wire
+from core.jobs.cluster.agent import TargetAgent, collect_outputs, relocate, with_target
 from core.jobs.cluster.client import connect
 from core.jobs.cluster.job import file_hash, write_outputs
 from core.jobs.registry import signature_of
 from core.model.inputs import BenchInput
 from core.store import Store
 from core.store.dashboard import Owned, latest_per_model_machine
+from tests import builders
 from tests.cli import cli
 from tests.reports import made_report
 
@@ -130,3 +133,71 @@ def test_runs_are_saved_and_compared_by_target(tmp_path: Path) -> None:
     assert sorted(row.machine for row in latest_per_model_machine(runs)) == ["head", "node2", "vm"]
     loaded = store.load(store.runs(machines=["node2"])[0].id)
     assert loaded.environment.target == "node2" and loaded.environment.machine == "vm"
+
+
+# -- a node's agent, without Ray: the same object the actor wraps ------------------------------------------------
+@pytest.fixture
+def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TargetAgent:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "node"))
+    return TargetAgent("node2")
+
+
+def _send(agent: TargetAgent, path: Path, piece: int = 3) -> str:
+    data, sha = path.read_bytes(), file_hash(path)
+    for offset in range(0, max(len(data), 1), piece):
+        agent.put(sha, offset, data[offset : offset + piece], offset + piece >= len(data), "job-1")
+    return sha
+
+
+def test_a_file_arrives_in_pieces_once_by_its_hash_and_a_damaged_one_is_refused(
+    agent: TargetAgent, tmp_path: Path
+) -> None:
+    model = tmp_path / "model.onnx"
+    model.write_bytes(b"0123456789abcdef")
+    sha = file_hash(model)
+    assert agent.missing([sha]) == [sha]
+    _send(agent, model)
+    assert agent.missing([sha]) == [] and (agent.cache / sha).read_bytes() == b"0123456789abcdef"
+    with pytest.raises(WorkbenchError, match="arrived damaged"):
+        agent.put("0" * 64, 0, b"not what the hash says", True, "job-2")
+    assert agent.missing(["0" * 64]) == ["0" * 64] and not list(agent.cache.glob(".*"))
+
+
+def _finished(agent: TargetAgent, job_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while "result" not in (status := agent.poll(job_id)) and "error" not in status:
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
+    return status
+
+
+def test_a_job_runs_on_the_nodes_copies_and_its_result_and_files_come_back_to_the_callers_folders(
+    agent: TargetAgent, tmp_path: Path
+) -> None:
+    folder, out = tmp_path / "caller" / "upload-1", tmp_path / "caller" / "levels"
+    folder.mkdir(parents=True)
+    model = builders.write(builders.relu_model(), folder / "model.onnx")
+    sha = _send(agent, model, piece=1000)
+    args = wire.encode({"path": str(model), "out_dir": str(out), "levels": ["basic"]})
+    agent.submit("job-1", "optimize.levels", args, (None, None), [(str(folder), [("model.onnx", sha)])], [str(out)])
+    status = _finished(agent, "job-1")
+    assert status["state"] == "done" and "error" not in status
+    report = wire.decode(status["result"], signature_of("core.runtime.optimize:optimize_levels").result)
+    (level,) = report.levels
+    assert Path(level.path).parent == out  # the caller's folder, not the node's
+    write_outputs(status["outputs"], [str(out)], "optimize.levels")
+    assert Path(level.path).is_file() and all(Path(f).is_file() for f in level.files)
+    assert agent.poll("job-1") == {"state": "unknown"} and not list(agent.jobs_root.iterdir())  # forgotten
+
+
+def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, tmp_path: Path) -> None:
+    folder = tmp_path / "caller"
+    folder.mkdir()
+    model = builders.write(builders.relu_model(), folder / "model.onnx")
+    sha = _send(agent, model, piece=100)
+    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "iterations": 5}
+    bad = wire.encode({**args, "providers": ["NoSuchExecutionProvider"]})
+    agent.submit("job-2", "bench.run", bad, (60.0, None), [(str(folder), [("model.onnx", sha)])], [])
+    status = _finished(agent, "job-2")
+    assert status["state"] == "failed" and status["error"][0] == "BenchmarkError", status
+    assert "NoSuch is not in this build of ONNX Runtime" in status["error"][1]

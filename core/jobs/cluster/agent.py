@@ -112,12 +112,23 @@ class TargetAgent:
         """Which of these files (by sha256) the node's cache lacks."""
         return [h for h in hashes if not (self.cache / h).is_file()]
 
-    def put(self, sha256: str, data: bytes) -> None:
-        """Keep a file in the cache under its content hash (checked)."""
-        if hashlib.sha256(data).hexdigest() != sha256:
+    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> None:
+        """Write a piece of a file at ``offset``; with the ``last`` piece the whole file is checked against its
+        sha256 and kept in the cache under it (pieces keep a large model from needing its size in the object
+        store at once)."""
+        partial = self.cache / f".{sha256}.{sender}.partial"  # two clients may send the same file at once
+        with partial.open("r+b" if offset else "wb") as fh:
+            fh.seek(offset)
+            fh.write(data)
+        if not last:
+            return
+        digest = hashlib.sha256()
+        with partial.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+        if digest.hexdigest() != sha256:
+            partial.unlink(missing_ok=True)
             raise WorkbenchError(f"A file sent to target '{self.name}' arrived damaged (its sha256 differs).")
-        partial = self.cache / f".{sha256}.{threading.get_ident()}"
-        partial.write_bytes(data)
         partial.replace(self.cache / sha256)
 
     def submit(

@@ -31,6 +31,7 @@ __all__ = ["ClusterJob", "file_hash", "write_outputs"]
 POLL_S = 0.1
 LOST_GRACE_S = 30.0  # how long an agent that does not answer may take before its node is looked up
 MAX_FOLDER_FILES = 200  # files beside a model that travel with it
+PIECE_BYTES = 64 << 20  # a file travels in pieces of this size
 
 _hashes: dict[tuple[str, int, int], str] = {}
 
@@ -223,7 +224,12 @@ class ClusterJob:
         by_hash = {sha: Path(folder) / name for folder, files in reads for name, sha in files}
         missing = ray.get(agent.missing.remote(list(by_hash)))
         for sha in missing:
-            if self._cancel.is_set():
-                break
-            ray.get(agent.put.remote(sha, by_hash[sha].read_bytes()))
+            with by_hash[sha].open("rb") as fh:
+                offset, piece = 0, fh.read(PIECE_BYTES)
+                while not self._cancel.is_set():
+                    following = fh.read(PIECE_BYTES)
+                    ray.get(agent.put.remote(sha, offset, piece, not following, self.job_id))
+                    if not following:
+                        break
+                    offset, piece = offset + len(piece), following
         return reads
