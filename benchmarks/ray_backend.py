@@ -10,7 +10,8 @@ one run:
 Both nodes share this machine's cores, so two targets here can at best double the throughput of benchmarks that
 each use one thread; on real hosts each target brings its own cores.
 
-Run (root; starts and removes its own cluster): .venv/bin/python benchmarks/ray_backend.py [--repeat 7] [-n 4]
+Run (root; starts and removes its own cluster): .venv/bin/python benchmarks/ray_backend.py [--repeat 9] [-n 4]
+Small jobs run in rounds that take each backend once; the throughput tests alternate (``--rounds``, median).
 """
 
 from __future__ import annotations
@@ -35,19 +36,25 @@ from core.model.inputs import BenchInput
 from core.settings import PROJECT_ROOT, load_settings
 
 
-def _median_ms(fn: Callable[[], object], repeat: int) -> float:
-    times = []
+def _interleaved_ms(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The median wall time of each run, in rounds that take each once, so drift of the machine hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def _bench(model: Path, iterations: int) -> JobSpec:
     inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
     args = {"onnx_path": str(model), "inputs": inputs, "engines": ["ort"], "levels": ["all"], "threads": [1]}
     return JobSpec("bench.run", {**args, "iterations": iterations, "warmup": 20, "time_budget_s": 300.0})
+
+
+def _job(backend: Backend, spec: JobSpec) -> Callable[[], object]:
+    return lambda: backend.submit(spec).result(120)
 
 
 def _throughput(backends: list[Backend], model: Path, n: int, iterations: int) -> float:
@@ -59,7 +66,7 @@ def _throughput(backends: list[Backend], model: Path, n: int, iterations: int) -
     return time.perf_counter() - start
 
 
-def measure(repeat: int, n: int, iterations: int) -> dict[str, float]:
+def measure(repeat: int, n: int, iterations: int, rounds: int) -> dict[str, float]:
     """The figures; run inside the head's namespace."""
     from core.jobs.cluster.client import connect
     from tests.builders import exported_sample
@@ -78,34 +85,37 @@ def measure(repeat: int, n: int, iterations: int) -> dict[str, float]:
     start = time.perf_counter()
     node2.submit(decode).result(120)
     figures["first job on node2, model sent (ms)"] = (time.perf_counter() - start) * 1000
-    figures["decode here, fresh worker (ms)"] = _median_ms(lambda: here.submit(decode).result(120), repeat)
-    figures["decode on head (ms)"] = _median_ms(lambda: head.submit(decode).result(120), repeat)
-    figures["decode on node2 (ms)"] = _median_ms(lambda: node2.submit(decode).result(120), repeat)
+    backends = {"here, fresh worker": here, "on head": head, "on node2": node2}
+    runs = {f"decode {name} (ms)": _job(backend, decode) for name, backend in backends.items()}
+    figures.update(_interleaved_ms(runs, repeat))
     figures["Ray overhead per job (ms)"] = figures["decode on node2 (ms)"] - figures["decode here, fresh worker (ms)"]
-    one = _throughput([node2], model, n, iterations)
-    two = _throughput([node2, head], model, n, iterations)
-    figures[f"{n} benchmarks on one target (s)"] = one
-    figures[f"{n} benchmarks on two targets (s)"] = two
+    ones, twos = [], []
+    for _ in range(rounds):  # alternated, like the small jobs
+        ones.append(_throughput([node2], model, n, iterations))
+        twos.append(_throughput([node2, head], model, n, iterations))
+    figures[f"{n} benchmarks on one target (s)"] = one = statistics.median(ones)
+    figures[f"{n} benchmarks on two targets (s)"] = two = statistics.median(twos)
     figures["throughput, two targets / one"] = one / two
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=7, help="runs of each small job (median)")
+    parser.add_argument("--repeat", type=int, default=9, help="runs of each small job (median)")
     parser.add_argument("-n", type=int, default=4, help="benchmarks in the throughput test")
     parser.add_argument("--iterations", type=int, default=3000, help="measured calls of each benchmark")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the throughput test (median)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside:
-        print(json.dumps(measure(args.repeat, args.n, args.iterations)))
+        print(json.dumps(measure(args.repeat, args.n, args.iterations, args.rounds)))
         return
     root = Path("/tmp/wb-bench-cluster")
     try:
         local.start(root)
         command = [sys.executable, __file__, "--inside", f"--repeat={args.repeat}", f"-n={args.n}"]
         done = subprocess.run(
-            local.in_head([*command, f"--iterations={args.iterations}"]),
+            local.in_head([*command, f"--iterations={args.iterations}", f"--rounds={args.rounds}"]),
             cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,

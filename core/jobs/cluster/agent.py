@@ -180,14 +180,17 @@ class TargetAgent:
             for key, value in raw.items()
         }
 
-    def poll(self, job_id: str) -> dict[str, Any]:
-        """Where the job stands; once it has ended, its result (or error) and the files it wrote, after which
+    def poll(self, job_id: str, wait_s: float = 0.0) -> dict[str, Any]:
+        """Where the job stands, after waiting up to ``wait_s`` for it to end (so the caller hears of the end at
+        once, without polling fast); once it has ended, its result (or error) and the files it wrote, after which
         the node forgets it."""
         with self._lock:
             job = self.jobs.get(job_id)
         if job is None:
             return {"state": "unknown"}
         handle = job.handle
+        with contextlib.suppress(TimeoutError, WorkbenchError):  # its ending is read below
+            handle.result(timeout=wait_s)
         progress = handle.progress
         status: dict[str, Any] = {
             "state": handle.state,

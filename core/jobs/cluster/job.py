@@ -1,7 +1,8 @@
 """One job on a target of the cluster, as its caller sees it: the same handle as a local job.
 
 A thread sends the job's files (only those the node's cache lacks, by sha256), starts the job on the target's
-agent, asks it where the job stands every ``POLL_S`` (state, place in the queue, progress), and at the end
+agent, asks it where the job stands (state, place in the queue, progress; each answer waits up to ``POLL_S``
+for the job to end, so its end is heard at once), and at the end
 decodes the typed result and writes the files the job made into the caller's folders. A node lost mid-job ends
 the job with ``TargetLost``; an agent that died on a node that lives (its process killed) gets the job once
 more, which is safe: a job reads its inputs and writes only its own fresh folders.
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ClusterJob", "file_hash", "write_outputs"]
 
-POLL_S = 0.1
+POLL_S = 0.2  # how long one question to the agent waits for the job to end (progress is this fresh)
 LOST_GRACE_S = 30.0  # how long an agent that does not answer may take before its node is looked up
 MAX_FOLDER_FILES = 200  # files beside a model that travel with it
 PIECE_BYTES = 64 << 20  # a file travels in pieces of this size
@@ -201,7 +202,6 @@ class ClusterJob:
                 write_outputs(status["outputs"], self._writes, self.spec.name)
                 self._result = wire.decode(status["result"], self._result_type)
                 return
-            time.sleep(POLL_S)
 
     def _poll(self, agent: Any) -> dict[str, Any]:
         """The agent's answer; an agent that stops answering is waited for a while, unless its node is gone."""
@@ -210,7 +210,7 @@ class ClusterJob:
         deadline = time.monotonic() + LOST_GRACE_S
         while True:
             try:
-                answer: dict[str, Any] = ray.get(agent.poll.remote(self.job_id), timeout=5)
+                answer: dict[str, Any] = ray.get(agent.poll.remote(self.job_id, POLL_S), timeout=5 + POLL_S)
                 return answer
             except (ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
                 if not self._node_alive() or time.monotonic() > deadline:
