@@ -22,6 +22,7 @@ __all__ = ["TARGETED", "backend_for", "chosen", "cores", "picker", "providers"]
 TARGETED = {"bench.run", "profile.run", "quantize.run", "partition.run", "optimize.levels"}
 RETRY_S = 30  # how long a cluster that could not be reached is left alone before the next try
 KEY = "run_target"
+HARDWARE_WAIT_S = 5.0  # how long a page waits for a new node to describe itself (then shows it next time)
 
 
 @st.cache_resource(ttl=RETRY_S)
@@ -44,7 +45,7 @@ def _targets() -> list[Target]:
     if joined is None:
         return []
     try:
-        return joined.targets()
+        return joined.targets(wait_s=HARDWARE_WAIT_S)
     except Exception:  # Ray's own errors while the head is lost: no targets to offer
         return []
 

@@ -8,9 +8,11 @@ client. ``Cluster.backend(name)`` is a ``Backend`` like the local one: the same 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,12 +106,15 @@ class Cluster:
         self.address = address
         self.registry = registry
         self._hardware: dict[str, Any] = {}
+        self._asking: dict[str, JobHandle] = {}  # node id -> its cluster.hardware job, while it runs
         self._names: dict[str, str] = {}  # node id -> target name: a lost node's resources are no longer listed
         self._agents: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def targets(self, hardware: bool = True) -> list[Target]:
-        """Every node the cluster knows, alive or gone (Ray remembers lost nodes for a while), by name."""
+    def targets(self, hardware: bool = True, wait_s: float = HARDWARE_TIMEOUT_S) -> list[Target]:
+        """Every node the cluster knows, alive or gone (Ray remembers lost nodes for a while), by name; with
+        ``hardware``, what each is made of, waiting up to ``wait_s`` for nodes not yet described (the pages
+        wait little: a node still describing itself is shown without its hardware, and with it next time)."""
         import ray
 
         found: dict[str, Target] = {}
@@ -121,7 +126,8 @@ class Cluster:
             found[name] = Target(name, node_id, str(node.get("NodeManagerAddress", "")), alive)
         targets = sorted(found.values(), key=lambda t: t.name)
         if hardware:
-            targets = [Target(t.name, t.node_id, t.address, t.alive, self._describe(t)) for t in targets]
+            described = self._describe([t for t in targets if t.alive], time.monotonic() + wait_s)
+            targets = [Target(t.name, t.node_id, t.address, t.alive, described.get(t.node_id)) for t in targets]
         return targets
 
     def _name(self, node: dict[str, Any], node_id: str, alive: bool) -> str:
@@ -149,18 +155,24 @@ class Cluster:
         names = ", ".join(t.name for t in targets if t.alive) or "none"
         raise TargetError(f"There is no target called '{name}' in the cluster at {self.address}; targets: {names}.")
 
-    def _describe(self, target: Target) -> Any:
-        """The target's hardware, from the job ``cluster.hardware`` run there once (None while it cannot tell)."""
-        if target.node_id in self._hardware or not target.alive:
-            return self._hardware.get(target.node_id)
+    def _describe(self, alive: list[Target], deadline: float) -> dict[str, Any]:
+        """Each node's hardware (by node id), from the job ``cluster.hardware`` run there once, all at once."""
         from core.jobs.process import JobSpec
 
-        try:
-            hardware = TargetBackend(self, target).submit(JobSpec("cluster.hardware")).result(HARDWARE_TIMEOUT_S)
-        except (TargetError, JobError, TimeoutError):
-            return None  # lost while asked: shown without hardware, and as gone once Ray notices
-        self._hardware[target.node_id] = hardware
-        return hardware
+        with self._lock:
+            for target in alive:
+                if target.node_id not in self._hardware and target.node_id not in self._asking:
+                    with contextlib.suppress(TargetError, JobError):
+                        self._asking[target.node_id] = TargetBackend(self, target).submit(JobSpec("cluster.hardware"))
+        for node_id, handle in list(self._asking.items()):
+            try:
+                self._hardware[node_id] = handle.result(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                continue  # asked again next time
+            except (TargetError, JobError):
+                pass  # lost while asked: shown without hardware, and as gone once Ray notices
+            self._asking.pop(node_id, None)
+        return dict(self._hardware)
 
     def agent(self, target: Target) -> Any:
         """The agent on ``target``'s node, started there by whoever needs it first."""
