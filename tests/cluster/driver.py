@@ -64,7 +64,7 @@ def exclusive(node2: Any, model: str) -> None:
 
 def errors(cluster: Cluster, model: str, out: Path) -> None:
     """On node2: benchmarks queue for the target; each way a job ends (its own error, timeout, cancel, an agent
-    killed on a live node); files a job writes come back."""
+    killed on a live node)."""
     node2 = cluster.backend("node2")
     exclusive(node2, model)
     bad = node2.submit(JobSpec("bench.run", {**bench_args(model, 5), "providers": ["NoSuchExecutionProvider"]}))
@@ -82,24 +82,6 @@ def errors(cluster: Cluster, model: str, out: Path) -> None:
     ray.kill(cluster.agent(node2.target))
     ended = ending(retried)
     say(case="agent killed", tries=getattr(retried, "tries", 0), **ended)
-    quantized = node2.submit(
-        JobSpec(
-            "quantize.run",
-            {
-                "path": model,
-                "out_dir": str(out),
-                "inputs": bench_args(model, 0)["inputs"],
-                "variants": ["dynamic-qint8"],
-                "iterations": 5,
-                "warmup": 1,
-            },
-        )
-    )
-    report = quantized.result(180)
-    paths = [v.path for v in report.variants if v.path]
-    say(case="quantize", paths=paths, exist=[Path(p).is_file() for p in paths])
-    partition = node2.submit(JobSpec("partition.run", {"path": model, "with_layout": False}))
-    say(case="partition", available=partition.result(120).available)
 
 
 def lost(cluster: Cluster, model: str, out: Path) -> None:

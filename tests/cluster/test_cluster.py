@@ -124,6 +124,23 @@ def test_benchmarks_on_two_targets_run_at_once_and_both_are_saved(
     assert (cluster.data_dir("node2") / "cluster-cache" / sha).is_file()
 
 
+def test_profile_quantize_and_partition_run_on_the_target_they_are_sent_to(
+    cluster: local.LocalCluster, model: Path, tmp_path: Path
+) -> None:
+    """The other three commands with --target: their JSON names the target; quantize's file comes back here."""
+    out = tmp_path / "tinycnn.int8.onnx"
+    commands = {
+        "profile": ("profile", str(model), "--no-eager", "--iters", "10", "--warmup", "1", "--threads", "1"),
+        "quantize": ("quantize", str(model), "--mode", "dynamic", "-o", str(out), "--iters", "5"),
+        "partition": ("partition", str(model)),
+    }
+    runs = {name: _cli(*args, "--target", "node2", "--json", data_dir=tmp_path) for name, args in commands.items()}
+    reports = {name: _json_of(proc) for name, proc in runs.items()}
+    assert {name: r["environment"]["target"] for name, r in reports.items()} == dict.fromkeys(commands, "node2")
+    assert reports["profile"]["nodes"] and reports["partition"]["providers"] == {"CPUExecutionProvider": 8}
+    assert reports["quantize"]["output"] == str(out) and out.is_file() and out.stat().st_size > 0
+
+
 def test_a_missing_target_is_named_with_the_ones_there_are(
     cluster: local.LocalCluster, model: Path, tmp_path: Path
 ) -> None:
@@ -137,8 +154,7 @@ def test_the_queue_and_every_ending_cross_the_cluster_as_they_are_here(
     cluster: local.LocalCluster, model: Path, tmp_path: Path
 ) -> None:
     """Benchmarks sent to one target queue for it and never overlap; a job's own error, the time limit and
-    cancel come back as locally; an agent killed on a node that lives gets the job again; files a job writes
-    come back to the caller's folder, and its result names them there."""
+    cancel come back as locally; an agent killed on a node that lives gets the job again."""
     proc = _in_head("-m", "tests.cluster.driver", "errors", str(model), str(tmp_path / "out"), data_dir=tmp_path)
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err[-3000:]
@@ -148,9 +164,6 @@ def test_the_queue_and_every_ending_cross_the_cluster_as_they_are_here(
     assert events["timeout"]["error"] == "JobTimedOut" and "limit of 2 s" in events["timeout"]["message"]
     assert events["cancel"]["error"] == "JobCancelled" and events["cancel"]["state"] == "cancelled"
     assert events["agent killed"] == {"case": "agent killed", "tries": 2, "state": "done", "target": "node2"}
-    quantized = events["quantize"]
-    assert quantized["paths"][1] == str(tmp_path / "out" / "tinycnn.dynamic-qint8.onnx") and all(quantized["exist"])
-    assert "CPUExecutionProvider" in events["partition"]["available"]
 
 
 def _lose_node2_mid_benchmark(tmp_path: Path, lose: Callable[[], None], model: Path) -> dict[str, Any]:
