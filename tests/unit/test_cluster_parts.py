@@ -201,3 +201,20 @@ def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, 
     status = _finished(agent, "job-2")
     assert status["state"] == "failed" and status["error"][0] == "BenchmarkError", status
     assert "NoSuch is not in this build of ONNX Runtime" in status["error"][1]
+
+
+def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_submit(
+    agent: TargetAgent, tmp_path: Path
+) -> None:
+    folder = tmp_path / "caller"
+    folder.mkdir()
+    model = builders.write(builders.relu_model(), folder / "model.onnx")
+    sha = _send(agent, model, piece=100)
+    reads = [(str(folder), [("model.onnx", sha)])]
+    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
+    agent.submit("job-a", "bench.run", wire.encode({**args, "iterations": 10**7}), (None, None), reads, [])
+    orphan = agent.jobs["job-a"]
+    orphan.heard -= 10_000  # its client last asked long ago
+    agent.submit("job-b", "bench.run", wire.encode({**args, "iterations": 5}), (None, None), reads, [])
+    assert "job-a" not in agent.jobs and orphan.handle.state == "cancelled" and not orphan.folder.exists()
+    assert _finished(agent, "job-b")["state"] == "done"

@@ -17,6 +17,7 @@ import hashlib
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "collect_outputs", "rel
 CACHE_FOLDER = "cluster-cache"
 JOBS_FOLDER = "cluster-jobs"
 MAX_OUTPUT_FILES = 2000  # what a job may write and send back
+UNHEARD_S = 300.0  # a job whose client has not asked about it this long is cancelled and forgotten
 
 
 def relocate(value: Any, moves: dict[str, str]) -> Any:
@@ -75,6 +77,7 @@ class _NodeJob:
     folder: Path
     moves: dict[str, str]  # the job's folders here -> the client's
     writes: list[tuple[Path, str]]  # (folder here, the client's folder)
+    heard: float = dataclasses.field(default_factory=time.monotonic)  # when its client last asked about it
 
 
 def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, bytes]]:
@@ -142,6 +145,7 @@ class TargetAgent:
     ) -> None:
         """Start job ``job_id``: ``reads`` are (the client's folder, [(file name, sha256)]) of files already in
         the cache, ``writes`` the client's folders the job writes into."""
+        self._forget_unheard()
         folder = self.jobs_root / job_id
         moves: dict[str, str] = {}
         for k, (theirs, files) in enumerate(reads):
@@ -188,6 +192,7 @@ class TargetAgent:
             job = self.jobs.get(job_id)
         if job is None:
             return {"state": "unknown"}
+        job.heard = time.monotonic()
         handle = job.handle
         with contextlib.suppress(TimeoutError, WorkbenchError):  # its ending is read below
             handle.result(timeout=wait_s)
@@ -218,8 +223,17 @@ class TargetAgent:
         if job is not None:
             job.handle.cancel()
 
+    def _forget_unheard(self) -> None:
+        """Jobs whose client has gone (the app or command line that sent them died): cancelled and forgotten, so
+        their folders and results do not pile up on the node."""
+        now = time.monotonic()
+        with self._lock:
+            gone = [job_id for job_id, job in self.jobs.items() if now - job.heard > UNHEARD_S]
+        for job_id in gone:
+            self.forget(job_id)
+
     def forget(self, job_id: str) -> None:
-        """Cancel a job whose client has gone and drop it at once."""
+        """Cancel a job and drop it at once, with its folder."""
         with self._lock:
             job = self.jobs.pop(job_id, None)
         if job is not None:
