@@ -117,4 +117,5 @@ def picker() -> None:
         st.sidebar.warning(md_escape(f"The target '{name}' is gone from the cluster: pick another one.", 300))
     elif target.hardware is not None:
         shown = ", ".join(p.removesuffix("ExecutionProvider") for p in target.providers)
-        st.sidebar.caption(md_escape(f"{target.hardware.summary}; providers: {shown}", 600))
+        gpus = f", {target.gpus} GPU(s)" if target.gpus and not target.hardware.gpus else ""
+        st.sidebar.caption(md_escape(f"{target.hardware.summary}{gpus}; providers: {shown}", 600))

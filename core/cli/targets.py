@@ -21,11 +21,12 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.jobs import run_job
     from core.jobs.cluster.client import LOCAL, connect
     from core.jobs.wire import to_data
+    from core.runtime.hardware import describe_hardware  # here, where nvidia-smi sees this server's GPUs
 
-    here = {"name": LOCAL, "status": "alive", "address": "", "hardware": to_data(run_job("cluster.hardware"))}
+    hardware = describe_hardware()
+    here = {"name": LOCAL, "status": "alive", "address": "", "gpus": len(hardware.gpus), "hardware": to_data(hardware)}
     rows = [here]
     address = load_settings().cluster_address
     warning = ""
@@ -36,7 +37,13 @@ def run(args: argparse.Namespace) -> int:
             warning = str(exc)
         else:
             rows += [
-                {"name": t.name, "status": t.status, "address": t.address, "hardware": to_data(t.hardware)}
+                {
+                    "name": t.name,
+                    "status": t.status,
+                    "address": t.address,
+                    "gpus": t.gpus,
+                    "hardware": to_data(t.hardware),
+                }
                 for t in targets
             ]
     if args.json:
@@ -51,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['name']:<16} {row['status']:<6} {row['address'] or '-':<15} {hw.get('cpu', '-')}")
         if hw:
             gpus = f"; GPUs: {', '.join(hw['gpus'])}" if hw.get("gpus") else ""
+            gpus = gpus or (f"; {row['gpus']} GPU(s) (Ray's count)" if row["gpus"] else "")
             print(
                 f"{'':<16} {hw['physical_cores']} cores, {hw['memory_gb']:.0f} GB, {flags or 'no vector flags'}{gpus}"
             )

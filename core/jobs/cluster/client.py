@@ -9,6 +9,7 @@ client. ``Cluster.backend(name)`` is a ``Backend`` like the local one: the same 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import socket
 import threading
@@ -41,6 +42,7 @@ class Target:
     address: str
     alive: bool
     hardware: Any = None  # core.runtime.hardware.Hardware, from the job cluster.hardware run on the node
+    gpus: int = 0  # GPUs Ray found on the node (a sandboxed worker does not see them to list them itself)
 
     @property
     def status(self) -> str:
@@ -123,11 +125,12 @@ class Cluster:
             name = self._name(node, node_id, alive)
             if name in found and found[name].alive and not alive:
                 continue  # a node that came back under the same name: the live one wins
-            found[name] = Target(name, node_id, str(node.get("NodeManagerAddress", "")), alive)
+            gpus = int(node.get("Resources", {}).get("GPU", 0))
+            found[name] = Target(name, node_id, str(node.get("NodeManagerAddress", "")), alive, gpus=gpus)
         targets = sorted(found.values(), key=lambda t: t.name)
         if hardware:
             described = self._describe([t for t in targets if t.alive], time.monotonic() + wait_s)
-            targets = [Target(t.name, t.node_id, t.address, t.alive, described.get(t.node_id)) for t in targets]
+            targets = [dataclasses.replace(t, hardware=described.get(t.node_id)) for t in targets]
         return targets
 
     def _name(self, node: dict[str, Any], node_id: str, alive: bool) -> str:
