@@ -24,6 +24,7 @@ __all__ = [
     "as_onnx",
     "describe",
     "environment_json",
+    "in_own_folder",
     "target_backend",
     "ints",
     "parse_input",
@@ -162,3 +163,24 @@ def environment_json(environment: dict[str, Any] | None, target: str | None) -> 
     block = dict(environment or {})
     block["target"] = block.get("target") or target or LOCAL
     return block
+
+
+def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) -> ModelRecord:
+    """``record`` as a job sent to a cluster target should read it: its files (the model and its data files)
+    linked into a folder of their own, since a target receives the whole folder a model lies in (a model in a
+    folder of many others would send them all). Unchanged when the job runs here, or for a built-in sample."""
+    if backend is None or not record.path:
+        return record
+    import dataclasses
+    import os
+
+    folder = Path(tempfile.mkdtemp(prefix="model-", dir=work_dir))
+    moved = {}
+    for name in dict.fromkeys([record.path, *record.files]):
+        copy = folder / Path(name).name
+        try:
+            os.link(name, copy)
+        except OSError:  # another file system
+            shutil.copyfile(name, copy)
+        moved[name] = str(copy)
+    return dataclasses.replace(record, path=moved[record.path], files=[moved[f] for f in record.files])

@@ -9,7 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import add_target_argument, as_onnx, environment_json, provider_names, split, target_backend
+from core.cli.common import (
+    add_target_argument,
+    as_onnx,
+    environment_json,
+    in_own_folder,
+    provider_names,
+    split,
+    target_backend,
+)
 from core.jobs import run_job
 from core.jobs.wire import to_data
 from core.runtime.optimize import OptimizationReport, grouped
@@ -60,7 +68,7 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, _ = as_onnx(args.model, Path(tmp))
+        record = in_own_folder(as_onnx(args.model, Path(tmp))[0], Path(tmp), backend)
         request = {"providers": provider_names(args.providers), "level": args.level, "simulate": split(args.simulate)}
         result: PartitionResult = run_job(
             "partition.run", {"path": record.path, **request, "with_layout": False}, backend

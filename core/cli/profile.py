@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import add_target_argument, environment_json, target_backend
+from core.cli.common import add_target_argument, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.jobs import run_job
 from core.jobs.wire import to_data
@@ -76,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record, named, plan = measured_model(args, Path(tmp))
+        record = in_own_folder(record, Path(tmp), backend)
+        torch_record = in_own_folder(torch_record, Path(tmp), backend) if torch_record else None
         report: ProfileReport = run_job(
             "profile.run",
             {

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import add_target_argument, as_onnx, environment_json, target_backend
+from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.jobs import run_job
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
         plan = plan_from_args(record, torch_record, args, Path(tmp))
+        record = in_own_folder(record, Path(tmp), backend)
         report: QuantizeReport = run_job(
             "quantize.run",
             {

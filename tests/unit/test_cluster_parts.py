@@ -8,13 +8,14 @@ import dataclasses
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from core.access import READ, WRITE, Access, map_paths
+from core.cli.common import describe, in_own_folder
 from core.errors import JobFailed, TargetError, WorkbenchError
-from core.jobs import wire
+from core.jobs import Backend, wire
 from core.jobs.cluster.agent import TargetAgent, collect_outputs, relocate, with_target
 from core.jobs.cluster.client import connect
 from core.jobs.cluster.job import file_hash, write_outputs
@@ -218,3 +219,17 @@ def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_subm
     agent.submit("job-b", "bench.run", wire.encode({**args, "iterations": 5}), (None, None), reads, [])
     assert "job-a" not in agent.jobs and orphan.handle.state == "cancelled" and not orphan.folder.exists()
     assert _finished(agent, "job-b")["state"] == "done"
+
+
+def test_a_model_sent_to_a_target_from_the_command_line_travels_alone_with_its_data_file(tmp_path: Path) -> None:
+    """A target receives the whole folder a model lies in: the command line gives it a folder of its own."""
+    models = tmp_path / "models"
+    model = builders.save_with_external_data(builders.chain_model(10), models)
+    (models / "another-model.onnx").write_bytes(b"not this one")
+    record = describe(f"{model},{model}.data")
+    assert len(record.files) == 2  # the model and its data file
+    assert in_own_folder(record, tmp_path, None) is record
+    alone = in_own_folder(record, tmp_path, cast(Backend, object()))
+    folder = Path(alone.path).parent
+    assert sorted(p.name for p in folder.iterdir()) == sorted(Path(f).name for f in record.files)
+    assert Path(alone.path).read_bytes() == model.read_bytes() and alone.id == record.id
