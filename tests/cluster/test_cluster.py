@@ -108,7 +108,7 @@ def test_benchmarks_on_two_targets_run_at_once_and_both_are_saved(
 ) -> None:
     """The issue's first check: a benchmark sent to node2 runs there (its environment says so) while another
     runs on head at the same time; both land in the history, each under its target."""
-    bench = ("bench", str(model), "--no-eager", "--levels", "all", "--threads", "1", "--iters", "5000")
+    bench = ("bench", str(model), "--no-eager", "--levels", "all", "--threads", "1", "--iters", "8000")
     runs = {
         name: _cli(*bench, "--warmup", "2", "--target", name, "--json", data_dir=tmp_path) for name in ("node2", "head")
     }
