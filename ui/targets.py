@@ -67,7 +67,14 @@ def backend_for(job: str) -> Backend:
         return session.backend()
     if joined is None:
         raise TargetError(f"The target '{name}' cannot be used: {why}")
-    return joined.backend(name)
+    try:
+        return joined.backend(name)
+    except TargetError:
+        raise
+    except Exception as exc:  # Ray's own errors when the cluster's head is lost
+        raise TargetError(
+            f"The Ray cluster at {joined.address} does not answer ({exc}); pick 'this server' to run here."
+        ) from exc
 
 
 def providers() -> list[str] | None:
