@@ -68,7 +68,7 @@ def backend_for(job: str) -> Backend:
     if joined is None:
         raise TargetError(f"The target '{name}' cannot be used: {why}")
     try:
-        return joined.backend(name)
+        return joined.backend(name, session.settings())
     except TargetError:
         raise
     except Exception as exc:  # Ray's own errors when the cluster's head is lost

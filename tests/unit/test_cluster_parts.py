@@ -213,8 +213,11 @@ def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_subm
     sha = _send(agent, model, piece=100)
     reads = [(str(folder), [("model.onnx", sha)])]
     args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
-    agent.submit("job-a", "bench.run", wire.encode({**args, "iterations": 10**7}), (None, None), reads, [])
+    agent.submit("job-a", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [])
     orphan = agent.jobs["job-a"]
+    deadline = time.monotonic() + 60
+    while orphan.handle.state != "running" and time.monotonic() < deadline:
+        time.sleep(0.02)
     orphan.heard -= 10_000  # its client last asked long ago
     agent.submit("job-b", "bench.run", wire.encode({**args, "iterations": 5}), (None, None), reads, [])
     assert "job-a" not in agent.jobs and orphan.handle.state == "cancelled" and not orphan.folder.exists()
@@ -233,3 +236,18 @@ def test_a_model_sent_to_a_target_from_the_command_line_travels_alone_with_its_d
     folder = Path(alone.path).parent
     assert sorted(p.name for p in folder.iterdir()) == sorted(Path(f).name for f in record.files)
     assert Path(alone.path).read_bytes() == model.read_bytes() and alone.id == record.id
+
+
+def test_the_callers_limits_travel_with_its_jobs_to_the_node(agent: TargetAgent, tmp_path: Path) -> None:
+    """A hosted app's time limit holds on a node whose own settings allow more."""
+    folder = tmp_path / "caller"
+    folder.mkdir()
+    model = builders.write(builders.relu_model(), folder / "model.onnx")
+    sha = _send(agent, model, piece=100)
+    reads = [(str(folder), [("model.onnx", sha)])]
+    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
+    policy = {"worker_timeout_s": 1.0, "worker_memory_mb": 3072, "require_sandbox": False}
+    agent.submit("job-c", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [], policy)
+    status = _finished(agent, "job-c")
+    assert status["error"][0] == "JobTimedOut" and "limit of 1 s" in status["error"][1], status["error"]
+    assert agent.settings.worker_timeout_s > 1.0 and agent._backend({}) is agent.backend

@@ -34,6 +34,8 @@ __all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "collect_outputs", "rel
 CACHE_FOLDER = "cluster-cache"
 JOBS_FOLDER = "cluster-jobs"
 MAX_OUTPUT_FILES = 2000  # what a job may write and send back
+# the app's settings a job brings to the node, so a hosted app's tighter limits hold wherever its jobs run
+POLICY = ("worker_timeout_s", "worker_memory_mb", "max_nodes", "max_initializer_mb", "allow_code_archives")
 UNHEARD_S = 300.0  # a job whose client has not asked about it this long is cancelled and forgotten
 
 
@@ -103,6 +105,7 @@ class TargetAgent:
         self.name = name
         self.settings = load_settings()
         self.backend = ProcessBackend(self.settings)
+        self._backends: dict[tuple[Any, ...], ProcessBackend] = {}  # one per policy jobs came with
         data = Path(self.settings.data_dir)
         self.cache = data / CACHE_FOLDER
         self.jobs_root = data / JOBS_FOLDER
@@ -142,9 +145,11 @@ class TargetAgent:
         limits: tuple[float | None, int | None],
         reads: list[tuple[str, list[tuple[str, str]]]],
         writes: list[str],
+        policy: dict[str, Any] | None = None,
     ) -> None:
         """Start job ``job_id``: ``reads`` are (the client's folder, [(file name, sha256)]) of files already in
-        the cache, ``writes`` the client's folders the job writes into."""
+        the cache, ``writes`` the client's folders the job writes into, ``policy`` the caller's settings named in
+        ``POLICY`` (its limits; a caller that requires the sandbox gets it or an error, never a job without)."""
         self._forget_unheard()
         folder = self.jobs_root / job_id
         moves: dict[str, str] = {}
@@ -162,12 +167,25 @@ class TargetAgent:
             out.append((here, theirs))
         try:
             typed = self._typed_args(name, args, moves)
-            handle = self.backend.submit(JobSpec(name, typed, *limits))
+            handle = self._backend(policy or {}).submit(JobSpec(name, typed, *limits))
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
         with self._lock:
             self.jobs[job_id] = _NodeJob(handle, folder, {v: k for k, v in moves.items()}, out)
+
+    def _backend(self, policy: dict[str, Any]) -> ProcessBackend:
+        """The node's backend under the caller's limits (the node's own settings for the rest: its folders)."""
+        changes = {k: v for k, v in policy.items() if k in POLICY}
+        if policy.get("require_sandbox"):
+            changes["require_sandbox"] = True
+        key = tuple(sorted(changes.items()))
+        with self._lock:
+            if key not in self._backends:
+                self._backends[key] = (
+                    ProcessBackend(dataclasses.replace(self.settings, **changes)) if key else self.backend
+                )
+            return self._backends[key]
 
     def _typed_args(self, name: str, args: bytes, moves: dict[str, str]) -> dict[str, Any]:
         raw: dict[str, msgspec.Raw] = wire.decode(args, dict[str, msgspec.Raw])

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import JobError, TargetError
+from core.jobs.cluster.agent import POLICY
 from core.jobs.process import JobHandle, JobSpec
 from core.jobs.registry import JOBS, JobRegistry
+from core.settings import Settings, load_settings
 
 __all__ = ["LOCAL", "Cluster", "Target", "TargetBackend", "connect", "connected"]
 
@@ -205,17 +207,21 @@ class Cluster:
         with self._lock:
             self._agents.pop(target.node_id, None)
 
-    def backend(self, name: str) -> TargetBackend:
-        return TargetBackend(self, self.target(name))
+    def backend(self, name: str, settings: Settings | None = None) -> TargetBackend:
+        """Target ``name``'s backend, for jobs under ``settings``' limits (this process's settings by default)."""
+        return TargetBackend(self, self.target(name), settings)
 
 
 class TargetBackend:
     """Runs jobs on one target of the cluster, like ``ProcessBackend`` runs them here."""
 
-    def __init__(self, cluster: Cluster, target: Target) -> None:
+    def __init__(self, cluster: Cluster, target: Target, settings: Settings | None = None) -> None:
         self.cluster = cluster
         self.target = target
         self.registry = cluster.registry
+        # this app's limits travel with its jobs (core.jobs.cluster.agent.POLICY)
+        mine = settings or load_settings()
+        self.policy = {name: getattr(mine, name) for name in POLICY} | {"require_sandbox": mine.require_sandbox}
 
     def submit(self, spec: JobSpec) -> JobHandle:
         from core.jobs.cluster.job import ClusterJob

@@ -183,7 +183,8 @@ class ClusterJob:
         if self._cancel.is_set():
             raise JobCancelled(f"The job '{self.spec.name}' was cancelled.")
         limits = (self.spec.timeout_s, self.spec.memory_mb)
-        ray.get(agent.submit.remote(self.job_id, self.spec.name, self._args, limits, reads, self._writes))
+        policy = self.backend.policy
+        ray.get(agent.submit.remote(self.job_id, self.spec.name, self._args, limits, reads, self._writes, policy))
         cancelled = False
         while True:
             if self._cancel.is_set() and not cancelled:
