@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint chromium sandbox postgres clean graph-bundle
+.PHONY: run test lint chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,13 +40,33 @@ postgres:
 	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; }
 
+netns:
+	@command -v ip >/dev/null || { \
+	  echo "Installing Debian's iproute2: the cluster's tests run each Ray node in its own network namespace"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q iproute2; }
+
+# A two-node Ray cluster on this machine for trying the cluster backend (root: each node in its own network
+# namespace; core/jobs/cluster/local.py): targets "head" and "node2". `make cluster-run` serves the app inside the
+# head's namespace, connected to it, at http://10.78.1.2:$(PORT); `make cluster-stop` removes it all.
+CLUSTER_ADDRESS := 10.78.0.1:6391
+cluster: $(VENV)/.runtime sandbox netns
+	$(PY) -m core.jobs.cluster.local start
+
+cluster-run: $(VENV)/.runtime sandbox
+	ip netns exec wb-head env WORKBENCH_CLUSTER_ADDRESS=$(CLUSTER_ADDRESS) \
+	  $(PY) -m core serve --port $(PORT) --address 10.78.1.2
+
+cluster-stop:
+	$(PY) -m core.jobs.cluster.local stop
+
 lint: $(VENV)/.dev
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
 # Two parts: most tests on two processes at once, then the ones that need a quiet machine (tests/conftest.py)
-test: $(VENV)/.dev chromium sandbox postgres lint
+test: $(VENV)/.dev chromium sandbox postgres netns lint
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"
 	$(PY) -m pytest -q -m quiet
 

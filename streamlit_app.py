@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import auth, session
+from ui import auth, session, targets
 from ui.cards import sidebar_model
 
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
@@ -40,6 +40,7 @@ st.sidebar.title("ONNX Workbench")
 st.sidebar.caption("From a PyTorch or ONNX model to a measured deployment.")
 auth.sidebar(me)
 sidebar_model(session.current_model())
+targets.picker()  # with a Ray cluster (cluster_address): where Benchmark, Profile, Quantize and Partition run
 sandboxed, why_not = session.sandbox()
 if not sandboxed and session.settings().require_sandbox:
     st.error(

@@ -11,7 +11,7 @@ from core.errors import WorkbenchError
 from core.model.torchload import source_of
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import session
+from ui import session, targets
 from ui.bench_view import environment_section, results_section
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
@@ -30,7 +30,7 @@ record = require_onnx("Benchmarking")
 torch_record = session.torch_model()
 inputs = plan_section(record, torch_record, key="bench_plan")
 batch_dynamic = any(i.batch_axis is not None for i in inputs)
-cores = os.cpu_count() or 1
+cores = targets.cores() or os.cpu_count() or 1  # the chosen target's, when jobs run on one
 
 with st.form("bench_form"):
     left, right = st.columns(2)

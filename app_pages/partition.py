@@ -8,7 +8,7 @@ from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.runtime.optimize import OptimizationReport
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
 from core.runtime.partition import SIMULATED, PartitionResult
-from ui import session
+from ui import session, targets
 from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of
 from ui.jobs import job_result
@@ -39,12 +39,13 @@ record = require_onnx("Partitioning")
 
 
 @st.cache_data(show_spinner=False)
-def _providers() -> list[ProviderInfo]:
-    """What this build of ONNX Runtime has (the same for every user)."""
-    return provider_table()
+def _providers(available: tuple[str, ...] | None) -> list[ProviderInfo]:
+    """What a build of ONNX Runtime has: this server's, or the chosen target's (the same for every user)."""
+    return provider_table(list(available) if available is not None else None)
 
 
-table = _providers()
+target_providers = targets.providers()
+table = _providers(tuple(target_providers) if target_providers is not None else None)
 available = [p.name for p in table if p.available]
 with st.expander(f"The {len(table)} execution providers ONNX Runtime knows; {len(available)} are in this build"):
     providers_section(table)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-__all__ = ["READ", "WRITE", "Access", "ReadPath", "WritePath", "paths_in"]
+__all__ = ["READ", "WRITE", "Access", "ReadPath", "WritePath", "map_paths", "paths_in"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +59,28 @@ def paths_in(value: Any, hint: Any) -> Iterator[tuple[Access, str]]:
         hints = typing.get_type_hints(type(value), include_extras=True)
         for field in dataclasses.fields(value):
             yield from paths_in(getattr(value, field.name), hints.get(field.name, Any))
+
+
+def map_paths(value: Any, hint: Any, change: Callable[[Access, str], str]) -> Any:
+    """``value`` with every marked path replaced by ``change(access, path)``, found as ``paths_in`` finds them
+    (a job sent to another machine runs on that machine's copies of its files)."""
+    mark, base = _marks(hint)
+    if mark is not None and isinstance(value, str):
+        return change(mark, value) if value else value
+    if value is None:
+        return None
+    origin = typing.get_origin(base)
+    if origin in (list, tuple) and isinstance(value, (list, tuple)):
+        (item,) = typing.get_args(base)[:1] or (Any,)
+        return type(value)(map_paths(element, item, change) for element in value)
+    if origin in (typing.Union, types.UnionType):
+        for option in typing.get_args(base):
+            if option is not type(None):
+                return map_paths(value, option, change)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = typing.get_type_hints(type(value), include_extras=True)
+        changed = {
+            f.name: map_paths(getattr(value, f.name), hints.get(f.name, Any), change) for f in dataclasses.fields(value)
+        }
+        return dataclasses.replace(value, **{k: v for k, v in changed.items() if v is not getattr(value, k)})
+    return value

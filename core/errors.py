@@ -18,6 +18,8 @@ __all__ = [
     "ResultFileError",
     "QuantizeError",
     "StoreError",
+    "TargetError",
+    "TargetLost",
     "UnknownSampleError",
     "UnsafeModelError",
     "UnsupportedFormatError",
@@ -80,6 +82,10 @@ class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
 
 
+class TargetError(WorkbenchError):
+    """The cluster, or the target a job was sent to, cannot be reached or does not exist."""
+
+
 class JobError(WorkbenchError):
     """The worker process did not return a result."""
 
@@ -106,6 +112,10 @@ class JobFailed(JobError):
     def __init__(self, message: str, details: str = "") -> None:
         super().__init__(message)
         self.details = details
+
+
+class TargetLost(JobError):
+    """The cluster node running the job was lost (died, or cut off) before the job ended."""
 
 
 _BY_NAME: dict[str, type[WorkbenchError]] = {

@@ -53,6 +53,9 @@ class Settings:
     proxy_user_header: str = ""  # with auth=proxy: the header the sign-in proxy names the person in
     proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): the email's domain
     team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "": the email's domain
+    # a Ray cluster whose nodes are targets jobs can be sent to (host:port of its head, or ray://host:port);
+    # "": every job runs on this server. One that cannot be reached falls back to this server, with a warning.
+    cluster_address: str = ""
 
     @property
     def hosted(self) -> bool:

@@ -138,6 +138,7 @@ def environment_section(report: BenchReport) -> None:
     env = report.environment
     settings = report.settings
     rows = [
+        ("target", env.target or "this server"),
         ("machine", env.machine),
         ("CPU", f"{env.cpu}: {env.physical_cores} cores, {env.logical_cores} logical"),
         ("CPU features", ", ".join(env.cpu_flags) or "unknown"),

@@ -16,8 +16,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.errors import JobError, JobFailed, WorkbenchError
 from core.jobs import JobSpec, submit
+from core.jobs.cluster.client import LOCAL
 from core.jobs.wire import encode
-from ui import session
+from ui import session, targets
 from ui.text import md_escape
 
 __all__ = ["SessionJobs", "job_result", "run_with_status", "show_error", "stop_with_error"]
@@ -85,7 +86,8 @@ def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
 
 def _run(name: str, args: dict[str, Any], label: str) -> Any:
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
-    handle = submit(JobSpec(name, args), session.backend())
+    handle = submit(JobSpec(name, args), targets.backend_for(name))
+    where = "the machine" if targets.chosen() == LOCAL or name not in targets.TARGETED else f"target {targets.chosen()}"
     started = time.monotonic()
     try:
         with st.status(label, expanded=False) as status:
@@ -93,7 +95,7 @@ def _run(name: str, args: dict[str, Any], label: str) -> Any:
             while not handle.done():
                 position = handle.queue_position
                 if position is not None:
-                    text = f"waiting for the machine: {position} job(s) ahead of yours"
+                    text = md_escape(f"waiting for {where}: {position} job(s) ahead of yours", 300)
                     bar.progress(0.0, text=text)
                     status.update(label=f"{label} ({text})")
                 elif handle.progress is not None:
@@ -137,7 +139,9 @@ def job_result(
     # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
     # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
     slot = st.container()
-    request = (model_id, encode(identity if identity is not None else dict(args)))  # arguments, as bytes
+    shown = identity if identity is not None else dict(args)
+    place = targets.chosen() if name in targets.TARGETED else LOCAL  # a result from another target is not this one
+    request = (model_id, encode([shown, place]))  # arguments and where they run, as bytes
     kept = st.session_state.get(key)
     if kept is None or kept[0][0] != model_id:
         kept = _restored(key, model_id, name) or kept

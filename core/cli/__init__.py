@@ -10,12 +10,25 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from core.cli import bench, export, graph, history, info, inspect, partition, profile, quantize, samples, serve
+from core.cli import (
+    bench,
+    export,
+    graph,
+    history,
+    info,
+    inspect,
+    partition,
+    profile,
+    quantize,
+    samples,
+    serve,
+    targets,
+)
 from core.errors import WorkbenchError
 
 __all__ = ["main", "parser"]
 
-COMMANDS = (samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve)
+COMMANDS = (samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -8,7 +8,15 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import ints, provider_names, split
+from core.cli.common import (
+    add_target_argument,
+    environment_json,
+    in_own_folder,
+    ints,
+    provider_names,
+    split,
+    target_backend,
+)
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.jobs import run_job
 from core.jobs.wire import to_data
@@ -46,6 +54,7 @@ def register(sub: Any) -> None:
         "email's domain)",
     )
     parser.add_argument("--team", default=None, help="the team the run is saved for (default: the owner's domain)")
+    add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -63,15 +72,21 @@ def _print(report: BenchReport) -> None:
             f"{speedup:>15} {diff:>9}"
         )
     env = report.environment
-    print(f"machine  {env.machine}: {env.cpu}, {env.physical_cores} cores ({env.logical_cores} logical), {env.os}")
+    target = f" on target {env.target}" if env.target else ""
+    print(
+        f"machine  {env.machine}{target}: {env.cpu}, {env.physical_cores} cores ({env.logical_cores} logical), {env.os}"
+    )
     print("versions " + ", ".join(f"{k} {v}" for k, v in env.versions.items()))
     for note in report.notes:
         print(f"note     {note}")
 
 
 def run(args: argparse.Namespace) -> int:
+    backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record, named, plan = measured_model(args, Path(tmp))
+        record = in_own_folder(record, Path(tmp), backend)
+        torch_record = in_own_folder(torch_record, Path(tmp), backend) if torch_record else None
         report: BenchReport = run_job(
             "bench.run",
             {
@@ -89,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 "time_budget_s": args.budget,
                 "seed": args.seed,
             },
+            backend,
         )
     if not args.no_save:
         from core.identity import team_of
@@ -100,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]
         data["inputs"] = plan_json(plan)
+        data["environment"] = environment_json(data["environment"], args.target)
         print(json.dumps(data, indent=2))
         return 0
     _print(report)

@@ -11,14 +11,28 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.errors import WorkbenchError
-from core.jobs import run_job
+from core.errors import TargetError, WorkbenchError
+from core.jobs import Backend, run_job
 from core.jobs.wire import to_data
 from core.model import zoo
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
+from core.settings import load_settings
 
-__all__ = ["as_onnx", "describe", "ints", "parse_input", "print_json", "print_record", "provider_names", "split"]
+__all__ = [
+    "add_target_argument",
+    "as_onnx",
+    "describe",
+    "environment_json",
+    "in_own_folder",
+    "target_backend",
+    "ints",
+    "parse_input",
+    "print_json",
+    "print_record",
+    "provider_names",
+    "split",
+]
 
 
 def describe(model: str) -> ModelRecord:
@@ -114,3 +128,59 @@ def print_record(record: ModelRecord) -> None:
             print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}{extra}")
     for note in record.notes:
         print(f"  note       {note}")
+
+
+def add_target_argument(parser: Any) -> None:
+    parser.add_argument(
+        "--target",
+        default=None,
+        metavar="NAME",
+        help="run on this target of the Ray cluster (see `python -m core targets`; needs cluster_address, "
+        "WORKBENCH_CLUSTER_ADDRESS); default: this machine",
+    )
+
+
+def target_backend(target: str | None) -> Backend | None:
+    """The backend of cluster target ``target`` (None: run here). Asking for a target that cannot be reached is
+    an error here, not a fallback: the command was asked to run there."""
+    from core.jobs.cluster.client import LOCAL, connect
+
+    if not target or target == LOCAL:
+        return None
+    address = load_settings().cluster_address
+    if not address:
+        raise TargetError(
+            f"--target {target} needs a Ray cluster: set cluster_address (WORKBENCH_CLUSTER_ADDRESS) to its head's "
+            "host:port."
+        )
+    return connect(address).backend(target)
+
+
+def environment_json(environment: dict[str, Any] | None, target: str | None) -> dict[str, Any]:
+    """The environment block of a command's JSON, naming the target the job ran on."""
+    from core.jobs.cluster.client import LOCAL
+
+    block = dict(environment or {})
+    block["target"] = block.get("target") or target or LOCAL
+    return block
+
+
+def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) -> ModelRecord:
+    """``record`` as a job sent to a cluster target should read it: its files (the model and its data files)
+    linked into a folder of their own, since a target receives the whole folder a model lies in (a model in a
+    folder of many others would send them all). Unchanged when the job runs here, or for a built-in sample."""
+    if backend is None or not record.path:
+        return record
+    import dataclasses
+    import os
+
+    folder = Path(tempfile.mkdtemp(prefix="model-", dir=work_dir))
+    moved = {}
+    for name in dict.fromkeys([record.path, *record.files]):
+        copy = folder / Path(name).name
+        try:
+            os.link(name, copy)
+        except OSError:  # another file system
+            shutil.copyfile(name, copy)
+        moved[name] = str(copy)
+    return dataclasses.replace(record, path=moved[record.path], files=[moved[f] for f in record.files])

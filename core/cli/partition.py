@@ -9,7 +9,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import as_onnx, provider_names, split
+from core.cli.common import (
+    add_target_argument,
+    as_onnx,
+    environment_json,
+    in_own_folder,
+    provider_names,
+    split,
+    target_backend,
+)
 from core.jobs import run_job
 from core.jobs.wire import to_data
 from core.runtime.optimize import OptimizationReport, grouped
@@ -27,6 +35,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--simulate", help="simulated partitions, e.g. nnapi,coreml")
     parser.add_argument("--levels", action="store_true", help="also compare the graph at every optimization level")
     parser.add_argument("--out-dir", help="with --levels: keep the optimized model of each level here")
+    add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -57,16 +66,19 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
 
 
 def run(args: argparse.Namespace) -> int:
+    backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, _ = as_onnx(args.model, Path(tmp))
+        record = in_own_folder(as_onnx(args.model, Path(tmp))[0], Path(tmp), backend)
         request = {"providers": provider_names(args.providers), "level": args.level, "simulate": split(args.simulate)}
-        result: PartitionResult = run_job("partition.run", {"path": record.path, **request})
+        result: PartitionResult = run_job("partition.run", {"path": record.path, **request}, backend)
         levels: OptimizationReport | None = None
         if args.levels:
             out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
-            levels = run_job("optimize.levels", {"path": record.path, "out_dir": str(out_dir)})
+            levels = run_job("optimize.levels", {"path": record.path, "out_dir": str(out_dir)}, backend)
     if args.json:
-        print(json.dumps(_partition_json(result, levels, bool(args.out_dir)), indent=2))
+        data = _partition_json(result, levels, bool(args.out_dir))
+        data["environment"] = environment_json(None, args.target)
+        print(json.dumps(data, indent=2))
     else:
         _print(result, levels, bool(args.out_dir))
     return 0

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.cli.common import add_target_argument, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.jobs import run_job
 from core.jobs.wire import to_data
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
     add_plan_arguments(parser)
+    add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -71,8 +73,11 @@ def _print(report: ProfileReport, top: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record, named, plan = measured_model(args, Path(tmp))
+        record = in_own_folder(record, Path(tmp), backend)
+        torch_record = in_own_folder(torch_record, Path(tmp), backend) if torch_record else None
         report: ProfileReport = run_job(
             "profile.run",
             {
@@ -88,9 +93,12 @@ def run(args: argparse.Namespace) -> int:
                 "warmup": args.warmup,
                 "seed": args.seed,
             },
+            backend,
         )
     if args.json:
-        print(json.dumps(report_json(report, plan), indent=2))
+        data = report_json(report, plan)
+        data["environment"] = environment_json(data["environment"], args.target)
+        print(json.dumps(data, indent=2))
         return 0
     _print(report, args.top)
     return 0

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import as_onnx
+from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.jobs import run_job
@@ -33,6 +33,7 @@ def register(sub: Any) -> None:
     parser.add_argument("-o", "--output", required=True, help="where to write the variant")
     parser.add_argument("--iters", type=int, default=100, help="measured calls per model (default 100)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
+    add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_plan_arguments(parser)
     parser.set_defaults(func=run)
@@ -89,9 +90,11 @@ def _print(out: Path, report: QuantizeReport) -> None:
 def run(args: argparse.Namespace) -> int:
     calibration_file, calibration_count = _calibration(args.calibration)
     out = Path(args.output).resolve()
+    backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
         plan = plan_from_args(record, torch_record, args, Path(tmp))
+        record = in_own_folder(record, Path(tmp), backend)
         report: QuantizeReport = run_job(
             "quantize.run",
             {
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 "iterations": args.iters,
                 "threads": args.threads,
             },
+            backend,
         )
         variant = report.variants[1]
         if variant.error:
@@ -113,7 +117,12 @@ def run(args: argparse.Namespace) -> int:
         for produced in made.parent.glob(made.name + "*"):
             shutil.copyfile(produced, out.parent / produced.name.replace(made.name, out.name, 1))
     if args.json:
-        print(json.dumps({**to_data(report), "output": str(out), "inputs": plan_json(plan)}, indent=2))
+        environment = environment_json(None, args.target)
+        print(
+            json.dumps(
+                {**to_data(report), "output": str(out), "inputs": plan_json(plan), "environment": environment}, indent=2
+            )
+        )
     else:
         _print(out, report)
     return 0

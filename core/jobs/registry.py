@@ -128,5 +128,6 @@ JOBS = JobRegistry(
         Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
         Job("inputs.image", "core.model.data:image_input"),
         Job("inputs.npz", "core.model.data:npz_inputs"),
+        Job("cluster.hardware", "core.runtime.hardware:describe_hardware"),  # what a target is made of
     ]
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 
-__all__ = ["Environment", "default_threads", "environment"]
+__all__ = ["Environment", "cpu_description", "default_threads", "environment"]
 
 
 @dataclass
@@ -19,6 +19,12 @@ class Environment:
     versions: dict[str, str]
     cpu_flags: list[str]  # the ones that matter for speed: avx2, avx512f, avx512_vnni, amx...
     threads_note: str = ""
+    target: str = ""  # the cluster target it ran on (core.jobs.cluster); "" for the app's own server
+
+    @property
+    def place(self) -> str:
+        """Where it ran, as the history tells places apart: the target's name, else the host name."""
+        return self.target or self.machine
 
 
 _FLAGS = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8", "neon")
@@ -34,12 +40,8 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
-def environment(threads: list[int] | None = None) -> Environment:
-    import numpy as np
-    import onnx
-    import onnxruntime as ort
-    import psutil
-
+def cpu_description() -> tuple[str, list[str]]:
+    """This machine's CPU model and the vector features of it that matter for speed (from /proc/cpuinfo)."""
     cpu, flags = platform.processor() or platform.machine(), list[str]()
     try:
         with open("/proc/cpuinfo") as fh:
@@ -52,6 +54,16 @@ def environment(threads: list[int] | None = None) -> Environment:
                     flags = [f for f in _FLAGS if f in present]
     except OSError:
         pass
+    return cpu, flags
+
+
+def environment(threads: list[int] | None = None) -> Environment:
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    import psutil
+
+    cpu, flags = cpu_description()
     versions = {"python": platform.python_version(), "onnx": onnx.__version__, "onnxruntime": ort.__version__}
     versions["numpy"] = np.__version__
     try:

@@ -111,11 +111,12 @@ class ProviderInfo:
     install: str
 
 
-def provider_table() -> list[ProviderInfo]:
-    """Every provider ORT knows of, the ones in this build first."""
+def provider_table(available: list[str] | None = None) -> list[ProviderInfo]:
+    """Every provider ORT knows of, the ones in this build first; ``available``: another machine's build (a
+    cluster target's), else this one's."""
     import onnxruntime as ort
 
-    available = ort.get_available_providers()
+    available = ort.get_available_providers() if available is None else available
     names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
     table = []
     for name in names:

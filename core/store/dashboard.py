@@ -93,7 +93,7 @@ def latest_per_model_machine(runs: Iterable[Owned]) -> list[Latest]:
     version regressed against the version before it."""
     groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
     for run in runs:
-        groups[(run.report.model, run.report.environment.machine)].append(run)
+        groups[(run.report.model, run.report.environment.place)].append(run)
     flagged = {r.after_run for r in regressions([run for group in groups.values() for run in group])}
     rows = []
     for (model, machine), group in sorted(groups.items()):
@@ -125,7 +125,7 @@ def trend(runs: Iterable[Owned]) -> list[Point]:
         Point(
             run.report.id,
             run.report.created_at,
-            run.report.environment.machine,
+            run.report.environment.place,
             run.owner,
             run.version,
             r.label,
@@ -148,7 +148,7 @@ def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regressio
     series: dict[tuple[str, str, str], list[tuple[Owned, BenchResult]]] = defaultdict(list)
     for run in runs:
         for r in run.report.results:
-            series[(run.report.model, run.report.environment.machine, r.label)].append((run, r))
+            series[(run.report.model, run.report.environment.place, r.label)].append((run, r))
     found = []
     for (model, machine, configuration), points in series.items():
         points.sort(key=lambda p: p[0].report.created_at)

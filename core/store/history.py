@@ -286,7 +286,7 @@ def _run_row(report: BenchReport, owner: str, team: str) -> dict[str, Any]:
         "created_at": datetime.fromisoformat(report.created_at).replace(tzinfo=None),
         "model": report.model[:512],
         "model_id": report.model_id,
-        "machine": env.machine[:256],
+        "machine": env.place[:256],  # the target it ran on, else the host: where runs are compared
         "cpu": env.cpu[:512],
         "headline": report.headline,
         "baseline": report.baseline,

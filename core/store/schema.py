@@ -15,6 +15,7 @@ runs = Table(
     Column("created_at", DateTime, nullable=False, index=True),
     Column("model", String(512), nullable=False, index=True),
     Column("model_id", String(128), nullable=False, default=""),
+    # where the run measured: the cluster target's name (core.jobs.cluster), else the host name
     Column("machine", String(256), nullable=False, index=True),
     Column("cpu", String(512), nullable=False, default=""),
     Column("headline", Text, nullable=False, default=""),

@@ -12,8 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import streamlit as st
 
 from core.graph import GraphView, view_graph
+from core.graph.colourings import Colouring
 from tests.graph_models import transformer_like
-from ui.graph_canvas import Colouring, graph_canvas
+from ui.graph_canvas import graph_canvas
 
 
 @st.cache_resource

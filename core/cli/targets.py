@@ -1,0 +1,68 @@
+"""targets: where jobs can run: this server and each target of the Ray cluster, with hardware and providers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from core.errors import TargetError
+from core.settings import load_settings
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "targets", help="where jobs can run: the targets of the Ray cluster (cluster_address), with their hardware"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.jobs.cluster.client import LOCAL, connect
+    from core.jobs.wire import to_data
+    from core.runtime.hardware import describe_hardware  # here, where nvidia-smi sees this server's GPUs
+
+    hardware = describe_hardware()
+    here = {"name": LOCAL, "status": "alive", "address": "", "gpus": len(hardware.gpus), "hardware": to_data(hardware)}
+    rows = [here]
+    address = load_settings().cluster_address
+    warning = ""
+    if address:
+        try:
+            targets = connect(address).targets()
+        except TargetError as exc:
+            warning = str(exc)
+        else:
+            rows += [
+                {
+                    "name": t.name,
+                    "status": t.status,
+                    "address": t.address,
+                    "gpus": t.gpus,
+                    "hardware": to_data(t.hardware),
+                }
+                for t in targets
+            ]
+    if args.json:
+        print(json.dumps({"cluster": address, "warning": warning, "targets": rows}, indent=2))
+        return 0
+    if warning:
+        print(f"warning: {warning}")
+    for row in rows:
+        hw = row["hardware"] or {}
+        providers = ", ".join(p.removesuffix("ExecutionProvider") for p in hw.get("providers", [])) or "-"
+        flags = ", ".join(hw.get("cpu_flags", []))
+        print(f"{row['name']:<16} {row['status']:<6} {row['address'] or '-':<15} {hw.get('cpu', '-')}")
+        if hw:
+            gpus = f"; GPUs: {', '.join(hw['gpus'])}" if hw.get("gpus") else ""
+            gpus = gpus or (f"; {row['gpus']} GPU(s) (Ray's count)" if row["gpus"] else "")
+            print(
+                f"{'':<16} {hw['physical_cores']} cores, {hw['memory_gb']:.0f} GB, {flags or 'no vector flags'}{gpus}"
+            )
+            print(f"{'':<16} providers: {providers}")
+    if not address:
+        print("(no cluster: set cluster_address, WORKBENCH_CLUSTER_ADDRESS, to a Ray cluster's head to add targets)")
+    return 0

@@ -1,0 +1,261 @@
+"""The actor that runs jobs on one node of the cluster (one per node, started by the first client that needs it).
+
+It runs each job exactly as the app's own server does, with a ``ProcessBackend`` on its node: a fresh worker
+process in the sandbox, the same time and memory limits, the same errors; benchmarks wait for the node's own
+machine-wide lock, so they are exclusive per target. Files a job reads arrive once, by content hash, into the
+node's cache (``<data_dir>/cluster-cache``) and are linked into the job's folder; folders it writes are empty
+folders there, whose files go back to the client with the result. Everything crosses as bytes (arguments and
+results as the worker's MessagePack, errors as their class name and message): nothing sent to or from a node is
+unpickled into anything but bytes and plain values.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from core.access import READ, Access, map_paths
+from core.errors import WorkbenchError
+from core.jobs import wire
+from core.jobs.process import JobHandle, JobSpec, ProcessBackend
+from core.settings import load_settings
+
+__all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "collect_outputs", "relocate", "with_target"]
+
+CACHE_FOLDER = "cluster-cache"
+JOBS_FOLDER = "cluster-jobs"
+MAX_OUTPUT_FILES = 2000  # what a job may write and send back
+# the app's settings a job brings to the node, so a hosted app's tighter limits hold wherever its jobs run
+POLICY = ("worker_timeout_s", "worker_memory_mb", "max_nodes", "max_initializer_mb", "allow_code_archives")
+UNHEARD_S = 300.0  # a job whose client has not asked about it this long is cancelled and forgotten
+
+
+def relocate(value: Any, moves: dict[str, str]) -> Any:
+    """``value`` with every string that is a path under one of ``moves``' folders moved to the folder it maps
+    to (a result names the files of its job's folders on the node; the client has them elsewhere)."""
+    if isinstance(value, str):
+        for old, new in moves.items():
+            if value == old or value.startswith(old + "/"):
+                return new + value[len(old) :]
+        return value
+    if isinstance(value, list):
+        return [relocate(v, moves) for v in value]
+    if isinstance(value, tuple):
+        return tuple(relocate(v, moves) for v in value)
+    if isinstance(value, dict):
+        return {relocate(k, moves): relocate(v, moves) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changed = {f.name: relocate(getattr(value, f.name), moves) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **{k: v for k, v in changed.items() if v is not getattr(value, k)})
+    return value
+
+
+def with_target(value: Any, target: str) -> Any:
+    """A result that carries the environment it ran in (core.runtime.machine.Environment), marked with the
+    target it ran on."""
+    env: Any = getattr(value, "environment", None)
+    result: Any = value
+    if not dataclasses.is_dataclass(env) or isinstance(env, type):
+        return value
+    if not dataclasses.is_dataclass(result) or isinstance(result, type):
+        return value
+    if "target" not in {f.name for f in dataclasses.fields(env)}:
+        return value
+    return dataclasses.replace(result, environment=dataclasses.replace(env, target=target))
+
+
+@dataclasses.dataclass
+class _NodeJob:
+    handle: JobHandle
+    folder: Path
+    moves: dict[str, str]  # the job's folders here -> the client's
+    writes: list[tuple[Path, str]]  # (folder here, the client's folder)
+    heard: float = dataclasses.field(default_factory=time.monotonic)  # when its client last asked about it
+
+
+def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, bytes]]:
+    """(the client's folder, relative path, bytes) of each plain file the job wrote; links and odd files stay
+    behind (the worker is untrusted: what comes back is only what it wrote into its own folders)."""
+    found: list[tuple[str, str, bytes]] = []
+    for here, theirs in writes:
+        for root, _dirs, files in os.walk(here):
+            for name in files:
+                path = Path(root) / name
+                if path.is_symlink() or not path.is_file():
+                    continue
+                if len(found) >= MAX_OUTPUT_FILES:
+                    raise WorkbenchError(f"The job wrote more than {MAX_OUTPUT_FILES} files; none were sent back.")
+                found.append((theirs, path.relative_to(here).as_posix(), path.read_bytes()))
+    return found
+
+
+class TargetAgent:
+    """Runs jobs on its node for every client; its methods are called concurrently (a threaded actor)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.settings = load_settings()
+        self.backend = ProcessBackend(self.settings)
+        self._backends: dict[tuple[Any, ...], ProcessBackend] = {}  # one per policy jobs came with
+        data = Path(self.settings.data_dir)
+        self.cache = data / CACHE_FOLDER
+        self.jobs_root = data / JOBS_FOLDER
+        self.cache.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(self.jobs_root, ignore_errors=True)  # folders of an agent that died with its node
+        self.jobs: dict[str, _NodeJob] = {}
+        self._lock = threading.Lock()
+
+    def missing(self, hashes: list[str]) -> list[str]:
+        """Which of these files (by sha256) the node's cache lacks."""
+        return [h for h in hashes if not (self.cache / h).is_file()]
+
+    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> None:
+        """Write a piece of a file at ``offset``; with the ``last`` piece the whole file is checked against its
+        sha256 and kept in the cache under it (pieces keep a large model from needing its size in the object
+        store at once)."""
+        partial = self.cache / f".{sha256}.{sender}.partial"  # two clients may send the same file at once
+        with partial.open("r+b" if offset else "wb") as fh:
+            fh.seek(offset)
+            fh.write(data)
+        if not last:
+            return
+        digest = hashlib.sha256()
+        with partial.open("rb") as fh:
+            while chunk := fh.read(1 << 20):
+                digest.update(chunk)
+        if digest.hexdigest() != sha256:
+            partial.unlink(missing_ok=True)
+            raise WorkbenchError(f"A file sent to target '{self.name}' arrived damaged (its sha256 differs).")
+        partial.replace(self.cache / sha256)
+
+    def submit(
+        self,
+        job_id: str,
+        name: str,
+        args: bytes,
+        limits: tuple[float | None, int | None],
+        reads: list[tuple[str, list[tuple[str, str]]]],
+        writes: list[str],
+        policy: dict[str, Any] | None = None,
+    ) -> None:
+        """Start job ``job_id``: ``reads`` are (the client's folder, [(file name, sha256)]) of files already in
+        the cache, ``writes`` the client's folders the job writes into, ``policy`` the caller's settings named in
+        ``POLICY`` (its limits; a caller that requires the sandbox gets it or an error, never a job without)."""
+        self._forget_unheard()
+        folder = self.jobs_root / job_id
+        moves: dict[str, str] = {}
+        for k, (theirs, files) in enumerate(reads):
+            here = folder / "in" / str(k)
+            here.mkdir(parents=True)
+            for file_name, sha256 in files:
+                os.link(self.cache / sha256, here / Path(file_name).name)
+            moves[theirs] = str(here)
+        out = []
+        for k, theirs in enumerate(writes):
+            here = folder / "out" / str(k)
+            here.mkdir(parents=True)
+            moves[theirs] = str(here)
+            out.append((here, theirs))
+        try:
+            typed = self._typed_args(name, args, moves)
+            handle = self._backend(policy or {}).submit(JobSpec(name, typed, *limits))
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        with self._lock:
+            self.jobs[job_id] = _NodeJob(handle, folder, {v: k for k, v in moves.items()}, out)
+
+    def _backend(self, policy: dict[str, Any]) -> ProcessBackend:
+        """The node's backend under the caller's limits (the node's own settings for the rest: its folders)."""
+        changes = {k: v for k, v in policy.items() if k in POLICY}
+        if policy.get("require_sandbox"):
+            changes["require_sandbox"] = True
+        key = tuple(sorted(changes.items()))
+        with self._lock:
+            if key not in self._backends:
+                self._backends[key] = (
+                    ProcessBackend(dataclasses.replace(self.settings, **changes)) if key else self.backend
+                )
+            return self._backends[key]
+
+    def _typed_args(self, name: str, args: bytes, moves: dict[str, str]) -> dict[str, Any]:
+        raw: dict[str, msgspec.Raw] = wire.decode(args, dict[str, msgspec.Raw])
+        signature = self.backend.registry.check_arguments(name, raw)
+
+        def here(access: Access, path: str) -> str:
+            if access is READ:
+                parent, _, base = path.rpartition("/")
+                return f"{moves[parent]}/{base}" if parent in moves else path
+            return moves.get(path.rstrip("/"), path)
+
+        return {
+            key: map_paths(wire.decode(value, signature.parameters[key]), signature.marked[key], here)
+            for key, value in raw.items()
+        }
+
+    def poll(self, job_id: str, wait_s: float = 0.0) -> dict[str, Any]:
+        """Where the job stands, after waiting up to ``wait_s`` for it to end (so the caller hears of the end at
+        once, without polling fast); once it has ended, its result (or error) and the files it wrote, after which
+        the node forgets it."""
+        with self._lock:
+            job = self.jobs.get(job_id)
+        if job is None:
+            return {"state": "unknown"}
+        job.heard = time.monotonic()
+        handle = job.handle
+        with contextlib.suppress(TimeoutError, WorkbenchError):  # its ending is read below
+            handle.result(timeout=wait_s)
+        progress = handle.progress
+        status: dict[str, Any] = {
+            "state": handle.state,
+            "queue_position": handle.queue_position,
+            "progress": (progress.fraction, progress.message) if progress else None,
+        }
+        if not handle.done():
+            return status
+        try:
+            value = with_target(relocate(handle.result(), job.moves), self.name)
+            status["result"] = wire.encode(value)
+            status["outputs"] = collect_outputs(job.writes)
+        except WorkbenchError as exc:
+            status["error"] = (type(exc).__name__, str(exc), getattr(exc, "details", ""))
+        finally:
+            with self._lock:
+                self.jobs.pop(job_id, None)
+            shutil.rmtree(job.folder, ignore_errors=True)
+        status["state"] = handle.state
+        return status
+
+    def cancel(self, job_id: str) -> None:
+        with self._lock:
+            job = self.jobs.get(job_id)
+        if job is not None:
+            job.handle.cancel()
+
+    def _forget_unheard(self) -> None:
+        """Jobs whose client has gone (the app or command line that sent them died): cancelled and forgotten, so
+        their folders and results do not pile up on the node."""
+        now = time.monotonic()
+        with self._lock:
+            gone = [job_id for job_id, job in self.jobs.items() if now - job.heard > UNHEARD_S]
+        for job_id in gone:
+            self.forget(job_id)
+
+    def forget(self, job_id: str) -> None:
+        """Cancel a job and drop it at once, with its folder."""
+        with self._lock:
+            job = self.jobs.pop(job_id, None)
+        if job is not None:
+            job.handle.cancel()
+            with contextlib.suppress(TimeoutError, WorkbenchError):
+                job.handle.result(timeout=10)
+            shutil.rmtree(job.folder, ignore_errors=True)

@@ -1,0 +1,128 @@
+"""Where a session's jobs run: "this server", or a target of the Ray cluster the settings name (cluster_address).
+
+The sidebar's picker sets it for the session; Benchmark, Profile, Quantize and Partition send their jobs there
+(the rest, such as reading an upload or exporting, always run here). A cluster that cannot be reached leaves
+every job here, with a warning; a target that is gone stays in the list, marked gone, and says so if picked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.errors import TargetError
+from core.jobs import Backend
+from core.jobs.cluster.client import LOCAL, Cluster, Target, connect
+from ui import session
+from ui.text import md_escape
+
+__all__ = ["TARGETED", "backend_for", "chosen", "cores", "picker", "providers"]
+
+TARGETED = {"bench.run", "profile.run", "quantize.run", "partition.run", "optimize.levels"}
+RETRY_S = 30  # how long a cluster that could not be reached is left alone before the next try
+KEY = "run_target"
+HARDWARE_WAIT_S = 5.0  # how long a page waits for a new node to describe itself (then shows it next time)
+
+
+@st.cache_resource(ttl=RETRY_S)
+def _cluster(address: str) -> tuple[Cluster | None, str]:
+    """The joined cluster, or why not; one per server (it holds no user's data). Kept for ``RETRY_S`` seconds
+    when it failed, so a cluster that comes up later is found; a joined one stays joined."""
+    try:
+        return connect(address), ""
+    except TargetError as exc:
+        return None, str(exc)
+
+
+def cluster() -> tuple[Cluster | None, str]:
+    address = session.settings().cluster_address
+    return _cluster(address) if address else (None, "")
+
+
+def _targets() -> list[Target]:
+    joined, _ = cluster()
+    if joined is None:
+        return []
+    try:
+        return joined.targets(wait_s=HARDWARE_WAIT_S)
+    except Exception:  # Ray's own errors while the head is lost: no targets to offer
+        return []
+
+
+def chosen() -> str:
+    """The session's target; "this server" unless the user picked one."""
+    return str(st.session_state.get(KEY, LOCAL))
+
+
+def _target(name: str) -> Target | None:
+    return next((t for t in _targets() if t.name == name), None) if name != LOCAL else None
+
+
+def backend_for(job: str) -> Backend:
+    """The backend job ``job`` runs on for this session: the chosen target's for the jobs in ``TARGETED``."""
+    name = chosen()
+    joined, why = cluster()
+    if job not in TARGETED or name == LOCAL:
+        return session.backend()
+    if joined is None:
+        raise TargetError(f"The target '{name}' cannot be used: {why}")
+    try:
+        return joined.backend(name, session.settings())
+    except TargetError:
+        raise
+    except Exception as exc:  # Ray's own errors when the cluster's head is lost
+        raise TargetError(
+            f"The Ray cluster at {joined.address} does not answer ({exc}); pick 'this server' to run here."
+        ) from exc
+
+
+def providers() -> list[str] | None:
+    """The execution providers of the chosen target's onnxruntime (None: this server's)."""
+    target = _target(chosen())
+    return target.providers if target is not None and target.hardware is not None else None
+
+
+def cores() -> int | None:
+    """The chosen target's logical cores (None: this server's)."""
+    target = _target(chosen())
+    return int(target.hardware.logical_cores) if target is not None and target.hardware is not None else None
+
+
+def _label(targets: dict[str, Target]) -> Any:
+    def label(name: str) -> str:
+        target = targets.get(name)
+        return name if target is None or target.alive else f"{name} (gone)"
+
+    return label
+
+
+def picker() -> None:
+    """The sidebar's "Run on" select, with the chosen target's hardware; nothing when no cluster is set."""
+    if not session.settings().cluster_address:
+        return
+    joined, why = cluster()
+    if joined is None:
+        st.sidebar.warning(md_escape(why, 600) + " Jobs run on this server.")
+        return
+    targets = {t.name: t for t in _targets()}
+    options = [LOCAL, *targets]
+    if chosen() not in options:
+        st.session_state[KEY] = LOCAL
+    name = st.sidebar.selectbox(
+        "Run on",
+        options,
+        key=KEY,
+        format_func=_label(targets),
+        help="Benchmark, Profile, Quantize and Partition run on this target of the Ray cluster; benchmarks wait "
+        "only for others on the same target.",
+    )
+    target = targets.get(name)
+    if target is None:
+        return
+    if not target.alive:
+        st.sidebar.warning(md_escape(f"The target '{name}' is gone from the cluster: pick another one.", 300))
+    elif target.hardware is not None:
+        shown = ", ".join(p.removesuffix("ExecutionProvider") for p in target.providers)
+        gpus = f", {target.gpus} GPU(s)" if target.gpus and not target.hardware.gpus else ""
+        st.sidebar.caption(md_escape(f"{target.hardware.summary}{gpus}; providers: {shown}", 600))
