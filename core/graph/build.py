@@ -11,7 +11,9 @@ from core.graph.attributes import attributes_text, dtype_key
 from core.graph.groups import GroupTable, finish_groups, scope_parts
 from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
 from core.graph.weights import WeightBudget, weight_stats
-from core.model.proto import attribute_subgraphs, dtype_name, type_spec
+from core.errors import WorkbenchError
+from core.model.onnx_file import check_external_data
+from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
 
 __all__ = ["MAX_DEPTH", "SHAPE_INFERENCE_LIMIT", "view_graph"]
 
@@ -179,12 +181,9 @@ def _inferred(model: Any, notes: list[str]) -> Any:
     # 4 s fewer on a model of 400 MB
     lent: dict[str, bytes] = {}
     for tensor in model.graph.initializer:
-        elements = 1
-        for dim in tensor.dims:
-            elements *= max(int(dim), 0)
         if (
             tensor.data_location != onnx.TensorProto.EXTERNAL
-            and elements > _LEND_ELEMENTS
+            and tensor_elements(tensor) > _LEND_ELEMENTS
             and tensor.HasField("raw_data")
         ):
             lent[tensor.name] = tensor.raw_data
@@ -216,7 +215,17 @@ def view_graph(model_or_graph: Any, name: str = "", folder: Path | None = None) 
         inferred = _inferred(model_or_graph, notes)
         graph = (inferred or model_or_graph).graph
         functions = {(f.domain, f.name): f for f in model_or_graph.functions}
+    refused = ""
+    if folder is not None:  # external data is read only once the model's every location has been checked
+        try:
+            if not isinstance(model_or_graph, onnx.ModelProto):
+                raise WorkbenchError("a graph alone cannot have its external data checked")
+            check_external_data(model_or_graph, folder)
+        except WorkbenchError as exc:
+            refused, folder = str(exc), None
     builder = _Builder(functions, folder)
+    if refused:
+        builder.budget.no_external = refused
     builder.view.notes = notes
     builder.view.shapes_inferred = graph is not model_or_graph and not notes
     scope = _Scope(types=_types(graph))

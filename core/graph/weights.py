@@ -1,11 +1,10 @@
 """Statistics of a weight or Constant value for the graph view's node details: min, max, mean, standard
 deviation, the share of zeros, and values that are not finite. Read from the tensor's own bytes, or from its
-external-data file inside the model's folder (checked again here, reached without links, never past its end).
+external-data file in the model's folder once core.model.onnx_file.check_external_data has passed the model.
 Large tensors are sampled and the model's total is bounded, so a 2 GB model costs seconds, not minutes."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ class WeightBudget:
     def __init__(self, total: int = TOTAL_ELEMENTS) -> None:
         self.left = total
         self.skipped = 0
+        self.no_external = "its data is in an external file"  # why external data is not read, without a folder
 
     def take(self, count: int) -> bool:
         if count > self.left:
@@ -39,24 +39,20 @@ def _number(value: float) -> str:
 
 
 def _external_array(tensor: Any, folder: Path) -> Any:
-    """The tensor's values from its external-data file: a regular file inside ``folder``, not a link."""
+    """The tensor's values from its external-data file in ``folder``, whose location, offset and length
+    check_external_data has passed (a regular file inside the folder, reached without links, long enough)."""
     import numpy as np
     from onnx import helper
 
-    from core.model.proto import external_entries
+    from core.model.proto import external_entries, tensor_elements
 
     entries = external_entries(tensor)
-    location = entries.get("location", "")
-    path = (folder / location).resolve()
-    if not location or folder.resolve() not in path.parents or Path(folder / location).is_symlink():
-        raise ValueError("its external data lies outside the model's folder")
     offset, length = int(entries.get("offset", 0) or 0), int(entries.get("length", 0) or 0)
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
-    count = int(np.prod(tensor.dims, dtype=np.int64)) if tensor.dims else 1
-    size = os.stat(path).st_size
-    if offset < 0 or offset + count * dtype.itemsize > size or (length and length < count * dtype.itemsize):
+    count = tensor_elements(tensor)
+    if length and length < count * dtype.itemsize:
         raise ValueError("its external data is shorter than its shape says")
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
+    return np.memmap(folder / entries["location"], dtype=dtype, mode="r", offset=offset, shape=(count,))
 
 
 def _plain(data_type: int) -> Any:
@@ -77,9 +73,9 @@ def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
     import onnx
     from onnx import numpy_helper
 
-    count = 1
-    for dim in tensor.dims:
-        count *= max(int(dim), 0)
+    from core.model.proto import tensor_elements
+
+    count = tensor_elements(tensor)
     if tensor.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED) or count == 0:
         return ""
     if not budget.take(min(count, SAMPLE_ELEMENTS)):
@@ -87,7 +83,7 @@ def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
     try:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             if folder is None:
-                return "statistics not read: its data is in an external file"
+                return f"statistics not read: {budget.no_external[:200]}"
             values = _external_array(tensor, folder)
         elif tensor.raw_data and count > SAMPLE_ELEMENTS and _plain(tensor.data_type):
             values = np.frombuffer(tensor.raw_data, dtype=_plain(tensor.data_type), count=count)  # no copy

@@ -85,6 +85,10 @@ def test_hostile_external_data_is_never_read(tmp_path: Path) -> None:
         assert text.startswith("statistics not read:"), (location, text)
     model = _matmul_model(weight)
     builders.set_external_location(model, "short.bin", offset=4)
+    assert "that file has only 8 bytes" in _stats(view_graph(model, folder=folder))
+    model = _matmul_model(weight)
+    builders.set_external_location(model, "short.bin", length=4)  # a length that says less than the shape
+    (folder / "short.bin").write_bytes(b"\0" * 64)
     assert "shorter than its shape" in _stats(view_graph(model, folder=folder))
 
 
