@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import WorkbenchError
 from core.graph.attributes import attributes_text, dtype_key
 from core.graph.groups import GroupTable, finish_groups, scope_parts
 from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
 from core.graph.weights import WeightBudget, weight_stats
-from core.errors import WorkbenchError
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
 
