@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -225,19 +224,13 @@ def test_the_app_offers_the_targets_marks_the_lost_one_gone_and_benchmarks_on_th
     a benchmark run with head picked says it ran there."""
     from playwright.sync_api import sync_playwright
 
-    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, wait_idle
+    from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, wait_for_app, wait_idle
 
     url = f"http://{local.APP_ADDRESS}:8597"
     serve = ("-m", "core", "serve", "--port", "8597", "--address", local.APP_ADDRESS)
     app = _in_head(*serve, data_dir=tmp_path, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.25)
+        wait_for_app(url, app, "the app's output")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})

@@ -39,6 +39,21 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("workbench-data")
 
 
+def wait_for_app(url: str, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:  # type: ignore[type-arg]
+    """Wait until the app at ``url`` answers its health check; RuntimeError (naming ``what`` to look at) when
+    ``proc`` ends first or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the app did not start; see {what}")
+        time.sleep(0.25)
+
+
 @contextmanager
 def serve_app(log_dir: Path, env: dict[str, str], *args: str, script: str = "streamlit_app.py") -> Iterator[str]:
     """Start the app (or another ``script``, relative to the project) on a free port with ``env`` added to this
@@ -68,16 +83,7 @@ def serve_app(log_dir: Path, env: dict[str, str], *args: str, script: str = "str
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the app did not start; see {log.name}")
-            time.sleep(0.25)
+        wait_for_app(url, proc, log.name)
         yield url
     finally:
         proc.terminate()
