@@ -164,6 +164,16 @@ def test_a_file_arrives_in_pieces_once_by_its_hash_and_a_damaged_one_is_refused(
     assert agent.missing(["0" * 64]) == ["0" * 64] and not list(agent.cache.glob(".*"))
 
 
+def _relu_bench(agent: TargetAgent, tmp_path: Path) -> tuple[list[Any], dict[str, Any]]:
+    """A small model sent to the agent from the caller's folder: what a job reads, and bench.run's arguments."""
+    folder = tmp_path / "caller"
+    folder.mkdir()
+    model = builders.write(builders.relu_model(), folder / "model.onnx")
+    sha = _send(agent, model, piece=100)
+    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
+    return [(str(folder), [("model.onnx", sha)])], args
+
+
 def _finished(agent: TargetAgent, job_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 120
     while "result" not in (status := agent.poll(job_id)) and "error" not in status:
@@ -192,13 +202,9 @@ def test_a_job_runs_on_the_nodes_copies_and_its_result_and_files_come_back_to_th
 
 
 def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, tmp_path: Path) -> None:
-    folder = tmp_path / "caller"
-    folder.mkdir()
-    model = builders.write(builders.relu_model(), folder / "model.onnx")
-    sha = _send(agent, model, piece=100)
-    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "iterations": 5}
-    bad = wire.encode({**args, "providers": ["NoSuchExecutionProvider"]})
-    agent.submit("job-2", "bench.run", bad, (60.0, None), [(str(folder), [("model.onnx", sha)])], [])
+    reads, args = _relu_bench(agent, tmp_path)
+    bad = wire.encode({**args, "iterations": 5, "providers": ["NoSuchExecutionProvider"]})
+    agent.submit("job-2", "bench.run", bad, (60.0, None), reads, [])
     status = _finished(agent, "job-2")
     assert status["state"] == "failed" and status["error"][0] == "BenchmarkError", status
     assert "NoSuch is not in this build of ONNX Runtime" in status["error"][1]
@@ -207,12 +213,7 @@ def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, 
 def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_submit(
     agent: TargetAgent, tmp_path: Path
 ) -> None:
-    folder = tmp_path / "caller"
-    folder.mkdir()
-    model = builders.write(builders.relu_model(), folder / "model.onnx")
-    sha = _send(agent, model, piece=100)
-    reads = [(str(folder), [("model.onnx", sha)])]
-    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
+    reads, args = _relu_bench(agent, tmp_path)
     agent.submit("job-a", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [])
     orphan = agent.jobs["job-a"]
     deadline = time.monotonic() + 60
@@ -240,12 +241,7 @@ def test_a_model_sent_to_a_target_from_the_command_line_travels_alone_with_its_d
 
 def test_the_callers_limits_travel_with_its_jobs_to_the_node(agent: TargetAgent, tmp_path: Path) -> None:
     """A hosted app's time limit holds on a node whose own settings allow more."""
-    folder = tmp_path / "caller"
-    folder.mkdir()
-    model = builders.write(builders.relu_model(), folder / "model.onnx")
-    sha = _send(agent, model, piece=100)
-    reads = [(str(folder), [("model.onnx", sha)])]
-    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
+    reads, args = _relu_bench(agent, tmp_path)
     policy = {"worker_timeout_s": 1.0, "worker_memory_mb": 3072, "require_sandbox": False}
     agent.submit("job-c", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [], policy)
     status = _finished(agent, "job-c")
