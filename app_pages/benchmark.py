@@ -6,16 +6,15 @@ import os
 
 import streamlit as st
 
-from core.bench import BenchReport
+from core.bench import BenchRequest
 from core.errors import WorkbenchError
-from core.model.torchload import source_of
+from core.jobs import BENCH
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import session, targets
+from ui import jobs, session, targets
 from ui.bench_view import environment_section, results_section
-from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_section
+from ui.plan_view import measured_model, plan_section
 from ui.text import md_escape
 
 st.title("Benchmark")
@@ -45,7 +44,7 @@ with st.form("bench_form"):
         "ONNX Runtime optimization levels",
         list(LEVELS),
         default=["disable", "all"],
-        format_func=lambda k: LEVELS[k][0],
+        format_func=lambda k: LEVELS[k].name,
         key="bench_levels",
     )
     left, mid, right = st.columns(3)
@@ -80,28 +79,18 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
     if not eager and not levels:
         st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
         st.stop()
-    measured: BenchReport = job_result(
-        "bench",
-        record.id,
-        "bench.run",
-        {
-            "onnx_path": record.path,
-            "inputs": inputs,
-            "torch_source": source_of(torch_record) if eager and torch_record else None,
-            "model": record.name,
-            "model_id": record.id,
-            "engines": (["eager"] if eager else []) + (["ort"] if levels else []),
-            "levels": levels or None,
-            "threads": threads or [default_threads()],
-            "batches": batches or [1],
-            "iterations": int(iterations),
-            "warmup": int(warmup),
-            "time_budget_s": float(budget),
-            "seed": int(seed),
-        },
-        f"Benchmarking '{record.name}'",
-        run=True,
+    request = BenchRequest(
+        model=measured_model(record, inputs, torch_record if eager else None),
+        engines=(["eager"] if eager else []) + (["ort"] if levels else []),
+        levels=levels or None,
+        threads=threads or [default_threads()],
+        batches=batches or [1],
+        iterations=int(iterations),
+        warmup=int(warmup),
+        time_budget_s=float(budget),
+        seed=int(seed),
     )
+    measured = jobs.run(BENCH, request, f"Benchmarking '{record.name}'", model=record.id)
     try:
         who = session.who()
         session.store().save(measured, owner=who.user, team=who.team)
@@ -121,7 +110,7 @@ def saved_run_id(run_id: str) -> bool:
     return found is not None and found.team == session.who().team
 
 
-report: BenchReport | None = job_result("bench", record.id, "bench.run", {}, "", run=False)
+report = jobs.kept(BENCH, record.id)
 if report is None:
     st.info("Choose the configurations and press **Run the benchmark**.")
     st.stop()

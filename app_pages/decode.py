@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.decode import DecodedModel
+from core.decode import DecodeRequest
 from core.graph.colourings import latency_colouring
-from core.profile import ProfileReport
+from core.jobs import DECODE, PROFILE
+from ui import jobs
 from ui.decode_view import (
     decoded_json,
     header_section,
@@ -16,7 +17,6 @@ from ui.decode_view import (
     weights_section,
 )
 from ui.graph_panel import draw_graph, graph_of, node_card
-from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
 from ui.text import md_escape
 
@@ -29,9 +29,7 @@ st.markdown(
 
 record = require_onnx("Decoding")
 
-decoded: DecodedModel = job_result(
-    "decoded", record.id, "decode.run", {"path": record.path}, f"Decoding '{record.name}'", folder="decode"
-)
+decoded = jobs.run(DECODE, DecodeRequest(path=record.path), f"Decoding '{record.name}'", model=record.id, reuse=True)
 for problem in decoded.problems:
     st.warning(md_escape(problem, 600))
 
@@ -62,7 +60,7 @@ st.markdown(
 )
 view = graph_of(record)
 if view is not None:
-    profiled: ProfileReport | None = job_result("profile", record.id, "profile.run", {}, "", run=False)
+    profiled = jobs.kept(PROFILE, record.id)
     colourings = {"latency": latency_colouring(view, profiled)} if profiled is not None else {}
     if profiled is not None:
         st.caption(f"Latency from the profile at {profiled.level}: {md_escape(profiled.headline, 300)}")

@@ -10,11 +10,13 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
+from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
+from core.model.intake import IntakeRequest
 from core.workspace import safe_filename
 from ui import session
 from ui.cards import model_card
-from ui.jobs import run_with_status, show_error
+from ui.jobs import run, show_error
 from ui.library_view import library_section
 from ui.text import human_bytes, md_escape
 
@@ -32,8 +34,7 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
     """Write the upload to this session's folder (earlier uploads not in use are removed first, and the session
     stays within its quota) and have the worker read it: only the worker opens the bytes."""
     workspace = session.workspace()
-    in_use = {Path(m.path) for m in (session.current_model(), session.torch_model()) if m is not None and m.path}
-    workspace.prune("upload", keep=in_use)  # failed and replaced uploads
+    workspace.prune("upload", keep=session.paths_in_use())  # failed and replaced uploads
     quota = config.workspace_quota_bytes
     if workspace.size_bytes() + total > quota:
         raise WorkbenchError(
@@ -47,8 +48,8 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
         target = folder / safe_filename(f.name)
         target.write_bytes(f.getbuffer())
         paths.append(str(target))
-    args = {"paths": paths, "unpack_dir": str(folder)}  # a .zip of a model folder unpacks beside it
-    uploaded: ModelRecord = run_with_status("intake.describe_files", args, "Reading the upload")
+    request = IntakeRequest(paths=paths, unpack_dir=str(folder))  # a .zip of a model folder unpacks beside it
+    uploaded = run(INTAKE, request, "Reading the upload")
     if workspace.size_bytes() > quota:  # what a .zip unpacked to
         shutil.rmtree(folder, ignore_errors=True)
         raise WorkbenchError(
@@ -92,8 +93,8 @@ with sample_tab:
     if st.button("Use this sample", type="primary", key="use_sample"):
         try:
             with st.spinner(f"Building the '{choice}' sample in the worker…"):
-                record = session.sample_record(choice)
-            session.set_current_model(record)
+                sample = session.sample_record(choice)
+            session.set_current_model(sample)
         except WorkbenchError as exc:
             show_error(exc)
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
-from core.runtime.optimize import OptimizationReport
+from core.jobs import OPTIMIZE, PARTITION
+from core.partition import SIMULATED, LevelsRequest, PartitionRequest
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
-from core.runtime.partition import SIMULATED, PartitionResult
-from ui import session, targets
+from ui import jobs, session, targets
 from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of
-from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
 from ui.partition_view import (
     levels_section,
@@ -64,7 +63,7 @@ with st.form("partition_form"):
         "Optimization level of the session",
         list(LEVELS),
         index=list(LEVELS).index(session.page_param("level") if session.page_param("level") in LEVELS else "all"),
-        format_func=lambda k: LEVELS[k][0],
+        format_func=lambda k: LEVELS[k].name,
         key="partition_level",
     )
     simulate = right.multiselect(
@@ -77,9 +76,8 @@ with st.form("partition_form"):
     st.form_submit_button("Partition", type="primary")
 
 session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
-request = {"path": record.path, "providers": chosen or None, "level": level, "simulate": simulate}
-label = f"Partitioning '{record.name}'"
-result: PartitionResult = job_result("partition", record.id, "partition.run", request, label, folder="placements")
+request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate)
+result = jobs.run(PARTITION, request, f"Partitioning '{record.name}'", model=record.id, reuse=True)
 
 for message in result.unavailable.values():
     st.warning(f"{message} Its nodes go to the next provider in your list.")
@@ -94,7 +92,7 @@ shown = (
 index = titles.index(shown) if shown in titles else 0
 # the graph comes first, coloured by provider; what the optimizer did at each level colours it too once the
 # levels below are made (the page then runs again, so the first picture does not wait for them)
-levels: OptimizationReport | None = job_result("levels", record.id, "optimize.levels", {}, "", run=False)
+levels = jobs.kept(OPTIMIZE, record.id)
 view = graph_of(record)
 colourings: dict[str, Colouring] = {}
 if view is not None:
@@ -112,8 +110,8 @@ st.markdown(
     "activation) save a pass over memory per node they replace."
 )
 if levels is None:  # its output folder is made only when the job runs
-    args = {"path": record.path, "out_dir": str(session.workspace().new_folder("optimized"))}
-    levels = job_result("levels", record.id, "optimize.levels", args, f"Optimizing '{record.name}' at every level")
+    label = f"Optimizing '{record.name}' at every level"
+    levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path), label, model=record.id)
     if view is not None:
         st.rerun()  # the graph above can now show what each level did
 levels_section(levels, record.name, key=f"levels_{record.id[:12]}")

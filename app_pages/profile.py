@@ -6,15 +6,14 @@ import os
 
 import streamlit as st
 
-from core.model.torchload import source_of
-from core.profile import ProfileReport
+from core.jobs import PROFILE
+from core.profile import ProfileRequest
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import session
+from ui import jobs, session
 from ui.graph_panel import graph_of
-from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_section
+from ui.plan_view import measured_model, plan_section
 from ui.profile_view import profile_section
 
 st.title("Profile")
@@ -47,7 +46,7 @@ with st.form("profile_form"):
         "ONNX Runtime optimization level",
         list(LEVELS),
         index=list(LEVELS).index("all"),
-        format_func=lambda k: LEVELS[k][0],
+        format_func=lambda k: LEVELS[k].name,
         help="Profile at DISABLE_ALL and at ALL to see what the fusions bought: Conv and Relu as one FusedConv.",
         key="profile_level",
     )
@@ -72,27 +71,17 @@ with st.form("profile_form"):
     submitted = st.form_submit_button("Profile", type="primary")
 
 if submitted or st.session_state.pop("profile_again", False):
-    job_result(
-        "profile",
-        record.id,
-        "profile.run",
-        {
-            "onnx_path": record.path,
-            "inputs": inputs,
-            "torch_source": source_of(torch_record) if eager and torch_record else None,
-            "model": record.name,
-            "model_id": record.id,
-            "level": level,
-            "threads": int(threads),
-            "batch": int(batch) if batch_dynamic else 1,
-            "iterations": int(iterations),
-            "warmup": int(warmup),
-        },
-        f"Profiling '{record.name}'",
-        run=True,
+    request = ProfileRequest(
+        model=measured_model(record, inputs, torch_record if eager else None),
+        level=level,
+        threads=int(threads),
+        batch=int(batch) if batch_dynamic else 1,
+        iterations=int(iterations),
+        warmup=int(warmup),
     )
+    jobs.run(PROFILE, request, f"Profiling '{record.name}'", model=record.id)
 
-report: ProfileReport | None = job_result("profile", record.id, "profile.run", {}, "", run=False)
+report = jobs.kept(PROFILE, record.id)
 if report is None:
     st.info("Choose the level and press **Profile**. With the defaults, TinyCNN takes a few seconds.")
     st.stop()

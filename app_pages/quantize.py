@@ -7,15 +7,16 @@ import os
 import streamlit as st
 
 from core.errors import WorkbenchError
-from core.model import ModelRecord
+from core.jobs import CALIBRATION, INTAKE, QUANTIZE
 from core.model.data import image_layout
-from core.quantize import VARIANTS, QuantizeReport
+from core.model.intake import IntakeRequest
+from core.quantize import VARIANTS, CalibrationRequest, QuantizeReport, QuantizeRequest
 from core.runtime.machine import default_threads
 from core.workspace import safe_filename
-from ui import session
-from ui.jobs import job_result, run_with_status, stop_with_error
+from ui import jobs, session
+from ui.jobs import stop_with_error
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_section
+from ui.plan_view import measured_model, plan_section
 from ui.quantize_view import results_section
 from ui.text import md_escape
 
@@ -49,7 +50,7 @@ with st.form("quantize_form"):
         "Variants",
         list(VARIANTS),
         default=["dynamic-qint8", "static-qdq-minmax", "fp16"],
-        format_func=lambda k: VARIANTS[k][0],
+        format_func=lambda k: VARIANTS[k].label,
         key="quantize_variants",
     )
     left, mid, right = st.columns(3)
@@ -86,8 +87,8 @@ def calibration_path() -> str:
         raise WorkbenchError("Upload an .npz with the calibration data, or choose generated data.")
     target = session.workspace().new_folder("calibration") / safe_filename(upload.name or "calibration.npz")
     target.write_bytes(upload.getvalue())
-    args = {"path": str(target), "inputs": inputs}
-    calls = run_with_status("quantize.check_calibration", args, "Checking the calibration data")
+    request = CalibrationRequest(path=str(target), inputs=inputs)
+    calls = jobs.run(CALIBRATION, request, "Checking the calibration data")
     st.caption(f"The calibration file fits the model: {calls} sample(s).")
     return str(target)
 
@@ -99,21 +100,20 @@ if submitted:
         calibration_file = calibration_path()
     except WorkbenchError as exc:
         stop_with_error(exc)
-    args = {
-        "path": record.path,
-        "out_dir": str(session.workspace().new_folder("quantized")),
-        "inputs": inputs,
-        "variants": variants,
-        "calibration_count": int(count),
-        "calibration_file": calibration_file,
-        "held_out": int(held_out),
-        "iterations": int(iterations),
-        "threads": int(threads),
-    }
+    request = QuantizeRequest(
+        model=measured_model(record, inputs),
+        out_dir="",  # a fresh folder of this session's (ui.jobs)
+        variants=variants,
+        calibration_count=int(count),
+        calibration_file=calibration_file,
+        held_out=int(held_out),
+        iterations=int(iterations),
+        threads=int(threads),
+    )
     label = f"Quantizing '{record.name}' and measuring {len(variants) + 1} models"
-    job_result("quantize", record.id, "quantize.run", args, label, run=True)
+    jobs.run(QUANTIZE, request, label, model=record.id)
 
-report: QuantizeReport | None = job_result("quantize", record.id, "quantize.run", {}, "", run=False)
+report: QuantizeReport | None = jobs.kept(QUANTIZE, record.id)
 made_from = st.session_state.get("quantized_from")  # (variant's id, the report it was chosen from, the original)
 if report is None and made_from is not None and made_from[0] == record.id:
     report = made_from[1]
@@ -127,9 +127,7 @@ if report is None:
 chosen = results_section(report, key=f"quantize_{record.id[:12]}")
 if chosen is not None:
     try:
-        variant_record: ModelRecord = run_with_status(
-            "intake.describe_files", {"paths": [chosen.path]}, f"Opening {chosen.label}"
-        )
+        variant_record = jobs.run(INTAKE, IntakeRequest(paths=[chosen.path]), f"Opening {chosen.label}")
     except WorkbenchError as exc:
         stop_with_error(exc)
     variant_record.name = f"{record.name} ({chosen.label})"

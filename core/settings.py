@@ -26,7 +26,7 @@ class IntakeLimits:
     allow_code_archives: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Settings:
     """Limits and switches; every field can be set as WORKBENCH_<FIELD> or under [workbench] in secrets.toml."""
 

@@ -25,7 +25,7 @@ PAGE_ROWS = 1_000
 MAX_PAGE_BYTES = 256 * 2**20  # a page of 1,000 rows whose texts are already shortened is a few MB at most
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RowFile:
     """Where a table's pages lie: page ``i`` holds rows ``i * page_rows`` up to the next page, at bytes
     ``offsets[i]:offsets[i + 1]`` of the file."""
@@ -48,7 +48,7 @@ def write_rows(path: str | Path, rows: Sequence[object], page_rows: int = PAGE_R
     with open(path, "wb") as fh:
         for start in range(0, len(rows), page_rows):
             offsets.append(offsets[-1] + fh.write(encoder.encode(list(rows[start : start + page_rows]))))
-    return RowFile(str(path), len(rows), page_rows, offsets)
+    return RowFile(path=str(path), rows=len(rows), page_rows=page_rows, offsets=offsets)
 
 
 def _checked(file: RowFile) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.export import ExportOptions, ExportReport
+from core.export import ExportOptions, ExportReport, ExportRequest
+from core.jobs import EXPORT
 from core.model import ModelRecord
 from core.model.torchload import source_of
-from ui import session
+from ui import jobs, session
 from ui.charts import op_count_figure, op_count_frame
-from ui.jobs import job_result
 from ui.plan_view import forget_plan, keep_export_examples
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -26,13 +26,8 @@ def run_export(source: ModelRecord, options: ExportOptions, label: str) -> Expor
     keep_export_examples(
         source, {k: v for k, v in options.input_shapes.items() if k not in options.input_values}, options.input_values
     )
-    args = {
-        "source": source_of(source),
-        "options": options,
-        "out_dir": str(session.workspace().new_folder("export")),
-        "file_name": f"{source.name}.onnx",
-    }
-    report: ExportReport = job_result("export_report", source.id, "export.run", args, label, run=True)
+    request = ExportRequest(source=source_of(source), options=options, out_dir="", file_name=f"{source.name}.onnx")
+    report = jobs.run(EXPORT, request, label, model=source.id)
     if report.record is not None:
         forget_plan(report.record)  # its plan starts again from what it was just exported at
     if report.record is not None and report.ok:
@@ -42,8 +37,7 @@ def run_export(source: ModelRecord, options: ExportOptions, label: str) -> Expor
 
 def kept_report(source: ModelRecord) -> ExportReport | None:
     """The last export of ``source`` in this session, if any."""
-    report: ExportReport | None = job_result("export_report", source.id, "export.run", {}, "", run=False)
-    return report
+    return jobs.kept(EXPORT, source.id)
 
 
 _OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"

@@ -8,10 +8,12 @@ import streamlit as st
 
 from core.graph import GraphView, ViewNode
 from core.graph.colourings import Colouring, by_index
+from core.graph.records import GraphRequest
+from core.jobs import GRAPH
 from core.model import ModelRecord
 from ui import session
 from ui.graph_canvas import graph_canvas
-from ui.jobs import job_result
+from ui.jobs import run
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card"]
@@ -28,10 +30,8 @@ def graph_of(record: ModelRecord) -> GraphView | None:
             "table lists them all."
         )
         return None
-    view: GraphView = job_result(
-        "graph_view", record.id, "graph.view", {"path": record.path}, f"Laying out the graph of '{record.name}'"
-    )
-    return view
+    label = f"Laying out the graph of '{record.name}'"
+    return run(GRAPH, GraphRequest(path=record.path), label, model=record.id, reuse=True)
 
 
 def draw_graph(

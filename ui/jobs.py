@@ -3,11 +3,12 @@ kept per model, and one way of showing what went wrong."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -15,13 +16,14 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.errors import JobError, JobFailed, WorkbenchError
-from core.jobs import JobSpec, submit
 from core.jobs.cluster.client import LOCAL
-from core.jobs.wire import encode
+from core.jobs.process import submit
+from core.jobs.registry import Job, Request, Result, signature_of
+from core.jobs.wire import WireError, decode, encode
 from ui import session, targets
 from ui.text import md_escape
 
-__all__ = ["SessionJobs", "job_result", "run_with_status", "show_error", "stop_with_error"]
+__all__ = ["SessionJobs", "kept", "run", "show_error", "stop_with_error"]
 
 
 class SessionJobs:
@@ -73,21 +75,62 @@ def stop_with_error(exc: WorkbenchError) -> NoReturn:
     raise AssertionError  # st.stop() does not return
 
 
-def run_with_status(name: str, args: dict[str, Any], label: str) -> Any:
-    """Run job ``name`` and return its typed result; its errors (WorkbenchError subclasses) propagate.
+def run(job: Job[Request, Result], request: Request, label: str, *, model: str = "", reuse: bool = False) -> Result:
+    """Run ``job`` on ``request`` with a status box and return its typed result; its errors (WorkbenchError
+    subclasses) propagate from a job kept for no model, and are shown (stopping the page) for one kept for a
+    model.
 
-    Streamlit stops this script when the user clicks anything (that is how "Cancel" works); the
-    ``finally`` then kills the worker, so nothing keeps running for a page nobody is looking at.
+    ``model``: the result is kept in this session for that model (and with the model's link, for the jobs that
+    say so), where ``kept`` finds it; with ``reuse``, a result kept for this model from the same request on the
+    same target is returned without running again (a page that makes its result on every visit). A job with a
+    ``folder`` gets a fresh folder of this session's as its ``out_dir``; the earlier ones go once it succeeds,
+    except those holding the current model or its PyTorch original.
     """
+    if not model:
+        return _with_slot(job, request, label)
+    # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
+    # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
+    slot = st.container()
+    place = targets.chosen() if job.targeted else LOCAL  # a result from another target is not this one
+    asked = (model, encode([request, place]))  # the request and where it runs, as bytes
+    if reuse:
+        found = _kept_entry(job, model)
+        if found is not None and found[0] == asked:
+            return found[1]
+    out = session.workspace().new_folder(job.folder) if job.folder else None
+    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None else request  # type: ignore[type-var]
+    try:
+        with slot:
+            result = _with_slot(job, sent, label)
+    except WorkbenchError as exc:
+        if out is not None:
+            shutil.rmtree(out, ignore_errors=True)
+        stop_with_error(exc)
+    if out is not None:
+        session.workspace().prune(job.folder, keep={out, *session.paths_in_use()})
+    st.session_state[job.name] = (asked, result)
+    _keep(job, model, result)
+    return result
+
+
+def kept(job: Job[Any, Result], model: str) -> Result | None:
+    """The result of ``job`` kept in this session (or with the model's link) for ``model``, if any."""
+    found = _kept_entry(job, model)
+    return found[1] if found is not None else None
+
+
+def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Result:
+    """Streamlit stops this script when the user clicks anything (that is how "Cancel" works); the
+    ``finally`` of ``_run`` then kills the worker, so nothing keeps running for a page nobody is looking at."""
     ctx = get_script_run_ctx()
     with _session_jobs().slot(ctx.session_id if ctx else "", session.settings().max_jobs_per_session):
-        return _run(name, args, label)
+        return _run(job, request, label)
 
 
-def _run(name: str, args: dict[str, Any], label: str) -> Any:
+def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
-    handle = submit(JobSpec(name, args), targets.backend_for(name))
-    where = "the machine" if targets.chosen() == LOCAL or name not in targets.TARGETED else f"target {targets.chosen()}"
+    handle = submit(job, request, targets.backend_for(job))
+    where = "the machine" if targets.chosen() == LOCAL or not job.targeted else f"target {targets.chosen()}"
     started = time.monotonic()
     try:
         with st.status(label, expanded=False) as status:
@@ -117,79 +160,35 @@ def _run(name: str, args: dict[str, Any], label: str) -> Any:
             handle.cancel()
 
 
-def job_result(
-    key: str,
-    model_id: str,
-    name: str,
-    args: Mapping[str, Any],
-    label: str,
-    *,
-    run: bool | None = None,
-    identity: Any = None,
-    folder: str = "",
-) -> Any:
-    """The result of job ``name`` for the current model, kept in this session under ``key``.
-
-    ``run``: None runs the job unless a result for this model and these arguments is kept (``identity``
-    stands for the arguments when some of them change on every run); True always runs it (a button was
-    pressed); False never does and returns the kept result for this model, or None. ``folder``: the job gets a
-    fresh folder of this session's (as ``out_dir``) for the files its result names, and the folders of earlier
-    runs under the same name are removed once it succeeds. A user's error is shown and stops the page.
-    """
-    # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
-    # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
-    slot = st.container()
-    shown = identity if identity is not None else dict(args)
-    place = targets.chosen() if name in targets.TARGETED else LOCAL  # a result from another target is not this one
-    request = (model_id, encode([shown, place]))  # arguments and where they run, as bytes
-    kept = st.session_state.get(key)
-    if kept is None or kept[0][0] != model_id:
-        kept = _restored(key, model_id, name) or kept
-    if run is False or (run is None and kept is not None and kept[0] == request):
-        return kept[1] if kept is not None and kept[0][0] == model_id else None
-    args = dict(args)
-    out = session.workspace().new_folder(folder) if folder else None
-    if out is not None:
-        args["out_dir"] = str(out)
-    try:
-        with slot:
-            result = run_with_status(name, args, label)
-    except WorkbenchError as exc:
-        if out is not None:
-            shutil.rmtree(out, ignore_errors=True)
-        stop_with_error(exc)
-    if out is not None:
-        session.workspace().prune(folder, keep={out})
-    st.session_state[key] = (request, result)
-    _keep(key, model_id, result)
-    return result
+def _kept_entry(job: Job[Any, Result], model: str) -> tuple[tuple[str, bytes], Result] | None:
+    """(what it was asked, the result) kept for ``model``: in this session, else with the model's link."""
+    found = st.session_state.get(job.name)
+    if found is None or found[0][0] != model:
+        found = _restored(job, model) or found
+    return found if found is not None and found[0][0] == model else None
 
 
-# Results that name no file of the session's workspace, kept with the model in the library (core.model.library)
-# so that a reload of the tab shows them at once; the others (Decode, Partition) are quick to make again.
-KEPT_ACROSS_RELOADS = {"bench", "profile"}
-
-
-def _keep(key: str, model_id: str, result: Any) -> None:
+def _keep(job: Job[Any, Result], model: str, result: Result) -> None:
+    """Results that name no file of the session's workspace are kept with the model in the library
+    (core.model.library), so that a reload of the tab shows them at once; the others (Decode, Partition) are
+    quick to make again."""
     link = st.session_state.get("link") or {}
-    if key in KEPT_ACROSS_RELOADS and link.get("model") == model_id:
-        session.library().keep_result(model_id, link.get("key", ""), key, encode(result))
+    if job.kept_with_link and link.get("model") == model:
+        session.library().keep_result(model, link.get("key", ""), job.name, encode(result))
 
 
-def _restored(key: str, model_id: str, name: str) -> tuple[tuple[str, bytes], Any] | None:
+def _restored(job: Job[Any, Result], model: str) -> tuple[tuple[str, bytes], Result] | None:
     """The result kept across a reload for this model and this link's key, as the session keeps results."""
     link = st.session_state.get("link") or {}
-    if key not in KEPT_ACROSS_RELOADS or link.get("model") != model_id:
+    if not job.kept_with_link or link.get("model") != model:
         return None
-    data = session.library().result(model_id, link.get("key", ""), key)
+    data = session.library().result(model, link.get("key", ""), job.name)
     if data is None:
         return None
-    from core.jobs.registry import JOBS, signature_of
-    from core.jobs.wire import WireError, decode
-
     try:
-        result = decode(data, signature_of(JOBS.get(name).target).result)
+        result: Result = decode(data, signature_of(job.target).result)
     except WireError:  # kept by an earlier version of the app: run it again
         return None
-    st.session_state[key] = ((model_id, b"kept"), result)
-    return st.session_state[key]  # type: ignore[no-any-return]
+    entry = ((model, b"kept"), result)
+    st.session_state[job.name] = entry
+    return entry

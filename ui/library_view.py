@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.errors import WorkbenchError
+from core.jobs import BENCH
 from core.model.library import Entry
 from core.model.records import FORMAT_LABELS
 from ui import session
@@ -32,7 +33,7 @@ def _latest(entry: Entry) -> str:
     """The latest benchmark headline kept with this keeping, if any."""
     from core.jobs.wire import WireError, decode
 
-    data = session.library().result(entry.kept.record.id, entry.kept.key, "bench")
+    data = session.library().result(entry.kept.record.id, entry.kept.key, BENCH.name)
     if data is None:
         return ""
     try:

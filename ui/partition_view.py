@@ -10,9 +10,9 @@ import streamlit as st
 
 from core.graph import GraphView
 from core.graph.colourings import NOWHERE, Colouring
-from core.runtime.optimize import OptimizationReport, grouped
+from core.partition import KERNEL_PROVIDERS, OptimizationReport, PartitionReport, PartitionResult, grouped
 from core.runtime.ort import ProviderInfo, short_name
-from core.runtime.partition import KERNEL_PROVIDERS, NodePlacement, PartitionReport, PartitionResult
+from core.runtime.placement import NodePlacement
 from ui import session
 from ui.charts import levels_figure
 from ui.graph_panel import draw_graph
@@ -134,15 +134,15 @@ def report_section(
             "Connected pieces of the main graph that run on one provider. Every border between two pieces is "
             "a hand-over; between a device and the host it costs a copy on every run."
         )
-        pieces = page_of(report.subgraphs, f"{key}_subgraph_page", what="subgraphs")
+        shown_pieces = page_of(report.subgraphs, f"{key}_subgraph_page", what="subgraphs")
         sub = pd.DataFrame(
             {
-                "subgraph": [s.index for s in pieces],
-                "provider": [short_name(s.provider) for s in pieces],
-                "nodes": [s.nodes for s in pieces],
-                "ops": [", ".join(f"{op} ×{n}" for op, n in s.ops.items()) for s in pieces],
-                "from": [s.first for s in pieces],
-                "to": [s.last for s in pieces],
+                "subgraph": [s.index for s in shown_pieces],
+                "provider": [short_name(s.provider) for s in shown_pieces],
+                "nodes": [s.nodes for s in shown_pieces],
+                "ops": [", ".join(f"{op} ×{n}" for op, n in s.ops.items()) for s in shown_pieces],
+                "from": [s.first for s in shown_pieces],
+                "to": [s.last for s in shown_pieces],
             }
         )
         st.dataframe(sub, hide_index=True, width="stretch")

@@ -8,23 +8,26 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
 
 import pandas as pd
 import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
+from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
+from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
-from core.model.data import NORMALISATIONS, image_layout
+from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
 from core.model.inputs import VALUE_KINDS, BenchInput, Exported, describe_values, plan_inputs, resolve_free_dims
+from core.model.measured import MeasuredModel
 from core.model.shapes import parse_dims
+from core.model.torchload import source_of
 from core.workspace import safe_filename
 from ui import session
-from ui.jobs import run_with_status, show_error
+from ui.jobs import run, show_error
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["forget_plan", "input_plan", "keep_export_examples", "plan_section"]
+__all__ = ["forget_plan", "input_plan", "keep_export_examples", "measured_model", "plan_section"]
 
 _PLANS = "input_plans"
 _EXPORTED = "export_examples"  # torch model id -> Exported: what the Export page exported it at
@@ -91,16 +94,29 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
     )
 
 
+def measured_model(
+    record: ModelRecord, inputs: list[BenchInput], torch_record: ModelRecord | None = None
+) -> MeasuredModel:
+    """The model as Benchmark, Profile and Quantize measure it: ``record`` on the plan ``inputs``, with its
+    PyTorch original when eager runs too."""
+    torch_source = source_of(torch_record) if torch_record is not None else None
+    return MeasuredModel(path=record.path, inputs=inputs, name=record.name, id=record.id, torch_source=torch_source)
+
+
 def _from_upload(
-    upload: UploadedFile, fallback: str, job: str, args: Callable[[str, str], dict[str, Any]], label: str
-) -> Any:
-    """Save ``upload`` in a fresh folder of this session and run ``job`` on it in the worker (``args`` gets the
-    file's path and the folder for what the job writes); None, with the error shown, when it fails."""
+    upload: UploadedFile,
+    fallback: str,
+    job: Job[Request, Result],
+    request: Callable[[str, str], Request],
+    label: str,
+) -> Result | None:
+    """Save ``upload`` in a fresh folder of this session and run ``job`` on it in the worker (``request`` gets
+    the file's path and the folder for what the job writes); None, with the error shown, when it fails."""
     folder = session.workspace().new_folder("inputs")
     source = folder / safe_filename(upload.name or fallback)
     source.write_bytes(upload.getvalue())
     try:
-        return run_with_status(job, args(str(source), str(folder)), label)
+        return run(job, request(str(source), str(folder)), label)
     except WorkbenchError as exc:
         show_error(exc)
         return None
@@ -138,11 +154,11 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
         )
         upload = st.file_uploader("Image (PNG, JPEG, BMP, WebP)", key=f"{key}_image_{record.id[:12]}")
         if upload is not None and st.button("Use this image", key=f"{key}_use_image"):
-            made: BenchInput | None = _from_upload(
+            made = _from_upload(
                 upload,
                 "image",
-                "inputs.image",
-                lambda path, folder: {"image": path, "spec": spec, "out_dir": folder, "normalise": normalise},
+                IMAGE_INPUT,
+                lambda path, folder: ImageRequest(image=path, spec=spec, out_dir=folder, normalise=normalise),
                 "Reading the image",
             )
             if made is not None:
@@ -159,15 +175,15 @@ def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
         )
         upload = st.file_uploader("Inputs (.npz)", type=["npz"], key=f"{key}_npz_{record.id[:12]}")
         if upload is not None and st.button("Use these inputs", key=f"{key}_use_npz"):
-            made: list[BenchInput] | None = _from_upload(
+            plan_made = _from_upload(
                 upload,
                 "inputs.npz",
-                "inputs.npz",
-                lambda path, folder: {"path": path, "inputs": plan, "out_dir": folder},
+                NPZ_INPUTS,
+                lambda path, folder: NpzRequest(path=path, inputs=plan, out_dir=folder),
                 "Reading the inputs",
             )
-            if made is not None:
-                _replace_plan(record, made)
+            if plan_made is not None:
+                _replace_plan(record, plan_made)
 
 
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:

@@ -15,9 +15,10 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from core.bench import BenchReport
 from core.errors import WorkbenchError
 from core.identity import ANONYMOUS, Identity
-from core.jobs import ProcessBackend, run_job
+from core.jobs import SAMPLE, ProcessBackend, run
 from core.model import ModelRecord
 from core.model.library import LibraryFull, ModelLibrary
+from core.model.zoo import SampleRequest
 from core.settings import Settings, load_settings
 from core.store import Store, open_history
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
@@ -109,6 +110,12 @@ def current_model() -> ModelRecord | None:
 def torch_model() -> ModelRecord | None:
     """The PyTorch model behind the current one: itself, or the model it was exported from."""
     return st.session_state.get("torch_model")
+
+
+def paths_in_use() -> set[Path]:
+    """The files of the current model and of its PyTorch original: a job's older folders holding them stay."""
+    records = (current_model(), torch_model())
+    return {Path(p) for r in records if r is not None for p in [r.path, *r.files] if p}
 
 
 def set_current_model(
@@ -245,8 +252,7 @@ def _from_address() -> bool:
 def _sample_data(name: str) -> ModelRecord:
     """Samples are the same for everyone, so their records are cached across sessions by name (st.cache_data
     hands each caller its own copy)."""
-    record: ModelRecord = run_job("intake.describe_sample", {"name": name}, backend())
-    return record
+    return run(SAMPLE, SampleRequest(name=name), backend())
 
 
 _SAMPLE_LOCK = threading.Lock()

@@ -12,14 +12,13 @@ from typing import Any
 import streamlit as st
 
 from core.errors import TargetError
-from core.jobs import Backend
+from core.jobs import Backend, Job
 from core.jobs.cluster.client import LOCAL, Cluster, Target, connect
 from ui import session
 from ui.text import md_escape
 
-__all__ = ["TARGETED", "backend_for", "chosen", "cores", "picker", "providers"]
+__all__ = ["backend_for", "chosen", "cores", "picker", "providers"]
 
-TARGETED = {"bench.run", "profile.run", "quantize.run", "partition.run", "optimize.levels"}
 RETRY_S = 30  # how long a cluster that could not be reached is left alone before the next try
 KEY = "run_target"
 HARDWARE_WAIT_S = 5.0  # how long a page waits for a new node to describe itself (then shows it next time)
@@ -59,11 +58,11 @@ def _target(name: str) -> Target | None:
     return next((t for t in _targets() if t.name == name), None) if name != LOCAL else None
 
 
-def backend_for(job: str) -> Backend:
-    """The backend job ``job`` runs on for this session: the chosen target's for the jobs in ``TARGETED``."""
+def backend_for(job: Job[Any, Any]) -> Backend:
+    """The backend ``job`` runs on for this session: the chosen target's for the jobs that may run on one."""
     name = chosen()
     joined, why = cluster()
-    if job not in TARGETED or name == LOCAL:
+    if not job.targeted or name == LOCAL:
         return session.backend()
     if joined is None:
         raise TargetError(f"The target '{name}' cannot be used: {why}")

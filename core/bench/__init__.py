@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from core.bench.benchmark import BenchReport, headline, run_benchmark
+from core.bench.benchmark import headline, run_benchmark
+from core.bench.records import BenchReport, BenchRequest
 
-__all__ = ["BenchReport", "headline", "run_benchmark"]
+__all__ = ["BenchReport", "BenchRequest", "headline", "run_benchmark"]

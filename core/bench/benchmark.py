@@ -17,41 +17,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.access import ReadPath
+from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
-from core.runtime.activity import Activity, ActivityMeter
+from core.runtime.activity import ActivityMeter
 from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
-from core.runtime.machine import Environment, default_threads, environment
+from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
 from core.runtime.stats import speedup_interval
 
-__all__ = ["BenchReport", "headline", "run_benchmark"]
+__all__ = ["headline", "run_benchmark"]
 
 WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is not one number
 
 
-@dataclass
-class BenchReport:
-    id: str
-    model: str
-    model_id: str
-    created_at: str  # ISO 8601, UTC
-    settings: dict[str, Any]
-    environment: Environment
-    results: list[BenchResult]
-    baseline: str  # what speedups are relative to: "PyTorch eager" or "ORT DISABLE_ALL"
-    headline: str
-    notes: list[str]
-    seconds: float
-    started: float = 0.0  # wall-clock start and end of the measurement (epoch seconds), under the lock
-    finished: float = 0.0
-    activity: Activity | None = None  # what else the machine did meanwhile (None in runs saved before it)
-
-
-@dataclass
+@dataclass(kw_only=True)
 class _Plan:
     """What to measure: every combination of these, each one configuration."""
 
@@ -88,8 +70,19 @@ def _ort_configs(path: str, specs: list[BenchInput], plan: _Plan, feeds: dict[in
                     def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
                         return list(session.run(None, feed))
 
-                    label = plan.label("ort", LEVELS[level][0], provider, t, batch)
-                    configs.append(Config(label, "ort", LEVELS[level][0], provider, t, batch, run, load_ms))
+                    label = plan.label("ort", LEVELS[level].name, provider, t, batch)
+                    configs.append(
+                        Config(
+                            label=label,
+                            engine="ort",
+                            level=LEVELS[level].name,
+                            provider=provider,
+                            threads=t,
+                            batch=batch,
+                            run=run,
+                            load_ms=load_ms,
+                        )
+                    )
     return configs
 
 
@@ -114,7 +107,18 @@ def _eager_configs(
                     return flatten_outputs(runner(*tensors))
 
             label = plan.label("eager", "", "CPUExecutionProvider", t, batch)
-            configs.append(Config(label, "eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
+            configs.append(
+                Config(
+                    label=label,
+                    engine="eager",
+                    level="",
+                    provider="CPUExecutionProvider",
+                    threads=t,
+                    batch=batch,
+                    run=run,
+                    load_ms=load_ms,
+                )
+            )
     return configs
 
 
@@ -129,11 +133,11 @@ def _plan(
     import onnxruntime as ort
 
     plan = _Plan(
-        engines or (["eager", "ort"] if has_torch else ["ort"]),
-        levels or ["disable", "all"],
-        providers or ["CPUExecutionProvider"],
-        sorted(set(threads or [default_threads()])),
-        sorted(set(batches or [1])),
+        engines=engines or (["eager", "ort"] if has_torch else ["ort"]),
+        levels=levels or ["disable", "all"],
+        providers=providers or ["CPUExecutionProvider"],
+        threads=sorted(set(threads or [default_threads()])),
+        batches=sorted(set(batches or [1])),
     )
     unavailable = [p for p in plan.providers if p not in ort.get_available_providers()]
     if unavailable:
@@ -148,26 +152,20 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def run_benchmark(
-    onnx_path: ReadPath,
-    inputs: list[BenchInput],
-    torch_source: TorchSource | None = None,
-    model: str = "",
-    model_id: str = "",
-    engines: list[str] | None = None,
-    levels: list[str] | None = None,
-    providers: list[str] | None = None,
-    threads: list[int] | None = None,
-    batches: list[int] | None = None,
-    iterations: int = 200,
-    warmup: int = 20,
-    time_budget_s: float = 60.0,
-    seed: int = 0,
-    progress: Callable[[float, str], None] | None = None,
-) -> BenchReport:
+def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] | None = None) -> BenchReport:
     """Measure every configuration; see the module's docstring for the method."""
     report_progress = progress or _silent
     began = time.perf_counter()
+    measured = request.model
+    onnx_path, inputs, torch_source = measured.path, measured.inputs, measured.torch_source
+    iterations, warmup, time_budget_s, seed = request.iterations, request.warmup, request.time_budget_s, request.seed
+    engines, levels, providers, threads, batches = (
+        request.engines,
+        request.levels,
+        request.providers,
+        request.threads,
+        request.batches,
+    )
     plan = _plan(engines, levels, providers, threads, batches, torch_source is not None)
     _validate(plan, iterations, warmup, inputs, torch_source)
     report_progress(0.02, "Generating inputs")
@@ -193,15 +191,15 @@ def run_benchmark(
     report_progress(0.96, "Computing statistics")
     results, baseline = _results(configs, notes)
     settings = {
-        "engines": plan.engines, "levels": [LEVELS[lv][0] for lv in plan.levels], "providers": plan.providers,
+        "engines": plan.engines, "levels": [LEVELS[lv].name for lv in plan.levels], "providers": plan.providers,
         "threads": plan.threads, "batches": plan.batches, "iterations": iterations, "warmup": warmup,
         "time_budget_s": time_budget_s, "seed": seed, "rounds": rounds,
         "inputs": plan_summary(inputs),
     }  # fmt: skip
     report = BenchReport(
         id=uuid.uuid4().hex[:12],
-        model=model or os.path.basename(onnx_path),
-        model_id=model_id,
+        model=measured.name or os.path.basename(onnx_path),
+        model_id=measured.id,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         settings=settings,
         environment=environment(plan.threads),

@@ -8,20 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import (
-    add_target_argument,
-    environment_json,
-    in_own_folder,
-    ints,
-    provider_names,
-    split,
-    target_backend,
-)
+from core import jobs
+from core.bench import BenchRequest
+from core.cli.common import add_target_argument, environment_json, ints, provider_names, split, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
-from core.jobs import run_job
+from core.jobs import BENCH
 from core.jobs.wire import to_data
 from core.model.records import format_shape
-from core.model.torchload import source_of
 from core.runtime.harness import PER_CALL
 from core.settings import load_settings
 
@@ -84,28 +77,19 @@ def _print(report: BenchReport) -> None:
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, torch_record, named, plan = measured_model(args, Path(tmp))
-        record = in_own_folder(record, Path(tmp), backend)
-        torch_record = in_own_folder(torch_record, Path(tmp), backend) if torch_record else None
-        report: BenchReport = run_job(
-            "bench.run",
-            {
-                "onnx_path": record.path,
-                "inputs": plan,
-                "torch_source": source_of(torch_record) if torch_record else None,
-                "model": named,
-                "model_id": record.id,
-                "levels": [level.lower().removesuffix("_all") for level in split(args.levels)] or None,
-                "providers": provider_names(args.providers),
-                "threads": ints(args.threads, "--threads"),
-                "batches": ints(args.batch, "--batch"),
-                "iterations": args.iters,
-                "warmup": args.warmup,
-                "time_budget_s": args.budget,
-                "seed": args.seed,
-            },
-            backend,
+        model = measured_model(args, Path(tmp), backend)
+        request = BenchRequest(
+            model=model,
+            levels=[level.lower().removesuffix("_all") for level in split(args.levels)] or None,
+            providers=provider_names(args.providers),
+            threads=ints(args.threads, "--threads"),
+            batches=ints(args.batch, "--batch"),
+            iterations=args.iters,
+            warmup=args.warmup,
+            time_budget_s=args.budget,
+            seed=args.seed,
         )
+        report = jobs.run(BENCH, request, backend)
     if not args.no_save:
         from core.identity import team_of
         from core.store import open_history  # SQLAlchemy: imported only by the commands that save
@@ -115,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]
-        data["inputs"] = plan_json(plan)
+        data["inputs"] = plan_json(model.inputs)
         data["environment"] = environment_json(data["environment"], args.target)
         print(json.dumps(data, indent=2))
         return 0

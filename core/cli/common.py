@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import TargetError, WorkbenchError
-from core.jobs import Backend, run_job
+from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
 from core.model import zoo
+from core.model.intake import IntakeRequest
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
+from core.model.zoo import SampleRequest
 from core.settings import load_settings
 
 __all__ = [
@@ -41,16 +43,14 @@ def describe(model: str) -> ModelRecord:
     if model.startswith("sample:"):
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
-        record: ModelRecord = run_job("intake.describe_sample", {"name": name})
-        return record
+        return run(SAMPLE, SampleRequest(name=name))
     paths = [Path(p).expanduser().resolve() for p in model.split(",")]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise WorkbenchError(f"No such file: {', '.join(missing)} (give a path to a model file, or sample:NAME).")
     unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
     atexit.register(shutil.rmtree, unpacked, True)
-    record = run_job("intake.describe_files", {"paths": [str(p) for p in paths], "unpack_dir": unpacked})
-    return record
+    return run(INTAKE, IntakeRequest(paths=[str(p) for p in paths], unpack_dir=unpacked))
 
 
 def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None]:
@@ -59,15 +59,20 @@ def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None
     A PyTorch model (sample:NAME, a state_dict, TorchScript, .pt2) is first exported with its default settings
     into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
     """
-    from core.export import ExportReport, default_options
+    from core.export import ExportRequest, default_options
     from core.model.torchload import source_of
 
     record = describe(model)
     if not record.is_pytorch:
         return record, None
     print(f"exporting {record.name} to ONNX with the default settings…", file=sys.stderr)
-    args = {"source": source_of(record), "options": default_options(record), "out_dir": str(work_dir)}
-    report: ExportReport = run_job("export.run", {**args, "file_name": f"{record.name}.onnx"})
+    request = ExportRequest(
+        source=source_of(record),
+        options=default_options(record),
+        out_dir=str(work_dir),
+        file_name=f"{record.name}.onnx",
+    )
+    report = run(EXPORT, request)
     if report.record is None or not report.ok:
         failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
         raise WorkbenchError(f"Exporting {record.name} to ONNX failed: {'; '.join(failed) or 'see the Export page'}")
@@ -99,7 +104,7 @@ def provider_names(text: str | None) -> list[str] | None:
 
     if not text:
         return None
-    by_short = {short.lower(): name for name, (short, _, _) in PROVIDERS.items()}
+    by_short = {known.short.lower(): name for name, known in PROVIDERS.items()}
     names = []
     for part in split(text):
         lowered = part.lower()

@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from core import jobs
 from core.cli.common import describe, parse_input, print_json
 from core.errors import WorkbenchError
-from core.export import ExportOptions, ExportReport, default_options
-from core.jobs import run_job
+from core.export import ExportOptions, ExportReport, ExportRequest, default_options
+from core.jobs import EXPORT
 from core.model.inputs import SCALAR_TYPES
 from core.model.records import ModelRecord
 
@@ -96,8 +97,10 @@ def run(args: argparse.Namespace) -> int:
     if not record.is_pytorch:
         raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
     out = Path(args.output).resolve()
-    job = {"source": source_of(record), "options": _options(args, record), "out_dir": str(out.parent)}
-    report: ExportReport = run_job("export.run", {**job, "file_name": out.name})
+    request = ExportRequest(
+        source=source_of(record), options=_options(args, record), out_dir=str(out.parent), file_name=out.name
+    )
+    report = jobs.run(EXPORT, request)
     if args.json:
         print_json(report)
     else:

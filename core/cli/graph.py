@@ -9,12 +9,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core import jobs
 from core.cli.common import describe, provider_names
 from core.errors import WorkbenchError
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.graph.page import COLOURS, graph_page
-from core.graph.records import GraphView
-from core.jobs import run_job
+from core.graph.records import GraphRequest, GraphView
+from core.jobs import GRAPH, OPTIMIZE, PARTITION
+from core.partition import LevelsRequest, PartitionRequest
 from core.settings import PROJECT_ROOT
 
 __all__ = ["BUNDLE", "register", "run"]
@@ -42,14 +44,13 @@ def register(sub: Any) -> None:
 def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[str, Colouring]:
     """The colourings --color asks for: the partition's providers, or what each optimization level did."""
     if args.color == "provider":
-        request = {"providers": provider_names(args.providers), "level": "all", "simulate": []}
-        result = run_job("partition.run", {"path": path, **request})
+        result = jobs.run(PARTITION, PartitionRequest(path=path, providers=provider_names(args.providers)))
         for message in result.unavailable.values():
             print(f"note: {message}", file=sys.stderr)
         return {"provider": provider_colouring(view, result.reports[0])}
     if args.color == "level":
         with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-            levels = run_job("optimize.levels", {"path": path, "out_dir": tmp})
+            levels = jobs.run(OPTIMIZE, LevelsRequest(path=path, out_dir=tmp))
         found = {key: level_colouring(levels, key) for key in LEVELS}
         colourings = {key: c for key, c in found.items() if c is not None}
         if args.level not in colourings:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise WorkbenchError(f"graph draws ONNX; '{args.model}' is a {record.format_label}. Export it first.")
     if not BUNDLE.is_file():
         raise WorkbenchError(f"The graph renderer {BUNDLE} is missing; rebuild it with `make graph-bundle`.")
-    view: GraphView = run_job("graph.view", {"path": record.path})
+    view = jobs.run(GRAPH, GraphRequest(path=record.path))
     colourings = _colourings(args, view, record.path)
     shown = args.level if args.color == "level" else args.color
     out = Path(args.output).expanduser()

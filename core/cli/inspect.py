@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from core import jobs
 from core.cli.common import describe
-from core.decode import DecodedModel, summary
+from core.decode import DecodedModel, DecodeRequest, summary
 from core.errors import IntakeError, WorkbenchError
-from core.jobs import run_job
+from core.jobs import DECODE
 from core.model.records import format_shape
 
 __all__ = ["register", "run"]
@@ -61,13 +62,13 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise
         print(f"error: {exc}", file=sys.stderr)
-        damaged: DecodedModel = run_job("decode.run", {"path": str(path), "with_text": False})
+        damaged = jobs.run(DECODE, DecodeRequest(path=str(path), with_text=False))
         lines = _header_lines(damaged) + [f"  problem    {p}" for p in damaged.problems]
         print(json.dumps(summary(damaged), indent=2) if args.json else "\n".join(lines))
         return 1
     if record.format != "onnx":
         raise WorkbenchError(f"inspect reads ONNX; '{args.model}' is a {record.format_label}. Export it first.")
-    decoded: DecodedModel = run_job("decode.run", {"path": record.path, "with_text": False})
+    decoded = jobs.run(DECODE, DecodeRequest(path=record.path, with_text=False))
     if args.json:
         print(json.dumps(summary(decoded), indent=2))
     else:

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from core import jobs
 from core.cli.common import (
     add_target_argument,
     as_onnx,
@@ -18,11 +19,10 @@ from core.cli.common import (
     split,
     target_backend,
 )
-from core.jobs import run_job
+from core.jobs import OPTIMIZE, PARTITION
 from core.jobs.wire import to_data
-from core.runtime.optimize import OptimizationReport, grouped
+from core.partition import LevelsRequest, OptimizationReport, PartitionRequest, PartitionResult, grouped
 from core.runtime.ort import short_name
-from core.runtime.partition import PartitionResult
 
 __all__ = ["register", "run"]
 
@@ -69,12 +69,17 @@ def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record = in_own_folder(as_onnx(args.model, Path(tmp))[0], Path(tmp), backend)
-        request = {"providers": provider_names(args.providers), "level": args.level, "simulate": split(args.simulate)}
-        result: PartitionResult = run_job("partition.run", {"path": record.path, **request}, backend)
+        request = PartitionRequest(
+            path=record.path,
+            providers=provider_names(args.providers),
+            level=args.level,
+            simulate=split(args.simulate),
+        )
+        result = jobs.run(PARTITION, request, backend)
         levels: OptimizationReport | None = None
         if args.levels:
             out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
-            levels = run_job("optimize.levels", {"path": record.path, "out_dir": str(out_dir)}, backend)
+            levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
     if args.json:
         data = _partition_json(result, levels, bool(args.out_dir))
         data["environment"] = environment_json(None, args.target)

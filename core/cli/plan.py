@@ -6,11 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import parse_input
+from core.cli.common import in_own_folder, parse_input
 from core.errors import WorkbenchError
-from core.jobs import run_job
+from core.jobs import NPZ_INPUTS, Backend, run
+from core.model.data import NpzRequest
 from core.model.inputs import BenchInput, describe_values, plan_inputs, resolve_free_dims
+from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
+from core.model.torchload import source_of
 
 __all__ = ["add_plan_arguments", "plan_from_args", "plan_json"]
 
@@ -89,7 +92,7 @@ def plan_from_args(
         if not data.is_file():
             raise WorkbenchError(f"--data {args.data!r}: no such file")
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
-        plan = run_job("inputs.npz", {"path": str(data), "inputs": plan, "out_dir": str(work_dir / "data")})
+        plan = run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
     return plan
 
 
@@ -99,11 +102,10 @@ def _input(by_name: dict[str, BenchInput], name: str, option: str) -> BenchInput
     return by_name[name]
 
 
-def measured_model(
-    args: argparse.Namespace, work_dir: Path
-) -> tuple[ModelRecord, ModelRecord | None, str, list[BenchInput]]:
+def measured_model(args: argparse.Namespace, work_dir: Path, backend: Backend | None) -> MeasuredModel:
     """What ``bench`` and ``profile`` measure: the ONNX model (a PyTorch one exported first), its PyTorch
-    original (``--torch``; none with ``--no-eager``), the name to report it under, and the input plan."""
+    original (``--torch``; none with ``--no-eager``), the name to report it under, and the input plan; for a
+    cluster target, each in a folder of its own (core.cli.common.in_own_folder)."""
     from core.cli.common import as_onnx, describe
 
     record, torch_record = as_onnx(args.model, work_dir)
@@ -114,7 +116,10 @@ def measured_model(
     if args.no_eager:
         torch_record = None
     named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name
-    return record, torch_record, named, plan_from_args(record, torch_record, args, work_dir)
+    plan = plan_from_args(record, torch_record, args, work_dir)
+    record = in_own_folder(record, work_dir, backend)
+    torch_source = source_of(in_own_folder(torch_record, work_dir, backend)) if torch_record else None
+    return MeasuredModel(path=record.path, inputs=plan, name=named, id=record.id, torch_source=torch_source)
 
 
 def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:

@@ -8,12 +8,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.cli.common import add_target_argument, environment_json, in_own_folder, target_backend
+from core import jobs
+from core.cli.common import add_target_argument, environment_json, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
-from core.jobs import run_job
+from core.jobs import PROFILE
 from core.jobs.wire import to_data
 from core.model.records import format_shape
-from core.model.torchload import source_of
+from core.profile import ProfileRequest
 
 if TYPE_CHECKING:
     from core.profile import ProfileReport
@@ -75,28 +76,19 @@ def _print(report: ProfileReport, top: int) -> None:
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, torch_record, named, plan = measured_model(args, Path(tmp))
-        record = in_own_folder(record, Path(tmp), backend)
-        torch_record = in_own_folder(torch_record, Path(tmp), backend) if torch_record else None
-        report: ProfileReport = run_job(
-            "profile.run",
-            {
-                "onnx_path": record.path,
-                "inputs": plan,
-                "torch_source": source_of(torch_record) if torch_record else None,
-                "model": named,
-                "model_id": record.id,
-                "level": args.level.lower().removesuffix("_all"),
-                "threads": args.threads,
-                "batch": args.batch,
-                "iterations": args.iters,
-                "warmup": args.warmup,
-                "seed": args.seed,
-            },
-            backend,
+        model = measured_model(args, Path(tmp), backend)
+        request = ProfileRequest(
+            model=model,
+            level=args.level.lower().removesuffix("_all"),
+            threads=args.threads,
+            batch=args.batch,
+            iterations=args.iters,
+            warmup=args.warmup,
+            seed=args.seed,
         )
+        report = jobs.run(PROFILE, request, backend)
     if args.json:
-        data = report_json(report, plan)
+        data = report_json(report, model.inputs)
         data["environment"] = environment_json(data["environment"], args.target)
         print(json.dumps(data, indent=2))
         return 0

@@ -9,11 +9,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core import jobs
 from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
-from core.jobs import run_job
+from core.jobs import QUANTIZE
 from core.jobs.wire import to_data
+from core.model.measured import MeasuredModel
+from core.quantize import QuantizeRequest
 
 if TYPE_CHECKING:
     from core.quantize import QuantizeReport
@@ -95,20 +98,16 @@ def run(args: argparse.Namespace) -> int:
         record, torch_record = as_onnx(args.model, Path(tmp))
         plan = plan_from_args(record, torch_record, args, Path(tmp))
         record = in_own_folder(record, Path(tmp), backend)
-        report: QuantizeReport = run_job(
-            "quantize.run",
-            {
-                "path": record.path,
-                "out_dir": str(Path(tmp) / "variants"),
-                "inputs": plan,
-                "variants": [_variant_key(args)],
-                "calibration_count": calibration_count,
-                "calibration_file": calibration_file,
-                "iterations": args.iters,
-                "threads": args.threads,
-            },
-            backend,
+        request = QuantizeRequest(
+            model=MeasuredModel(path=record.path, inputs=plan, name=record.name, id=record.id),
+            out_dir=str(Path(tmp) / "variants"),
+            variants=[_variant_key(args)],
+            calibration_count=calibration_count,
+            calibration_file=calibration_file,
+            iterations=args.iters,
+            threads=args.threads,
         )
+        report = jobs.run(QUANTIZE, request, backend)
         variant = report.variants[1]
         if variant.error:
             raise WorkbenchError(variant.error)

@@ -23,9 +23,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from core.jobs.cluster.client import LOCAL, connect
     from core.jobs.wire import to_data
-    from core.runtime.hardware import describe_hardware  # here, where nvidia-smi sees this server's GPUs
+    from core.runtime.hardware import (  # here, where nvidia-smi sees this server's GPUs
+        HardwareRequest,
+        describe_hardware,
+    )
 
-    hardware = describe_hardware()
+    hardware = describe_hardware(HardwareRequest())
     here = {"name": LOCAL, "status": "alive", "address": "", "gpus": len(hardware.gpus), "hardware": to_data(hardware)}
     rows = [here]
     address = load_settings().cluster_address

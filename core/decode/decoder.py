@@ -13,9 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.access import ReadPath, WritePath
 from core.decode.header import HEADER_BYTES, top_level_fields
-from core.decode.records import DecodedModel, FunctionInfo, LayerWeight, NodeInfo, SubgraphInfo, TensorInfo
+from core.decode.records import (
+    DecodedModel,
+    DecodeRequest,
+    FunctionInfo,
+    LayerWeight,
+    NodeInfo,
+    SubgraphInfo,
+    TensorInfo,
+)
 from core.decode.text import shape_coverage, text_form
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
@@ -72,22 +79,28 @@ def _node_info(node: Any, index: int, graph: str) -> NodeInfo:
         attributes[attr.name] = text
         subgraphs += [s.name for s in subs]
     return NodeInfo(
-        index,
-        graph,
-        node.name,
-        node.op_type,
-        node.domain or "ai.onnx",
-        list(node.input),
-        list(node.output),
-        attributes,
-        subgraphs,
+        index=index,
+        graph=graph,
+        name=node.name,
+        op_type=node.op_type,
+        domain=node.domain or "ai.onnx",
+        inputs=list(node.input),
+        outputs=list(node.output),
+        attributes=attributes,
+        subgraphs=subgraphs,
     )
 
 
 def _tensor_info(name: str, tensor: Any, storage: str, graph: str) -> TensorInfo:
     dims = [int(d) for d in tensor.dims]
     return TensorInfo(
-        name, dtype_name(tensor.data_type), dims, tensor_elements(tensor), tensor_nbytes(tensor), storage, graph
+        name=name,
+        dtype=dtype_name(tensor.data_type),
+        shape=dims,
+        elements=tensor_elements(tensor),
+        bytes=tensor_nbytes(tensor),
+        storage=storage,
+        graph=graph,
     )
 
 
@@ -167,12 +180,12 @@ def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
         if held:
             layers.append(
                 LayerWeight(
-                    node.name or f"{node.op_type}_{index}",
-                    node.op_type,
-                    visit.path,
-                    sum(sizes[n][0] for n in held),
-                    sum(sizes[n][1] for n in held),
-                    held,
+                    node=node.name or f"{node.op_type}_{index}",
+                    op_type=node.op_type,
+                    graph=visit.path,
+                    parameters=sum(sizes[n][0] for n in held),
+                    bytes=sum(sizes[n][1] for n in held),
+                    tensors=held,
                 )
             )
     return layers
@@ -186,7 +199,14 @@ def _walk(decoded: DecodedModel, model: Any) -> list[GraphVisit]:
         if visit.owner is not None:
             owner = visit.owner
             decoded.subgraphs.append(
-                SubgraphInfo(visit.path, owner.name, owner.op_type, visit.attribute, len(visit.graph.node), visit.depth)
+                SubgraphInfo(
+                    path=visit.path,
+                    owner=owner.name,
+                    owner_op=owner.op_type,
+                    attribute=visit.attribute,
+                    node_count=len(visit.graph.node),
+                    depth=visit.depth,
+                )
             )
         _graph_tensors(decoded, visit, external)
         decoded.nodes.extend(_node_info(node, index, visit.path) for index, node in enumerate(visit.graph.node))
@@ -199,7 +219,12 @@ def _walk(decoded: DecodedModel, model: Any) -> list[GraphVisit]:
         ops = dict(Counter(n.op_type for n in function.node))
         decoded.functions.append(
             FunctionInfo(
-                function.domain, function.name, list(function.input), list(function.output), len(function.node), ops
+                domain=function.domain,
+                name=function.name,
+                inputs=list(function.input),
+                outputs=list(function.output),
+                node_count=len(function.node),
+                op_counts=ops,
             )
         )
         where = f"function {function.domain}.{function.name}"
@@ -232,21 +257,18 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def decode_model(
-    path: ReadPath,
-    progress: Callable[[float, str], None] | None = None,
-    with_text: bool = True,
-    out_dir: WritePath = "",
-) -> DecodedModel:
-    """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker. With ``out_dir``
-    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result."""
+def decode_model(request: DecodeRequest, progress: Callable[[float, str], None] | None = None) -> DecodedModel:
+    """Decode the model the request names. Runs in the worker."""
     import onnx
 
     report = progress or _silent
-    file = Path(path)
+    with_text, out_dir = request.with_text, request.out_dir
+    file = Path(request.path)
     with file.open("rb") as fh:
         head = fh.read(HEADER_BYTES)
-    decoded = DecodedModel(str(file), file.stat().st_size, head.hex(" "), top_level_fields(file))
+    decoded = DecodedModel(
+        path=str(file), size_bytes=file.stat().st_size, header_hex=head.hex(" "), header=top_level_fields(file)
+    )
     report(0.1, "Parsing the protobuf (external weights are not loaded)")
     try:
         model = onnx.load_model(str(file), load_external_data=False)

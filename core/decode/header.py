@@ -53,7 +53,14 @@ def _annotate(buf: bytes, f: WireField, base: int) -> HeaderField:
     value, explanation = _field_value(buf, f, name)
     shown = buf[f.offset : min(f.offset + 12, f.end, len(buf))]
     return HeaderField(
-        base + f.offset, f.end - f.offset, shown.hex(" "), f.number, WIRE_TYPES[f.wire_type], name, value, explanation
+        offset=base + f.offset,
+        length=f.end - f.offset,
+        hex=shown.hex(" "),
+        number=f.number,
+        wire_type=WIRE_TYPES[f.wire_type],
+        field=name,
+        value=value,
+        explanation=explanation,
     )
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+from core.access import ReadPath, WritePath
 from core.model.records import TensorSpec
 from core.tables import RowFile
 
 __all__ = [
+    "DecodeRequest",
     "DecodedModel",
     "FunctionInfo",
     "HeaderField",
@@ -21,7 +23,17 @@ __all__ = [
 NOT_WEIGHTS = {"int64", "int32"}  # shapes, axes and indices
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class DecodeRequest:
+    """Decode the ONNX file at ``path`` without loading its external data. With ``out_dir`` the node table goes
+    to a file there (``node_rows``), read a page at a time, instead of into the result."""
+
+    path: ReadPath
+    with_text: bool = True  # the text form too (costly on large models)
+    out_dir: WritePath = ""
+
+
+@dataclass(kw_only=True)
 class HeaderField:
     """One top-level field of the file, as protoc --decode_raw would show it, with what ONNX calls it."""
 
@@ -35,7 +47,7 @@ class HeaderField:
     explanation: str
 
 
-@dataclass(slots=True)  # one per node: tens of thousands in a large model
+@dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model
 class TensorInfo:
     name: str
     dtype: str
@@ -51,7 +63,7 @@ class TensorInfo:
         return self.dtype not in NOT_WEIGHTS
 
 
-@dataclass(slots=True)  # one per node: tens of thousands in a large model
+@dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model
 class NodeInfo:
     index: int
     graph: str  # "main" or a subgraph path
@@ -72,7 +84,7 @@ class NodeInfo:
         )
 
 
-@dataclass(slots=True)  # one per node: tens of thousands in a large model
+@dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model
 class LayerWeight:
     node: str
     op_type: str
@@ -82,7 +94,7 @@ class LayerWeight:
     tensors: list[str]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SubgraphInfo:
     path: str  # e.g. "main / if (If) . then_branch"
     owner: str  # the node that holds it
@@ -92,7 +104,7 @@ class SubgraphInfo:
     depth: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FunctionInfo:
     domain: str
     name: str
@@ -102,7 +114,7 @@ class FunctionInfo:
     op_counts: dict[str, int]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class DecodedModel:
     path: str
     size_bytes: int

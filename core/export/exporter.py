@@ -17,14 +17,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.access import WritePath
 from core.errors import ExportError
 from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
 from core.export.messages import Collect, explain_export_failure, plain_warnings
-from core.export.options import EXPORTERS, ExportOptions, ExportReport, choose_exporter, names_of_tensors
+from core.export.options import (
+    EXPORTERS,
+    ExportOptions,
+    ExportReport,
+    ExportRequest,
+    choose_exporter,
+    names_of_tensors,
+)
 from core.export.verify import call_module, describe_changes, load_session, run_trials, static_checks
-from core.model.intake import describe_files
-from core.model.torchload import TorchSource, example_tensors, load_module, module_op_counts
+from core.model.intake import IntakeRequest, describe_files
+from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
 from core.workspace import safe_filename
 
@@ -191,21 +197,19 @@ def _silent(fraction: float, message: str) -> None:
 
 
 def export_model(
-    source: TorchSource,
-    options: ExportOptions,
-    out_dir: WritePath,
-    file_name: str = "model.onnx",
+    request: ExportRequest,
     limits: IntakeLimits | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> ExportReport:
     """Export, verify, and describe the result. Runs in the worker."""
+    source, options = request.source, request.options
     report_progress = progress or _silent
     started = time.perf_counter()
     exporter, reason = choose_exporter(source.kind, options.exporter)
     _check_request(options, exporter)
     report_progress(0.05, "Loading the PyTorch model")
     model = load_module(source)
-    path = _target(out_dir, file_name)
+    path = _target(request.out_dir, request.file_name)
     first = "; the first export in a process takes a few seconds" if exporter == "dynamo" else ""
     report_progress(0.15, f"Exporting with the {exporter} exporter at opset {options.opset}{first}")
     used, messages = _export(model, path, exporter, options)
@@ -222,7 +226,7 @@ def export_model(
 
     torch_ops = module_op_counts(model)
     onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
-    record = describe_files(files, name=path.stem, limits=limits)
+    record = describe_files(IntakeRequest(paths=files, name=path.stem), limits)
     record.notes.insert(
         0, f"Exported from {source.kind} '{source.name or Path(source.path).name}' by the {exporter} exporter."
     )

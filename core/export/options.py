@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.access import WritePath
 from core.errors import ExportError
 from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.records import ModelRecord
+from core.model.torchload import TorchSource
 from core.runtime.outputs import OutputDiff
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "Check",
     "ExportOptions",
     "ExportReport",
+    "ExportRequest",
     "ShapeTrial",
     "choose_exporter",
     "default_options",
@@ -35,7 +38,7 @@ EXPORTERS: dict[str, tuple[range, range, str]] = {
 DEFAULT_OPSET = 18
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExportOptions:
     """What the user chose on the Export page (JSON-able, so it can travel to the worker)."""
 
@@ -50,6 +53,16 @@ class ExportOptions:
     external_data: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExportRequest:
+    """Export ``source`` with ``options`` into ``out_dir`` as ``file_name``, and verify it."""
+
+    source: TorchSource
+    options: ExportOptions
+    out_dir: WritePath
+    file_name: str = "model.onnx"
+
+
 @dataclass
 class Check:
     name: str
@@ -57,7 +70,7 @@ class Check:
     detail: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ShapeTrial:
     """One run of PyTorch and ONNX Runtime side by side at one set of input shapes."""
 
@@ -69,7 +82,7 @@ class ShapeTrial:
     diffs: list[OutputDiff] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ExportReport:
     ok: bool
     exporter: str

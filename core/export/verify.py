@@ -107,7 +107,8 @@ def _trial(
     try:
         expected = call_module(model, tensors)
     except Exception as exc:
-        return ShapeTrial(label, shapes, False, axis, f"PyTorch itself fails at this shape: {exc}")
+        error = f"PyTorch itself fails at this shape: {exc}"
+        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=error)
     feed = _feed(session, dict(zip(shapes, tensors, strict=True)))
     try:
         produced = session.run(None, feed)
@@ -118,7 +119,7 @@ def _trial(
                 f"ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the exporter baked "
                 f"its size into the graph. ORT said: {message}"
             )
-        return ShapeTrial(label, shapes, False, axis, message)
+        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=message)
     diffs = compare_outputs(expected, produced, [o.name for o in session.get_outputs()])
     ok = all(d.ok for d in diffs)
     error = (
@@ -126,7 +127,7 @@ def _trial(
         if ok
         else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" if axis else "")
     )
-    return ShapeTrial(label, shapes, ok, axis, error, diffs)
+    return ShapeTrial(label=label, input_shapes=shapes, ok=ok, axis=axis, error=error, diffs=diffs)
 
 
 def run_trials(

@@ -27,7 +27,7 @@ def _dims(dims: Any) -> str:
     return "×".join(str(d) for d in dims)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Scope:
     """The names one graph can see: tensor -> producing node, folded values, known types; then its parent's."""
 
@@ -59,12 +59,14 @@ def _constant_value(node: Any, stats: Any) -> Folded | None:
 
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.TENSOR:
-            return Folded(node.output[0], _dims(attr.t.dims), dtype_name(attr.t.data_type), stats(attr.t))
+            return Folded(
+                name=node.output[0], shape=_dims(attr.t.dims), dtype=dtype_name(attr.t.data_type), stats=stats(attr.t)
+            )
         if attr.type == onnx.AttributeProto.SPARSE_TENSOR:
-            return Folded(node.output[0], _dims(attr.sparse_tensor.dims), "sparse")
+            return Folded(name=node.output[0], shape=_dims(attr.sparse_tensor.dims), dtype="sparse")
         if attr.name.startswith("value_"):
             kind = attr.name.removeprefix("value_")
-            return Folded(node.output[0], "" if not kind.endswith("s") else "n", kind.rstrip("s"))
+            return Folded(name=node.output[0], shape="" if not kind.endswith("s") else "n", dtype=kind.rstrip("s"))
     return None
 
 
@@ -89,16 +91,18 @@ class _Builder:
         source = scope.find("producers", tensor)
         if source is not None and source != target and (source, target, tensor) not in self.linked:
             self.linked.add((source, target, tensor))
-            self.view.edges.append(ViewEdge(source, target, tensor, scope.find("types", tensor) or ""))
+            self.view.edges.append(
+                ViewEdge(source=source, target=target, tensor=tensor, label=scope.find("types", tensor) or "")
+            )
 
     def read_graph(self, graph: Any, scope: _Scope, base_group: int, depth: int) -> None:
         """Add ``graph``'s nodes under ``base_group``; Constant nodes and initializers become folded inputs."""
         for tensor in graph.initializer:
             scope.folded[tensor.name] = Folded(
-                tensor.name, _dims(tensor.dims), dtype_name(tensor.data_type), self.stats(tensor)
+                name=tensor.name, shape=_dims(tensor.dims), dtype=dtype_name(tensor.data_type), stats=self.stats(tensor)
             )
         for sparse in graph.sparse_initializer:
-            scope.folded[sparse.values.name] = Folded(sparse.values.name, _dims(sparse.dims), "sparse")
+            scope.folded[sparse.values.name] = Folded(name=sparse.values.name, shape=_dims(sparse.dims), dtype="sparse")
         for position, node in enumerate(graph.node):
             if node.op_type == "Constant" and len(node.output) == 1 and not node.input:
                 value = _constant_value(node, self.stats)
@@ -132,7 +136,18 @@ class _Builder:
         in_type = "" if out_type else next((t for t in (scope.find("types", i) for i in inputs if i) if t), "")
         key = dtype_key(op, out_type or in_type or (folded[0].dtype if folded else ""))
         index = self.add_node(
-            ViewNode(0, op, name, attributes_text(node), inputs, outputs, folded, group, key, node.domain)
+            ViewNode(
+                id=0,
+                op=op,
+                name=name,
+                attrs=attributes_text(node),
+                inputs=inputs,
+                outputs=outputs,
+                folded=folded,
+                group=group,
+                dtype=key,
+                domain=node.domain,
+            )
         )
         self.view.node_count += 1
         for tensor in inputs:
@@ -233,11 +248,27 @@ def view_graph(model_or_graph: Any, name: str = "", folder: Path | None = None) 
     for value in graph.input:
         if value.name not in initializers:  # IR-3 models list their weights as inputs too
             scope.producers[value.name] = builder.add_node(
-                ViewNode(0, "Input", value.name, scope.types.get(value.name, ""), [], [value.name])
+                ViewNode(
+                    id=0,
+                    op="Input",
+                    name=value.name,
+                    attrs=scope.types.get(value.name, ""),
+                    inputs=[],
+                    outputs=[value.name],
+                )
             )
     builder.read_graph(graph, scope, -1, 0)
     for value in graph.output:
-        index = builder.add_node(ViewNode(0, "Output", value.name, scope.types.get(value.name, ""), [value.name], []))
+        index = builder.add_node(
+            ViewNode(
+                id=0,
+                op="Output",
+                name=value.name,
+                attrs=scope.types.get(value.name, ""),
+                inputs=[value.name],
+                outputs=[],
+            )
+        )
         builder.link(scope, value.name, index)
     view = builder.view
     if builder.budget.skipped:

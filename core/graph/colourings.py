@@ -4,23 +4,56 @@ Pure data, shared by the app's pages and `python -m core graph --color`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from core.graph.records import GraphView
 
-if TYPE_CHECKING:
-    from core.runtime.optimize import OptimizationReport
-    from core.runtime.partition import PartitionReport
+# What the colourings read of other features' reports (features do not import each other): core.profile's
+# ProfileReport, core.partition's PartitionReport and OptimizationReport.
 
 
 class ProfileTimes(Protocol):
-    """What the latency colours read of a profile (core.profile's ProfileReport; features do not import
-    each other)."""
+    @property
+    def node_ms(self) -> list[float]:  # each main-graph node's time in one call
+        ...
 
-    node_ms: list[float]  # each main-graph node's time in one call
-    call_ms: float
-    level: str
+    @property
+    def call_ms(self) -> float: ...
+
+    @property
+    def level(self) -> str: ...
+
+
+class Placements(Protocol):
+    @property
+    def main_providers(self) -> list[str]:  # by main-graph node index; "" runs nowhere
+        ...
+
+
+class RewriteDone(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def nodes_before(self) -> list[str]: ...
+
+
+class LevelDone(Protocol):
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def rewrites(self) -> Sequence[RewriteDone]: ...
+
+
+class OptimizedLevels(Protocol):
+    @property
+    def levels(self) -> Sequence[LevelDone]: ...
 
 
 __all__ = [
@@ -44,7 +77,7 @@ NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours i
 _DONE = {"fused": "#e8590c", "replaced": "#f59f00", "layout": "#ae3ec9", "removed": "#adb5bd"}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Colouring:
     """A colour mode for the graph: each node's category by node name; nodes not named are ``rest``."""
 
@@ -66,22 +99,22 @@ def by_index(view: GraphView, categories: dict[str, str]) -> dict[str, str]:
     return {n.name: categories[f"n{n.index}"] for n in view.nodes if n.index >= 0 and f"n{n.index}" in categories}
 
 
-def provider_colours(report: PartitionReport) -> dict[str, str]:
+def provider_colours(report: Placements) -> dict[str, str]:
     """Graph node id -> provider short name, for colouring the main graph."""
     from core.runtime.ort import short_name
 
     return {f"n{i}": short_name(p) if p else NOWHERE for i, p in enumerate(report.main_providers)}
 
 
-def provider_colouring(view: GraphView, report: PartitionReport) -> Colouring:
+def provider_colouring(view: GraphView, report: Placements) -> Colouring:
     """The graph view's nodes by the provider that runs them: the accelerator first, CPU last. Nodes of
     bodies (If/Loop/Scan) are placed with the node that holds them."""
     keys = by_index(view, provider_colours(report))
     order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
-    return Colouring("execution provider", keys, order=order, rest="inside a body")
+    return Colouring(title="execution provider", keys=keys, order=order, rest="inside a body")
 
 
-def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
+def level_colouring(report: OptimizedLevels, level: str) -> Colouring | None:
     """Each original node by what ONNX Runtime's optimizer did to it at ``level``: fused into one kernel,
     replaced, rewritten for a blocked layout, or removed (by node name); None when the level was not made."""
     found = next((lv for lv in report.levels if lv.key == level), None)
@@ -92,7 +125,7 @@ def level_colouring(report: OptimizationReport, level: str) -> Colouring | None:
         for name in rewrite.nodes_before:
             keys.setdefault(name, rewrite.kind if rewrite.kind in _DONE else "replaced")
     order = [k for k in _DONE if k in set(keys.values())]
-    return Colouring(f"what {found.name} did", keys, order=order, colours=dict(_DONE), rest="kept as it is")
+    return Colouring(title=f"what {found.name} did", keys=keys, order=order, colours=dict(_DONE), rest="kept as it is")
 
 
 def latency_colours(report: ProfileTimes) -> dict[str, str]:
@@ -111,4 +144,4 @@ def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
     keys = by_index(view, latency_colours(report))
     present = set(keys.values())
     order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
-    return Colouring(f"latency at {report.level}", keys, order=order, scale=True, rest="inside a body")
+    return Colouring(title=f"latency at {report.level}", keys=keys, order=order, scale=True, rest="inside a body")

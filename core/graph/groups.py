@@ -63,7 +63,7 @@ class GroupTable:
         if found is None:
             found = len(self.groups)
             path = f"{self.groups[parent].path}/{name}" if parent >= 0 else name
-            self.groups.append(ViewGroup(found, name, path, parent, kind))
+            self.groups.append(ViewGroup(id=found, name=name, path=path, parent=parent, kind=kind))
             self._index[key] = found
         return found
 
@@ -76,7 +76,7 @@ class GroupTable:
         """A group that is never shared (a subgraph, a function call), even with the same name."""
         index = len(self.groups)
         path = f"{self.groups[parent].path}/{name}" if parent >= 0 else name
-        self.groups.append(ViewGroup(index, name, path, parent, kind))
+        self.groups.append(ViewGroup(id=index, name=name, path=path, parent=parent, kind=kind))
         return index
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.access import ReadPath
 from core.graph.build import view_graph
-from core.graph.records import GraphView
+from core.graph.records import GraphRequest, GraphView
 
 __all__ = ["graph_view_job"]
 
 
-def graph_view_job(path: ReadPath) -> GraphView:
-    """The graph view of the ONNX file at ``path``."""
+def graph_view_job(request: GraphRequest) -> GraphView:
+    """The graph view of the ONNX file the request names."""
     import onnx
 
+    path = request.path
     model = onnx.load(path, load_external_data=False)
     return view_graph(model, name=Path(path).stem, folder=Path(path).parent)

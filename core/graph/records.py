@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Folded", "GraphView", "ViewEdge", "ViewGroup", "ViewNode"]
+from core.access import ReadPath
+
+__all__ = ["Folded", "GraphRequest", "GraphView", "ViewEdge", "ViewGroup", "ViewNode"]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, kw_only=True)
+class GraphRequest:
+    """The graph view of the ONNX file at ``path`` (its external weights read only for their statistics)."""
+
+    path: ReadPath
+
+
+@dataclass(slots=True, kw_only=True)
 class Folded:
     """A weight or Constant value shown inside the node that consumes it, instead of as a node of its own."""
 
@@ -17,7 +26,7 @@ class Folded:
     stats: str = ""  # "min −0.3 · max 0.29 · mean 0.001 · std 0.05 · 0.0% zeros" (core.graph.weights)
 
 
-@dataclass(slots=True)  # one per node: tens of thousands in a large model
+@dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model
 class ViewNode:
     id: int  # its index in GraphView.nodes
     op: str  # op type; "Input" / "Output" for the graph's inputs and outputs
@@ -32,7 +41,7 @@ class ViewNode:
     index: int = -1  # its place in the main graph's node list (what other pages call node "n<index>"); -1 else
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ViewEdge:
     source: int
     target: int
@@ -40,7 +49,7 @@ class ViewEdge:
     label: str  # "float32 1×128×768", "" when unknown
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, kw_only=True)
 class ViewGroup:
     id: int
     name: str  # its own part of the path: "layer.0"
@@ -52,7 +61,7 @@ class ViewGroup:
     owner: int = -1  # for a "node" group: the node (an If, Loop, Scan or function call) whose bodies it holds
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GraphView:
     """A model's graph ready to draw: nodes in topological order (inputs first), edges, nested groups."""
 

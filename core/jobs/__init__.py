@@ -10,11 +10,43 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.jobs.process import Backend, JobHandle, JobSpec, ProcessBackend, Progress, run_job, submit
-    from core.jobs.registry import JOBS, Job, JobRegistry
+    from core.jobs.process import Backend, JobHandle, JobSpec, ProcessBackend, Progress, TypedHandle, run, submit
+    from core.jobs.registry import (
+        BENCH,
+        CALIBRATION,
+        DECODE,
+        EXPORT,
+        GRAPH,
+        HARDWARE,
+        IMAGE_INPUT,
+        INTAKE,
+        JOBS,
+        NPZ_INPUTS,
+        OPTIMIZE,
+        PARTITION,
+        PROFILE,
+        QUANTIZE,
+        SAMPLE,
+        Job,
+        JobRegistry,
+    )
 
 __all__ = [
+    "BENCH",
+    "CALIBRATION",
+    "DECODE",
+    "EXPORT",
+    "GRAPH",
+    "HARDWARE",
+    "IMAGE_INPUT",
+    "INTAKE",
     "JOBS",
+    "NPZ_INPUTS",
+    "OPTIMIZE",
+    "PARTITION",
+    "PROFILE",
+    "QUANTIZE",
+    "SAMPLE",
     "Backend",
     "Job",
     "JobHandle",
@@ -22,14 +54,13 @@ __all__ = [
     "JobSpec",
     "ProcessBackend",
     "Progress",
-    "run_job",
+    "TypedHandle",
+    "run",
     "submit",
 ]
 
-_WHERE = {
-    **dict.fromkeys(("Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"), "process"),
-    **dict.fromkeys(("JOBS", "Job", "JobRegistry"), "registry"),
-}
+_PROCESS = {"Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "TypedHandle", "run", "submit"}
+_WHERE = {name: "process" if name in _PROCESS else "registry" for name in __all__}
 
 
 def __getattr__(name: str) -> Any:

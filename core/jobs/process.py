@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Generic, Protocol
 
 import msgspec
 import psutil
@@ -34,12 +34,22 @@ from core.errors import (
 )
 from core.jobs import sandbox, warm, wire
 from core.jobs.machine import MachineLock
-from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature
+from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
 from core.jobs.warm import Spare, Staging, WarmPool
 from core.settings import Settings, load_settings
 
-__all__ = ["Backend", "JobHandle", "JobSpec", "ProcessBackend", "Progress", "run_job", "submit"]
+__all__ = [
+    "Backend",
+    "JobHandle",
+    "JobSpec",
+    "ProcessBackend",
+    "Progress",
+    "TypedHandle",
+    "run",
+    "submit",
+    "submit_spec",
+]
 
 _POLL_S = 0.05
 # Processes one job may run at once (a worker needs one or two; threads are not counted). Counted from
@@ -47,7 +57,7 @@ _POLL_S = 0.05
 MAX_PROCESSES = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobSpec:
     """What to run (a registered name and its typed arguments) and under which limits; ``None`` limits come
     from the backend's settings."""
@@ -413,7 +423,11 @@ class ProcessBackend:
         self.settings = settings or load_settings()
         self.registry = registry
         self.slots = _Slots(self.settings.worker_limit)
-        self.pool = WarmPool(self.settings, sandbox.require_sandbox(self.settings), warm) if warm > 0 else None
+        self.pool = (
+            WarmPool(settings=self.settings, sandboxed=sandbox.require_sandbox(self.settings), size=warm)
+            if warm > 0
+            else None
+        )
 
     def submit(self, spec: JobSpec) -> JobHandle:
         job = self.registry.get(spec.name)
@@ -421,11 +435,45 @@ class ProcessBackend:
         return _ProcessJob(spec, job, signature, self.settings, self.slots, self.pool)
 
 
-def submit(spec: JobSpec, backend: Backend | None = None) -> JobHandle:
-    """Start a job on ``backend`` (a local process by default) and return its handle at once."""
+def submit_spec(spec: JobSpec, backend: Backend | None = None) -> JobHandle:
+    """Start a job by its name in the job table (the backends' own protocol) and return its handle at once."""
     return (backend or ProcessBackend()).submit(spec)
 
 
-def run_job(name: str, args: dict[str, Any] | None = None, backend: Backend | None = None) -> Any:
-    """Run a job to the end and return its typed result, raising its error."""
-    return submit(JobSpec(name, args or {}), backend).result()
+class TypedHandle(Generic[Result]):
+    """A handle whose ``result`` has the type its job declares (what ``submit`` gives a caller)."""
+
+    def __init__(self, handle: JobHandle) -> None:
+        self.handle = handle
+
+    @property
+    def state(self) -> str:
+        return self.handle.state
+
+    @property
+    def queue_position(self) -> int | None:
+        return self.handle.queue_position
+
+    @property
+    def progress(self) -> Progress | None:
+        return self.handle.progress
+
+    def done(self) -> bool:
+        return self.handle.done()
+
+    def cancel(self) -> None:
+        self.handle.cancel()
+
+    def result(self, timeout: float | None = None) -> Result:
+        value: Result = self.handle.result(timeout)
+        return value
+
+
+def submit(job: Job[Request, Result], request: Request, backend: Backend | None = None) -> TypedHandle[Result]:
+    """Start ``job`` on ``request`` (on a local worker process by default) and return its handle at once."""
+    return TypedHandle(submit_spec(JobSpec(name=job.name, args={"request": request}), backend))
+
+
+def run(job: Job[Request, Result], request: Request, backend: Backend | None = None) -> Result:
+    """Run ``job`` on ``request`` to the end and return its typed result, raising its error."""
+    return submit(job, request, backend).result()

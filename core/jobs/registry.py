@@ -1,9 +1,15 @@
-"""The job table: every job the worker may run, by name. Nothing outside it can be started.
+"""The job table: every job the worker may run, each a typed handle. Nothing outside it can be started.
 
-Each entry names its function; the function's signature gives the types of its arguments and of its result,
-so a caller passes and gets back the core's own dataclasses, and the worker builds typed arguments. Two
-parameters are filled in by whoever runs the job, never by the caller: ``progress`` (a callback) and
-``limits`` (the server's intake limits, from its settings).
+A handle (``Job[Request, Result]``) names its function and says how it runs: whether it must run alone on the
+machine (it measures time), whether a pre-started worker may take it, whether it may run on a cluster target,
+and whether the app keeps its result with a model's link. Each job's function takes one frozen, keyword-only
+request (the model, its plan, its options) and returns the feature's report; pages and the command line call
+``core.jobs.run(HANDLE, request)``, so mypy checks every call against the function's own types. Two parameters
+are filled in by whoever runs the job, never by the caller: ``progress`` (a callback) and ``limits`` (the
+server's intake limits, from its settings).
+
+The handles' types are named here for the type checker only: the worker imports a job's module when it runs
+it, never the whole table's.
 """
 
 from __future__ import annotations
@@ -14,29 +20,71 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from core.access import Access, paths_in
 from core.errors import JobError
 
-__all__ = ["JOBS", "Job", "JobRegistry", "JobSignature", "signature_of"]
+if TYPE_CHECKING:
+    from core.bench.records import BenchReport, BenchRequest
+    from core.decode.records import DecodedModel, DecodeRequest
+    from core.export.options import ExportReport, ExportRequest
+    from core.graph.records import GraphRequest, GraphView
+    from core.model.data import ImageRequest, NpzRequest
+    from core.model.inputs import BenchInput
+    from core.model.intake import IntakeRequest
+    from core.model.records import ModelRecord
+    from core.model.zoo import SampleRequest
+    from core.partition.records import LevelsRequest, OptimizationReport, PartitionRequest, PartitionResult
+    from core.profile.records import ProfileReport, ProfileRequest
+    from core.quantize.calibration import CalibrationRequest
+    from core.quantize.records import QuantizeReport, QuantizeRequest
+    from core.runtime.hardware import Hardware, HardwareRequest
+
+__all__ = [
+    "BENCH",
+    "CALIBRATION",
+    "DECODE",
+    "EXPORT",
+    "GRAPH",
+    "HARDWARE",
+    "IMAGE_INPUT",
+    "INTAKE",
+    "JOBS",
+    "NPZ_INPUTS",
+    "OPTIMIZE",
+    "PARTITION",
+    "PROFILE",
+    "QUANTIZE",
+    "SAMPLE",
+    "Job",
+    "JobRegistry",
+    "JobSignature",
+    "signature_of",
+]
+
+Request = TypeVar("Request")
+Result = TypeVar("Result")
 
 INJECTED = ("progress", "limits")  # parameters the runner supplies
 
 
-@dataclass(frozen=True)
-class Job:
-    """Where a job's function lives and whether it must run alone on the machine (it measures time)."""
+@dataclass(frozen=True, kw_only=True)
+class Job(Generic[Request, Result]):
+    """A typed handle on one job: its name, where its function lives, and how it runs."""
 
     name: str
     target: str  # "package.module:function"
-    exclusive: bool = False
+    exclusive: bool = False  # measures time: waits for the machine (or the target) to itself
     # may run in a pre-started worker (core.jobs.warm), where the paths it is given are links to staged
     # folders: a job whose result names the resolved path of a file it read must not
     warm: bool = True
+    targeted: bool = False  # may run on a target of the Ray cluster (the sidebar's "Run on")
+    kept_with_link: bool = False  # its result names no file of the session's: kept with the model's link
+    folder: str = ""  # in the app, the job writes into a fresh folder of the session's named so (its out_dir)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobSignature:
     """What a job's function takes and returns, read from its type hints."""
 
@@ -82,10 +130,10 @@ class JobRegistry:
     """An allowlist of jobs by name; ``with_jobs`` gives a copy with more (tests add misbehaving jobs to their
     own copy, never to the app's table)."""
 
-    def __init__(self, jobs: Iterable[Job]) -> None:
-        self._jobs: dict[str, Job] = {job.name: job for job in jobs}
+    def __init__(self, jobs: Iterable[Job[Any, Any]]) -> None:
+        self._jobs: dict[str, Job[Any, Any]] = {job.name: job for job in jobs}
 
-    def get(self, name: str) -> Job:
+    def get(self, name: str) -> Job[Any, Any]:
         job = self._jobs.get(name)
         if job is None:
             raise JobError(f"unknown job {name!r}; the registered jobs are: {', '.join(sorted(self._jobs))}")
@@ -94,7 +142,7 @@ class JobRegistry:
     def names(self) -> list[str]:
         return sorted(self._jobs)
 
-    def with_jobs(self, *jobs: Job) -> JobRegistry:
+    def with_jobs(self, *jobs: Job[Any, Any]) -> JobRegistry:
         return JobRegistry([*self._jobs.values(), *jobs])
 
     def check_arguments(self, name: str, args: Mapping[str, Any]) -> JobSignature:
@@ -112,22 +160,45 @@ class JobRegistry:
         return signature
 
 
-# The app's jobs: one line per feature.
-JOBS = JobRegistry(
-    [
-        Job("intake.describe_files", "core.model.intake:describe_files"),
-        Job("intake.describe_sample", "core.model.zoo:describe_sample"),
-        Job("export.run", "core.export.exporter:export_model"),
-        Job("decode.run", "core.decode.decoder:decode_model"),
-        Job("graph.view", "core.graph.job:graph_view_job"),
-        Job("partition.run", "core.runtime.partition:partition_model"),
-        Job("optimize.levels", "core.runtime.optimize:optimize_levels"),
-        Job("bench.run", "core.bench.benchmark:run_benchmark", exclusive=True),
-        Job("profile.run", "core.profile.profiler:profile_model", exclusive=True),
-        Job("quantize.run", "core.quantize.quantizer:quantize_model", exclusive=True, warm=False),
-        Job("quantize.check_calibration", "core.quantize.calibration:check_calibration"),
-        Job("inputs.image", "core.model.data:image_input"),
-        Job("inputs.npz", "core.model.data:npz_inputs"),
-        Job("cluster.hardware", "core.runtime.hardware:describe_hardware"),  # what a target is made of
-    ]
+# The app's jobs: one handle per feature.
+INTAKE: Job[IntakeRequest, ModelRecord] = Job(name="intake.describe_files", target="core.model.intake:describe_files")
+SAMPLE: Job[SampleRequest, ModelRecord] = Job(name="intake.describe_sample", target="core.model.zoo:sample_record")
+EXPORT: Job[ExportRequest, ExportReport] = Job(
+    name="export.run", target="core.export.exporter:export_model", folder="export"
 )
+DECODE: Job[DecodeRequest, DecodedModel] = Job(
+    name="decode.run", target="core.decode.decoder:decode_model", folder="decode"
+)
+GRAPH: Job[GraphRequest, GraphView] = Job(name="graph.view", target="core.graph.job:graph_view_job")
+PARTITION: Job[PartitionRequest, PartitionResult] = Job(
+    name="partition.run", target="core.partition.partitioner:partition_model", targeted=True, folder="placements"
+)
+OPTIMIZE: Job[LevelsRequest, OptimizationReport] = Job(
+    name="optimize.levels", target="core.partition.optimize:optimize_levels", targeted=True, folder="optimized"
+)
+BENCH: Job[BenchRequest, BenchReport] = Job(
+    name="bench.run", target="core.bench.benchmark:run_benchmark", exclusive=True, targeted=True, kept_with_link=True
+)
+PROFILE: Job[ProfileRequest, ProfileReport] = Job(
+    name="profile.run", target="core.profile.profiler:profile_model", exclusive=True, targeted=True, kept_with_link=True
+)
+QUANTIZE: Job[QuantizeRequest, QuantizeReport] = Job(
+    name="quantize.run",
+    target="core.quantize.quantizer:quantize_model",
+    exclusive=True,
+    warm=False,
+    targeted=True,
+    folder="quantized",
+)
+CALIBRATION: Job[CalibrationRequest, int] = Job(
+    name="quantize.check_calibration", target="core.quantize.calibration:check_calibration"
+)
+IMAGE_INPUT: Job[ImageRequest, BenchInput] = Job(name="inputs.image", target="core.model.data:image_input")
+NPZ_INPUTS: Job[NpzRequest, list[BenchInput]] = Job(name="inputs.npz", target="core.model.data:npz_inputs")
+HARDWARE: Job[HardwareRequest, Hardware] = Job(  # what a cluster target is made of
+    name="cluster.hardware", target="core.runtime.hardware:describe_hardware"
+)
+
+HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
+HANDLES += [CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE]
+JOBS = JobRegistry(HANDLES)

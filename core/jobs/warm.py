@@ -136,7 +136,7 @@ def collect_outputs(spare: Spare, staging: Staging) -> None:
                 shutil.move(entry.path, real / entry.name)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WarmPool:
     """Keeps ``size`` workers started ahead for a backend's jobs. Its own thread starts them and lives as long
     as the server, so the workers die with the server (their parent-death signal is tied to that thread)."""

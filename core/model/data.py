@@ -4,6 +4,7 @@ untrusted bytes like any upload), with the resize and the normalisation stated."
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.access import ReadPath, WritePath
@@ -11,7 +12,7 @@ from core.errors import BenchmarkError
 from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput
 
-__all__ = ["NORMALISATIONS", "image_input", "image_layout", "npz_inputs"]
+__all__ = ["NORMALISATIONS", "ImageRequest", "NpzRequest", "image_input", "image_layout", "npz_inputs"]
 
 MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
 # key -> (what the page says, mean, std) over values scaled to [0, 1]
@@ -35,11 +36,32 @@ def image_layout(spec: BenchInput) -> str:
     return ""
 
 
-def image_input(image: ReadPath, spec: BenchInput, out_dir: WritePath, normalise: str = "imagenet") -> BenchInput:
-    """``spec`` with its values taken from ``image``: decoded, converted to the input's channels, resized to its
-    height and width, normalised, written as an .npy in ``out_dir``. Runs in the worker."""
+@dataclass(frozen=True, kw_only=True)
+class ImageRequest:
+    """Input ``spec`` of the plan, its values taken from the picture ``image``."""
+
+    image: ReadPath
+    spec: BenchInput
+    out_dir: WritePath
+    normalise: str = "imagenet"  # a key of NORMALISATIONS
+
+
+@dataclass(frozen=True, kw_only=True)
+class NpzRequest:
+    """The plan ``inputs`` with real data from the .npz at ``path``."""
+
+    path: ReadPath
+    inputs: list[BenchInput]
+    out_dir: WritePath
+
+
+def image_input(request: ImageRequest) -> BenchInput:
+    """The request's input with its values taken from its image: decoded, converted to the input's channels,
+    resized to its height and width, normalised, written as an .npy in ``out_dir``. Runs in the worker."""
     import numpy as np
     from PIL import Image
+
+    image, spec, out_dir, normalise = request.image, request.spec, request.out_dir, request.normalise
 
     layout = image_layout(spec)
     if not layout:
@@ -68,11 +90,13 @@ def image_input(image: ReadPath, spec: BenchInput, out_dir: WritePath, normalise
     return dataclasses.replace(spec, values="data", data=str(target), why=why)
 
 
-def npz_inputs(path: ReadPath, inputs: list[BenchInput], out_dir: WritePath) -> list[BenchInput]:
+def npz_inputs(request: NpzRequest) -> list[BenchInput]:
     """The plan with real data from an .npz (one array per input, named after it; the inputs it lacks keep their
     values): each array is checked (dtype, the model's fixed dims), its first sample taken along the batch axis,
     and written as an .npy in ``out_dir``. Its open dims take the array's sizes. Runs in the worker."""
     import numpy as np
+
+    path, inputs, out_dir = request.path, request.inputs, request.out_dir
 
     check_npz(path, "data file", BenchmarkError)
     with np.load(path, allow_pickle=False) as archive:  # object arrays were refused above, never loaded

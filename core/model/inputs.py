@@ -54,7 +54,7 @@ _STATE = re.compile(r"state|hidden|^h0?$|^c0?$|^h_|^c_", re.I)
 _ZEROS = re.compile(r"token_?type|segment", re.I)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FreeDim:
     """A dim the model leaves open, and the value the plan gives it."""
 
@@ -64,7 +64,7 @@ class FreeDim:
     why: str  # "batch", "image height", "sequence length", "no hint: 1; set it"…
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BenchInput:
     """One input of the plan: its concrete shape at batch 1, its batch axis, and how its values are made."""
 
@@ -285,13 +285,25 @@ def plan_inputs(
             if symbol is not None:
                 chosen.setdefault(symbol, (value, why))
             shape.append(value)
-            free.append(FreeDim(axis, symbol or "?", value, why))
+            free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why))
         dtype = _numpy_dtype(spec.dtype)
         kind, low, high, why = _values(spec, dtype, spec.vocabulary)
         if spec.name in exported.values:
             given = exported.values[spec.name]
             kind, low, high, why = "constant", given, given + 1, "the value it was exported with"
-        plan.append(BenchInput(spec.name, dtype, shape, batch_axis, kind, low, high, free, why))
+        plan.append(
+            BenchInput(
+                name=spec.name,
+                dtype=dtype,
+                shape=shape,
+                batch_axis=batch_axis,
+                values=kind,
+                low=low,
+                high=high,
+                free=free,
+                why=why,
+            )
+        )
     return plan
 
 

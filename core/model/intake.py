@@ -9,6 +9,7 @@ archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.access import ReadPath, WritePath
@@ -20,7 +21,7 @@ from core.model.records import ModelRecord
 from core.model.torch_files import describe_pt2, describe_safetensors, describe_torch_pickle, describe_torchscript
 from core.settings import IntakeLimits
 
-__all__ = ["describe_files", "detect_format"]
+__all__ = ["IntakeRequest", "describe_files", "detect_format"]
 
 _HANDLERS: dict[str, Callable[[Path, str, str, IntakeLimits], ModelRecord]] = {
     "state_dict-zip": describe_torch_pickle,
@@ -58,15 +59,22 @@ def _refuse_unreadable(path: Path, fmt: str) -> None:
     )
 
 
-def describe_files(
-    paths: list[ReadPath], name: str = "", limits: IntakeLimits | None = None, unpack_dir: WritePath = ""
-) -> ModelRecord:
-    """The record of the model in ``paths`` (one upload: a model file, optionally with its data files).
+@dataclass(frozen=True, kw_only=True)
+class IntakeRequest:
+    """One upload: a model file, optionally with its data files; a .zip of a model folder is unpacked into
+    ``unpack_dir`` (beside the archive when none is given)."""
 
-    A .zip of a model folder is unpacked into ``unpack_dir`` (beside the archive when none is given). As a job,
-    ``limits`` comes from the settings of whoever runs it (the worker fills it in)."""
+    paths: list[ReadPath]
+    name: str = ""  # the model's name; else the file's
+    unpack_dir: WritePath = ""
+
+
+def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -> ModelRecord:
+    """The record of the model the request names. As a job, ``limits`` comes from the settings of whoever runs
+    it (the worker fills it in)."""
     limits = limits or IntakeLimits()
-    files = [Path(p) for p in paths]
+    name, unpack_dir = request.name, request.unpack_dir
+    files = [Path(p) for p in request.paths]
     if not files:
         raise IntakeError("No file was given.")
     formats = {p: detect_format(p) for p in files}

@@ -36,7 +36,7 @@ __all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "may_open"]
 _ID = re.compile(r"^[0-9a-f]{64}$")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Kept:
     """What one keeping holds: the record (with the library's paths), the PyTorch model it came from, and who
     keeps it under which name. Two people who upload the same bytes share the files, never the keeping."""
@@ -103,7 +103,9 @@ class ModelLibrary:
         if kept_record is None or (exported_from is not None and kept_from is None):
             return None
         key = secrets.token_urlsafe(18)
-        kept = Kept(kept_record, kept_from, key, who.user, who.team, kept_at=time.time())
+        kept = Kept(
+            record=kept_record, exported_from=kept_from, key=key, owner=who.user, team=who.team, kept_at=time.time()
+        )
         self._write(folder, kept)
         return key
 

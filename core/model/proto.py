@@ -91,7 +91,7 @@ def value_specs(values: Any, skip: set[str] | frozenset[str] = frozenset()) -> l
             continue
         dtype, shape = type_spec(value.type)
         dynamic = {str(i): str(d) for i, d in enumerate(shape or []) if isinstance(d, str)}
-        specs.append(TensorSpec(value.name, dtype, shape, dynamic))
+        specs.append(TensorSpec(name=value.name, dtype=dtype, shape=shape, dynamic_axes=dynamic))
     return specs
 
 
@@ -135,7 +135,7 @@ def attribute_subgraphs(node: onnx.NodeProto) -> Iterator[tuple[str, onnx.GraphP
                 yield (f"{attr.name}[{i}]" if len(attr.graphs) > 1 else attr.name), graph
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GraphVisit:
     """One graph met by ``walk_graphs``: where it sits, and which node attribute holds it."""
 
@@ -167,13 +167,17 @@ def walk_graphs(model: Any, *, functions: bool = False, root: str = "main") -> I
 
     tops: list[GraphVisit] = []
     if isinstance(model, onnx.ModelProto):
-        tops.append(GraphVisit(model.graph, root, 0))
+        tops.append(GraphVisit(graph=model.graph, path=root, depth=0))
         if functions:
             for function in model.functions:
                 body = onnx.helper.make_graph(list(function.node), function.name, [], [])
-                tops.append(GraphVisit(body, f"function {function.domain}.{function.name}", 0, is_function=True))
+                tops.append(
+                    GraphVisit(
+                        graph=body, path=f"function {function.domain}.{function.name}", depth=0, is_function=True
+                    )
+                )
     else:
-        tops.append(GraphVisit(model, root, 0))
+        tops.append(GraphVisit(graph=model, path=root, depth=0))
     stack = list(reversed(tops))
     while stack:
         visit = stack.pop()
@@ -183,7 +187,16 @@ def walk_graphs(model: Any, *, functions: bool = False, root: str = "main") -> I
             who = _node_label(node, index)
             for label, sub in attribute_subgraphs(node):
                 path = f"{visit.path} / {who} ({node.op_type}).{label}"
-                children.append(GraphVisit(sub, path, visit.depth + 1, node, label, visit.is_function))
+                children.append(
+                    GraphVisit(
+                        graph=sub,
+                        path=path,
+                        depth=visit.depth + 1,
+                        owner=node,
+                        attribute=label,
+                        is_function=visit.is_function,
+                    )
+                )
         stack.extend(reversed(children))
 
 

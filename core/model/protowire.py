@@ -25,7 +25,7 @@ MODEL_PROTO_FIELDS: dict[int, tuple[str, int]] = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class WireField:
     """One field as it sits in the bytes: where it starts, its tag, and its value or payload span."""
 
@@ -94,7 +94,17 @@ def read_fields(buf: bytes, max_fields: int = 64, total_length: int | None = Non
                 break
         except ValueError:
             break
-        fields.append(WireField(start, tag_length, number, wire_type, value, payload_offset, payload_length))
+        fields.append(
+            WireField(
+                offset=start,
+                tag_length=tag_length,
+                number=number,
+                wire_type=wire_type,
+                value=value,
+                payload_offset=payload_offset,
+                payload_length=payload_length,
+            )
+        )
         pos = payload_offset + payload_length
     return fields
 

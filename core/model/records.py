@@ -17,7 +17,7 @@ FORMAT_LABELS: dict[str, str] = {
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TensorSpec:
     """A graph input or output: dims are ints, symbolic names, or "?" when unknown."""
 
@@ -28,7 +28,7 @@ class TensorSpec:
     vocabulary: int | None = None  # an integer input that indexes a table (an embedding): the table's rows
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ArchitectureMatch:
     """How well a state_dict fits one architecture of the sample zoo."""
 
@@ -39,7 +39,7 @@ class ArchitectureMatch:
     shape_mismatches: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ModelRecord:
     """The model card: identity, format, size and signature of one model."""
 

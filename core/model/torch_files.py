@@ -64,7 +64,15 @@ def match_architectures(shapes: dict[str, tuple[int, ...]]) -> list[Architecture
             if tuple(shapes[k]) != tuple(expected[k])
         ]
         ok = not (missing or unexpected or mismatched)
-        matches.append(ArchitectureMatch(arch, ok, missing, unexpected, mismatched))
+        matches.append(
+            ArchitectureMatch(
+                architecture=arch,
+                matches=ok,
+                missing_keys=missing,
+                unexpected_keys=unexpected,
+                shape_mismatches=mismatched,
+            )
+        )
     return matches
 
 
@@ -179,8 +187,8 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         ) from None
     args = module.forward.schema.arguments[1:]
     inputs = [  # a Python scalar argument (int, float, bool) has no shape to give: it is a scalar
-        TensorSpec(a.name, str(a.type), []) if str(a.type) in SCALAR_TYPES else
-        TensorSpec(a.name, "unknown" if str(a.type) == "Tensor" else str(a.type), None)
+        TensorSpec(name=a.name, dtype=str(a.type), shape=[]) if str(a.type) in SCALAR_TYPES else
+        TensorSpec(name=a.name, dtype="unknown" if str(a.type) == "Tensor" else str(a.type), shape=None)
         for a in args
     ]  # fmt: skip
     return ModelRecord(
@@ -191,7 +199,7 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         path=str(path),
         files=[str(path)],
         inputs=inputs,
-        outputs=[TensorSpec("output", "unknown", None)],
+        outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
         notes=[
             "TorchScript does not record input shapes or dtypes: you give the shapes when you export "
@@ -219,7 +227,7 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         """Example shape (saved with the program) where known; symbolic dims become dynamic axes."""
         val = values.get(node_name)
         if val is None or not hasattr(val, "shape"):
-            return TensorSpec(node_name, "unknown", None)
+            return TensorSpec(name=node_name, dtype="unknown", shape=None)
         dims = [str(d) for d in val.shape]
         example = examples.get(node_name)
         dynamic = {str(i): d for i, d in enumerate(dims) if not d.lstrip("-").isdigit()}
@@ -227,7 +235,9 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
             shape: list[int | str] = [int(d) for d in example.shape]
         else:
             shape = [int(d) if d.lstrip("-").isdigit() else d for d in dims]
-        return TensorSpec(node_name, str(val.dtype).removeprefix("torch."), shape, dynamic)
+        return TensorSpec(
+            name=node_name, dtype=str(val.dtype).removeprefix("torch."), shape=shape, dynamic_axes=dynamic
+        )
 
     output_nodes = [n for n in program.graph.nodes if n.op == "output"]
     output_names = signature.user_outputs

@@ -13,12 +13,21 @@ from core.model.records import ModelRecord, TensorSpec
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SAMPLES", "Sample", "build_model", "describe_sample", "example_inputs", "get_sample"]
+__all__ = [
+    "SAMPLES",
+    "Sample",
+    "SampleRequest",
+    "build_model",
+    "describe_sample",
+    "example_inputs",
+    "get_sample",
+    "sample_record",
+]
 
 SEED = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Sample:
     """A built-in model: how to build it and how it is called."""
 
@@ -35,44 +44,45 @@ SAMPLES: dict[str, Sample] = {
     s.name: s
     for s in (
         Sample(
-            "tinycnn",
-            "TinyCNN",
-            "Two conv blocks (conv, BatchNorm, ReLU, max-pool) and a linear head: the classic first export.",
-            {"input": (1, 3, 112, 112)},
-            ("logits",),
-            {"input": {0: "batch"}},
+            name="tinycnn",
+            title="TinyCNN",
+            description="Two conv blocks (conv, BatchNorm, ReLU, max-pool) and a linear head: the classic first "
+            "export.",
+            inputs={"input": (1, 3, 112, 112)},
+            outputs=("logits",),
+            dynamic_axes={"input": {0: "batch"}},
         ),
         Sample(
-            "classifier",
-            "Linear classifier",
-            "One Linear layer 768→2, as on top of a sentence embedding.",
-            {"input": (1, 768)},
-            ("logits",),
-            {"input": {0: "batch"}},
+            name="classifier",
+            title="Linear classifier",
+            description="One Linear layer 768→2, as on top of a sentence embedding.",
+            inputs={"input": (1, 768)},
+            outputs=("logits",),
+            dynamic_axes={"input": {0: "batch"}},
         ),
         Sample(
-            "mlp",
-            "MLP",
-            "Three Linear layers with ReLU, 784→256→128→10, as for flattened 28×28 digits.",
-            {"input": (1, 784)},
-            ("logits",),
-            {"input": {0: "batch"}},
+            name="mlp",
+            title="MLP",
+            description="Three Linear layers with ReLU, 784→256→128→10, as for flattened 28×28 digits.",
+            inputs={"input": (1, 784)},
+            outputs=("logits",),
+            dynamic_axes={"input": {0: "batch"}},
         ),
         Sample(
-            "transformer",
-            "Tiny Transformer encoder",
-            "Two TransformerEncoder layers (d_model 64, 4 heads): dynamic batch and sequence length.",
-            {"tokens": (1, 16, 64)},
-            ("hidden",),
-            {"tokens": {0: "batch", 1: "seq"}},
+            name="transformer",
+            title="Tiny Transformer encoder",
+            description="Two TransformerEncoder layers (d_model 64, 4 heads): dynamic batch and sequence length.",
+            inputs={"tokens": (1, 16, 64)},
+            outputs=("hidden",),
+            dynamic_axes={"tokens": {0: "batch", 1: "seq"}},
         ),
         Sample(
-            "resnet",
-            "Tiny ResNet",
-            "A stem and two residual blocks with skip connections, global pooling and a linear head.",
-            {"image": (1, 3, 32, 32)},
-            ("logits",),
-            {"image": {0: "batch"}},
+            name="resnet",
+            title="Tiny ResNet",
+            description="A stem and two residual blocks with skip connections, global pooling and a linear head.",
+            inputs={"image": (1, 3, 32, 32)},
+            outputs=("logits",),
+            dynamic_axes={"image": {0: "batch"}},
         ),
     )
 }
@@ -191,6 +201,18 @@ def _output_axes(sample: Sample, inputs: dict[str, Any], output: Any) -> dict[in
     return axes
 
 
+@dataclass(frozen=True, kw_only=True)
+class SampleRequest:
+    """The model card of the built-in sample ``name``."""
+
+    name: str
+
+
+def sample_record(request: SampleRequest) -> ModelRecord:
+    """The job: the model card of the sample the request names."""
+    return describe_sample(request.name)
+
+
 def describe_sample(name: str) -> ModelRecord:
     """The model card of a built-in sample (runs in the worker: it imports torch)."""
     import torch
@@ -209,7 +231,7 @@ def describe_sample(name: str) -> ModelRecord:
     def spec(name: str, tensor: torch.Tensor, axes: dict[int, str] | None = None) -> TensorSpec:
         dtype = str(tensor.dtype).removeprefix("torch.")
         dynamic = {str(axis): label for axis, label in (axes or {}).items()}
-        return TensorSpec(name, dtype, list(tensor.shape), dynamic)
+        return TensorSpec(name=name, dtype=dtype, shape=list(tensor.shape), dynamic_axes=dynamic)
 
     size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     return ModelRecord(

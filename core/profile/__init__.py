@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from core.profile.profiler import profile_model
-from core.profile.records import ProfileReport
+from core.profile.records import ProfileReport, ProfileRequest
 
-__all__ = ["ProfileReport", "profile_model"]
+__all__ = ["ProfileReport", "ProfileRequest", "profile_model"]

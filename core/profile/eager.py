@@ -72,11 +72,11 @@ def _modules(runner: Any, tensors: list[Any], iterations: int, warmup: int) -> t
             handle.remove()
     modules = [
         EagerModule(
-            name,
-            kind,
-            totals[name][0] / iterations,
-            totals[name][0] / iterations / call_ms,
-            max(1, round(totals[name][1] / iterations)),
+            name=name,
+            kind=kind,
+            mean_ms=totals[name][0] / iterations,
+            share=totals[name][0] / iterations / call_ms,
+            calls=max(1, round(totals[name][1] / iterations)),
         )
         for name, kind in order.items()
         if name in totals
@@ -96,11 +96,15 @@ def _ops(runner: Any, tensors: list[Any], iterations: int) -> list[EagerOp]:
     events = prof.key_averages()
     call_us = next((e.cpu_time_total for e in events if e.key == "workbench::call"), 0.0) / iterations
     ops = [
-        EagerOp(e.key, e.self_cpu_time_total / iterations / 1000,
-                e.self_cpu_time_total / iterations / call_us if call_us else 0.0, max(1, round(e.count / iterations)))
+        EagerOp(
+            name=e.key,
+            mean_ms=e.self_cpu_time_total / iterations / 1000,
+            share=e.self_cpu_time_total / iterations / call_us if call_us else 0.0,
+            calls=max(1, round(e.count / iterations)),
+        )
         for e in events
         if e.key.startswith("aten::") and e.self_cpu_time_total > 0
-    ]  # fmt: skip
+    ]
     return sorted(ops, key=lambda op: -op.mean_ms)
 
 
@@ -116,4 +120,4 @@ def profile_eager(model: Any, tensors: list[Any], threads: int, iterations: int,
     # overstate nothing but the shares, so they are given as shares of the clock's call time
     for op in ops:
         op.mean_ms = op.share * call_ms
-    return EagerProfile(call_ms, modules, ops, note)
+    return EagerProfile(call_ms=call_ms, modules=modules, ops=ops, note=note)

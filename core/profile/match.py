@@ -40,7 +40,7 @@ def module_of(node: Any) -> str:
     return ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Lineage:
     """The original graph's nodes by name, with their op types, modules and producers."""
 
@@ -90,7 +90,7 @@ def lineage(graph: Any) -> Lineage:
             first_input[name] = node.input[0]
         for tensor in node.output:
             producer[tensor] = name
-    return Lineage(ops, modules, producer, first_input, order)
+    return Lineage(ops=ops, modules=modules, producer=producer, first_input=first_input, order=order)
 
 
 def _leaf_of(scope: str, leaves: set[str]) -> str:
@@ -135,7 +135,16 @@ def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[l
             rest.setdefault(_leaf_of(node.module, leaves), []).append(node)
     for scope, found in sorted(rest.items(), key=lambda kv: -sum(n.mean_ms for n in kv[1])):
         what = f"in '{scope}' itself" if scope else "from no module the exporter named"
-        rows.append(LayerRow([], [], None, sum(n.mean_ms for n in found), [n.name for n in found], what))
+        rows.append(
+            LayerRow(
+                modules=[],
+                kinds=[],
+                eager_ms=None,
+                ort_ms=sum(n.mean_ms for n in found),
+                nodes=[n.name for n in found],
+                note=what,
+            )
+        )
     notes = []
     unmatched = [r for r in rows if r.ort_ms is None]
     if unmatched:

@@ -50,7 +50,10 @@ class OrtProfile:
         for n in self.nodes:
             ms, count = totals.get(n.op_type, (0.0, 0))
             totals[n.op_type] = (ms + n.mean_ms, count + 1)
-        rows = [OpTypeTime(op, ms, ms / self.call_ms if self.call_ms else 0.0, c) for op, (ms, c) in totals.items()]
+        rows = [
+            OpTypeTime(op_type=op, mean_ms=ms, share=ms / self.call_ms if self.call_ms else 0.0, nodes=c)
+            for op, (ms, c) in totals.items()
+        ]
         return sorted(rows, key=lambda r: -r.mean_ms)
 
 

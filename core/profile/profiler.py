@@ -14,14 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.access import ReadPath
 from core.errors import BenchmarkError
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
-from core.profile.records import EagerProfile, LayerRow, ProfileReport
+from core.profile.records import EagerProfile, LayerRow, ProfileReport, ProfileRequest
 from core.runtime.activity import ActivityMeter
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
@@ -33,23 +32,14 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def profile_model(
-    onnx_path: ReadPath,
-    inputs: list[BenchInput],
-    torch_source: TorchSource | None = None,
-    model: str = "",
-    model_id: str = "",
-    level: str = "all",
-    threads: int = 0,
-    batch: int = 1,
-    iterations: int = 100,
-    warmup: int = 10,
-    seed: int = 0,
-    progress: Callable[[float, str], None] | None = None,
-) -> ProfileReport:
-    """Profile ``iterations`` calls of each engine after ``warmup`` (``threads`` 0: every core but one)."""
+def profile_model(request: ProfileRequest, progress: Callable[[float, str], None] | None = None) -> ProfileReport:
+    """Profile the model the request names; see ProfileRequest."""
     import onnx
 
+    measured = request.model
+    onnx_path, inputs, torch_source = measured.path, measured.inputs, measured.torch_source
+    level, threads, batch, seed = request.level, request.threads, request.batch, request.seed
+    iterations, warmup = request.iterations, request.warmup
     report_progress = progress or _silent
     if level not in LEVELS:
         raise BenchmarkError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
@@ -62,7 +52,7 @@ def profile_model(
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
     meter = ActivityMeter()
     try:
-        report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level][0]})")
+        report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level].name})")
         try:
             ort, notes = profile_ort(onnx_path, graph, feeds, level, threads, iterations, warmup, folder)
         except BenchmarkError as exc:
@@ -79,10 +69,10 @@ def profile_model(
         notes.insert(0, activity.note)
     report = ProfileReport(
         id=uuid.uuid4().hex[:12],
-        model=model or os.path.basename(onnx_path),
-        model_id=model_id,
+        model=measured.name or os.path.basename(onnx_path),
+        model_id=measured.id,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        level=LEVELS[level][0],
+        level=LEVELS[level].name,
         provider="CPU",
         threads=threads,
         batch=batch,

@@ -6,13 +6,37 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.model.measured import MeasuredModel
 from core.runtime.activity import Activity
 from core.runtime.machine import Environment
 
-__all__ = ["EagerModule", "EagerOp", "EagerProfile", "LayerRow", "NodeTime", "OpTypeTime", "ProfileReport"]
+__all__ = [
+    "EagerModule",
+    "EagerOp",
+    "EagerProfile",
+    "LayerRow",
+    "NodeTime",
+    "OpTypeTime",
+    "ProfileReport",
+    "ProfileRequest",
+]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class ProfileRequest:
+    """Profile ``iterations`` calls of each engine after ``warmup`` at one optimization level (``threads`` 0:
+    every core but one); eager only when the model has its PyTorch original."""
+
+    model: MeasuredModel
+    level: str = "all"
+    threads: int = 0
+    batch: int = 1
+    iterations: int = 100
+    warmup: int = 10
+    seed: int = 0
+
+
+@dataclass(kw_only=True)
 class NodeTime:
     """One node of the graph ONNX Runtime ran (after its optimizations), per call."""
 
@@ -31,7 +55,7 @@ class NodeTime:
     note: str = ""  # "fused with its Relu", "inserted by ONNX Runtime (layout)"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OpTypeTime:
     op_type: str
     mean_ms: float
@@ -39,7 +63,7 @@ class OpTypeTime:
     nodes: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EagerModule:
     """A leaf module of the PyTorch model, per call, in the order it first ran."""
 
@@ -50,7 +74,7 @@ class EagerModule:
     calls: int  # per call of the model
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EagerOp:
     name: str  # an aten op, e.g. aten::conv2d
     mean_ms: float  # self time per call of the model
@@ -58,7 +82,7 @@ class EagerOp:
     calls: int
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EagerProfile:
     call_ms: float  # one call of the model under the profiler
     modules: list[EagerModule]
@@ -66,7 +90,7 @@ class EagerProfile:
     note: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LayerRow:
     """Eager layers side by side with the ONNX Runtime nodes they became."""
 
@@ -78,7 +102,7 @@ class LayerRow:
     note: str = ""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ProfileReport:
     id: str
     model: str

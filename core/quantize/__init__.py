@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from core.quantize.calibration import check_calibration
+from core.quantize.calibration import CalibrationRequest, check_calibration
 from core.quantize.quantizer import quantize_model
-from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, Variant
+from core.quantize.records import INTEGER_OPS, VARIANTS, Accuracy, QuantizeReport, QuantizeRequest, Variant
 
-__all__ = ["INTEGER_OPS", "VARIANTS", "Accuracy", "QuantizeReport", "Variant", "check_calibration", "quantize_model"]
+__all__ = [
+    "INTEGER_OPS",
+    "VARIANTS",
+    "Accuracy",
+    "CalibrationRequest",
+    "QuantizeReport",
+    "QuantizeRequest",
+    "Variant",
+    "check_calibration",
+    "quantize_model",
+]

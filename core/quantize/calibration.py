@@ -12,7 +12,7 @@ from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput, make_inputs
 from core.model.records import format_shape
 
-__all__ = ["CalibrationData", "CalibrationReader", "check_calibration", "split_data"]
+__all__ = ["CalibrationData", "CalibrationReader", "CalibrationRequest", "check_calibration", "split_data"]
 
 
 def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]]:
@@ -74,9 +74,17 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
     return samples
 
 
-def check_calibration(path: ReadPath, inputs: list[BenchInput]) -> int:
-    """The number of calibration calls in an .npz file, or a QuantizeError saying why it does not fit."""
-    return len(_samples_from_npz(path, inputs))
+@dataclass(frozen=True, kw_only=True)
+class CalibrationRequest:
+    """Whether the .npz at ``path`` fits the plan ``inputs`` as calibration data."""
+
+    path: ReadPath
+    inputs: list[BenchInput]
+
+
+def check_calibration(request: CalibrationRequest) -> int:
+    """The number of calibration calls in the file, or a QuantizeError saying why it does not fit."""
+    return len(_samples_from_npz(request.path, request.inputs))
 
 
 def _generated(specs: list[BenchInput], count: int, seed: int) -> list[dict[str, Any]]:
@@ -97,7 +105,7 @@ class CalibrationReader:
         self._iter = iter(self._samples)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class CalibrationData:
     """The feeds that set static quantization's scales, and the held-out feeds accuracy is measured on."""
 
@@ -119,16 +127,16 @@ def split_data(
         if len(samples) >= 8:
             cut = max(1, len(samples) // 4)
             return CalibrationData(
-                samples[:-cut],
-                samples[-cut:],
-                f"{len(samples) - cut} samples from the uploaded .npz",
-                f"the last {cut} samples of the uploaded .npz (kept out of calibration)",
+                calibration=samples[:-cut],
+                held_out=samples[-cut:],
+                calibration_text=f"{len(samples) - cut} samples from the uploaded .npz",
+                held_out_text=f"the last {cut} samples of the uploaded .npz (kept out of calibration)",
             )
         return CalibrationData(
-            samples,
-            _generated(specs, held_out, other_seed),
-            f"{len(samples)} samples from the uploaded .npz",
-            f"{held_out} generated inputs (seed {other_seed}, {shapes}); the .npz is too small to split",
+            calibration=samples,
+            held_out=_generated(specs, held_out, other_seed),
+            calibration_text=f"{len(samples)} samples from the uploaded .npz",
+            held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes}); the .npz is too small to split",
         )
     notes.append(
         "Calibration used generated inputs: static quantization's scales are only as good as the data they "
@@ -141,8 +149,8 @@ def split_data(
             "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
         )
     return CalibrationData(
-        _generated(specs, count, seed),
-        _generated(specs, held_out, other_seed),
-        f"{count} generated inputs (seed {seed}, {shapes})",
-        f"{held_out} generated inputs (seed {other_seed}, {shapes})",
+        calibration=_generated(specs, count, seed),
+        held_out=_generated(specs, held_out, other_seed),
+        calibration_text=f"{count} generated inputs (seed {seed}, {shapes})",
+        held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes})",
     )

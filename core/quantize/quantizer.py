@@ -14,18 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.access import ReadPath, WritePath
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput, make_inputs
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
-from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, Variant
+from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, QuantizeRequest, Variant
 from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
 from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import session_options
-from core.runtime.partition import partition_model
+from core.runtime.placement import nodes_per_provider
 from core.runtime.stats import speedup_interval
 
 __all__ = ["quantize_model"]
@@ -101,9 +100,17 @@ def _make_all(
     """The fp32 original and every variant asked for (made from ``source``, the original as staged for ORT's
     tools); one that cannot be made says why, the others are made."""
     original = source.resolve()
-    results = [Variant("fp32", "FP32 (original)", str(original), file_size(original), weight_bytes(original))]
+    results = [
+        Variant(
+            key="fp32",
+            label="FP32 (original)",
+            path=str(original),
+            size_bytes=file_size(original),
+            weight_bytes=weight_bytes(original),
+        )
+    ]
     for n, key in enumerate(keys):
-        variant = Variant(key, VARIANTS[key][0])
+        variant = Variant(key=key, label=VARIANTS[key].label)
         progress(0.05 + 0.35 * n / len(keys), f"Making {variant.label}")
         started = time.perf_counter()
         try:
@@ -148,7 +155,18 @@ def _latency(
         def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
             return list(session.run(None, feed))
 
-        configs.append(Config(variant.label, "ort", "ALL", "CPUExecutionProvider", threads, 1, run, load_ms))
+        configs.append(
+            Config(
+                label=variant.label,
+                engine="ort",
+                level="ALL",
+                provider="CPUExecutionProvider",
+                threads=threads,
+                batch=1,
+                run=run,
+                load_ms=load_ms,
+            )
+        )
         variant.ops = _ops(variant.path)
     started = time.time()
     measure(configs, iterations, warmup, budget, notes, progress, span=(0.45, 0.8))
@@ -169,8 +187,7 @@ def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, st
         progress(0.88 + 0.1 * k / len(made), f"Where {variant.label} runs")
         variant.runtime_ops = _runtime_ops(variant.path, out)
         variant.integer_ops = {op: n for op, n in variant.runtime_ops.items() if op in INTEGER_OPS}
-        partition = partition_model(variant.path, ["CPUExecutionProvider"])
-        variant.providers = partition.reports[0].providers
+        variant.providers = nodes_per_provider(variant.path, ["CPUExecutionProvider"])
 
 
 def _cpu_note(cpu_flags: list[str]) -> str:
@@ -187,26 +204,24 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def quantize_model(
-    path: ReadPath,
-    out_dir: WritePath,
-    inputs: list[BenchInput],
-    variants: list[str],
-    calibration_count: int = 32,
-    calibration_file: ReadPath = "",
-    held_out: int = 32,
-    iterations: int = 100,
-    warmup: int = 10,
-    threads: int = 0,
-    time_budget_s: float = 60.0,
-    seed: int = 0,
-    min_cosine: float = 0.99,
-    progress: Callable[[float, str], None] | None = None,
-) -> QuantizeReport:
-    """Make every variant, then measure size, latency, accuracy and integer ops against the fp32 model, judge
-    each against the accuracy tolerance (``min_cosine``) and recommend one that passed, if any."""
+def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], None] | None = None) -> QuantizeReport:
+    """Make every variant, measure and judge each against the float32 model (see QuantizeRequest), and recommend
+    one that passed, if any."""
     report_progress = progress or _silent
-    tolerance = Tolerance(min_cosine=min_cosine)
+    path, out_dir, inputs, variants = request.model.path, request.out_dir, request.model.inputs, request.variants
+    calibration_count, calibration_file, held_out = (
+        request.calibration_count,
+        request.calibration_file,
+        request.held_out,
+    )
+    iterations, warmup, threads, time_budget_s = (
+        request.iterations,
+        request.warmup,
+        request.threads,
+        request.time_budget_s,
+    )
+    seed = request.seed
+    tolerance = Tolerance(min_cosine=request.min_cosine)
     _check_request(variants, calibration_count, held_out)
     source, out = Path(path), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -215,7 +230,7 @@ def quantize_model(
     data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes)
     staged = stage_source(source, out, notes)
     pre = None
-    if any(VARIANTS[v][1] == "static" for v in variants):
+    if any(VARIANTS[v].mode == "static" for v in variants):
         report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
         pre = _preprocessed(staged, out, large, notes)
     results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress)
@@ -237,7 +252,7 @@ def quantize_model(
         variant.accuracy = accuracy(reference, [outputs(sessions[variant.key], feed) for feed in data.held_out])
     _where_it_runs(made, out, report_progress)
     cpu_flags = environment().cpu_flags
-    if any(VARIANTS[v.key][1] != "fp16" for v in made[1:]):
+    if any(VARIANTS[v.key].mode != "fp16" for v in made[1:]):
         notes.append(_cpu_note(cpu_flags))
     report = QuantizeReport(
         model=source.name,

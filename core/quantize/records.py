@@ -3,18 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
+from core.access import ReadPath, WritePath
+from core.model.measured import MeasuredModel
 from core.runtime.harness import BenchResult
 
-__all__ = ["INTEGER_OPS", "VARIANTS", "Accuracy", "QuantizeReport", "Variant"]
+__all__ = [
+    "INTEGER_OPS",
+    "VARIANTS",
+    "Accuracy",
+    "QuantizeReport",
+    "QuantizeRequest",
+    "Variant",
+    "VariantKind",
+]
 
-# key -> (label, mode, options); the keys are what the page and the command line offer
-VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "dynamic-qint8": ("Dynamic INT8 (QInt8 weights)", "dynamic", {"weight_type": "qint8"}),
-    "dynamic-quint8": ("Dynamic INT8 (QUInt8 weights)", "dynamic", {"weight_type": "quint8"}),
+
+class VariantKind(NamedTuple):
+    """A variant Quantize can make."""
+
+    label: str
+    mode: str  # dynamic, static or fp16
+    options: dict[str, Any]  # what ORT's tool is called with
+
+
+# key -> the variant; the keys are what the page and the command line offer
+VARIANTS: dict[str, VariantKind] = {
+    "dynamic-qint8": VariantKind("Dynamic INT8 (QInt8 weights)", "dynamic", {"weight_type": "qint8"}),
+    "dynamic-quint8": VariantKind("Dynamic INT8 (QUInt8 weights)", "dynamic", {"weight_type": "quint8"}),
     **{
-        f"static-{fmt}-{method}": (
+        f"static-{fmt}-{method}": VariantKind(
             f"Static INT8, {fmt_label}, {method_label}",
             "static",
             {"format": fmt, "method": method},
@@ -22,8 +41,8 @@ VARIANTS: dict[str, tuple[str, str, dict[str, Any]]] = {
         for fmt, fmt_label in (("qdq", "QDQ"), ("qoperator", "QOperator"))
         for method, method_label in (("minmax", "MinMax"), ("entropy", "Entropy"), ("percentile", "Percentile"))
     },
-    "fp16": ("FP16 (float32 inputs and outputs kept)", "fp16", {"keep_io_types": True}),
-    "fp16-all": ("FP16 (inputs and outputs in float16 too)", "fp16", {"keep_io_types": False}),
+    "fp16": VariantKind("FP16 (float32 inputs and outputs kept)", "fp16", {"keep_io_types": True}),
+    "fp16-all": VariantKind("FP16 (inputs and outputs in float16 too)", "fp16", {"keep_io_types": False}),
 }
 
 
@@ -35,7 +54,27 @@ INTEGER_OPS = {
 }  # fmt: skip
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
+class QuantizeRequest:
+    """Make each of ``variants`` (keys of VARIANTS) into ``out_dir``, then measure size, latency, accuracy and
+    integer ops against the float32 model and judge each against the accuracy tolerance (``min_cosine``).
+    Calibration data: ``calibration_file`` (an .npz), else ``calibration_count`` inputs made from the plan."""
+
+    model: MeasuredModel
+    out_dir: WritePath
+    variants: list[str]
+    calibration_count: int = 32
+    calibration_file: ReadPath = ""
+    held_out: int = 32
+    iterations: int = 100
+    warmup: int = 10
+    threads: int = 0  # 0: every core but one
+    time_budget_s: float = 60.0
+    seed: int = 0
+    min_cosine: float = 0.99
+
+
+@dataclass(kw_only=True)
 class Accuracy:
     samples: int
     max_abs_error: float
@@ -50,7 +89,7 @@ class Accuracy:
         return self.mean_abs_error / self.reference_mean_abs if self.reference_mean_abs > 0 else 0.0
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Variant:
     key: str  # "fp32" for the original
     label: str
@@ -74,7 +113,7 @@ class Variant:
     size_note: str = ""  # why it is larger than the original, when it is
 
 
-@dataclass
+@dataclass(kw_only=True)
 class QuantizeReport:
     model: str
     variants: list[Variant]

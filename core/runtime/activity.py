@@ -21,7 +21,7 @@ BUSY_CORES = 0.5
 MIN_SECONDS = 0.5  # the kernel counts CPU time in ticks of 10 ms: a shorter measurement cannot be judged
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Activity:
     """The machine during one measurement."""
 
@@ -73,10 +73,28 @@ class ActivityMeter:
         cores = os.cpu_count() or 1
         if seconds < MIN_SECONDS:
             short = f"The measurement took {seconds:.2f} s, too short to tell what else the machine did."
-            return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False, note=short)
+            return Activity(
+                seconds=seconds,
+                cores=cores,
+                others_cores=0.0,
+                own_cores=own,
+                load_before=self._load,
+                load_after=_load(),
+                known=False,
+                note=short,
+            )
         if self._busy is None or busy_after is None:
             unknown = "The machine's CPU counters could not be read here, so other work is not known."
-            return Activity(seconds, cores, 0.0, own, self._load, _load(), known=False, note=unknown)
+            return Activity(
+                seconds=seconds,
+                cores=cores,
+                others_cores=0.0,
+                own_cores=own,
+                load_before=self._load,
+                load_after=_load(),
+                known=False,
+                note=unknown,
+            )
         everyone = (busy_after - self._busy) / os.sysconf("SC_CLK_TCK") / seconds
         others = min(float(cores), max(0.0, everyone - own))
         free = max(cores - own, 1.0)
@@ -87,4 +105,13 @@ class ActivityMeter:
             if busy
             else f"The machine was quiet: other processes used {others:.2f} of {cores} cores."
         )
-        return Activity(seconds, cores, round(others, 3), round(own, 3), self._load, _load(), busy=busy, note=note)
+        return Activity(
+            seconds=seconds,
+            cores=cores,
+            others_cores=round(others, 3),
+            own_cores=round(own, 3),
+            load_before=self._load,
+            load_after=_load(),
+            busy=busy,
+            note=note,
+        )

@@ -8,10 +8,15 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
-__all__ = ["Hardware", "describe_hardware"]
+__all__ = ["Hardware", "HardwareRequest", "describe_hardware"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class HardwareRequest:
+    """Nothing to choose: the machine the job runs on describes itself."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Hardware:
     """One node's hardware and software, as a target shows it."""
 
@@ -51,7 +56,7 @@ def _gpus() -> list[str]:
     return [line.strip() for line in out.stdout.decode(errors="replace").splitlines() if line.strip()]
 
 
-def describe_hardware() -> Hardware:
+def describe_hardware(request: HardwareRequest) -> Hardware:
     """This machine (imports onnxruntime, opens no model)."""
     import onnxruntime as ort
     import psutil

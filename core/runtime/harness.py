@@ -27,7 +27,7 @@ MAX_SAMPLES_KEPT = 5000  # per configuration, for the distribution chart and the
 PER_CALL = ("samples_ms", "cpu_samples_ms")  # a result's per-call lists, left out of tables and summaries
 
 
-@dataclass
+@dataclass(kw_only=True)
 class BenchResult:
     label: str
     engine: str  # "eager" or "ort"
@@ -60,7 +60,7 @@ class BenchResult:
     cpu_samples_ms: list[float] = field(default_factory=list)  # each kept call's CPU time, beside samples_ms
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Config:
     """One thing to time: a call that runs the model once on fixed inputs, and what was measured."""
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 __all__ = ["Environment", "cpu_description", "default_threads", "environment"]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Environment:
     machine: str  # host name, to tell machines apart in the history
     cpu: str

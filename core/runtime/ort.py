@@ -6,12 +6,17 @@ import contextlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import onnxruntime
 
 from core.errors import PartitionError
 
 __all__ = [
     "LEVELS",
+    "Level",
+    "Provider",
     "NUMPY_TYPES",
     "PROVIDERS",
     "ProviderInfo",
@@ -29,80 +34,104 @@ NUMPY_TYPES = {
     "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool",
 }  # fmt: skip
 
-# name -> (short name, the hardware it drives, what it takes to get it)
-PROVIDERS: dict[str, tuple[str, str, str]] = {
-    "CPUExecutionProvider": ("CPU", "Any CPU; ORT's own kernels, the fallback for every op", "built in"),
-    "CUDAExecutionProvider": (
+
+class Provider(NamedTuple):
+    """An execution provider as a person knows it."""
+
+    short: str  # CUDA, TensorRT, ...
+    hardware: str  # what it drives
+    install: str  # what it takes to get it
+
+
+class Level(NamedTuple):
+    """One of ONNX Runtime's graph optimization levels."""
+
+    name: str  # DISABLE_ALL, BASIC, ...
+    value: int  # GraphOptimizationLevel's
+
+
+PROVIDERS: dict[str, Provider] = {
+    "CPUExecutionProvider": Provider("CPU", "Any CPU; ORT's own kernels, the fallback for every op", "built in"),
+    "CUDAExecutionProvider": Provider(
         "CUDA",
         "NVIDIA GPUs through CUDA and cuDNN",
         "the onnxruntime-gpu package (instead of onnxruntime) and an NVIDIA GPU with CUDA 12 and cuDNN 9",
     ),
-    "TensorrtExecutionProvider": (
+    "TensorrtExecutionProvider": Provider(
         "TensorRT",
         "NVIDIA GPUs through TensorRT: whole subgraphs compiled into optimized engines",
         "onnxruntime-gpu, an NVIDIA GPU and the TensorRT libraries",
     ),
-    "MIGraphXExecutionProvider": ("MIGraphX", "AMD GPUs through MIGraphX", "a ROCm build of ONNX Runtime, AMD GPU"),
-    "OpenVINOExecutionProvider": (
+    "MIGraphXExecutionProvider": Provider(
+        "MIGraphX", "AMD GPUs through MIGraphX", "a ROCm build of ONNX Runtime, AMD GPU"
+    ),
+    "OpenVINOExecutionProvider": Provider(
         "OpenVINO",
         "Intel CPUs, integrated GPUs and NPUs through OpenVINO",
         "the onnxruntime-openvino package",
     ),
-    "DnnlExecutionProvider": ("oneDNN", "Intel CPUs through oneDNN kernels", "an ONNX Runtime built with --use_dnnl"),
-    "VitisAIExecutionProvider": ("Vitis AI", "AMD/Xilinx FPGAs and Ryzen AI NPUs", "the Ryzen AI / Vitis AI build"),
-    "QNNExecutionProvider": (
+    "DnnlExecutionProvider": Provider(
+        "oneDNN", "Intel CPUs through oneDNN kernels", "an ONNX Runtime built with --use_dnnl"
+    ),
+    "VitisAIExecutionProvider": Provider(
+        "Vitis AI", "AMD/Xilinx FPGAs and Ryzen AI NPUs", "the Ryzen AI / Vitis AI build"
+    ),
+    "QNNExecutionProvider": Provider(
         "QNN",
         "Qualcomm Snapdragon NPUs (Hexagon) through the QNN SDK",
         "the onnxruntime-qnn package on a Snapdragon device",
     ),
-    "NnapiExecutionProvider": (
+    "NnapiExecutionProvider": Provider(
         "NNAPI",
         "Android phones' accelerators (GPU, DSP, NPU) through Android's Neural Networks API",
         "the onnxruntime-android package on an Android device",
     ),
-    "VSINPUExecutionProvider": ("VSI NPU", "VeriSilicon NPUs in embedded SoCs", "a VSINPU build of ONNX Runtime"),
-    "JsExecutionProvider": ("JS", "Browsers, through ONNX Runtime Web's JavaScript kernels", "onnxruntime-web"),
-    "CoreMLExecutionProvider": (
+    "VSINPUExecutionProvider": Provider(
+        "VSI NPU", "VeriSilicon NPUs in embedded SoCs", "a VSINPU build of ONNX Runtime"
+    ),
+    "JsExecutionProvider": Provider("JS", "Browsers, through ONNX Runtime Web's JavaScript kernels", "onnxruntime-web"),
+    "CoreMLExecutionProvider": Provider(
         "CoreML",
         "Apple devices (Neural Engine, GPU, CPU) through Core ML",
         "the onnxruntime package on macOS or iOS",
     ),
-    "DmlExecutionProvider": (
+    "DmlExecutionProvider": Provider(
         "DirectML",
         "Any DirectX 12 GPU on Windows through DirectML",
         "the onnxruntime-directml package on Windows",
     ),
-    "RknpuExecutionProvider": ("RKNPU", "Rockchip NPUs", "an RKNPU build of ONNX Runtime"),
-    "WebNNExecutionProvider": ("WebNN", "Browsers' Web Neural Network API (CPU, GPU, NPU)", "onnxruntime-web"),
-    "WebGpuExecutionProvider": ("WebGPU", "GPUs through WebGPU (browsers, Dawn natively)", "onnxruntime-web"),
-    "XnnpackExecutionProvider": (
+    "RknpuExecutionProvider": Provider("RKNPU", "Rockchip NPUs", "an RKNPU build of ONNX Runtime"),
+    "WebNNExecutionProvider": Provider("WebNN", "Browsers' Web Neural Network API (CPU, GPU, NPU)", "onnxruntime-web"),
+    "WebGpuExecutionProvider": Provider("WebGPU", "GPUs through WebGPU (browsers, Dawn natively)", "onnxruntime-web"),
+    "XnnpackExecutionProvider": Provider(
         "XNNPACK",
         "Arm and x86 CPUs through XNNPACK, tuned for mobile and the web",
         "an ONNX Runtime built with XNNPACK (the mobile packages)",
     ),
-    "CANNExecutionProvider": ("CANN", "Huawei Ascend NPUs through CANN", "the CANN build of ONNX Runtime"),
-    "AzureExecutionProvider": (
+    "CANNExecutionProvider": Provider("CANN", "Huawei Ascend NPUs through CANN", "the CANN build of ONNX Runtime"),
+    "AzureExecutionProvider": Provider(
         "Azure",
         "Not hardware: sends the model's requests to an Azure endpoint",
         "built in (needs an endpoint)",
     ),
-    "ROCMExecutionProvider": ("ROCm", "AMD GPUs through ROCm", "a ROCm build of ONNX Runtime"),
+    "ROCMExecutionProvider": Provider("ROCm", "AMD GPUs through ROCm", "a ROCm build of ONNX Runtime"),
 }
 
-LEVELS: dict[str, tuple[str, int]] = {
-    "disable": ("DISABLE_ALL", 0),
-    "basic": ("BASIC", 1),
-    "extended": ("EXTENDED", 2),
-    "layout": ("LAYOUT", 3),
-    "all": ("ALL", 99),
+LEVELS: dict[str, Level] = {
+    "disable": Level("DISABLE_ALL", 0),
+    "basic": Level("BASIC", 1),
+    "extended": Level("EXTENDED", 2),
+    "layout": Level("LAYOUT", 3),
+    "all": Level("ALL", 99),
 }
 
 
 def short_name(provider: str) -> str:
-    return PROVIDERS.get(provider, (provider.removesuffix("ExecutionProvider"), "", ""))[0]
+    known = PROVIDERS.get(provider)
+    return known.short if known is not None else provider.removesuffix("ExecutionProvider")
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class ProviderInfo:
     name: str
     short: str
@@ -120,18 +149,26 @@ def provider_table(available: list[str] | None = None) -> list[ProviderInfo]:
     names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
     table = []
     for name in names:
-        short, hardware, install = PROVIDERS.get(name, (short_name(name), "", "a build of ONNX Runtime that has it"))
-        table.append(ProviderInfo(name, short, hardware, name in available, install))
+        known = PROVIDERS.get(name, Provider(short_name(name), "", "a build of ONNX Runtime that has it"))
+        table.append(
+            ProviderInfo(
+                name=name,
+                short=known.short,
+                hardware=known.hardware,
+                available=name in available,
+                install=known.install,
+            )
+        )
     return table
 
 
-def session_options(level: str = "all", threads: int = 0) -> Any:
+def session_options(level: str = "all", threads: int = 0) -> onnxruntime.SessionOptions:
     import onnxruntime as ort
 
     if level not in LEVELS:
         raise PartitionError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[level][1])
+    options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[level].value)
     options.intra_op_num_threads = threads
     return options
 

@@ -11,7 +11,7 @@ __all__ = ["ATOL", "RTOL", "OutputDiff", "compare_outputs", "flatten_outputs", "
 ATOL, RTOL = 1e-4, 1e-3  # what "matches" means when nothing else is said: |a - b| <= ATOL + RTOL·|a|
 
 
-@dataclass
+@dataclass(kw_only=True)
 class OutputDiff:
     output: str
     max_abs: float
@@ -46,16 +46,16 @@ def compare_outputs(
         name = names[k] if names and k < len(names) else f"output {k}"
         a, b = np.asarray(ref, dtype=np.float64), np.asarray(got, dtype=np.float64)
         if a.shape != b.shape:
-            diffs.append(OutputDiff(name, math.inf, math.inf, False))
+            diffs.append(OutputDiff(output=name, max_abs=math.inf, max_rel=math.inf, ok=False))
             continue
         if not a.size:
-            diffs.append(OutputDiff(name, 0.0, 0.0, True))
+            diffs.append(OutputDiff(output=name, max_abs=0.0, max_rel=0.0, ok=True))
             continue
         delta = np.where(np.isnan(a) & np.isnan(b), 0.0, np.abs(a - b))
         delta = np.where(np.isnan(delta), np.inf, delta)  # NaN on one side only: as far apart as can be
         max_rel = float((delta / np.maximum(np.abs(np.nan_to_num(a)), 1e-12)).max())
         ok = bool(np.all(delta <= atol + rtol * np.abs(np.nan_to_num(a))))
-        diffs.append(OutputDiff(name, float(delta.max()), max_rel, ok))
+        diffs.append(OutputDiff(output=name, max_abs=float(delta.max()), max_rel=max_rel, ok=ok))
     return diffs
 
 

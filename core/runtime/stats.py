@@ -13,7 +13,7 @@ __all__ = ["Summary", "median_interval", "speedup_interval", "summarize"]
 Z95 = 1.959963984540054
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Summary:
     n: int
     median: float
@@ -47,7 +47,9 @@ def summarize(values: list[float] | np.ndarray) -> Summary:
     data = np.sort(np.asarray(values, dtype=np.float64))
     if data.size == 0:
         nan = math.nan
-        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan)
+        return Summary(
+            n=0, median=nan, mean=nan, p90=nan, p99=nan, min=nan, max=nan, std=nan, median_low=nan, median_high=nan
+        )
     low, high = median_interval(data)
     return Summary(
         n=int(data.size),

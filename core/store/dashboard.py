@@ -28,7 +28,7 @@ class Owned:
         return self.report.model_id[:12] or "?"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Latest:
     model: str
     machine: str
@@ -43,7 +43,7 @@ class Latest:
     regressed: bool  # its version is surely slower than the version before on some configuration
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Point:
     """One configuration of one run, placed in time."""
 
@@ -59,7 +59,7 @@ class Point:
     speedup: float | None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Regression:
     model: str
     machine: str
@@ -123,16 +123,16 @@ def trend(runs: Iterable[Owned]) -> list[Point]:
     """Every configuration of every run, oldest first: a model's latency across its versions and machines."""
     points = [
         Point(
-            run.report.id,
-            run.report.created_at,
-            run.report.environment.place,
-            run.owner,
-            run.version,
-            r.label,
-            r.median_ms,
-            r.median_low_ms,
-            r.median_high_ms,
-            r.speedup,
+            run_id=run.report.id,
+            created_at=run.report.created_at,
+            machine=run.report.environment.place,
+            owner=run.owner,
+            version=run.version,
+            configuration=r.label,
+            median_ms=r.median_ms,
+            low_ms=r.median_low_ms,
+            high_ms=r.median_high_ms,
+            speedup=r.speedup,
         )
         for run in runs
         for r in run.report.results
@@ -160,15 +160,15 @@ def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regressio
             if a.median_low_ms > b.median_high_ms and a.median_ms >= slower * b.median_ms:
                 found.append(
                     Regression(
-                        model,
-                        machine,
-                        configuration,
-                        run.version,
-                        after.version,
-                        run.report.id,
-                        after.report.id,
-                        b.median_ms,
-                        a.median_ms,
+                        model=model,
+                        machine=machine,
+                        configuration=configuration,
+                        before_version=run.version,
+                        after_version=after.version,
+                        before_run=run.report.id,
+                        after_run=after.report.id,
+                        before_ms=b.median_ms,
+                        after_ms=a.median_ms,
                     )
                 )
     return sorted(found, key=lambda g: (g.model, g.machine, g.configuration, g.after_run))

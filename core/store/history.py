@@ -39,7 +39,7 @@ RETRY_S = 20.0  # how long a save keeps trying a database it lost before keeping
 _DISTINCT = ("model", "machine", "owner", "team")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunSummary:
     id: str
     created_at: datetime
@@ -203,16 +203,16 @@ class Store:
         rows = self._read(lambda conn: conn.execute(query).mappings().all())
         return [
             RunSummary(
-                r["id"],
-                r["created_at"],
-                r["model"],
-                r["machine"],
-                r["cpu"],
-                r["headline"],
-                r["configurations"] or 0,
-                inputs_text(_json(r["settings"]) or {}),
-                r["owner"],
-                r["team"],
+                id=r["id"],
+                created_at=r["created_at"],
+                model=r["model"],
+                machine=r["machine"],
+                cpu=r["cpu"],
+                headline=r["headline"],
+                configurations=r["configurations"] or 0,
+                inputs=inputs_text(_json(r["settings"]) or {}),
+                owner=r["owner"],
+                team=r["team"],
             )
             for r in rows
         ]

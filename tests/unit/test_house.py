@@ -21,7 +21,7 @@ ALLOWED = {
     **{feature: LIBRARIES | BASICS for feature in FEATURES},
     "model": BASICS,
     "runtime": {"model"} | BASICS,
-    "jobs": BASICS,
+    "jobs": {"runtime"} | BASICS,  # a cluster asks each target what it is made of (core.runtime.hardware)
     "store": {"bench", "jobs", "runtime"} | BASICS,
 }
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 import pytest
+from core.runtime.optimize import compare_graphs, optimize_levels
+from core.runtime.partition import PartitionResult, partition_model
 from onnx import TensorProto, helper
 
 from core.errors import PartitionError
 from core.graph.colourings import provider_colours
 from core.jobs import run_job
 from core.model import zoo
-from core.runtime.optimize import compare_graphs, optimize_levels
 from core.runtime.ort import provider_table
-from core.runtime.partition import PartitionResult, partition_model
 from tests import builders
 from tests.cli import cli
 from ui.partition_view import placement_frame

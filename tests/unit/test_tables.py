@@ -65,8 +65,9 @@ def test_a_table_that_is_not_what_its_result_says_is_a_message(tmp_path: Path) -
 
 
 def test_decode_and_partition_keep_their_node_tables_in_the_job_folder(tmp_path: Path) -> None:
-    from core.decode.decoder import decode_model
     from core.runtime.partition import NodePlacement, partition_model
+
+    from core.decode.decoder import decode_model
     from tests import builders
 
     path = builders.write(builders.chain_model(2_500), tmp_path / "chain.onnx")

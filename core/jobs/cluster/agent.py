@@ -167,7 +167,9 @@ class TargetAgent:
             out.append((here, theirs))
         try:
             typed = self._typed_args(name, args, moves)
-            handle = self._backend(policy or {}).submit(JobSpec(name, typed, *limits))
+            handle = self._backend(policy or {}).submit(
+                JobSpec(name=name, args=typed, timeout_s=limits[0], memory_mb=limits[1])
+            )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

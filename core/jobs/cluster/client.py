@@ -35,7 +35,7 @@ _connected: dict[str, Cluster] = {}
 _connect_lock = threading.Lock()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
     """A node jobs can be sent to, as the user picks it."""
 
@@ -128,7 +128,9 @@ class Cluster:
             if name in found and found[name].alive and not alive:
                 continue  # a node that came back under the same name: the live one wins
             gpus = int(node.get("Resources", {}).get("GPU", 0))
-            found[name] = Target(name, node_id, str(node.get("NodeManagerAddress", "")), alive, gpus=gpus)
+            found[name] = Target(
+                name=name, node_id=node_id, address=str(node.get("NodeManagerAddress", "")), alive=alive, gpus=gpus
+            )
         targets = sorted(found.values(), key=lambda t: t.name)
         if hardware:
             described = self._describe([t for t in targets if t.alive], time.monotonic() + wait_s)
@@ -162,13 +164,16 @@ class Cluster:
 
     def _describe(self, alive: list[Target], deadline: float) -> dict[str, Any]:
         """Each node's hardware (by node id), from the job ``cluster.hardware`` run there once, all at once."""
-        from core.jobs.process import JobSpec
+        from core.jobs.process import submit
+        from core.jobs.registry import HARDWARE
+        from core.runtime.hardware import HardwareRequest
 
         with self._lock:
             for target in alive:
                 if target.node_id not in self._hardware and target.node_id not in self._asking:
                     with contextlib.suppress(TargetError, JobError):
-                        self._asking[target.node_id] = TargetBackend(self, target).submit(JobSpec("cluster.hardware"))
+                        backend = TargetBackend(self, target)
+                        self._asking[target.node_id] = submit(HARDWARE, HardwareRequest(), backend).handle
         for node_id, handle in list(self._asking.items()):
             try:
                 self._hardware[node_id] = handle.result(max(0.0, deadline - time.monotonic()))

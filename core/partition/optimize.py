@@ -10,17 +10,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from core.access import ReadPath, WritePath
 from core.errors import PartitionError
 from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
 from core.model.topology import connected_groups
+from core.partition.records import LevelResult, LevelsRequest, OptimizationReport, Rewrite
 from core.runtime.ort import LEVELS, capture_ort_log, explain_session_error, session_options
 
-__all__ = ["LevelResult", "OptimizationReport", "Rewrite", "compare_graphs", "grouped", "optimize_levels"]
+if TYPE_CHECKING:
+    import onnx
+    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
+
+__all__ = ["compare_graphs", "grouped", "optimize_levels"]
 
 LAYOUT_WARNING = (
     "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
@@ -28,29 +31,6 @@ LAYOUT_WARNING = (
     "at EXTENDED and let each machine apply the layout optimizations itself when it loads the model."
 )
 EXTERNAL_THRESHOLD = 1 << 30  # models with more weight bytes than this keep their weights in a side file
-
-
-@dataclass
-class Rewrite:
-    kind: str  # "fused", "replaced", "layout" (rewritten for a blocked memory layout), "added", "removed"
-    before: list[str]  # op types of the original nodes, in graph order
-    after: list[str]  # op types of the new nodes ("domain:Op" outside the standard domain)
-    nodes_before: list[str]
-    nodes_after: list[str]
-
-    @property
-    def text(self) -> str:
-        if self.kind == "removed" and self.before == ["Constant"]:
-            return "Constant removed (its value became a weight)"
-        # Constant nodes that held a fused node's weights are named by count, not one by one
-        ops = [op for op in self.before if op != "Constant"] or self.before
-        folded = len(self.before) - len(ops)
-        extra = f" ({folded} Constant{'s' * (folded != 1)} folded in)" if folded else ""
-        if self.kind == "removed":
-            return f"{' + '.join(ops)} removed{extra}"
-        if self.kind == "added":
-            return f"{' + '.join(self.after)} added"
-        return f"{' + '.join(ops)} → {' + '.join(self.after)}{extra}"
 
 
 def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:
@@ -63,43 +43,22 @@ def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:
     return [(first[text], n) for text, n in counts.items()]
 
 
-def _subgraph_nodes(model: Any) -> int:
+def _subgraph_nodes(model: onnx.ModelProto) -> int:
     """Nodes in the bodies of If, Loop and Scan at any depth (not in local functions)."""
     return sum(len(visit.graph.node) for visit in walk_graphs(model) if visit.path != "main")
 
 
-@dataclass
-class LevelResult:
-    key: str  # disable, basic, extended, layout, all
-    name: str  # DISABLE_ALL, BASIC, ...
-    node_count: int
-    op_counts: dict[str, int]
-    rewrites: list[Rewrite]
-    transformers: list[str]  # ORT's graph transformers that changed the graph, from its log
-    path: str  # the optimized model ORT wrote
-    files: list[str]  # the path and, for large models, its external-data file
-    size_bytes: int
-    warning: str = ""
-    subgraph_nodes: int = 0  # nodes in its If/Loop/Scan bodies, which ORT optimizes too
-
-
-@dataclass
-class OptimizationReport:
-    original_nodes: int
-    original_ops: dict[str, int]
-    original_subgraph_nodes: int = 0
-    levels: list[LevelResult] = field(default_factory=list)
-
-
-def _op(node: Any) -> str:
+def _op(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"
 
 
-def _key(node: Any) -> tuple[str, str, tuple[str, ...]]:
+def _key(node: onnx.NodeProto) -> tuple[str, str, tuple[str, ...]]:
     return (node.domain or "", node.op_type, tuple(node.output))
 
 
-def _unmatched(nodes: Any, kept: Counter[tuple[str, str, tuple[str, ...]]]) -> list[int]:
+def _unmatched(
+    nodes: RepeatedCompositeFieldContainer[onnx.NodeProto], kept: Counter[tuple[str, str, tuple[str, ...]]]
+) -> list[int]:
     """Indexes of the nodes left over once ``kept`` (node keys in both graphs, with counts) is used up."""
     remaining = Counter(kept)
     left: list[int] = []
@@ -111,7 +70,7 @@ def _unmatched(nodes: Any, kept: Counter[tuple[str, str, tuple[str, ...]]]) -> l
     return left
 
 
-def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
+def compare_graphs(original: onnx.GraphProto, optimized: onnx.GraphProto) -> list[Rewrite]:
     """The rewrites that turn ``original`` (a GraphProto) into ``optimized``."""
     kept = Counter(_key(n) for n in optimized.node) & Counter(_key(n) for n in original.node)
     removed = _unmatched(original.node, kept)
@@ -165,17 +124,18 @@ def compare_graphs(original: Any, optimized: Any) -> list[Rewrite]:
         )
         rewrites.append(
             Rewrite(
-                kind,
-                [_op(original.node[i]) for i in taken],
-                [_op(n) for n in new_nodes],
-                [original.node[i].name or original.node[i].op_type for i in taken],
-                [n.name or n.op_type for n in new_nodes],
+                kind=kind,
+                before=[_op(original.node[i]) for i in taken],
+                after=[_op(n) for n in new_nodes],
+                nodes_before=[original.node[i].name or original.node[i].op_type for i in taken],
+                nodes_after=[n.name or n.op_type for n in new_nodes],
             )
         )
     for i in removed:
         if i not in absorbed_by:
             node = original.node[i]
-            rewrites.append(Rewrite("removed", [_op(node)], [], [node.name or node.op_type], []))
+            name = node.name or node.op_type
+            rewrites.append(Rewrite(kind="removed", before=[_op(node)], after=[], nodes_before=[name], nodes_after=[]))
     return rewrites
 
 
@@ -193,15 +153,13 @@ def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
     return names
 
 
-def optimize_levels(
-    path: ReadPath,
-    out_dir: WritePath,
-    levels: list[str] | None = None,
-    progress: Callable[[float, str], None] | None = None,
-) -> OptimizationReport:
-    """Optimize ``path`` at each level, save each result in ``out_dir`` and describe what changed."""
+def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], None] | None = None) -> OptimizationReport:
+    """Optimize the model at each level, save each result in the request's ``out_dir`` and describe what
+    changed."""
     import onnx
     import onnxruntime as ort
+
+    path, levels, out_dir = request.path, request.levels, request.out_dir
 
     report_progress = progress or (lambda fraction, message: None)
     keys = levels or list(LEVELS)
@@ -211,13 +169,15 @@ def optimize_levels(
     original = onnx.load_model(path, load_external_data=False)
     weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(original))
     report = OptimizationReport(
-        len(original.graph.node), dict(Counter(_op(n) for n in original.graph.node)), _subgraph_nodes(original)
+        original_nodes=len(original.graph.node),
+        original_ops=dict(Counter(_op(n) for n in original.graph.node)),
+        original_subgraph_nodes=_subgraph_nodes(original),
     )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(path).stem
     for n, key in enumerate(keys):
-        name = LEVELS[key][0]
+        name = LEVELS[key].name
         report_progress(n / len(keys), f"Optimizing at {name}")
         target = out / f"{stem}.{key}.onnx"
         options = session_options(key)
@@ -239,17 +199,17 @@ def optimize_levels(
         warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
         report.levels.append(
             LevelResult(
-                key,
-                name,
-                len(optimized.graph.node),
-                dict(Counter(_op(node) for node in optimized.graph.node)),
-                compare_graphs(original.graph, optimized.graph),
-                _transformers(log),
-                str(target),
-                [f for f in files if Path(f).exists()],
-                sum(Path(f).stat().st_size for f in files if Path(f).exists()),
-                LAYOUT_WARNING if warnings else "",
-                _subgraph_nodes(optimized),
+                key=key,
+                name=name,
+                node_count=len(optimized.graph.node),
+                op_counts=dict(Counter(_op(node) for node in optimized.graph.node)),
+                rewrites=compare_graphs(original.graph, optimized.graph),
+                transformers=_transformers(log),
+                path=str(target),
+                files=[f for f in files if Path(f).exists()],
+                size_bytes=sum(Path(f).stat().st_size for f in files if Path(f).exists()),
+                warning=LAYOUT_WARNING if warnings else "",
+                subgraph_nodes=_subgraph_nodes(optimized),
             )
         )
     report_progress(1.0, "Done")

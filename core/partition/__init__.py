@@ -1,0 +1,33 @@
+"""Partition: which execution provider runs each node (ONNX Runtime's own assignment, and simulated ones for
+providers this machine lacks), and what the graph optimizer does at each level."""
+
+from __future__ import annotations
+
+from core.partition.optimize import grouped, optimize_levels
+from core.partition.partitioner import KERNEL_PROVIDERS, SIMULATED, partition_model
+from core.partition.records import (
+    LevelResult,
+    LevelsRequest,
+    OptimizationReport,
+    PartitionReport,
+    PartitionRequest,
+    PartitionResult,
+    Rewrite,
+    Subgraph,
+)
+
+__all__ = [
+    "KERNEL_PROVIDERS",
+    "SIMULATED",
+    "LevelResult",
+    "LevelsRequest",
+    "OptimizationReport",
+    "PartitionReport",
+    "PartitionRequest",
+    "PartitionResult",
+    "Rewrite",
+    "Subgraph",
+    "grouped",
+    "optimize_levels",
+    "partition_model",
+]

@@ -1,0 +1,132 @@
+"""What Partition is asked and what it answers: provider partitions, real and simulated, and the graph after
+each optimization level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.access import ReadPath, WritePath
+from core.runtime.placement import CopyNode, NodePlacement
+from core.tables import RowFile
+
+__all__ = [
+    "LevelResult",
+    "LevelsRequest",
+    "OptimizationReport",
+    "PartitionReport",
+    "PartitionRequest",
+    "PartitionResult",
+    "Rewrite",
+    "Subgraph",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionRequest:
+    """The real partition for ``providers`` (in order of preference, ORT's full names) at ``level``, and
+    simulated ones for ``simulate`` (keys of SIMULATED). With ``out_dir`` each report's placements go to a file
+    there instead of into the result."""
+
+    path: ReadPath
+    providers: list[str] | None = None
+    level: str = "all"
+    simulate: list[str] | None = None
+    out_dir: WritePath = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LevelsRequest:
+    """The model optimized at each of ``levels`` (every level when None), each saved in ``out_dir``."""
+
+    path: ReadPath
+    out_dir: WritePath = ""
+    levels: list[str] | None = None
+
+
+@dataclass(kw_only=True)
+class Subgraph:
+    """A connected piece of the main graph that runs on one provider."""
+
+    index: int
+    provider: str
+    nodes: int
+    ops: dict[str, int]
+    first: str
+    last: str
+
+
+@dataclass(kw_only=True)
+class PartitionReport:
+    title: str  # "This machine" or "NNAPI (simulated)"
+    simulated: bool
+    providers_requested: list[str]
+    providers_used: list[str]
+    level: str
+    nodes: list[NodePlacement]  # empty when they were written to ``node_rows``
+    providers: dict[str, int] = field(default_factory=dict)  # provider -> nodes of the main graph
+    subgraphs: list[Subgraph] = field(default_factory=list)
+    fallback: list[str] = field(default_factory=list)  # nodes that went to CPU although another provider came first
+    copies: list[CopyNode] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+    unsupported_ops: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    summary: str = ""
+    node_rows: RowFile | None = None  # every node's placement, in the job's folder (when it was given one)
+    node_total: int = 0  # placements, of every graph and those ORT added
+    main_providers: list[str] = field(default_factory=list)  # by main-graph node index; "" runs nowhere
+    node_providers: list[str] = field(default_factory=list)  # the providers (and "") the placements name
+
+
+@dataclass(kw_only=True)
+class PartitionResult:
+    model: str
+    node_count: int  # nodes of the main graph
+    available: list[str]
+    unavailable: dict[str, str]  # requested but not in this build -> what it would take
+    reports: list[PartitionReport]
+
+
+@dataclass(kw_only=True)
+class Rewrite:
+    kind: str  # "fused", "replaced", "layout" (rewritten for a blocked memory layout), "added", "removed"
+    before: list[str]  # op types of the original nodes, in graph order
+    after: list[str]  # op types of the new nodes ("domain:Op" outside the standard domain)
+    nodes_before: list[str]
+    nodes_after: list[str]
+
+    @property
+    def text(self) -> str:
+        if self.kind == "removed" and self.before == ["Constant"]:
+            return "Constant removed (its value became a weight)"
+        # Constant nodes that held a fused node's weights are named by count, not one by one
+        ops = [op for op in self.before if op != "Constant"] or self.before
+        folded = len(self.before) - len(ops)
+        extra = f" ({folded} Constant{'s' * (folded != 1)} folded in)" if folded else ""
+        if self.kind == "removed":
+            return f"{' + '.join(ops)} removed{extra}"
+        if self.kind == "added":
+            return f"{' + '.join(self.after)} added"
+        return f"{' + '.join(ops)} → {' + '.join(self.after)}{extra}"
+
+
+@dataclass(kw_only=True)
+class LevelResult:
+    key: str  # disable, basic, extended, layout, all
+    name: str  # DISABLE_ALL, BASIC, ...
+    node_count: int
+    op_counts: dict[str, int]
+    rewrites: list[Rewrite]
+    transformers: list[str]  # ORT's graph transformers that changed the graph, from its log
+    path: str  # the optimized model ORT wrote
+    files: list[str]  # the path and, for large models, its external-data file
+    size_bytes: int
+    warning: str = ""
+    subgraph_nodes: int = 0  # nodes in its If/Loop/Scan bodies, which ORT optimizes too
+
+
+@dataclass(kw_only=True)
+class OptimizationReport:
+    original_nodes: int
+    original_ops: dict[str, int]
+    original_subgraph_nodes: int = 0
+    levels: list[LevelResult] = field(default_factory=list)
