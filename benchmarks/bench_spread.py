@@ -21,10 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.jobs import run_job
+from core.bench import BenchRequest
+from core.jobs import BENCH, run
 from core.model import zoo
 from core.model.inputs import plan_inputs
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
 
 SPIN = "import time\nend = time.monotonic() + 3600\nwhile time.monotonic() < end: pass"
@@ -35,11 +37,8 @@ def _runs(
 ) -> list[tuple[float, float, float, float, bool]]:
     found = []
     for _ in range(count):
-        report = run_job(
-            "bench.run",
-            {"onnx_path": path, "inputs": plan, "torch_source": TorchSource("sample", "tinycnn"),
-             "iterations": iterations, "warmup": 20, "threads": threads},
-        )  # fmt: skip
+        model = MeasuredModel(path=path, inputs=plan, torch_source=TorchSource("sample", "tinycnn"))
+        report = run(BENCH, BenchRequest(model=model, iterations=iterations, warmup=20, threads=threads))
         best = next(r for r in report.results if r.level == "ALL")
         activity = report.activity
         found.append((best.speedup, best.speedup_low, best.speedup_high, activity.others_cores, activity.busy))
@@ -66,7 +65,7 @@ def main() -> None:
     path = folder / "tinycnn.onnx"
     model = zoo.build_model("tinycnn")
     torch.onnx.export(model, tuple(zoo.example_inputs("tinycnn").values()), str(path), dynamo=False)
-    plan = plan_inputs(describe_files([str(path)]))
+    plan = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
     print(f"idle: {args.runs} runs")
     threads = [args.threads] if args.threads else None
     idle = _runs(str(path), plan, args.runs, args.iterations, threads)

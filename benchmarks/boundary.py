@@ -20,8 +20,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.decode import DecodedModel, decode_model
-from core.jobs import run_job
+from core.decode import DecodedModel, DecodeRequest, decode_model
+from core.jobs import DECODE, run
 from core.jobs.wire import decode, encode
 from tests.builders import chain_model, exported_sample, write
 
@@ -64,7 +64,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         big = write(chain_model(args.nodes), Path(tmp) / f"chain{args.nodes}.onnx")
         small = exported_sample("tinycnn", Path(tmp))
-        decode_s, decoded = best(lambda: decode_model(str(big), with_text=False), 1)
+        decode_s, decoded = best(lambda: decode_model(DecodeRequest(path=str(big), with_text=False)), 1)
         print(f"{args.nodes:,}-node model: decode in process {decode_s:.2f} s; {len(decoded.nodes):,} nodes listed")
         encode_s, data = best(lambda: encode(decoded), args.repeat)
         load_s, again = best(lambda: decode(data, DecodedModel), args.repeat)
@@ -74,7 +74,7 @@ def main() -> None:
             f"  -> boundary {encode_s + load_s:.3f} s"
         )
         _pydantic(decoded, args.repeat)
-        job_s, _ = best(lambda: run_job("decode.run", {"path": str(big), "with_text": False}), 1)
+        job_s, _ = best(lambda: run(DECODE, DecodeRequest(path=str(big), with_text=False)), 1)
         print(f"decode.run job, worker start to typed result in the caller: {job_s:.2f} s")
         big_cli, small_cli = _cli_seconds(big, 1), _cli_seconds(small, 1)
         print(

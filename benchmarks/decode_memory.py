@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import onnx
 from onnx import TensorProto, helper
 
-from core.jobs import JobSpec, submit
+from core.decode import DecodeRequest
+from core.jobs import DECODE, submit
 
 TENSOR_MB = 16
 
@@ -63,9 +64,9 @@ def many_nodes_model(folder: Path, nodes: int) -> Path:
 
 def measure(path: Path) -> tuple[float, float]:
     start = time.perf_counter()
-    handle = submit(JobSpec("decode.run", {"path": str(path)}))
+    handle = submit(DECODE, DecodeRequest(path=str(path)))
     handle.result()
-    return time.perf_counter() - start, handle.peak_rss_bytes / 2**20  # type: ignore[attr-defined]
+    return time.perf_counter() - start, handle.handle.peak_rss_bytes / 2**20  # type: ignore[attr-defined]
 
 
 def main() -> None:

@@ -19,8 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.bench import run_benchmark
+from core.bench import BenchRequest, run_benchmark
 from core.model.inputs import BenchInput, make_inputs
+from core.model.measured import MeasuredModel
+from core.model.torchload import TorchSource
 from tests.builders import exported_sample
 
 
@@ -49,7 +51,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    specs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
+    specs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
     inputs = specs
     with tempfile.TemporaryDirectory() as tmp:
         path = exported_sample("tinycnn", Path(tmp))
@@ -57,7 +59,14 @@ def main() -> None:
         bare, harness = [], []
         for _ in range(args.pairs):
             bare.append(_bare_median_ms(path, feed, args.iters, 20, args.threads))
-            report = run_benchmark(str(path), inputs, levels=["all"], threads=[args.threads], iterations=args.iters)
+            report = run_benchmark(
+                BenchRequest(
+                    model=MeasuredModel(path=str(path), inputs=inputs),
+                    levels=["all"],
+                    threads=[args.threads],
+                    iterations=args.iters,
+                )
+            )
             harness.append(report.results[0].median_ms)
         ratios = [h / b for h, b in zip(harness, bare, strict=True)]
         print(f"TinyCNN, ORT ALL, {args.threads} thread(s), {args.iters} calls each, {args.pairs} alternated pairs")
@@ -65,11 +74,16 @@ def main() -> None:
         print(f"  harness                median of medians {statistics.median(harness):.4f} ms   {_fmt(harness)}")
         print(f"  harness / bare         {statistics.median(ratios):.3f}  (per pair: {_fmt(ratios)})")
 
-        source = {"kind": "sample", "name": "tinycnn", "path": ""}
+        source = TorchSource(kind="sample", name="tinycnn")
         eager, ort_all, speedups = [], [], []
         for _ in range(args.runs):
             report = run_benchmark(
-                str(path), inputs, source, levels=["all"], threads=[args.threads], iterations=args.iters
+                BenchRequest(
+                    model=MeasuredModel(path=str(path), inputs=inputs, torch_source=source),
+                    levels=["all"],
+                    threads=[args.threads],
+                    iterations=args.iters,
+                )
             )
             by = {r.label: r for r in report.results}
             eager.append(by["PyTorch eager"].median_ms)

@@ -30,9 +30,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.jobs import Backend, JobSpec, ProcessBackend
+from core.bench import BenchRequest
+from core.decode import DecodeRequest
+from core.jobs import BENCH, DECODE, HARDWARE, Backend, JobSpec, ProcessBackend
 from core.jobs.cluster import local
 from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
+from core.runtime.hardware import HardwareRequest
 from core.settings import PROJECT_ROOT, load_settings
 
 
@@ -48,9 +52,10 @@ def _interleaved_ms(runs: dict[str, Callable[[], object]], repeat: int) -> dict[
 
 
 def _bench(model: Path, iterations: int) -> JobSpec:
-    inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
-    args = {"onnx_path": str(model), "inputs": inputs, "engines": ["ort"], "levels": ["all"], "threads": [1]}
-    return JobSpec("bench.run", {**args, "iterations": iterations, "warmup": 20, "time_budget_s": 300.0})
+    inputs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
+    request = BenchRequest(model=MeasuredModel(path=str(model), inputs=inputs), engines=["ort"], levels=["all"],
+                           threads=[1], iterations=iterations, warmup=20, time_budget_s=300.0)  # fmt: skip
+    return JobSpec(name=BENCH.name, args={"request": request})
 
 
 def _job(backend: Backend, spec: JobSpec) -> Callable[[], object]:
@@ -79,9 +84,10 @@ def measure(repeat: int, n: int, iterations: int, rounds: int) -> dict[str, floa
     figures: dict[str, float] = {}
     (work / "m").mkdir()
     model = exported_sample("tinycnn", work / "m")
-    decode = JobSpec("decode.run", {"path": str(model)})
-    head.submit(JobSpec("cluster.hardware")).result(120)  # the agents started, before anything is timed
-    node2.submit(JobSpec("cluster.hardware")).result(120)
+    decode = JobSpec(name=DECODE.name, args={"request": DecodeRequest(path=str(model))})
+    hardware = JobSpec(name=HARDWARE.name, args={"request": HardwareRequest()})
+    head.submit(hardware).result(120)  # the agents started, before anything is timed
+    node2.submit(hardware).result(120)
     start = time.perf_counter()
     node2.submit(decode).result(120)
     figures["first job on node2, model sent (ms)"] = (time.perf_counter() - start) * 1000

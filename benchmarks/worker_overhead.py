@@ -20,9 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.jobs import JOBS, Job, JobSpec, ProcessBackend
+from core.decode import DecodeRequest
+from core.jobs import DECODE, INTAKE, JOBS, PARTITION, Job, JobSpec, ProcessBackend
 from core.jobs.sandbox import sandbox_state
 from core.model import intake, zoo
+from core.model.intake import IntakeRequest
+from core.partition import PartitionRequest
 from core.settings import load_settings
 
 
@@ -40,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    registry = JOBS.with_jobs(Job("bench.noop", "core.model.zoo:get_sample"))
+    registry = JOBS.with_jobs(Job(name="bench.noop", target="core.model.zoo:get_sample"))
     settings = dataclasses.replace(load_settings(environ={}), data_dir=tempfile.mkdtemp())
     fresh = ProcessBackend(settings, registry)
     warm = ProcessBackend(settings, registry, warm=1)
@@ -62,21 +65,22 @@ def main() -> None:
     state_path = folder / "tinycnn.pt"
     torch.save(model.state_dict(), state_path)
     onnx.load(str(onnx_path))
-    from core.decode import decoder
-    from core.runtime import partition
+    from core.decode import decode_model
+    from core.partition import partition_model
 
     def job(backend: ProcessBackend, name: str, job_args: dict[str, object]) -> Callable[[], object]:
-        return lambda: backend.submit(JobSpec(name, job_args)).result()
+        return lambda: backend.submit(JobSpec(name=name, args=job_args)).result()
 
+    onnx_file = IntakeRequest(paths=[str(onnx_path)])
+    state_file = IntakeRequest(paths=[str(state_path)])
+    decode, partition = DecodeRequest(path=str(onnx_path)), PartitionRequest(path=str(onnx_path))
     cases: dict[str, tuple[Callable[[], object], str, dict[str, object]]] = {
         "empty job (process start + protocol)": (lambda: None, "bench.noop", {"name": "tinycnn"}),
-        "describe tinycnn.onnx": (lambda: intake.describe_files([str(onnx_path)]), "intake.describe_files",
-                                  {"paths": [str(onnx_path)]}),
-        "describe tinycnn state_dict (torch)": (lambda: intake.describe_files([str(state_path)]),
-                                                "intake.describe_files", {"paths": [str(state_path)]}),
-        "decode tinycnn.onnx": (lambda: decoder.decode_model(str(onnx_path)), "decode.run", {"path": str(onnx_path)}),
-        "partition tinycnn.onnx": (lambda: partition.partition_model(str(onnx_path)), "partition.run",
-                                   {"path": str(onnx_path)}),
+        "describe tinycnn.onnx": (lambda: intake.describe_files(onnx_file), INTAKE.name, {"request": onnx_file}),
+        "describe tinycnn state_dict (torch)": (lambda: intake.describe_files(state_file), INTAKE.name,
+                                                {"request": state_file}),
+        "decode tinycnn.onnx": (lambda: decode_model(decode), DECODE.name, {"request": decode}),
+        "partition tinycnn.onnx": (lambda: partition_model(partition), PARTITION.name, {"request": partition}),
     }  # fmt: skip
     print(f"sandbox: {'on' if sandbox_state(settings)[0] else 'off'}; median of {args.repeat} runs each")
     print(f"{'case':<38} {'in process ms':>14} {'fresh worker ms':>16} {'pre-started ms':>15} {'saved':>6}")

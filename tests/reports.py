@@ -16,8 +16,10 @@ __all__ = ["made_report"]
 
 def _result(label: str, engine: str, level: str, median: float) -> BenchResult:
     return BenchResult(
-        label, engine, level, "CPUExecutionProvider", 1, 1, 20, median, median * 1.01, median * 1.2, median * 1.4,
-        median * 0.9, median * 1.5, median * 0.05, median * 0.97, median * 1.03, 1000 / median, 12.5, median * 3,
+        label=label, engine=engine, level=level, provider="CPUExecutionProvider", threads=1, batch=1, n=20,
+        median_ms=median, mean_ms=median * 1.01, p90_ms=median * 1.2, p99_ms=median * 1.4, min_ms=median * 0.9,
+        max_ms=median * 1.5, std_ms=median * 0.05, median_low_ms=median * 0.97, median_high_ms=median * 1.03,
+        throughput=1000 / median, load_ms=12.5, first_run_ms=median * 3,
         speedup=4.0 / median, max_abs_diff=None if engine == "eager" else 2e-6,
         samples_ms=[median * (1 + i / 100) for i in range(20)], cpu_median_ms=median * 0.98,
     )  # fmt: skip
@@ -28,7 +30,16 @@ def made_report(
 ) -> BenchReport:
     """A finished benchmark of ``model`` on ``machine`` at ``when`` (now), as run_benchmark returns one."""
     created = (when or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
-    environment = Environment(machine, "Test CPU @ 3 GHz", 2, 4, "Linux", "3.11.7", {"onnxruntime": "1.32.0"}, ["avx2"])
+    environment = Environment(
+        machine=machine,
+        cpu="Test CPU @ 3 GHz",
+        physical_cores=2,
+        logical_cores=4,
+        os="Linux",
+        python="3.11.7",
+        versions={"onnxruntime": "1.32.0"},
+        cpu_flags=["avx2"],
+    )
     return BenchReport(
         id=run_id or uuid.uuid4().hex,
         model=model,
@@ -47,5 +58,5 @@ def made_report(
         seconds=3.5,
         started=created.timestamp() - 3.5,
         finished=created.timestamp(),
-        activity=Activity(3.5, 2, 0.1, 1.0, 0.5, 0.6),
+        activity=Activity(seconds=3.5, cores=2, others_cores=0.1, own_cores=1.0, load_before=0.5, load_after=0.6),
     )

@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import QuantizeError
 from core.model.inputs import BenchInput
-from core.quantize import check_calibration
+from core.quantize import CalibrationRequest, check_calibration
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,7 @@ def test_a_hostile_calibration_file_is_refused_before_it_is_loaded(tmp_path: Pat
     import zipfile
 
     npz = tmp_path / "c.npz"
-    spec = [BenchInput("input", "float32", [1, 768], 0)]
+    spec = [BenchInput(name="input", dtype="float32", shape=[1, 768], batch_axis=0)]
     if what == "pickle":
         with zipfile.ZipFile(npz, "w") as archive:
             archive.writestr("input", pickle.dumps({"not": "an array"}))
@@ -43,5 +43,5 @@ def test_a_hostile_calibration_file_is_refused_before_it_is_loaded(tmp_path: Pat
         np.savez(npz, **{f"input{i}": np.zeros(1, np.float32) for i in range(300)})
     started = time.monotonic()
     with pytest.raises(QuantizeError, match=words) as caught:
-        check_calibration(str(npz), spec)
+        check_calibration(CalibrationRequest(path=str(npz), inputs=spec))
     assert time.monotonic() - started < 5 and len(str(caught.value)) < 600

@@ -5,13 +5,16 @@ an unexpected exception inside a job, is a bug here: every way a file can be wro
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from core.decode import DecodeRequest
 from core.errors import JobFailed, WorkbenchError
-from core.jobs import run_job
+from core.jobs import DECODE, INTAKE, Job, run
+from core.model.intake import IntakeRequest
 from tests import builders
 
 SEEDS = {
@@ -41,12 +44,12 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-def _only_documented_errors(job: str, args: dict) -> None:
+def _only_documented_errors(job: Job[Any, Any], request: Any) -> None:
     try:
-        run_job(job, args)
+        run(job, request)
         event("accepted")
     except JobFailed as exc:  # an exception the job did not expect: a bug, not a message for the user
-        raise AssertionError(f"{job} failed unexpectedly: {exc}\n{exc.details}") from exc
+        raise AssertionError(f"{job.name} failed unexpectedly: {exc}\n{exc.details}") from exc
     except WorkbenchError as exc:
         event(type(exc).__name__)
 
@@ -61,7 +64,7 @@ FUZZ = settings(
 def test_intake_raises_only_documented_errors(data: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     path = tmp_path_factory.mktemp("fuzz") / "model.onnx"
     path.write_bytes(data)
-    _only_documented_errors("intake.describe_files", {"paths": [str(path)]})
+    _only_documented_errors(INTAKE, IntakeRequest(paths=[str(path)]))
 
 
 @FUZZ
@@ -69,4 +72,4 @@ def test_intake_raises_only_documented_errors(data: bytes, tmp_path_factory: pyt
 def test_decode_raises_only_documented_errors(data: bytes, tmp_path_factory: pytest.TempPathFactory) -> None:
     path = Path(tmp_path_factory.mktemp("fuzz")) / "model.onnx"
     path.write_bytes(data)
-    _only_documented_errors("decode.run", {"path": str(path), "with_text": True})
+    _only_documented_errors(DECODE, DecodeRequest(path=str(path), with_text=True))

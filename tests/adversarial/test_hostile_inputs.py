@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.jobs import JOBS, Job, ProcessBackend
+from core.jobs import DECODE, JOBS, PARTITION, Job, ProcessBackend, run
 from tests import builders
 from tests.adversarial import hostile
 from tests.adversarial.hostile import CASES, SCRIPT, Case
@@ -142,8 +142,8 @@ def _server_growth(path: Path) -> int:
     for page in ("decode", "partition"):
         at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, at.exception
-    decoded = at.session_state["decoded"][1]
-    reports = at.session_state["partition"][1].reports
+    decoded = at.session_state[DECODE.name][1]
+    reports = at.session_state[PARTITION.name][1].reports
     # the node tables stay in the job's files in the session's folder; the server holds none of their rows
     assert decoded.nodes == [] and decoded.node_rows.rows == decoded.total_node_count
     assert all(r.nodes == [] and r.node_rows.rows == r.node_total for r in reports)
@@ -184,7 +184,7 @@ def test_a_crash_in_native_code_is_a_message_and_the_app_survives(
     before = _snapshot(sandbox)
     from ui import session
 
-    crashing = JOBS.with_jobs(Job("intake.describe_files", "tests.adversarial.crashers:segfault_describe"))
+    crashing = JOBS.with_jobs(Job(name="intake.describe_files", target="tests.adversarial.crashers:segfault_describe"))
     with monkeypatch.context() as patch:  # only the app's job table; the sandbox's settings stay
         patch.setattr(session, "backend", lambda: ProcessBackend(session.settings(), crashing))
         at = _upload(files)
@@ -197,7 +197,7 @@ def test_a_crash_in_native_code_is_a_message_and_the_app_survives(
 
 def test_two_hundred_thousand_nodes_decode_and_partition(sandbox: Path) -> None:
     """Accepted locally (the limit is 500,000 nodes): the table lists them, the graph is not drawn."""
-    from core.jobs import run_job
+    from core.partition import PartitionRequest
 
     case = next(c for c in CASES if c.name == "many_nodes")
     (path,) = case.build(sandbox / "uploads")
@@ -206,7 +206,7 @@ def test_two_hundred_thousand_nodes_decode_and_partition(sandbox: Path) -> None:
     at.switch_page("app_pages/decode.py").run()
     assert not at.exception
     assert any("too many to draw" in _plain(w.value) for w in at.warning)
-    result = run_job("partition.run", {"path": at.session_state["model"].path, "simulate": []})
+    result = run(PARTITION, PartitionRequest(path=at.session_state["model"].path, simulate=[]))
     assert result.reports[0].providers == {"CPUExecutionProvider": 200_001}
 
 

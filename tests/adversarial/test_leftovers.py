@@ -8,14 +8,35 @@ import dataclasses
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from core.export import default_options
-from core.jobs import ProcessBackend, run_job
+from core.bench import BenchRequest
+from core.decode import DecodeRequest
+from core.export import ExportRequest, default_options
+from core.jobs import (
+    BENCH,
+    CALIBRATION,
+    DECODE,
+    EXPORT,
+    INTAKE,
+    OPTIMIZE,
+    PARTITION,
+    QUANTIZE,
+    SAMPLE,
+    Job,
+    ProcessBackend,
+    run,
+)
 from core.model.inputs import BenchInput
+from core.model.intake import IntakeRequest
+from core.model.measured import MeasuredModel
 from core.model.torchload import source_of
+from core.model.zoo import SampleRequest
+from core.partition import LevelsRequest, PartitionRequest
+from core.quantize import CalibrationRequest, QuantizeRequest
 from core.settings import PROJECT_ROOT, load_settings
 from tests import builders
 
@@ -33,25 +54,26 @@ def test_every_kind_of_job_leaves_the_working_directory_and_temp_folder_as_they_
     model = builders.exported_sample("classifier", tmp_path / "in")
     npz = tmp_path / "in" / "calibration.npz"
     np.savez(npz, input=np.random.default_rng(0).standard_normal((8, 768)).astype(np.float32))
-    inputs = [BenchInput("input", "float32", [1, 768], 0)]
+    inputs = [BenchInput(name="input", dtype="float32", shape=[1, 768], batch_axis=0)]
     out = tmp_path / "out"
     before = (_listing(PROJECT_ROOT), _listing(Path(tempfile.gettempdir())))
 
-    sample = run_job("intake.describe_sample", {"name": "classifier"}, backend)
-    export = {"source": source_of(sample), "options": default_options(sample), "out_dir": str(out / "export")}
-    jobs = [
-        ("intake.describe_files", {"paths": [str(model)], "unpack_dir": str(out / "unpacked")}),
-        ("export.run", {**export, "options": dataclasses.replace(export["options"], exporter="legacy")}),
-        ("decode.run", {"path": str(model)}),
-        ("partition.run", {"path": str(model), "simulate": ["nnapi"]}),
-        ("optimize.levels", {"path": str(model), "out_dir": str(out / "levels")}),
-        ("bench.run", {"onnx_path": str(model), "inputs": inputs, "iterations": 5, "warmup": 1}),
-        ("quantize.check_calibration", {"path": str(npz), "inputs": inputs}),
-        ("quantize.run", {"path": str(model), "out_dir": str(out / "q"), "inputs": inputs, "iterations": 5,
-                          "variants": ["dynamic-qint8", "static-qdq-minmax", "fp16"], "calibration_file": str(npz)}),
+    sample = run(SAMPLE, SampleRequest(name="classifier"), backend)
+    legacy = dataclasses.replace(default_options(sample), exporter="legacy")
+    measured = MeasuredModel(path=str(model), inputs=inputs)
+    jobs: list[tuple[Job[Any, Any], Any]] = [
+        (INTAKE, IntakeRequest(paths=[str(model)], unpack_dir=str(out / "unpacked"))),
+        (EXPORT, ExportRequest(source=source_of(sample), options=legacy, out_dir=str(out / "export"))),
+        (DECODE, DecodeRequest(path=str(model))),
+        (PARTITION, PartitionRequest(path=str(model), simulate=["nnapi"])),
+        (OPTIMIZE, LevelsRequest(path=str(model), out_dir=str(out / "levels"))),
+        (BENCH, BenchRequest(model=measured, iterations=5, warmup=1)),
+        (CALIBRATION, CalibrationRequest(path=str(npz), inputs=inputs)),
+        (QUANTIZE, QuantizeRequest(model=measured, out_dir=str(out / "q"), iterations=5,
+                                   variants=["dynamic-qint8", "static-qdq-minmax", "fp16"], calibration_file=str(npz))),
     ]  # fmt: skip
-    for name, args in jobs:
-        run_job(name, args, backend)
+    for job, request in jobs:
+        run(job, request, backend)
     after = (_listing(PROJECT_ROOT), _listing(Path(tempfile.gettempdir())))
     assert after[0] == before[0], f"written into the working directory: {after[0] - before[0]}"
     assert after[1] - before[1] <= {p.name for p in Path(tempfile.gettempdir()).glob("pytest-*")}, after[1] - before[1]

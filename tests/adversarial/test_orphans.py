@@ -78,14 +78,16 @@ def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(
     server = textwrap.dedent(
         f"""
         import time
-        from core.jobs import ProcessBackend, run_job
+        from core.bench import BenchRequest
+        from core.jobs import BENCH, ProcessBackend, run
         from core.model.inputs import BenchInput
+        from core.model.measured import MeasuredModel
         backend = ProcessBackend(warm={int(warm)})
         while backend.pool is not None and backend.pool.ready_count() == 0:
             time.sleep(0.05)
-        inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
-        run_job("bench.run", {{"onnx_path": {str(model)!r}, "inputs": inputs, "iterations": 1000000,
-                               "time_budget_s": 600.0}}, backend)
+        inputs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
+        model = MeasuredModel(path={str(model)!r}, inputs=inputs)
+        run(BENCH, BenchRequest(model=model, iterations=1000000, time_budget_s=600.0), backend)
         """
     )
     host = _start([sys.executable, "-c", server], data, sandbox)

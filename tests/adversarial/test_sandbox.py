@@ -14,9 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from core.decode import DecodeRequest
 from core.errors import IntakeError, WorkbenchError
-from core.jobs import JobSpec, ProcessBackend, run_job, submit
+from core.jobs import DECODE, INTAKE, ProcessBackend, run, submit
 from core.jobs.sandbox import sandbox_status
+from core.model.intake import IntakeRequest
 from core.settings import PROJECT_ROOT, load_settings
 from tests.adversarial.payloads import escape_code, pt2_pickle_payload, torchscript_payload
 
@@ -94,9 +96,9 @@ def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
 
 def _describe(scene: Scene, path: Path, sandbox: bool) -> str:
     """The message the user sees when the archive is opened (its code raises on purpose)."""
-    args = {"paths": [str(path)], "unpack_dir": str(scene.uploads)}
+    request = IntakeRequest(paths=[str(path)], unpack_dir=str(scene.uploads))
     with pytest.raises(WorkbenchError) as caught:
-        run_job("intake.describe_files", args, scene.backend(sandbox))
+        run(INTAKE, request, scene.backend(sandbox))
     return str(caught.value)
 
 
@@ -126,9 +128,9 @@ def test_without_the_sandbox_the_same_archive_steals_and_escapes(scene: Scene) -
 def test_torchscript_setstate_cannot_read_the_servers_files(scene: Scene) -> None:
     archive = torchscript_payload(scene.uploads, scene.secret)
     with pytest.raises(IntakeError, match="could not be loaded") as caught:
-        run_job("intake.describe_files", {"paths": [str(archive)]}, scene.backend(sandbox=True))
+        run(INTAKE, IntakeRequest(paths=[str(archive)]), scene.backend(sandbox=True))
     assert SECRET not in str(caught.value)
-    record = run_job("intake.describe_files", {"paths": [str(archive)]}, scene.backend(sandbox=False))
+    record = run(INTAKE, IntakeRequest(paths=[str(archive)]), scene.backend(sandbox=False))
     assert record.format == "torchscript"  # unsandboxed it loads, with the secret in its weights
 
 
@@ -137,10 +139,10 @@ def test_a_job_sees_only_its_own_paths(scene: Scene, tmp_path: Path) -> None:
     from tests import builders
 
     model = builders.write(builders.relu_model(), scene.uploads / "relu.onnx")
-    decoded = run_job("decode.run", {"path": str(model)}, scene.backend(sandbox=True))
+    decoded = run(DECODE, DecodeRequest(path=str(model)), scene.backend(sandbox=True))
     assert decoded.node_count == 1
     elsewhere = builders.write(builders.relu_model(), tmp_path / "elsewhere" / "relu.onnx")
-    assert run_job("decode.run", {"path": str(elsewhere)}, scene.backend(sandbox=True)).node_count == 1
+    assert run(DECODE, DecodeRequest(path=str(elsewhere)), scene.backend(sandbox=True)).node_count == 1
 
 
 FORK_BOMB = """
@@ -173,7 +175,7 @@ def test_a_model_directly_in_tmp_is_read_without_showing_the_rest_of_tmp(scene: 
     neighbour = Path("/tmp") / f"other-{uuid.uuid4().hex[:8]}.txt"
     neighbour.write_text(SECRET)
     try:
-        record = run_job("intake.describe_files", {"paths": [str(model)]}, scene.backend(sandbox=True))
+        record = run(INTAKE, IntakeRequest(paths=[str(model)]), scene.backend(sandbox=True))
         assert record.node_count == 1
         from core.jobs.sandbox import Confinement, worker_command
 
@@ -201,12 +203,10 @@ def test_a_pickle_in_a_pre_started_worker_gets_nothing_either(scene: Scene) -> N
         code = escape_code(scene.secret, scene.outside, scene.listener.port, marker, scene.other_session, loot)
         archive = pt2_pickle_payload(scene.uploads, code)
         before = archive.read_bytes()
-        handle = submit(
-            JobSpec("intake.describe_files", {"paths": [str(archive)], "unpack_dir": str(results)}), backend
-        )
+        handle = submit(INTAKE, IntakeRequest(paths=[str(archive)], unpack_dir=str(results)), backend)
         with pytest.raises(WorkbenchError) as caught:
             handle.result(timeout=120)
-        assert handle.started_warm  # type: ignore[attr-defined]
+        assert handle.handle.started_warm  # type: ignore[attr-defined]
         message = str(caught.value)
         assert SECRET not in message and CANARY not in message and "their-model" not in message, message
         assert loot.read_text() == "STOLEN[]"  # the code ran, wrote into its results folder, and got nothing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.jobs import BENCH
 from tests import builders
 from tests.app.pages import open_page, run_benchmark
 
@@ -17,7 +18,7 @@ def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
     assert "95 % CI" in headline
     table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     assert list(table["configuration"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
-    assert at.session_state["bench_saved"] == at.session_state["bench"][1].id
+    assert at.session_state["bench_saved"] == at.session_state[BENCH.name][1].id
     assert any(h.value == "The machine" for h in at.header)
 
     at.switch_page("app_pages/history.py").run()
@@ -77,7 +78,7 @@ def test_a_detector_is_benchmarked_on_a_real_image_at_its_plans_size(monkeypatch
     next(b for b in at.button if b.label == "Run the benchmark").click()
     at.run()
     assert not at.exception
-    used = at.session_state["bench"][1].settings["inputs"]["x"]
+    used = at.session_state[BENCH.name][1].settings["inputs"]["x"]
     assert used["shape"] == [1, 3, 640, 640] and used["values"].startswith("real data: photo.png")
 
 
@@ -118,12 +119,12 @@ def test_a_run_on_a_busy_machine_says_so_and_runs_again_on_a_click() -> None:
         at.multiselect(key="bench_threads").set_value([1])
         next(b for b in at.button if b.label == "Run the benchmark").click()
         at.run()
-        first = at.session_state["bench"][1]
+        first = at.session_state[BENCH.name][1]
         assert first.activity.busy and "the machine was busy" in at.subheader[0].value.replace("\\", "")
         assert any("Other processes kept" in w.value for w in at.warning)
         again = next(b for b in at.button if b.label == "Run it again")
         again.click().run()
-        assert not at.exception and at.session_state["bench"][1].id != first.id
+        assert not at.exception and at.session_state[BENCH.name][1].id != first.id
     finally:
         hog.kill()
         hog.wait()

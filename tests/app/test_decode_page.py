@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.jobs import DECODE, GRAPH
 from tests import builders
 from tests.app.conftest import APP
 from tests.app.pages import open_page
@@ -31,7 +32,7 @@ def test_sections_come_in_the_order_a_learner_meets_them() -> None:
 
 def test_the_graph_view_holds_the_subgraphs_as_groups() -> None:
     at = open_decode(builders.control_flow_model().SerializeToString())
-    view = at.session_state["graph_view"][1]
+    view = at.session_state[GRAPH.name][1]
     subgraphs = [g.name for g in view.groups if g.kind == "subgraph"]
     assert len(subgraphs) == 3 and any(name.endswith("then_branch") for name in subgraphs)
     assert any("groups (they open with a click)" in c.value for c in at.caption)
@@ -58,7 +59,7 @@ def test_node_table_filters_by_search() -> None:
 
 def test_a_long_node_table_is_read_a_page_at_a_time_from_the_jobs_file() -> None:
     at = open_decode(builders.chain_model(2_500).SerializeToString())
-    decoded = at.session_state["decoded"][1]
+    decoded = at.session_state[DECODE.name][1]
     assert decoded.nodes == [] and decoded.node_rows.rows == 2_500  # the rows stay in the job's file
     assert len(at.dataframe[0].value) == 1_000 and any("1,000 per page" in c.value for c in at.caption)
     at.number_input(key="node_page").set_value(3).run()
@@ -73,7 +74,7 @@ def test_a_long_node_table_is_read_a_page_at_a_time_from_the_jobs_file() -> None
 
 def test_a_large_graph_is_drawn_whole_and_its_node_opens_from_the_address() -> None:
     at = open_decode(builders.chain_model(1000).SerializeToString())
-    view = at.session_state["graph_view"][1]
+    view = at.session_state[GRAPH.name][1]
     assert view.node_count == 1000
     assert any(c.value.startswith("1,000 nodes") for c in at.caption)
     name = view.nodes[500].name

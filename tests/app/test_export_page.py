@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.jobs import EXPORT
 from tests.app.pages import open_page
 
 
@@ -62,7 +63,7 @@ def test_export_again_with_the_legacy_exporter_honours_opset_14(app: AppTest) ->
     again.click().run()
     assert not app.exception
     assert app.radio(key="exporter_choice").value == "legacy"
-    report = app.session_state["export_report"][1]
+    report = app.session_state[EXPORT.name][1]
     assert report.exporter == "legacy" and report.opset_produced == 14
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.jobs import BENCH
 from tests import builders
 from tests.app.pages import APP, open_page, run_benchmark
 
@@ -56,14 +57,14 @@ def test_a_sample_and_an_export_of_it_keep_their_link() -> None:
 def test_a_benchmark_is_still_there_after_a_reload() -> None:
     at = open_page(timeout=300)
     run_benchmark(at, iterations=20, warmup=1)
-    measured = at.session_state["bench"][1]
+    measured = at.session_state[BENCH.name][1]
     params = {k: v[0] if isinstance(v, list) else v for k, v in dict(at.query_params).items()}
 
     again = _reopened(params)
     again.switch_page("app_pages/benchmark.py").run()
     assert not again.exception
-    assert again.session_state["bench"][1].id == measured.id  # shown at once, not measured again
+    assert again.session_state[BENCH.name][1].id == measured.id  # shown at once, not measured again
     assert again.subheader[0].value == at.subheader[0].value
     stranger = _reopened({**params, "key": "guessed"})
     stranger.switch_page("app_pages/benchmark.py").run()
-    assert "bench" not in stranger.session_state  # a wrong key opens neither the model nor its results
+    assert BENCH.name not in stranger.session_state  # a wrong key opens neither the model nor its results

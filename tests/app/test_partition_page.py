@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.jobs import PARTITION
 from tests import builders
 from tests.app.pages import open_page, texts
 
@@ -70,7 +71,7 @@ def test_a_model_from_the_wild_with_subgraphs(tmp_path: Path, monkeypatch: pytes
 
 def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_partition(builders.control_flow_model().SerializeToString(), monkeypatch)
-    report = at.session_state["partition"][1].reports[0]
+    report = at.session_state[PARTITION.name][1].reports[0]
     assert report.nodes == [] and report.node_rows.rows == report.node_total >= 4  # kept in the job's file
     assert len(at.dataframe[0].value) == report.node_total
     key = next(m.key for m in at.multiselect if m.key.endswith("_filter"))

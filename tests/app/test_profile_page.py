@@ -6,6 +6,7 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from core.graph.colourings import latency_colouring
+from core.jobs import GRAPH, PROFILE
 from tests.app.pages import open_page
 
 
@@ -24,7 +25,7 @@ def _profile(at: AppTest, level: str = "all") -> None:
 def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
     at = open_page(timeout=300)
     _profile(at)
-    report = at.session_state["profile"][1]
+    report = at.session_state[PROFILE.name][1]
     headline = at.subheader[0].value.replace("\\", "")
     assert headline.startswith("ONNX Runtime (ALL):") and "PyTorch eager:" in headline
     assert report.op_types[0].op_type == "Conv"  # the fused Conv, NCHWc at ALL
@@ -39,7 +40,7 @@ def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
         "Download the whole profile (JSON)",
     }
 
-    view = at.session_state["graph_view"][1]  # the graph view, coloured by latency: the hot nodes are the
+    view = at.session_state[GRAPH.name][1]  # the graph view, coloured by latency: the hot nodes are the
     colouring = latency_colouring(view, report)  # second Conv and its Relu
     hot = {n.op for n in view.nodes if colouring.keys.get(n.name) == "≥ 20 % of the call"}
     assert hot and hot <= {"Conv", "Relu"}, colouring.keys

@@ -26,7 +26,7 @@ view = _view()
 # "providers": the attention MatMuls on a GPU, Softmax on the CPU, the rest not named (the neutral "—")
 keys = {n.name: "CUDA" for n in view.nodes if "/attn/" in n.name and n.op == "MatMul"}
 keys |= {n.name: "CPU" for n in view.nodes if n.op == "Softmax"}
-providers = Colouring("execution provider", keys, order=["CUDA", "CPU"], colours={"CPU": "#ffc078"})
+providers = Colouring(title="execution provider", keys=keys, order=["CUDA", "CPU"], colours={"CPU": "#ffc078"})
 colour = st.query_params.get("colour", "op")
 st.button("Rerun")
 opening = st.query_params.get("open", "")

@@ -12,8 +12,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from core.bench import run_benchmark
+from core.bench import BenchRequest, run_benchmark
 from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
 from core.store import Store
 from tests.e2e.conftest import go_to, shot, upload, wait_idle
 
@@ -65,7 +66,14 @@ def _seed_history(data_dir: Path, folder: Path) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
     store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
     for n in range(2):
-        report = run_benchmark(str(model), [BenchInput("x", "float32", [1, 4])], iterations=5, warmup=1, seed=n)
+        report = run_benchmark(
+            BenchRequest(
+                model=MeasuredModel(path=str(model), inputs=[BenchInput(name="x", dtype="float32", shape=[1, 4])]),
+                iterations=5,
+                warmup=1,
+                seed=n,
+            )
+        )
         results = [dataclasses.replace(r, label=f"{r.label} {MARKUP}") for r in report.results]
         store.save(dataclasses.replace(report, id=f"markup{n}", model=MARKUP, results=results, headline=MARKUP))
 

@@ -12,7 +12,14 @@ from typing import Any
 
 from core.access import ReadPath, WritePath
 from core.errors import IntakeError
+from core.jobs.process import Backend, JobSpec, submit_spec
 from core.settings import IntakeLimits
+
+
+def run_spec(name: str, args: dict[str, Any] | None = None, backend: Backend | None = None) -> Any:
+    """Run job ``name`` to the end through the backends' own protocol (free-form arguments, as the test jobs
+    below take them) and return its result, raising its error."""
+    return submit_spec(JobSpec(name=name, args=args or {}), backend).result()
 
 
 @dataclass

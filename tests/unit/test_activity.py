@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from core.bench import headline, run_benchmark
-from core.jobs import run_job
+from core.bench import BenchRequest, headline, run_benchmark
+from core.jobs import BENCH, run
 from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
 from core.runtime.activity import Activity, ActivityMeter
 from tests import builders
 
@@ -44,11 +45,14 @@ def test_another_process_using_a_core_is_seen(spinner: subprocess.Popen[bytes]) 
 
 
 def test_a_busy_machine_is_said_in_the_headline_with_the_interval(tinycnn: Path) -> None:
-    inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
-    report = run_benchmark(str(tinycnn), inputs, levels=["disable", "all"], threads=[1], iterations=20, warmup=2)
+    inputs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
+    model = MeasuredModel(path=str(tinycnn), inputs=inputs)
+    report = run_benchmark(BenchRequest(model=model, levels=["disable", "all"], threads=[1], iterations=20, warmup=2))
     assert report.activity is not None and all(r.cpu_median_ms is not None for r in report.results)
     assert all(len(r.cpu_samples_ms) == len(r.samples_ms) == r.n for r in report.results)  # each call's CPU time
-    report.activity = Activity(3.0, 2, 1.2, 1.0, 1.5, 1.9, busy=True, note="busy")
+    report.activity = Activity(
+        seconds=3.0, cores=2, others_cores=1.2, own_cores=1.0, load_before=1.5, load_after=1.9, busy=True, note="busy"
+    )
     text = headline(report)
     assert text.startswith("Noisy run:") and "between" in text  # the interval, never one settled number
     assert "the machine was busy: other processes kept 1.2 of 2 cores busy" in text
@@ -57,9 +61,9 @@ def test_a_busy_machine_is_said_in_the_headline_with_the_interval(tinycnn: Path)
 def test_a_benchmark_in_the_sandboxed_worker_sees_the_other_work(
     tinycnn: Path, spinner: subprocess.Popen[bytes]
 ) -> None:
-    inputs = [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
-    args = {"onnx_path": str(tinycnn), "inputs": inputs, "levels": ["all"], "threads": [1], "iterations": 3000}
-    report = run_job("bench.run", args)
+    inputs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
+    model = MeasuredModel(path=str(tinycnn), inputs=inputs)
+    report = run(BENCH, BenchRequest(model=model, levels=["all"], threads=[1], iterations=3000))
     assert report.activity is not None and report.activity.busy, report.activity
     assert "the machine was busy" in report.headline or report.baseline == ""
     assert report.activity.note in report.notes

@@ -9,15 +9,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from core.bench import BenchReport, headline, run_benchmark
+from core.bench import BenchReport, BenchRequest, headline, run_benchmark
 from core.errors import BenchmarkError
-from core.jobs import JobSpec, ProcessBackend, submit
+from core.jobs import BENCH, ProcessBackend, submit
 from core.model import ModelRecord, TensorSpec, zoo
 from core.model.inputs import BenchInput, default_inputs, make_inputs
+from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
 from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
@@ -77,18 +79,28 @@ def _record(inputs: list[TensorSpec]) -> ModelRecord:
 
 
 def test_default_inputs_take_sizes_from_the_pytorch_example() -> None:
-    onnx_record = _record([TensorSpec("tokens", "float32", ["batch", "seq", 64], {"0": "batch", "1": "seq"})])
+    onnx_record = _record(
+        [
+            TensorSpec(
+                name="tokens", dtype="float32", shape=["batch", "seq", 64], dynamic_axes={"0": "batch", "1": "seq"}
+            )
+        ]
+    )
     torch_record = zoo.describe_sample("transformer")
     (spec,) = default_inputs(onnx_record, torch_record)
     assert spec.shape == [1, 16, 64] and spec.batch_axis == 0
     (alone,) = default_inputs(onnx_record)  # no PyTorch original: a sequence gets a real length, and says so
     assert alone.shape == [1, 128, 64] and alone.free[1].why == "sequence length: 128"
-    fixed = default_inputs(_record([TensorSpec("x", "int64", [4, "?", None], {})]))
+    fixed = default_inputs(_record([TensorSpec(name="x", dtype="int64", shape=[4, "?", None], dynamic_axes={})]))
     assert fixed[0].shape == [4, 1, 1] and fixed[0].batch_axis is None
 
 
 def test_generated_inputs_are_seeded_and_sized_by_batch() -> None:
-    specs = [BenchInput("x", "float32", [1, 3], 0), BenchInput("ids", "int64", [1, 5], 0), BenchInput("m", "bool", [2])]
+    specs = [
+        BenchInput(name="x", dtype="float32", shape=[1, 3], batch_axis=0),
+        BenchInput(name="ids", dtype="int64", shape=[1, 5], batch_axis=0),
+        BenchInput(name="m", dtype="bool", shape=[2]),
+    ]
     a, b = make_inputs(specs, 4, seed=7), make_inputs(specs, 4, seed=7)
     assert a["x"].shape == (4, 3) and a["ids"].shape == (4, 5) and a["m"].shape == (2,)
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -103,11 +115,18 @@ def tinycnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _inputs() -> list[BenchInput]:
-    return [BenchInput("input", "float32", [1, 3, 112, 112], 0)]
+    return [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
+
+
+def _tiny(path: Path, torch: bool = False) -> MeasuredModel:
+    """TinyCNN's ONNX file with its input plan (and its PyTorch original, named as the app names it)."""
+    if torch:
+        return MeasuredModel(path=str(path), inputs=_inputs(), name="tinycnn", torch_source=TINY)
+    return MeasuredModel(path=str(path), inputs=_inputs())
 
 
 def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
-    report = run_benchmark(str(tinycnn), _inputs(), TINY, model="tinycnn", threads=[1], iterations=60, warmup=5)
+    report = run_benchmark(BenchRequest(model=_tiny(tinycnn, torch=True), threads=[1], iterations=60, warmup=5))
     by = {r.label: r for r in report.results}
     assert list(by) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
     assert all(r.n == 60 and len(r.samples_ms) == 60 for r in report.results)
@@ -125,8 +144,8 @@ def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
 
 
 def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinycnn: Path) -> None:
-    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable", "extended"], batches=[1, 4], threads=[1],
-                           iterations=20, warmup=2)  # fmt: skip
+    report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable", "extended"], batches=[1, 4],
+                                        threads=[1], iterations=20, warmup=2))  # fmt: skip
     assert report.baseline == "ORT DISABLE_ALL"
     assert [r.label for r in report.results] == [
         "ORT DISABLE_ALL · batch 1", "ORT DISABLE_ALL · batch 4", "ORT EXTENDED · batch 1", "ORT EXTENDED · batch 4",
@@ -146,24 +165,25 @@ def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinyc
 
 
 def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
-    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable"], threads=[1], iterations=100_000,
-                           warmup=0, time_budget_s=0.5)  # fmt: skip
+    report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable"], threads=[1], iterations=100_000,
+                                        warmup=0, time_budget_s=0.5))  # fmt: skip
     assert report.results[0].n < 100_000
     assert any("time budget" in note for note in report.notes)
 
 
 def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:
-    from core.model.intake import describe_files
+    from core.model.intake import IntakeRequest, describe_files
 
     for builder in (builders.mixed_inputs_model, builders.constant_weights_model, builders.control_flow_model):
         path = builders.write(builder(), tmp_path / f"{builder.__name__}.onnx")
-        record = describe_files([str(path)])
-        report = run_benchmark(str(path), default_inputs(record), threads=[1], iterations=10, warmup=1)
+        record = describe_files(IntakeRequest(paths=[str(path)]))
+        model = MeasuredModel(path=str(path), inputs=default_inputs(record))
+        report = run_benchmark(BenchRequest(model=model, threads=[1], iterations=10, warmup=1))
         assert all(r.n == 10 and r.max_abs_diff == 0.0 for r in report.results), builder.__name__
 
 
 def test_bad_configurations_are_refused_clearly(tinycnn: Path) -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"engines": ["eager"]}, "needs the PyTorch model"),
         ({"levels": ["max"]}, "Unknown optimization level"),
         ({"threads": [0]}, "Threads must be"),
@@ -172,17 +192,18 @@ def test_bad_configurations_are_refused_clearly(tinycnn: Path) -> None:
     ]
     for kwargs, message in cases:
         with pytest.raises(BenchmarkError, match=message):
-            run_benchmark(str(tinycnn), _inputs(), iterations=5, **kwargs)
-    fixed = [BenchInput("input", "float32", [1, 3, 112, 112], None)]
+            run_benchmark(BenchRequest(model=_tiny(tinycnn), iterations=5, **kwargs))
+    fixed = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=None)]
     with pytest.raises(BenchmarkError, match="batch axis is fixed"):
-        run_benchmark(str(tinycnn), fixed, batches=[1, 2], iterations=5)
-    wrong = [BenchInput("input", "float32", [1, 3, 7, 7], 0)]
+        run_benchmark(BenchRequest(model=MeasuredModel(path=str(tinycnn), inputs=fixed), batches=[1, 2], iterations=5))
+    wrong = [BenchInput(name="input", dtype="float32", shape=[1, 3, 7, 7], batch_axis=0)]
     with pytest.raises(BenchmarkError, match="failed on the generated inputs"):
-        run_benchmark(str(tinycnn), wrong, iterations=5)
+        run_benchmark(BenchRequest(model=MeasuredModel(path=str(tinycnn), inputs=wrong), iterations=5))
 
 
 def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> None:
-    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    report = run_benchmark(request)
     ort_all = next(r for r in report.results if r.level == "ALL")
     for result in report.results:
         result.noisy = False
@@ -193,7 +214,8 @@ def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> N
 def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> None:
     """The same model within minutes on a busy machine gave 7.9×, 54.7× and 65.0×: a headline must not state
     one of them as the answer."""
-    report = run_benchmark(str(tinycnn), _inputs(), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    report = run_benchmark(request)
     ort_all = next(r for r in report.results if r.level == "ALL")
     for result in report.results:
         result.noisy = False
@@ -214,12 +236,11 @@ def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> N
 def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
     backend = ProcessBackend(settings)
-    args = {"onnx_path": str(tinycnn), "inputs": _inputs(), "levels": ["disable"], "threads": [1],
-            "iterations": 400, "warmup": 5}  # fmt: skip
-    first = submit(JobSpec("bench.run", {**args, "iterations": 3000}), backend)  # long enough to be waited for
+    request = BenchRequest(model=_tiny(tinycnn), levels=["disable"], threads=[1], iterations=400, warmup=5)
+    first = submit(BENCH, dataclasses.replace(request, iterations=3000), backend)  # long enough to be waited for
     while first.state != "running":
         time.sleep(0.01)
-    second = submit(JobSpec("bench.run", args), backend)
+    second = submit(BENCH, request, backend)
     positions = set()
     while not second.done():
         if second.queue_position is not None:
@@ -234,7 +255,7 @@ def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
 # -- the store: a real run saved and read back (the store itself: test_store.py) ----------------------------------
 @pytest.fixture(scope="module")
 def report(tinycnn: Path) -> BenchReport:
-    return run_benchmark(str(tinycnn), _inputs(), TINY, model="tinycnn", threads=[1], iterations=20, warmup=2)
+    return run_benchmark(BenchRequest(model=_tiny(tinycnn, torch=True), threads=[1], iterations=20, warmup=2))
 
 
 def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:

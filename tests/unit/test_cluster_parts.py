@@ -13,14 +13,18 @@ from typing import Any, cast
 import pytest
 
 from core.access import READ, WRITE, Access, map_paths
+from core.bench import BenchRequest
 from core.cli.common import describe, in_own_folder
 from core.errors import JobFailed, TargetError, WorkbenchError
-from core.jobs import Backend, wire
+from core.jobs import BENCH, OPTIMIZE, QUANTIZE, Backend, wire
 from core.jobs.cluster.agent import TargetAgent, collect_outputs, relocate, with_target
 from core.jobs.cluster.client import connect
 from core.jobs.cluster.job import file_hash, write_outputs
 from core.jobs.registry import signature_of
 from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
+from core.partition import LevelsRequest
+from core.quantize import QuantizeRequest
 from core.store import Store
 from core.store.dashboard import Owned, latest_per_model_machine
 from tests import builders
@@ -31,20 +35,26 @@ from tests.reports import made_report
 def test_every_marked_path_of_a_job_moves_and_nothing_else() -> None:
     """bench.run's model path and an input's data file (a ReadPath inside a list of dataclasses) move; the
     input's name, which looks like a path, does not."""
-    signature = signature_of("core.bench.benchmark:run_benchmark")
-    inputs = [BenchInput("/in/a/x", "float32", [1, 4], 0, values="data", data="/in/a/x.npy")]
+    signature = signature_of(BENCH.target)
+    inputs = [
+        BenchInput(name="/in/a/x", dtype="float32", shape=[1, 4], batch_axis=0, values="data", data="/in/a/x.npy")
+    ]
+    request = BenchRequest(model=MeasuredModel(path="/in/a/model.onnx", inputs=inputs))
     seen: list[tuple[Access, str]] = []
 
     def move(access: Access, path: str) -> str:
         seen.append((access, path))
         return "/node" + path
 
-    assert map_paths("/in/a/model.onnx", signature.marked["onnx_path"], move) == "/node/in/a/model.onnx"
-    (moved,) = map_paths(inputs, signature.marked["inputs"], move)
+    sent = map_paths(request, signature.marked["request"], move)
+    assert sent.model.path == "/node/in/a/model.onnx" and request.model.path == "/in/a/model.onnx"
+    (moved,) = sent.model.inputs
     assert moved.data == "/node/in/a/x.npy" and moved.name == "/in/a/x" and inputs[0].data == "/in/a/x.npy"
     assert seen == [(READ, "/in/a/model.onnx"), (READ, "/in/a/x.npy")]
-    quantize = signature_of("core.quantize.quantizer:quantize_model")
-    assert map_paths("/out/q", quantize.marked["out_dir"], lambda a, p: f"{a.mode}:{p}") == f"{WRITE.mode}:/out/q"
+    quantize = signature_of(QUANTIZE.target)
+    asked = QuantizeRequest(model=MeasuredModel(path="/in/m.onnx", inputs=[]), out_dir="/out/q", variants=["fp16"])
+    changed = map_paths(asked, quantize.marked["request"], lambda a, p: f"{a.mode}:{p}")
+    assert changed.out_dir == f"{WRITE.mode}:/out/q" and changed.model.path == f"{READ.mode}:/in/m.onnx"
 
 
 def test_a_result_names_the_callers_files_and_its_target() -> None:
@@ -164,14 +174,20 @@ def test_a_file_arrives_in_pieces_once_by_its_hash_and_a_damaged_one_is_refused(
     assert agent.missing(["0" * 64]) == ["0" * 64] and not list(agent.cache.glob(".*"))
 
 
-def _relu_bench(agent: TargetAgent, tmp_path: Path) -> tuple[list[Any], dict[str, Any]]:
-    """A small model sent to the agent from the caller's folder: what a job reads, and bench.run's arguments."""
+def _relu_bench(agent: TargetAgent, tmp_path: Path) -> tuple[list[Any], BenchRequest]:
+    """A small model sent to the agent from the caller's folder: what a job reads, and bench.run's request."""
     folder = tmp_path / "caller"
     folder.mkdir()
     model = builders.write(builders.relu_model(), folder / "model.onnx")
     sha = _send(agent, model, piece=100)
-    args = {"onnx_path": str(model), "inputs": [BenchInput("x", "float32", [1, 4], 0)], "time_budget_s": 300.0}
-    return [(str(folder), [("model.onnx", sha)])], args
+    inputs = [BenchInput(name="x", dtype="float32", shape=[1, 4], batch_axis=0)]
+    request = BenchRequest(model=MeasuredModel(path=str(model), inputs=inputs), time_budget_s=300.0)
+    return [(str(folder), [("model.onnx", sha)])], request
+
+
+def _bench_args(request: BenchRequest, **changes: Any) -> bytes:
+    """bench.run's arguments as a client sends them to an agent: ``request`` with ``changes``."""
+    return wire.encode({"request": dataclasses.replace(request, **changes)})
 
 
 def _finished(agent: TargetAgent, job_id: str) -> dict[str, Any]:
@@ -189,11 +205,11 @@ def test_a_job_runs_on_the_nodes_copies_and_its_result_and_files_come_back_to_th
     folder.mkdir(parents=True)
     model = builders.write(builders.relu_model(), folder / "model.onnx")
     sha = _send(agent, model, piece=1000)
-    args = wire.encode({"path": str(model), "out_dir": str(out), "levels": ["basic"]})
-    agent.submit("job-1", "optimize.levels", args, (None, None), [(str(folder), [("model.onnx", sha)])], [str(out)])
+    args = wire.encode({"request": LevelsRequest(path=str(model), out_dir=str(out), levels=["basic"])})
+    agent.submit("job-1", OPTIMIZE.name, args, (None, None), [(str(folder), [("model.onnx", sha)])], [str(out)])
     status = _finished(agent, "job-1")
     assert status["state"] == "done" and "error" not in status
-    report = wire.decode(status["result"], signature_of("core.runtime.optimize:optimize_levels").result)
+    report = wire.decode(status["result"], signature_of(OPTIMIZE.target).result)
     (level,) = report.levels
     assert Path(level.path).parent == out  # the caller's folder, not the node's
     write_outputs(status["outputs"], [str(out)], "optimize.levels")
@@ -202,8 +218,8 @@ def test_a_job_runs_on_the_nodes_copies_and_its_result_and_files_come_back_to_th
 
 
 def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, tmp_path: Path) -> None:
-    reads, args = _relu_bench(agent, tmp_path)
-    bad = wire.encode({**args, "iterations": 5, "providers": ["NoSuchExecutionProvider"]})
+    reads, request = _relu_bench(agent, tmp_path)
+    bad = _bench_args(request, iterations=5, providers=["NoSuchExecutionProvider"])
     agent.submit("job-2", "bench.run", bad, (60.0, None), reads, [])
     status = _finished(agent, "job-2")
     assert status["state"] == "failed" and status["error"][0] == "BenchmarkError", status
@@ -213,14 +229,14 @@ def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, 
 def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_submit(
     agent: TargetAgent, tmp_path: Path
 ) -> None:
-    reads, args = _relu_bench(agent, tmp_path)
-    agent.submit("job-a", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [])
+    reads, request = _relu_bench(agent, tmp_path)
+    agent.submit("job-a", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [])
     orphan = agent.jobs["job-a"]
     deadline = time.monotonic() + 60
     while orphan.handle.state != "running" and time.monotonic() < deadline:
         time.sleep(0.02)
     orphan.heard -= 10_000  # its client last asked long ago
-    agent.submit("job-b", "bench.run", wire.encode({**args, "iterations": 5}), (None, None), reads, [])
+    agent.submit("job-b", "bench.run", _bench_args(request, iterations=5), (None, None), reads, [])
     assert "job-a" not in agent.jobs and orphan.handle.state == "cancelled" and not orphan.folder.exists()
     assert _finished(agent, "job-b")["state"] == "done"
 
@@ -241,9 +257,9 @@ def test_a_model_sent_to_a_target_from_the_command_line_travels_alone_with_its_d
 
 def test_the_callers_limits_travel_with_its_jobs_to_the_node(agent: TargetAgent, tmp_path: Path) -> None:
     """A hosted app's time limit holds on a node whose own settings allow more."""
-    reads, args = _relu_bench(agent, tmp_path)
+    reads, request = _relu_bench(agent, tmp_path)
     policy = {"worker_timeout_s": 1.0, "worker_memory_mb": 3072, "require_sandbox": False}
-    agent.submit("job-c", "bench.run", wire.encode({**args, "iterations": 10**6}), (None, None), reads, [], policy)
+    agent.submit("job-c", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [], policy)
     status = _finished(agent, "job-c")
     assert status["error"][0] == "JobTimedOut" and "limit of 1 s" in status["error"][1], status["error"]
     assert agent.settings.worker_timeout_s > 1.0 and agent._backend({}) is agent.backend

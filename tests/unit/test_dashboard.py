@@ -10,19 +10,30 @@ from core.store.dashboard import Owned, latest_per_model_machine, regressions, t
 
 def _result(label: str, engine: str, median: float, spread: float = 0.02) -> BenchResult:
     return BenchResult(
-        label, engine, "" if engine == "eager" else "ALL", "CPUExecutionProvider", 1, 1, 100,
-        median, median, median, median, median, median, 0.0, median * (1 - spread), median * (1 + spread),
-        1000 / median, 0.0, median, speedup=None,
+        label=label, engine=engine, level="" if engine == "eager" else "ALL", provider="CPUExecutionProvider",
+        threads=1, batch=1, n=100, median_ms=median, mean_ms=median, p90_ms=median, p99_ms=median, min_ms=median,
+        max_ms=median, std_ms=0.0, median_low_ms=median * (1 - spread), median_high_ms=median * (1 + spread),
+        throughput=1000 / median, load_ms=0.0, first_run_ms=median, speedup=None,
     )  # fmt: skip
 
 
 def _run(run_id: str, when: str, version: str, ort_ms: float, machine: str = "box-a", model: str = "det") -> Owned:
-    environment = Environment(machine, "cpu", 2, 2, "linux", "3.11", {}, [])
+    environment = Environment(
+        machine=machine,
+        cpu="cpu",
+        physical_cores=2,
+        logical_cores=2,
+        os="linux",
+        python="3.11",
+        versions={},
+        cpu_flags=[],
+    )
     results = [_result("PyTorch eager", "eager", 10.0), _result("ORT ALL", "ort", ort_ms)]
     results[1].speedup = 10.0 / ort_ms
     report = BenchReport(
-        run_id, model, version * 8, f"2026-11-{when}T10:00:00+00:00", {}, environment, results,
-        "PyTorch eager", "", [], 1.0,
+        id=run_id, model=model, model_id=version * 8, created_at=f"2026-11-{when}T10:00:00+00:00", settings={},
+        environment=environment, results=results,
+        baseline="PyTorch eager", headline="", notes=[], seconds=1.0,
     )  # fmt: skip
     return Owned(report, owner="alice@acme.test")
 

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from core.decode import annotate_header, decode_model, summary
+from core.decode import DecodeRequest, annotate_header, decode_model, summary
 from core.model import zoo
 from core.model.topology import has_cycle
 from tests import builders
@@ -60,20 +60,20 @@ MODELS = {
 @pytest.mark.parametrize("name", list(zoo.SAMPLES))
 def test_decode_of_every_sample_agrees_with_the_onnx_library(tmp_path: Path, name: str) -> None:
     path = builders.exported_sample(name, tmp_path)
-    got = summary(decode_model(str(path)))
+    got = summary(decode_model(DecodeRequest(path=str(path))))
     assert {k: got[k] for k in library_view(path)} == library_view(path)
 
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_decode_of_models_from_the_wild_agrees_with_the_onnx_library(tmp_path: Path, name: str) -> None:
     path = builders.write(MODELS[name](), tmp_path / f"{name}.onnx")
-    got = summary(decode_model(str(path)))
+    got = summary(decode_model(DecodeRequest(path=str(path))))
     assert {k: got[k] for k in library_view(path)} == library_view(path)
 
 
 def test_external_data_is_described_without_being_loaded(tmp_path: Path) -> None:
     main = builders.save_with_external_data(builders.chain_model(40), tmp_path)
-    decoded = decode_model(str(main))
+    decoded = decode_model(DecodeRequest(path=str(main)))
     assert decoded.external_files == ["model.onnx.data"]
     assert all(t.storage.startswith("external: model.onnx.data @ ") for t in decoded.initializers)
     assert decoded.initializer_bytes == 20 * 16 * 4 == library_view(main)["initializer_bytes"]
@@ -81,7 +81,7 @@ def test_external_data_is_described_without_being_loaded(tmp_path: Path) -> None
 
 
 def test_fp16_weights_count_two_bytes_each(tmp_path: Path) -> None:
-    decoded = decode_model(str(builders.write(builders.fp16_model(), tmp_path / "h.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(builders.fp16_model(), tmp_path / "h.onnx"))))
     assert [(t.dtype, t.bytes) for t in decoded.initializers] == [("float16", 32)]
 
 
@@ -95,7 +95,7 @@ def test_header_explains_ir_version_field_by_field(tmp_path: Path) -> None:
 
 def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> None:
     path = builders.exported_sample("tinycnn", tmp_path)
-    fields = decode_model(str(path)).header
+    fields = decode_model(DecodeRequest(path=str(path))).header
     names = [f.field for f in fields]
     assert names.index("graph") < names.index("opset_import")
     opset = next(f for f in fields if f.field == "opset_import")
@@ -104,7 +104,7 @@ def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> 
 
 
 def test_shared_weights_behind_identity_nodes_are_counted_once_where_they_are_used(tmp_path: Path) -> None:
-    decoded = decode_model(str(builders.exported_sample("transformer", tmp_path)))
+    decoded = decode_model(DecodeRequest(path=str(builders.exported_sample("transformer", tmp_path))))
     assert not [layer for layer in decoded.layers if layer.op_type == "Identity"]
     tensors = [t for layer in decoded.layers for t in layer.tensors]
     assert len(tensors) == len(set(tensors))
@@ -112,20 +112,24 @@ def test_shared_weights_behind_identity_nodes_are_counted_once_where_they_are_us
 
 
 def test_subgraphs_and_functions_are_listed(tmp_path: Path) -> None:
-    decoded = decode_model(str(builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(builders.control_flow_model(), tmp_path / "cf.onnx"))))
     assert sorted(s.attribute for s in decoded.subgraphs) == ["body", "else_branch", "then_branch"]
     assert {n.graph for n in decoded.nodes} == {"main"} | {s.path for s in decoded.subgraphs}
-    functions = decode_model(str(builders.write(builders.function_model(), tmp_path / "f.onnx"))).functions
+    functions = decode_model(
+        DecodeRequest(path=str(builders.write(builders.function_model(), tmp_path / "f.onnx")))
+    ).functions
     assert [(f.name, f.node_count) for f in functions] == [("DoubleRelu", 2)]
 
 
 def test_weights_per_layer_include_constant_node_weights(tmp_path: Path) -> None:
-    decoded = decode_model(str(builders.write(builders.constant_weights_model(), tmp_path / "c.onnx")))
+    decoded = decode_model(
+        DecodeRequest(path=str(builders.write(builders.constant_weights_model(), tmp_path / "c.onnx")))
+    )
     assert {(layer.op_type, layer.parameters) for layer in decoded.layers} == {("MatMul", 32), ("Add", 4)}
 
 
 def test_text_form_leaves_large_weights_out(tmp_path: Path) -> None:
-    decoded = decode_model(str(builders.exported_sample("tinycnn", tmp_path)))
+    decoded = decode_model(DecodeRequest(path=str(builders.exported_sample("tinycnn", tmp_path))))
     assert "{…}" in decoded.text and len(decoded.text) < 20_000
     assert "Conv" in decoded.text
 
@@ -134,21 +138,21 @@ def test_damaged_and_odd_models_decode_what_they_can(tmp_path: Path) -> None:
     whole = builders.chain_model(40).SerializeToString()
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(whole[: len(whole) // 2])
-    decoded = decode_model(str(cut))
+    decoded = decode_model(DecodeRequest(path=str(cut)))
     assert decoded.header[0].field == "ir_version" and "could not be parsed" in decoded.problems[0]
 
     model = builders.relu_model()
     model.ir_version = 999
     model.opset_import.append(helper.make_opsetid("com.example.custom", 1))
     model.opset_import[0].version = 999
-    decoded = decode_model(str(builders.write(model, tmp_path / "future.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "future.onnx"))))
     problems = " ".join(decoded.problems)
     assert "IR version 999 is newer" in problems and "Opset 999 is newer" in problems
     assert "'com.example.custom' is not a standard one" in problems
     assert decoded.node_count == 1 and decoded.checker_ok is False
 
     empty = onnx.ModelProto(ir_version=8)
-    decoded = decode_model(str(builders.write(empty, tmp_path / "nograph.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(empty, tmp_path / "nograph.onnx"))))
     assert decoded.problems == ["The model has no graph: there is nothing to run."]
 
 
@@ -163,7 +167,7 @@ def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])],
     )
-    decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "cycle.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(helper.make_model(graph), tmp_path / "cycle.onnx"))))
     assert any("has a cycle" in p for p in decoded.problems)
     assert has_cycle(graph) and not has_cycle(builders.chain_model(10).graph)
     selfish = helper.make_graph([helper.make_node("Relu", ["y"], ["y"])], "self", [], [])
@@ -193,14 +197,14 @@ def test_deeply_nested_ifs_do_not_exhaust_the_stack(tmp_path: Path) -> None:
         list(inner.output),
     )
     path = builders.write(helper.make_model(graph), tmp_path / "deep.onnx")
-    decoded = decode_model(str(path), with_text=False)
+    decoded = decode_model(DecodeRequest(path=str(path), with_text=False))
     assert max(s.depth for s in decoded.subgraphs) == 29 and len(decoded.subgraphs) == 2 * 29
 
 
 def test_model_tree_is_json_and_holds_the_fields_a_learner_meets(tmp_path: Path) -> None:
     model = builders.relu_model()
     helper.set_model_props(model, {"author": "<script>alert(1)</script>"})
-    decoded = decode_model(str(builders.write(model, tmp_path / "m.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "m.onnx"))))
     tree = json.loads(json.dumps(model_tree(decoded)))
     assert tree["opset_import"] == {"ai.onnx": 17} and tree["graph"]["input"] == {"x": "float32 [batch×4]"}
     assert tree["metadata_props"]["author"] == "<script>alert(1)</script>"  # st.json shows it as text
@@ -239,7 +243,7 @@ def test_weights_bytes_of_a_real_array_match(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3, 4])],
         [numpy_helper.from_array(array, "w")],
     )
-    decoded = decode_model(str(builders.write(helper.make_model(graph), tmp_path / "d.onnx")))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(helper.make_model(graph), tmp_path / "d.onnx"))))
     assert decoded.initializer_bytes == array.nbytes == 96
 
 

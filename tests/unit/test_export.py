@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from core.errors import ExportError
-from core.export import ExportOptions, choose_exporter, default_options, export_model, plain_warnings
+from core.export import ExportOptions, ExportRequest, choose_exporter, default_options, export_model, plain_warnings
 from core.model import zoo
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import TorchSource
 from core.settings import PROJECT_ROOT
 from ui.charts import op_count_figure, op_count_frame
@@ -25,7 +25,11 @@ def run_export(tmp_path: Path, name: str, **changes: object):
     options = default_options(zoo.describe_sample(name))
     for key, value in changes.items():
         setattr(options, key, value)
-    return export_model(TorchSource("sample", name), options, str(tmp_path), f"{name}.onnx")
+    return export_model(
+        ExportRequest(
+            source=TorchSource("sample", name), options=options, out_dir=str(tmp_path), file_name=f"{name}.onnx"
+        )
+    )
 
 
 @pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
@@ -88,13 +92,15 @@ def test_external_data_writes_a_data_file_that_loads(tmp_path: Path) -> None:
 def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) -> None:
     path = tmp_path / "scripted.pt"
     torch.jit.save(torch.jit.trace(zoo.build_model("mlp"), torch.randn(1, 784)), str(path))
-    record = describe_files([str(path)])
+    record = describe_files(IntakeRequest(paths=[str(path)]))
     assert record.inputs[0].shape is None
     with pytest.raises(ExportError, match="does not say the shape"):
         default_options(record)
     assert choose_exporter("torchscript", "dynamo")[0] == "legacy"
     options = ExportOptions(input_shapes={"x": [2, 784]}, dynamic_axes={"x": {"0": "batch"}}, exporter="dynamo")
-    report = export_model(TorchSource("torchscript", path=str(path)), options, str(tmp_path / "o"))
+    report = export_model(
+        ExportRequest(source=TorchSource("torchscript", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
+    )
     assert report.exporter == "legacy" and "ScriptModule" in report.exporter_reason
     assert report.ok
 
@@ -104,9 +110,11 @@ def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
     program = torch.export.export(zoo.build_model("mlp"), (torch.randn(2, 784),), dynamic_shapes=({0: batch},))
     path = tmp_path / "program.pt2"
     torch.export.save(program, str(path))
-    record = describe_files([str(path)])
+    record = describe_files(IntakeRequest(paths=[str(path)]))
     options = default_options(record)
-    report = export_model(TorchSource("pt2", path=str(path)), options, str(tmp_path / "o"))
+    report = export_model(
+        ExportRequest(source=TorchSource("pt2", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
+    )
     assert report.exporter == "dynamo" and report.ok
     assert len(report.trials) == 2 and next(iter(report.trials[1].input_shapes.values()))[0] == 3
     assert isinstance(report.record.inputs[0].shape[0], str)

@@ -10,7 +10,7 @@ import onnx
 import torch
 
 from core.export import default_options
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
 from tests.cli import cli
 
 
@@ -32,7 +32,7 @@ def _archive(tmp_path: Path) -> Path:
 
 
 def test_a_python_int_argument_is_a_scalar_with_a_value(tmp_path: Path) -> None:
-    record = describe_files([str(_archive(tmp_path))])
+    record = describe_files(IntakeRequest(paths=[str(_archive(tmp_path))]))
     x, sr = record.inputs
     assert (x.dtype, x.shape) == ("unknown", None) and (sr.dtype, sr.shape) == ("int", [])
     x.shape = [2, 4]

@@ -10,9 +10,10 @@ import pytest
 from PIL import Image
 
 from core.errors import BenchmarkError
-from core.jobs import run_job
+from core.jobs import IMAGE_INPUT, run
+from core.model.data import ImageRequest
 from core.model.inputs import BenchInput, describe_values, make_inputs, plan_inputs
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
 from tests import wild
 
 
@@ -25,10 +26,12 @@ def _photo(path: Path, size: tuple[int, int] = (320, 200)) -> Path:
 
 def test_an_image_becomes_the_detectors_input_at_the_plans_size(tmp_path: Path) -> None:
     onnx.save(wild.detector_model(), str(tmp_path / "det.onnx"))
-    record = describe_files([str(tmp_path / "det.onnx")])
+    record = describe_files(IntakeRequest(paths=[str(tmp_path / "det.onnx")]))
     (spec,) = plan_inputs(record)
-    args = {"image": str(_photo(tmp_path / "photo.png")), "spec": spec, "out_dir": str(tmp_path), "normalise": "unit"}
-    made: BenchInput = run_job("inputs.image", args)  # in the worker, in its sandbox
+    request = ImageRequest(
+        image=str(_photo(tmp_path / "photo.png")), spec=spec, out_dir=str(tmp_path), normalise="unit"
+    )
+    made = run(IMAGE_INPUT, request)  # in the worker, in its sandbox
     assert made.kind == "data" and made.shape == [1, 3, 640, 640]
     assert describe_values(made) == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
     (feed,) = make_inputs([made], batch=2).values()
@@ -40,17 +43,18 @@ def test_an_image_becomes_the_detectors_input_at_the_plans_size(tmp_path: Path) 
 def test_imagenet_normalisation_and_refusals(tmp_path: Path) -> None:
     from core.model.data import image_input
 
-    spec = BenchInput("x", "float32", [1, 3, 8, 8], 0)
-    made = image_input(str(_photo(tmp_path / "p.png", (8, 8))), spec, str(tmp_path))
+    spec = BenchInput(name="x", dtype="float32", shape=[1, 3, 8, 8], batch_axis=0)
+    made = image_input(ImageRequest(image=str(_photo(tmp_path / "p.png", (8, 8))), spec=spec, out_dir=str(tmp_path)))
     array = np.load(made.data)
     assert array[0, 0, 0, 0] == pytest.approx((1 - 0.485) / 0.229, rel=1e-5)
     assert "ImageNet" in made.why
     (tmp_path / "not.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
     with pytest.raises(BenchmarkError, match="could not be read as an image"):
-        image_input(str(tmp_path / "not.png"), spec, str(tmp_path))
+        image_input(ImageRequest(image=str(tmp_path / "not.png"), spec=spec, out_dir=str(tmp_path)))
     with pytest.raises(BenchmarkError, match="not shaped like an image"):
-        image_input(str(tmp_path / "p.png"), BenchInput("ids", "int64", [1, 128], 0), str(tmp_path))
-    moved = BenchInput("x", "float32", [1, 3, 16, 16], 0, values="data", data=made.data)
+        ids = BenchInput(name="ids", dtype="int64", shape=[1, 128], batch_axis=0)
+        image_input(ImageRequest(image=str(tmp_path / "p.png"), spec=ids, out_dir=str(tmp_path)))
+    moved = BenchInput(name="x", dtype="float32", shape=[1, 3, 16, 16], batch_axis=0, values="data", data=made.data)
     with pytest.raises(BenchmarkError, match="has shape \\[1, 3, 8, 8\\], and the plan says \\[1, 3, 16, 16\\]"):
         make_inputs([moved], 1)
 

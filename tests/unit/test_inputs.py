@@ -9,10 +9,12 @@ import onnx
 import onnxruntime as ort
 import pytest
 
+from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
 from core.errors import BenchmarkError
 from core.model.inputs import Exported, describe_values, make_inputs, plan_inputs, resolve_free_dims
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
 from tests import wild
 
@@ -20,7 +22,7 @@ from tests import wild
 def _record(model: onnx.ModelProto, tmp_path: Path, name: str) -> ModelRecord:
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, str(path))
-    return describe_files([str(path)])
+    return describe_files(IntakeRequest(paths=[str(path)]))
 
 
 def _run(record: ModelRecord, batch: int = 1) -> list[np.ndarray]:
@@ -63,7 +65,15 @@ def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Pa
 
 def test_the_state_model_benchmarks_at_16_khz_and_sweeps_batch_1_and_4(tmp_path: Path) -> None:
     record = _record(wild.vad_model(), tmp_path, "vad")
-    report = run_benchmark(record.path, plan_inputs(record), batches=[1, 4], threads=[1], iterations=10, warmup=1)
+    report = run_benchmark(
+        BenchRequest(
+            model=MeasuredModel(path=record.path, inputs=plan_inputs(record)),
+            batches=[1, 4],
+            threads=[1],
+            iterations=10,
+            warmup=1,
+        )
+    )
     assert sorted({r.batch for r in report.results}) == [1, 4]
     assert report.settings["inputs"]["sr"]["values"] == "all 16000 (a sample rate: 16 kHz)"
     assert report.settings["inputs"]["state"]["shape"] == [2, 1, 128]

@@ -22,7 +22,7 @@ from core.errors import (
     UnsupportedFormatError,
 )
 from core.model import zoo
-from core.model.intake import describe_files, detect_format
+from core.model.intake import IntakeRequest, describe_files, detect_format
 from core.model.pickles import pickle_globals
 from core.model.records import ModelRecord
 from core.settings import IntakeLimits
@@ -31,7 +31,9 @@ from tests import builders
 
 def describe(*paths: Path, **limits: Any) -> ModelRecord:
     """describe_files with the default limits, or with the ones given changed."""
-    return describe_files([str(p) for p in paths], limits=dataclasses.replace(IntakeLimits(), **limits))
+    return describe_files(
+        IntakeRequest(paths=[str(p) for p in paths]), limits=dataclasses.replace(IntakeLimits(), **limits)
+    )
 
 
 # ---------------------------------------------------------------------------------------------- ONNX

@@ -20,14 +20,15 @@ from core.errors import (
     JobOutOfMemory,
     JobTimedOut,
 )
-from core.jobs import JOBS, Job, JobSpec, ProcessBackend, run_job, submit
+from core.jobs import JOBS, Job, JobSpec, ProcessBackend
+from core.jobs.process import submit_spec
 from core.settings import load_settings
-from tests.unit.jobs_for_tests import Echoed, Point
+from tests.unit.jobs_for_tests import Echoed, Point, run_spec
 
 T = "tests.unit.jobs_for_tests"
 TEST_JOBS = JOBS.with_jobs(
     *(
-        Job(f"test.{name}", f"{T}:{name}")
+        Job(name=f"test.{name}", target=f"{T}:{name}")
         for name in (
             "echo",
             "segfault",
@@ -45,7 +46,7 @@ TEST_JOBS = JOBS.with_jobs(
             "limits_seen",
         )
     ),
-    Job("test.exclusive_span", f"{T}:exclusive_span", exclusive=True),
+    Job(name="test.exclusive_span", target=f"{T}:exclusive_span", exclusive=True),
 )
 
 
@@ -60,73 +61,73 @@ def backend(tmp_path: Path) -> ProcessBackend:
 
 
 def test_typed_arguments_and_result_cross_the_boundary(backend: ProcessBackend) -> None:
-    result = run_job("test.midpoint", {"a": Point(0.0, 2.0, "a"), "b": Point(4.0, float("nan"), "b")}, backend)
+    result = run_spec("test.midpoint", {"a": Point(0.0, 2.0, "a"), "b": Point(4.0, float("nan"), "b")}, backend)
     assert isinstance(result, Point)
     assert result.x == 2.0 and math.isnan(result.y) and result.label == "a-b"
 
 
 def test_plain_values_come_back_as_sent(backend: ProcessBackend) -> None:
-    echoed = run_job("test.echo", {"value": [1, "two", {"three": 3.0}]}, backend)
+    echoed = run_spec("test.echo", {"value": [1, "two", {"three": 3.0}]}, backend)
     assert echoed == Echoed(value=[1, "two", {"three": 3.0}])
 
 
 def test_an_argument_of_the_wrong_type_is_refused_with_its_name(backend: ProcessBackend) -> None:
     with pytest.raises(JobFailed, match=r"a\.x"):
-        run_job("test.midpoint", {"a": {"x": "not a number", "y": 0, "label": ""}, "b": Point(0, 0, "")}, backend)
+        run_spec("test.midpoint", {"a": {"x": "not a number", "y": 0, "label": ""}, "b": Point(0, 0, "")}, backend)
 
 
 def test_unknown_or_missing_arguments_are_refused_before_a_worker_starts(backend: ProcessBackend) -> None:
     with pytest.raises(JobError, match=r"unknown \['colour'\].*no \['b'\].*it takes a, b"):
-        submit(JobSpec("test.midpoint", {"a": Point(0, 0, ""), "colour": "red"}), backend)
+        submit_spec(JobSpec(name="test.midpoint", args={"a": Point(0, 0, ""), "colour": "red"}), backend)
 
 
 def test_a_result_that_is_not_what_the_function_declares_is_a_failure(backend: ProcessBackend) -> None:
     with pytest.raises(JobFailed, match="returned a result that does not fit Point"):
-        run_job("test.wrong_result", backend=backend)
+        run_spec("test.wrong_result", backend=backend)
 
 
 def test_jobs_get_the_intake_limits_of_the_backends_settings(tmp_path: Path) -> None:
     hosted = _backend(tmp_path, max_nodes=123, allow_code_archives=False)
-    assert run_job("test.limits_seen", backend=hosted) == [123, False]
+    assert run_spec("test.limits_seen", backend=hosted) == [123, False]
 
 
 def test_segfault_in_native_code_is_a_crash_and_the_caller_survives(backend: ProcessBackend) -> None:
     with pytest.raises(JobCrashed, match="SIGSEGV"):
-        run_job("test.segfault", backend=backend)
-    assert run_job("test.echo", {"value": 1}, backend) == Echoed(1)
+        run_spec("test.segfault", backend=backend)
+    assert run_spec("test.echo", {"value": 1}, backend) == Echoed(1)
 
 
 def test_job_past_its_wall_clock_limit_is_stopped(backend: ProcessBackend) -> None:
     started = time.monotonic()
     with pytest.raises(JobTimedOut, match="limit of 1 s"):
-        submit(JobSpec("test.sleep", {"seconds": 30}, timeout_s=1), backend).result()
+        submit_spec(JobSpec(name="test.sleep", args={"seconds": 30}, timeout_s=1), backend).result()
     assert time.monotonic() - started < 15
 
 
 def test_job_past_its_memory_limit_is_stopped(backend: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.allocate", {"megabytes": 4096}, memory_mb=300), backend)
+    handle = submit_spec(JobSpec(name="test.allocate", args={"megabytes": 4096}, memory_mb=300), backend)
     with pytest.raises(JobOutOfMemory, match="memory limit of 300 MB"):
         handle.result(timeout=60)
 
 
 def test_allocation_the_os_refuses_is_reported_as_out_of_memory(backend: ProcessBackend) -> None:
     with pytest.raises(JobOutOfMemory):
-        run_job("test.huge_allocation", backend=backend)
+        run_spec("test.huge_allocation", backend=backend)
 
 
 def test_unexpected_exception_is_a_failure_with_details(backend: ProcessBackend) -> None:
     with pytest.raises(JobFailed, match="ValueError: this is a bug in the job") as info:
-        run_job("test.raise_value_error", backend=backend)
+        run_spec("test.raise_value_error", backend=backend)
     assert "raise_value_error" in info.value.details
 
 
 def test_user_facing_errors_keep_their_class_across_the_process_boundary(backend: ProcessBackend) -> None:
     with pytest.raises(IntakeError, match="the file is not a model"):
-        run_job("test.raise_intake_error", backend=backend)
+        run_spec("test.raise_intake_error", backend=backend)
 
 
 def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.with_progress", {"steps": 20}), backend)
+    handle = submit_spec(JobSpec(name="test.with_progress", args={"steps": 20}), backend)
     seen = set()
     while not handle.done():
         if handle.progress is not None:
@@ -137,7 +138,7 @@ def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
 
 
 def test_cancel_stops_the_worker(backend: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.sleep", {"seconds": 60}), backend)
+    handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 60}), backend)
     time.sleep(0.5)
     handle.cancel()
     with pytest.raises(JobCancelled):
@@ -146,12 +147,12 @@ def test_cancel_stops_the_worker(backend: ProcessBackend) -> None:
 
 
 def test_printing_jobs_do_not_corrupt_the_protocol(backend: ProcessBackend) -> None:
-    assert run_job("test.noisy", backend=backend) == "clean"
+    assert run_spec("test.noisy", backend=backend) == "clean"
 
 
 def test_unknown_job_names_list_the_known_ones(backend: ProcessBackend) -> None:
     with pytest.raises(JobError, match=r"registered jobs are: .*intake\.describe_files"):
-        run_job("no.such.job", backend=backend)
+        run_spec("no.such.job", backend=backend)
 
 
 def test_the_apps_table_holds_no_test_jobs() -> None:
@@ -162,7 +163,8 @@ def test_the_apps_table_holds_no_test_jobs() -> None:
 def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_path: Path) -> None:
     log = tmp_path / "spans.txt"
     handles = [
-        submit(JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 0.6}), backend) for _ in range(3)
+        submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.6}), backend)
+        for _ in range(3)
     ]
     positions = set()
     while not all(h.done() for h in handles):
@@ -181,10 +183,10 @@ def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_pat
 
 def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, tmp_path: Path) -> None:
     log = tmp_path / "spans.txt"
-    first = submit(JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 1.0}), backend)
+    first = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 1.0}), backend)
     time.sleep(0.3)
-    second = submit(JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 0.1}), backend)
-    third = submit(JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 0.1}), backend)
+    second = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}), backend)
+    third = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}), backend)
     time.sleep(0.5)
     second.cancel()
     assert len(third.result(timeout=30)) == 2
@@ -195,17 +197,19 @@ def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, 
 
 
 def test_worker_runs_in_its_own_process(backend: ProcessBackend) -> None:
-    worker_pid, visible = run_job("test.whoami", backend=backend)
+    worker_pid, visible = run_spec("test.whoami", backend=backend)
     assert worker_pid != os.getpid() and os.getpid() not in visible
 
 
 def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) -> None:
     backend = _backend(tmp_path, max_workers=1)
     log = tmp_path / "spans.txt"
-    handles = [submit(JobSpec("test.span", {"log": str(tmp_path), "seconds": 0.4}), backend) for _ in range(3)]
+    handles = [
+        submit_spec(JobSpec(name="test.span", args={"log": str(tmp_path), "seconds": 0.4}), backend) for _ in range(3)
+    ]
     assert handles[1].state == "queued" and handles[2].queue_position in (0, 1)
     positions = {handles[2].queue_position}
-    cancelled = submit(JobSpec("test.span", {"log": str(tmp_path), "seconds": 0.4}), backend)
+    cancelled = submit_spec(JobSpec(name="test.span", args={"log": str(tmp_path), "seconds": 0.4}), backend)
     cancelled.cancel()  # cancelled while waiting: it never starts and frees its place
     with pytest.raises(JobCancelled):
         cancelled.result(5)
@@ -220,9 +224,12 @@ def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) 
 def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
     """A queue of benchmarks waits for the machine without starving everyone's quick jobs."""
     backend = _backend(tmp_path, max_workers=1)
-    long = [submit(JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 1.0}), backend) for _ in range(2)]
+    long = [
+        submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 1.0}), backend)
+        for _ in range(2)
+    ]
     started = time.monotonic()
-    assert submit(JobSpec("test.echo", {"value": 1}), backend).result(30) == Echoed(1)
+    assert submit_spec(JobSpec(name="test.echo", args={"value": 1}), backend).result(30) == Echoed(1)
     assert time.monotonic() - started < 1.8  # did not wait for both benchmarks
     for handle in long:
         handle.result(30)
@@ -232,8 +239,9 @@ def test_a_job_that_cannot_start_ends_with_a_message_instead_of_waiting_for_ever
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the data folder should be")
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(blocker))
-    handle = submit(
-        JobSpec("test.exclusive_span", {"log": str(tmp_path), "seconds": 0.1}), ProcessBackend(settings, TEST_JOBS)
+    handle = submit_spec(
+        JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}),
+        ProcessBackend(settings, TEST_JOBS),
     )
     with pytest.raises(JobFailed, match="could not start"):
         handle.result(timeout=30)

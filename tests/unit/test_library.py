@@ -12,7 +12,7 @@ import pytest
 from core.errors import WorkbenchError
 from core.identity import ANONYMOUS, Identity
 from core.model import ModelRecord
-from core.model.intake import describe_files
+from core.model.intake import IntakeRequest, describe_files
 from core.model.library import LibraryFull, ModelLibrary
 from tests import builders
 
@@ -20,7 +20,7 @@ from tests import builders
 def test_a_kept_model_opens_with_its_key_only_and_outlives_its_workspace(tmp_path: Path) -> None:
     library = ModelLibrary(tmp_path / "models", max_age_s=3600)
     upload = builders.write(builders.relu_model(), tmp_path / "session" / "upload-1" / "relu.onnx")
-    record = describe_files([str(upload)])
+    record = describe_files(IntakeRequest(paths=[str(upload)]))
     key = library.keep(record)
     assert key
     upload.unlink()  # the session's workspace is gone (a reload is a new session)
@@ -33,7 +33,7 @@ def test_a_kept_model_opens_with_its_key_only_and_outlives_its_workspace(tmp_pat
 def test_two_people_share_the_bytes_not_the_name(tmp_path: Path) -> None:
     library = ModelLibrary(tmp_path / "models", max_age_s=3600)
     model = builders.write(builders.relu_model(), tmp_path / "a" / "relu.onnx")
-    record = describe_files([str(model)])
+    record = describe_files(IntakeRequest(paths=[str(model)]))
     mine = library.keep(dataclasses.replace(record, name="mine"))
     theirs = library.keep(dataclasses.replace(record, name="theirs"))
     assert mine and theirs and mine != theirs
@@ -44,7 +44,9 @@ def test_two_people_share_the_bytes_not_the_name(tmp_path: Path) -> None:
 
 def test_models_unused_past_the_retention_are_removed(tmp_path: Path) -> None:
     library = ModelLibrary(tmp_path / "models", max_age_s=60)
-    record = describe_files([str(builders.write(builders.relu_model(), tmp_path / "a" / "relu.onnx"))])
+    record = describe_files(
+        IntakeRequest(paths=[str(builders.write(builders.relu_model(), tmp_path / "a" / "relu.onnx"))])
+    )
     key = library.keep(record)
     assert key and library.sweep(now=time.time() + 30) == []
     assert len(library.sweep(now=time.time() + 120)) == 1 and library.open(record.id, key) is None
@@ -56,7 +58,7 @@ EVE = Identity("eve@other.test", "Eve", "other.test")
 
 
 def _relu(tmp_path: Path, name: str = "relu.onnx") -> ModelRecord:
-    return describe_files([str(builders.write(builders.relu_model(), tmp_path / "upload" / name))])
+    return describe_files(IntakeRequest(paths=[str(builders.write(builders.relu_model(), tmp_path / "upload" / name))]))
 
 
 def test_a_signed_in_owners_model_opens_for_their_team_only_once_shared(tmp_path: Path) -> None:
@@ -105,7 +107,9 @@ def test_the_files_stay_while_another_keeping_holds_them(tmp_path: Path) -> None
 
 def test_a_signed_in_library_has_a_quota_and_anonymous_ones_make_room(tmp_path: Path) -> None:
     record = _relu(tmp_path)
-    other = describe_files([str(builders.write(builders.chain_model(8), tmp_path / "other" / "b.onnx"))])
+    other = describe_files(
+        IntakeRequest(paths=[str(builders.write(builders.chain_model(8), tmp_path / "other" / "b.onnx"))])
+    )
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
     assert library.keep(record, who=ALICE)
     with pytest.raises(LibraryFull, match="Your library holds"):

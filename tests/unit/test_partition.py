@@ -8,14 +8,14 @@ from pathlib import Path
 import onnx
 import onnxruntime as ort
 import pytest
-from core.runtime.optimize import compare_graphs, optimize_levels
-from core.runtime.partition import PartitionResult, partition_model
 from onnx import TensorProto, helper
 
 from core.errors import PartitionError
 from core.graph.colourings import provider_colours
-from core.jobs import run_job
+from core.jobs import PARTITION, run
 from core.model import zoo
+from core.partition import LevelsRequest, PartitionRequest, PartitionResult, optimize_levels, partition_model
+from core.partition.optimize import compare_graphs
 from core.runtime.ort import provider_table
 from tests import builders
 from tests.cli import cli
@@ -42,7 +42,7 @@ def _accounted(result: PartitionResult, path: Path) -> None:
 @pytest.mark.parametrize("name", list(zoo.SAMPLES))
 @pytest.mark.parametrize("level", ["disable", "all"])
 def test_every_node_of_every_sample_is_accounted_for(samples: dict[str, Path], name: str, level: str) -> None:
-    result = partition_model(str(samples[name]), level=level)
+    result = partition_model(PartitionRequest(path=str(samples[name]), level=level))
     _accounted(result, samples[name])
     assert set(result.reports[0].providers) == {"CPUExecutionProvider"}
     if level == "disable":  # nothing is removed: only Constant nodes (held as weights) run nowhere
@@ -51,7 +51,7 @@ def test_every_node_of_every_sample_is_accounted_for(samples: dict[str, Path], n
 
 
 def test_tinycnn_is_eight_nodes_on_the_cpu_in_one_piece(samples: dict[str, Path]) -> None:
-    report = partition_model(str(samples["tinycnn"])).reports[0]
+    report = partition_model(PartitionRequest(path=str(samples["tinycnn"]))).reports[0]
     assert report.summary == "8 nodes in the main graph: 8 on CPU"
     assert report.providers == {"CPUExecutionProvider": 8}
     assert len(report.subgraphs) == 1 and report.subgraphs[0].ops["Conv"] == 2
@@ -62,7 +62,7 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
     from onnxruntime.tools.mobile_helpers import usability_checker
 
     path = samples["transformer"]
-    result = partition_model(str(path), simulate=["nnapi", "coreml"])
+    result = partition_model(PartitionRequest(path=str(path), simulate=["nnapi", "coreml"]))
     nnapi = next(r for r in result.reports if r.title == "NNAPI (simulated)")
     assert nnapi.simulated and nnapi.summary.endswith("(simulated)")
     assert "LayerNormalization" in nnapi.unsupported_ops
@@ -79,12 +79,14 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
 def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: Path) -> None:
     """FACTS: the dynamo export of the small transformer is 103 nodes, 95 on NNAPI in 6 partitions."""
 
-    from core.export import default_options, export_model
+    from core.export import ExportRequest, default_options, export_model
     from core.model.torchload import source_of
 
     record = zoo.describe_sample("transformer")
-    report = export_model(source_of(record), default_options(record), str(tmp_path))
-    result = partition_model(report.onnx_path, simulate=["nnapi"])
+    report = export_model(
+        ExportRequest(source=source_of(record), options=default_options(record), out_dir=str(tmp_path))
+    )
+    result = partition_model(PartitionRequest(path=report.onnx_path, simulate=["nnapi"]))
     assert (
         result.reports[1].summary
         == "103 nodes in the main graph: 95 on NNAPI in 6 partitions, 8 fall back to CPU (simulated)"
@@ -92,7 +94,9 @@ def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: P
 
 
 def test_an_unavailable_provider_is_explained_and_the_cpu_takes_over(samples: dict[str, Path]) -> None:
-    result = partition_model(str(samples["tinycnn"]), ["CUDAExecutionProvider", "TensorrtExecutionProvider"])
+    result = partition_model(
+        PartitionRequest(path=str(samples["tinycnn"]), providers=["CUDAExecutionProvider", "TensorrtExecutionProvider"])
+    )
     assert set(result.unavailable) == {"CUDAExecutionProvider", "TensorrtExecutionProvider"}
     assert "onnxruntime-gpu" in result.unavailable["CUDAExecutionProvider"]
     assert result.reports[0].providers == {"CPUExecutionProvider": 8}
@@ -100,11 +104,11 @@ def test_an_unavailable_provider_is_explained_and_the_cpu_takes_over(samples: di
 
 def test_unknown_providers_and_simulations_are_refused(samples: dict[str, Path]) -> None:
     with pytest.raises(PartitionError, match="Unknown execution provider FooExecutionProvider"):
-        partition_model(str(samples["tinycnn"]), ["FooExecutionProvider"])
+        partition_model(PartitionRequest(path=str(samples["tinycnn"]), providers=["FooExecutionProvider"]))
     with pytest.raises(PartitionError, match="Cannot simulate tpu"):
-        partition_model(str(samples["tinycnn"]), simulate=["tpu"])
+        partition_model(PartitionRequest(path=str(samples["tinycnn"]), simulate=["tpu"]))
     with pytest.raises(PartitionError, match="Unknown optimization level"):
-        partition_model(str(samples["tinycnn"]), level="max")
+        partition_model(PartitionRequest(path=str(samples["tinycnn"]), level="max"))
 
 
 def test_the_provider_table_lists_every_provider_with_its_hardware() -> None:
@@ -128,12 +132,12 @@ WILD = {
 @pytest.mark.parametrize("name", list(WILD))
 def test_models_from_the_wild_partition_and_optimize(tmp_path: Path, name: str) -> None:
     path = builders.write(WILD[name](), tmp_path / f"{name}.onnx")
-    result = partition_model(str(path), simulate=["nnapi", "coreml"])
+    result = partition_model(PartitionRequest(path=str(path), simulate=["nnapi", "coreml"]))
     _accounted(result, path)
     assert set(provider_colours(result.reports[0])) == {f"n{i}" for i in range(result.node_count)}
     for report in result.reports:
         assert len(placement_frame(report.nodes)) == len(report.nodes) == report.node_total
-    levels = optimize_levels(str(path), str(tmp_path / "optimized"))
+    levels = optimize_levels(LevelsRequest(path=str(path), out_dir=str(tmp_path / "optimized")))
     assert [lv.name for lv in levels.levels] == ["DISABLE_ALL", "BASIC", "EXTENDED", "LAYOUT", "ALL"]
     for level in levels.levels:  # each saved graph loads again in ONNX Runtime, on this machine
         ort.InferenceSession(level.path, providers=["CPUExecutionProvider"])
@@ -141,7 +145,7 @@ def test_models_from_the_wild_partition_and_optimize(tmp_path: Path, name: str) 
 
 def test_subgraph_nodes_are_placed_with_their_graph(tmp_path: Path) -> None:
     path = builders.write(builders.control_flow_model(), tmp_path / "cf.onnx")
-    nodes = partition_model(str(path)).reports[0].nodes
+    nodes = partition_model(PartitionRequest(path=str(path))).reports[0].nodes
     inner = {n.name: n for n in nodes if n.index < 0}
     assert {"then_relu", "else_neg", "body_add"} <= set(inner)
     assert inner["then_relu"].graph.endswith("then_branch") and inner["then_relu"].provider == "CPUExecutionProvider"
@@ -149,14 +153,14 @@ def test_subgraph_nodes_are_placed_with_their_graph(tmp_path: Path) -> None:
 
 def test_function_calls_run_where_their_inlined_bodies_ran(tmp_path: Path) -> None:
     path = builders.write(builders.function_model(), tmp_path / "fn.onnx")
-    report = partition_model(str(path)).reports[0]
+    report = partition_model(PartitionRequest(path=str(path))).reports[0]
     call = next(n for n in report.nodes if n.index == 0)
     assert call.provider == "CPUExecutionProvider" and "inlines" in call.note
     assert sorted(n.op_type for n in report.nodes if n.graph == "added by ORT") == ["Add", "Relu"]
 
 
 def test_tinycnn_levels_fuse_conv_and_relu(samples: dict[str, Path], tmp_path: Path) -> None:
-    report = optimize_levels(str(samples["tinycnn"]), str(tmp_path))
+    report = optimize_levels(LevelsRequest(path=str(samples["tinycnn"]), out_dir=str(tmp_path)))
     by = {lv.name: lv for lv in report.levels}
     assert by["DISABLE_ALL"].node_count == 8 and by["EXTENDED"].node_count < by["DISABLE_ALL"].node_count
     texts = [r.text for r in by["EXTENDED"].rewrites]
@@ -201,7 +205,7 @@ def test_compare_graphs_names_removals_fusions_and_additions() -> None:
 
 
 def test_partition_job_round_trips_through_the_worker(samples: dict[str, Path]) -> None:
-    result = run_job("partition.run", {"path": str(samples["resnet"]), "simulate": ["coreml"]})
+    result = run(PARTITION, PartitionRequest(path=str(samples["resnet"]), simulate=["coreml"]))
     assert isinstance(result, PartitionResult)
     assert result.reports[0].summary == "15 nodes in the main graph: 15 on CPU"
     assert result.node_count == 15
@@ -237,12 +241,12 @@ def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(
 def test_counts_agree_and_subgraphs_are_named_apart(tmp_path: Path) -> None:
     """The summary, the metrics and the chart count the main graph; nodes in If bodies are said apart, and the
     levels say how many nodes the bodies hold before and after ORT's optimizer."""
-    from core.decode.decoder import decode_model
-    from core.model.intake import describe_files
+    from core.decode import DecodeRequest, decode_model
+    from core.model.intake import IntakeRequest, describe_files
     from tests import wild
 
     path = builders.write(wild.vad_model(), tmp_path / "vad.onnx")
-    result = partition_model(str(path), simulate=["nnapi"])
+    result = partition_model(PartitionRequest(path=str(path), simulate=["nnapi"]))
     real, simulated = result.reports
     assert (
         real.summary
@@ -250,19 +254,27 @@ def test_counts_agree_and_subgraphs_are_named_apart(tmp_path: Path) -> None:
     )
     assert sum(real.providers.values()) == 6 == result.node_count
     assert sum(simulated.providers.values()) == 6 and "partitions" in simulated.summary
-    levels = optimize_levels(str(path), str(tmp_path / "levels"), ["disable", "all"])
+    levels = optimize_levels(LevelsRequest(path=str(path), out_dir=str(tmp_path / "levels"), levels=["disable", "all"]))
     assert levels.original_subgraph_nodes == 3 and levels.levels[0].subgraph_nodes == 3
     for name, model in (("det", wild.detector_model()), ("vad", wild.vad_model()), ("ir3", wild.ir3_model())):
         file = builders.write(model, tmp_path / f"{name}.onnx")
-        assert describe_files([str(file)]).parameter_count == decode_model(str(file)).parameter_count, name
+        described = describe_files(IntakeRequest(paths=[str(file)]))
+        assert described.parameter_count == decode_model(DecodeRequest(path=str(file))).parameter_count, name
 
 
 def test_rewrites_name_folded_constants_by_count() -> None:
-    from core.runtime.optimize import Rewrite
+    from core.partition import Rewrite
 
-    fused = Rewrite("fused", ["Constant", "Conv", "Constant", "Relu"], ["com.microsoft:FusedConv"], [], [])
+    fused = Rewrite(
+        kind="fused",
+        before=["Constant", "Conv", "Constant", "Relu"],
+        after=["com.microsoft:FusedConv"],
+        nodes_before=[],
+        nodes_after=[],
+    )
     assert fused.text == "Conv + Relu → com.microsoft:FusedConv (2 Constants folded in)"
-    assert Rewrite("removed", ["Constant"], [], [], []).text == "Constant removed (its value became a weight)"
+    removed = Rewrite(kind="removed", before=["Constant"], after=[], nodes_before=[], nodes_after=[])
+    assert removed.text == "Constant removed (its value became a weight)"
 
 
 def test_a_simulated_partition_does_not_load_torch(tmp_path: Path) -> None:
@@ -273,8 +285,8 @@ def test_a_simulated_partition_does_not_load_torch(tmp_path: Path) -> None:
 
     path = builders.write(builders.relu_model(), tmp_path / "relu.onnx")
     code = (
-        "import sys; from core.runtime.partition import partition_model; "
-        f"r = partition_model({str(path)!r}, simulate=['nnapi', 'coreml']); "
+        "import sys; from core.partition import PartitionRequest, partition_model; "
+        f"r = partition_model(PartitionRequest(path={str(path)!r}, simulate=['nnapi', 'coreml'])); "
         "print(len(r.reports), 'torch' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

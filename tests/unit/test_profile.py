@@ -11,8 +11,9 @@ import torch
 
 from core.model import zoo
 from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
-from core.profile import profile_model
+from core.profile import ProfileRequest, profile_model
 from core.profile.match import layer_rows
 from core.profile.records import EagerModule, NodeTime
 from tests.cli import cli
@@ -27,7 +28,7 @@ def _exported(name: str, folder: Path, dynamo: bool) -> tuple[Path, list[BenchIn
     import onnx
 
     first = onnx.load(str(path)).graph.input[0].name
-    return path, [BenchInput(first, "float32", list(example[0].shape), 0)]
+    return path, [BenchInput(name=first, dtype="float32", shape=list(example[0].shape), batch_axis=0)]
 
 
 @pytest.mark.parametrize("dynamo", [False, True], ids=["legacy", "dynamo"])
@@ -35,7 +36,8 @@ def test_the_resnet_samples_convolutions_are_matched_to_their_nodes(tmp_path: Pa
     """Nested modules (3.conv1, 3.bn1…) through both exporters' naming: every Conv2d shares a row with the ONNX
     Runtime node it became, BatchNorm folded in, the Relu fused."""
     path, inputs = _exported("resnet", tmp_path, dynamo)
-    report = profile_model(str(path), inputs, TorchSource("sample", "resnet"), iterations=10, warmup=2, threads=1)
+    model = MeasuredModel(path=str(path), inputs=inputs, torch_source=TorchSource("sample", "resnet"))
+    report = profile_model(ProfileRequest(model=model, iterations=10, warmup=2, threads=1))
     assert report.op_types[0].op_type == "Conv" and 0.5 <= report.kernel_ms / report.call_ms <= 1.0
     conv_rows = [r for r in report.matched if "Conv2d" in r.kinds]
     assert len(conv_rows) == 5 and all(r.ort_ms is not None and r.nodes for r in conv_rows)
@@ -49,21 +51,28 @@ def test_the_resnet_samples_convolutions_are_matched_to_their_nodes(tmp_path: Pa
 
 def test_a_real_text_detector_is_profiled_at_a_real_image_size(tmp_path: Path) -> None:
     path = real_model("ocr_det")
-    inputs = [BenchInput("x", "float32", [1, 3, 320, 320], 0)]
-    report = profile_model(str(path), inputs, iterations=4, warmup=1, level="all")
+    inputs = [BenchInput(name="x", dtype="float32", shape=[1, 3, 320, 320], batch_axis=0)]
+    report = profile_model(
+        ProfileRequest(model=MeasuredModel(path=str(path), inputs=inputs), iterations=4, warmup=1, level="all")
+    )
     assert 0.5 <= report.kernel_ms / report.call_ms <= 1.0, (report.kernel_ms, report.call_ms)
     assert report.op_types[0].op_type in ("Conv", "FusedConv") and report.eager is None
     assert any(n.input_shapes and "320" in n.input_shapes[0] for n in report.nodes)
 
 
 def test_matching_joins_folded_layers_and_says_what_it_could_not_match() -> None:
-    modules = [EagerModule("conv", "Conv2d", 1.0, 0.5, 1), EagerModule("bn", "BatchNorm2d", 0.2, 0.1, 1),
-               EagerModule("relu", "ReLU", 0.1, 0.05, 1), EagerModule("drop", "Dropout", 0.01, 0.0, 1),
-               EagerModule("head", "Linear", 0.3, 0.1, 1)]  # fmt: skip
-    fused = NodeTime("relu_nchwc", "Conv", "CPU", 0.4, 0.4, 1, originals=["c", "r"], module="conv",
-                     modules=["conv", "relu"], note="fused with its Relu")  # fmt: skip
-    gemm = NodeTime("gemm", "Gemm", "CPU", 0.1, 0.1, 1, originals=["g"], module="head", modules=["head"])
-    add = NodeTime("add", "Add", "CPU", 0.05, 0.05, 1, originals=["a"], module="block", modules=["block"])
+    modules = [EagerModule(name="conv", kind="Conv2d", mean_ms=1.0, share=0.5, calls=1),
+               EagerModule(name="bn", kind="BatchNorm2d", mean_ms=0.2, share=0.1, calls=1),
+               EagerModule(name="relu", kind="ReLU", mean_ms=0.1, share=0.05, calls=1),
+               EagerModule(name="drop", kind="Dropout", mean_ms=0.01, share=0.0, calls=1),
+               EagerModule(name="head", kind="Linear", mean_ms=0.3, share=0.1, calls=1)]  # fmt: skip
+    fused = NodeTime(name="relu_nchwc", op_type="Conv", provider="CPU", mean_ms=0.4, share=0.4, calls=1,
+                     originals=["c", "r"], module="conv", modules=["conv", "relu"],
+                     note="fused with its Relu")  # fmt: skip
+    gemm = NodeTime(name="gemm", op_type="Gemm", provider="CPU", mean_ms=0.1, share=0.1, calls=1, originals=["g"],
+                    module="head", modules=["head"])  # fmt: skip
+    add = NodeTime(name="add", op_type="Add", provider="CPU", mean_ms=0.05, share=0.05, calls=1, originals=["a"],
+                   module="block", modules=["block"])  # fmt: skip
     rows, notes = layer_rows(modules, [fused, gemm, add])
     assert [r.modules for r in rows] == [["conv", "bn", "relu"], ["drop", "head"], []]
     assert rows[0].ort_ms == 0.4 and rows[0].eager_ms == pytest.approx(1.3) and rows[0].note == "fused with its Relu"
@@ -90,10 +99,11 @@ def test_if_branches_are_not_counted_twice() -> None:
     """silero-vad runs its network inside an If: the If's kernel time holds its branch's nodes, which the trace
     lists too. The If keeps only its own time, so the kernels never add up to more than the call."""
     from core.model.inputs import plan_inputs
-    from core.model.intake import describe_files
+    from core.model.intake import IntakeRequest, describe_files
 
     path = real_model("silero_vad")
-    report = profile_model(str(path), plan_inputs(describe_files([str(path)])), iterations=10, warmup=2)
+    model = MeasuredModel(path=str(path), inputs=plan_inputs(describe_files(IntakeRequest(paths=[str(path)]))))
+    report = profile_model(ProfileRequest(model=model, iterations=10, warmup=2))
     assert report.kernel_ms <= report.call_ms * 1.02
     assert any(n.op_type == "If" and n.note.startswith("its own time") for n in report.nodes)
     assert any(n.op_type == "LSTM" for n in report.nodes)  # the branch's nodes, each on its own
@@ -104,10 +114,12 @@ def test_a_model_that_fails_on_guessed_sizes_says_which_were_guessed() -> None:
     which sizes were guessed and where to set them. At its real height of 48 it runs."""
     from core.errors import BenchmarkError
     from core.model.inputs import plan_inputs
-    from core.model.intake import describe_files
+    from core.model.intake import IntakeRequest, describe_files
 
     path = real_model("ocr_rec")
     with pytest.raises(BenchmarkError, match=r"were guessed \('x' axis 2 = 640.*set them in the input plan"):
-        profile_model(str(path), plan_inputs(describe_files([str(path)])), iterations=2, warmup=0)
-    report = profile_model(str(path), [BenchInput("x", "float32", [1, 3, 48, 320], 0)], iterations=3, warmup=1)
+        guessed = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
+        profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=guessed), iterations=2, warmup=0))
+    real = [BenchInput(name="x", dtype="float32", shape=[1, 3, 48, 320], batch_axis=0)]
+    report = profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=real), iterations=3, warmup=1))
     assert report.nodes and report.kernel_ms <= report.call_ms * 1.02

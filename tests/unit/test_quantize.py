@@ -12,15 +12,23 @@ import pytest
 from core.errors import QuantizeError
 from core.jobs.wire import from_data
 from core.model.inputs import BenchInput
-from core.quantize import VARIANTS, QuantizeReport, check_calibration, quantize_model
+from core.model.measured import MeasuredModel
+from core.quantize import (
+    VARIANTS,
+    CalibrationRequest,
+    QuantizeReport,
+    QuantizeRequest,
+    check_calibration,
+    quantize_model,
+)
 from tests import builders
 from tests.cli import cli
 from ui.charts import quantize_figure
 from ui.quantize_view import comparison_frame
 
 INPUTS = {
-    "tinycnn": [BenchInput("input", "float32", [1, 3, 112, 112], 0)],
-    "classifier": [BenchInput("input", "float32", [1, 768], 0)],
+    "tinycnn": [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)],
+    "classifier": [BenchInput(name="input", dtype="float32", shape=[1, 768], batch_axis=0)],
 }
 
 
@@ -31,10 +39,10 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, QuantizeRepor
     for name in INPUTS:
         folder = tmp_path_factory.mktemp(name)
         path = builders.exported_sample(name, folder)
-        out[name] = quantize_model(
-            str(path), str(folder / "variants"), INPUTS[name], list(VARIANTS),
-            calibration_count=8, held_out=8, iterations=20, warmup=2, threads=1,
-        )  # fmt: skip
+        out[name] = quantize_model(QuantizeRequest(
+            model=MeasuredModel(path=str(path), inputs=INPUTS[name]), out_dir=str(folder / "variants"),
+            variants=list(VARIANTS), calibration_count=8, held_out=8, iterations=20, warmup=2, threads=1,
+        ))  # fmt: skip
     return out
 
 
@@ -55,9 +63,9 @@ def test_sizes_shrink_about_4x_for_int8_and_2x_for_fp16(reports: dict[str, Quant
     variants = {v.key: v for v in reports[name].variants}
     for measure in ("weight_bytes", "size_bytes") if name == "tinycnn" else ("weight_bytes",):
         fp32 = getattr(variants["fp32"], measure)
-        for key, (_, mode, _) in VARIANTS.items():
+        for key, variant in VARIANTS.items():
             ratio = fp32 / getattr(variants[key], measure)
-            if mode == "fp16":
+            if variant.mode == "fp16":
                 assert 1.8 < ratio < 2.1, (measure, key, ratio)
             else:
                 assert 3.3 < ratio < 4.1, (measure, key, ratio)
@@ -100,11 +108,11 @@ def test_a_matching_npz_calibrates_and_the_held_out_part_is_kept_apart(tmp_path:
     path = builders.exported_sample("classifier", tmp_path)
     npz = tmp_path / "calib.npz"
     np.savez(npz, input=np.random.default_rng(0).standard_normal((12, 768)).astype(np.float32))
-    assert check_calibration(str(npz), INPUTS["classifier"]) == 12
-    report = quantize_model(
-        str(path), str(tmp_path / "v"), INPUTS["classifier"], ["static-qdq-percentile"],
-        calibration_file=str(npz), iterations=5, warmup=1, threads=1,
-    )  # fmt: skip
+    assert check_calibration(CalibrationRequest(path=str(npz), inputs=INPUTS["classifier"])) == 12
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=str(path), inputs=INPUTS["classifier"]), out_dir=str(tmp_path / "v"),
+        variants=["static-qdq-percentile"], calibration_file=str(npz), iterations=5, warmup=1, threads=1,
+    ))  # fmt: skip
     assert report.calibration == "9 samples from the uploaded .npz"
     assert "last 3 samples" in report.held_out and report.variants[1].accuracy.samples == 3  # type: ignore[union-attr]
 
@@ -122,7 +130,7 @@ def test_a_mismatched_npz_is_refused_with_the_reason(tmp_path: Path, arrays: dic
     npz = tmp_path / "bad.npz"
     np.savez(npz, **arrays)
     with pytest.raises(QuantizeError) as caught:
-        check_calibration(str(npz), INPUTS["classifier"])
+        check_calibration(CalibrationRequest(path=str(npz), inputs=INPUTS["classifier"]))
     assert reason in str(caught.value)
 
 
@@ -130,25 +138,35 @@ def test_a_file_that_is_no_npz_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "x.npz"
     bad.write_bytes(b"not a zip at all")
     with pytest.raises(QuantizeError, match=r"not a readable \.npz"):
-        check_calibration(str(bad), INPUTS["classifier"])
+        check_calibration(CalibrationRequest(path=str(bad), inputs=INPUTS["classifier"]))
     pickled = tmp_path / "p.npz"
     np.savez(pickled, input=np.array([{"a": 1}], dtype=object))
     with pytest.raises(QuantizeError):  # object arrays would need pickle, which is never allowed
-        check_calibration(str(pickled), INPUTS["classifier"])
+        check_calibration(CalibrationRequest(path=str(pickled), inputs=INPUTS["classifier"]))
 
 
 # -- models that cannot be quantized ---------------------------------------------------------------------------
 def test_an_already_quantized_model_is_refused(reports: dict[str, QuantizeReport], tmp_path: Path) -> None:
     quantized = next(v.path for v in reports["tinycnn"].variants if v.key == "dynamic-qint8")
     with pytest.raises(QuantizeError, match=r"already quantized: it has .*ConvInteger"):
-        quantize_model(quantized, str(tmp_path), INPUTS["tinycnn"], ["fp16"])
+        quantize_model(
+            QuantizeRequest(
+                model=MeasuredModel(path=quantized, inputs=INPUTS["tinycnn"]), out_dir=str(tmp_path), variants=["fp16"]
+            )
+        )
 
 
 def test_a_model_without_float_weights_is_refused(tmp_path: Path) -> None:
     path = builders.write(builders.relu_model(), tmp_path / "relu.onnx")
-    inputs = [BenchInput("x", "float32", [1, 4], 0)]
+    inputs = [BenchInput(name="x", dtype="float32", shape=[1, 4], batch_axis=0)]
     with pytest.raises(QuantizeError, match="no float weights"):
-        quantize_model(str(path), str(tmp_path / "v"), inputs, ["dynamic-qint8"])
+        quantize_model(
+            QuantizeRequest(
+                model=MeasuredModel(path=str(path), inputs=inputs),
+                out_dir=str(tmp_path / "v"),
+                variants=["dynamic-qint8"],
+            )
+        )
 
 
 def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Path) -> None:
@@ -164,10 +182,11 @@ def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Pa
         [weight],
     )
     path = builders.write(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "a.onnx")
-    report = quantize_model(
-        str(path), str(tmp_path / "v"), [BenchInput("x", "float32", [4, 4], None)],
-        ["dynamic-qint8", "fp16"], iterations=5, warmup=1, threads=1,
-    )  # fmt: skip
+    inputs = [BenchInput(name="x", dtype="float32", shape=[4, 4], batch_axis=None)]
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=str(path), inputs=inputs), out_dir=str(tmp_path / "v"),
+        variants=["dynamic-qint8", "fp16"], iterations=5, warmup=1, threads=1,
+    ))  # fmt: skip
     by = {v.key: v for v in report.variants}
     assert "no node was quantized" in by["dynamic-qint8"].error
     assert not by["fp16"].error and by["fp16"].latency is not None
@@ -177,9 +196,23 @@ def test_unsupported_ops_leave_a_variant_unmade_and_the_others_made(tmp_path: Pa
 def test_unknown_variants_and_wrong_inputs_are_refused(tmp_path: Path) -> None:
     path = builders.exported_sample("classifier", tmp_path)
     with pytest.raises(QuantizeError, match="Unknown variant int4"):
-        quantize_model(str(path), str(tmp_path), INPUTS["classifier"], ["int4"])
+        quantize_model(
+            QuantizeRequest(
+                model=MeasuredModel(path=str(path), inputs=INPUTS["classifier"]),
+                out_dir=str(tmp_path),
+                variants=["int4"],
+            )
+        )
     with pytest.raises(QuantizeError, match=r"inputs given \(tokens\) are not the model's \(input\)"):
-        quantize_model(str(path), str(tmp_path), [BenchInput("tokens", "float32", [1, 768], 0)], ["fp16"])
+        quantize_model(
+            QuantizeRequest(
+                model=MeasuredModel(
+                    path=str(path), inputs=[BenchInput(name="tokens", dtype="float32", shape=[1, 768], batch_axis=0)]
+                ),
+                out_dir=str(tmp_path),
+                variants=["fp16"],
+            )
+        )
 
 
 # -- the command line -------------------------------------------------------------------------------------------

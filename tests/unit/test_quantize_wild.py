@@ -8,19 +8,20 @@ from pathlib import Path
 import onnx
 
 from core.model.inputs import plan_inputs
-from core.model.intake import describe_files
-from core.quantize import quantize_model
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
+from core.quantize import QuantizeRequest, quantize_model
 from tests import wild
 
 
 def _quantize(model: onnx.ModelProto, tmp_path: Path, variants: list[str]):  # type: ignore[no-untyped-def]
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))
-    record = describe_files([str(path)])
-    return quantize_model(
-        str(path), str(tmp_path / "out"), plan_inputs(record), variants, calibration_count=4, held_out=4,
-        iterations=10, warmup=1, threads=1,
-    )  # fmt: skip
+    record = describe_files(IntakeRequest(paths=[str(path)]))
+    return quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=str(path), inputs=plan_inputs(record)), out_dir=str(tmp_path / "out"),
+        variants=variants, calibration_count=4, held_out=4, iterations=10, warmup=1, threads=1,
+    ))  # fmt: skip
 
 
 def test_constant_node_weights_are_quantized_at_the_detectors_real_size(tmp_path: Path) -> None:

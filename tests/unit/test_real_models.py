@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
 from core.model.inputs import plan_inputs
-from core.model.intake import describe_files
-from core.quantize import quantize_model
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
+from core.quantize import QuantizeRequest, quantize_model
 from tests.real_models import real_model
 
 
 def _plan(name: str):  # type: ignore[no-untyped-def]
-    record = describe_files([str(real_model(name))])
+    record = describe_files(IntakeRequest(paths=[str(real_model(name))]))
     return record, plan_inputs(record)
 
 
@@ -25,7 +27,11 @@ def test_silero_vad_runs_at_16_khz_and_sweeps_its_state_with_the_batch() -> None
         if name == "silero_vad":
             sr = next(s for s in plan if s.name == "sr")
             assert (sr.kind, sr.low) == ("constant", 16000)
-        report = run_benchmark(record.path, plan, batches=[1, 4], threads=[1], iterations=5, warmup=1)
+        report = run_benchmark(
+            BenchRequest(
+                model=MeasuredModel(path=record.path, inputs=plan), batches=[1, 4], threads=[1], iterations=5, warmup=1
+            )
+        )
         assert sorted({r.batch for r in report.results}) == [1, 4]
 
 
@@ -38,10 +44,10 @@ def test_the_ocr_detector_and_classifier_get_real_image_sizes() -> None:
 
 def test_the_ocr_classifier_with_constant_weights_is_quantized(tmp_path: Path) -> None:
     record, plan = _plan("ocr_cls")
-    report = quantize_model(
-        record.path, str(tmp_path), plan, ["dynamic-qint8", "fp16"], calibration_count=2, held_out=2,
-        iterations=5, warmup=1, threads=1,
-    )  # fmt: skip
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=record.path, inputs=plan), out_dir=str(tmp_path), variants=["dynamic-qint8", "fp16"],
+        calibration_count=2, held_out=2, iterations=5, warmup=1, threads=1,
+    ))  # fmt: skip
     assert any("initializers first" in n for n in report.notes)
     dynamic, fp16 = report.variants[1], report.variants[2]
     assert not dynamic.error and dynamic.integer_ops, dynamic.error
@@ -52,7 +58,9 @@ def test_the_ocr_classifier_with_constant_weights_is_quantized(tmp_path: Path) -
 def test_a_classic_ml_model_with_a_map_output_is_benchmarked() -> None:
     record, plan = _plan("iris")
     assert [s.shape for s in plan] == [[3, 2]] and plan[0].batch_axis is None
-    report = run_benchmark(record.path, plan, threads=[1], iterations=5, warmup=1)
+    report = run_benchmark(
+        BenchRequest(model=MeasuredModel(path=record.path, inputs=plan), threads=[1], iterations=5, warmup=1)
+    )
     assert all(r.max_abs_diff == 0.0 for r in report.results)
 
 
@@ -61,10 +69,10 @@ def test_fp16_of_the_ocr_detector_keeps_its_batch_norms_in_float32(tmp_path: Pat
     BatchNormalization nodes are numerically sensitive. They are kept in float32, and the variant is within
     tolerance."""
     record, plan = _plan("ocr_det")
-    report = quantize_model(
-        record.path, str(tmp_path), plan, ["fp16"], calibration_count=1, held_out=2, iterations=3, warmup=1,
-        threads=1,
-    )  # fmt: skip
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=record.path, inputs=plan), out_dir=str(tmp_path), variants=["fp16"],
+        calibration_count=1, held_out=2, iterations=3, warmup=1, threads=1,
+    ))  # fmt: skip
     fp16 = report.variants[1]
     assert any(k.startswith("BatchNormalization ×") and "sensitive" in k for k in fp16.kept_float32), fp16.kept_float32
     assert fp16.accuracy is not None and fp16.accuracy.cosine_similarity > 0.99
@@ -75,7 +83,11 @@ def test_a_text_model_gets_character_ids_within_its_vocabulary() -> None:
     record, (ids,) = _plan("tashkeel")
     assert ids.shape == [1, 128] and ids.batch_axis == 0 and ids.free[1].why == "sequence length: 128"
     assert (ids.kind, ids.low, ids.high) == ("integers", 0, 54) and "54 rows" in ids.why  # its embedding table
-    report = run_benchmark(record.path, [ids], batches=[1, 2], threads=[1], iterations=5, warmup=1)
+    report = run_benchmark(
+        BenchRequest(
+            model=MeasuredModel(path=record.path, inputs=[ids]), batches=[1, 2], threads=[1], iterations=5, warmup=1
+        )
+    )
     assert sorted({r.batch for r in report.results}) == [1, 2]
 
 
@@ -83,10 +95,10 @@ def test_fp16_of_a_model_with_if_branches_keeps_what_the_branches_read(tmp_path:
     """The If bodies of silero read Casts of the main graph by name: dropping them as unused broke the model
     ("... is not output of any previous nodes")."""
     record, plan = _plan("silero_vad")
-    report = quantize_model(
-        record.path, str(tmp_path), plan, ["dynamic-qint8", "fp16"], calibration_count=2, held_out=2, iterations=3,
-        warmup=1, threads=1,
-    )  # fmt: skip
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=record.path, inputs=plan), out_dir=str(tmp_path), variants=["dynamic-qint8", "fp16"],
+        calibration_count=2, held_out=2, iterations=3, warmup=1, threads=1,
+    ))  # fmt: skip
     dynamic, fp16 = report.variants[1], report.variants[2]
     assert "inside If/Loop/Scan bodies" in dynamic.error  # where its Convs are, and why INT8 took none
     assert not fp16.error, fp16.error

@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from core.errors import JobError
-from core.jobs import JOBS, Job, ProcessBackend, run_job
+from core.jobs import JOBS, Job, ProcessBackend
 from core.jobs import sandbox as sandbox_module
 from core.jobs.sandbox import Confinement, worker_command, worker_environment
 from core.settings import PROJECT_ROOT, load_settings
 from tests.cli import cli
+from tests.unit.jobs_for_tests import run_spec
 
 MISSING = (False, "bubblewrap is not installed (apt-get install bubblewrap)")
-ECHO = JOBS.with_jobs(Job("test.whoami", "tests.unit.jobs_for_tests:whoami"))
+ECHO = JOBS.with_jobs(Job(name="test.whoami", target="tests.unit.jobs_for_tests:whoami"))
 
 
 @pytest.fixture
@@ -32,12 +33,12 @@ def test_hosted_mode_refuses_to_start_without_the_sandbox(no_bwrap: None, monkey
 def test_hosted_mode_runs_no_job_without_the_sandbox(no_bwrap: None, tmp_path: Path) -> None:
     settings = dataclasses.replace(load_settings(environ={"WORKBENCH_MODE": "hosted"}), data_dir=str(tmp_path))
     with pytest.raises(JobError, match="requires its workers to run in a sandbox"):
-        run_job("test.whoami", backend=ProcessBackend(settings, ECHO))
+        run_spec("test.whoami", backend=ProcessBackend(settings, ECHO))
 
 
 def test_local_mode_runs_jobs_without_the_sandbox(no_bwrap: None, tmp_path: Path) -> None:
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path))
-    _, visible = run_job("test.whoami", backend=ProcessBackend(settings, ECHO))
+    _, visible = run_spec("test.whoami", backend=ProcessBackend(settings, ECHO))
     assert len(visible) > 5  # no PID namespace: the machine's processes are in sight
 
 

@@ -14,7 +14,16 @@ from core.tables import RowFile, iter_rows, read_page, read_rows, write_rows
 
 def _nodes(count: int) -> list[NodeInfo]:
     return [
-        NodeInfo(i, "main", f"n{i}", "Relu" if i % 2 else "Conv", "", [f"t{i}"], [f"t{i + 1}"], {})
+        NodeInfo(
+            index=i,
+            graph="main",
+            name=f"n{i}",
+            op_type="Relu" if i % 2 else "Conv",
+            domain="",
+            inputs=[f"t{i}"],
+            outputs=[f"t{i + 1}"],
+            attributes={},
+        )
         for i in range(count)
     ]
 
@@ -44,7 +53,9 @@ def test_a_table_outside_its_folder_is_not_read(tmp_path: Path) -> None:
     with pytest.raises(ResultFileError, match="outside its folder"):
         read_page(table, 0, NodeInfo, tmp_path / "mine")
     os.symlink(tmp_path / "other.rows", tmp_path / "mine" / "link.rows")
-    linked = RowFile(str(tmp_path / "mine" / "link.rows"), 3, table.page_rows, table.offsets)
+    linked = RowFile(
+        path=str(tmp_path / "mine" / "link.rows"), rows=3, page_rows=table.page_rows, offsets=table.offsets
+    )
     with pytest.raises(ResultFileError):
         read_page(linked, 0, NodeInfo, tmp_path / "mine")
 
@@ -53,10 +64,10 @@ def test_a_table_that_is_not_what_its_result_says_is_a_message(tmp_path: Path) -
     table = write_rows(tmp_path / "nodes.rows", _nodes(3))
     with pytest.raises(ResultFileError, match="could not be read"):
         read_page(table, 0, RowFile, tmp_path)  # rows of another type
-    broken = RowFile(table.path, 3, table.page_rows, [table.offsets[1], 0])
+    broken = RowFile(path=table.path, rows=3, page_rows=table.page_rows, offsets=[table.offsets[1], 0])
     with pytest.raises(ResultFileError, match="broken index"):
         read_page(broken, 0, NodeInfo, tmp_path)
-    huge = RowFile(table.path, 3, table.page_rows, [0, 2**40])
+    huge = RowFile(path=table.path, rows=3, page_rows=table.page_rows, offsets=[0, 2**40])
     with pytest.raises(ResultFileError, match="more than a page may be"):
         read_page(huge, 0, NodeInfo, tmp_path)
     (tmp_path / "nodes.rows").unlink()
@@ -65,21 +76,21 @@ def test_a_table_that_is_not_what_its_result_says_is_a_message(tmp_path: Path) -
 
 
 def test_decode_and_partition_keep_their_node_tables_in_the_job_folder(tmp_path: Path) -> None:
-    from core.runtime.partition import NodePlacement, partition_model
-
-    from core.decode.decoder import decode_model
+    from core.decode import DecodeRequest, decode_model
+    from core.partition import PartitionRequest, partition_model
+    from core.runtime.placement import NodePlacement
     from tests import builders
 
     path = builders.write(builders.chain_model(2_500), tmp_path / "chain.onnx")
-    kept = decode_model(str(path), with_text=False)
-    decoded = decode_model(str(path), with_text=False, out_dir=str(tmp_path / "decode"))
+    kept = decode_model(DecodeRequest(path=str(path), with_text=False))
+    decoded = decode_model(DecodeRequest(path=str(path), with_text=False, out_dir=str(tmp_path / "decode")))
     assert decoded.nodes == [] and decoded.node_rows is not None
     assert decoded.node_rows.rows == decoded.total_node_count == len(kept.nodes) == 2_500
     assert list(iter_rows(decoded.node_rows, NodeInfo, tmp_path / "decode")) == kept.nodes
     assert decoded.op_types == sorted({n.op_type for n in kept.nodes})
 
-    whole = partition_model(str(path), simulate=["nnapi"])
-    paged = partition_model(str(path), simulate=["nnapi"], out_dir=str(tmp_path / "part"))
+    whole = partition_model(PartitionRequest(path=str(path), simulate=["nnapi"]))
+    paged = partition_model(PartitionRequest(path=str(path), simulate=["nnapi"], out_dir=str(tmp_path / "part")))
     for full, report in zip(whole.reports, paged.reports, strict=True):
         assert report.nodes == [] and report.node_rows is not None
         assert report.node_total == report.node_rows.rows == len(full.nodes)

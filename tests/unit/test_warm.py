@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from core.decode import DecodeRequest
 from core.errors import JobCancelled, JobCrashed, JobOutOfMemory, JobTimedOut
-from core.jobs import Job, JobSpec, ProcessBackend, submit
+from core.jobs import DECODE, Job, JobSpec, ProcessBackend, submit
+from core.jobs.process import submit_spec
 from core.jobs.sandbox import sandbox_status
 from core.settings import load_settings
 from core.workspace import open_within
@@ -20,7 +22,7 @@ from tests.unit.jobs_for_tests import Point
 from tests.unit.test_jobs import TEST_JOBS
 
 T = "tests.unit.jobs_for_tests"
-JOBS = TEST_JOBS.with_jobs(Job("test.calls", f"{T}:calls"), Job("test.probe", f"{T}:probe"))
+JOBS = TEST_JOBS.with_jobs(Job(name="test.calls", target=f"{T}:calls"), Job(name="test.probe", target=f"{T}:probe"))
 SANDBOX = sandbox_status()[0]
 
 
@@ -54,44 +56,46 @@ def warm(pool_backend: ProcessBackend) -> ProcessBackend:
 
 
 def _run(backend: ProcessBackend, spec: JobSpec) -> object:
-    handle = submit(spec, backend)
+    handle = submit_spec(spec, backend)
     result = handle.result(timeout=120)
     assert handle.started_warm  # type: ignore[attr-defined]
     return result
 
 
 def test_a_warm_worker_returns_typed_results_and_is_never_used_twice(warm: ProcessBackend) -> None:
-    assert _run(warm, JobSpec("test.midpoint", {"a": Point(0, 2, "a"), "b": Point(4, 4, "b")})) == Point(2, 3, "a-b")
-    assert _run(_ready(warm), JobSpec("test.calls")) == 1
-    assert _run(_ready(warm), JobSpec("test.calls")) == 1  # a fresh process each time
+    assert _run(warm, JobSpec(name="test.midpoint", args={"a": Point(0, 2, "a"), "b": Point(4, 4, "b")})) == Point(
+        2, 3, "a-b"
+    )
+    assert _run(_ready(warm), JobSpec(name="test.calls")) == 1
+    assert _run(_ready(warm), JobSpec(name="test.calls")) == 1  # a fresh process each time
 
 
 def test_a_warm_worker_has_the_same_endings(warm: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.segfault"), warm)
+    handle = submit_spec(JobSpec(name="test.segfault"), warm)
     with pytest.raises(JobCrashed, match="SIGSEGV"):
         handle.result(timeout=60)
     assert handle.started_warm  # type: ignore[attr-defined]
 
-    handle = submit(JobSpec("test.sleep", {"seconds": 30}, timeout_s=1), _ready(warm))
+    handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 30}, timeout_s=1), _ready(warm))
     with pytest.raises(JobTimedOut, match="limit of 1 s"):
         handle.result(timeout=30)
     assert handle.started_warm  # type: ignore[attr-defined]
 
-    handle = submit(JobSpec("test.sleep", {"seconds": 60}), _ready(warm))
+    handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 60}), _ready(warm))
     time.sleep(0.5)
     handle.cancel()
     with pytest.raises(JobCancelled):
         handle.result(timeout=10)
     assert handle.started_warm  # type: ignore[attr-defined]
 
-    handle = submit(JobSpec("test.allocate", {"megabytes": 8192}, memory_mb=1500), _ready(warm))
+    handle = submit_spec(JobSpec(name="test.allocate", args={"megabytes": 8192}, memory_mb=1500), _ready(warm))
     with pytest.raises(JobOutOfMemory, match="limit of 1500 MB"):
         handle.result(timeout=60)
     assert handle.started_warm  # type: ignore[attr-defined]
 
 
 def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
-    handle = submit(JobSpec("test.with_progress", {"steps": 20}), warm)
+    handle = submit_spec(JobSpec(name="test.with_progress", args={"steps": 20}), warm)
     seen = set()
     while not handle.done():
         if handle.progress is not None:
@@ -103,7 +107,7 @@ def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
 
 def test_a_job_too_small_for_the_imports_starts_its_own_worker(warm: ProcessBackend) -> None:
     """torch and friends take ~250 MB; a job allowed 300 MB gets a worker without them."""
-    handle = submit(JobSpec("test.calls", memory_mb=300), warm)
+    handle = submit_spec(JobSpec(name="test.calls", memory_mb=300), warm)
     assert handle.result(timeout=60) == 1 and not handle.started_warm  # type: ignore[attr-defined]
 
 
@@ -130,7 +134,8 @@ def test_a_warm_job_reads_and_writes_the_paths_it_was_given(session: tuple[Proce
     model = folder / "model.txt"
     model.write_text("the model")
     seen = _run(
-        backend, JobSpec("test.probe", {"model": str(model), "out": str(out), "data_dir": backend.settings.data_dir})
+        backend,
+        JobSpec(name="test.probe", args={"model": str(model), "out": str(out), "data_dir": backend.settings.data_dir}),
     )
     assert isinstance(seen, dict) and seen["read"] == "the model"
     assert (out / "result.txt").read_text() == "from the job"  # moved into the real folder
@@ -143,9 +148,9 @@ def test_a_warm_job_reads_and_writes_the_paths_it_was_given(session: tuple[Proce
 def test_a_warm_decode_names_files_in_the_real_folder(session: tuple[ProcessBackend, Path, Path]) -> None:
     backend, folder, out = session
     model = builders.write(builders.relu_model(), folder / "relu.onnx")
-    handle = submit(JobSpec("decode.run", {"path": str(model), "out_dir": str(out)}), backend)
+    handle = submit(DECODE, DecodeRequest(path=str(model), out_dir=str(out)), backend)
     decoded = handle.result(timeout=60)
-    assert handle.started_warm  # type: ignore[attr-defined]
+    assert handle.handle.started_warm  # type: ignore[attr-defined]
     assert decoded.node_count == 1 and decoded.node_rows is not None
     assert Path(decoded.node_rows.path).parent == out
     with open_within(decoded.node_rows.path, out) as fh:
@@ -154,9 +159,9 @@ def test_a_warm_decode_names_files_in_the_real_folder(session: tuple[ProcessBack
 
 def test_paths_outside_the_data_folder_get_a_worker_of_their_own(warm: ProcessBackend, tmp_path: Path) -> None:
     model = builders.write(builders.relu_model(), tmp_path / "elsewhere" / "relu.onnx")
-    handle = submit(JobSpec("decode.run", {"path": str(model)}), warm)
+    handle = submit(DECODE, DecodeRequest(path=str(model)), warm)
     assert handle.result(timeout=60).node_count == 1
-    assert handle.started_warm is (not warm.settings.sandbox)  # type: ignore[attr-defined]
+    assert handle.handle.started_warm is (not warm.settings.sandbox)  # type: ignore[attr-defined]
 
 
 @pytest.mark.skipif(not SANDBOX, reason="the module's own backend is the unsandboxed one")
