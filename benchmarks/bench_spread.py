@@ -41,6 +41,8 @@ def _runs(
         report = run(BENCH, BenchRequest(model=model, iterations=iterations, warmup=20, threads=threads))
         best = next(r for r in report.results if r.level == "ALL")
         activity = report.activity
+        assert activity is not None
+        assert best.speedup is not None and best.speedup_low is not None and best.speedup_high is not None
         found.append((best.speedup, best.speedup_low, best.speedup_high, activity.others_cores, activity.busy))
         state = "busy" if activity.busy else "quiet"
         interval = f"({best.speedup_low:.2f}–{best.speedup_high:.2f})"

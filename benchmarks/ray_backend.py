@@ -96,7 +96,7 @@ def measure(repeat: int, n: int, iterations: int, rounds: int) -> dict[str, floa
     agent = cluster.agent(node2.target)
     calls = _interleaved_ms({"call": lambda: ray.get(agent.missing.remote([]))}, 50)["call"]
     figures["one call to node2's agent (ms)"] = calls  # a job makes at least three: missing, submit, poll
-    backends = {"here, fresh worker": here, "on head": head, "on node2": node2}
+    backends: dict[str, Backend] = {"here, fresh worker": here, "on head": head, "on node2": node2}
     runs = {f"decode {name} (ms)": _job(backend, decode) for name, backend in backends.items()}
     figures.update(_interleaved_ms(runs, repeat))
     figures["Ray overhead per job (ms)"] = figures["decode on node2 (ms)"] - figures["decode here, fresh worker (ms)"]

@@ -65,7 +65,7 @@ def test_a_large_tensor_is_sampled_and_the_budget_bounds_a_model() -> None:
 def test_external_weights_are_read_from_the_models_folder(tmp_path: Path) -> None:
     weight = np.arange(12, dtype=np.float32).reshape(3, 4) - 4
     path = builders.save_with_external_data(_matmul_model(weight), tmp_path / "model")
-    view = graph_view_job(GraphRequest(path=path))  # what the worker runs: the folder is the model's own
+    view = graph_view_job(GraphRequest(path=str(path)))  # what the worker runs: the folder is the model's own
     assert _stats(view) == "min −4 · max 7 · mean 1.5 · std 3.452 · 8.3% zeros"
     # the same file with no folder given: said, not guessed
     assert "external file" in _stats(view_graph(onnx.load(path, load_external_data=False)))
