@@ -4,27 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import auth, session, targets
+from ui import auth, pages, session, targets
 from ui.cards import sidebar_model
 
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
 
-WALK_THROUGH = [
-    st.Page("app_pages/model.py", title="Model", icon=":material/deployed_code:", default=True),
-    st.Page("app_pages/export.py", title="Export", icon=":material/output:"),
-    st.Page("app_pages/decode.py", title="Decode", icon=":material/data_object:"),
-    st.Page("app_pages/partition.py", title="Partition", icon=":material/account_tree:"),
-    st.Page("app_pages/benchmark.py", title="Benchmark", icon=":material/speed:"),
-    st.Page("app_pages/profile.py", title="Profile", icon=":material/timer:"),
-    st.Page("app_pages/quantize.py", title="Quantize", icon=":material/compress:"),
-    st.Page("app_pages/history.py", title="History", icon=":material/history:"),
-]
-TEAM = [st.Page("app_pages/dashboard.py", title="Dashboard", icon=":material/dashboard:")]
-
 # Hosted: a crash shows a generic message, never a traceback (paths, code); local: everything, for debugging.
 st.set_option("client.showErrorDetails", "none" if session.settings().hosted else "full")
 me = auth.gate()  # with sign-in configured: the sign-in screen for a stranger (and stop), else who is signed in
-page = st.navigation({"Walk-through": WALK_THROUGH, "Team": TEAM})
+page = pages.navigation()  # the table of pages, ui/pages.py
 session.start()  # this session's folder, and the model its address names (else the start sample)
 if st.session_state.pop("link_gone", False):
     config = session.settings()

@@ -11,7 +11,7 @@ from core.errors import WorkbenchError
 from core.jobs import BENCH
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import jobs, session, targets
+from ui import jobs, pages, session, targets
 from ui.bench_view import environment_section, results_section
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_section
@@ -25,7 +25,7 @@ st.markdown(
     "latency on a shared machine varies by 10–25 % from run to run."
 )
 
-record = require_onnx("Benchmarking")
+record = require_onnx("benchmark")
 torch_record = session.torch_model()
 inputs = plan_section(record, torch_record, key="bench_plan")
 batch_dynamic = any(i.batch_axis is not None for i in inputs)
@@ -116,12 +116,7 @@ if report is None:
     st.stop()
 results_section(report, key=f"bench_{report.id}")
 if saved_run_id(report.id):
-    st.page_link(
-        "app_pages/history.py",
-        label=f"Saved to the history as run {report.id}",
-        icon=":material/history:",
-        query_params={"run": report.id},  # the run's permalink: History opens it
-    )
+    pages.link("history", f"Saved to the history as run {report.id}", run=report.id)  # its permalink
 
 st.header("Why ONNX Runtime is often faster", anchor="why")
 st.markdown(

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.store.dashboard import Owned, latest_per_model_machine, regressions, trend
-from ui import session
+from ui import pages, session
 from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
@@ -32,7 +32,7 @@ except WorkbenchError as exc:
     stop_with_error(exc)
 if not models:
     st.info("No benchmark runs yet: a run saved from the Benchmark page or `python -m core bench` shows here.")
-    st.page_link("app_pages/benchmark.py", label="Run a benchmark", icon=":material/speed:")
+    pages.link("benchmark", "Run a benchmark")
     st.stop()
 
 by_person, by_model, by_machine, by_date = st.columns(4)

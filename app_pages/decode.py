@@ -27,7 +27,7 @@ st.markdown(
     "the way a runtime does, from the first bytes to the last node, without loading external weights."
 )
 
-record = require_onnx("Decoding")
+record = require_onnx("decode")
 
 decoded = jobs.run(DECODE, DecodeRequest(path=record.path), f"Decoding '{record.name}'", model=record.id, reuse=True)
 for problem in decoded.problems:

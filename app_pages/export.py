@@ -11,7 +11,7 @@ from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.shapes import parse_dims
 from ui import session
 from ui.export_view import kept_report, run_export, show_report
-from ui.needs import next_steps
+from ui.needs import next_steps, require_pytorch
 from ui.text import md_escape
 
 st.title("Export")
@@ -23,15 +23,8 @@ st.markdown(
     "against PyTorch at the export shape **and** at another size of each dynamic axis."
 )
 
-source = session.torch_model()
+source = require_pytorch("export")
 current = session.current_model()
-if source is None:
-    st.info(
-        "Export needs a PyTorch model, and the current model is ONNX already. Pick a sample or upload a "
-        "state_dict, TorchScript or .pt2 file on the Model page."
-    )
-    st.page_link("app_pages/model.py", label="Go to the Model page", icon=":material/deployed_code:")
-    st.stop()
 if current is not None and current.id != source.id:
     st.caption(f"The current model is the ONNX export of **{md_escape(source.name)}**; exporting again replaces it.")
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.store.history import RunSummary, inputs_text
-from ui import session
+from ui import pages, session
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
 from ui.dashboard_view import date_span
@@ -47,7 +47,7 @@ if session.page_param("run") and linked is None:
     session.set_page_param("run", "")
 if not models:
     st.info("No benchmark runs yet.")
-    st.page_link("app_pages/benchmark.py", label="Run a benchmark", icon=":material/speed:")
+    pages.link("benchmark", "Run a benchmark")
     st.stop()
 
 current = session.current_model()

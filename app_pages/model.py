@@ -14,7 +14,7 @@ from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
 from core.model.intake import IntakeRequest
 from core.workspace import safe_filename
-from ui import session
+from ui import pages, session
 from ui.cards import model_card
 from ui.jobs import run, show_error
 from ui.library_view import library_section
@@ -157,8 +157,6 @@ if record.format == "sample" and record.name == config.start_sample and "upload_
     st.caption("The app starts with this sample so there is something to explore; upload your own model above.")
 model_card(record)
 if record.is_pytorch:
-    st.page_link("app_pages/export.py", label="Next: export it to ONNX", icon=":material/output:")
+    pages.link("export", "Next: export it to ONNX")
 else:
-    st.page_link(
-        "app_pages/decode.py", label="Next: decode it, from the first bytes to the graph", icon=":material/data_object:"
-    )
+    pages.link("decode", "Next: decode it, from the first bytes to the graph")

@@ -34,7 +34,7 @@ st.markdown(
     "(EXTENDED), and memory layouts that suit the hardware (LAYOUT); ALL is everything."
 )
 
-record = require_onnx("Partitioning")
+record = require_onnx("partition")
 
 
 @st.cache_data(show_spinner=False)

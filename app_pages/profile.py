@@ -34,7 +34,7 @@ with st.expander("Why fusions save time, and which models gain the most"):
         "lengths) spends its time inside BLAS kernels that both engines share, and gains little."
     )
 
-record = require_onnx("Profiling")
+record = require_onnx("profile")
 torch_record = session.torch_model()
 inputs = plan_section(record, torch_record, key="profile_plan")
 batch_dynamic = any(i.batch_axis is not None for i in inputs)

@@ -36,7 +36,7 @@ st.markdown(
     "then be *slower* than float32. The measurements below say which it is on this machine."
 )
 
-record = require_onnx("Quantizing")
+record = require_onnx("quantize")
 inputs = plan_section(record, session.torch_model(), key="quantize_plan")
 if any(image_layout(i) and i.kind != "data" for i in inputs):
     st.info(

@@ -8,37 +8,12 @@ import streamlit as st
 from core.errors import WorkbenchError
 from core.export import default_options
 from core.model import ModelRecord
-from ui import session
+from ui import pages, session
 from ui.export_view import run_export
 from ui.jobs import stop_with_error
 from ui.text import md_escape
 
-__all__ = ["next_steps", "require_onnx"]
-
-# step -> (page, what the link says, icon): the walk-through's order, as the sidebar shows it
-STEPS = {
-    "model": ("app_pages/model.py", "Model: see its card, or open another", ":material/deployed_code:"),
-    "export": ("app_pages/export.py", "Export: choose the opset, shapes and dynamic axes", ":material/output:"),
-    "decode": (
-        "app_pages/decode.py",
-        "Decode: the protobuf from the first bytes to the graph",
-        ":material/data_object:",
-    ),
-    "partition": ("app_pages/partition.py", "Partition: which provider runs each node", ":material/account_tree:"),
-    "benchmark": ("app_pages/benchmark.py", "Benchmark: PyTorch eager against ONNX Runtime", ":material/speed:"),
-    "profile": ("app_pages/profile.py", "Profile: where the time goes, node by node", ":material/timer:"),
-    "quantize": (
-        "app_pages/quantize.py",
-        "Quantize: INT8 and FP16 variants, size against accuracy",
-        ":material/compress:",
-    ),
-    "history": ("app_pages/history.py", "History: compare this run with earlier ones", ":material/history:"),
-    "dashboard": (
-        "app_pages/dashboard.py",
-        "Dashboard: the team's latest results and regressions",
-        ":material/dashboard:",
-    ),
-}
+__all__ = ["next_steps", "require_onnx", "require_pytorch"]
 
 
 def next_steps(*steps: str) -> None:
@@ -47,9 +22,8 @@ def next_steps(*steps: str) -> None:
     st.markdown("**Next**")
     columns = st.columns(len(steps))
     for column, step in zip(columns, steps, strict=True):
-        page, label, icon = STEPS[step]
         with column:
-            st.page_link(page, label=label, icon=icon)
+            pages.link(step)
 
 
 def _export_defaults(record: ModelRecord) -> None:
@@ -62,14 +36,30 @@ def _export_defaults(record: ModelRecord) -> None:
         st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
 
 
-def require_onnx(what: str) -> ModelRecord:
-    """The current model if it is ONNX; otherwise explain, offer the way there, and stop the page."""
+def require_pytorch(step: str) -> ModelRecord:
+    """The PyTorch model of this session (the current one, or the one it was exported from); otherwise explain,
+    offer the way there, and stop page ``step``."""
+    source = session.torch_model()
+    if source is not None:
+        return source
+    st.info(
+        f"{pages.page(step).doing} needs a PyTorch model, and the current model is ONNX already. Pick a sample or "
+        "upload a state_dict, TorchScript or .pt2 file on the Model page."
+    )
+    pages.link("model", "Go to the Model page")
+    st.stop()
+    raise AssertionError  # st.stop() does not return
+
+
+def require_onnx(step: str) -> ModelRecord:
+    """The current model if it is ONNX; otherwise explain, offer the way there, and stop page ``step``."""
+    what = pages.page(step).doing
     record = session.current_model()
     if record is not None and record.format == "onnx":
         return record
     if record is None:
         st.info(f"{what} needs an ONNX model, and there is none yet.")
-        st.page_link("app_pages/model.py", label="Upload a model or pick a sample", icon=":material/deployed_code:")
+        pages.link("model", "Upload a model or pick a sample")
         st.stop()
     assert record is not None
     if record.is_pytorch:
@@ -82,9 +72,9 @@ def require_onnx(what: str) -> ModelRecord:
         if left.button("Export with the defaults and continue", type="primary", key="export_defaults"):
             _export_defaults(record)
         with right:
-            st.page_link("app_pages/export.py", label="Choose the export settings", icon=":material/output:")
+            pages.link("export", "Choose the export settings")
     else:
         st.info(f"{what} needs an ONNX model; the current model is a {record.format_label}.")
-        st.page_link("app_pages/model.py", label="Upload an ONNX model", icon=":material/deployed_code:")
+        pages.link("model", "Upload an ONNX model")
     st.stop()
     raise AssertionError  # st.stop() does not return

@@ -177,7 +177,7 @@ def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
         if upload is not None and st.button("Use these inputs", key=f"{key}_use_npz"):
             plan_made = _from_upload(
                 upload,
-                "inputs.npz",
+                "data.npz",
                 NPZ_INPUTS,
                 lambda path, folder: NpzRequest(path=path, inputs=plan, out_dir=folder),
                 "Reading the inputs",

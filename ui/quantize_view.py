@@ -67,10 +67,7 @@ def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def results_section(report: QuantizeReport, key: str) -> Variant | None:
-    """Show the comparison; returns the variant the user asked to make current, if any."""
-    frame = comparison_frame(report)
-    made = [v for v in report.variants if not v.error and v.latency is not None]
+def _headline_and_notes(report: QuantizeReport, made: list[Variant]) -> None:
     for v in report.variants:
         if v.error:
             st.warning(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")  # the others were
@@ -87,6 +84,13 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
             st.caption(f"{md_escape(v.label)}: {md_escape(v.size_note, 600)}")
     for note in report.notes:
         st.caption(md_escape(note, 800))
+
+
+def results_section(report: QuantizeReport, key: str) -> Variant | None:
+    """Show the comparison; returns the variant the user asked to make current, if any."""
+    frame = comparison_frame(report)
+    made = [v for v in report.variants if not v.error and v.latency is not None]
+    _headline_and_notes(report, made)
     shown = frame[frame["median_ms"].notna()]
     if not shown.empty:
         chart = shown.rename(columns={"variant": "label"})[["label", "size_mb", "median_ms", "p90_ms", "cosine"]]
@@ -112,6 +116,11 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         f"{report.threads} thread(s), ORT at ALL. Accuracy: against the float32 model on {report.held_out}. "
         f"Calibration: {report.calibration}."
     )
+    _where_integer_ops_ran(made)
+    return _choose_variant(made, key)
+
+
+def _where_integer_ops_ran(made: list[Variant]) -> None:
     st.markdown("**Where the integer ops ran**")
     rows = [
         (
@@ -127,6 +136,10 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         "dynamic quantization runs ConvInteger or MatMulInteger after quantizing each input on the fly "
         "(DynamicQuantizeLinear). All of them have CPU kernels; other providers take fewer."
     )
+
+
+def _choose_variant(made: list[Variant], key: str) -> Variant | None:
+    """A download of one variant, and a button that makes it the current model (returned when pressed)."""
     left, right = st.columns(2)
     choice = left.selectbox(
         "Variant", [v.key for v in made], format_func=lambda k: next(v.label for v in made if v.key == k),

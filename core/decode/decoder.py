@@ -11,7 +11,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.decode.header import HEADER_BYTES, top_level_fields
 from core.decode.records import (
@@ -38,12 +38,15 @@ from core.model.proto import (
 from core.model.topology import has_cycle
 from core.tables import write_rows
 
+if TYPE_CHECKING:
+    import onnx
+
 __all__ = ["decode_model", "summary"]
 
 _KNOWN_DOMAINS = {"ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training", "com.microsoft"}
 
 
-def _attr_text(attr: Any) -> tuple[str, list[Any]]:
+def _attr_text(attr: onnx.AttributeProto) -> tuple[str, list[Any]]:
     """An attribute's value in a short form, and any subgraphs it holds."""
     import onnx
     from onnx import helper
@@ -71,7 +74,7 @@ def _attr_text(attr: Any) -> tuple[str, list[Any]]:
     return (text[:200] + "…") if len(text) > 200 else text, []
 
 
-def _node_info(node: Any, index: int, graph: str) -> NodeInfo:
+def _node_info(node: onnx.NodeProto, index: int, graph: str) -> NodeInfo:
     attributes: dict[str, str] = {}
     subgraphs: list[str] = []
     for attr in node.attribute:
@@ -91,7 +94,7 @@ def _node_info(node: Any, index: int, graph: str) -> NodeInfo:
     )
 
 
-def _tensor_info(name: str, tensor: Any, storage: str, graph: str) -> TensorInfo:
+def _tensor_info(name: str, tensor: onnx.TensorProto, storage: str, graph: str) -> TensorInfo:
     dims = [int(d) for d in tensor.dims]
     return TensorInfo(
         name=name,
@@ -104,7 +107,7 @@ def _tensor_info(name: str, tensor: Any, storage: str, graph: str) -> TensorInfo
     )
 
 
-def _model_fields(decoded: DecodedModel, model: Any) -> None:
+def _model_fields(decoded: DecodedModel, model: onnx.ModelProto) -> None:
     """The ModelProto's own fields, and what this onnx library cannot check in them."""
     import onnx
 
@@ -191,7 +194,7 @@ def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
     return layers
 
 
-def _walk(decoded: DecodedModel, model: Any) -> list[GraphVisit]:
+def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
     """Every graph at any depth: its subgraph entry, tensors, nodes and weights per layer; then functions."""
     external: set[str] = set()
     visits = list(walk_graphs(model))
@@ -239,7 +242,7 @@ def _cycles(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
         decoded.problems.append("The main graph has a cycle: ONNX graphs must be acyclic, so no runtime will run it.")
 
 
-def _checks(decoded: DecodedModel, file: Path, model: Any) -> None:
+def _checks(decoded: DecodedModel, file: Path, model: onnx.ModelProto) -> None:
     import onnx
 
     try:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.model.proto import attribute_subgraphs, tensor_elements, walk_graphs
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["SMALL_TENSOR", "shape_coverage", "text_form"]
 
@@ -22,7 +25,7 @@ _VALUE_FIELDS = (
 )
 
 
-def text_form(model: Any) -> str:
+def text_form(model: onnx.ModelProto) -> str:
     """onnx.printer's text, with large weight values left out (they would be megabytes of digits)."""
     import onnx
     import onnx.printer
@@ -53,7 +56,7 @@ def text_form(model: Any) -> str:
     return re.sub(r"(\w) \{\}(?=[>,\s])", r"\1 {…}", text)
 
 
-def shape_coverage(model: Any) -> tuple[int, int, str]:
+def shape_coverage(model: onnx.ModelProto) -> tuple[int, int, str]:
     """How many intermediate tensors of the main graph get a known shape from ONNX shape inference."""
     import onnx
 

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ExportError
 from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
@@ -33,6 +33,9 @@ from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
 from core.workspace import safe_filename
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["export_model"]
 
@@ -71,7 +74,7 @@ def _output_axes(
 
 
 def _run_export(
-    model: Any,
+    model: torch.nn.Module | torch.export.ExportedProgram,
     tensors: list[Any],
     path: Path,
     exporter: str,
@@ -114,7 +117,7 @@ def _run_export(
         )
 
 
-def _weight_bytes(model: Any) -> int:
+def _weight_bytes(model: torch.nn.Module | torch.export.ExportedProgram) -> int:
     import torch
 
     state = model.state_dict if isinstance(model, torch.export.ExportedProgram) else model.state_dict()
@@ -151,7 +154,9 @@ def _collected_warnings() -> Iterator[list[str]]:
         messages.extend([str(w.message) for w in caught] + collector.messages)
 
 
-def _export(model: Any, path: Path, exporter: str, options: ExportOptions) -> tuple[ExportOptions, list[str]]:
+def _export(
+    model: torch.nn.Module | torch.export.ExportedProgram, path: Path, exporter: str, options: ExportOptions
+) -> tuple[ExportOptions, list[str]]:
     """Run the exporter; returns the options as used (output names filled in, external data when needed)
     and the exporter's messages, with the app's own notes added."""
     notes = []

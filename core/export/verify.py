@@ -7,17 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.model.torchload import example_tensors
 from core.runtime.ort import NUMPY_TYPES, ort_message
 from core.runtime.outputs import ATOL, RTOL, compare_outputs
 
+if TYPE_CHECKING:
+    import onnxruntime
+    import torch
+
 __all__ = ["call_module", "describe_changes", "load_session", "run_trials", "static_checks", "trial_shapes"]
 
 
-def call_module(model: Any, tensors: list[Any]) -> list[Any]:
+def call_module(model: torch.nn.Module | torch.export.ExportedProgram, tensors: list[Any]) -> list[Any]:
     """PyTorch's outputs for ``tensors``, as a list (an ExportedProgram runs through its module)."""
     import torch
 
@@ -84,7 +88,7 @@ def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[
     return trials
 
 
-def _feed(session: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+def _feed(session: onnxruntime.InferenceSession, arguments: dict[str, Any]) -> dict[str, Any]:
     """The ORT feed from the call's arguments, by name (in the arguments' order when the exporter named the
     inputs its own way). A Python scalar kept as a graph input goes in as a 0-d array of the input's type."""
     import numpy as np
@@ -100,7 +104,13 @@ def _feed(session: Any, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def _trial(
-    model: Any, session: Any, options: ExportOptions, label: str, axis: str, shapes: dict[str, list[int]], seed: int
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    session: onnxruntime.InferenceSession,
+    options: ExportOptions,
+    label: str,
+    axis: str,
+    shapes: dict[str, list[int]],
+    seed: int,
 ) -> ShapeTrial:
     """PyTorch and ONNX Runtime side by side at one set of input shapes."""
     tensors = example_tensors(shapes, options.input_dtypes, seed=seed, values=options.input_values)
@@ -131,7 +141,10 @@ def _trial(
 
 
 def run_trials(
-    model: Any, session: Any, options: ExportOptions, progress: Callable[[float, str], None]
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    session: onnxruntime.InferenceSession,
+    options: ExportOptions,
+    progress: Callable[[float, str], None],
 ) -> list[ShapeTrial]:
     """The export shape, then each dynamic axis at another size (inputs that share its label change with it)."""
     plan = trial_shapes(options)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["attributes_text", "dtype_key"]
 
@@ -45,7 +48,7 @@ def _value_text(name: str, value: Any, joiner: str) -> str:
     return str(value)
 
 
-def attributes_text(node: Any) -> str:
+def attributes_text(node: onnx.NodeProto) -> str:
     """The attributes that say what a node does, short: 'k=3×3 s=2 p=1,1,1,1 g=32'."""
     from onnx import helper
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import WorkbenchError
 from core.graph.attributes import attributes_text, dtype_key
@@ -14,6 +14,9 @@ from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
 from core.graph.weights import WeightBudget, weight_stats
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["MAX_DEPTH", "SHAPE_INFERENCE_LIMIT", "view_graph"]
 
@@ -46,14 +49,14 @@ class _Scope:
         return None
 
 
-def _type_label(type_proto: Any) -> str:
+def _type_label(type_proto: onnx.TypeProto) -> str:
     dtype, shape = type_spec(type_proto)
     if shape is None:
         return dtype
     return f"{dtype} {_dims(shape)}".rstrip() if shape else f"{dtype} scalar"
 
 
-def _constant_value(node: Any, stats: Any) -> Folded | None:
+def _constant_value(node: onnx.NodeProto, stats: Any) -> Folded | None:
     """A Constant node's value as a folded input; ``stats(tensor)`` describes its values."""
     import onnx
 
@@ -79,7 +82,7 @@ class _Builder:
         self.folder = folder
         self.budget = WeightBudget()
 
-    def stats(self, tensor: Any) -> str:
+    def stats(self, tensor: onnx.TensorProto) -> str:
         return weight_stats(tensor, self.folder, self.budget)
 
     def add_node(self, node: ViewNode) -> int:
@@ -95,7 +98,7 @@ class _Builder:
                 ViewEdge(source=source, target=target, tensor=tensor, label=scope.find("types", tensor) or "")
             )
 
-    def read_graph(self, graph: Any, scope: _Scope, base_group: int, depth: int) -> None:
+    def read_graph(self, graph: onnx.GraphProto, scope: _Scope, base_group: int, depth: int) -> None:
         """Add ``graph``'s nodes under ``base_group``; Constant nodes and initializers become folded inputs."""
         for tensor in graph.initializer:
             scope.folded[tensor.name] = Folded(
@@ -114,7 +117,7 @@ class _Builder:
             if depth == 0:
                 self.view.nodes[added].index = position
 
-    def read_node(self, node: Any, scope: _Scope, base_group: int, depth: int) -> int:
+    def read_node(self, node: onnx.NodeProto, scope: _Scope, base_group: int, depth: int) -> int:
         """One node; the subgraphs and function body it holds are read first, into a "node" group that the
         renderer draws inside the node when it is opened."""
         inputs, outputs, op = list(node.input), list(node.output), node.op_type
@@ -160,7 +163,9 @@ class _Builder:
                 scope.producers[tensor] = index
         return index
 
-    def read_call(self, node: Any, function: Any, scope: _Scope, holder: int, depth: int) -> None:
+    def read_call(
+        self, node: onnx.NodeProto, function: onnx.FunctionProto, scope: _Scope, holder: int, depth: int
+    ) -> None:
         """A local function's body as a group inside the call: it sees only its formal inputs, bound to the
         call's."""
         import onnx
@@ -175,7 +180,7 @@ class _Builder:
         self.read_graph(graph, body, inner, depth + 1)
 
 
-def _types(graph: Any) -> dict[str, str]:
+def _types(graph: onnx.GraphProto) -> dict[str, str]:
     """Tensor name -> 'float32 1×128' from the graph's inputs, outputs and value_info."""
     types: dict[str, str] = {}
     for value in [*graph.input, *graph.value_info, *graph.output]:
@@ -184,7 +189,7 @@ def _types(graph: Any) -> dict[str, str]:
     return types
 
 
-def _inferred(model: Any, notes: list[str]) -> Any:
+def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
     """The model with shapes inferred, or itself when it is too large or inference fails."""
     import onnx
 
@@ -219,7 +224,9 @@ def _inferred(model: Any, notes: list[str]) -> Any:
     return inferred
 
 
-def view_graph(model_or_graph: Any, name: str = "", folder: Path | None = None) -> GraphView:
+def view_graph(
+    model_or_graph: onnx.ModelProto | onnx.GraphProto, name: str = "", folder: Path | None = None
+) -> GraphView:
     """The graph view of a ModelProto (shapes inferred when small enough) or of one GraphProto; ``folder``
     holds the model's external-data files, read for the weights' statistics."""
     import onnx

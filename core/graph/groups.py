@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.graph.records import ViewGroup, ViewNode
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["GroupTable", "finish_groups", "scope_parts"]
 
@@ -16,7 +19,7 @@ _MAX_META = 4_000  # a longer metadata value is not a scope list: it is ignored,
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
-def _torch_scopes(node: Any) -> list[str] | None:
+def _torch_scopes(node: onnx.NodeProto) -> list[str] | None:
     """The module path from torch's metadata, ["encoder", "layer.0", "attn"], or None when it is absent."""
     for prop in node.metadata_props:
         if prop.key != TORCH_SCOPES or len(prop.value) > _MAX_META:
@@ -38,7 +41,7 @@ def _torch_scopes(node: Any) -> list[str] | None:
     return None
 
 
-def scope_parts(node: Any) -> list[str]:
+def scope_parts(node: onnx.NodeProto) -> list[str]:
     """The scopes a node sits in: torch's metadata when present, else its name's folders
     ('/encoder/layer.0/attn/MatMul' -> encoder, layer.0, attn)."""
     found = _torch_scopes(node)

@@ -6,7 +6,10 @@ Large tensors are sampled and the model's total is bounded, so a 2 GB model cost
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["SAMPLE_ELEMENTS", "TOTAL_ELEMENTS", "WeightBudget", "weight_stats"]
 
@@ -38,7 +41,7 @@ def _number(value: float) -> str:
     return f"{value:.2e}".replace("-", "−")
 
 
-def _external_array(tensor: Any, folder: Path) -> Any:
+def _external_array(tensor: onnx.TensorProto, folder: Path) -> Any:
     """The tensor's values from its external-data file in ``folder``, whose location, offset and length
     check_external_data has passed (a regular file inside the folder, reached without links, long enough)."""
     import numpy as np
@@ -67,7 +70,7 @@ def _plain(data_type: int) -> Any:
     return dtype.newbyteorder("<") if dtype.kind in "fiu" and dtype.itemsize in (1, 2, 4, 8) else None
 
 
-def weight_stats(tensor: Any, folder: Path | None, budget: WeightBudget) -> str:
+def weight_stats(tensor: onnx.TensorProto, folder: Path | None, budget: WeightBudget) -> str:
     """One line of statistics for an ONNX TensorProto, or why there are none."""
     import numpy as np
     import onnx

@@ -98,7 +98,7 @@ def value_specs(values: Any, skip: set[str] | frozenset[str] = frozenset()) -> l
 _PASS_INDICES = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Clip"}
 
 
-def index_tables(graph: Any) -> dict[str, int]:
+def index_tables(graph: onnx.GraphProto) -> dict[str, int]:
     """Graph inputs used as the indices of a Gather on a weight (an embedding table), directly or through
     ops that keep the values (Cast, Reshape…): input name -> the table's rows."""
     import onnx
@@ -150,7 +150,7 @@ class GraphVisit:
 MAX_LABEL = 60  # a node's name in a graph path: every node of a subgraph repeats it
 
 
-def _node_label(node: Any, index: int) -> str:
+def _node_label(node: onnx.NodeProto, index: int) -> str:
     """How a subgraph's path names the node that holds it: its name, or, when that is long, the name's start and
     the node's position (a million-character name must not be copied into every path below it)."""
     name = node.name if isinstance(node.name, str) else ""
@@ -159,7 +159,7 @@ def _node_label(node: Any, index: int) -> str:
     return name if len(name) <= MAX_LABEL else f"{name[:40]}… (node {index})"
 
 
-def walk_graphs(model: Any, *, functions: bool = False, root: str = "main") -> Iterator[GraphVisit]:
+def walk_graphs(model: onnx.ModelProto, *, functions: bool = False, root: str = "main") -> Iterator[GraphVisit]:
     """The main graph and every If/Loop/Scan subgraph at any depth, in file order (pre-order), then, with
     ``functions``, each local function's body and its subgraphs. ``model`` is a ModelProto or a GraphProto.
     Iterative, so a deeply nested model cannot exhaust the stack."""
@@ -246,7 +246,7 @@ def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
 
-def _string_holders(model: Any) -> Iterator[tuple[Any, str, str]]:
+def _string_holders(model: onnx.ModelProto) -> Iterator[tuple[Any, str, str]]:
     """(message, field, where) for every string field a page shows: names, op types, domains, doc strings,
     metadata, at any depth and in local functions. Repeated fields are given by name too."""
     yield from ((model, f, "the model's " + f) for f in ("producer_name", "producer_version", "domain", "doc_string"))
@@ -264,7 +264,7 @@ def _string_holders(model: Any) -> Iterator[tuple[Any, str, str]]:
                 yield node, name, f"the {name} of node {index} in {visit.path}"
 
 
-def non_utf8_text(model: Any, repair: bool = False) -> list[str]:
+def non_utf8_text(model: onnx.ModelProto, repair: bool = False) -> list[str]:
     """Where the model holds text that is not UTF-8 (protobuf hands it over as bytes); with ``repair``, each
     such text is replaced by its readable part (invalid bytes become U+FFFD) so it can be shown."""
     found: list[str] = []
@@ -283,7 +283,7 @@ def non_utf8_text(model: Any, repair: bool = False) -> list[str]:
     return found
 
 
-def expanded_node_count(model: Any) -> int:
+def expanded_node_count(model: onnx.ModelProto) -> int:
     """How many nodes the model has once every call of a local function is replaced by the function's body, as
     ONNX Runtime inlines them: 8 nested functions called 10 times each are 10⁸ nodes in a 2 kB file. A function
     that calls itself, directly or not, counts as unbounded (-1)."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["connected_groups", "has_cycle"]
 
 
-def has_cycle(graph: Any) -> bool:
+def has_cycle(graph: onnx.GraphProto) -> bool:
     """Whether the nodes of one GraphProto feed each other in a circle (Kahn's algorithm: iterative, so deep
     or cyclic graphs cannot blow the stack). ONNX graphs must be acyclic; no runtime runs one that is not."""
     producers: dict[str, int] = {}

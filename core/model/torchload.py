@@ -13,6 +13,8 @@ from core.model.records import ModelRecord
 from core.model.torch_files import unwrap_checkpoint
 
 if TYPE_CHECKING:
+    import torch
+
     pass
 
 __all__ = ["TorchSource", "source_of", "load_module", "module_op_counts"]
@@ -61,7 +63,7 @@ def load_module(source: TorchSource) -> Any:
     raise IntakeError(f"unknown PyTorch source kind {source.kind!r}")
 
 
-def module_op_counts(model: Any) -> dict[str, int]:
+def module_op_counts(model: torch.nn.Module | torch.export.ExportedProgram) -> dict[str, int]:
     """What the PyTorch side is made of: leaf module types, or aten ops for a torch.export program."""
     from collections import Counter
 

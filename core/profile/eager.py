@@ -10,9 +10,12 @@ profiler (in ``no_grad``, where the difference is smallest) and are given as sha
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.profile.records import EagerModule, EagerOp, EagerProfile
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["profile_eager"]
 
@@ -108,7 +111,13 @@ def _ops(runner: Any, tensors: list[Any], iterations: int) -> list[EagerOp]:
     return sorted(ops, key=lambda op: -op.mean_ms)
 
 
-def profile_eager(model: Any, tensors: list[Any], threads: int, iterations: int, warmup: int) -> EagerProfile:
+def profile_eager(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    tensors: list[Any],
+    threads: int,
+    iterations: int,
+    warmup: int,
+) -> EagerProfile:
     """Per-call times of ``model`` on ``tensors``: per leaf module (clock) and per aten op (profiler)."""
     import torch
 

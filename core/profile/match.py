@@ -15,9 +15,12 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.profile.records import EagerModule, LayerRow, NodeTime
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["Lineage", "layer_rows", "lineage", "module_of"]
 
@@ -25,7 +28,7 @@ _INSERTED = {"ReorderInput", "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"}
 _SUFFIXES = ("_nchwc",)
 
 
-def module_of(node: Any) -> str:
+def module_of(node: onnx.NodeProto) -> str:
     """The PyTorch module path an ONNX node came from ("" when the exporter did not say)."""
     for prop in node.metadata_props:
         if prop.key == "pkg.torch.onnx.name_scopes":
@@ -50,7 +53,7 @@ class Lineage:
     first_input: dict[str, str]  # node -> its first input tensor
     order: dict[str, int]
 
-    def originals(self, node: Any) -> tuple[list[str], str]:
+    def originals(self, node: onnx.NodeProto) -> tuple[list[str], str]:
         """The original nodes an optimized node stands for, and a note on what ONNX Runtime did to them."""
         if node.op_type in _INSERTED:
             return [], "inserted by ONNX Runtime (layout or copy)"
@@ -81,7 +84,7 @@ class Lineage:
         return found, note
 
 
-def lineage(graph: Any) -> Lineage:
+def lineage(graph: onnx.GraphProto) -> Lineage:
     ops, modules, producer, first_input, order = {}, {}, {}, {}, {}
     for position, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{position}"

@@ -13,13 +13,16 @@ import os
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import BenchmarkError
 from core.profile.match import Lineage, lineage
 from core.profile.records import NodeTime, OpTypeTime
 from core.runtime.harness import timed_session
 from core.runtime.ort import ort_message
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["MAX_EVENTS", "OrtProfile", "profile_ort"]
 
@@ -115,7 +118,7 @@ def profile_ort(
 
 
 def _nodes(
-    events: list[Any], cut_us: float, iterations: int, call_ms: float, graph: Any, original: Lineage
+    events: list[Any], cut_us: float, iterations: int, call_ms: float, graph: onnx.GraphProto | None, original: Lineage
 ) -> list[NodeTime]:
     """The trace's kernel events after ``cut_us``, per node and call, traced back to the model's own nodes."""
     by_name = {n.name: n for n in graph.node} if graph is not None else {}
@@ -153,7 +156,7 @@ def _nodes(
     return sorted(nodes, key=lambda n: -n.mean_ms)
 
 
-def _own_times(nodes: list[NodeTime], graph: Any, call_ms: float) -> None:
+def _own_times(nodes: list[NodeTime], graph: onnx.GraphProto, call_ms: float) -> None:
     """An If, Loop or Scan node's kernel time holds its branches' and body's nodes, which the trace also lists
     on their own: keep only its own time, so that nothing is counted twice."""
     import onnx

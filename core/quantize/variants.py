@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import QuantizeError
 from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
@@ -12,6 +12,9 @@ from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
 from core.quantize.records import INTEGER_OPS, VARIANTS
+
+if TYPE_CHECKING:
+    import onnx
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
@@ -45,7 +48,7 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
     return staged / source.name
 
 
-def constants_to_initializers(model: Any) -> int:
+def constants_to_initializers(model: onnx.ModelProto) -> int:
     """Move the float tensors of the main graph's Constant nodes (more than one element) into initializers
     named after the node's output; returns how many moved."""
     import onnx
@@ -69,7 +72,7 @@ def constants_to_initializers(model: Any) -> int:
     return moved
 
 
-def refuse_unquantizable(model: Any) -> None:
+def refuse_unquantizable(model: onnx.ModelProto) -> None:
     quantized = sorted({n.op_type for n in model.graph.node if n.op_type in INTEGER_OPS})
     if quantized:
         raise QuantizeError(
@@ -192,7 +195,7 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
     return kept
 
 
-def _convert(model: Any, keep_io_types: bool, op_block_list: list[str], node_block_list: list[str]) -> Any:
+def _convert(model: onnx.ModelProto, keep_io_types: bool, op_block_list: list[str], node_block_list: list[str]) -> Any:
     from onnxruntime.transformers.float16 import convert_float_to_float16
     from onnxruntime.transformers.onnx_model import OnnxModel
 
@@ -220,7 +223,7 @@ def _agrees(original: bytes, converted: Any, feeds: list[dict[str, Any]]) -> boo
     )
 
 
-def _drop_round_trips(model: Any, blocked: set[str]) -> None:
+def _drop_round_trips(model: onnx.ModelProto, blocked: set[str]) -> None:
     """The converter casts every output of a node kept in float32 to float16, and back for a reader that is
     kept too: that round trip overflows just as the node would have. Readers take the float32 value instead."""
     import onnx
@@ -228,7 +231,7 @@ def _drop_round_trips(model: Any, blocked: set[str]) -> None:
     graph = model.graph
     producer = {out: node for node in graph.node for out in node.output}
 
-    def cast_to(node: Any) -> int | None:
+    def cast_to(node: onnx.NodeProto) -> int | None:
         return next((a.i for a in node.attribute if a.name == "to"), None) if node.op_type == "Cast" else None
 
     inner = _names_used_in_subgraphs(model)  # a Cast whose value an If or Loop body reads stays
@@ -251,12 +254,12 @@ def _drop_round_trips(model: Any, blocked: set[str]) -> None:
     graph.node.extend(kept)
 
 
-def _names_used_in_subgraphs(model: Any) -> set[str]:
+def _names_used_in_subgraphs(model: onnx.ModelProto) -> set[str]:
     """Every tensor name the nodes of If, Loop and Scan bodies read, at any depth (outer-scope values too)."""
     return {i for visit in walk_graphs(model) if visit.path != "main" for n in visit.graph.node for i in n.input}
 
 
-def _out_of_range(model: Any, feeds: list[dict[str, Any]]) -> list[str]:
+def _out_of_range(model: onnx.ModelProto, feeds: list[dict[str, Any]]) -> list[str]:
     """Names of the main-graph nodes whose float outputs pass float16's range on ``feeds``, and of the nodes
     that read those outputs (a Cast to float16 in front of them would overflow)."""
     import numpy as np

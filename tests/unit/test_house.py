@@ -1,19 +1,25 @@
-"""The house rules that keep core/ readable, checked on the source itself: small modules and functions, no
-Streamlit in core, features that depend on libraries and never on each other, and typed jobs."""
+"""The house rules, checked on the source itself: small modules and functions, no Streamlit in core, features
+that depend on libraries and never on each other, jobs that are typed handles from page to worker, keyword-only
+records, and one table of pages."""
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
 import typing
 from pathlib import Path
 
 import pytest
 
+import core.jobs.registry as registry
 from core.jobs import JOBS
 from core.jobs.registry import signature_of
 
-CORE = Path(__file__).resolve().parents[2] / "core"
-FEATURES = {"export", "decode", "bench", "quantize", "profile", "graph"}
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "core"
+APP = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "streamlit_app.py"]
+FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph"}
 LIBRARIES = {"model", "runtime"}
 BASICS = {"access", "errors", "identity", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)
@@ -24,21 +30,36 @@ ALLOWED = {
     "jobs": {"runtime"} | BASICS,  # a cluster asks each target what it is made of (core.runtime.hardware)
     "store": {"bench", "jobs", "runtime"} | BASICS,
 }
+# names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
+PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}
 
 
 def _modules() -> list[Path]:
     return sorted(CORE.rglob("*.py"))
 
 
-def _core_imports(path: Path) -> set[str]:
+def _typing_only(tree: ast.Module) -> set[int]:
+    """Line numbers of the imports under ``if TYPE_CHECKING:`` (names for the type checker, not dependencies)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            lines |= {n.lineno for child in node.body for n in ast.walk(child)}
+    return lines
+
+
+def _core_imports(path: Path, *, typing_too: bool = True) -> set[str]:
     """The second component of every core.X import in ``path`` (module level and inside functions)."""
+    tree = ast.parse(path.read_text())
+    skipped = set() if typing_too else _typing_only(tree)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(tree):
         names = []
         if isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names if node.module == "core"]
         elif isinstance(node, ast.Import):
             names = [a.name for a in node.names]
+        if getattr(node, "lineno", None) in skipped:
+            continue
         for name in names:
             parts = name.split(".")
             if parts[0] == "core" and len(parts) > 1:
@@ -46,19 +67,23 @@ def _core_imports(path: Path) -> set[str]:
     return found
 
 
-def test_no_core_module_is_over_500_lines() -> None:
-    long = {str(p.relative_to(CORE)): n for p in _modules() if (n := len(p.read_text().splitlines())) > 500}
+@pytest.mark.parametrize("where", ["core", "app"])
+def test_no_module_is_over_500_lines_and_no_page_over_250(where: str) -> None:
+    paths = _modules() if where == "core" else APP
+    limit = {p: 250 if p.parent.name == "app_pages" else 500 for p in paths}
+    long = {str(p.relative_to(ROOT)): n for p in paths if (n := len(p.read_text().splitlines())) > limit[p]}
     assert not long
 
 
-def test_no_core_function_is_over_80_lines() -> None:
+@pytest.mark.parametrize("where", ["core", "app"])
+def test_no_function_is_over_80_lines(where: str) -> None:
     long = []
-    for path in _modules():
+    for path in _modules() if where == "core" else APP:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = (node.end_lineno or node.lineno) - node.lineno + 1
                 if length > 80:
-                    long.append(f"{path.relative_to(CORE)}:{node.name} ({length} lines)")
+                    long.append(f"{path.relative_to(ROOT)}:{node.name} ({length} lines)")
     assert not long
 
 
@@ -73,13 +98,101 @@ def test_core_never_imports_streamlit() -> None:
 @pytest.mark.parametrize("part", sorted(ALLOWED))
 def test_features_depend_on_libraries_and_never_on_each_other(part: str) -> None:
     for path in sorted((CORE / part).rglob("*.py")):
-        strays = _core_imports(path) - ALLOWED[part] - {part}
+        # the job table names every feature's request and result for the type checker, and imports none of them
+        typing_too = path != CORE / "jobs" / "registry.py"
+        strays = _core_imports(path, typing_too=typing_too) - ALLOWED[part] - {part}
         assert not strays, f"{path.relative_to(CORE)} imports core.{', core.'.join(sorted(strays))}"
 
 
+def _handle_types() -> dict[str, tuple[typing.Any, typing.Any]]:
+    """Each handle's (request, result) types, as the job table annotates them."""
+    names: dict[str, typing.Any] = {}
+    for node in ast.walk(ast.parse(Path(registry.__file__).read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("core."):
+            module = importlib.import_module(node.module)
+            names.update({a.name: getattr(module, a.name) for a in node.names})
+    found = {}
+    for name, annotation in registry.__annotations__.items():
+        if annotation.startswith("Job["):
+            request, result = eval(annotation, {**vars(registry), **names}).__args__  # noqa: S307 - our own source
+            found[getattr(registry, name).name] = (request, result)
+    return found
+
+
+HANDLES = _handle_types()
+
+
 @pytest.mark.parametrize("name", JOBS.names())
-def test_every_job_declares_the_types_of_its_arguments_and_result(name: str) -> None:
+def test_every_job_takes_one_frozen_keyword_only_request_and_its_handle_says_which(name: str) -> None:
     signature = signature_of(JOBS.get(name).target)
+    assert list(signature.parameters) == ["request"], f"{name} takes {list(signature.parameters)}, not one request"
+    request = signature.parameters["request"]
+    assert dataclasses.is_dataclass(request), f"{name}'s request is not a dataclass"
+    frozen = request.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    kw_only = all(f.kw_only for f in dataclasses.fields(request))
+    assert frozen and kw_only, f"{request.__name__} is not frozen and keyword-only"
     assert signature.result is not typing.Any, f"{name} does not say what it returns"
-    untyped = [p for p, kind in signature.parameters.items() if kind is typing.Any]
-    assert not untyped, f"{name} takes untyped arguments {untyped}"
+    assert HANDLES[name] == (request, signature.result), f"the handle of {name} names other types than its function"
+
+
+def _dataclasses(paths: list[Path]) -> list[tuple[str, int, bool]]:
+    """(place, fields, keyword-only) of every dataclass defined in ``paths``."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for deco in node.decorator_list:
+                call = deco if isinstance(deco, ast.Call) else None
+                if ast.unparse(call.func if call else deco) != "dataclass":
+                    continue
+                fields = [
+                    s for s in node.body if isinstance(s, ast.AnnAssign) and "ClassVar" not in ast.unparse(s.annotation)
+                ]
+                kw_only = call is not None and any(
+                    k.arg == "kw_only" and ast.unparse(k.value) == "True" for k in call.keywords
+                )
+                found.append((f"{path.relative_to(ROOT)}:{node.name}", len(fields), kw_only))
+    return found
+
+
+def test_records_of_more_than_three_fields_are_keyword_only() -> None:
+    positional = [place for place, fields, kw_only in _dataclasses(_modules() + APP) if fields > 3 and not kw_only]
+    assert not positional
+
+
+def _strings(path: Path) -> set[str]:
+    return {n.value for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Constant) and n.value}
+
+
+def test_no_page_ui_or_command_names_a_job_by_a_string() -> None:
+    """Pages, ui/ and the command line call handles (core.jobs.BENCH, ...): mypy checks every call."""
+    names = set(JOBS.names())
+    for path in [*APP, *sorted((CORE / "cli").glob("*.py"))]:
+        named = _strings(path) & names
+        assert not named, f"{path.relative_to(ROOT)} names job(s) {sorted(named)} by a string"
+        assert "JobSpec" not in path.read_text(), f"{path.relative_to(ROOT)} builds a JobSpec instead of a request"
+
+
+def test_onnx_protos_are_typed_as_such() -> None:
+    """A parameter that holds a ModelProto, GraphProto, NodeProto... says so (onnx's classes, imported under
+    TYPE_CHECKING), never Any."""
+    untyped = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in node.args.args + node.args.kwonlyargs:
+                    if arg.arg in PROTO_NAMES and arg.annotation is not None and ast.unparse(arg.annotation) == "Any":
+                        untyped.append(f"{path.relative_to(ROOT)}:{node.name}({arg.arg})")
+    assert not untyped
+
+
+def test_every_page_is_in_the_table_of_pages_and_links_through_it() -> None:
+    from ui.pages import PAGES
+
+    scripts = {str(p.relative_to(ROOT)) for p in sorted((ROOT / "app_pages").glob("*.py"))}
+    assert {p.path for p in PAGES} == scripts
+    assert len({p.step for p in PAGES}) == len(PAGES)
+    for path in APP:
+        if path.name != "pages.py":
+            assert "app_pages/" not in path.read_text(), f"{path.relative_to(ROOT)} links a page by its path"

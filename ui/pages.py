@@ -1,0 +1,134 @@
+"""The table of pages: one row per page, read by the router (streamlit_app.py), the walk-through's "next steps"
+and every link between pages. A page is added by adding its row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+from streamlit.navigation.page import Page as StreamlitPage
+
+__all__ = ["PAGES", "Page", "link", "navigation", "page"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    step: str  # its key: "benchmark"
+    path: str  # the script under app_pages/
+    title: str  # in the navigation
+    icon: str  # a Material icon
+    section: str  # the navigation's group: the walk-through, or the team's pages
+    link: str  # what a link to it says, at the end of another page
+    needs: str = ""  # before it can start: "" (nothing), "pytorch" or "onnx" (a PyTorch one is exported in a click)
+    doing: str = ""  # what it does to the model, for "Decoding needs an ONNX model"
+
+
+WALK_THROUGH, TEAM = "Walk-through", "Team"
+
+PAGES: tuple[Page, ...] = (
+    Page(
+        step="model",
+        path="app_pages/model.py",
+        title="Model",
+        icon=":material/deployed_code:",
+        section=WALK_THROUGH,
+        link="Model: see its card, or open another",
+    ),
+    Page(
+        step="export",
+        path="app_pages/export.py",
+        title="Export",
+        icon=":material/output:",
+        section=WALK_THROUGH,
+        link="Export: choose the opset, shapes and dynamic axes",
+        needs="pytorch",
+        doing="Export",
+    ),
+    Page(
+        step="decode",
+        path="app_pages/decode.py",
+        title="Decode",
+        icon=":material/data_object:",
+        section=WALK_THROUGH,
+        link="Decode: the protobuf from the first bytes to the graph",
+        needs="onnx",
+        doing="Decoding",
+    ),
+    Page(
+        step="partition",
+        path="app_pages/partition.py",
+        title="Partition",
+        icon=":material/account_tree:",
+        section=WALK_THROUGH,
+        link="Partition: which provider runs each node",
+        needs="onnx",
+        doing="Partitioning",
+    ),
+    Page(
+        step="benchmark",
+        path="app_pages/benchmark.py",
+        title="Benchmark",
+        icon=":material/speed:",
+        section=WALK_THROUGH,
+        link="Benchmark: PyTorch eager against ONNX Runtime",
+        needs="onnx",
+        doing="Benchmarking",
+    ),
+    Page(
+        step="profile",
+        path="app_pages/profile.py",
+        title="Profile",
+        icon=":material/timer:",
+        section=WALK_THROUGH,
+        link="Profile: where the time goes, node by node",
+        needs="onnx",
+        doing="Profiling",
+    ),
+    Page(
+        step="quantize",
+        path="app_pages/quantize.py",
+        title="Quantize",
+        icon=":material/compress:",
+        section=WALK_THROUGH,
+        link="Quantize: INT8 and FP16 variants, size against accuracy",
+        needs="onnx",
+        doing="Quantizing",
+    ),
+    Page(
+        step="history",
+        path="app_pages/history.py",
+        title="History",
+        icon=":material/history:",
+        section=WALK_THROUGH,
+        link="History: compare this run with earlier ones",
+    ),
+    Page(
+        step="dashboard",
+        path="app_pages/dashboard.py",
+        title="Dashboard",
+        icon=":material/dashboard:",
+        section=TEAM,
+        link="Dashboard: the team's latest results and regressions",
+    ),
+)
+_BY_STEP = {p.step: p for p in PAGES}
+
+
+def page(step: str) -> Page:
+    """The row of page ``step``."""
+    return _BY_STEP[step]
+
+
+def navigation() -> StreamlitPage:
+    """Streamlit's navigation over every page, grouped by section; the first page opens by default. Returns the
+    page this run shows."""
+    sections: dict[str, list[StreamlitPage]] = {}
+    for n, row in enumerate(PAGES):
+        sections.setdefault(row.section, []).append(st.Page(row.path, title=row.title, icon=row.icon, default=n == 0))
+    return st.navigation(sections)
+
+
+def link(step: str, label: str = "", **params: str) -> None:
+    """A link to page ``step``, saying ``label`` (else the table's words for it); ``params`` go in its address."""
+    row = page(step)
+    st.page_link(row.path, label=label or row.link, icon=row.icon, query_params=params or None)
