@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 import uuid
 import weakref
@@ -47,7 +48,27 @@ def open_within(path: str | Path, root: str | Path) -> BinaryIO:
 
 
 class Workspace:
-    """A folder that belongs to one session; deleted when this object is garbage-collected or closed."""
+    """A folder that belongs to one session; deleted when this object is garbage-collected or closed.
+
+    One object per folder in a process (``open``): a second one for the same session would delete the folder
+    under the first when it is collected, while the first still shows results whose files lie there.
+    """
+
+    _open: weakref.WeakValueDictionary[Path, Workspace] = weakref.WeakValueDictionary()
+    _opening = threading.Lock()
+
+    @classmethod
+    def open(cls, root: str | Path, session_id: str | None = None, owner: str = "") -> Workspace:
+        """The session's workspace: the one this process already holds for its folder, else a new one."""
+        path = Path(root) / safe_filename(session_id or uuid.uuid4().hex)
+        with cls._opening:
+            found = cls._open.get(path)
+            if found is not None and not found.closed:
+                found.touch()
+                return found
+            made = cls(root, session_id, owner)
+            cls._open[made.path] = made
+            return made
 
     def __init__(self, root: str | Path, session_id: str | None = None, owner: str = "") -> None:
         self.id = safe_filename(session_id or uuid.uuid4().hex)

@@ -95,7 +95,7 @@ def workspace() -> Workspace:
         config = settings()
         sweep_workspaces(config.workspace_root, config.workspace_max_age_h * 3600)
         ctx = get_script_run_ctx()
-        ws = Workspace(config.workspace_root, ctx.session_id if ctx else None, owner=_server_token())
+        ws = Workspace.open(config.workspace_root, ctx.session_id if ctx else None, owner=_server_token())
         st.session_state["workspace"] = ws
         if Runtime.exists():
             _closed_session_sweeper()

@@ -58,6 +58,20 @@ def test_workspace_is_removed_when_the_session_object_goes(tmp_path: Path) -> No
     assert not path.exists()
 
 
+def test_a_sessions_earlier_workspace_object_never_deletes_the_folder_a_later_one_shows(tmp_path: Path) -> None:
+    """Two objects for one session's folder (a session whose state was dropped, or two AppTests, which share one
+    session id): the one collected first used to delete the files the other's results name."""
+    earlier = Workspace.open(tmp_path, "session")
+    later = Workspace.open(tmp_path, "session")
+    results = later.new_folder("decode")
+    del earlier
+    gc.collect()
+    assert results.is_dir()
+    del later
+    gc.collect()
+    assert not results.exists()  # the last one gone, the folder goes with it
+
+
 def test_sweep_removes_only_old_workspaces(tmp_path: Path) -> None:
     old, fresh = Workspace(tmp_path), Workspace(tmp_path)
     past = time.time() - 7200
