@@ -124,6 +124,5 @@ def test_graph_canvas_rejects_an_unknown_colour() -> None:
     from ui.graph_canvas import graph_canvas
 
     with pytest.raises(ValueError, match="colour by 'latency'"):
-        graph_canvas(
-            view_graph(transformer_like(1)), key="g", colour="latency", colourings={"p": Colouring(title="p", keys={})}
-        )
+        colourings = {"p": Colouring(title="p", keys={})}
+        graph_canvas(view_graph(transformer_like(1)), key="g", colour="latency", colourings=colourings)

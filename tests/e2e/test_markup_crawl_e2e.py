@@ -65,15 +65,9 @@ def _seed_history(data_dir: Path, folder: Path) -> None:
     )  # fmt: skip
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
     store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
+    measured = MeasuredModel(path=str(model), inputs=[BenchInput(name="x", dtype="float32", shape=[1, 4])])
     for n in range(2):
-        report = run_benchmark(
-            BenchRequest(
-                model=MeasuredModel(path=str(model), inputs=[BenchInput(name="x", dtype="float32", shape=[1, 4])]),
-                iterations=5,
-                warmup=1,
-                seed=n,
-            )
-        )
+        report = run_benchmark(BenchRequest(model=measured, iterations=5, warmup=1, seed=n))
         results = [dataclasses.replace(r, label=f"{r.label} {MARKUP}") for r in report.results]
         store.save(dataclasses.replace(report, id=f"markup{n}", model=MARKUP, results=results, headline=MARKUP))
 

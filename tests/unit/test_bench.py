@@ -79,13 +79,10 @@ def _record(inputs: list[TensorSpec]) -> ModelRecord:
 
 
 def test_default_inputs_take_sizes_from_the_pytorch_example() -> None:
-    onnx_record = _record(
-        [
-            TensorSpec(
-                name="tokens", dtype="float32", shape=["batch", "seq", 64], dynamic_axes={"0": "batch", "1": "seq"}
-            )
-        ]
+    tokens = TensorSpec(
+        name="tokens", dtype="float32", shape=["batch", "seq", 64], dynamic_axes={"0": "batch", "1": "seq"}
     )
+    onnx_record = _record([tokens])
     torch_record = zoo.describe_sample("transformer")
     (spec,) = default_inputs(onnx_record, torch_record)
     assert spec.shape == [1, 16, 64] and spec.batch_axis == 0

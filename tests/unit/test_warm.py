@@ -63,9 +63,8 @@ def _run(backend: ProcessBackend, spec: JobSpec) -> object:
 
 
 def test_a_warm_worker_returns_typed_results_and_is_never_used_twice(warm: ProcessBackend) -> None:
-    assert _run(warm, JobSpec(name="test.midpoint", args={"a": Point(0, 2, "a"), "b": Point(4, 4, "b")})) == Point(
-        2, 3, "a-b"
-    )
+    midpoint = JobSpec(name="test.midpoint", args={"a": Point(0, 2, "a"), "b": Point(4, 4, "b")})
+    assert _run(warm, midpoint) == Point(2, 3, "a-b")
     assert _run(_ready(warm), JobSpec(name="test.calls")) == 1
     assert _run(_ready(warm), JobSpec(name="test.calls")) == 1  # a fresh process each time
 
