@@ -225,7 +225,7 @@ class ModelLibrary:
     def _result(self, model_id: str, key: str, name: str) -> Path | None:
         """Where this keeping's result ``name`` lies, when the model was kept under this key."""
         folder = self._folder(model_id)
-        if folder is None or not key or not re.match(r"^\w+$", name) or not self._link(folder, key).is_file():
+        if folder is None or not key or not re.fullmatch(r"\w+(\.\w+)*", name) or not self._link(folder, key).is_file():
             return None
         return self._link(folder, key).with_suffix("") / f"{name}.msgpack"
 

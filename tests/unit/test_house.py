@@ -114,7 +114,7 @@ def _handle_types() -> dict[str, tuple[typing.Any, typing.Any]]:
     found = {}
     for name, annotation in registry.__annotations__.items():
         if annotation.startswith("Job["):
-            request, result = eval(annotation, {**vars(registry), **names}).__args__  # noqa: S307 - our own source
+            request, result = eval(annotation, {**vars(registry), **names}).__args__  # our own source
             found[getattr(registry, name).name] = (request, result)
     return found
 
