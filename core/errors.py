@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BenchmarkError",
     "ExportError",
+    "IdentityRefused",
     "IntakeError",
     "JobCancelled",
     "JobCrashed",
@@ -80,6 +81,10 @@ class QuantizeError(WorkbenchError):
 
 class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
+
+
+class IdentityRefused(WorkbenchError):
+    """Who signed in cannot be told safely (an unverified email, invisible characters, a repeated header...)."""
 
 
 class TargetError(WorkbenchError):

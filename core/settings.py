@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.identity import domain_teams
+
 __all__ = ["IntakeLimits", "Settings", "load_settings"]
 
 ENV_PREFIX = "WORKBENCH_"
@@ -51,8 +53,14 @@ class Settings:
     require_sandbox: bool = False  # refuse to run jobs (and to start) without the sandbox
     auth: str = ""  # who signs people in: "" nobody (everyone is anonymous), "oidc" (st.login), "proxy" (a header)
     proxy_user_header: str = ""  # with auth=proxy: the header the sign-in proxy names the person in
-    proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): the email's domain
-    team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "": the email's domain
+    proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): team_domains
+    team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "" (or absent): team_domains
+    # mail domains whose people are a team: "acme.test=acme, acme.org=acme, beta.test" (a domain alone: a team of
+    # its name); anyone else without a team claim or header is a team of one. Public mail domains are refused.
+    team_domains: str = ""
+    # with auth=oidc: issuers (the providers' `iss`) whose email claim is taken when they do not send
+    # email_verified at all (some never do); from any other, an email counts only with email_verified true
+    oidc_trusted_issuers: str = ""
     # a Ray cluster whose nodes are targets jobs can be sent to (host:port of its head, or ray://host:port);
     # "": every job runs on this server. One that cannot be reached falls back to this server, with a warning.
     cluster_address: str = ""
@@ -93,6 +101,14 @@ class Settings:
     @property
     def max_initializer_bytes(self) -> int:
         return self.max_initializer_mb * 1024 * 1024
+
+    @property
+    def teams_by_domain(self) -> dict[str, str]:
+        return domain_teams(self.team_domains)
+
+    @property
+    def trusted_issuers(self) -> frozenset[str]:
+        return frozenset(i.strip() for i in self.oidc_trusted_issuers.split(",") if i.strip())
 
     @property
     def intake_limits(self) -> IntakeLimits:
@@ -177,8 +193,9 @@ def _check_auth(values: dict[str, Any]) -> None:
     auth = values["auth"] = str(values.get("auth", "")).strip().lower()
     if auth not in AUTH_MODES:
         raise ValueError(f"setting auth={auth!r}: expected '' (no sign-in), 'oidc' (OpenID Connect) or 'proxy'")
-    for name in ("proxy_user_header", "proxy_team_header", "team_claim"):
+    for name in ("proxy_user_header", "proxy_team_header", "team_claim", "team_domains", "oidc_trusted_issuers"):
         values[name] = str(values.get(name, "")).strip()
+    domain_teams(values["team_domains"])  # a ValueError naming the entry that cannot be a team
     if auth == "proxy" and not values["proxy_user_header"]:
         raise ValueError(
             "setting auth='proxy' needs proxy_user_header: the header your sign-in proxy puts the person's email "
