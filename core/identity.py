@@ -70,10 +70,6 @@ class Identity:
         """A signed-in person in a team of one: nobody to share with."""
         return self.signed_in and self.team == ALONE + self.user
 
-    @property
-    def team_label(self) -> str:
-        return "just you" if self.alone else (self.team or "anonymous")
-
 
 ANONYMOUS = Identity()
 

@@ -61,8 +61,8 @@ def test_a_verified_email_is_the_person_in_lower_case_and_the_domain_map_gives_t
 def test_without_a_team_claim_or_a_mapped_domain_each_person_is_a_team_of_one() -> None:
     ann = from_claims(_claims(email="ann@gmail.com", email_verified=True))
     ben = from_claims(_claims(email="ben@gmail.com", email_verified=True))
-    assert ann.team == "person:ann@gmail.com" and ann.alone and ann.team_label == "just you"
-    assert ann.team != ben.team and ANONYMOUS.team_label == "anonymous"
+    assert ann.team == "person:ann@gmail.com" and ann.alone and not ANONYMOUS.alone
+    assert ann.team != ben.team
 
 
 def test_a_configured_team_claim_wins_over_the_map_and_its_absence_falls_back_to_it() -> None:
