@@ -237,9 +237,11 @@ def decode_model(
     progress: Callable[[float, str], None] | None = None,
     with_text: bool = True,
     out_dir: WritePath = "",
+    header_only: bool = False,
 ) -> DecodedModel:
     """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker. With ``out_dir``
-    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result."""
+    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result.
+    With ``header_only``, only the top-level fields are read (what can be shown of a file intake refused)."""
     import onnx
 
     report = progress or _silent
@@ -247,6 +249,8 @@ def decode_model(
     with file.open("rb") as fh:
         head = fh.read(HEADER_BYTES)
     decoded = DecodedModel(str(file), file.stat().st_size, head.hex(" "), top_level_fields(file))
+    if header_only:
+        return decoded
     report(0.1, "Parsing the protobuf (external weights are not loaded)")
     try:
         model = onnx.load_model(str(file), load_external_data=False)
