@@ -15,6 +15,7 @@ __all__ = [
     "LimitExceededError",
     "NoMatchingArchitectureError",
     "PartitionError",
+    "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
     "StoreError",
@@ -74,6 +75,10 @@ class BenchmarkError(WorkbenchError):
     """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
 
 
+class PlanTooLargeError(BenchmarkError):
+    """An input plan whose arrays cannot fit in a worker's memory, or whose dims no array can have."""
+
+
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
 
@@ -131,6 +136,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         ExportError,
         PartitionError,
         BenchmarkError,
+        PlanTooLargeError,
         QuantizeError,
         StoreError,
     )
