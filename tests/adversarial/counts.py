@@ -60,6 +60,8 @@ _NODE = b"\x0a\x01x\x12\x08n%07d\x22\x04Relu"  # NodeProto: x → Relu → a nam
 _FUNCTION = b"\x0a\x08f%07d\x52\x01d"  # FunctionProto: a name, domain "d", no body
 _METADATA = b"\x0a\x08k%07d\x12\x00"  # StringStringEntryProto: a key, an empty value
 _OPSET = b"\x0a\x08d%07d\x10\x01"  # OperatorSetIdProto: a domain, version 1
+_TRAINING = b"\x0a\x0a\x12\x08t%07d"  # TrainingInfoProto: an initialization graph with a name, no nodes
+_ANNOTATION = b"\x0a\x08q%07d"  # TensorAnnotation: a tensor name
 
 COUNT_CASES = [
     CountCase("nodes", count_model(graph=_entries(1, _NODE, 300)), "301 nodes", (("max_nodes", 100),)),
@@ -101,6 +103,21 @@ COUNT_CASES = [
     ),
     CountCase("attributes_on_one_node", count_model(node=_entries(5, _ATTRIBUTE, 1_001)), "1,001 attributes on one"),
     CountCase("local_functions", count_model(model=_entries(25, _FUNCTION, 10_001)), "10,001 local functions"),
+    CountCase(
+        "quantization_annotations",
+        count_model(graph=_entries(14, _ANNOTATION, 300)),
+        "302 value infos",
+        (("max_value_infos", 100),),
+    ),
     CountCase("metadata_entries", count_model(model=_entries(14, _METADATA, 10_001)), "10,001 metadata entries"),
+    CountCase("node_metadata", count_model(node=_entries(9, _METADATA, 10_001)), "10,001 metadata entries"),
+    CountCase("graph_metadata", count_model(graph=_entries(16, _METADATA, 10_001)), "10,001 metadata entries"),
+    CountCase(
+        "training_graph_nodes",
+        count_model(model=_field(20, _field(2, _entries(1, _NODE, 300)))),
+        "301 nodes",
+        (("max_nodes", 100),),
+    ),
+    CountCase("training_infos", count_model(model=_entries(20, _TRAINING, 101)), "101 training infos"),
     CountCase("opset_imports", count_model(model=_entries(8, _OPSET, 1_001)), "1,002 opset imports"),
 ]
