@@ -213,8 +213,8 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     try:
         plan = _edited(plan, frame)
         st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
-    except WorkbenchError as exc:
-        show_error(exc)
+    except WorkbenchError as exc:  # a shape as typed that no plan can have: nothing runs until it is fixed
+        stop_with_error(exc)
     plan_fits(plan, 1)
     st.caption(
         "Runs on: "

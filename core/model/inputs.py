@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.access import ReadPath
-from core.errors import BenchmarkError, PlanTooLargeError
+from core.errors import BenchmarkError, PlanTooLargeError, brief
 from core.model.records import ModelRecord, TensorSpec
 
 __all__ = [
@@ -24,10 +24,10 @@ __all__ = [
     "BenchInput",
     "Exported",
     "FreeDim",
+    "check_plan_memory",
     "default_inputs",
     "describe_values",
     "guess_hint",
-    "check_plan_memory",
     "input_bytes",
     "make_inputs",
     "plan_inputs",
@@ -391,8 +391,9 @@ def check_plan_memory(plan: list[BenchInput], batch: int, memory_bytes: int, whe
     largest = max(plan, key=lambda spec: sizes[spec.name])
     at = f" at batch {batch:,}" if batch > 1 and any(s.batch_axis is not None for s in plan) else ""
     together = f"; the inputs together take {_size(total)}" if len(plan) > 1 else ""
+    shape = brief(_shape_at(largest, batch), 200)
     raise PlanTooLargeError(
-        f"Input '{largest.name}'{at} is {largest.dtype} {_shape_at(largest, batch)}: {_size(sizes[largest.name])}"
+        f"Input '{brief(largest.name)}'{at} is {largest.dtype} {shape}: {_size(sizes[largest.name])}"
         f"{together}, and a worker may use at most {_size(memory_bytes)}{where}. Nothing was run: choose smaller "
         "dims in the input plan" + (", or smaller batches." if at else ".")
     )
