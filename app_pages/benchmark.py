@@ -15,7 +15,7 @@ from ui import session, targets
 from ui.bench_view import environment_section, results_section
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_section
+from ui.plan_view import plan_fits, plan_section
 from ui.text import md_escape
 
 st.title("Benchmark")
@@ -80,6 +80,7 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
     if not eager and not levels:
         st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
         st.stop()
+    plan_fits(inputs, max(batches or [1]) if batch_dynamic else 1)
     measured: BenchReport = job_result(
         "bench",
         record.id,

@@ -14,7 +14,7 @@ from ui import session
 from ui.graph_panel import graph_of
 from ui.jobs import job_result
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_section
+from ui.plan_view import plan_fits, plan_section
 from ui.profile_view import profile_section
 
 st.title("Profile")
@@ -72,6 +72,7 @@ with st.form("profile_form"):
     submitted = st.form_submit_button("Profile", type="primary")
 
 if submitted or st.session_state.pop("profile_again", False):
+    plan_fits(inputs, int(batch) if batch_dynamic else 1)
     job_result(
         "profile",
         record.id,

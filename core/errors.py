@@ -16,6 +16,7 @@ __all__ = [
     "LimitExceededError",
     "NoMatchingArchitectureError",
     "PartitionError",
+    "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
     "StoreError",
@@ -73,6 +74,10 @@ class PartitionError(WorkbenchError):
 
 class BenchmarkError(WorkbenchError):
     """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
+
+
+class PlanTooLargeError(BenchmarkError):
+    """An input plan whose arrays cannot fit in a worker's memory, or whose dims no array can have."""
 
 
 class QuantizeError(WorkbenchError):
@@ -136,6 +141,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         ExportError,
         PartitionError,
         BenchmarkError,
+        PlanTooLargeError,
         QuantizeError,
         StoreError,
     )

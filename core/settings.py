@@ -19,11 +19,14 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 AUTH_MODES = ("", "oidc", "proxy")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IntakeLimits:
     """What intake accepts; the worker hands every job that takes ``limits`` the ones of the server's settings."""
 
     max_nodes: int = 500_000
+    max_initializers: int = 500_000
+    max_value_infos: int = 1_000_000
+    max_attributes: int = 1_000_000
     max_initializer_bytes: int = 8 << 30
     allow_code_archives: bool = True
 
@@ -35,7 +38,10 @@ class Settings:
     mode: str = "local"  # "local" (one person, their own files) or "hosted" (shared, untrusted uploads)
     allow_code_archives: bool = True  # TorchScript and .pt2 archives carry code
     max_upload_mb: int = 1024
-    max_nodes: int = 500_000
+    max_nodes: int = 500_000  # in every graph and local function, as written and as ONNX Runtime inlines them
+    max_initializers: int = 500_000  # sparse ones and subgraphs' included
+    max_value_infos: int = 1_000_000  # graph inputs, outputs and value_info entries, in every graph
+    max_attributes: int = 1_000_000  # node attributes, in every graph and function
     max_initializer_mb: int = 8192
     worker_memory_mb: int = 6144
     worker_timeout_s: float = 600.0
@@ -112,7 +118,14 @@ class Settings:
 
     @property
     def intake_limits(self) -> IntakeLimits:
-        return IntakeLimits(self.max_nodes, self.max_initializer_bytes, self.allow_code_archives)
+        return IntakeLimits(
+            max_nodes=self.max_nodes,
+            max_initializers=self.max_initializers,
+            max_value_infos=self.max_value_infos,
+            max_attributes=self.max_attributes,
+            max_initializer_bytes=self.max_initializer_bytes,
+            allow_code_archives=self.allow_code_archives,
+        )
 
 
 # Hosted mode serves strangers: tighter limits, and code archives off unless the operator turns them on.
@@ -120,6 +133,9 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "allow_code_archives": False,
     "max_upload_mb": 200,
     "max_nodes": 100_000,
+    "max_initializers": 100_000,
+    "max_value_infos": 200_000,
+    "max_attributes": 200_000,
     "max_initializer_mb": 1024,
     "worker_memory_mb": 3072,
     "worker_timeout_s": 180.0,

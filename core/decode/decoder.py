@@ -17,18 +17,20 @@ from core.access import ReadPath, WritePath
 from core.decode.header import HEADER_BYTES, top_level_fields
 from core.decode.records import DecodedModel, FunctionInfo, LayerWeight, NodeInfo, SubgraphInfo, TensorInfo
 from core.decode.text import shape_coverage, text_form
+from core.model.counts import check_counts
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
     GraphVisit,
     dtype_name,
     external_entries,
+    itemsize,
     non_utf8_text,
     tensor_elements,
-    tensor_nbytes,
     value_specs,
     walk_graphs,
 )
 from core.model.topology import has_cycle
+from core.settings import IntakeLimits
 from core.tables import write_rows
 
 __all__ = ["decode_model", "summary"]
@@ -85,9 +87,9 @@ def _node_info(node: Any, index: int, graph: str) -> NodeInfo:
 
 
 def _tensor_info(name: str, tensor: Any, storage: str, graph: str) -> TensorInfo:
-    dims = [int(d) for d in tensor.dims]
+    elements, data_type = tensor_elements(tensor), tensor.data_type
     return TensorInfo(
-        name, dtype_name(tensor.data_type), dims, tensor_elements(tensor), tensor_nbytes(tensor), storage, graph
+        name, dtype_name(data_type), list(tensor.dims), elements, elements * itemsize(data_type), storage, graph
     )
 
 
@@ -121,16 +123,19 @@ def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str])
     """Initializers (inline or external) and Constant-node values of one graph."""
     import onnx
 
+    external_location = onnx.TensorProto.EXTERNAL
     for tensor in visit.graph.initializer:
         storage = "inline"
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        if tensor.data_location == external_location:
             entries = external_entries(tensor)
             external.add(entries.get("location", "?"))
             storage = f"external: {entries.get('location', '?')} @ {entries.get('offset', '0')}"
         decoded.initializers.append(_tensor_info(tensor.name, tensor, storage, visit.path))
     for node in visit.graph.node:
+        if node.op_type != "Constant" or not node.output:
+            continue
         for attr in node.attribute:
-            if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
+            if attr.type == onnx.AttributeProto.TENSOR:
                 decoded.initializers.append(_tensor_info(node.output[0], attr.t, "constant node", visit.path))
 
 
@@ -140,17 +145,19 @@ def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
     import onnx
 
     graph = visit.graph
-    sizes = {
-        t.name: (tensor_elements(t), tensor_nbytes(t)) for t in graph.initializer if t.data_type not in NOT_WEIGHT_TYPES
-    }
+    used = {name for node in graph.node for name in node.input}
+    sizes: dict[str, tuple[int, int]] = {}
+    for t in graph.initializer:  # only the tensors a node reads: a million unused ones cost nothing here
+        if t.name in used and t.data_type not in NOT_WEIGHT_TYPES:
+            elements = tensor_elements(t)
+            sizes[t.name] = (elements, elements * itemsize(t.data_type))
     for node in graph.node:
+        if node.op_type != "Constant" or not node.output or node.output[0] not in used:
+            continue
         for attr in node.attribute:
-            if (
-                node.op_type == "Constant"
-                and attr.type == onnx.AttributeProto.TENSOR
-                and attr.t.data_type not in NOT_WEIGHT_TYPES
-            ):
-                sizes[node.output[0]] = (tensor_elements(attr.t), tensor_nbytes(attr.t))
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type not in NOT_WEIGHT_TYPES:
+                elements = tensor_elements(attr.t)
+                sizes[node.output[0]] = (elements, elements * itemsize(attr.t.data_type))
     claimed: set[str] = set()
     for node in graph.node:
         if node.op_type == "Identity" and node.input and node.input[0] in sizes:
@@ -237,9 +244,13 @@ def decode_model(
     progress: Callable[[float, str], None] | None = None,
     with_text: bool = True,
     out_dir: WritePath = "",
+    header_only: bool = False,
+    limits: IntakeLimits | None = None,
 ) -> DecodedModel:
     """Decode the ONNX file at ``path`` without loading its external data. Runs in the worker. With ``out_dir``
-    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result."""
+    the node table goes to a file there (``node_rows``), read a page at a time, instead of into the result.
+    With ``header_only``, only the top-level fields are read (what can be shown of a file intake refused). A
+    model past ``limits`` (the server's, as a job) in any count is refused before anything is done per item."""
     import onnx
 
     report = progress or _silent
@@ -247,6 +258,8 @@ def decode_model(
     with file.open("rb") as fh:
         head = fh.read(HEADER_BYTES)
     decoded = DecodedModel(str(file), file.stat().st_size, head.hex(" "), top_level_fields(file))
+    if header_only:
+        return decoded
     report(0.1, "Parsing the protobuf (external weights are not loaded)")
     try:
         model = onnx.load_model(str(file), load_external_data=False)
@@ -256,6 +269,7 @@ def decode_model(
             "shown. It may be truncated or not an ONNX file."
         )
         return decoded
+    check_counts(model, file.name, limits or IntakeLimits())
     repaired = non_utf8_text(model, repair=True)
     if repaired:
         decoded.problems.append(

@@ -8,13 +8,17 @@ from pathlib import Path
 from core.access import ReadPath
 from core.graph.build import view_graph
 from core.graph.records import GraphView
+from core.model.counts import check_counts
+from core.settings import IntakeLimits
 
 __all__ = ["graph_view_job"]
 
 
-def graph_view_job(path: ReadPath) -> GraphView:
-    """The graph view of the ONNX file at ``path``."""
+def graph_view_job(path: ReadPath, limits: IntakeLimits | None = None) -> GraphView:
+    """The graph view of the ONNX file at ``path``; a model past ``limits`` (the server's, as a job) in any
+    count is refused before anything is done per node or tensor."""
     import onnx
 
     model = onnx.load(path, load_external_data=False)
+    check_counts(model, Path(path).name, limits or IntakeLimits())
     return view_graph(model, name=Path(path).stem, folder=Path(path).parent)
