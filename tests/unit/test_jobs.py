@@ -43,6 +43,7 @@ TEST_JOBS = JOBS.with_jobs(
             "midpoint",
             "wrong_result",
             "limits_seen",
+            "leave_links",
         )
     ),
     Job("test.exclusive_span", f"{T}:exclusive_span", exclusive=True),
@@ -237,3 +238,13 @@ def test_a_job_that_cannot_start_ends_with_a_message_instead_of_waiting_for_ever
     )
     with pytest.raises(JobFailed, match="could not start"):
         handle.result(timeout=30)
+
+
+def test_links_a_job_leaves_among_its_results_are_dropped_and_the_caller_is_told(
+    backend: ProcessBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "data" / "results"
+    named = run_job("test.leave_links", {"out": str(out)}, backend)
+    assert [p.name for p in out.iterdir()] == ["result.txt"]
+    assert named == str(out / "model.onnx") and not os.path.lexists(named)
+    assert "left 3 link(s) or special file(s)" in caplog.text and "(folder, model.onnx, pipe)" in caplog.text
