@@ -222,6 +222,8 @@ class _ProcessJob:
         self._counted = False  # told the pool it started (so that it is told it ended)
         self._confinement = Confinement.of(signature.paths(spec.args))
         self._sandboxed = sandbox.require_sandbox(settings)
+        if self._sandboxed:
+            sandbox.refuse_wide_folders(self._confinement, settings)
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
         threading.Thread(target=self._run, name=f"job {spec.name}", daemon=True).start()
 

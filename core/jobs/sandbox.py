@@ -30,7 +30,7 @@ import psutil
 
 from core.access import READ
 from core.errors import JobError
-from core.jobs.view import host_view
+from core.jobs.view import code_folders, host_view
 from core.settings import PROJECT_ROOT, Settings
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "shown_for",
     "start_worker",
     "tree_usage",
+    "refuse_wide_folders",
     "require_sandbox",
     "sandbox_state",
     "sandbox_status",
@@ -123,6 +124,25 @@ def _too_wide(folder: Path, hidden: list[Path]) -> bool:
         or folder.parent == Path("/home")
         or any(h.is_relative_to(folder) for h in (*hidden, *homes))
     )
+
+
+def refuse_wide_folders(confinement: Confinement, settings: Settings) -> None:
+    """Refuse a job given, as a folder to write into or to read as a whole, what ``_too_wide`` says the sandbox
+    never shows (a folder to write into is shown as it is, over everything the sandbox hides)."""
+    hidden = hidden_folders(settings)
+    for path in (*confinement.writes, *(r for r in confinement.reads if Path(r).is_dir())):
+        if _too_wide(Path(path), hidden):
+            raise JobError(
+                f"A job cannot be given the folder {path} as a whole: the sandbox never shows a job /, /tmp, a home "
+                "folder, the project or the app's data folder. Give it a folder of its own inside it (for example "
+                f"{Path(path) / 'results'})."
+            )
+    for path in confinement.writes:
+        if any(Path(path).is_relative_to(code) for code in code_folders()):
+            raise JobError(
+                f"A job cannot write into {path}: it lies among the code every worker runs (the project's packages "
+                "or the Python installation). Choose a folder outside them."
+            )
 
 
 def shown_for(path: Path, hidden: list[Path]) -> list[Path]:

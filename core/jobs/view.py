@@ -19,7 +19,7 @@ from pathlib import Path
 
 from core.settings import PROJECT_ROOT
 
-__all__ = ["ETC_FILES", "host_view", "python_installation"]
+__all__ = ["ETC_FILES", "code_folders", "host_view", "python_installation"]
 
 # /usr/lib64 and the like are under /usr; the top-level names are links to them on a merged-/usr system
 _SYSTEM_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -120,3 +120,11 @@ def host_view() -> tuple[str, ...]:
         elif hidden.is_file() and not hidden.is_symlink():  # a worktree's .git is a file naming where the history is
             args += ["--ro-bind", "/dev/null", str(hidden)]
     return tuple(args)
+
+
+@functools.cache
+def code_folders() -> tuple[Path, ...]:
+    """Where the code every worker (and the server) runs lies: the system's, the Python installation's and the
+    project's own (its folders that hold Python files; its top folder holds the secrets, and is never given)."""
+    packages = [p for p in PROJECT_ROOT.iterdir() if p.is_dir() and not p.is_symlink() and any(p.glob("*.py"))]
+    return (Path("/usr"), *python_installation()[0], *packages)

@@ -13,7 +13,7 @@ import pytest
 from core.errors import JobError
 from core.jobs import JOBS, Job, ProcessBackend, run_job, view
 from core.jobs import sandbox as sandbox_module
-from core.jobs.sandbox import Confinement, shown_for, worker_command, worker_environment
+from core.jobs.sandbox import Confinement, refuse_wide_folders, shown_for, worker_command, worker_environment
 from core.settings import PROJECT_ROOT, load_settings
 from tests.cli import cli
 
@@ -98,3 +98,16 @@ def test_the_workers_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     env = worker_environment()
     assert "secret" not in " ".join(env.values()) and set(env) >= {"PATH", "PYTHONPATH", "HOME"}
+
+
+def test_a_job_is_never_given_a_home_tmp_the_project_or_code_as_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder a job writes into is shown as it is, over everything the sandbox hides: never one of these."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
+    for folder in (tmp_path / "home", Path("/tmp"), Path("/"), PROJECT_ROOT, tmp_path / "data", PROJECT_ROOT / "core"):
+        with pytest.raises(JobError, match="cannot"):
+            refuse_wide_folders(Confinement((), (str(folder),)), settings)
+    refuse_wide_folders(Confinement((), (str(tmp_path / "home" / "results"),)), settings)  # a folder of its own
