@@ -79,15 +79,20 @@ def _inside(path: Path, places: list[Path]) -> bool:
     return any(path.is_relative_to(place) for place in places)
 
 
-@functools.cache
-def python_installation() -> tuple[tuple[Path, ...], tuple[tuple[Path, str], ...]]:
-    """(folders, links): the real folders of the Python installation this process runs (its prefixes, its site
-    folders and what their ``.pth`` files add), outside ``/usr`` and the project, each shown once; and the links
-    on the way to them that lie outside every folder shown."""
+def _python_paths() -> list[Path]:
+    """The Python installation this process runs, as it names itself: its prefixes, its executable, its site
+    folders and what their ``.pth`` files add."""
     sites = site.getsitepackages()
     named = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, sys.executable, *sites]
     named += [p for folder in sites for p in _pth_folders(folder)]
-    paths = [Path(os.path.abspath(p)) for p in dict.fromkeys(named) if os.path.exists(p)]
+    return [Path(os.path.abspath(p)) for p in dict.fromkeys(named) if os.path.exists(p)]
+
+
+@functools.cache
+def python_installation() -> tuple[tuple[Path, ...], tuple[tuple[Path, str], ...]]:
+    """(folders, links): the real folders of the Python installation (``_python_paths``), outside ``/usr`` and
+    the project, each shown once; and the links on the way to them that lie outside every folder shown."""
+    paths = _python_paths()
     shown = [Path("/usr"), PROJECT_ROOT]
     folders: list[Path] = []
     for real in sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts)):
@@ -127,4 +132,5 @@ def code_folders() -> tuple[Path, ...]:
     """Where the code every worker (and the server) runs lies: the system's, the Python installation's and the
     project's own (its folders that hold Python files; its top folder holds the secrets, and is never given)."""
     packages = [p for p in PROJECT_ROOT.iterdir() if p.is_dir() and not p.is_symlink() and any(p.glob("*.py"))]
-    return (Path("/usr"), *python_installation()[0], *packages)
+    python = {p.parent if p.is_file() else p for p in (p.resolve() for p in _python_paths())}
+    return (Path("/usr"), *sorted(python), *packages)
