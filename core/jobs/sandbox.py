@@ -108,8 +108,10 @@ def require_sandbox(settings: Settings) -> bool:
 
 def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
     """The worker's whole environment: nothing of the server's (no secrets), only what Python needs; its home
-    and temporary folder are its private scratch folder (/tmp in the sandbox)."""
+    and temporary folder are its private scratch folder (/tmp in the sandbox), and its user's name is given
+    (the sandbox has no /etc/passwd, and torch names its caches after the user)."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": scratch, "TMPDIR": scratch}
+    env["LOGNAME"] = "worker"
     env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
     env.setdefault("LANG", "C.UTF-8")
     return env

@@ -23,7 +23,8 @@ __all__ = ["ETC_FILES", "code_folders", "host_view", "python_installation"]
 
 # /usr/lib64 and the like are under /usr; the top-level names are links to them on a merged-/usr system
 _SYSTEM_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# the loader's cache and configuration, the time zone, and the name-service switch
+# The loader's cache and configuration, the time zone, and the name-service switch: with it (and no passwd file)
+# the C library still names root and nobody (nss-systemd), which some libraries ask for.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
 # of the project's own folder, its history (a remote's address may hold a token); its secrets (.streamlit) are
 # hidden with the data folder (core.jobs.sandbox.hidden_folders)
