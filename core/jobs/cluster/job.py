@@ -119,6 +119,10 @@ class ClusterJob:
     def progress(self) -> Progress | None:
         return self._progress
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return ()  # a node sends back only the plain files its job wrote (agent.collect_outputs)
+
     def done(self) -> bool:
         return self._finished.is_set()
 
