@@ -127,6 +127,71 @@ def test_a_client_without_a_token_is_refused_before_it_joins(listening: str, mon
     assert connected() is None
 
 
+class _WritesFile:
+    """Unpickled, it writes its file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.path.write_text, ("unpickled",))
+
+
+class _Buffer:
+    """What Ray's core worker hands back for an object: its bytes, untouched."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def to_pybytes(self) -> bytes:
+        return self.data
+
+
+def test_only_raw_bytes_are_read_from_the_cluster_and_nothing_else_is_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects of each kind as Ray's core worker would hand them over (here the metadata stands for the object):
+    raw bytes are decoded into their type; a pickled object, a pickled exception and bytes that are not the answer
+    are refused, and Ray's errors become Ray's own by their number; the pickle's file is never written."""
+    import pickle
+
+    import ray.exceptions
+    from ray._private import worker
+
+    from core.jobs.cluster.answers import read, read_bytes
+
+    marker = tmp_path / "unpickled"
+    objects = {
+        b"RAW": wire.encode(Missing(hashes=["a" * 64])),
+        b"PYTHON": pickle.dumps(_WritesFile(marker)),
+        b"3": pickle.dumps(_WritesFile(marker)),  # TASK_EXECUTION_EXCEPTION: a method that raised
+        b"1": b"",  # ACTOR_DIED
+        b"25": b"",  # ACTOR_UNAVAILABLE
+        b"RAW,": b"not msgpack",
+    }
+
+    class CoreWorker:
+        def get_objects(self, refs: list[bytes], timeout_ms: int) -> list[tuple[_Buffer, bytes, None]]:
+            return [(_Buffer(objects[refs[0]]), refs[0], None)]
+
+    monkeypatch.setattr(worker.global_worker, "core_worker", CoreWorker(), raising=False)
+    monkeypatch.setattr(worker.global_worker, "check_connected", lambda: None)
+    assert read(b"RAW", Missing) == Missing(hashes=["a" * 64])
+    with pytest.raises(TargetError, match="kind b'PYTHON' instead of bytes; it was not read"):
+        read_bytes(b"PYTHON")
+    with pytest.raises(JobFailed, match=r"error type 3.*its error was not read"):
+        read_bytes(b"3")
+    with pytest.raises(ray.exceptions.ActorDiedError):
+        read_bytes(b"1")
+    with pytest.raises(ray.exceptions.ActorUnavailableError):
+        read_bytes(b"25")
+    with pytest.raises(TargetError, match="not a Missing"):
+        read(b"RAW,", Missing)
+    assert not marker.exists()
+    pickle.loads(objects[b"PYTHON"])  # the pickle is live: read as Ray would, it writes the file
+    assert marker.exists()
+
+
 def test_a_clusters_token_file_is_made_once_for_its_owner_only(tmp_path: Path) -> None:
     path = make_token_file(tmp_path / "auth_token")
     token = path.read_text()
