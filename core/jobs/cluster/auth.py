@@ -31,10 +31,12 @@ __all__ = [
     "TOKEN",
     "TOKEN_PATH",
     "client_token",
+    "let_through",
     "make_token_file",
     "node_environment",
     "probe_without_token",
     "scrub",
+    "stop_probe",
     "token_accepted",
 ]
 
@@ -135,7 +137,8 @@ def token_accepted(address: str) -> bool | None:
 
 
 def probe_without_token(address: str) -> subprocess.Popen[str]:
-    """A process that asks the head at ``address`` once, without any token; read it with ``let_through``."""
+    """A process that asks the head at ``address`` once, without any token; read it with ``let_through`` (or end
+    it with ``stop_probe``)."""
     env = {k: v for k, v in os.environ.items() if k not in (TOKEN, TOKEN_PATH)}
     env[MODE] = "disabled"
     return subprocess.Popen(
@@ -147,12 +150,17 @@ def probe_without_token(address: str) -> subprocess.Popen[str]:
     )
 
 
+def stop_probe(probe: subprocess.Popen[str]) -> None:
+    """End a probe whose answer is no longer needed."""
+    probe.kill()
+    probe.communicate()
+
+
 def let_through(probe: subprocess.Popen[str]) -> bool | None:
     """Whether the head answered the probe's request without a token (None: it could not tell)."""
     try:
         out, _ = probe.communicate(timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        probe.kill()
-        probe.communicate()
+        stop_probe(probe)
         return None
     return _verdict(out)

@@ -105,7 +105,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S, insecure: bool | N
                 ray.init(address=address, namespace=NAMESPACE, logging_level=logging.ERROR, log_to_driver=False)
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError… depending on the cause
                 if probe is not None:
-                    probe.kill()
+                    auth.stop_probe(probe)
                 raise TargetError(f"Could not join the Ray cluster at {address}: {auth.scrub(str(exc))}") from exc
         let_through = auth.let_through(probe) if probe is not None else not has_token
         if let_through is not False and not allowed:
@@ -135,7 +135,7 @@ def _check_token(address: str, insecure: bool) -> tuple[bool, Popen[str] | None]
         return has_token, None
     probe = auth.probe_without_token(address)
     if has_token and auth.token_accepted(address) is False:
-        probe.kill()
+        auth.stop_probe(probe)
         raise TargetError(
             f"The Ray cluster at {address} refuses this process's token: give it the token the cluster's nodes "
             f"were started with ({auth.TOKEN_PATH} names the file it is read from)."
@@ -152,7 +152,7 @@ def _open_cluster(address: str, let_through: bool | None) -> str:
     found = "lets in clients without a token" if let_through else "could not be shown to refuse clients without one"
     return (
         f"The Ray cluster at {address} {found}: anyone who reaches its port could run code on its nodes. Start "
-        f"every node with {auth.MODE}=token and the cluster's token (README: Beyond one machine), or set "
+        f"every node with {auth.MODE}=token and the cluster's token (README: Who may use the cluster), or set "
         "cluster_insecure (WORKBENCH_CLUSTER_INSECURE=true) to use it all the same."
     )
 
