@@ -70,6 +70,9 @@ class Settings:
     # a Ray cluster whose nodes are targets jobs can be sent to (host:port of its head, or ray://host:port);
     # "": every job runs on this server. One that cannot be reached falls back to this server, with a warning.
     cluster_address: str = ""
+    # join a cluster_address that does not use Ray's token authentication (or without holding its token): anyone
+    # who reaches such a cluster runs code on its nodes; the sidebar and the command line say so
+    cluster_insecure: bool = False
 
     @property
     def hosted(self) -> bool:
