@@ -47,15 +47,15 @@ netns:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q iproute2; }
 
 # A two-node Ray cluster on this machine for trying the cluster backend (root: each node in its own network
-# namespace; core/jobs/cluster/local.py): targets "head" and "node2". `make cluster-run` serves the app inside the
-# head's namespace, connected to it, at http://10.78.1.2:$(PORT); `make cluster-stop` removes it all.
-CLUSTER_ADDRESS := 10.78.0.1:6391
+# namespace; core/jobs/cluster/local.py): targets "head" and "node2", with Ray's token authentication (the token in
+# the cluster's folder, /tmp/wbc-<checkout>/auth_token). Each checkout gets its own cluster, names and addresses
+# (`make cluster` prints them); `make cluster-run` serves the app inside the head's namespace, joined to it;
+# `make cluster-stop` removes it all.
 cluster: $(VENV)/.runtime sandbox netns
 	$(PY) -m core.jobs.cluster.local start
 
 cluster-run: $(VENV)/.runtime sandbox
-	ip netns exec wb-head env WORKBENCH_CLUSTER_ADDRESS=$(CLUSTER_ADDRESS) \
-	  $(PY) -m core serve --port $(PORT) --address 10.78.1.2
+	$(PY) -m core.jobs.cluster.local serve --port $(PORT)
 
 cluster-stop:
 	$(PY) -m core.jobs.cluster.local stop

@@ -14,7 +14,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, pages, session, targets
 from ui.bench_view import environment_section, results_section
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_section
+from ui.plan_view import measured_model, plan_fits, plan_section
 from ui.text import md_escape
 
 st.title("Benchmark")
@@ -79,6 +79,7 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
     if not eager and not levels:
         st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
         st.stop()
+    plan_fits(inputs, max(batches or [1]) if batch_dynamic else 1)
     request = BenchRequest(
         model=measured_model(record, inputs, torch_record if eager else None),
         engines=(["eager"] if eager else []) + (["ort"] if levels else []),

@@ -18,6 +18,7 @@ MAX_RUNS = 300  # the newest runs the page reads; narrow the filters to see olde
 st.title("Dashboard")
 who = session.who()
 team = f"team {md_escape(who.team, 80)}" if who.signed_in else "everyone using this instance without signing in"
+team = "you alone (this instance puts you in no team)" if who.alone else team
 st.markdown(
     f"The benchmark runs of {team}: the latest result of every model on every machine, each model's latency "
     "across its versions (every export or quantized variant is a new version, told apart by its sha256), and "

@@ -13,7 +13,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, session
 from ui.graph_panel import graph_of
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_section
+from ui.plan_view import measured_model, plan_fits, plan_section
 from ui.profile_view import profile_section
 
 st.title("Profile")
@@ -71,6 +71,7 @@ with st.form("profile_form"):
     submitted = st.form_submit_button("Profile", type="primary")
 
 if submitted or st.session_state.pop("profile_again", False):
+    plan_fits(inputs, int(batch) if batch_dynamic else 1)
     request = ProfileRequest(
         model=measured_model(record, inputs, torch_record if eager else None),
         level=level,

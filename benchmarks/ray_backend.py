@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -79,7 +80,7 @@ def measure(repeat: int, n: int, iterations: int, rounds: int) -> dict[str, floa
     work = Path(tempfile.mkdtemp(prefix="ray-bench-"))
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(work / "data"))
     here = ProcessBackend(settings)
-    cluster = connect(local.ADDRESS)
+    cluster = connect(load_settings().cluster_address)
     head, node2 = cluster.backend(local.HEAD), cluster.backend(local.NODE2)
     figures: dict[str, float] = {}
     (work / "m").mkdir()
@@ -91,10 +92,10 @@ def measure(repeat: int, n: int, iterations: int, rounds: int) -> dict[str, floa
     start = time.perf_counter()
     node2.submit(decode).result(120)
     figures["first job on node2, model sent (ms)"] = (time.perf_counter() - start) * 1000
-    import ray
+    from core.jobs.cluster.answers import read_bytes
 
     agent = cluster.agent(node2.target)
-    calls = _interleaved_ms({"call": lambda: ray.get(agent.missing.remote([]))}, 50)["call"]
+    calls = _interleaved_ms({"call": lambda: read_bytes(agent.missing.remote([]))}, 50)["call"]
     figures["one call to node2's agent (ms)"] = calls  # a job makes at least three: missing, submit, poll
     backends: dict[str, Backend] = {"here, fresh worker": here, "on head": head, "on node2": node2}
     runs = {f"decode {name} (ms)": _job(backend, decode) for name, backend in backends.items()}
@@ -123,11 +124,12 @@ def main() -> None:
         return
     root = Path("/tmp/wb-bench-cluster")
     try:
-        local.start(root)
+        cluster = local.start(root, hold=True)
         command = [sys.executable, __file__, "--inside", f"--repeat={args.repeat}", f"-n={args.n}"]
         done = subprocess.run(
-            local.in_head([*command, f"--iterations={args.iterations}", f"--rounds={args.rounds}"]),
+            cluster.in_namespace([*command, f"--iterations={args.iterations}", f"--rounds={args.rounds}"]),
             cwd=PROJECT_ROOT,
+            env={**os.environ, **cluster.client_env()},
             capture_output=True,
             text=True,
             check=False,

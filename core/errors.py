@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BenchmarkError",
     "ExportError",
+    "IdentityRefused",
     "IntakeError",
     "JobCancelled",
     "JobCrashed",
@@ -15,6 +16,7 @@ __all__ = [
     "LimitExceededError",
     "NoMatchingArchitectureError",
     "PartitionError",
+    "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
     "StoreError",
@@ -74,12 +76,20 @@ class BenchmarkError(WorkbenchError):
     """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
 
 
+class PlanTooLargeError(BenchmarkError):
+    """An input plan whose arrays cannot fit in a worker's memory, or whose dims no array can have."""
+
+
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
 
 
 class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
+
+
+class IdentityRefused(WorkbenchError):
+    """Who signed in cannot be told safely (an unverified email, invisible characters, a repeated header...)."""
 
 
 class TargetError(WorkbenchError):
@@ -131,6 +141,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         ExportError,
         PartitionError,
         BenchmarkError,
+        PlanTooLargeError,
         QuantizeError,
         StoreError,
     )

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.identity import domain_teams
+
 __all__ = ["IntakeLimits", "Settings", "load_settings"]
 
 ENV_PREFIX = "WORKBENCH_"
@@ -17,11 +19,14 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 AUTH_MODES = ("", "oidc", "proxy")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class IntakeLimits:
     """What intake accepts; the worker hands every job that takes ``limits`` the ones of the server's settings."""
 
     max_nodes: int = 500_000
+    max_initializers: int = 500_000
+    max_value_infos: int = 1_000_000
+    max_attributes: int = 1_000_000
     max_initializer_bytes: int = 8 << 30
     allow_code_archives: bool = True
 
@@ -33,7 +38,10 @@ class Settings:
     mode: str = "local"  # "local" (one person, their own files) or "hosted" (shared, untrusted uploads)
     allow_code_archives: bool = True  # TorchScript and .pt2 archives carry code
     max_upload_mb: int = 1024
-    max_nodes: int = 500_000
+    max_nodes: int = 500_000  # in every graph and local function, as written and as ONNX Runtime inlines them
+    max_initializers: int = 500_000  # sparse ones and subgraphs' included
+    max_value_infos: int = 1_000_000  # graph inputs, outputs and value_info entries, in every graph
+    max_attributes: int = 1_000_000  # node attributes, in every graph and function
     max_initializer_mb: int = 8192
     worker_memory_mb: int = 6144
     worker_timeout_s: float = 600.0
@@ -51,11 +59,20 @@ class Settings:
     require_sandbox: bool = False  # refuse to run jobs (and to start) without the sandbox
     auth: str = ""  # who signs people in: "" nobody (everyone is anonymous), "oidc" (st.login), "proxy" (a header)
     proxy_user_header: str = ""  # with auth=proxy: the header the sign-in proxy names the person in
-    proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): the email's domain
-    team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "": the email's domain
+    proxy_team_header: str = ""  # with auth=proxy: a header naming their team; "" (or absent): team_domains
+    team_claim: str = ""  # with auth=oidc: the ID-token claim naming the team; "" (or absent): team_domains
+    # mail domains whose people are a team: "acme.test=acme, acme.org=acme, beta.test" (a domain alone: a team of
+    # its name); anyone else without a team claim or header is a team of one. Public mail domains are refused.
+    team_domains: str = ""
+    # with auth=oidc: issuers (the providers' `iss`) whose email claim is taken when they do not send
+    # email_verified at all (some never do); from any other, an email counts only with email_verified true
+    oidc_trusted_issuers: str = ""
     # a Ray cluster whose nodes are targets jobs can be sent to (host:port of its head, or ray://host:port);
     # "": every job runs on this server. One that cannot be reached falls back to this server, with a warning.
     cluster_address: str = ""
+    # join a cluster_address that does not use Ray's token authentication (or without holding its token): anyone
+    # who reaches such a cluster runs code on its nodes; the sidebar and the command line say so
+    cluster_insecure: bool = False
 
     @property
     def hosted(self) -> bool:
@@ -95,8 +112,23 @@ class Settings:
         return self.max_initializer_mb * 1024 * 1024
 
     @property
+    def teams_by_domain(self) -> dict[str, str]:
+        return domain_teams(self.team_domains)
+
+    @property
+    def trusted_issuers(self) -> frozenset[str]:
+        return frozenset(i.strip() for i in self.oidc_trusted_issuers.split(",") if i.strip())
+
+    @property
     def intake_limits(self) -> IntakeLimits:
-        return IntakeLimits(self.max_nodes, self.max_initializer_bytes, self.allow_code_archives)
+        return IntakeLimits(
+            max_nodes=self.max_nodes,
+            max_initializers=self.max_initializers,
+            max_value_infos=self.max_value_infos,
+            max_attributes=self.max_attributes,
+            max_initializer_bytes=self.max_initializer_bytes,
+            allow_code_archives=self.allow_code_archives,
+        )
 
 
 # Hosted mode serves strangers: tighter limits, and code archives off unless the operator turns them on.
@@ -104,6 +136,9 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "allow_code_archives": False,
     "max_upload_mb": 200,
     "max_nodes": 100_000,
+    "max_initializers": 100_000,
+    "max_value_infos": 200_000,
+    "max_attributes": 200_000,
     "max_initializer_mb": 1024,
     "worker_memory_mb": 3072,
     "worker_timeout_s": 180.0,
@@ -177,8 +212,9 @@ def _check_auth(values: dict[str, Any]) -> None:
     auth = values["auth"] = str(values.get("auth", "")).strip().lower()
     if auth not in AUTH_MODES:
         raise ValueError(f"setting auth={auth!r}: expected '' (no sign-in), 'oidc' (OpenID Connect) or 'proxy'")
-    for name in ("proxy_user_header", "proxy_team_header", "team_claim"):
+    for name in ("proxy_user_header", "proxy_team_header", "team_claim", "team_domains", "oidc_trusted_issuers"):
         values[name] = str(values.get(name, "")).strip()
+    domain_teams(values["team_domains"])  # a ValueError naming the entry that cannot be a team
     if auth == "proxy" and not values["proxy_user_header"]:
         raise ValueError(
             "setting auth='proxy' needs proxy_user_header: the header your sign-in proxy puts the person's email "

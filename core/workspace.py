@@ -12,7 +12,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 from core.errors import ResultFileError
 
@@ -54,8 +54,8 @@ class Workspace:
     under the first when it is collected, while the first still shows results whose files lie there.
     """
 
-    _open: weakref.WeakValueDictionary[Path, Workspace] = weakref.WeakValueDictionary()
-    _opening = threading.Lock()
+    _open: ClassVar[weakref.WeakValueDictionary[Path, Workspace]] = weakref.WeakValueDictionary()
+    _opening: ClassVar[threading.Lock] = threading.Lock()
 
     @classmethod
     def open(cls, root: str | Path, session_id: str | None = None, owner: str = "") -> Workspace:

@@ -24,6 +24,7 @@ QUIET = {
     "tests/e2e/test_upload_memory_e2e.py",  # the server's memory at its peak
     "tests/adversarial/test_leftovers.py",  # files any test run leaves in /tmp
     "tests/adversarial/test_orphans.py",  # worker processes left behind
+    "tests/adversarial/test_million_initializers.py",  # a refusal within 10 s, on two cores
     "tests/cluster/test_cluster.py",  # two benchmarks at once on a two-node Ray cluster (two more servers' worth)
 }
 ROOT = Path(__file__).resolve().parent.parent

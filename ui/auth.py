@@ -7,12 +7,13 @@ the proxy's failure) and stops the run; once someone is signed in, the sidebar s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAuthError
 
+from core.errors import IdentityRefused
 from core.identity import ANONYMOUS, Identity, from_claims, from_headers
 from ui import session
 from ui.text import md_escape
@@ -24,18 +25,34 @@ __all__ = ["gate", "identity", "sidebar"]
 _PROXY_HEADERS = ("X-Forwarded-Email", "X-Forwarded-User", "X-Auth-Request-Email", "X-Auth-Request-User", "Remote-User")
 
 
-def _headers() -> Mapping[str, str]:
-    return st.context.headers
+def _headers() -> Mapping[str, list[str]]:
+    """The headers of the request that opened this session, each name (lower case) with every value it came with:
+    ``st.context.headers[name]`` would give only the first of a repeated header, the one a client sent before the
+    proxy added its own. Values arrive decoded as Latin-1; a proxy sends UTF-8, so they are read as that."""
+    given = st.context.headers
+    return {name.lower(): [_utf8(value) for value in given.get_all(name)] for name in given}
+
+
+def _utf8(value: str) -> str:
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return value  # not UTF-8: as it came (its odd characters are refused, never cleaned)
 
 
 def identity() -> Identity:
-    """The person using this session; anonymous when sign-in is off or nobody is signed in."""
+    """The person using this session; anonymous when sign-in is off or nobody is signed in. Raises
+    IdentityRefused when who it is cannot be told safely (``gate`` shows why and stops)."""
     settings = session.settings()
     if settings.auth == "oidc" and _oidc_configured():
         claims = st.user.to_dict()
-        return from_claims(claims, settings.team_claim) if claims.get("is_logged_in") else ANONYMOUS
+        if not claims.get("is_logged_in"):
+            return ANONYMOUS
+        return from_claims(claims, settings.team_claim, settings.teams_by_domain, settings.trusted_issuers)
     if settings.auth == "proxy":
-        return from_headers(_headers(), settings.proxy_user_header, settings.proxy_team_header)
+        return from_headers(
+            _headers(), settings.proxy_user_header, settings.proxy_team_header, settings.teams_by_domain
+        )
     return ANONYMOUS
 
 
@@ -47,7 +64,10 @@ def gate() -> Identity:
             "This instance is set to sign people in with OpenID Connect (auth = oidc), but `.streamlit/secrets.toml` "
             "has no `[auth]` section. Its operator must add one (see the README, Signing in), or unset auth."
         )
-    me = identity()
+    try:
+        me = identity()
+    except IdentityRefused as exc:
+        _refuse(md_escape(str(exc), 2000), can_sign_out=settings.auth == "oidc")
     if settings.auth == "oidc" and not me.signed_in:
         _sign_in_screen()
     if settings.auth == "proxy" and not me.signed_in:
@@ -117,9 +137,11 @@ def _sign_in_screen() -> None:
     st.stop()
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str, can_sign_out: bool = False) -> NoReturn:
     with _card():
         st.error(message)
+        if can_sign_out and st.button("Sign out", icon=":material/logout:"):
+            st.logout()
     st.stop()
 
 
@@ -145,7 +167,8 @@ def _who(me: Identity, can_sign_out: bool) -> None:
 
 
 def _note_ignored_proxy_header() -> None:
-    seen = [name for name in _PROXY_HEADERS if _headers().get(name)]
+    headers = _headers()
+    seen = [name for name in _PROXY_HEADERS if any(headers.get(name.lower(), []))]
     if seen:
         st.sidebar.caption(
             f"Sign-in is not configured here, so the {md_escape(seen[0])} header is ignored and you are anonymous."

@@ -154,7 +154,9 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
                 raise
             bar.progress(1.0, text=f"done in {time.monotonic() - started:.1f} s")
             status.update(label=f"{label}: done in {time.monotonic() - started:.1f} s", state="complete")
-            return result
+        for warning in handle.warnings:  # beside the closed status box, where it is seen
+            st.warning(md_escape(warning, 2000))
+        return result
     finally:
         if not handle.done():
             handle.cancel()

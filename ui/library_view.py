@@ -108,7 +108,7 @@ def _manage(entry: Entry) -> None:
         "Tags (comma-separated)", value=", ".join(kept.tags), max_chars=400, key=f"lib_tags_{kept.key}"
     )
     shared = kept.shared
-    if who.signed_in:
+    if who.signed_in and not who.alone:  # a team of one has nobody to share with
         shared = st.toggle(
             f"Shared with my team ({md_escape(who.team, 80)})", value=kept.shared, key=f"lib_share_{kept.key}"
         )
@@ -142,7 +142,7 @@ def library_section() -> None:
         )
         return
     quota = config.library_quota_mb << 20
-    used = session.library().usage(who)
+    used = session.library().usage(who, session.kept_keys())
     quota_text = f" of {human_bytes(quota)}" if quota and who.signed_in else ""
     st.caption(
         f"{len(mine)} model{'s' * (len(mine) != 1)}, {human_bytes(used)}{quota_text} on the server. "

@@ -18,16 +18,24 @@ from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
-from core.model.inputs import VALUE_KINDS, BenchInput, Exported, describe_values, plan_inputs, resolve_free_dims
+from core.model.inputs import (
+    VALUE_KINDS,
+    BenchInput,
+    Exported,
+    check_plan_memory,
+    describe_values,
+    plan_inputs,
+    resolve_free_dims,
+)
 from core.model.measured import MeasuredModel
 from core.model.shapes import parse_dims
 from core.model.torchload import source_of
 from core.workspace import safe_filename
 from ui import session
-from ui.jobs import run, show_error
+from ui.jobs import run, show_error, stop_with_error
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["forget_plan", "input_plan", "keep_export_examples", "measured_model", "plan_section"]
+__all__ = ["forget_plan", "input_plan", "keep_export_examples", "measured_model", "plan_fits", "plan_section"]
 
 _PLANS = "input_plans"
 _EXPORTED = "export_examples"  # torch model id -> Exported: what the Export page exported it at
@@ -186,6 +194,18 @@ def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
                 _replace_plan(record, plan_made)
 
 
+def plan_fits(plan: list[BenchInput], batch: int) -> None:
+    """Stop the page with the reason when the plan's inputs at ``batch`` (a sweep's largest) could not fit in a
+    worker's memory: nothing is run, and the table above is where to make them smaller."""
+    try:
+        check_plan_memory(plan, batch, session.settings().worker_memory_mb << 20, _MEMORY_SETTING)
+    except WorkbenchError as exc:
+        stop_with_error(exc)
+
+
+_MEMORY_SETTING = " (setting WORKBENCH_WORKER_MEMORY_MB)"
+
+
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:
     """The plan's table, editable; returns the plan the page should run with."""
     plan = input_plan(record, torch_record)
@@ -209,8 +229,9 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     try:
         plan = _edited(plan, frame)
         st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
-    except WorkbenchError as exc:
-        show_error(exc)
+    except WorkbenchError as exc:  # a shape as typed that no plan can have: nothing runs until it is fixed
+        stop_with_error(exc)
+    plan_fits(plan, 1)
     st.caption(
         "Runs on: "
         + " · ".join(

@@ -188,11 +188,14 @@ def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict
     elif record.format == "sample":
         st.session_state["link"] = {"sample": record.name}
     else:
-        try:
-            key = library().keep(record, exported_from, who())
+        made = st.session_state.setdefault("made_keys", set())
+        try:  # on a hosted instance an anonymous session makes room only among what it kept itself
+            key = library().keep(record, exported_from, who(), made if settings().hosted else None)
         except LibraryFull as exc:
             st.session_state["library_full"] = str(exc)
             key = None
+        if key:
+            made.add(key)
         st.session_state["link"] = {"model": record.id, "key": key} if key else {}
     if st.session_state["link"].get("key"):
         st.session_state.setdefault("kept_keys", set()).add(st.session_state["link"]["key"])

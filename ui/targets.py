@@ -104,6 +104,11 @@ def picker() -> None:
     if joined is None:
         st.sidebar.warning(md_escape(why, 600) + " Jobs run on this server.")
         return
+    if joined.insecure:
+        st.sidebar.warning(
+            md_escape(f"The Ray cluster at {joined.address} is used without token authentication", 300)
+            + " (`cluster_insecure`): anyone who reaches it can run code on its nodes."
+        )
     targets = {t.name: t for t in _targets()}
     options = [LOCAL, *targets]
     if chosen() not in options:

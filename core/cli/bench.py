@@ -12,6 +12,8 @@ from core import jobs
 from core.bench import BenchRequest
 from core.cli.common import add_target_argument, environment_json, ints, provider_names, split, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.errors import IdentityRefused
+from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
 from core.model.records import format_shape
@@ -43,10 +45,10 @@ def register(sub: Any) -> None:
         "--owner",
         default="",
         metavar="EMAIL",
-        help="save the run as this person's, for their team's History and Dashboard (the team: --team, else the "
-        "email's domain)",
+        help="save the run as this person's (an email, or a user name), for their team's History and Dashboard (the "
+        "team: --team, else the one team_domains gives the email's domain, else theirs alone)",
     )
-    parser.add_argument("--team", default=None, help="the team the run is saved for (default: the owner's domain)")
+    parser.add_argument("--team", default="", help="the team the run is saved for (default: see --owner)")
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
@@ -74,8 +76,16 @@ def _print(report: BenchReport) -> None:
         print(f"note     {note}")
 
 
+def _owner(args: argparse.Namespace) -> Identity:
+    """Whom the run is saved for (checked before any work: a name that cannot be one is refused, never cleaned)."""
+    if args.team and not args.owner:
+        raise IdentityRefused("--team names the team of the person --owner names: give --owner too.")
+    return named(args.owner, args.team, load_settings().teams_by_domain)
+
+
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
+    owner = ANONYMOUS if args.no_save else _owner(args)
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         model = measured_model(args, Path(tmp), backend)
         request = BenchRequest(
@@ -91,11 +101,9 @@ def run(args: argparse.Namespace) -> int:
         )
         report = jobs.run(BENCH, request, backend)
     if not args.no_save:
-        from core.identity import team_of
         from core.store import open_history  # SQLAlchemy: imported only by the commands that save
 
-        team = args.team if args.team is not None else team_of(args.owner)
-        open_history(load_settings()).save(report, owner=args.owner.strip(), team=team.strip())
+        open_history(load_settings()).save(report, owner=owner.user, team=owner.team)
     if args.json:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]

@@ -9,7 +9,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import TargetError, WorkbenchError
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
@@ -21,9 +21,13 @@ from core.model.shapes import parse_dims
 from core.model.zoo import SampleRequest
 from core.settings import load_settings
 
+if TYPE_CHECKING:
+    from core.jobs.cluster.client import Cluster
+
 __all__ = [
     "add_target_argument",
     "as_onnx",
+    "cluster_at",
     "describe",
     "environment_json",
     "in_own_folder",
@@ -145,10 +149,24 @@ def add_target_argument(parser: Any) -> None:
     )
 
 
+def cluster_at(address: str) -> Cluster:
+    """The cluster at ``address``, joined; a warning on stderr when it is used without token authentication."""
+    from core.jobs.cluster.client import connect
+
+    cluster = connect(address)
+    if cluster.insecure:
+        print(
+            f"warning: the Ray cluster at {address} is used without token authentication (cluster_insecure): anyone "
+            "who reaches it can run code on its nodes.",
+            file=sys.stderr,
+        )
+    return cluster
+
+
 def target_backend(target: str | None) -> Backend | None:
     """The backend of cluster target ``target`` (None: run here). Asking for a target that cannot be reached is
     an error here, not a fallback: the command was asked to run there."""
-    from core.jobs.cluster.client import LOCAL, connect
+    from core.jobs.cluster.client import LOCAL
 
     if not target or target == LOCAL:
         return None
@@ -158,7 +176,7 @@ def target_backend(target: str | None) -> Backend | None:
             f"--target {target} needs a Ray cluster: set cluster_address (WORKBENCH_CLUSTER_ADDRESS) to its head's "
             "host:port."
         )
-    return connect(address).backend(target)
+    return cluster_at(address).backend(target)
 
 
 def environment_json(environment: dict[str, Any] | None, target: str | None) -> dict[str, Any]:

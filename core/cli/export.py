@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -97,15 +99,44 @@ def run(args: argparse.Namespace) -> int:
     if not record.is_pytorch:
         raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
     out = Path(args.output).resolve()
-    request = ExportRequest(
-        source=source_of(record), options=_options(args, record), out_dir=str(out.parent), file_name=out.name
-    )
-    report = jobs.run(EXPORT, request)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # The job writes into a folder of its own beside the output, whose files are then moved next to it: the
+    # sandbox never gives a job a whole home folder, /tmp or the project to write into (core.jobs.sandbox).
+    with tempfile.TemporaryDirectory(prefix=".export-", dir=out.parent) as private:
+        request = ExportRequest(
+            source=source_of(record), options=_options(args, record), out_dir=private, file_name=out.name
+        )
+        report = _moved_out(jobs.run(EXPORT, request), private)
     if args.json:
         print_json(report)
     else:
         _print_export(report)
     return 0 if report.ok else 1
+
+
+def _moved_out(report: ExportReport, private: str) -> ExportReport:
+    """``report`` once its files (the model and its data file) are moved from ``private`` to the folder above
+    it, replacing an earlier export of the same name (and its data file)."""
+    folder = Path(private).parent
+
+    def moved(path: str) -> str:
+        return str(folder / Path(path).relative_to(private)) if Path(path).is_relative_to(private) else path
+
+    main = Path(moved(report.onnx_path))
+    for stale in (main, main.with_name(main.name + ".data")):
+        stale.unlink(missing_ok=True)
+    for name in report.files:
+        os.replace(name, moved(name))
+    record = report.record
+    if record is not None:
+        record = dataclasses.replace(record, path=moved(record.path), files=[moved(f) for f in record.files])
+    return dataclasses.replace(
+        report,
+        onnx_path=moved(report.onnx_path),
+        files=[moved(f) for f in report.files],
+        record=record,
+        code=report.code.replace(private, str(folder)),
+    )
 
 
 def _print_export(report: ExportReport) -> None:

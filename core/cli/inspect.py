@@ -53,19 +53,26 @@ def _print_decoded(name: str, decoded: DecodedModel) -> None:
     print("\n".join(_header_lines(decoded) + [f"  problem    {p}" for p in decoded.problems]))
 
 
+def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
+    """A file intake refused, which exits 2 as every refusal does. A damaged one (a plain IntakeError: truncated,
+    unparsable) also gets its top-level fields, read without parsing the model (at most 64 of them); one refused
+    for what it is (too large, a bomb, unsafe, not a model) gets nothing more: nothing else of it is read."""
+    path = Path(args.model.split(",")[0]).expanduser().resolve()
+    if type(exc) is not IntakeError or not path.is_file():
+        raise exc
+    print(f"error: {exc}", file=sys.stderr)
+    header = jobs.run(DECODE, DecodeRequest(path=str(path), header_only=True))
+    header.problems.append(str(exc))
+    lines = _header_lines(header) + [f"  problem    {p}" for p in header.problems]
+    print(json.dumps(summary(header), indent=2) if args.json else "\n".join(lines))
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         record = describe(args.model)
     except IntakeError as exc:
-        # a damaged or refused file: decode what can be decoded (its first fields) and say what went wrong
-        path = Path(args.model.split(",")[0]).resolve()
-        if not path.is_file():
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        damaged = jobs.run(DECODE, DecodeRequest(path=str(path), with_text=False))
-        lines = _header_lines(damaged) + [f"  problem    {p}" for p in damaged.problems]
-        print(json.dumps(summary(damaged), indent=2) if args.json else "\n".join(lines))
-        return 1
+        return _refused(args, exc)
     if record.format != "onnx":
         raise WorkbenchError(f"inspect reads ONNX; '{args.model}' is a {record.format_label}. Export it first.")
     decoded = jobs.run(DECODE, DecodeRequest(path=record.path, with_text=False))

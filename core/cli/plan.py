@@ -6,14 +6,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from core.cli.common import in_own_folder, parse_input
+from core import jobs
+from core.cli.common import in_own_folder, ints, parse_input
 from core.errors import WorkbenchError
-from core.jobs import NPZ_INPUTS, Backend, run
+from core.jobs import NPZ_INPUTS, Backend
 from core.model.data import NpzRequest
-from core.model.inputs import BenchInput, describe_values, plan_inputs, resolve_free_dims
+from core.model.inputs import BenchInput, check_plan_memory, describe_values, plan_inputs, resolve_free_dims
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
+from core.model.shapes import MAX_DIM
 from core.model.torchload import source_of
+from core.settings import load_settings
 
 __all__ = ["add_plan_arguments", "plan_from_args", "plan_json"]
 
@@ -66,14 +69,15 @@ def plan_from_args(
     record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace, work_dir: Path
 ) -> list[BenchInput]:
     """The model's default plan with the command line's --dim, --input, --value and --data applied (in that
-    order); the data's arrays are kept in ``work_dir`` for the command's life."""
+    order); the data's arrays are kept in ``work_dir`` for the command's life. A plan whose inputs, at the
+    largest --batch, could not fit in a worker's memory is refused here, before anything runs."""
     plan = plan_inputs(record, torch_record)
     by_name = {spec.name: spec for spec in plan}
     dims = {}
     for text in args.dim:
         name, value = _assign(text, "--dim")
-        if not value.isdigit() or int(value) < 1:
-            raise WorkbenchError(f"--dim {text!r}: the value must be a positive whole number")
+        if not value.isdigit() or not 1 <= int(value) <= MAX_DIM:
+            raise WorkbenchError(f"--dim {text!r}: the value must be a whole number from 1 to {MAX_DIM:,}")
         dims[name] = int(value)
     plan = resolve_free_dims(plan, dims)
     for text in args.input:
@@ -92,8 +96,20 @@ def plan_from_args(
         if not data.is_file():
             raise WorkbenchError(f"--data {args.data!r}: no such file")
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
-        plan = run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
+        plan = jobs.run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
+    settings = load_settings()
+    check_plan_memory(
+        plan, _largest_batch(args), settings.worker_memory_mb << 20, " (setting WORKBENCH_WORKER_MEMORY_MB)"
+    )
     return plan
+
+
+def _largest_batch(args: argparse.Namespace) -> int:
+    """The largest batch the command runs at: bench's --batch sweep (1,8), profile's --batch, else 1."""
+    batch = getattr(args, "batch", None)
+    if isinstance(batch, int):
+        return batch
+    return max(ints(batch, "--batch") or [1])
 
 
 def _input(by_name: dict[str, BenchInput], name: str, option: str) -> BenchInput:

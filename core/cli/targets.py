@@ -21,7 +21,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.jobs.cluster.client import LOCAL, connect
+    from core.cli.common import cluster_at
+    from core.jobs.cluster.client import LOCAL
     from core.jobs.wire import to_data
     from core.runtime.hardware import (  # here, where nvidia-smi sees this server's GPUs
         HardwareRequest,
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     warning = ""
     if address:
         try:
-            targets = connect(address).targets()
+            targets = cluster_at(address).targets()
         except TargetError as exc:
             warning = str(exc)
         else:

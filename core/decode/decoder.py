@@ -24,18 +24,20 @@ from core.decode.records import (
     TensorInfo,
 )
 from core.decode.text import shape_coverage, text_form
+from core.model.counts import check_counts
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
     GraphVisit,
     dtype_name,
     external_entries,
+    itemsize,
     non_utf8_text,
     tensor_elements,
-    tensor_nbytes,
     value_specs,
     walk_graphs,
 )
 from core.model.topology import has_cycle
+from core.settings import IntakeLimits
 from core.tables import write_rows
 
 if TYPE_CHECKING:
@@ -95,13 +97,13 @@ def _node_info(node: onnx.NodeProto, index: int, graph: str) -> NodeInfo:
 
 
 def _tensor_info(name: str, tensor: onnx.TensorProto, storage: str, graph: str) -> TensorInfo:
-    dims = [int(d) for d in tensor.dims]
+    elements, data_type = tensor_elements(tensor), tensor.data_type
     return TensorInfo(
         name=name,
-        dtype=dtype_name(tensor.data_type),
-        shape=dims,
-        elements=tensor_elements(tensor),
-        bytes=tensor_nbytes(tensor),
+        dtype=dtype_name(data_type),
+        shape=list(tensor.dims),
+        elements=elements,
+        bytes=elements * itemsize(data_type),
         storage=storage,
         graph=graph,
     )
@@ -137,16 +139,19 @@ def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str])
     """Initializers (inline or external) and Constant-node values of one graph."""
     import onnx
 
+    external_location = onnx.TensorProto.EXTERNAL
     for tensor in visit.graph.initializer:
         storage = "inline"
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        if tensor.data_location == external_location:
             entries = external_entries(tensor)
             external.add(entries.get("location", "?"))
             storage = f"external: {entries.get('location', '?')} @ {entries.get('offset', '0')}"
         decoded.initializers.append(_tensor_info(tensor.name, tensor, storage, visit.path))
     for node in visit.graph.node:
+        if node.op_type != "Constant" or not node.output:
+            continue
         for attr in node.attribute:
-            if node.op_type == "Constant" and attr.type == onnx.AttributeProto.TENSOR:
+            if attr.type == onnx.AttributeProto.TENSOR:
                 decoded.initializers.append(_tensor_info(node.output[0], attr.t, "constant node", visit.path))
 
 
@@ -156,17 +161,19 @@ def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
     import onnx
 
     graph = visit.graph
-    sizes = {
-        t.name: (tensor_elements(t), tensor_nbytes(t)) for t in graph.initializer if t.data_type not in NOT_WEIGHT_TYPES
-    }
+    used = {name for node in graph.node for name in node.input}
+    sizes: dict[str, tuple[int, int]] = {}
+    for t in graph.initializer:  # only the tensors a node reads: a million unused ones cost nothing here
+        if t.name in used and t.data_type not in NOT_WEIGHT_TYPES:
+            elements = tensor_elements(t)
+            sizes[t.name] = (elements, elements * itemsize(t.data_type))
     for node in graph.node:
+        if node.op_type != "Constant" or not node.output or node.output[0] not in used:
+            continue
         for attr in node.attribute:
-            if (
-                node.op_type == "Constant"
-                and attr.type == onnx.AttributeProto.TENSOR
-                and attr.t.data_type not in NOT_WEIGHT_TYPES
-            ):
-                sizes[node.output[0]] = (tensor_elements(attr.t), tensor_nbytes(attr.t))
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type not in NOT_WEIGHT_TYPES:
+                elements = tensor_elements(attr.t)
+                sizes[node.output[0]] = (elements, elements * itemsize(attr.t.data_type))
     claimed: set[str] = set()
     for node in graph.node:
         if node.op_type == "Identity" and node.input and node.input[0] in sizes:
@@ -260,18 +267,25 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def decode_model(request: DecodeRequest, progress: Callable[[float, str], None] | None = None) -> DecodedModel:
-    """Decode the model the request names. Runs in the worker."""
+def decode_model(
+    request: DecodeRequest,
+    progress: Callable[[float, str], None] | None = None,
+    limits: IntakeLimits | None = None,
+) -> DecodedModel:
+    """Decode the model the request names. Runs in the worker. A model past ``limits`` (the server's, as a job)
+    in any count is refused before anything is done per item."""
     import onnx
 
     report = progress or _silent
-    with_text, out_dir = request.with_text, request.out_dir
+    with_text, out_dir, header_only = request.with_text, request.out_dir, request.header_only
     file = Path(request.path)
     with file.open("rb") as fh:
         head = fh.read(HEADER_BYTES)
     decoded = DecodedModel(
         path=str(file), size_bytes=file.stat().st_size, header_hex=head.hex(" "), header=top_level_fields(file)
     )
+    if header_only:
+        return decoded
     report(0.1, "Parsing the protobuf (external weights are not loaded)")
     try:
         model = onnx.load_model(str(file), load_external_data=False)
@@ -281,6 +295,7 @@ def decode_model(request: DecodeRequest, progress: Callable[[float, str], None] 
             "shown. It may be truncated or not an ONNX file."
         )
         return decoded
+    check_counts(model, file.name, limits or IntakeLimits())
     repaired = non_utf8_text(model, repair=True)
     if repaired:
         decoded.problems.append(

@@ -31,6 +31,7 @@ class DecodeRequest:
     path: ReadPath
     with_text: bool = True  # the text form too (costly on large models)
     out_dir: WritePath = ""
+    header_only: bool = False  # only the top-level fields, read without parsing (a file intake refused)
 
 
 @dataclass(kw_only=True)

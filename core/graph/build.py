@@ -3,6 +3,7 @@ their consumers, edges labelled with shapes, groups from scopes, subgraphs and l
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,20 @@ class _Scope:
     folded: dict[str, Folded] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)
     parent: _Scope | None = None
+    weights: dict[str, Any] = field(default_factory=dict)  # initializers not folded yet: only those read are
+
+    def find_folded(self, name: str, fold: Callable[[Any], Folded]) -> Folded | None:
+        """The folded value ``name`` stands for here, an initializer folded (``fold``) when first read: a
+        graph of a million initializers no node reads costs a dict of their names, not their statistics."""
+        scope: _Scope | None = self
+        while scope is not None:
+            found = scope.folded.get(name)
+            if found is None and name in scope.weights:
+                found = scope.folded[name] = fold(scope.weights.pop(name))
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
 
     def find(self, table: str, name: str) -> Any:
         scope: _Scope | None = self
@@ -85,6 +100,12 @@ class _Builder:
     def stats(self, tensor: onnx.TensorProto) -> str:
         return weight_stats(tensor, self.folder, self.budget)
 
+    def fold(self, tensor: onnx.TensorProto) -> Folded:
+        """An initializer as the folded input of the nodes that read it."""
+        return Folded(
+            name=tensor.name, shape=_dims(tensor.dims), dtype=dtype_name(tensor.data_type), stats=self.stats(tensor)
+        )
+
     def add_node(self, node: ViewNode) -> int:
         node.id = len(self.view.nodes)
         self.view.nodes.append(node)
@@ -100,10 +121,7 @@ class _Builder:
 
     def read_graph(self, graph: onnx.GraphProto, scope: _Scope, base_group: int, depth: int) -> None:
         """Add ``graph``'s nodes under ``base_group``; Constant nodes and initializers become folded inputs."""
-        for tensor in graph.initializer:
-            scope.folded[tensor.name] = Folded(
-                name=tensor.name, shape=_dims(tensor.dims), dtype=dtype_name(tensor.data_type), stats=self.stats(tensor)
-            )
+        scope.weights.update((tensor.name, tensor) for tensor in graph.initializer)
         for sparse in graph.sparse_initializer:
             scope.folded[sparse.values.name] = Folded(name=sparse.values.name, shape=_dims(sparse.dims), dtype="sparse")
         for position, node in enumerate(graph.node):
@@ -134,7 +152,7 @@ class _Builder:
             if function is not None:
                 holder = holder if holder >= 0 else self.groups.new(group, name, "node")
                 self.read_call(node, function, scope, holder, depth)
-        folded = [f for f in (scope.find("folded", i) for i in inputs if i) if f is not None]
+        folded = [f for f in (scope.find_folded(i, self.fold) for i in inputs if i) if f is not None]
         out_type = next((scope.types[o] for o in outputs if o in scope.types), "")
         in_type = "" if out_type else next((t for t in (scope.find("types", i) for i in inputs if i) if t), "")
         key = dtype_key(op, out_type or in_type or (folded[0].dtype if folded else ""))
@@ -154,7 +172,7 @@ class _Builder:
         )
         self.view.node_count += 1
         for tensor in inputs:
-            if tensor and (not folded or scope.find("folded", tensor) is None):
+            if tensor and (not folded or scope.find_folded(tensor, self.fold) is None):
                 self.link(scope, tensor, index)
         if holder >= 0:
             self.groups.groups[holder].owner = index
@@ -200,11 +218,11 @@ def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
     # large weights are lent out while ONNX infers (it copies the whole model, and needs only their shapes):
     # 4 s fewer on a model of 400 MB
     lent: dict[str, bytes] = {}
-    for tensor in model.graph.initializer:
+    for tensor in model.graph.initializer:  # the cheapest test first: most tensors have no raw data
         if (
-            tensor.data_location != onnx.TensorProto.EXTERNAL
+            tensor.HasField("raw_data")
+            and tensor.data_location != onnx.TensorProto.EXTERNAL
             and tensor_elements(tensor) > _LEND_ELEMENTS
-            and tensor.HasField("raw_data")
         ):
             lent[tensor.name] = tensor.raw_data
             tensor.ClearField("raw_data")
@@ -214,10 +232,10 @@ def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
         notes.append(f"shape inference failed: {str(exc)[:200]}")
         inferred = None
     finally:
-        for tensor in model.graph.initializer:
+        for tensor in model.graph.initializer if lent else ():
             if tensor.name in lent:
                 tensor.raw_data = lent[tensor.name]
-    if inferred is not None:
+    if inferred is not None and lent:
         for tensor in inferred.graph.initializer:
             if tensor.name in lent:
                 tensor.raw_data = lent[tensor.name]

@@ -36,10 +36,18 @@ window.__graphView = GraphView.mount(document.getElementById("graph"),
 """
 
 
+_SCRIPT_SAFE = (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
 def script_json(value: object) -> str:
-    """JSON safe inside a <script> element: '</' and the line separators U+2028/2029 escaped."""
+    """JSON safe inside a <script> element, whatever its strings hold: '<', '>' and '&' written as \\u003c,
+    \\u003e and \\u0026 (so no '</script', '<!--' or '<script' can reach the HTML tokenizer, which would
+    close the element or enter its escaped states and swallow the next script), and the line separators
+    U+2028/2029 escaped. These characters occur only inside JSON strings, where the escapes mean the same."""
     text = msgspec.json.encode(value).decode()
-    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    for character, escape in _SCRIPT_SAFE:  # str.replace, one pass each: four times faster than str.translate
+        text = text.replace(character, escape)
+    return text
 
 
 def _interned(values: list[str]) -> tuple[list[str], list[int]]:

@@ -9,6 +9,7 @@ backend (Ray) can implement the same ``Backend`` protocol: ``submit(spec) -> Job
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -32,7 +33,7 @@ from core.errors import (
     WorkbenchError,
     error_class,
 )
-from core.jobs import sandbox, warm, wire
+from core.jobs import outputs, sandbox, warm, wire
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _POLL_S = 0.05
+_log = logging.getLogger(__name__)
 # Processes one job may run at once (a worker needs one or two; threads are not counted). Counted from
 # outside, like memory: the kernel's RLIMIT_NPROC does not hold for root, which is how containers often run.
 MAX_PROCESSES = 64
@@ -87,6 +89,11 @@ class JobHandle(Protocol):
 
     @property
     def progress(self) -> Progress | None: ...
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the caller should be told beside the result, once the job has ended: the links and other special
+        files the job left among its results, which were dropped (core.jobs.outputs)."""
 
     def done(self) -> bool: ...
 
@@ -220,9 +227,13 @@ class _ProcessJob:
         )
         self._pool = pool if job.warm else None
         self._staged: tuple[Spare, Staging] | None = None
+        self._spawned_at = 0.0  # the wall clock when its worker started, a second early
+        self._dropped: list[str] = []  # what the job left among its results that is not a plain file or folder
         self._counted = False  # told the pool it started (so that it is told it ended)
         self._confinement = Confinement.of(signature.paths(spec.args))
         self._sandboxed = sandbox.require_sandbox(settings)
+        if self._sandboxed:
+            sandbox.refuse_wide_folders(self._confinement, settings)
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
         threading.Thread(target=self._run, name=f"job {spec.name}", daemon=True).start()
 
@@ -249,14 +260,15 @@ class _ProcessJob:
             if self._proc is not None:
                 threading.Thread(target=self._watch, daemon=True).start()
                 final = self._read_messages()
-                if self._staged is not None:
-                    warm.collect_outputs(*self._staged)
         except BaseException as exc:  # a worker that could not even start
             self._error = JobFailed(f"The worker for '{self.spec.name}' could not start: {exc}")
             if self._proc is not None and self._proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self._proc.pid, signal.SIGKILL)
+                self._proc.wait()
         finally:
+            if self._proc is not None:
+                self._bring_back()
             # everything is given back before the caller hears that the job has ended
             if turn and not self._exclusive:
                 self._slots.release()
@@ -267,11 +279,23 @@ class _ProcessJob:
                 shutil.rmtree(scratch, ignore_errors=True)
             self._finish(final)
 
+    def _bring_back(self) -> None:
+        """Once the worker has ended: what it wrote, as the caller may read it. Links and other special files it
+        left are dropped (core.jobs.outputs); a pre-started worker's files are moved into their real folders."""
+        try:
+            dropped = warm.collect_outputs(*self._staged) if self._staged is not None else []
+            # and in the real folders (a job not staged, such as any without the sandbox, wrote there itself)
+            since = self._spawned_at
+            self._dropped = dropped + [d for w in self._confinement.writes for d in outputs.drop_links(Path(w), since)]
+        except OSError as exc:
+            self._error = self._error or JobFailed(f"The results of '{self.spec.name}' could not be kept: {exc}")
+
     def _start(self) -> str:
         """Hand the job to a pre-started worker when one is ready and its paths can be staged there, else start
         a worker of its own; the worker's private folder, removed when the job ends."""
         for folder in self._confinement.writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
+        self._spawned_at = time.time() - 1.0  # what the job makes in its folders is newer (ctime, coarse clock)
         taken = self._pool.take(self._confinement, self._memory_bytes) if self._pool is not None else None
         if self._pool is not None:
             self._pool.job_started(self._exclusive)
@@ -318,6 +342,10 @@ class _ProcessJob:
     @property
     def progress(self) -> Progress | None:
         return self._progress
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return (outputs.dropped_warning(self.spec.name, self._dropped),) if self._dropped else ()
 
     def done(self) -> bool:
         return self._finished.is_set()
@@ -458,6 +486,10 @@ class TypedHandle(Generic[Result]):
     def progress(self) -> Progress | None:
         return self.handle.progress
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.handle.warnings
+
     def done(self) -> bool:
         return self.handle.done()
 
@@ -475,5 +507,10 @@ def submit(job: Job[Request, Result], request: Request, backend: Backend | None 
 
 
 def run(job: Job[Request, Result], request: Request, backend: Backend | None = None) -> Result:
-    """Run ``job`` on ``request`` to the end and return its typed result, raising its error."""
-    return submit(job, request, backend).result()
+    """Run ``job`` on ``request`` to the end and return its typed result, raising its error; its warnings are
+    logged (on the command line, they are printed to stderr)."""
+    handle = submit(job, request, backend)
+    result = handle.result()
+    for warning in handle.warnings:
+        _log.warning(warning)
+    return result

@@ -1,11 +1,12 @@
 """The worker's sandbox: bubblewrap (Debian's ``bubblewrap``), the tool Flatpak confines apps with.
 
-Inside, the system is read-only; the app's data folder (every session's uploads, the locks, the history), its
-secrets and /tmp are replaced by empty folders; only the job's own paths are shown (the files it reads, read
-only; the folders it writes); there is no network, no other process (own PID namespace), no capability, a clean
-environment, and everything dies with the process that started it. Resource limits bound what one job can
-write, open and start. Without bubblewrap (local mode only) the same limits, environment and private working
-folder apply, but not the walls: the app says so.
+Inside, the worker sees of the host only what running Python needs, read-only (core.jobs.view: the system's
+libraries, the Python installation, the project's code); the app's data folder (every session's uploads, the
+locks, the history), its secrets and /tmp are replaced by empty folders; only the job's own paths are shown (the
+files it reads, read only; the folders it writes); there is no network, no other process (own PID namespace), no
+capability, a clean environment, and everything dies with the process that started it. Resource limits bound
+what one job can write, open and start. Without bubblewrap (local mode only) the same limits, environment and
+private working folder apply, but not the walls: the app says so.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import psutil
 
 from core.access import READ
 from core.errors import JobError
+from core.jobs.view import code_folders, host_view
 from core.settings import PROJECT_ROOT, Settings
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "shown_for",
     "start_worker",
     "tree_usage",
+    "refuse_wide_folders",
     "require_sandbox",
     "sandbox_state",
     "sandbox_status",
@@ -48,6 +51,7 @@ __all__ = [
 
 _PASSED_ON = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "TZ")
 _PR_SET_PDEATHSIG = 1
+_HIDDEN_SIZE = 1 << 20  # bytes: an empty folder that hides the data folder holds the job's links, nothing more
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,8 @@ def sandbox_status() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return False, "bubblewrap is not installed (apt-get install bubblewrap)"
-    probe = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent",
-             "--cap-drop", "ALL", "true"]  # fmt: skip
+    probe = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc",
+             *host_view(), "--remount-ro", "/", "true"]  # fmt: skip
     try:
         done = subprocess.run(probe, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -104,21 +108,52 @@ def require_sandbox(settings: Settings) -> bool:
 
 def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
     """The worker's whole environment: nothing of the server's (no secrets), only what Python needs; its home
-    and temporary folder are its private scratch folder (/tmp in the sandbox)."""
+    and temporary folder are its private scratch folder (/tmp in the sandbox), and its user's name is given
+    (the sandbox has no /etc/passwd, and torch names its caches after the user)."""
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": scratch, "TMPDIR": scratch}
+    env["LOGNAME"] = "worker"
     env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
     env.setdefault("LANG", "C.UTF-8")
     return env
 
 
+def _too_wide(folder: Path, hidden: list[Path]) -> bool:
+    """Whether showing ``folder`` would show more than a model's own folder: /, /tmp (the job's own /tmp would
+    vanish under it), a home folder or what holds them, or a folder that holds what is hidden."""
+    homes = {Path.home(), Path("/root"), Path("/home")}
+    return (
+        folder in (Path("/"), Path("/tmp"))
+        or folder.parent == Path("/home")
+        or any(h.is_relative_to(folder) for h in (*hidden, *homes))
+    )
+
+
+def refuse_wide_folders(confinement: Confinement, settings: Settings) -> None:
+    """Refuse a job given, as a folder to write into or to read as a whole, what ``_too_wide`` says the sandbox
+    never shows (a folder to write into is shown as it is, over everything the sandbox hides)."""
+    hidden = hidden_folders(settings)
+    for path in (*confinement.writes, *(r for r in confinement.reads if Path(r).is_dir())):
+        if _too_wide(Path(path), hidden):
+            raise JobError(
+                f"A job cannot be given the folder {path} as a whole: the sandbox never shows a job /, /tmp, a home "
+                "folder, the project or the app's data folder. Give it a folder of its own inside it (for example "
+                f"{Path(path) / 'results'})."
+            )
+    for path in confinement.writes:
+        if any(Path(path).is_relative_to(code) for code in code_folders()):
+            raise JobError(
+                f"A job cannot write into {path}: it lies among the code every worker runs (the project's packages "
+                "or the Python installation). Choose a folder outside them."
+            )
+
+
 def shown_for(path: Path, hidden: list[Path]) -> list[Path]:
     """What the sandbox shows of a path a job reads: its folder (a model's external data lies beside it), unless
-    that folder is /tmp (the job's own /tmp would vanish under it) or holds what is hidden (the data folder,
-    the secrets): then the file itself and the files beside it that start with its name."""
+    that is too wide (``_too_wide``): then the file itself and the files beside it that start with its name."""
     if not path.is_file():
         return [path]
     folder = path.parent
-    if folder not in (Path("/"), Path("/tmp")) and not any(h.is_relative_to(folder) for h in hidden):
+    if not _too_wide(folder, hidden):
         return [folder]
     stem = path.name.split(".")[0] or path.name
     return [path, *sorted(p for p in folder.iterdir() if p.name.startswith(stem) and p.is_file() and p != path)]
@@ -133,29 +168,27 @@ def hidden_folders(settings: Settings) -> list[Path]:
 def worker_command(
     python: list[str], confinement: Confinement, settings: Settings, scratch: str, *, staged: bool = False
 ) -> list[str]:
-    """bubblewrap around ``python``; ``scratch`` becomes the job's private /tmp and working folder. ``staged``
-    (a worker started before its job, core.jobs.warm): ``scratch/in`` is shown read-only at /tmp/in, where the
-    files of its job will be linked once it comes."""
+    """bubblewrap around ``python``: the worker sees the host only as ``host_view`` shows it, its private
+    ``scratch`` folder as /tmp (and its working folder), and its job's paths. ``staged`` (a worker started before
+    its job, core.jobs.warm): ``scratch/in`` is shown read-only at /tmp/in, where the files of its job will be
+    linked once it comes."""
     bwrap = shutil.which("bwrap") or "bwrap"
-    args = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp"]
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    # /tmp first: a checkout or a Python installation under /tmp is then shown inside it
+    args += ["--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp", *host_view()]
     if staged:
         args += ["--ro-bind", str(Path(scratch) / "in"), "/tmp/in"]
-    # the code and Python itself, wherever they are (a checkout or a virtual environment may live under /tmp)
-    places = {p.resolve() for p in (PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable))}
-    under_tmp = sorted(p for p in places if p.is_relative_to("/tmp") and p != Path("/tmp"))
-    for needed in under_tmp:
-        if not any(needed != other and needed.is_relative_to(other) for other in under_tmp):
-            args += ["--ro-bind", str(needed), str(needed)]
-    # the data folder (every session's files, the locks, the history) and the secrets, replaced by empty ones
+    # the data folder (every session's files, the locks, the history) and the secrets, as small empty folders:
+    # the job's own paths in the data folder are shown in there (and a pre-started worker links them there)
     hidden = hidden_folders(settings)
     for folder in hidden:
         if folder.is_dir() and folder != Path("/"):
-            args += ["--tmpfs", str(folder)]
+            args += ["--size", str(_HIDDEN_SIZE), "--tmpfs", str(folder)]
     for shown in sorted({str(p) for path in confinement.reads for p in shown_for(Path(path), hidden)}):
         args += ["--ro-bind-try", shown, shown]
     for writable in confinement.writes:
         args += ["--bind", writable, writable]
-    args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    args += ["--remount-ro", "/"]  # the sandbox's own root (where the mount points were made) stays as built
     for key, value in worker_environment().items():
         args += ["--setenv", key, value]
     return [*args, "--chdir", "/tmp", *python]

@@ -13,7 +13,7 @@ the job comes:
 - each folder the job reads is mirrored, by hard links (copies across file systems), into ``scratch/in/K``,
   which the sandbox shows read-only at ``/tmp/in/K``: the worker cannot write to a user's file through it;
 - each folder the job writes is ``scratch/out/K``, writable at ``/tmp/out/K``; once the worker has exited its
-  files are moved into the real folder;
+  plain files and folders are moved into the real folder (links it left there are dropped);
 - the worker first makes links at the job's own paths, in its private (empty) view of the data folder, to
   where they lie in the sandbox, so the job runs on exactly the arguments it was given.
 
@@ -37,7 +37,7 @@ from typing import IO
 
 import psutil
 
-from core.jobs import sandbox, wire
+from core.jobs import outputs, sandbox, wire
 from core.jobs.sandbox import Confinement
 from core.settings import Settings
 
@@ -122,18 +122,24 @@ def stage(spare: Spare, staging: Staging) -> None:
         (Path(spare.scratch) / name).mkdir(parents=True)
 
 
-def collect_outputs(spare: Spare, staging: Staging) -> None:
-    """Move what the job wrote into its real folders (after the worker has exited). What the job left there is
-    moved as it is, links as links, and read later like anything a job writes (core.workspace.open_within)."""
+def collect_outputs(spare: Spare, staging: Staging) -> list[str]:
+    """Move what the job wrote into its real folders (after the worker has exited): its plain files and folders.
+    Links and other special files it left there are dropped (core.jobs.outputs), never moved into the real
+    folder; returns what was dropped, relative to the folders the job was given."""
+    dropped: list[str] = []
     for real, name in staging.writes:
         written = Path(spare.scratch) / name
         if written.is_symlink() or not written.is_dir():
+            if os.path.lexists(written):  # the job put something else in its folder's place
+                dropped.append(f"{real.name} itself")
             continue
+        dropped += outputs.drop_links(written)
         for entry in os.scandir(written):
             try:
                 os.rename(entry.path, real / entry.name)
             except OSError:
                 shutil.move(entry.path, real / entry.name)
+    return dropped
 
 
 @dataclass(kw_only=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.access import ReadPath
-from core.errors import BenchmarkError
+from core.errors import BenchmarkError, PlanTooLargeError, brief
 from core.model.records import ModelRecord, TensorSpec
 
 __all__ = [
@@ -24,9 +24,11 @@ __all__ = [
     "BenchInput",
     "Exported",
     "FreeDim",
+    "check_plan_memory",
     "default_inputs",
     "describe_values",
     "guess_hint",
+    "input_bytes",
     "make_inputs",
     "plan_inputs",
     "plan_summary",
@@ -349,10 +351,73 @@ def _numpy_dtype(dtype: str) -> str:
     return {"bfloat16": "float32", "string": "str"}.get(dtype, dtype)
 
 
-def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str, Any]:
-    """Seeded inputs by the plan, at ``batch`` on each input's batch axis."""
+_MAX_BYTES = 1 << 80  # past this a plan's size stops growing: no machine has it, and a number stays a number
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a plan's dtype; 8 for what numpy cannot name (a string, an unknown type)."""
     import numpy as np
 
+    try:
+        return int(np.dtype(_numpy_dtype(dtype)).itemsize) or 8
+    except TypeError:
+        return 8
+
+
+def input_bytes(spec: BenchInput, batch: int = 1) -> int:
+    """The bytes of ``spec``'s array at ``batch`` on its batch axis: elements × the dtype's size, in Python ints,
+    so no shape overflows (past 2⁸⁰ bytes the count stops growing)."""
+    total = _itemsize(spec.dtype)
+    for axis, dim in enumerate(spec.shape):
+        total *= batch if axis == spec.batch_axis else max(int(dim), 0)
+        if total > _MAX_BYTES:
+            return 0 if any(int(d) <= 0 for d in spec.shape) else _MAX_BYTES
+    return total
+
+
+def _size(nbytes: int) -> str:
+    """Bytes as people read them: 512 MB, 40.2 GB (powers of 1024, as the memory settings count)."""
+    if nbytes >= _MAX_BYTES:
+        return "more than any machine has"
+    if nbytes >= 1 << 40:
+        return f"{nbytes / (1 << 40):,.1f} TB"
+    if nbytes >= 1 << 30:
+        return f"{nbytes / (1 << 30):,.1f} GB"
+    return f"{nbytes / (1 << 20):,.1f} MB" if nbytes >= 1 << 20 else f"{nbytes:,} bytes"
+
+
+def _shape_at(spec: BenchInput, batch: int) -> str:
+    return "×".join(str(batch if axis == spec.batch_axis else d) for axis, d in enumerate(spec.shape)) or "scalar"
+
+
+def check_plan_memory(plan: list[BenchInput], batch: int, memory_bytes: int, where: str = "") -> None:
+    """Refuse, before anything runs, a plan whose inputs at ``batch`` (a sweep's largest) take more than
+    ``memory_bytes`` (a worker's memory limit), naming the largest input, its shape and its size. ``where`` says
+    which limit that is ("(setting WORKBENCH_WORKER_MEMORY_MB)")."""
+    if batch < 1:
+        raise PlanTooLargeError(f"A batch size must be a positive whole number; got {batch}.")
+    sizes = {spec.name: input_bytes(spec, batch) for spec in plan}
+    total = min(sum(sizes.values()), _MAX_BYTES)
+    if not plan or total <= memory_bytes:
+        return
+    largest = max(plan, key=lambda spec: sizes[spec.name])
+    at = f" at batch {batch:,}" if batch > 1 and any(s.batch_axis is not None for s in plan) else ""
+    together = f"; the inputs together take {_size(total)}" if len(plan) > 1 else ""
+    shape = brief(_shape_at(largest, batch), 200)
+    raise PlanTooLargeError(
+        f"Input '{brief(largest.name)}'{at} is {largest.dtype} {shape}: {_size(sizes[largest.name])}"
+        f"{together}, and a worker may use at most {_size(memory_bytes)}{where}. Nothing was run: choose smaller "
+        "dims in the input plan" + (", or smaller batches." if at else ".")
+    )
+
+
+def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str, Any]:
+    """Seeded inputs by the plan, at ``batch`` on each input's batch axis (refused first when they could not fit
+    in this machine's memory)."""
+    import numpy as np
+    import psutil
+
+    check_plan_memory(specs, batch, psutil.virtual_memory().total, " (this machine's memory)")
     rng = np.random.default_rng(seed)
     arrays = {}
     for spec in specs:

@@ -9,7 +9,9 @@ opens only with its id and a key, so a link is a capability: whoever holds it ma
 guess one, and two people who upload the same bytes share the files but not each other's names for them.
 With sign-in, a keeping also has an owner and a team: it opens for its owner, and for their team once shared,
 even with the key; only its owner renames, tags, shares or deletes it. Keepings unused for longer than the
-retention are forgotten (anonymous ones sooner), and a signed-in owner's library has a quota.
+retention are forgotten (anonymous ones sooner). A signed-in owner's library has a quota; anonymous keepings
+share one, where a visitor makes room only among the keepings their own session made: when it is full of
+others', a new keeping is refused, never someone else's dropped.
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 
 from core.errors import WorkbenchError
-from core.identity import ANONYMOUS, Identity
+from core.identity import ANONYMOUS, Identity, stored_owner
 from core.model.records import ModelRecord
 
 __all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "may_open"]
@@ -86,16 +88,22 @@ class ModelLibrary:
         return folder / "links" / f"{hashlib.sha256(key.encode()).hexdigest()}.msgpack"
 
     def keep(
-        self, record: ModelRecord, exported_from: ModelRecord | None = None, who: Identity = ANONYMOUS
+        self,
+        record: ModelRecord,
+        exported_from: ModelRecord | None = None,
+        who: Identity = ANONYMOUS,
+        made: Collection[str] | None = (),
     ) -> str | None:
         """Keep ``record`` (and the PyTorch model it came from) for ``who``; the key that opens it, or None for a
         model that cannot be kept (a file outside its main file's folder). Raises LibraryFull when a signed-in
-        owner's library would pass the quota; anonymous keepings make room by dropping the least recently used."""
+        owner's library would pass the quota, or when the anonymous keepings' would and dropping the least recently
+        used of those ``made`` by the caller's own session (their keys; None: every anonymous keeping, on a laptop
+        where they all are its one user's) does not make room."""
         folder = self._folder(record.id)
         if folder is None:
             return None
         self.sweep()
-        self._make_room(who, record, exported_from)
+        self._make_room(who, record, exported_from, made)
         kept_record = _copied(record, folder / "model")
         kept_from = (
             _copied(exported_from, folder / f"from-{exported_from.id[:16]}") if exported_from is not None else None
@@ -130,11 +138,8 @@ class ModelLibrary:
         if folder is None or not key:
             return None
         link = self._link(folder, key)
-        try:
-            kept = msgspec.msgpack.decode(link.read_bytes(), type=Kept)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-            return None
-        if not Path(kept.record.path).is_file():
+        kept = _read(link)
+        if kept is None or not Path(kept.record.path).is_file():
             return None
         return link, kept
 
@@ -186,34 +191,52 @@ class ModelLibrary:
                 team.append(entry)
         return _newest_first(mine), _newest_first(team)
 
-    def usage(self, who: Identity) -> int:
-        """Bytes on disk of the models ``who`` keeps (bytes kept twice by them count once)."""
-        folders = {link.parent.parent for link, kept in self._all() if kept.owner == who.user}
+    def usage(self, who: Identity, keys: Collection[str] | None = None) -> int:
+        """Bytes on disk of the models ``who`` keeps (only the keepings with these ``keys`` when given; bytes kept
+        twice by them count once)."""
+        folders = {
+            link.parent.parent
+            for link, kept in self._all()
+            if kept.owner == who.user and (keys is None or kept.key in keys)
+        }
         return sum(_size(f) for f in folders)
 
     def _all(self) -> Iterator[tuple[Path, Kept]]:
         for link in self.root.glob("*/links/*.msgpack"):
-            try:
-                yield link, msgspec.msgpack.decode(link.read_bytes(), type=Kept)
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError):
-                continue
+            kept = _read(link)
+            if kept is not None:
+                yield link, kept
 
-    def _make_room(self, who: Identity, record: ModelRecord, exported_from: ModelRecord | None) -> None:
+    def _make_room(
+        self, who: Identity, record: ModelRecord, exported_from: ModelRecord | None, made: Collection[str] | None
+    ) -> None:
         if self.quota_bytes <= 0:
             return
         adding = record.size_bytes + (exported_from.size_bytes if exported_from is not None else 0)
-        if who.signed_in:
-            used = self.usage(who)
-            if used + adding > self.quota_bytes:
-                raise LibraryFull(
-                    f"Your library holds {_human(used)} of its {_human(self.quota_bytes)} (setting "
-                    "WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: it is yours for this session only. "
-                    "Delete models you no longer need from the library on the Model page."
-                )
+        used = self.usage(who)
+        if used + adding <= self.quota_bytes:
             return
-        anonymous = sorted((lk for lk in self._all() if not lk[1].owner), key=lambda lk: _mtime(lk[0]))
-        while anonymous and self.usage(who) + adding > self.quota_bytes:
-            link, _ = anonymous.pop(0)  # the least recently used anonymous keeping makes room
+        if who.signed_in:
+            raise LibraryFull(
+                f"Your library holds {_human(used)} of its {_human(self.quota_bytes)} (setting "
+                "WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: it is yours for this session only. "
+                "Delete models you no longer need from the library on the Model page."
+            )
+        anonymous = [(link, kept) for link, kept in self._all() if not kept.owner]
+        droppable = sorted(
+            (link for link, kept in anonymous if made is None or kept.key in made), key=_mtime
+        )  # the caller's own, least recently used first
+        staying = {link.parent.parent for link, _ in anonymous if link not in droppable}  # others' stay
+        if sum(_size(f) for f in staying) + adding > self.quota_bytes:
+            raise LibraryFull(
+                f"The library's room for models of people who are not signed in is full ({_human(used)} of "
+                f"{_human(self.quota_bytes)}, setting WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: you can "
+                "work with it in this session, but it has no permalink and a reload loses it. Only models this "
+                "session kept make room, never anyone else's: delete some from the Library tab of the Model page, "
+                f"or try again later (a model unused for {_hours(self.max_age_s)} is forgotten)."
+            )
+        while droppable and self.usage(who) + adding > self.quota_bytes:
+            link = droppable.pop(0)  # the session's least recently used keeping makes room
             link.unlink(missing_ok=True)
             shutil.rmtree(link.with_suffix(""), ignore_errors=True)
             self._drop_if_unkept(link.parent.parent)
@@ -270,6 +293,16 @@ def may_open(kept: Kept, who: Identity) -> bool:
     return kept.owner == who.user or (kept.shared and who.signed_in and kept.team == who.team)
 
 
+def _read(link: Path) -> Kept | None:
+    """A keeping's record; its owner as this version keys owners (an earlier one kept emails as they came)."""
+    try:
+        kept = msgspec.msgpack.decode(link.read_bytes(), type=Kept)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    kept.owner = stored_owner(kept.owner)
+    return kept
+
+
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
@@ -284,6 +317,10 @@ def _size(folder: Path) -> int:
 
 def _newest_first(entries: list[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: e.used_at, reverse=True)
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:g} hour{'s' * (seconds != 3600)}"
 
 
 def _human(n: int) -> str:

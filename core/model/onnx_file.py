@@ -9,17 +9,18 @@ from typing import TYPE_CHECKING
 
 from core.errors import IntakeError, LimitExceededError, UnsafeModelError, brief
 from core.model.archives import unpack_bundle
+from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
 from core.model.proto import (
     expanded_node_count,
     external_entries,
     index_tables,
+    itemsize,
     iter_tensors,
     non_utf8_text,
     tensor_elements,
     tensor_nbytes,
     value_specs,
-    walk_graphs,
 )
 from core.model.records import ModelRecord
 from core.settings import IntakeLimits
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "describe_onnx"]
 
 
+_EXTERNAL = 1  # TensorProto.EXTERNAL
 _TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw_data is empty, values per element)
     1: ("float_data", 1), 14: ("float_data", 2), 2: ("int32_data", 1), 3: ("int32_data", 1), 4: ("int32_data", 1),
     5: ("int32_data", 1), 6: ("int32_data", 1), 9: ("int32_data", 1), 10: ("int32_data", 1), 16: ("int32_data", 1),
@@ -38,23 +40,24 @@ _TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw
 }  # fmt: skip
 
 
-def check_tensor_data(label: str, tensor: onnx.TensorProto) -> None:
-    """Refuse a tensor whose dims promise other than the data it holds (inline data only)."""
-    import onnx
-
-    if tensor.data_location == onnx.TensorProto.EXTERNAL or tensor.data_type not in _TYPED_FIELDS:
+def check_tensor_data(label: str, tensor: onnx.TensorProto, elements: int | None = None) -> None:
+    """Refuse a tensor whose dims promise other than the data it holds (inline data only); ``elements`` is
+    tensor_elements(tensor) when the caller has it already."""
+    if tensor.data_location == _EXTERNAL or tensor.data_type not in _TYPED_FIELDS:
         return
-    promised = tensor_elements(tensor)
-    if tensor.raw_data:
-        held, expected, unit = len(tensor.raw_data), tensor_nbytes(tensor), "bytes"
+    promised = tensor_elements(tensor) if elements is None else elements
+    raw = len(tensor.raw_data)
+    if raw:
+        held, expected, unit = raw, promised * itemsize(tensor.data_type), "bytes"
     else:
         field_name, per_element = _TYPED_FIELDS[tensor.data_type]
         held, expected, unit = len(getattr(tensor, field_name)), promised * per_element, "values"
     if held != expected:
         dims = "×".join(str(int(d)) for d in tensor.dims) or "a scalar"
         raise IntakeError(
-            f"The {label} '{tensor.name}' has dims {dims} ({promised:,} elements, {expected:,} {unit}) but holds "
-            f"{held:,} {unit} of data. The file is damaged, or made to promise more than it holds; it was not loaded."
+            f"The {label} '{brief(tensor.name)}' has dims {brief(dims)} ({promised:,} elements, {expected:,} {unit}) "
+            f"but holds {held:,} {unit} of data. The file is damaged, or made to promise more than it holds; it was "
+            "not loaded."
         )
 
 
@@ -126,20 +129,17 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
     return list(files.values())
 
 
-def _check_size(name: str, model: onnx.ModelProto, total_nodes: int, limits: IntakeLimits) -> None:
-    """Nodes as written and as ONNX Runtime would inline local functions, and text that is not UTF-8."""
-    if total_nodes > limits.max_nodes:
-        raise LimitExceededError(
-            f"The model has {total_nodes:,} nodes; this instance accepts at most {limits.max_nodes:,} "
-            "(setting WORKBENCH_MAX_NODES)."
-        )
+def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> ModelCounts:
+    """Every count against its limit (core.model.counts), nodes as ONNX Runtime would inline local functions,
+    and text that is not UTF-8."""
+    counts = check_counts(model, name, limits)
     if model.functions:
         expanded = expanded_node_count(model)
         if expanded < 0:
             raise UnsafeModelError(f"'{brief(name)}' has a local function that calls itself: it never ends.")
         if expanded > limits.max_nodes:
             raise LimitExceededError(
-                f"'{brief(name)}' has {total_nodes:,} nodes as written, but its local functions call each other so "
+                f"'{brief(name)}' has {counts.nodes:,} nodes as written, but its local functions call each other so "
                 f"that ONNX Runtime would inline them into {expanded:,} nodes; this instance accepts at most "
                 f"{limits.max_nodes:,} (setting WORKBENCH_MAX_NODES)."
             )
@@ -150,6 +150,7 @@ def _check_size(name: str, model: onnx.ModelProto, total_nodes: int, limits: Int
             f"'{brief(name)}' holds text that is not UTF-8 ({bad[0]}{more}); ONNX requires UTF-8 names. Re-export "
             "the model, or fix its names with onnx's Python API."
         )
+    return counts
 
 
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
@@ -170,17 +171,16 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     if not model.HasField("graph"):
         raise IntakeError(f"'{main.name}' is an ONNX ModelProto with no graph in it: there is no model to run.")
 
-    graphs = list(walk_graphs(model, functions=True))
-    total_nodes = sum(len(visit.graph.node) for visit in graphs)
-    _check_size(main.name, model, total_nodes, limits)
+    counts = _check_size(main.name, model, limits)
     data_files = check_external_data(model, folder)
     parameters = weight_bytes = constant_weights = 0
+    not_weights = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)  # shapes and indices
     for where, tensor in iter_tensors(model):
-        check_tensor_data("weight" if where != "constant" else "Constant value", tensor)
         count = tensor_elements(tensor)
-        if tensor.data_type not in (onnx.TensorProto.INT64, onnx.TensorProto.INT32):  # shapes and indices
+        check_tensor_data("weight" if where != "constant" else "Constant value", tensor, count)
+        if tensor.data_type not in not_weights:
             parameters += count
-        weight_bytes += tensor_nbytes(tensor)
+        weight_bytes += count * itemsize(tensor.data_type)
         constant_weights += where == "constant" and count > 1
     if weight_bytes > limits.max_initializer_bytes:
         raise LimitExceededError(
@@ -191,10 +191,8 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     initializer_names = {t.name for t in model.graph.initializer}
     opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
     notes = []
-    if len(graphs) > 1 + len(model.functions):
-        notes.append(
-            f"{len(graphs) - 1 - len(model.functions)} subgraph(s) (If/Loop/Scan), {total_nodes:,} nodes in all."
-        )
+    if counts.subgraphs:
+        notes.append(f"{counts.subgraphs} subgraph(s) (If/Loop/Scan), {counts.nodes:,} nodes in all.")
     if model.functions:
         notes.append(f"{len(model.functions)} local function(s).")
     if constant_weights:

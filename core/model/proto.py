@@ -5,6 +5,7 @@ Nothing here opens a file; callers hand in protos they loaded (always with ``loa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ __all__ = [
     "type_text",
     "value_specs",
     "index_tables",
+    "itemsize",
     "walk_graphs",
 ]
 
@@ -34,8 +36,10 @@ NOT_WEIGHT_TYPES = (6, 7)  # INT32, INT64: shapes, axes and indices, not learned
 _SMALL_FLOAT_TYPES = range(16, 27)  # bf16 and the 8-, 4- and 2-bit types: at least a byte each when counted
 
 
+@functools.cache
 def dtype_name(elem_type: int) -> str:
-    """numpy's name for an ONNX element type ('float32', 'int64', 'string'), or ONNX's own when numpy has none."""
+    """numpy's name for an ONNX element type ('float32', 'int64', 'string'), or ONNX's own when numpy has none.
+    Cached: a model asks it once per tensor, a million times in a crafted one."""
     import onnx
     from onnx import helper
 
@@ -103,9 +107,12 @@ def index_tables(graph: onnx.GraphProto) -> dict[str, int]:
     ops that keep the values (Cast, Reshape…): input name -> the table's rows."""
     import onnx
 
-    rows: dict[str, int] = {t.name: int(t.dims[0]) for t in graph.initializer if t.dims}
+    tables = {n.input[0] for n in graph.node if n.op_type == "Gather" and len(n.input) > 1}
+    if not tables:
+        return {}
+    rows: dict[str, int] = {t.name: int(t.dims[0]) for t in graph.initializer if t.name in tables and t.dims}
     for node in graph.node:
-        if node.op_type == "Constant" and node.output:
+        if node.op_type == "Constant" and node.output and node.output[0] in tables:
             value = next(
                 (a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None
             )
@@ -220,25 +227,37 @@ def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto
                     yield "constant's indices", attr.sparse_tensor.indices
 
 
+MAX_ELEMENTS = 1 << 64  # past this a tensor's element count stops growing: dims of 2 repeated a million times
+# would otherwise make a million-bit number, one slow multiplication at a time
+
+
 def tensor_elements(tensor: onnx.TensorProto) -> int:
-    """How many elements a tensor's dims promise (negative dims count as 0)."""
+    """How many elements a tensor's dims promise (negative dims count as 0), at most MAX_ELEMENTS."""
     count = 1
     for d in tensor.dims:
-        count *= max(int(d), 0)
+        if d <= 0:
+            return 0
+        count *= d
+        if count > MAX_ELEMENTS:
+            return 0 if any(d <= 0 for d in tensor.dims) else MAX_ELEMENTS
     return count
+
+
+@functools.cache
+def itemsize(data_type: int) -> int:
+    """Bytes per element of an ONNX element type (strings and unknown types 0; the sub-byte types count as 1)."""
+    from onnx import helper
+
+    try:
+        size = int(helper.tensor_dtype_to_np_dtype(data_type).itemsize)
+    except Exception:
+        size = 0
+    return max(size, 1) if data_type in _SMALL_FLOAT_TYPES else size
 
 
 def tensor_nbytes(tensor: onnx.TensorProto) -> int:
     """The bytes a tensor's dims and dtype promise (strings count as 0)."""
-    from onnx import helper
-
-    try:
-        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
-    except Exception:
-        itemsize = 0
-    if tensor.data_type in _SMALL_FLOAT_TYPES:
-        itemsize = max(itemsize, 1)
-    return tensor_elements(tensor) * itemsize
+    return tensor_elements(tensor) * itemsize(tensor.data_type)
 
 
 def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
@@ -246,40 +265,45 @@ def external_entries(tensor: onnx.TensorProto) -> dict[str, str]:
     return {entry.key: entry.value for entry in tensor.external_data}
 
 
-def _string_holders(model: onnx.ModelProto) -> Iterator[tuple[Any, str, str]]:
-    """(message, field, where) for every string field a page shows: names, op types, domains, doc strings,
-    metadata, at any depth and in local functions. Repeated fields are given by name too."""
-    yield from ((model, f, "the model's " + f) for f in ("producer_name", "producer_version", "domain", "doc_string"))
+def _string_holders(model: onnx.ModelProto) -> Iterator[tuple[Any, str, str, object]]:
+    """(message, field, where, detail) for every string field a page shows: names, op types, domains, doc strings,
+    metadata, at any depth and in local functions. Repeated fields are given by name too. ``where`` is a
+    template that ``detail`` fills, only for the few fields found wrong (a million f-strings cost seconds)."""
+    yield from ((model, f, "the model's {}", f) for f in ("producer_name", "producer_version", "domain", "doc_string"))
     for prop in model.metadata_props:
-        yield from ((prop, f, f"metadata {f}") for f in ("key", "value"))
+        yield from ((prop, f, "metadata {}", f) for f in ("key", "value"))
     for function in model.functions:
-        yield from ((function, f, f"a local function's {f}") for f in ("name", "domain", "input", "output"))
+        yield from ((function, f, "a local function's {}", f) for f in ("name", "domain", "input", "output"))
     for visit in walk_graphs(model, functions=True):
         graph = visit.graph
-        yield graph, "name", f"the name of graph {visit.path}"
-        for value in [*graph.input, *graph.output, *graph.value_info, *graph.initializer]:
-            yield value, "name", f"a value name in {visit.path}"
+        yield graph, "name", "the name of graph {}", visit.path
+        for values in (graph.input, graph.output, graph.value_info, graph.initializer):
+            for value in values:
+                yield value, "name", "a value name in {}", visit.path
         for index, node in enumerate(graph.node):
             for name in ("name", "op_type", "domain", "input", "output", "doc_string"):
-                yield node, name, f"the {name} of node {index} in {visit.path}"
+                yield node, name, "the {0[0]} of node {0[1]} in {0[2]}", (name, index, visit.path)
 
 
 def non_utf8_text(model: onnx.ModelProto, repair: bool = False) -> list[str]:
     """Where the model holds text that is not UTF-8 (protobuf hands it over as bytes); with ``repair``, each
     such text is replaced by its readable part (invalid bytes become U+FFFD) so it can be shown."""
     found: list[str] = []
-    for message, name, where in _string_holders(model):
+    for message, name, where, detail in _string_holders(model):
         value = getattr(message, name)
-        if isinstance(value, bytes) or (not isinstance(value, str) and any(isinstance(v, bytes) for v in value)):
-            found.append(where)
-            if not repair:
-                continue
-            if isinstance(value, bytes):
-                setattr(message, name, value.decode("utf-8", errors="replace"))
-            else:
-                fixed = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
-                del value[:]
-                value.extend(fixed)
+        if type(value) is str or not (
+            isinstance(value, bytes) or (not isinstance(value, str) and any(isinstance(v, bytes) for v in value))
+        ):
+            continue
+        found.append(where.format(detail))
+        if not repair:
+            continue
+        if isinstance(value, bytes):
+            setattr(message, name, value.decode("utf-8", errors="replace"))
+        else:
+            fixed = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+            del value[:]
+            value.extend(fixed)
     return found
 
 

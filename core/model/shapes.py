@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
-from core.errors import WorkbenchError
+from core.errors import WorkbenchError, brief
 
-__all__ = ["parse_dims"]
+__all__ = ["MAX_DIM", "parse_dims"]
+
+MAX_DIM = 2**63 - 1  # the largest dim ONNX (int64) can write
 
 
 def parse_dims(text: str, what: str = "the shape") -> list[int]:
@@ -16,8 +18,16 @@ def parse_dims(text: str, what: str = "the shape") -> list[int]:
         dims = [int(p) for p in parts]
     except ValueError:
         raise WorkbenchError(
-            f"{what[:1].upper()}{what[1:]} must be whole numbers separated by commas, e.g. 1,3,224,224; got {text!r}."
+            f"{what[:1].upper()}{what[1:]} must be whole numbers separated by commas, e.g. 1,3,224,224; "
+            f"got '{brief(text)}'."
         ) from None
     if not dims or min(dims) < 1:
-        raise WorkbenchError(f"Give {what} as positive whole numbers, e.g. 1,3,224,224; got {text!r}.")
+        raise WorkbenchError(f"Give {what} as positive whole numbers, e.g. 1,3,224,224; got '{brief(text)}'.")
+    if max(dims) > MAX_DIM:
+        big = max(dims)
+        shown = f"{big:,}" if big < 10**30 else f"{len(str(big)):,} digits"
+        raise WorkbenchError(
+            f"{what[:1].upper()}{what[1:]} has a dim of {shown}; no tensor can have a dim above {MAX_DIM:,} "
+            "(2⁶³ - 1, what ONNX can write). Give the size you mean, e.g. 1,3,224,224."
+        )
     return dims

@@ -20,7 +20,14 @@ from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
 from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, QuantizeRequest, Variant
-from core.quantize.variants import file_size, make_variant, refuse_unquantizable, stage_source, weight_bytes
+from core.quantize.variants import (
+    file_size,
+    make_variant,
+    refuse_unquantizable,
+    stage_source,
+    unstage_source,
+    weight_bytes,
+)
 from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import session_options
@@ -251,6 +258,7 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     for variant in made[1:]:
         variant.accuracy = accuracy(reference, [outputs(sessions[variant.key], feed) for feed in data.held_out])
     _where_it_runs(made, out, report_progress)
+    unstage_source(out)
     cpu_flags = environment().cpu_flags
     if any(VARIANTS[v.key].mode != "fp16" for v in made[1:]):
         notes.append(_cpu_note(cpu_flags))

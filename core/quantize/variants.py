@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
-__all__ = ["file_size", "make_variant", "refuse_unquantizable", "stage_source", "weight_bytes"]
+__all__ = ["file_size", "make_variant", "refuse_unquantizable", "stage_source", "unstage_source", "weight_bytes"]
 
 
 def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
@@ -46,6 +47,16 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
             "because ONNX Runtime's quantizers only quantize initializers. The outputs are the same."
         )
     return staged / source.name
+
+
+def unstage_source(out: Path) -> None:
+    """Remove the links ``stage_source`` made, once every variant is made and measured: links are never read
+    back from a job's folder (core.jobs.outputs), and the model they lead to is the job's input anyway."""
+    staged = out / "source"
+    for link in [p for p in staged.rglob("*") if p.is_symlink()]:
+        link.unlink()
+    if staged.is_dir() and not any(p.is_file() for p in staged.rglob("*")):
+        shutil.rmtree(staged)
 
 
 def constants_to_initializers(model: onnx.ModelProto) -> int:

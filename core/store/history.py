@@ -20,6 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.bench import BenchReport
 from core.errors import StoreError
+from core.identity import MAX_LENGTH, stored_owner
 from core.jobs.wire import from_data, to_data
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
@@ -103,6 +104,8 @@ class Store:
         A lost database is tried again with backoff for ``retry_s``; if it is still gone, the run is kept in
         the spool and a StoreError says so (without a spool, that it was not saved).
         """
+        if len(owner) > MAX_LENGTH or len(team) > MAX_LENGTH:  # cut, two people would become one
+            raise StoreError(f"An owner or a team longer than {MAX_LENGTH} characters cannot be saved; run not saved.")
         deadline, delay, attempt = time.monotonic() + self.retry_s, 0.1, 0
         while True:
             try:
@@ -149,7 +152,8 @@ class Store:
             spool.set_aside(path, "unreadable")  # kept for a person to look at, out of the way of the others
             return
         try:
-            self._insert(kept.report, kept.owner, kept.team, skip_present=True)
+            # kept by an earlier version perhaps, which kept an email's case
+            self._insert(kept.report, stored_owner(kept.owner), kept.team, skip_present=True)
         except SQLAlchemyError as exc:
             if connection_lost(exc):
                 raise
@@ -297,8 +301,8 @@ def _run_row(report: BenchReport, owner: str, team: str) -> dict[str, Any]:
         # what else ran meanwhile travels with the machine's description
         "environment": {**to_data(env), "activity": to_data(report.activity)},
         "notes": report.notes,
-        "owner": owner[:256],
-        "team": team[:256],
+        "owner": owner,
+        "team": team,
     }
 
 

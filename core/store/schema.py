@@ -26,7 +26,8 @@ runs = Table(
     Column("settings", JSON, nullable=False),
     Column("environment", JSON, nullable=False),
     Column("notes", JSON, nullable=False),
-    # who saved the run and who may see it; "" is anonymous, and the anonymous team (revision 2)
+    # who saved the run and who may see it; "" is anonymous, and the anonymous team (revision 2); an owner who is
+    # an email in lower case (revision 3)
     Column("owner", String(256), nullable=False, default="", server_default="", index=True),
     Column("team", String(256), nullable=False, default="", server_default="", index=True),
 )

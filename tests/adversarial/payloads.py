@@ -7,6 +7,7 @@ reads any file into a tensor.
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import subprocess
@@ -15,7 +16,15 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-__all__ = ["escape_code", "pt2_pickle_payload", "torchscript_payload"]
+__all__ = [
+    "clean_pt2",
+    "escape_code",
+    "observe",
+    "probe_code",
+    "pt2_pickle_payload",
+    "pt2_with_code",
+    "torchscript_payload",
+]
 
 
 def escape_code(secret_file: Path, outside_file: Path, port: int, marker: Path, other_session: Path, loot: Path) -> str:
@@ -53,12 +62,12 @@ class _Exec:
     def __init__(self, code: str) -> None:
         self.code = code
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
-        return exec, (self.code,)
+    def __reduce__(self) -> tuple[object, tuple[str, dict[str, object]]]:
+        return exec, (self.code, {})  # its own globals, so that its functions see its names
 
 
-def pt2_pickle_payload(folder: Path, code: str) -> Path:
-    """A real .pt2 of a tiny model whose first weight is switched to a pickle that runs ``code``."""
+def clean_pt2(folder: Path) -> Path:
+    """A real .pt2 of a tiny model (torch.export), to turn into payloads with ``pt2_with_code``."""
     import torch
 
     class Tiny(torch.nn.Module):
@@ -72,7 +81,14 @@ def pt2_pickle_payload(folder: Path, code: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     clean = folder / "clean.pt2"
     torch.export.save(torch.export.export(Tiny(), (torch.randn(1, 4),)), str(clean))
-    evil = folder / "model.pt2"
+    return clean
+
+
+def pt2_with_code(clean: Path, evil: Path, code: str) -> Path:
+    """``clean`` (a .pt2) written to ``evil`` with its first weight switched to a pickle that runs ``code``."""
+    import torch
+
+    evil.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(clean) as src, zipfile.ZipFile(evil, "w") as dst:
         config_name = next(n for n in src.namelist() if n.endswith("weights/model_weights_config.json"))
         config = json.loads(src.read(config_name))
@@ -88,8 +104,62 @@ def pt2_pickle_payload(folder: Path, code: str) -> Path:
                 dst.writestr(item, buffer.getvalue())
             else:
                 dst.writestr(item, src.read(item.filename))
+    return evil
+
+
+def pt2_pickle_payload(folder: Path, code: str) -> Path:
+    """A real .pt2 of a tiny model whose first weight is switched to a pickle that runs ``code``."""
+    clean = clean_pt2(folder)
+    evil = pt2_with_code(clean, folder / "model.pt2", code)
     clean.unlink()
     return evil
+
+
+def observe(place: str) -> str | list[str]:
+    """What a process sees at ``place``: a folder's names, a file's first bytes (hex), or the error's name.
+    The same function runs in the payload (``probe_code``), so the test compares like with like."""
+    import errno
+    import os
+
+    try:
+        if os.path.isdir(place):
+            return sorted(os.listdir(place))
+        with open(place, "rb") as fh:
+            return fh.read(64).hex()
+    except OSError as exc:
+        return "error:" + errno.errorcode.get(exc.errno or 0, str(exc.errno))
+
+
+def probe_code(places: list[str], out: Path, archive: Path) -> str:
+    """Python that looks at each of ``places`` and leaves, among its results in ``out``, a link to a file, a link
+    to a folder, a named pipe, a link in a subfolder and hard links to its own archive and to a file of Python;
+    it writes what it saw and which of those it could make to ``out/seen.json``, then fails the load."""
+    body = textwrap.dedent(
+        f"""
+        import errno, json, os
+        OUT = {str(out)!r}
+        seen = {{place: observe(place) for place in {places!r}}}
+        os.makedirs(OUT + "/sub", exist_ok=True)
+        attempts = {{
+            "shadow.onnx": lambda: os.symlink("/etc/shadow", OUT + "/shadow.onnx"),
+            "etc": lambda: os.symlink("/etc", OUT + "/etc"),
+            "pipe": lambda: os.mkfifo(OUT + "/pipe"),
+            "sub/model.onnx": lambda: os.symlink("/etc/passwd", OUT + "/sub/model.onnx"),
+            "archive": lambda: os.link({str(archive)!r}, OUT + "/archive"),
+            "python": lambda: os.link(os.__file__, OUT + "/python"),
+        }}
+        made = {{}}
+        for name, attempt in attempts.items():
+            try:
+                attempt()
+                made[name] = "made"
+            except OSError as exc:
+                made[name] = errno.errorcode.get(exc.errno or 0, "?")
+        open(OUT + "/seen.json", "w").write(json.dumps({{"seen": seen, "made": made}}))
+        raise RuntimeError("done")
+        """
+    )
+    return inspect.getsource(observe) + body
 
 
 _TORCHSCRIPT = """

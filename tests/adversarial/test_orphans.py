@@ -27,12 +27,27 @@ def _start(command: list[str], data: Path, sandbox: bool) -> subprocess.Popen[by
     return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _running_worker(parent: subprocess.Popen[bytes], timeout: float = 120) -> list[psutil.Process]:
-    """Every descendant of ``parent``, once its worker has started measuring."""
+def _machine_held(data: Path) -> bool:
+    """Whether someone holds the machine-wide benchmark lock."""
+    try:
+        with (data / "locks" / "exclusive.lock").open("a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            return False
+    except BlockingIOError:
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def _running_worker(parent: subprocess.Popen[bytes], data: Path, timeout: float = 120) -> list[psutil.Process]:
+    """Every descendant of ``parent``, once its benchmark holds the machine and its worker runs (a worker started
+    ahead exists long before its job comes, so the lock, not the process, says the benchmark started)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         descendants = psutil.Process(parent.pid).children(recursive=True)
-        if any("core.jobs.worker" in " ".join(p.cmdline()) for p in descendants if p.is_running()):
+        running = any("core.jobs.worker" in " ".join(p.cmdline()) for p in descendants if p.is_running())
+        if running and _machine_held(data):
             time.sleep(3)  # past the model's loading: measuring, and holding the machine
             return psutil.Process(parent.pid).children(recursive=True)
         time.sleep(0.2)
@@ -56,7 +71,7 @@ def test_sigterm_of_the_command_line_mid_benchmark_ends_its_worker(model: Path, 
     data = tmp_path / "data"
     command = [sys.executable, "-m", "core", "bench", str(model), "--iters", "1000000", "--budget", "600", "--no-save"]
     cli = _start(command, data, sandbox)
-    descendants = _running_worker(cli)
+    descendants = _running_worker(cli, data)
     cli.send_signal(signal.SIGTERM)
     cli.wait(timeout=30)
     _assert_gone_and_lock_free(descendants, data)
@@ -91,7 +106,7 @@ def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(
         """
     )
     host = _start([sys.executable, "-c", server], data, sandbox)
-    descendants = _running_worker(host)
+    descendants = _running_worker(host, data)
     host.kill()
     host.wait(timeout=30)
     _assert_gone_and_lock_free(descendants, data)

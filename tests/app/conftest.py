@@ -24,9 +24,11 @@ def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def as_person(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    """Sign-in by a trusted proxy, whose header names the person: set ``person["email"]`` to switch people."""
+    """Sign-in by a trusted proxy, whose header names the person: set ``person["email"]`` to switch people. The
+    people of acme.test and of other.test are two teams named by their domains."""
     monkeypatch.setenv("WORKBENCH_AUTH", "proxy")
     monkeypatch.setenv("WORKBENCH_PROXY_USER_HEADER", "X-Forwarded-Email")
+    monkeypatch.setenv("WORKBENCH_TEAM_DOMAINS", "acme.test, other.test")
     person = {"email": ""}
-    monkeypatch.setattr("ui.auth._headers", lambda: {"X-Forwarded-Email": person["email"]})
+    monkeypatch.setattr("ui.auth._headers", lambda: {"x-forwarded-email": [person["email"]]})
     yield person

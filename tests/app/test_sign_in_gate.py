@@ -38,3 +38,15 @@ def test_oidc_with_an_auth_section_shows_only_the_sign_in_screen(monkeypatch: py
     assert not at.exception and not at.error
     assert [b.label for b in at.button] == ["Sign in"]
     assert not [m for m in at.markdown if "page for" in m.value]
+
+
+def test_an_identity_that_cannot_be_told_safely_stops_the_page_with_why(as_person: dict[str, str]) -> None:
+    as_person["email"] = "ali\u200bce@acme.test"
+    at = AppTest.from_function(_page, default_timeout=30).run()
+    (error,) = at.error
+    shown = error.value.replace("\\", "")
+    assert "U+200B ZERO WIDTH SPACE" in shown and "never turns a name into another" in shown
+    assert not [m for m in at.markdown if "page for" in m.value] and not at.button  # a proxy's: no sign-out here
+    as_person["email"] = "Alice@ACME.test"
+    at = AppTest.from_function(_page, default_timeout=30).run()
+    assert not at.error and [m.value for m in at.markdown if "page for" in m.value] == ["page for alice@acme.test"]

@@ -1,6 +1,9 @@
 """A client of the local test cluster, run inside the head's network namespace (where the cluster can be reached):
 ``python -m tests.cluster.driver SCENARIO MODEL``. It prints one JSON object per line as things happen, and
-waits for a line on stdin where a test must act in between (kill a node)."""
+waits for a line on stdin where a test must act in between (kill a node).
+
+From its first line it counts every global that anything in it unpickles (Python's audit event
+``pickle.find_class``: unpickling can call nothing without looking one up), and says how many at the end."""
 
 from __future__ import annotations
 
@@ -10,14 +13,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-from core.bench import BenchRequest
-from core.errors import WorkbenchError
-from core.jobs import BENCH
-from core.jobs.cluster.client import Cluster, connect
-from core.jobs.cluster.local import ADDRESS
-from core.jobs.process import JobHandle, JobSpec
-from core.model.inputs import BenchInput
-from core.model.measured import MeasuredModel
+UNPICKLED: list[tuple[str, str]] = []
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "pickle.find_class":
+        UNPICKLED.append((str(args[0]), str(args[1])))
+
+
+sys.addaudithook(_audit)
+
+from core.bench import BenchRequest  # noqa: E402  (after the hook: nothing unpickled escapes it)
+from core.errors import WorkbenchError  # noqa: E402
+from core.jobs import BENCH  # noqa: E402
+from core.jobs.cluster.client import Cluster, connect  # noqa: E402
+from core.jobs.process import JobHandle, JobSpec  # noqa: E402
+from core.model.inputs import BenchInput  # noqa: E402
+from core.model.measured import MeasuredModel  # noqa: E402
+from core.settings import load_settings  # noqa: E402
 
 
 def say(**event: Any) -> None:
@@ -109,8 +122,56 @@ def lost(cluster: Cluster, model: str, out: Path) -> None:
     say(case="targets", targets={t.name: t.status for t in cluster.targets(hardware=False)})
 
 
+class Rogue:
+    """An actor that answers as a hostile node would: with objects that run code when unpickled."""
+
+    def pickled(self) -> Any:
+        return Marker(self.marker)
+
+    def raises(self) -> bytes:
+        raise Marker(self.marker)
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+
+class Marker(Exception):
+    """Unpickled, it writes its file: the sign that the client ran what a node sent."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path(self.path).write_text, ("unpickled in the client",))
+
+
+def rogue(cluster: Cluster, model: str, out: Path) -> None:
+    """A node's actor that answers with pickles (a plain object, an exception): the client refuses both unread."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from core.jobs.cluster.answers import read_bytes
+
+    node2 = cluster.target("node2")
+    strategy = NodeAffinitySchedulingStrategy(node2.node_id, soft=False)
+    actor = ray.remote(Rogue).options(num_cpus=0, scheduling_strategy=strategy).remote(str(out / "pwned"))
+    for method in ("pickled", "raises"):
+        try:
+            read_bytes(getattr(actor, method).remote(), timeout=60)
+            say(case=f"rogue {method}", error=None)
+        except WorkbenchError as exc:
+            say(case=f"rogue {method}", error=type(exc).__name__, message=str(exc))
+    say(case="rogue marker", exists=(out / "pwned").exists())
+
+
 SCENARIOS = {"errors": errors, "lost": lost}
 
 if __name__ == "__main__":
     scenario, model_path, out_dir = sys.argv[1:4]
-    SCENARIOS[scenario](connect(ADDRESS), model_path, Path(out_dir))
+    cluster = connect(load_settings().cluster_address)
+    SCENARIOS[scenario](cluster, model_path, Path(out_dir))
+    if scenario == "errors":
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        rogue(cluster, model_path, Path(out_dir))
+    say(case="unpickled", globals=UNPICKLED, insecure=cluster.insecure)

@@ -45,20 +45,25 @@ class SignedInApp:
     data_dir: Path  # the app's data folder (its history database, its model library)
 
     def sign_in(self, page, email: str, name: str) -> None:  # type: ignore[no-untyped-def]
-        """Sign in as ``email`` called ``name``: the app's button, then the provider's form, back to the app."""
-        claims = json.dumps({"email": email, "name": name}).encode()
+        """Sign in as ``email`` (verified by the provider) called ``name``: the app's button, then the provider's
+        form, back to the app."""
+        self.authorize(page, email, {"email": email, "email_verified": True, "name": name})
+        page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
+        wait_idle(page)
+
+    def authorize(self, page, sub: str, claims: dict[str, object]) -> None:  # type: ignore[no-untyped-def]
+        """Give the provider's user ``sub`` these ``claims`` (the provider lets anyone choose them), and sign in as
+        them: the app's button, then the provider's form; back to the app."""
         request = urllib.request.Request(
-            f"{self.provider}/users/{urllib.parse.quote(email)}",
-            data=claims,
+            f"{self.provider}/users/{urllib.parse.quote(sub)}",
+            data=json.dumps(claims).encode(),
             method="PUT",
             headers={"Content-Type": "application/json"},
         )
         urllib.request.urlopen(request, timeout=10).close()
         page.get_by_role("button", name="Sign in").click()
-        page.locator('input[name="sub"]').fill(email)
+        page.locator('input[name="sub"]').fill(sub)
         page.get_by_role("button", name="Authorize").click()
-        page.get_by_text(f"Signed in as {name}").wait_for(timeout=60_000)
-        wait_idle(page)
 
 
 def _secrets_file(folder: Path, provider: str) -> Path:
@@ -76,8 +81,13 @@ def _secrets_file(folder: Path, provider: str) -> Path:
 
 @contextmanager
 def signed_in_app_server(folder: Path) -> Iterator[SignedInApp]:
-    """The app with WORKBENCH_AUTH=oidc, its own data folder, and the test provider as its [auth] provider."""
+    """The app with WORKBENCH_AUTH=oidc, its own data folder, and the test provider as its [auth] provider; the
+    people of acme.test and of other.test are two teams."""
     with oidc_provider() as provider:
-        env = {"WORKBENCH_AUTH": "oidc", "WORKBENCH_DATA_DIR": str(folder / "data")}
+        env = {
+            "WORKBENCH_AUTH": "oidc",
+            "WORKBENCH_DATA_DIR": str(folder / "data"),
+            "WORKBENCH_TEAM_DOMAINS": "acme.test, other.test",  # each a team named by its domain
+        }
         with serve_app(folder, env, "--secrets.files", str(_secrets_file(folder, provider))) as url:
             yield SignedInApp(url, provider, folder / "data")

@@ -71,6 +71,73 @@ def test_graph_html_opens_offline_expands_groups_and_finds_a_node(browser, tmp_p
     context.close()
 
 
+# Names drawn from the HTML tokenizer's script-data states: '<!--' escapes, '<script' then double-escapes (after
+# which '</script>' no longer ends the element, so the data script swallowed the renderer's), '</script' ends
+# it in any case and with a space or a slash after it, '-->' and ']]>' end comments and CDATA, U+2028/2029 end
+# lines in older JavaScript; entities are not decoded in a script and must arrive as written.
+TOKENIZER_NAMES = [
+    "<!--<script>",
+    "<!--",
+    "<script",
+    "</script",
+    "</SCRIPT ",
+    "</script/",
+    "-->",
+    "]]>",
+    "&lt;/script&gt;",
+    "line\u2028separator\u2029",
+]
+
+
+def _named_model(name: str) -> onnx.ModelProto:
+    """x → Relu → Neg → y, the Relu and the tensor it makes named ``name``, and the graph too."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Relu", ["x"], [name], name=name), helper.make_node("Neg", [name], ["y"], name="neg")]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_names_from_the_html_tokenizers_states_leave_the_page_drawn(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A node named '<!--<script>' once blanked the page: the data script swallowed the renderer's. One page per
+    name (a later '-->' would end the escape and hide the harm): each draws, and its name arrives as written.
+    The first through the command, as it was found; the rest through the same page writer, without a worker."""
+    from core.cli.graph import BUNDLE
+    from core.graph import view_graph
+    from core.graph.page import graph_page
+
+    pages = []
+    for index, name in enumerate(TOKENIZER_NAMES):
+        model, html = tmp_path / f"{index}.onnx", tmp_path / f"tokenizer-{index}.html"
+        onnx.save(_named_model(name), model)
+        if index == 0:
+            assert cli("graph", str(model), "-o", str(html)).returncode == 0
+        else:
+            html.write_text(graph_page(view_graph(onnx.load(model), name=model.stem), BUNDLE.read_text()))
+        pages.append((name, html, f"{model.stem} · graph"))
+
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: errors.append(f"a dialog: {dialog.message}"))
+    try:
+        for name, html, title in pages:
+            page.goto(html.as_uri())
+            root = page.locator("#graph[data-ready='true']")
+            root.wait_for(timeout=15_000)
+            assert root.get_attribute("data-nodes") == "2", name  # the named Relu and the Neg after it
+            assert page.evaluate("(n) => window.__graphView.screenBox(n)", name), f"{name!r} is not drawn"
+            assert page.title() == title and not errors, (name, errors)
+    finally:
+        context.close()
+
+
 def _model(kind: str, folder: Path) -> Path:
     if kind == "detector":
         from tests.real_models import real_model

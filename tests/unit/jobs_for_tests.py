@@ -136,3 +136,12 @@ def probe(model: ReadPath, out: WritePath, data_dir: str) -> dict[str, str]:
     found = sorted(str(p.relative_to(data_dir)) for p in Path(data_dir).rglob("*") if p.is_file())
     seen["data_files"] = " ".join(found)
     return seen
+
+
+def leave_links(out: WritePath) -> str:
+    """A plain result, and beside it a link to a file outside, a link to a folder and a named pipe."""
+    (Path(out) / "result.txt").write_text("plain")
+    os.symlink("/etc/hostname", Path(out) / "model.onnx")
+    os.symlink("/etc", Path(out) / "folder")
+    os.mkfifo(Path(out) / "pipe")
+    return str(Path(out) / "model.onnx")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
+import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -15,10 +18,12 @@ import pytest
 from core.access import READ, WRITE, Access, map_paths
 from core.bench import BenchRequest
 from core.cli.common import describe, in_own_folder
-from core.errors import JobFailed, TargetError, WorkbenchError
+from core.errors import JobFailed, TargetError
 from core.jobs import BENCH, OPTIMIZE, QUANTIZE, Backend, wire
 from core.jobs.cluster.agent import TargetAgent, collect_outputs, relocate, with_target
-from core.jobs.cluster.client import connect
+from core.jobs.cluster.answers import Answer, Missing, Status
+from core.jobs.cluster.auth import make_token_file
+from core.jobs.cluster.client import connect, connected
 from core.jobs.cluster.job import file_hash, write_outputs
 from core.jobs.registry import signature_of
 from core.model.inputs import BenchInput
@@ -111,6 +116,122 @@ def test_a_cluster_that_cannot_be_reached_is_a_clear_error_at_once() -> None:
     assert time.monotonic() - began < 5
 
 
+@pytest.fixture
+def listening() -> Iterator[str]:
+    """host:port of a socket that accepts connections (the cluster's port, as far as reaching it goes)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def test_a_client_without_a_token_is_refused_before_it_joins(listening: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No RAY_AUTH_MODE=token: refused, naming what to set and the setting that allows it anyway; a token file that
+    cannot be read: refused by name (Ray itself would abort the process)."""
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(TargetError, match=r"RAY_AUTH_MODE is not 'token'.*WORKBENCH_CLUSTER_INSECURE=true"):
+        connect(listening, insecure=False)
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", "/nowhere/token")
+    with pytest.raises(TargetError, match="token file /nowhere/token cannot be read"):
+        connect(listening, insecure=False)
+    assert connected() is None
+
+
+class _WritesFile:
+    """Unpickled, it writes its file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (self.path.write_text, ("unpickled",))
+
+
+class _Buffer:
+    """What Ray's core worker hands back for an object: its bytes, untouched."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def to_pybytes(self) -> bytes:
+        return self.data
+
+
+def test_only_raw_bytes_are_read_from_the_cluster_and_nothing_else_is_unpickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Objects of each kind as Ray's core worker would hand them over (here the metadata stands for the object):
+    raw bytes are decoded into their type; a pickled object, a pickled exception and bytes that are not the answer
+    are refused, and Ray's errors become Ray's own by their number; the pickle's file is never written."""
+    import pickle
+
+    import ray.exceptions
+    from ray._private import worker
+
+    from core.jobs.cluster.answers import read, read_bytes
+
+    marker = tmp_path / "unpickled"
+    objects = {
+        b"RAW": wire.encode(Missing(hashes=["a" * 64])),
+        b"PYTHON": pickle.dumps(_WritesFile(marker)),
+        b"3": pickle.dumps(_WritesFile(marker)),  # TASK_EXECUTION_EXCEPTION: a method that raised
+        b"1": b"",  # ACTOR_DIED
+        b"25": b"",  # ACTOR_UNAVAILABLE
+        b"RAW,": b"not msgpack",
+    }
+
+    class CoreWorker:
+        def get_objects(self, refs: list[bytes], timeout_ms: int) -> list[tuple[_Buffer, bytes, None]]:
+            return [(_Buffer(objects[refs[0]]), refs[0], None)]
+
+    monkeypatch.setattr(worker.global_worker, "core_worker", CoreWorker(), raising=False)
+    monkeypatch.setattr(worker.global_worker, "check_connected", lambda: None)
+    assert read(b"RAW", Missing) == Missing(hashes=["a" * 64])
+    with pytest.raises(TargetError, match="kind b'PYTHON' instead of bytes; it was not read"):
+        read_bytes(b"PYTHON")
+    with pytest.raises(JobFailed, match=r"error type 3.*its error was not read"):
+        read_bytes(b"3")
+    with pytest.raises(ray.exceptions.ActorDiedError):
+        read_bytes(b"1")
+    with pytest.raises(ray.exceptions.ActorUnavailableError):
+        read_bytes(b"25")
+    with pytest.raises(TargetError, match="not a Missing"):
+        read(b"RAW,", Missing)
+    assert not marker.exists()
+    pickle.loads(objects[b"PYTHON"])  # the pickle is live: read as Ray would, it writes the file
+    assert marker.exists()
+
+
+def test_a_clusters_token_file_is_made_once_for_its_owner_only(tmp_path: Path) -> None:
+    path = make_token_file(tmp_path / "auth_token")
+    token = path.read_text()
+    assert len(token) == 64 and int(token, 16) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert make_token_file(path).read_text() == token  # kept
+    path.chmod(0o644)
+    with pytest.raises(TargetError, match="not a file that only its owner can read"):
+        make_token_file(path)
+
+
+def test_an_agent_answers_its_own_failure_as_bytes_never_as_an_exception(agent: TargetAgent) -> None:
+    """A method that fails for a reason of its own (a file the cache lacks) answers JobFailed, as bytes."""
+    answer = agent.submit(
+        "job-x", "bench.run", wire.encode({}), (None, None), [("/caller", [("m.onnx", "0" * 64)])], []
+    )
+    error = wire.decode(answer, Answer).error
+    assert error is not None and error[0] == "JobFailed" and "FileNotFoundError" in error[1]
+
+
+def test_agents_on_one_node_keep_their_own_job_folders_and_sweep_the_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "node"))
+    gone = tmp_path / "node" / "cluster-jobs" / "999999999-dead"
+    (gone / "job-1").mkdir(parents=True)
+    first, second = TargetAgent("node2"), TargetAgent("node2")
+    assert first.jobs_root != second.jobs_root and first.jobs_root.is_dir() and second.jobs_root.is_dir()
+    assert not gone.exists()
+
+
 def test_target_without_a_cluster_says_how_to_set_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_CLUSTER_ADDRESS", "")
     done = cli("bench", "sample:tinycnn", "--target", "gpu-a")
@@ -156,8 +277,18 @@ def agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TargetAgent:
 def _send(agent: TargetAgent, path: Path, piece: int = 3) -> str:
     data, sha = path.read_bytes(), file_hash(path)
     for offset in range(0, max(len(data), 1), piece):
-        agent.put(sha, offset, data[offset : offset + piece], offset + piece >= len(data), "job-1")
+        answer = agent.put(sha, offset, data[offset : offset + piece], offset + piece >= len(data), "job-1")
+        assert wire.decode(answer, Answer) == Answer()
     return sha
+
+
+def _missing(agent: TargetAgent, hashes: list[str]) -> list[str]:
+    return wire.decode(agent.missing(hashes), Missing).hashes
+
+
+def _submitted(agent: TargetAgent, *args: Any) -> None:
+    answer = wire.decode(agent.submit(*args), Answer)
+    assert answer.error is None, answer.error
 
 
 def test_a_file_arrives_in_pieces_once_by_its_hash_and_a_damaged_one_is_refused(
@@ -166,12 +297,12 @@ def test_a_file_arrives_in_pieces_once_by_its_hash_and_a_damaged_one_is_refused(
     model = tmp_path / "model.onnx"
     model.write_bytes(b"0123456789abcdef")
     sha = file_hash(model)
-    assert agent.missing([sha]) == [sha]
+    assert _missing(agent, [sha]) == [sha]
     _send(agent, model)
-    assert agent.missing([sha]) == [] and (agent.cache / sha).read_bytes() == b"0123456789abcdef"
-    with pytest.raises(WorkbenchError, match="arrived damaged"):
-        agent.put("0" * 64, 0, b"not what the hash says", True, "job-2")
-    assert agent.missing(["0" * 64]) == ["0" * 64] and not list(agent.cache.glob(".*"))
+    assert _missing(agent, [sha]) == [] and (agent.cache / sha).read_bytes() == b"0123456789abcdef"
+    damaged = wire.decode(agent.put("0" * 64, 0, b"not what the hash says", True, "job-2"), Answer)
+    assert damaged.error is not None and damaged.error[0] == "WorkbenchError" and "arrived damaged" in damaged.error[1]
+    assert _missing(agent, ["0" * 64]) == ["0" * 64] and not list(agent.cache.glob(".*"))
 
 
 def _relu_bench(agent: TargetAgent, tmp_path: Path) -> tuple[list[Any], BenchRequest]:
@@ -190,9 +321,16 @@ def _bench_args(request: BenchRequest, **changes: Any) -> bytes:
     return wire.encode({"request": dataclasses.replace(request, **changes)})
 
 
-def _finished(agent: TargetAgent, job_id: str) -> dict[str, Any]:
+def _status(agent: TargetAgent, job_id: str) -> Status:
+    """The agent's answer as the client reads it: bytes, decoded into their type."""
+    answer = agent.poll(job_id)
+    assert isinstance(answer, bytes)
+    return wire.decode(answer, Status)
+
+
+def _finished(agent: TargetAgent, job_id: str) -> Status:
     deadline = time.monotonic() + 120
-    while "result" not in (status := agent.poll(job_id)) and "error" not in status:
+    while (status := _status(agent, job_id)).result is None and status.error is None:
         assert time.monotonic() < deadline, status
         time.sleep(0.05)
     return status
@@ -206,39 +344,39 @@ def test_a_job_runs_on_the_nodes_copies_and_its_result_and_files_come_back_to_th
     model = builders.write(builders.relu_model(), folder / "model.onnx")
     sha = _send(agent, model, piece=1000)
     args = wire.encode({"request": LevelsRequest(path=str(model), out_dir=str(out), levels=["basic"])})
-    agent.submit("job-1", OPTIMIZE.name, args, (None, None), [(str(folder), [("model.onnx", sha)])], [str(out)])
+    _submitted(agent, "job-1", OPTIMIZE.name, args, (None, None), [(str(folder), [("model.onnx", sha)])], [str(out)])
     status = _finished(agent, "job-1")
-    assert status["state"] == "done" and "error" not in status
-    report = wire.decode(status["result"], signature_of(OPTIMIZE.target).result)
+    assert status.state == "done" and status.error is None and status.result is not None
+    report = wire.decode(status.result, signature_of(OPTIMIZE.target).result)
     (level,) = report.levels
     assert Path(level.path).parent == out  # the caller's folder, not the node's
-    write_outputs(status["outputs"], [str(out)], "optimize.levels")
+    write_outputs(status.outputs, [str(out)], "optimize.levels")
     assert Path(level.path).is_file() and all(Path(f).is_file() for f in level.files)
-    assert agent.poll("job-1") == {"state": "unknown"} and not list(agent.jobs_root.iterdir())  # forgotten
+    assert _status(agent, "job-1") == Status(state="unknown") and not list(agent.jobs_root.iterdir())  # forgotten
 
 
 def test_a_jobs_error_on_a_node_keeps_its_class_and_message(agent: TargetAgent, tmp_path: Path) -> None:
     reads, request = _relu_bench(agent, tmp_path)
     bad = _bench_args(request, iterations=5, providers=["NoSuchExecutionProvider"])
-    agent.submit("job-2", "bench.run", bad, (60.0, None), reads, [])
+    _submitted(agent, "job-2", "bench.run", bad, (60.0, None), reads, [])
     status = _finished(agent, "job-2")
-    assert status["state"] == "failed" and status["error"][0] == "BenchmarkError", status
-    assert "NoSuch is not in this build of ONNX Runtime" in status["error"][1]
+    assert status.state == "failed" and status.error is not None and status.error[0] == "BenchmarkError", status
+    assert "NoSuch is not in this build of ONNX Runtime" in status.error[1]
 
 
 def test_a_job_whose_client_has_gone_is_cancelled_and_forgotten_at_the_next_submit(
     agent: TargetAgent, tmp_path: Path
 ) -> None:
     reads, request = _relu_bench(agent, tmp_path)
-    agent.submit("job-a", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [])
+    _submitted(agent, "job-a", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [])
     orphan = agent.jobs["job-a"]
     deadline = time.monotonic() + 60
     while orphan.handle.state != "running" and time.monotonic() < deadline:
         time.sleep(0.02)
     orphan.heard -= 10_000  # its client last asked long ago
-    agent.submit("job-b", "bench.run", _bench_args(request, iterations=5), (None, None), reads, [])
+    _submitted(agent, "job-b", "bench.run", _bench_args(request, iterations=5), (None, None), reads, [])
     assert "job-a" not in agent.jobs and orphan.handle.state == "cancelled" and not orphan.folder.exists()
-    assert _finished(agent, "job-b")["state"] == "done"
+    assert _finished(agent, "job-b").state == "done"
 
 
 def test_a_model_sent_to_a_target_from_the_command_line_travels_alone_with_its_data_file(tmp_path: Path) -> None:
@@ -259,7 +397,7 @@ def test_the_callers_limits_travel_with_its_jobs_to_the_node(agent: TargetAgent,
     """A hosted app's time limit holds on a node whose own settings allow more."""
     reads, request = _relu_bench(agent, tmp_path)
     policy = {"worker_timeout_s": 1.0, "worker_memory_mb": 3072, "require_sandbox": False}
-    agent.submit("job-c", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [], policy)
+    _submitted(agent, "job-c", "bench.run", _bench_args(request, iterations=10**6), (None, None), reads, [], policy)
     status = _finished(agent, "job-c")
-    assert status["error"][0] == "JobTimedOut" and "limit of 1 s" in status["error"][1], status["error"]
+    assert status.error is not None and status.error[0] == "JobTimedOut" and "limit of 1 s" in status.error[1]
     assert agent.settings.worker_timeout_s > 1.0 and agent._backend({}) is agent.backend

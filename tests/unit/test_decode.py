@@ -252,6 +252,6 @@ def test_cli_inspect_on_a_truncated_file_shows_its_first_fields_and_fails(tmp_pa
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(whole[: len(whole) // 2])
     result = cli("inspect", str(cut), "--json")
-    assert result.returncode == 1 and "truncated or damaged" in result.stderr
+    assert result.returncode == 2 and "truncated or damaged" in result.stderr
     data = json.loads(result.stdout)
-    assert data["header_fields"][0]["field"] == "ir_version" and "could not be parsed" in data["problems"][0]
+    assert data["header_fields"][0]["field"] == "ir_version" and "truncated or damaged" in data["problems"][0]

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import onnx
+import pytest
 import torch
 
 from core.export import default_options
@@ -40,17 +41,22 @@ def test_a_python_int_argument_is_a_scalar_with_a_value(tmp_path: Path) -> None:
     assert options.input_dtypes["sr"] == "int" and options.input_values == {"sr": 16000.0}
 
 
-def test_the_command_line_exports_it_with_the_value_it_is_given(tmp_path: Path) -> None:
+def test_the_command_line_exports_it_with_the_value_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A scripted module keeps the int as a graph input (an int64 scalar) and its branches as an If: both
-    branches agree with PyTorch in ONNX Runtime, at the value verified and at the other."""
+    branches agree with PyTorch in ONNX Runtime, at the value verified and at the other. Written straight into
+    a home folder, which the sandbox never gives a job: the job writes into a folder of its own beside it."""
     import numpy as np
     import onnxruntime as ort
 
+    monkeypatch.setenv("HOME", str(tmp_path))
     archive = _archive(tmp_path)
     out = tmp_path / "rate.onnx"
     done = cli("export", str(archive), "-o", str(out), "--input", "x=2,4", "--value", "sr=8000", "--json")
     assert done.returncode == 0, done.stderr + done.stdout
     report = json.loads(done.stdout)
+    assert report["onnx_path"] == str(out) and not list(tmp_path.glob(".export-*"))
     assert all(t["ok"] for t in report["trials"]) and report["trials"][0]["input_shapes"]["sr"] == []
     model = onnx.load(str(out))
     assert [i.name for i in model.graph.input] == ["x", "sr"] and "If" in {n.op_type for n in model.graph.node}

@@ -44,6 +44,7 @@ TEST_JOBS = JOBS.with_jobs(
             "midpoint",
             "wrong_result",
             "limits_seen",
+            "leave_links",
         )
     ),
     Job(name="test.exclusive_span", target=f"{T}:exclusive_span", exclusive=True),
@@ -161,10 +162,10 @@ def test_the_apps_table_holds_no_test_jobs() -> None:
 
 
 def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_path: Path) -> None:
-    log = tmp_path / "spans.txt"
+    logs = str(tmp_path / "logs")
+    log = tmp_path / "logs" / "spans.txt"
     handles = [
-        submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.6}), backend)
-        for _ in range(3)
+        submit_spec(JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 0.6}), backend) for _ in range(3)
     ]
     positions = set()
     while not all(h.done() for h in handles):
@@ -182,11 +183,12 @@ def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_pat
 
 
 def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, tmp_path: Path) -> None:
-    log = tmp_path / "spans.txt"
-    first = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 1.0}), backend)
+    logs = str(tmp_path / "logs")
+    log = tmp_path / "logs" / "spans.txt"
+    first = submit_spec(JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 1.0}), backend)
     time.sleep(0.3)
-    second = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}), backend)
-    third = submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}), backend)
+    second = submit_spec(JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 0.1}), backend)
+    third = submit_spec(JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 0.1}), backend)
     time.sleep(0.5)
     second.cancel()
     assert len(third.result(timeout=30)) == 2
@@ -202,14 +204,13 @@ def test_worker_runs_in_its_own_process(backend: ProcessBackend) -> None:
 
 
 def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) -> None:
+    logs = str(tmp_path / "logs")
     backend = _backend(tmp_path, max_workers=1)
-    log = tmp_path / "spans.txt"
-    handles = [
-        submit_spec(JobSpec(name="test.span", args={"log": str(tmp_path), "seconds": 0.4}), backend) for _ in range(3)
-    ]
+    log = tmp_path / "logs" / "spans.txt"
+    handles = [submit_spec(JobSpec(name="test.span", args={"log": logs, "seconds": 0.4}), backend) for _ in range(3)]
     assert handles[1].state == "queued" and handles[2].queue_position in (0, 1)
     positions = {handles[2].queue_position}
-    cancelled = submit_spec(JobSpec(name="test.span", args={"log": str(tmp_path), "seconds": 0.4}), backend)
+    cancelled = submit_spec(JobSpec(name="test.span", args={"log": logs, "seconds": 0.4}), backend)
     cancelled.cancel()  # cancelled while waiting: it never starts and frees its place
     with pytest.raises(JobCancelled):
         cancelled.result(5)
@@ -223,10 +224,10 @@ def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) 
 
 def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
     """A queue of benchmarks waits for the machine without starving everyone's quick jobs."""
+    logs = str(tmp_path / "logs")
     backend = _backend(tmp_path, max_workers=1)
     long = [
-        submit_spec(JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 1.0}), backend)
-        for _ in range(2)
+        submit_spec(JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 1.0}), backend) for _ in range(2)
     ]
     started = time.monotonic()
     assert submit_spec(JobSpec(name="test.echo", args={"value": 1}), backend).result(30) == Echoed(1)
@@ -236,12 +237,23 @@ def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
 
 
 def test_a_job_that_cannot_start_ends_with_a_message_instead_of_waiting_for_ever(tmp_path: Path) -> None:
+    logs = str(tmp_path / "logs")
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the data folder should be")
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(blocker))
     handle = submit_spec(
-        JobSpec(name="test.exclusive_span", args={"log": str(tmp_path), "seconds": 0.1}),
+        JobSpec(name="test.exclusive_span", args={"log": logs, "seconds": 0.1}),
         ProcessBackend(settings, TEST_JOBS),
     )
     with pytest.raises(JobFailed, match="could not start"):
         handle.result(timeout=30)
+
+
+def test_links_a_job_leaves_among_its_results_are_dropped_and_the_caller_is_told(
+    backend: ProcessBackend, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "data" / "results"
+    named = run_spec("test.leave_links", {"out": str(out)}, backend)
+    assert [p.name for p in out.iterdir()] == ["result.txt"]
+    assert named == str(out / "model.onnx") and not os.path.lexists(named)
+    assert "left 3 link(s) or special file(s)" in caplog.text and "(folder, model.onnx, pipe)" in caplog.text

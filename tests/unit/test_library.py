@@ -105,22 +105,77 @@ def test_the_files_stay_while_another_keeping_holds_them(tmp_path: Path) -> None
     assert opened is not None and Path(opened.record.path).is_file()
 
 
-def test_a_signed_in_library_has_a_quota_and_anonymous_ones_make_room(tmp_path: Path) -> None:
-    record = _relu(tmp_path)
+def _two_models(tmp_path: Path) -> tuple[ModelRecord, ModelRecord]:
     other = describe_files(
         IntakeRequest(paths=[str(builders.write(builders.chain_model(8), tmp_path / "other" / "b.onnx"))])
     )
+    return _relu(tmp_path), other
+
+
+def _used_long_ago(library: ModelLibrary, record: ModelRecord, key: str) -> None:
+    link = library._link(library.root / record.id, key)
+    os.utime(link, (time.time() - 60, time.time() - 60))
+
+
+def test_a_signed_in_library_has_a_quota_of_its_own(tmp_path: Path) -> None:
+    record, other = _two_models(tmp_path)
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
     assert library.keep(record, who=ALICE)
     with pytest.raises(LibraryFull, match="Your library holds"):
         library.keep(other, who=ALICE)
     assert library.keep(other, who=BOB)  # each person has their own quota
-    first = library.keep(record)
-    assert first
-    os.utime(library._link(tmp_path / "models" / record.id, first), (time.time() - 60, time.time() - 60))
-    second = library.keep(other)  # the least recently used anonymous keeping makes room
-    assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
+    assert library.keep(other)  # the anonymous keepings have theirs
     assert library.open(record.id, library.entries(ALICE)[0][0].kept.key, ALICE) is not None  # Alice's untouched
+
+
+def test_on_a_laptop_the_least_recently_used_anonymous_keeping_makes_room(tmp_path: Path) -> None:
+    record, other = _two_models(tmp_path)
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
+    first = library.keep(record, made=None)  # None: every anonymous keeping is the one user's
+    assert first
+    _used_long_ago(library, record, first)
+    second = library.keep(other, made=None)
+    assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
+
+
+def test_an_anonymous_session_makes_room_only_among_what_it_kept_itself(tmp_path: Path) -> None:
+    record, other = _two_models(tmp_path)
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
+    mine: set[str] = set()
+    first = library.keep(record, made=mine)
+    assert first
+    mine.add(first)
+    _used_long_ago(library, record, first)
+    second = library.keep(other, made=mine)  # its own older keeping makes room
+    assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
+    assert library.usage(ANONYMOUS, {second}) == library.usage(ANONYMOUS) > 0
+
+
+def test_a_full_anonymous_library_refuses_a_new_keeping_and_drops_nobody_elses(tmp_path: Path) -> None:
+    record, other = _two_models(tmp_path)
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
+    theirs = library.keep(record, made=set())  # another visitor's session
+    assert theirs
+    _used_long_ago(library, record, theirs)  # however long unused (within the retention)
+    for made in (set(), {"a key of its own, elsewhere"}):
+        with pytest.raises(LibraryFull, match="never anyone else's"):
+            library.keep(other, made=made)
+    assert library.open(record.id, theirs) is not None  # still there, its permalink still opens
+    assert not (tmp_path / "models" / other.id).exists()  # nothing of the refused one left behind
+
+
+def test_a_session_drops_none_of_its_own_when_that_would_not_make_room(tmp_path: Path) -> None:
+    record, other = _two_models(tmp_path)
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=other.size_bytes + record.size_bytes)
+    theirs, mine = library.keep(record, made=set()), library.keep(other, made=set())
+    assert theirs and mine
+    bigger = describe_files(
+        IntakeRequest(paths=[str(builders.write(builders.chain_model(12), tmp_path / "third" / "c.onnx"))])
+    )
+    assert bigger.size_bytes > other.size_bytes
+    with pytest.raises(LibraryFull):
+        library.keep(bigger, made={mine})  # dropping its own would not be enough: it keeps it
+    assert library.open(other.id, mine) is not None and library.open(record.id, theirs) is not None
 
 
 def test_an_owners_keeping_outlives_an_anonymous_one(tmp_path: Path) -> None:

@@ -1,16 +1,19 @@
-"""Where the sandbox is missing: hosted mode refuses to start and to run jobs, local mode warns and runs them."""
+"""The sandbox's set-up: what it shows of the host, and where it is missing (hosted mode refuses to start and to run
+jobs, local mode warns and runs them)."""
 
 from __future__ import annotations
 
 import dataclasses
+import site
+import sys
 from pathlib import Path
 
 import pytest
 
 from core.errors import JobError
-from core.jobs import JOBS, Job, ProcessBackend
+from core.jobs import JOBS, Job, ProcessBackend, view
 from core.jobs import sandbox as sandbox_module
-from core.jobs.sandbox import Confinement, worker_command, worker_environment
+from core.jobs.sandbox import Confinement, refuse_wide_folders, shown_for, worker_command, worker_environment
 from core.settings import PROJECT_ROOT, load_settings
 from tests.cli import cli
 from tests.unit.jobs_for_tests import run_spec
@@ -54,6 +57,41 @@ def test_the_sandbox_hides_the_data_folder_and_secrets_and_shows_the_jobs_paths(
     assert f"--ro-bind-try {model.parent} {model.parent}" in text and f"--bind {tmp_path / 'out'}" in text
     assert "--unshare-all" in command and "--die-with-parent" in command and "--clearenv" in command
     assert command[-1] == "python" and "--cap-drop" in command
+    assert "--ro-bind / /" not in text and "--remount-ro /" in text  # not the whole host, and nothing to write
+
+
+def test_the_view_shows_the_python_installation_and_no_home_around_it() -> None:
+    """pyenv keeps Python in root's home, and a worktree's virtual environment may be a link to another folder:
+    the sandbox shows those folders, found through the links, and never the home folder that holds them."""
+    folders, links = view.python_installation()
+    text = " ".join(view.host_view())
+    for folder in folders:
+        assert folder.is_dir() and f"--ro-bind {folder} {folder}" in text
+        assert not any(home.is_relative_to(folder) for home in (Path.home(), Path("/root"), Path("/home")))
+    shown = [*folders, Path("/usr"), PROJECT_ROOT]
+    for needed in (sys.prefix, sys.base_prefix, *site.getsitepackages()):
+        assert any(Path(needed).resolve().is_relative_to(place) for place in shown), needed
+    assert all(f"--symlink {target} {link}" in text for link, target in links)
+    assert "/etc/shadow" not in text and "/etc/passwd" not in text and " /var" not in text
+
+
+def test_links_on_the_way_to_a_path_are_found_in_order(tmp_path: Path) -> None:
+    (tmp_path / "real" / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "elsewhere").symlink_to(tmp_path / "real")
+    (tmp_path / "real" / "venv" / "bin" / "python").symlink_to("/usr/bin/env")
+    found = view._links_on_the_way(tmp_path / "elsewhere" / "venv" / "bin" / "python")
+    assert found[:2] == [(tmp_path / "elsewhere", str(tmp_path / "real")),
+                         (tmp_path / "real" / "venv" / "bin" / "python", "/usr/bin/env")]  # fmt: skip
+
+
+def test_a_model_in_a_home_folder_shows_the_file_not_the_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for model in (home / "m.onnx", home / "m.onnx.data", home / "models" / "n.onnx"):
+        model.write_bytes(b"x")
+    assert shown_for(home / "m.onnx", []) == [home / "m.onnx", home / "m.onnx.data"]
+    assert shown_for(home / "models" / "n.onnx", []) == [home / "models"]  # a folder of its own: shown
 
 
 def test_the_workers_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,3 +99,16 @@ def test_the_workers_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     env = worker_environment()
     assert "secret" not in " ".join(env.values()) and set(env) >= {"PATH", "PYTHONPATH", "HOME"}
+
+
+def test_a_job_is_never_given_a_home_tmp_the_project_or_code_as_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder a job writes into is shown as it is, over everything the sandbox hides: never one of these."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
+    for folder in (tmp_path / "home", Path("/tmp"), Path("/"), PROJECT_ROOT, tmp_path / "data", PROJECT_ROOT / "core"):
+        with pytest.raises(JobError, match="cannot"):
+            refuse_wide_folders(Confinement((), (str(folder),)), settings)
+    refuse_wide_folders(Confinement((), (str(tmp_path / "home" / "results"),)), settings)  # a folder of its own

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, func, insert, select
@@ -25,7 +26,7 @@ from core.bench import BenchReport
 from core.errors import StoreError
 from core.jobs.wire import from_data, to_data
 from core.store import Store
-from core.store.migrate import current_revision, head
+from core.store.migrate import alembic_config, current_revision, head
 from core.store.schema import metadata, results, runs
 from tests.postgres import PASSWORD, Postgres
 from tests.reports import made_report
@@ -168,6 +169,28 @@ def test_a_history_a_newer_version_migrated_is_refused_with_the_way_out(url: str
     engine.dispose()
     with pytest.raises(StoreError, match=r"revision 9999, which a newer version of the app made.*update the app"):
         Store(url)
+
+
+def test_owners_saved_with_an_emails_case_become_one_person_when_the_history_is_upgraded(url: str) -> None:
+    store = Store(url)
+    owners = {"a": "Alice@ACME.test", "b": "alice@acme.test", "c": "oidc:https://idp.test#Sub@X", "d": "JDoe"}
+    for run_id, owner in owners.items():
+        store.save(made_report(run_id), owner=owner, team="acme")
+    engine = create_engine(url)
+    with engine.connect() as conn:  # the history as revision 0002 left it: owners as they came
+        command.downgrade(alembic_config(conn), "0002")
+        conn.commit()
+    engine.dispose()
+    upgraded = Store(url)
+    by_run = {r.id: r.owner for r in upgraded.runs()}
+    assert by_run == {"a": "alice@acme.test", "b": "alice@acme.test", "c": "oidc:https://idp.test#Sub@X", "d": "JDoe"}
+    assert upgraded.distinct("owner") == ["JDoe", "alice@acme.test", "oidc:https://idp.test#Sub@X"]
+    assert _schema_drift(url) == []
+
+
+def test_an_owner_too_long_to_keep_is_refused_rather_than_cut(url: str) -> None:
+    with pytest.raises(StoreError, match="longer than 256 characters"):
+        Store(url).save(made_report(), owner="a" * 257)
 
 
 def _earlier_tables(window: bool) -> sa.MetaData:

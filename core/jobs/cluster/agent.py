@@ -1,12 +1,15 @@
-"""The actor that runs jobs on one node of the cluster (one per node, started by the first client that needs it).
+"""The actor that runs jobs on one node of the cluster (one per client and node, started by the client).
 
 It runs each job exactly as the app's own server does, with a ``ProcessBackend`` on its node: a fresh worker
 process in the sandbox, the same time and memory limits, the same errors; benchmarks wait for the node's own
-machine-wide lock, so they are exclusive per target. Files a job reads arrive once, by content hash, into the
-node's cache (``<data_dir>/cluster-cache``) and are linked into the job's folder; folders it writes are empty
-folders there, whose files go back to the client with the result. Everything crosses as bytes (arguments and
-results as the worker's MessagePack, errors as their class name and message): nothing sent to or from a node is
-unpickled into anything but bytes and plain values.
+machine-wide lock, so they are exclusive per target whichever client sent them. Files a job reads arrive once, by
+content hash, into the node's cache (``<data_dir>/cluster-cache``, shared by every agent of the node) and are
+linked into the job's folder; folders it writes are empty folders there, whose files go back to the client with
+the result. Every method answers in bytes (core.jobs.cluster.answers: MessagePack, errors as their class name and
+message), which the client reads without unpickling anything.
+
+Each client starts its own agents, unnamed, and they die with it: a client never takes a handle to an actor
+someone else made, because Ray builds such a handle by unpickling that actor's class from the cluster.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import os
 import shutil
 import threading
 import time
+import traceback
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +32,7 @@ import msgspec
 from core.access import READ, Access, map_paths
 from core.errors import WorkbenchError
 from core.jobs import wire
+from core.jobs.cluster.answers import Answer, Missing, Status, encode
 from core.jobs.process import JobHandle, JobSpec, ProcessBackend
 from core.settings import load_settings
 
@@ -98,8 +105,40 @@ def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, byte
     return found
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep(jobs: Path) -> None:
+    """Remove the job folders of agents that are gone (died with their client or their node): each agent's
+    folder is named after its process."""
+    for folder in jobs.iterdir() if jobs.is_dir() else ():
+        pid = folder.name.split("-")[0]
+        if not (pid.isdigit() and _pid_alive(int(pid))):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _answer(work: Callable[[], Answer]) -> bytes:
+    """``work``'s answer as bytes; an error becomes an answer that carries it (class name, message, details):
+    a WorkbenchError as itself, anything else as JobFailed."""
+    try:
+        return encode(work())
+    except WorkbenchError as exc:
+        return encode(Answer(error=(type(exc).__name__, str(exc), str(getattr(exc, "details", "")))))
+    except Exception as exc:  # the agent's own failure: told as a message, never as a pickled exception
+        message = f"The node's agent failed: {type(exc).__name__}: {exc}"
+        return encode(Answer(error=("JobFailed", message, traceback.format_exc())))
+
+
 class TargetAgent:
-    """Runs jobs on its node for every client; its methods are called concurrently (a threaded actor)."""
+    """Runs one client's jobs on its node; its methods are called concurrently (a threaded actor), and each
+    answers in bytes (core.jobs.cluster.answers)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -108,26 +147,30 @@ class TargetAgent:
         self._backends: dict[tuple[Any, ...], ProcessBackend] = {}  # one per policy jobs came with
         data = Path(self.settings.data_dir)
         self.cache = data / CACHE_FOLDER
-        self.jobs_root = data / JOBS_FOLDER
         self.cache.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(self.jobs_root, ignore_errors=True)  # folders of an agent that died with its node
+        _sweep(data / JOBS_FOLDER)
+        self.jobs_root = data / JOBS_FOLDER / f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # this agent's own
+        self.jobs_root.mkdir(parents=True)
         self.jobs: dict[str, _NodeJob] = {}
         self._lock = threading.Lock()
 
-    def missing(self, hashes: list[str]) -> list[str]:
-        """Which of these files (by sha256) the node's cache lacks."""
-        return [h for h in hashes if not (self.cache / h).is_file()]
+    def missing(self, hashes: list[str]) -> bytes:
+        """Which of these files (by sha256) the node's cache lacks (a ``Missing``)."""
+        return _answer(lambda: Missing(hashes=[h for h in hashes if not (self.cache / h).is_file()]))
 
-    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> None:
+    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> bytes:
         """Write a piece of a file at ``offset``; with the ``last`` piece the whole file is checked against its
         sha256 and kept in the cache under it (pieces keep a large model from needing its size in the object
         store at once)."""
+        return _answer(lambda: self._put(sha256, offset, data, last, sender))
+
+    def _put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> Answer:
         partial = self.cache / f".{sha256}.{sender}.partial"  # two clients may send the same file at once
         with partial.open("r+b" if offset else "wb") as fh:
             fh.seek(offset)
             fh.write(data)
         if not last:
-            return
+            return Answer()
         digest = hashlib.sha256()
         with partial.open("rb") as fh:
             while chunk := fh.read(1 << 20):
@@ -136,6 +179,7 @@ class TargetAgent:
             partial.unlink(missing_ok=True)
             raise WorkbenchError(f"A file sent to target '{self.name}' arrived damaged (its sha256 differs).")
         partial.replace(self.cache / sha256)
+        return Answer()
 
     def submit(
         self,
@@ -146,10 +190,22 @@ class TargetAgent:
         reads: list[tuple[str, list[tuple[str, str]]]],
         writes: list[str],
         policy: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> bytes:
         """Start job ``job_id``: ``reads`` are (the client's folder, [(file name, sha256)]) of files already in
         the cache, ``writes`` the client's folders the job writes into, ``policy`` the caller's settings named in
         ``POLICY`` (its limits; a caller that requires the sandbox gets it or an error, never a job without)."""
+        return _answer(lambda: self._submit(job_id, name, args, limits, reads, writes, policy or {}))
+
+    def _submit(
+        self,
+        job_id: str,
+        name: str,
+        args: bytes,
+        limits: tuple[float | None, int | None],
+        reads: list[tuple[str, list[tuple[str, str]]]],
+        writes: list[str],
+        policy: dict[str, Any],
+    ) -> Answer:
         self._forget_unheard()
         folder = self.jobs_root / job_id
         moves: dict[str, str] = {}
@@ -167,7 +223,7 @@ class TargetAgent:
             out.append((here, theirs))
         try:
             typed = self._typed_args(name, args, moves)
-            handle = self._backend(policy or {}).submit(
+            handle = self._backend(policy).submit(
                 JobSpec(name=name, args=typed, timeout_s=limits[0], memory_mb=limits[1])
             )
         except BaseException:
@@ -175,6 +231,7 @@ class TargetAgent:
             raise
         with self._lock:
             self.jobs[job_id] = _NodeJob(handle, folder, {v: k for k, v in moves.items()}, out)
+        return Answer()
 
     def _backend(self, policy: dict[str, Any]) -> ProcessBackend:
         """The node's backend under the caller's limits (the node's own settings for the rest: its folders)."""
@@ -204,44 +261,47 @@ class TargetAgent:
             for key, value in raw.items()
         }
 
-    def poll(self, job_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-        """Where the job stands, after waiting up to ``wait_s`` for it to end (so the caller hears of the end at
-        once, without polling fast); once it has ended, its result (or error) and the files it wrote, after which
-        the node forgets it."""
+    def poll(self, job_id: str, wait_s: float = 0.0) -> bytes:
+        """Where the job stands (a ``Status``), after waiting up to ``wait_s`` for it to end (so the caller hears
+        of the end at once, without polling fast); once it has ended, its result (or error) and the files it
+        wrote, after which the node forgets it."""
+        return _answer(lambda: self._poll(job_id, wait_s))
+
+    def _poll(self, job_id: str, wait_s: float) -> Status:
         with self._lock:
             job = self.jobs.get(job_id)
         if job is None:
-            return {"state": "unknown"}
+            return Status(state="unknown")
         job.heard = time.monotonic()
         handle = job.handle
         with contextlib.suppress(TimeoutError, WorkbenchError):  # its ending is read below
             handle.result(timeout=wait_s)
         progress = handle.progress
-        status: dict[str, Any] = {
-            "state": handle.state,
-            "queue_position": handle.queue_position,
-            "progress": (progress.fraction, progress.message) if progress else None,
-        }
+        status = Status(
+            state=handle.state,
+            queue_position=handle.queue_position,
+            progress=(progress.fraction, progress.message) if progress else None,
+        )
         if not handle.done():
             return status
         try:
             value = with_target(relocate(handle.result(), job.moves), self.name)
-            status["result"] = wire.encode(value)
-            status["outputs"] = collect_outputs(job.writes)
+            ended = Status(state=handle.state, result=wire.encode(value), outputs=collect_outputs(job.writes))
         except WorkbenchError as exc:
-            status["error"] = (type(exc).__name__, str(exc), getattr(exc, "details", ""))
+            error = (type(exc).__name__, str(exc), str(getattr(exc, "details", "")))
+            ended = Status(state=handle.state, error=error)
         finally:
             with self._lock:
                 self.jobs.pop(job_id, None)
             shutil.rmtree(job.folder, ignore_errors=True)
-        status["state"] = handle.state
-        return status
+        return ended
 
-    def cancel(self, job_id: str) -> None:
+    def cancel(self, job_id: str) -> bytes:
         with self._lock:
             job = self.jobs.get(job_id)
         if job is not None:
             job.handle.cancel()
+        return encode(Answer())
 
     def _forget_unheard(self) -> None:
         """Jobs whose client has gone (the app or command line that sent them died): cancelled and forgotten, so

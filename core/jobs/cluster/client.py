@@ -2,8 +2,13 @@
 
 A target is a node of the Ray cluster, named by a custom resource ``workbench-target:NAME`` given when the node
 was started (``ray start --resources '{"workbench-target:gpu-a100": 1}'``); a node without one is named after
-its address. Each target runs one agent (core.jobs.cluster.agent), started on first use and shared by every
-client. ``Cluster.backend(name)`` is a ``Backend`` like the local one: the same jobs, handles and errors.
+its address. On each target the client starts its own agent (core.jobs.cluster.agent) when it first needs it; the
+agent dies with the client. ``Cluster.backend(name)`` is a ``Backend`` like the local one: the same jobs, handles
+and errors.
+
+A client joins only a cluster that uses Ray's token authentication, holding its token (core.jobs.cluster.auth),
+unless the operator set ``cluster_insecure``; then ``Cluster.insecure`` says so, and the pages and the command line
+warn.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from subprocess import Popen
 from typing import Any
 
 from core.errors import JobError, TargetError
+from core.jobs.cluster import auth
 from core.jobs.cluster.agent import POLICY
 from core.jobs.process import JobHandle, JobSpec
 from core.jobs.registry import JOBS, JobRegistry
@@ -76,8 +83,10 @@ def _reachable(address: str, timeout: float) -> str:
         return str(exc) or type(exc).__name__
 
 
-def connect(address: str, timeout: float = CONNECT_TIMEOUT_S) -> Cluster:
-    """The cluster at ``address`` (one connection per process); TargetError when it cannot be reached."""
+def connect(address: str, timeout: float = CONNECT_TIMEOUT_S, insecure: bool | None = None) -> Cluster:
+    """The cluster at ``address`` (one connection per process); TargetError when it cannot be reached, or when this
+    process has no token for it or it lets clients in without one, unless ``insecure`` (by default the setting
+    ``cluster_insecure``)."""
     with _connect_lock:
         if address in _connected:
             return _connected[address]
@@ -87,15 +96,65 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S) -> Cluster:
                 f"The Ray cluster at {address} cannot be reached ({why}). Check that it runs and that "
                 "cluster_address (WORKBENCH_CLUSTER_ADDRESS) names its head, or leave it empty to run on this server."
             )
+        allowed = load_settings().cluster_insecure if insecure is None else insecure
+        has_token, probe = _check_token(address, allowed)
         import ray
 
         if not ray.is_initialized():
             try:
                 ray.init(address=address, namespace=NAMESPACE, logging_level=logging.ERROR, log_to_driver=False)
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError… depending on the cause
-                raise TargetError(f"Could not join the Ray cluster at {address}: {exc}") from exc
-        _connected[address] = cluster = Cluster(address)
+                if probe is not None:
+                    auth.stop_probe(probe)
+                raise TargetError(f"Could not join the Ray cluster at {address}: {auth.scrub(str(exc))}") from exc
+        let_through = auth.let_through(probe) if probe is not None else not has_token
+        if let_through is not False and not allowed:
+            ray.shutdown()
+            raise TargetError(_open_cluster(address, let_through))
+        _connected[address] = cluster = Cluster(address, insecure=let_through is not False)
         return cluster
+
+
+def _probeable(address: str) -> bool:
+    """Whether ``address`` names a head's GCS (host:port), which can be asked without a token."""
+    return not address.startswith("ray://") and address not in ("auto", "local")
+
+
+def _check_token(address: str, insecure: bool) -> tuple[bool, Popen[str] | None]:
+    """Whether this process holds a token the cluster accepts, and the probe without a token, under way (None for
+    an address that cannot be probed). Refuses at once what would fail: a wrong token, or none for a cluster
+    that requires one."""
+    try:
+        auth.client_token()
+        has_token = True
+    except TargetError:
+        if not insecure:
+            raise
+        has_token = False
+    if not _probeable(address):
+        return has_token, None
+    probe = auth.probe_without_token(address)
+    if has_token and auth.token_accepted(address) is False:
+        auth.stop_probe(probe)
+        raise TargetError(
+            f"The Ray cluster at {address} refuses this process's token: give it the token the cluster's nodes "
+            f"were started with ({auth.TOKEN_PATH} names the file it is read from)."
+        )
+    if not has_token and auth.let_through(probe) is False:
+        raise TargetError(
+            f"The Ray cluster at {address} requires its token: set {auth.MODE}=token and {auth.TOKEN_PATH} to a "
+            "file holding it."
+        )
+    return has_token, None if not has_token else probe
+
+
+def _open_cluster(address: str, let_through: bool | None) -> str:
+    found = "lets in clients without a token" if let_through else "could not be shown to refuse clients without one"
+    return (
+        f"The Ray cluster at {address} {found}: anyone who reaches its port could run code on its nodes. Start "
+        f"every node with {auth.MODE}=token and the cluster's token (README: Who may use the cluster), or set "
+        "cluster_insecure (WORKBENCH_CLUSTER_INSECURE=true) to use it all the same."
+    )
 
 
 def connected() -> Cluster | None:
@@ -106,8 +165,9 @@ def connected() -> Cluster | None:
 class Cluster:
     """A joined Ray cluster: its targets, and a backend per target."""
 
-    def __init__(self, address: str, registry: JobRegistry = JOBS) -> None:
+    def __init__(self, address: str, registry: JobRegistry = JOBS, *, insecure: bool = False) -> None:
         self.address = address
+        self.insecure = insecure  # joined without token authentication, as cluster_insecure allowed
         self.registry = registry
         self._hardware: dict[str, Any] = {}
         self._asking: dict[str, JobHandle] = {}  # node id -> its cluster.hardware job, while it runs
@@ -185,7 +245,8 @@ class Cluster:
         return dict(self._hardware)
 
     def agent(self, target: Target) -> Any:
-        """The agent on ``target``'s node, started there by whoever needs it first."""
+        """This client's agent on ``target``'s node, started there when first needed. Unnamed and owned by this
+        client (it dies with it): a handle to an actor someone else made would be built by unpickling its class."""
         with self._lock:
             if target.node_id not in self._agents:
                 import ray
@@ -196,10 +257,6 @@ class Cluster:
                 self._agents[target.node_id] = (
                     ray.remote(TargetAgent)
                     .options(
-                        name=f"workbench-agent-{target.node_id[:16]}",
-                        namespace=NAMESPACE,
-                        lifetime="detached",  # shared by every client; dies with its node
-                        get_if_exists=True,
                         num_cpus=0,
                         max_concurrency=64,
                         scheduling_strategy=NodeAffinitySchedulingStrategy(target.node_id, soft=False),

@@ -3,8 +3,9 @@
 A thread sends the job's files (only those the node's cache lacks, by sha256), starts the job on the target's
 agent, asks it where the job stands (state, place in the queue, progress; each answer waits up to ``POLL_S``
 for the job to end, so its end is heard at once), and at the end
-decodes the typed result and writes the files the job made into the caller's folders. A node lost mid-job ends
-the job with ``TargetLost``; an agent that died on a node that lives (its process killed) gets the job once
+decodes the typed result and writes the files the job made into the caller's folders. Every answer is read as
+bytes and decoded into its type (core.jobs.cluster.answers): nothing from the node is unpickled. A node lost mid-job
+ends the job with ``TargetLost``; an agent that died on a node that lives (its process killed) gets the job once
 more, which is safe: a job reads its inputs and writes only its own fresh folders.
 """
 
@@ -22,6 +23,8 @@ from core import errors
 from core.access import READ
 from core.errors import JobCancelled, JobFailed, TargetError, TargetLost, WorkbenchError
 from core.jobs import wire
+from core.jobs.cluster import answers
+from core.jobs.cluster.answers import Answer, Missing, Status
 from core.jobs.process import JobSpec, Progress
 
 if TYPE_CHECKING:
@@ -82,6 +85,12 @@ def _error(name: str, message: str, details: str) -> WorkbenchError:
     return JobFailed(message, details)
 
 
+def _checked(answer: Answer) -> None:
+    """Raise the error an answer carries (the agent could not do what was asked)."""
+    if answer.error is not None:
+        raise _error(*answer.error)
+
+
 class ClusterJob:
     """A job on a target; see the module's docstring."""
 
@@ -118,6 +127,10 @@ class ClusterJob:
     @property
     def progress(self) -> Progress | None:
         return self._progress
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return ()  # a node sends back only the plain files its job wrote (agent.collect_outputs)
 
     def done(self) -> bool:
         return self._finished.is_set()
@@ -176,60 +189,61 @@ class ClusterJob:
             return False
 
     def _once(self) -> None:
-        import ray
-
         agent = self.backend.cluster.agent(self.target)
         reads = self._send_files(agent)
         if self._cancel.is_set():
             raise JobCancelled(f"The job '{self.spec.name}' was cancelled.")
         limits = (self.spec.timeout_s, self.spec.memory_mb)
         policy = self.backend.policy
-        ray.get(agent.submit.remote(self.job_id, self.spec.name, self._args, limits, reads, self._writes, policy))
+        submitted = agent.submit.remote(self.job_id, self.spec.name, self._args, limits, reads, self._writes, policy)
+        _checked(answers.read(submitted, Answer))
         cancelled = False
         while True:
             if self._cancel.is_set() and not cancelled:
                 agent.cancel.remote(self.job_id)
                 cancelled = True
             status = self._poll(agent)
-            if status["state"] == "unknown":  # the agent was started again and never heard of this job
+            if status.state == "unknown":  # the agent was started again and never heard of this job
+                import ray
+
                 raise ray.exceptions.ActorDiedError()
-            self._state = status["state"] if status["state"] in ("queued", "starting", "running") else self._state
-            self._queue_position = status["queue_position"]
-            if status["progress"] is not None:
-                self._progress = Progress(*status["progress"])
-            if "error" in status:
-                raise _error(*status["error"])
-            if "result" in status:
-                write_outputs(status["outputs"], self._writes, self.spec.name)
-                self._result = wire.decode(status["result"], self._result_type)
+            self._state = status.state if status.state in ("queued", "starting", "running") else self._state
+            self._queue_position = status.queue_position
+            if status.progress is not None:
+                self._progress = Progress(*status.progress)
+            _checked(status)
+            if status.result is not None:
+                write_outputs(status.outputs, self._writes, self.spec.name)
+                self._result = wire.decode(status.result, self._result_type)
                 return
 
-    def _poll(self, agent: Any) -> dict[str, Any]:
+    def _poll(self, agent: Any) -> Status:
         """The agent's answer; an agent that stops answering is waited for a while, unless its node is gone."""
         import ray
 
         deadline = time.monotonic() + LOST_GRACE_S
         while True:
             try:
-                answer: dict[str, Any] = ray.get(agent.poll.remote(self.job_id, POLL_S), timeout=5 + POLL_S)
-                return answer
+                return answers.read(agent.poll.remote(self.job_id, POLL_S), Status, timeout=5 + POLL_S)
             except (ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
                 if not self._node_alive() or time.monotonic() > deadline:
                     raise ray.exceptions.ActorDiedError() from None
 
     def _send_files(self, agent: Any) -> list[tuple[str, list[tuple[str, str]]]]:
         """Each folder the job reads, as (folder, [(file name, sha256)]), after sending what the node lacks."""
-        import ray
-
         reads = [(folder, [(p.name, file_hash(p)) for p in _folder_files(Path(folder))]) for folder in self._reads]
         by_hash = {sha: Path(folder) / name for folder, files in reads for name, sha in files}
-        missing = ray.get(agent.missing.remote(list(by_hash)))
-        for sha in missing:
+        missing = answers.read(agent.missing.remote(list(by_hash)), Missing)
+        _checked(missing)
+        for sha in missing.hashes:
+            if sha not in by_hash:
+                raise TargetError(f"Target '{self.target.name}' asked for a file it was not offered ({sha[:12]}…).")
             with by_hash[sha].open("rb") as fh:
                 offset, piece = 0, fh.read(PIECE_BYTES)
                 while not self._cancel.is_set():
                     following = fh.read(PIECE_BYTES)
-                    ray.get(agent.put.remote(sha, offset, piece, not following, self.job_id))
+                    put = agent.put.remote(sha, offset, piece, not following, self.job_id)
+                    _checked(answers.read(put, Answer))
                     if not following:
                         break
                     offset, piece = offset + len(piece), following
