@@ -62,7 +62,7 @@ def gate() -> Identity:
     if settings.auth == "oidc" and not _oidc_configured():
         _refuse(
             "This instance is set to sign people in with OpenID Connect (auth = oidc), but `.streamlit/secrets.toml` "
-            "has no `[auth]` section. Its operator must add one (see the README, Signing in), or unset auth."
+            "has no `[auth]` section. Its operator must add one (see docs/hosting.md, Signing in), or unset auth."
         )
     try:
         me = identity()

@@ -1,4 +1,4 @@
-"""An upload at the configured size limit keeps the server's memory within the stated bound (README, Hosting):
+"""An upload at the configured size limit keeps the server's memory within the stated bound (docs/hosting.md):
 the server grows by at most 3.5× the upload (measured: about 3×; the web server and Streamlit each hold a copy while
 the request is parsed), plus 100 MB of slack for the page itself."""
 

@@ -152,7 +152,7 @@ def _open_cluster(address: str, let_through: bool | None) -> str:
     found = "lets in clients without a token" if let_through else "could not be shown to refuse clients without one"
     return (
         f"The Ray cluster at {address} {found}: anyone who reaches its port could run code on its nodes. Start "
-        f"every node with {auth.MODE}=token and the cluster's token (README: Who may use the cluster), or set "
+        f"every node with {auth.MODE}=token and the cluster's token (docs/cluster.md: Who may use the cluster), or set "
         "cluster_insecure (WORKBENCH_CLUSTER_INSECURE=true) to use it all the same."
     )
 
