@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.errors import LimitExceededError, brief
 from core.model.proto import attribute_subgraphs, walk_graphs
 from core.settings import IntakeLimits
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from onnx import GraphProto, ModelProto, NodeProto
 
 __all__ = ["FIXED_LIMITS", "ModelCounts", "check_counts", "count_model"]
 
@@ -62,7 +67,7 @@ class ModelCounts:
         }
 
 
-def _top_level(model: Any) -> Iterator[tuple[str, int]]:
+def _top_level(model: ModelProto) -> Iterator[tuple[str, int]]:
     """Counts read from lengths alone, in an order that never walks a list before its length has been checked:
     a million local functions, or a million nodes in the main graph, are refused before anything is walked."""
     yield "local functions", len(model.functions)
@@ -76,7 +81,7 @@ def _top_level(model: Any) -> Iterator[tuple[str, int]]:
     yield "value infos", len(graph.input) + len(graph.output) + len(graph.value_info)
 
 
-def _count_nodes(nodes: Any, totals: dict[str, int]) -> None:
+def _count_nodes(nodes: Sequence[NodeProto], totals: dict[str, int]) -> None:
     attributes = most = metadata = 0
     for node in nodes:
         count = len(node.attribute)
@@ -88,7 +93,7 @@ def _count_nodes(nodes: Any, totals: dict[str, int]) -> None:
     totals["most_attributes"] = max(totals["most_attributes"], most)
 
 
-def _count_graph(graph: Any, totals: dict[str, int]) -> None:
+def _count_graph(graph: GraphProto, totals: dict[str, int]) -> None:
     totals["nodes"] += len(graph.node)
     totals["initializers"] += len(graph.initializer) + len(graph.sparse_initializer)
     totals["value_infos"] += (
@@ -98,7 +103,7 @@ def _count_graph(graph: Any, totals: dict[str, int]) -> None:
     _count_nodes(graph.node, totals)
 
 
-def count_model(model: Any) -> ModelCounts:
+def count_model(model: ModelProto) -> ModelCounts:
     """The counts of ``model`` (a ModelProto): time linear in its nodes, nothing per tensor or value."""
     totals = dict.fromkeys(
         ("nodes", "initializers", "value_infos", "attributes", "metadata", "subgraphs", "most_attributes"), 0
@@ -144,7 +149,7 @@ def _refuse(name: str, what: str, count: int, limits: IntakeLimits) -> None:
         )
 
 
-def check_counts(model: Any, name: str, limits: IntakeLimits) -> ModelCounts:
+def check_counts(model: ModelProto, name: str, limits: IntakeLimits) -> ModelCounts:
     """The model's counts, or a LimitExceededError naming the first one past its limit. What the top-level
     lengths say is checked first, so that a list past its limit is never walked."""
     for what, count in _top_level(model):
