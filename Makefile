@@ -6,16 +6,16 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
+.PHONY: run test lint constraints chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
 
-$(VENV)/.runtime: requirements.txt
+$(VENV)/.runtime: requirements.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	@touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements-models.txt $(VENV)/.runtime
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VENV)/.runtime
+	$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	@touch $@
 
@@ -69,6 +69,11 @@ lint: $(VENV)/.dev
 test: $(VENV)/.dev chromium sandbox postgres netns lint
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"
 	$(PY) -m pytest -q -m quiet
+
+# Fix every package the venv holds at its version now (after changing a requirement and running the tests)
+constraints: $(VENV)/.dev
+	@{ sed -n '1,4p' constraints.txt; $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
+	@mv constraints.new constraints.txt
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
