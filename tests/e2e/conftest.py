@@ -96,7 +96,11 @@ def serve_app(log_dir: Path, env: dict[str, str], *args: str, script: str = "str
 
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[str]:
-    with serve_app(tmp_path_factory.mktemp("logs"), {"WORKBENCH_DATA_DIR": str(data_dir)}) as url:
+    # No pre-started worker here: each one imports torch (3-4 CPU-seconds on two cores), and one is started
+    # again after every job, which made it a third of these tests' CPU. The hosted server of the sign-in and
+    # team tests (signed_in_app) keeps the default, so the browser drives pre-started workers there.
+    env = {"WORKBENCH_DATA_DIR": str(data_dir), "WORKBENCH_WARM_WORKERS": "0"}
+    with serve_app(tmp_path_factory.mktemp("logs"), env) as url:
         yield url
 
 

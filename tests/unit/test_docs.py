@@ -27,9 +27,7 @@ def test_every_relative_link_leads_somewhere(page: Path) -> None:
             continue  # https:, mailto:
         path, _, anchor = target.partition("#")
         linked = (page.parent / path).resolve() if path else page
-        if not linked.exists():
-            broken.append(target)
-        elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+        if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in _anchors(linked)):
             broken.append(target)
     assert not broken, f"{page.name}: {broken}"
 
