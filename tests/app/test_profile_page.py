@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from core.graph.colourings import latency_colouring
+from core.graph.colourings import LATENCY_BINS, latency_colouring
 from core.jobs import GRAPH, PROFILE
 from tests.app.pages import open_page
 
@@ -40,11 +40,11 @@ def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
         "Download the whole profile (JSON)",
     }
 
-    view = at.session_state[GRAPH.name][1]  # the graph view, coloured by latency: the hot nodes are the
-    colouring = latency_colouring(view, report)  # second Conv and its Relu
-    hot = {n.op for n in view.nodes if colouring.keys.get(n.name) == "≥ 20 % of the call"}
-    assert hot and hot <= {"Conv", "Relu"}, colouring.keys
-    assert colouring.scale and colouring.order[0] == "≥ 20 % of the call"
+    view = at.session_state[GRAPH.name][1]  # the graph view, coloured by latency: a Conv is among the hottest
+    colouring = latency_colouring(view, report)  # (≥ 20 % on most runs; 5-20 % beside the Gemm on some)
+    top = colouring.order[0]  # the legend lists the bins present, hottest first
+    assert colouring.scale and top in [label for _, label in LATENCY_BINS[:2]], colouring.keys
+    assert "Conv" in {n.op for n in view.nodes if colouring.keys.get(n.name) == top}, colouring.keys
 
     at.switch_page("app_pages/decode.py").run()  # the profile offers its colours on Decode's graph too
     assert not at.exception and any("Latency from the profile at ALL" in c.value for c in at.caption)

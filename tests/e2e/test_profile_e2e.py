@@ -40,7 +40,8 @@ def test_tinycnn_profile_in_both_engines(page) -> None:  # type: ignore[no-untyp
     charts = page.locator('[data-testid="stPlotlyChart"]')
     charts.nth(2).wait_for(timeout=30_000)  # op types, layers, treemap
     page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=30_000)  # and the graph, by latency
-    assert page.get_by_text("≥ 20 % of the call").first.is_visible()  # the graph's legend: latency colours
+    legend = page.get_by_text(re.compile("≥ 20 % of the call|5–20 %"))  # the graph's legend: latency colours
+    assert legend.first.is_visible()  # (its hottest bin: TinyCNN's Conv is at or just under 20 % of a call)
     shot(page, "80-profile-tinycnn")
 
 
