@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint constraints chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
+.PHONY: run test lint constraints sample-cards chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
 
 $(VENV)/.runtime: requirements.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,15 +65,25 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Two parts: most tests on two processes at once, then the ones that need a quiet machine (tests/conftest.py)
-test: $(VENV)/.dev chromium sandbox postgres netns lint
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"
+# Two parts: most tests on two processes at once (lint beside them: mypy from cold takes a core for a minute or
+# more, while the tests start), then the ones that need a quiet machine (tests/conftest.py)
+test: $(VENV)/.dev chromium sandbox postgres netns
+	@mkdir -p test-artifacts
+	@$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
+	  $(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"; tests=$$?; \
+	  wait $$lint; linted=$$?; cat test-artifacts/lint.log; \
+	  if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)"; exit 1; fi; \
+	  exit $$tests
 	$(PY) -m pytest -q -m quiet
 
 # Fix every package the venv holds at its version now (after changing a requirement and running the tests)
 constraints: $(VENV)/.dev
 	@{ sed -n '1,4p' constraints.txt; $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu$$/torch==\1/'; } > constraints.new
 	@mv constraints.new constraints.txt
+
+# The samples' model cards (core/model/cards.py), after changing a sample or torch
+sample-cards: $(VENV)/.runtime
+	$(PY) -m core.model.cards
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts

@@ -16,7 +16,7 @@ from core.bench import BenchReport
 from core.errors import WorkbenchError
 from core.identity import ANONYMOUS, Identity
 from core.jobs import SAMPLE, ProcessBackend, run
-from core.model import ModelRecord
+from core.model import ModelRecord, cards
 from core.model.library import LibraryFull, ModelLibrary
 from core.model.zoo import SampleRequest
 from core.settings import Settings, load_settings
@@ -254,8 +254,9 @@ def _from_address() -> bool:
 @st.cache_data(show_spinner=False)
 def _sample_data(name: str) -> ModelRecord:
     """Samples are the same for everyone, so their records are cached across sessions by name (st.cache_data
-    hands each caller its own copy)."""
-    return run(SAMPLE, SampleRequest(name=name), backend())
+    hands each caller its own copy). The committed card needs no worker; without one, a worker computes it."""
+    card = cards.known(name)
+    return card if card is not None else run(SAMPLE, SampleRequest(name=name), backend())
 
 
 _SAMPLE_LOCK = threading.Lock()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import TargetError, WorkbenchError
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
-from core.model import zoo
+from core.model import cards, zoo
 from core.model.intake import IntakeRequest
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
@@ -47,7 +47,8 @@ def describe(model: str) -> ModelRecord:
     if model.startswith("sample:"):
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
-        return run(SAMPLE, SampleRequest(name=name))
+        card = cards.known(name)
+        return card if card is not None else run(SAMPLE, SampleRequest(name=name))
     paths = [Path(p).expanduser().resolve() for p in model.split(",")]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
