@@ -2,7 +2,8 @@
 
 `make test` runs the suite in two parts: first every other test on two processes at once (most of their time is
 spent waiting on a worker, a server or the browser), then these, one at a time, on a quiet machine: they measure
-time or what else the machine does, or look for processes and files that any other test could leave.
+time or what else the machine does, or look for processes and files that any other test could leave. A file
+whose tests all need it is listed here; a test that needs it in a file of others is marked `@pytest.mark.quiet`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import pytest
 
 QUIET = {
     "tests/unit/test_activity.py",  # busy or idle, seen from the machine-wide counters
-    "tests/unit/test_bench.py",  # speedups and intervals
-    "tests/unit/test_jobs.py",  # how long a job waited
     "tests/unit/test_profile.py",  # the kernels' share of a call
     "tests/app/test_profile_page.py",
     "tests/e2e/test_profile_e2e.py",  # which op takes the most

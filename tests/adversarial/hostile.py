@@ -390,12 +390,6 @@ def non_utf8_name(folder: Path) -> list[Path]:
     return [path]
 
 
-def many_nodes_in_two_megabytes(folder: Path, count: int = 80_000) -> list[Path]:
-    """As many nodes as fit in a file under 2 MB: short names, one Relu after another."""
-    nodes = [helper.make_node("Relu", [f"t{i - 1}" if i else "x"], [f"t{i}"]) for i in range(count)]
-    return _save(_model(nodes, [_vi("x", [1])], [_vi(f"t{count - 1}", [1])]), folder, "many.onnx")
-
-
 def long_if_name(folder: Path, name_length: int = 1_000_000, branch_nodes: int = 1_400) -> list[Path]:
     """An If named with a million characters over a 1,400-node branch: about 1 MB on disk, and every node of the
     branch sits at a graph path that starts with the name."""

@@ -13,13 +13,15 @@ APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 
 @pytest.fixture(autouse=True)
 def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Settings are cached per server process; each test is a fresh server with its own environment."""
+    """Settings are cached per server process; each test is a fresh server with its own environment. The data
+    caches stay: a sample's record, the providers' table and a saved run are the same for every server of one
+    process (a saved run is keyed by its history's address, which is each test's own), and keeping them spares
+    every test a worker that imports torch to build the start sample again (about 4 CPU-seconds each)."""
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     # every test is a new backend; a pre-started worker each would be ~250 MB and a CPU-second, mostly unused
     # (tests/unit/test_warm.py and the browser tests, which run the real server, cover them)
     monkeypatch.setenv("WORKBENCH_WARM_WORKERS", "0")
     st.cache_resource.clear()
-    st.cache_data.clear()
 
 
 @pytest.fixture

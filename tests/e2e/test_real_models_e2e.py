@@ -1,7 +1,7 @@
-"""In Chromium: real third-party models from packages (a text detector, a voice-activity model, a text
-recognizer, a scikit-learn classifier, a character-level text model) through every page. Each page must
-answer with something that means something: the plan's real sizes, numbers, no exception and no error box;
-screenshots for a person to look at."""
+"""In Chromium: real third-party models from packages (a text detector and a voice-activity model) through every
+page. Each page must answer with something that means something: the plan's real sizes, numbers, no exception
+and no error box; screenshots for a person to look at. A text recognizer, a scikit-learn classifier and a
+character-level text model take the same pages by AppTest (tests/app/test_real_models_pages.py)."""
 
 from __future__ import annotations
 
@@ -55,9 +55,6 @@ def _quantize(page) -> None:  # type: ignore[no-untyped-def]
                 "batches": ["4"],
             },
         ),
-        ("ocr_rec", {"plan": "x 1×3×", "pages": ["Decode", "Partition"]}),
-        ("iris", {"plan": "float_input 3×2", "pages": ["Decode", "Partition", "Benchmark"]}),
-        ("tashkeel", {"plan": "input_ids 1×128, random integers 0–53", "pages": ["Decode", "Partition", "Benchmark"]}),
     ],
 )
 def test_a_real_model_through_every_page(page, name: str, expect: dict) -> None:  # type: ignore[no-untyped-def, type-arg]

@@ -122,6 +122,7 @@ def _tiny(path: Path, torch: bool = False) -> MeasuredModel:
     return MeasuredModel(path=str(path), inputs=_inputs())
 
 
+@pytest.mark.quiet  # a speedup, a time budget or a queue measured
 def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
     report = run_benchmark(BenchRequest(model=_tiny(tinycnn, torch=True), threads=[1], iterations=60, warmup=5))
     by = {r.label: r for r in report.results}
@@ -161,6 +162,7 @@ def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinyc
     assert speedup_figure(bars, report.baseline).data
 
 
+@pytest.mark.quiet  # a speedup, a time budget or a queue measured
 def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
     report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable"], threads=[1], iterations=100_000,
                                         warmup=0, time_budget_s=0.5))  # fmt: skip
@@ -230,6 +232,7 @@ def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> N
 
 
 # -- the lock --------------------------------------------------------------------------------------------------
+@pytest.mark.quiet  # a speedup, a time budget or a queue measured
 def test_two_benchmarks_never_overlap(tinycnn: Path, tmp_path: Path) -> None:
     settings = dataclasses.replace(load_settings(environ={}), data_dir=str(tmp_path / "data"))
     backend = ProcessBackend(settings)
@@ -274,6 +277,7 @@ def test_runs_survive_a_restart(report: BenchReport, tmp_path: Path) -> None:
 
 
 # -- the command line -----------------------------------------------------------------------------------------
+@pytest.mark.quiet  # a speedup, a time budget or a queue measured
 def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("WORKBENCH_TEAM_DOMAINS", "acme.test=acme")

@@ -98,6 +98,7 @@ def test_segfault_in_native_code_is_a_crash_and_the_caller_survives(backend: Pro
     assert run_spec("test.echo", {"value": 1}, backend) == Echoed(1)
 
 
+@pytest.mark.quiet  # how long a job waited
 def test_job_past_its_wall_clock_limit_is_stopped(backend: ProcessBackend) -> None:
     started = time.monotonic()
     with pytest.raises(JobTimedOut, match="limit of 1 s"):
@@ -161,6 +162,7 @@ def test_the_apps_table_holds_no_test_jobs() -> None:
     assert "test.echo" in TEST_JOBS.names()
 
 
+@pytest.mark.quiet  # how long a job waited
 def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_path: Path) -> None:
     logs = str(tmp_path / "logs")
     log = tmp_path / "logs" / "spans.txt"
@@ -182,6 +184,7 @@ def test_exclusive_jobs_queue_and_never_overlap(backend: ProcessBackend, tmp_pat
     assert positions & {1, 2}, "a waiting job should see how many are ahead of it"
 
 
+@pytest.mark.quiet  # how long a job waited
 def test_cancelling_a_queued_job_lets_the_next_one_run(backend: ProcessBackend, tmp_path: Path) -> None:
     logs = str(tmp_path / "logs")
     log = tmp_path / "logs" / "spans.txt"
@@ -203,6 +206,7 @@ def test_worker_runs_in_its_own_process(backend: ProcessBackend) -> None:
     assert worker_pid != os.getpid() and os.getpid() not in visible
 
 
+@pytest.mark.quiet  # how long a job waited
 def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) -> None:
     logs = str(tmp_path / "logs")
     backend = _backend(tmp_path, max_workers=1)
@@ -222,6 +226,7 @@ def test_worker_processes_are_capped_and_the_rest_wait_in_order(tmp_path: Path) 
     assert backend.slots.running == 0 and backend.slots.waiting == []
 
 
+@pytest.mark.quiet  # how long a job waited
 def test_exclusive_jobs_do_not_take_worker_slots(tmp_path: Path) -> None:
     """A queue of benchmarks waits for the machine without starving everyone's quick jobs."""
     logs = str(tmp_path / "logs")
