@@ -15,16 +15,19 @@ __all__ = [
     "JobTimedOut",
     "LimitExceededError",
     "NoMatchingArchitectureError",
+    "OldOpsetError",
     "PartitionError",
     "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
+    "RuntimeRefusedError",
     "StoreError",
     "TargetError",
     "TargetLost",
     "UnknownSampleError",
     "UnsafeModelError",
     "UnsupportedFormatError",
+    "UpgradeError",
     "WorkbenchError",
     "brief",
     "error_class",
@@ -70,6 +73,19 @@ class ExportError(WorkbenchError):
 
 class PartitionError(WorkbenchError):
     """ONNX Runtime could not place or optimize the model, or the request names no known provider."""
+
+
+class RuntimeRefusedError(WorkbenchError):
+    """ONNX Runtime refuses to open the model for a reason the message names in the user's terms (an op it has no
+    kernel for, a locale the machine lacks), not for a setting of this app."""
+
+
+class OldOpsetError(RuntimeRefusedError):
+    """The model uses operator versions older than any ONNX Runtime runs; onnx's version converter can upgrade it."""
+
+
+class UpgradeError(WorkbenchError):
+    """onnx's version converter could not upgrade the model as asked."""
 
 
 class BenchmarkError(WorkbenchError):
@@ -140,6 +156,9 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         UnknownSampleError,
         ExportError,
         PartitionError,
+        RuntimeRefusedError,
+        OldOpsetError,
+        UpgradeError,
         BenchmarkError,
         PlanTooLargeError,
         QuantizeError,

@@ -158,6 +158,68 @@ def function_model() -> onnx.ModelProto:
     return _model(graph, functions=[fn], opset_imports=[*OPSET, helper.make_opsetid("custom.fn", 1)])
 
 
+def old_opset_model(axis: int | None = None) -> onnx.ModelProto:
+    """A 2018 export: opset 6, IR 3 (weights listed as graph inputs too), an Add with the legacy ``broadcast``
+    attribute and a PRelu with one slope per channel. ONNX Runtime runs neither Add-6 nor PRelu-6. With ``axis``
+    (Caffe2's way), the Add's bias of [3] goes along that axis of the [1, 3, 4, 4] input, else along the last."""
+    rng = np.random.default_rng(6)
+    bias = numpy_helper.from_array(rng.standard_normal(3 if axis is not None else 4).astype(np.float32), "bias")
+    slope = numpy_helper.from_array(np.array([0.1, 0.2, 0.3], np.float32), "slope")
+    broadcast = {"broadcast": 1} | ({"axis": axis} if axis is not None else {})
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["x", "bias"], ["shifted"], **broadcast),
+            helper.make_node("PRelu", ["shifted", "slope"], ["y"]),
+        ],
+        "torch-jit-export",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4]),
+            helper.make_tensor_value_info("bias", TensorProto.FLOAT, list(bias.dims)),
+            helper.make_tensor_value_info("slope", TensorProto.FLOAT, [3]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])],
+        initializer=[bias, slope],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 6)], producer_name="pytorch")
+    model.ir_version = 3
+    return model
+
+
+def training_model() -> onnx.ModelProto:
+    """onnx's own gradient test: an Add and the Gradient of its output, a training op of ai.onnx.preview.training."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Add", ["a", "b"], ["c"], name="my_add"),
+            helper.make_node(
+                "Gradient",
+                ["a", "b"],
+                ["dc_da", "dc_db"],
+                name="my_gradient",
+                domain="ai.onnx.preview.training",
+                xs=["a", "b"],
+                y="c",
+            ),
+        ],
+        "gradient_of_add",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in ("a", "b")],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in ("c", "dc_da", "dc_db")],
+    )
+    return _model(
+        graph, opset_imports=[helper.make_opsetid("", 12), helper.make_opsetid("ai.onnx.preview.training", 1)]
+    )
+
+
+def string_normalizer_model(locale: str) -> onnx.ModelProto:
+    """Lower-cases strings in ``locale`` (a locale no machine has makes ONNX Runtime refuse the session)."""
+    graph = helper.make_graph(
+        [helper.make_node("StringNormalizer", ["x"], ["y"], name="lower", case_change_action="LOWER", locale=locale)],
+        "strnorm",
+        [helper.make_tensor_value_info("x", TensorProto.STRING, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.STRING, [3])],
+    )
+    return _model(graph)
+
+
 def save_with_external_data(model: onnx.ModelProto, folder: Path, name: str = "model.onnx") -> Path:
     """Write ``model`` with every initializer in one external file beside it."""
     folder.mkdir(parents=True, exist_ok=True)

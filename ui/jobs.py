@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.errors import JobError, JobFailed, WorkbenchError
+from core.errors import JobError, JobFailed, OldOpsetError, WorkbenchError
 from core.jobs.cluster.client import LOCAL
 from core.jobs.process import submit
 from core.jobs.registry import Job, Request, Result, signature_of
@@ -59,7 +59,7 @@ def _session_jobs() -> SessionJobs:
 
 def show_error(exc: WorkbenchError) -> None:
     """A user's error, escaped (model text can hold Markdown and HTML); in local mode an unexpected failure
-    also shows its traceback, as code."""
+    also shows its traceback, as code; a model too old for ONNX Runtime gets the offer to upgrade it."""
     message = str(exc).strip()
     first, _, rest = message.partition("\n")  # a message that carries a traceback or a log: its first line,
     st.error(md_escape(first, 2000))  # escaped, and the rest as code (never as Markdown, which would eat it)
@@ -67,6 +67,10 @@ def show_error(exc: WorkbenchError) -> None:
     if details and not session.settings().hosted:
         with st.expander("Technical details"):
             st.code(details[-20_000:], language=None)
+    if isinstance(exc, OldOpsetError):  # the way out, one click away
+        from ui.upgrade_view import offer_upgrade
+
+        offer_upgrade()
 
 
 def stop_with_error(exc: WorkbenchError) -> NoReturn:

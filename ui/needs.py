@@ -12,6 +12,7 @@ from ui import pages, session
 from ui.export_view import run_export
 from ui.jobs import stop_with_error
 from ui.text import md_escape
+from ui.upgrade_view import upgrade_section
 
 __all__ = ["next_steps", "require_onnx", "require_pytorch"]
 
@@ -56,6 +57,7 @@ def require_onnx(step: str) -> ModelRecord:
     what = pages.page(step).doing
     record = session.current_model()
     if record is not None and record.format == "onnx":
+        upgrade_section(record)  # an upgrade asked for on the last run, or the note that this is one
         return record
     if record is None:
         st.info(f"{what} needs an ONNX model, and there is none yet.")

@@ -23,12 +23,14 @@ from core.cli import (
     samples,
     serve,
     targets,
+    upgrade,
 )
 from core.errors import WorkbenchError
 
 __all__ = ["main", "parser"]
 
-COMMANDS = (samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets)
+COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
+COMMANDS += [upgrade]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.model.torchload import example_tensors
-from core.runtime.ort import NUMPY_TYPES, ort_message
+from core.runtime.ort import NUMPY_TYPES, explain_session_error, ort_message
 from core.runtime.outputs import ATOL, RTOL, compare_outputs
 
 if TYPE_CHECKING:
@@ -62,8 +62,9 @@ def load_session(path: Path) -> tuple[Check, Any]:
 
     try:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    except Exception as exc:
-        return Check("loads in ONNX Runtime", False, ort_message(exc)[:400]), None
+    except Exception as exc:  # in words where the refusal is a known one (core.runtime.refusals)
+        words = str(explain_session_error(exc, "load the model", str(path)))
+        return Check("loads in ONNX Runtime", False, words[:1200]), None
     return Check("loads in ONNX Runtime", True, f"ONNX Runtime {ort.__version__}, CPUExecutionProvider"), session
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         PROFILE,
         QUANTIZE,
         SAMPLE,
+        UPGRADE,
         Job,
         JobRegistry,
     )
@@ -47,6 +48,7 @@ __all__ = [
     "PROFILE",
     "QUANTIZE",
     "SAMPLE",
+    "UPGRADE",
     "Backend",
     "Job",
     "JobHandle",

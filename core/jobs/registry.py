@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from core.quantize.calibration import CalibrationRequest
     from core.quantize.records import QuantizeReport, QuantizeRequest
     from core.runtime.hardware import Hardware, HardwareRequest
+    from core.upgrade.records import UpgradeReport, UpgradeRequest
 
 __all__ = [
     "BENCH",
@@ -57,6 +58,7 @@ __all__ = [
     "PROFILE",
     "QUANTIZE",
     "SAMPLE",
+    "UPGRADE",
     "Job",
     "JobRegistry",
     "JobSignature",
@@ -190,6 +192,9 @@ QUANTIZE: Job[QuantizeRequest, QuantizeReport] = Job(
     targeted=True,
     folder="quantized",
 )
+UPGRADE: Job[UpgradeRequest, UpgradeReport] = Job(  # onnx's version converter: native code, run in the sandbox
+    name="upgrade.run", target="core.upgrade.converter:upgrade_model", folder="upgraded"
+)
 CALIBRATION: Job[CalibrationRequest, int] = Job(
     name="quantize.check_calibration", target="core.quantize.calibration:check_calibration"
 )
@@ -200,5 +205,5 @@ HARDWARE: Job[HardwareRequest, Hardware] = Job(  # what a cluster target is made
 )
 
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE]
 JOBS = JobRegistry(HANDLES)

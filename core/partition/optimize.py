@@ -194,7 +194,7 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
             with capture_ort_log(log):
                 ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
         except Exception as exc:
-            raise explain_session_error(exc, f"optimize this model at {name}") from exc
+            raise explain_session_error(exc, f"optimize this model at {name}", path) from exc
         optimized = onnx.load_model(str(target), load_external_data=False)
         warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
         report.levels.append(

@@ -32,6 +32,7 @@ from core.runtime.harness import Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import session_options
 from core.runtime.placement import nodes_per_provider
+from core.runtime.refusals import old_opset_refusal
 from core.runtime.stats import speedup_interval
 
 __all__ = ["quantize_model"]
@@ -70,6 +71,9 @@ def _open_model(source: Path, specs: list[BenchInput]) -> bool:
 
     model = onnx.load_model(str(source), load_external_data=False)
     refuse_unquantizable(model)
+    too_old = old_opset_refusal(model)  # before any variant is made of a model ONNX Runtime cannot run
+    if too_old is not None:
+        raise too_old
     initializers = {t.name for t in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
     if sorted(graph_inputs) != sorted(s.name for s in specs):
@@ -154,6 +158,8 @@ def _latency(
         try:
             session, load_ms = timed_session(variant.path, "all", "CPUExecutionProvider", threads)
         except Exception as exc:
+            if variant is made[0]:  # the original itself: nothing to compare with (its refusal says why)
+                raise
             variant.error = f"ONNX Runtime cannot load this variant: {str(exc)[:600]}"
             continue
         sessions[variant.key] = session

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import BenchmarkError
+from core.errors import BenchmarkError, RuntimeRefusedError
 from core.runtime.ort import explain_session_error, ort_message, session_options
 from core.runtime.stats import summarize
 
@@ -99,7 +99,8 @@ def timed_session(
     try:
         session = ort.InferenceSession(path, options, providers=providers)
     except Exception as exc:
-        raise BenchmarkError(str(explain_session_error(exc, "create a session for this model"))) from exc
+        error = explain_session_error(exc, "create a session for this model", path)
+        raise (error if isinstance(error, RuntimeRefusedError) else BenchmarkError(str(error))) from exc
     return session, (time.perf_counter_ns() - start) / 1e6
 
 

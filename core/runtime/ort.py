@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     import onnxruntime
 
-from core.errors import PartitionError
+from core.errors import PartitionError, WorkbenchError
 
 __all__ = [
     "LEVELS",
@@ -210,6 +210,17 @@ def ort_message(exc: BaseException | str) -> str:
     return text.strip()[:1500]
 
 
-def explain_session_error(exc: Exception, what: str) -> PartitionError:
-    """ORT's refusal in one readable sentence."""
+def explain_session_error(exc: Exception, what: str, path: str = "") -> WorkbenchError:
+    """ORT's refusal in one readable sentence; with the model's ``path``, in the user's terms where the refusal is
+    one core.runtime.refusals knows (an old opset, a training op, a missing locale)."""
+    if path:
+        import onnx
+
+        from core.runtime.refusals import explain_refusal
+
+        try:
+            model = onnx.load_model(path, load_external_data=False)
+        except Exception:  # what ORT could not read, onnx may not either: ORT's words then
+            model = None
+        return explain_refusal(exc, model, what)
     return PartitionError(f"ONNX Runtime could not {what}: {ort_message(exc)}")

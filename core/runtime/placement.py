@@ -103,7 +103,7 @@ def _session(path: str, providers: list[str], level: str, log: list[tuple[int, s
             session = ort.InferenceSession(path, options, providers=providers)
         return session, session.get_provider_graph_assignment_info()
     except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NotImplemented types
-        raise explain_session_error(exc, "create a session for this model") from exc
+        raise explain_session_error(exc, "create a session for this model", path) from exc
 
 
 def _unplaced_note(proto: onnx.NodeProto, inlined: bool) -> str:

@@ -23,6 +23,7 @@ COMMANDS = {
     "bench": ["--no-save"],
     "profile": [],
     "quantize": ["--mode", "dynamic", "-o", "{out}/q.onnx"],
+    "upgrade": ["-o", "{out}/u.onnx"],
 }
 
 

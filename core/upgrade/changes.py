@@ -1,0 +1,106 @@
+"""What the version converter changed, in a learner's words: nodes replaced by another op, nodes added or removed,
+and nodes kept with a newer version of their op (with the attributes and inputs that changed, and why).
+
+onnx's converter keeps the name of every value it does not remove, so each node of the original is found in the
+new version by the value it computes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from core.model.proto import walk_graphs
+from core.upgrade.records import OpChange
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["describe_changes"]
+
+# attributes the standard dropped on the way, and why
+_WHY_DROPPED = {
+    "broadcast": "broadcasting became implicit, numpy-style, in opset 7",
+    "axis": "broadcasting became implicit, numpy-style, in opset 7",
+    "is_test": "dropped in opset 7: an ONNX graph runs for inference",
+    "consumed_inputs": "dropped in opset 6 (it marked inputs updated in place)",
+    "spatial": "dropped in opset 9: BatchNormalization is always per channel",
+    "pads": "now an input (Pad-11)",
+    "value": "now an input (Pad-11)",
+}
+
+
+def _since(op: str, opset: int, domain: str) -> int | None:
+    import onnx
+
+    try:
+        return int(onnx.defs.get_schema(op, opset, domain).since_version)
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return [node for visit in walk_graphs(model) for node in visit.graph.node]
+
+
+def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple[int, int]) -> str:
+    """How a node kept under the same op changed ("" when it did not): its version, attributes and inputs."""
+    domain = "" if before.domain == "ai.onnx" else before.domain
+    old = _since(before.op_type, opsets[0], domain) if domain == "" else None
+    new = _since(after.op_type, opsets[1], domain) if domain == "" else None
+    dropped = sorted({a.name for a in before.attribute} - {a.name for a in after.attribute})
+    gained = sorted({a.name for a in after.attribute} - {a.name for a in before.attribute})
+    parts = []
+    if old is not None and new is not None and old != new:
+        parts.append(f"version {old} → {new}")
+    if dropped:
+        reasons = sorted({_WHY_DROPPED[name] for name in dropped if name in _WHY_DROPPED})
+        parts.append(
+            f"attribute{'s' * (len(dropped) > 1)} {', '.join(dropped)} dropped"
+            + (f" ({'; '.join(reasons)})" if reasons else "")
+        )
+    if gained:
+        parts.append(f"attribute{'s' * (len(gained) > 1)} {', '.join(gained)} added")
+    inputs = len(after.input) - len(before.input)
+    if inputs:
+        parts.append(f"{abs(inputs)} input{'s' * (abs(inputs) > 1)} {'added' if inputs > 0 else 'removed'}")
+    return "; ".join(parts)
+
+
+def describe_changes(
+    original: onnx.ModelProto, converted: onnx.ModelProto, opsets: tuple[int, int]
+) -> tuple[list[OpChange], int]:
+    """The changes from ``original`` (at ``opsets[0]``) to ``converted`` (at ``opsets[1]``), grouped by op and
+    kind, and how many nodes stayed as they were."""
+    made: dict[str, onnx.NodeProto] = {}
+    for node in _nodes(converted):
+        for output in node.output:
+            if output:
+                made.setdefault(output, node)
+    matched: set[int] = set()
+    grouped: Counter[tuple[str, str, str]] = Counter()
+    unchanged = 0
+    for node in _nodes(original):
+        twin = next((made[o] for o in node.output if o in made), None)
+        if twin is None:
+            grouped[("removed", node.op_type, "removed: the new version computes its result another way")] += 1
+            continue
+        matched.add(id(twin))
+        if twin.op_type != node.op_type:
+            op = f"{node.op_type} → {twin.op_type}"
+            grouped[("replaced", op, f"{node.op_type} replaced by {twin.op_type}")] += 1
+            continue
+        change = _version_change(node, twin, opsets)
+        if change:
+            grouped[("version", node.op_type, change)] += 1
+        else:
+            unchanged += 1
+    for node in _nodes(converted):
+        if id(node) not in matched:
+            grouped[("added", node.op_type, "added by the converter")] += 1
+    order = {"replaced": 0, "version": 1, "added": 2, "removed": 3}
+    changes = [
+        OpChange(kind=kind, op=op, nodes=count, text=text)
+        for (kind, op, text), count in sorted(grouped.items(), key=lambda item: (order[item[0][0]], item[0][1]))
+    ]
+    return changes, unchanged

@@ -1,0 +1,163 @@
+"""The new version against the original, on the input plan: ONNX Runtime runs the new version; the original runs in
+ONNX Runtime where it still opens, else in onnx's reference evaluator (pure numpy, every opset, slow: within a time
+budget), else nowhere, and the report says so."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.runtime.ort import NUMPY_TYPES, ort_message
+from core.runtime.outputs import ATOL, RTOL, OutputDiff, compare_outputs
+from core.upgrade.records import UpgradeCheck
+from core.upgrade.repairs import reference_misreads
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["REFERENCE_MAX_BYTES", "Comparison", "compare_versions"]
+
+REFERENCE_MAX_BYTES = 512 << 20  # past this, onnx's reference evaluator is not tried on the original
+
+
+class _OutOfTime(Exception):
+    """The reference evaluator ran past its budget."""
+
+
+def _typed(session: Any, feed: dict[str, Any]) -> dict[str, Any]:
+    """The feed cast to what the session's inputs take."""
+    return {
+        i.name: feed[i.name].astype(NUMPY_TYPES[i.type]) if i.type in NUMPY_TYPES else feed[i.name]
+        for i in session.get_inputs()
+        if i.name in feed
+    }
+
+
+def _in_ort(path: str, feed: dict[str, Any]) -> list[Any]:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # an old model's warnings are the point, not news
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return list(session.run(None, _typed(session, feed)))
+
+
+def _in_reference(model: onnx.ModelProto, folder: Path, feed: dict[str, Any], budget_s: float) -> list[Any]:
+    """The original's outputs from onnx's reference evaluator, stopped between two nodes once past ``budget_s``."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    class Timed(ReferenceEvaluator):  # type: ignore[misc]
+        deadline = float("inf")
+
+        def _log(self, level: int, pattern: str, *args: Any) -> None:  # called before every node runs
+            if time.monotonic() > self.deadline:
+                raise _OutOfTime
+            super()._log(level, pattern, *args)
+
+    full = onnx.ModelProto()
+    full.CopyFrom(model)
+    onnx.load_external_data_for_model(full, str(folder))  # its locations were checked before
+    evaluator = Timed(full)
+    evaluator.deadline = time.monotonic() + budget_s
+    initializers = {t.name for t in full.graph.initializer}
+    names = [i.name for i in full.graph.input if i.name not in initializers]
+    return list(evaluator.run(None, {n: feed[n] for n in names if n in feed}))
+
+
+@dataclass(kw_only=True)
+class Comparison:
+    """What ran the original ("" when nothing could), the checks the comparison adds, the differences, notes."""
+
+    compared_with: str = ""
+    checks: list[UpgradeCheck] = field(default_factory=list)
+    diffs: list[OutputDiff] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _original_outputs(
+    original: onnx.ModelProto, path: Path, size_bytes: int, feed: dict[str, Any], budget_s: float, result: Comparison
+) -> list[Any] | None:
+    try:
+        outputs = _in_ort(str(path), feed)
+        result.compared_with = "the original in ONNX Runtime"
+        return outputs
+    except Exception as exc:
+        refused = ort_message(exc)
+    if size_bytes > REFERENCE_MAX_BYTES:
+        result.notes.append(
+            f"The original runs nowhere here: ONNX Runtime refuses it ({refused[:200]}), and it is too large "
+            f"({size_bytes / 2**20:,.0f} MB) for onnx's reference evaluator, which holds numpy copies of every weight "
+            "and activation. So the new version was checked by onnx's checker and shape inference only, not against "
+            "the original's outputs."
+        )
+        return None
+    misread = reference_misreads(original)
+    if misread:
+        result.notes.append(
+            f"The original runs nowhere here: ONNX Runtime refuses it ({refused[:200]}), and onnx's reference "
+            f"evaluator would run its {', '.join(misread)} by today's broadcasting rules, not the original's. So the "
+            "new version was checked by onnx's checker and shape inference only, not against the original's outputs."
+        )
+        return None
+    started = time.monotonic()
+    try:
+        outputs = _in_reference(original, path.parent, feed, budget_s)
+    except _OutOfTime:
+        why = f"did not finish within its budget of {budget_s:g} s (it is pure numpy: slow on large models)"
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        why = f"could not run it either ({type(exc).__name__}: {first})"
+    else:
+        result.compared_with = "the original in onnx's reference evaluator (ONNX Runtime cannot run it)"
+        result.notes.append(
+            f"ONNX Runtime cannot run the original, so onnx's reference evaluator (numpy, every opset) ran it, "
+            f"in {time.monotonic() - started:.1f} s."
+        )
+        return outputs
+    result.notes.append(
+        "The original runs nowhere here: ONNX Runtime refuses it "
+        f"({refused[:200]}) and onnx's reference evaluator {why}. So the new version was checked by onnx's checker "
+        "and shape inference only, not against the original's outputs."
+    )
+    return None
+
+
+def compare_versions(
+    original: onnx.ModelProto,
+    original_path: Path,
+    size_bytes: int,
+    new_path: Path,
+    feed: dict[str, Any],
+    budget_s: float,
+) -> Comparison:
+    """The new version run in ONNX Runtime on ``feed``, and compared with the original (``size_bytes`` with its
+    external data) where it runs."""
+    import onnx
+
+    from core.runtime.refusals import explain_refusal
+
+    result = Comparison()
+    converted = onnx.load_model(str(new_path), load_external_data=False)
+    try:
+        produced = _in_ort(str(new_path), feed)
+    except Exception as exc:
+        words = str(explain_refusal(exc, converted, "run the new version"))
+        result.checks.append(UpgradeCheck("runs in ONNX Runtime", False, words[:800]))
+        return result
+    result.checks.append(UpgradeCheck("runs in ONNX Runtime", True, "the new version opens and runs on the plan"))
+    expected = _original_outputs(original, original_path, size_bytes, feed, budget_s, result)
+    if expected is None:
+        return result
+    result.diffs = compare_outputs(expected, produced, [o.name for o in converted.graph.output])
+    worst = max((d.max_abs for d in result.diffs), default=0.0)
+    ok = all(d.ok for d in result.diffs) and len(expected) == len(produced)
+    beyond = "" if ok else f": beyond {ATOL:g} + {RTOL:g}·|value|"
+    result.checks.append(
+        UpgradeCheck(
+            f"matches {result.compared_with}", ok, f"{len(result.diffs)} output(s), max abs diff {worst:.2e}{beyond}"
+        )
+    )
+    return result
