@@ -24,6 +24,7 @@ __all__ = [
     "TargetLost",
     "UnknownSampleError",
     "UnsafeModelError",
+    "UnsetDimError",
     "UnsupportedFormatError",
     "WorkbenchError",
     "brief",
@@ -78,6 +79,10 @@ class BenchmarkError(WorkbenchError):
 
 class PlanTooLargeError(BenchmarkError):
     """An input plan whose arrays cannot fit in a worker's memory, or whose dims no array can have."""
+
+
+class UnsetDimError(BenchmarkError):
+    """An input plan with an open dim that nothing in the model sizes: it runs only once the user gives it one."""
 
 
 class QuantizeError(WorkbenchError):
@@ -142,6 +147,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         PartitionError,
         BenchmarkError,
         PlanTooLargeError,
+        UnsetDimError,
         QuantizeError,
         StoreError,
     )
