@@ -23,6 +23,7 @@ from core.model.inputs import (
     VALUE_KINDS,
     BenchInput,
     Exported,
+    FreeDim,
     check_plan_memory,
     describe_values,
     dim_label,
@@ -111,7 +112,7 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
                 "input": s.name,
                 "axis": d.axis,
                 "the model calls it": d.symbol,
-                "value": d.value if d.source != NO_HINT else "?",
+                "value": str(d.value) if d.source != NO_HINT else "?",
                 "why": d.why,
                 "from": d.source,
             }
@@ -227,7 +228,17 @@ _MEMORY_SETTING = " (setting WORKBENCH_WORKER_MEMORY_MB)"
 
 def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[BenchInput]:
     """Ask for the sizes of the open dims nothing in the model explains; the plan with those given so far
-    (nothing runs while one is missing: see plan_ready)."""
+    (nothing runs while one is missing: see plan_ready). A size typed in takes its place in the plan at once."""
+
+    def widget(spec: BenchInput, dim: FreeDim) -> str:
+        return f"{key}_{record.id[:12]}_size_{spec.name}_{dim.axis}"
+
+    missing = unset_dims(plan)
+    for spec, dim in missing:
+        if (given := st.session_state.get(widget(spec, dim))) is not None:
+            set_open_dim(plan, spec.name, dim.axis, int(given))
+    if len(missing) != len(unset_dims(plan)):
+        st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
     missing = unset_dims(plan)
     if not missing:
         return plan
@@ -239,17 +250,14 @@ def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[B
     )
     columns = st.columns(min(len(missing), 4))
     for index, (spec, dim) in enumerate(missing):
-        size = columns[index % len(columns)].number_input(
+        columns[index % len(columns)].number_input(
             md_escape(f"Size of {dim_label(spec, dim)}", 200),
             min_value=1,
             value=None,
             step=1,
             placeholder="give a size",
-            key=f"{key}_{record.id[:12]}_size_{spec.name}_{dim.axis}",
+            key=widget(spec, dim),
         )
-        if size is not None:
-            set_open_dim(plan, spec.name, dim.axis, int(size))
-    st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
     return plan
 
 
