@@ -64,7 +64,8 @@ def _about(meta: ModelMetadata) -> list[str]:
             made.append(f"stride {meta.stride}")
         if meta.batch:
             made.append(f"exported at batch {meta.batch}")
-        lines.append(f"Written by {md_escape(meta.exporter, 80)}" + (": " + ", ".join(made) if made else "") + ".")
+        by = "Looks like" if meta.exporter.startswith(("a ", "an ")) else "Written by"  # a guess from its entries
+        lines.append(f"{by} {md_escape(meta.exporter, 80)}" + (": " + ", ".join(made) if made else "") + ".")
     if meta.class_count:
         first = ", ".join(md_escape(repr(c)[1:-1] or " ", 40) for c in meta.classes[:_SHOWN_CLASSES])
         more = f", … ({meta.class_count - _SHOWN_CLASSES:,} more)" if meta.class_count > _SHOWN_CLASSES else ""
@@ -88,7 +89,7 @@ def _metadata_section(record: ModelRecord) -> None:
     st.markdown("**What the exporter wrote into the model**")
     lines = _about(meta)
     if meta.producer:
-        lines.insert(0, f"Produced by {md_escape(meta.producer, 120)} ({md_escape(record.producer, 60)}).")
+        lines.insert(0, f"Produced by {md_escape(meta.producer, 120)}.")
     st.markdown("\n".join(f"- {line}" for line in lines))
     if meta.entries:
         values = [

@@ -202,7 +202,7 @@ def test_an_ultralytics_export_shows_what_its_metadata_says_escaped(app: AppTest
     said = [m.value for m in app.markdown]
     assert any("<img" in m and "\\<img" in m for m in said) and not any("](http" in m for m in said)
     lines = texts(app).replace("\\", "").replace("\u200b", "")  # as read: escapes and the link breaker out
-    assert "Produced by PyTorch's exporter (torch.onnx) (pytorch 2.3.1)" in lines
+    assert "Produced by PyTorch's exporter (torch.onnx)." in lines
     assert "Written by Ultralytics 8.3.27: a detect model, made for 320×320 images (`imgsz`), stride 32" in lines
     assert "33 class names (`names`): person, [click](http://evil.example), <img" in lines and "(21 more)" in lines
     entries = next(t.value for t in app.table if "key" in t.value.columns)
