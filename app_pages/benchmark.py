@@ -14,7 +14,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, pages, session, targets
 from ui.bench_view import environment_section, results_section
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_fits, plan_section
+from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.text import md_escape
 
 st.title("Benchmark")
@@ -69,7 +69,7 @@ with st.form("bench_form"):
     warmup = left.number_input("Warm-up calls", 0, 10_000, 20, key="bench_warmup")
     budget = mid.number_input("Time budget for measuring (s)", 5, 3600, 60, key="bench_budget")
     seed = right.number_input("Seed of the inputs", 0, 2**31 - 1, 0, key="bench_seed")
-    submitted = st.form_submit_button("Run the benchmark", type="primary")
+    submitted = st.form_submit_button("Run the benchmark", type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
     "With the defaults, TinyCNN takes about 15 seconds. Benchmarks run one at a time on this machine; if another "

@@ -151,6 +151,7 @@ if (st.session_state.pop("export_again", False) or clicked) and not problems:
         },
         input_values={rename[k]: v for k, v in values.items()},
         dynamic_axes={rename[k]: v for k, v in dynamic.items()},
+        input_kinds={rename[k]: v for k, v in defaults.input_kinds.items() if k in rename},
         output_names=[n.strip() for n in outputs.split(",") if n.strip()],
         exporter=exporter or "dynamo",
         opset=int(opset),

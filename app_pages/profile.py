@@ -13,7 +13,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, session
 from ui.graph_panel import graph_of
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_fits, plan_section
+from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.profile_view import profile_section
 
 st.title("Profile")
@@ -68,7 +68,7 @@ with st.form("profile_form"):
     )
     iterations = mid.number_input("Profiled calls per engine", 5, 10_000, 100, step=25, key="profile_iters")
     warmup = right.number_input("Warm-up calls", 0, 1000, 10, key="profile_warmup")
-    submitted = st.form_submit_button("Profile", type="primary")
+    submitted = st.form_submit_button("Profile", type="primary", disabled=not plan_ready(inputs))
 
 if submitted or st.session_state.pop("profile_again", False):
     plan_fits(inputs, int(batch) if batch_dynamic else 1)

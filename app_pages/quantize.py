@@ -16,7 +16,7 @@ from core.workspace import safe_filename
 from ui import jobs, session
 from ui.jobs import stop_with_error
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_section
+from ui.plan_view import measured_model, plan_ready, plan_section
 from ui.quantize_view import results_section
 from ui.text import md_escape
 
@@ -70,7 +70,7 @@ with st.form("quantize_form"):
     left, right = st.columns(2)
     iterations = left.number_input("Measured calls per model", 10, 100_000, 100, step=50, key="quantize_iters")
     threads = right.number_input("Intra-op threads", 1, cores, default_threads(), key="quantize_threads")
-    submitted = st.form_submit_button("Quantize and compare", type="primary")
+    submitted = st.form_submit_button("Quantize and compare", type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
     "Generated calibration and held-out samples follow the input plan above (its shapes at batch 1 and its "

@@ -26,6 +26,7 @@ __all__ = [
     "TargetLost",
     "UnknownSampleError",
     "UnsafeModelError",
+    "UnsetDimError",
     "UnsupportedFormatError",
     "UpgradeError",
     "WorkbenchError",
@@ -96,6 +97,10 @@ class PlanTooLargeError(BenchmarkError):
     """An input plan whose arrays cannot fit in a worker's memory, or whose dims no array can have."""
 
 
+class UnsetDimError(BenchmarkError):
+    """An input plan with an open dim that nothing in the model sizes: it runs only once the user gives it one."""
+
+
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
 
@@ -161,6 +166,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         UpgradeError,
         BenchmarkError,
         PlanTooLargeError,
+        UnsetDimError,
         QuantizeError,
         StoreError,
     )

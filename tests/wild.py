@@ -6,7 +6,19 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["detector_model", "ir3_model", "minus_one_classifier", "range_model", "token_model", "vad_model"]
+__all__ = [
+    "detector_model",
+    "ir3_model",
+    "minus_one_classifier",
+    "ocr_recogniser",
+    "range_model",
+    "token_model",
+    "unhinted_model",
+    "vad_model",
+    "yolo_model",
+]
+
+COCO_NAMES = ["person", "bicycle", "car", "motorcycle", "airplane", "bus", "train", "truck"]
 
 
 def _weights(shape: tuple[int, ...], seed: int, name: str) -> onnx.TensorProto:
@@ -170,3 +182,81 @@ def range_model(scale: float) -> onnx.ModelProto:
         ],
     )
     return _model(graph)
+
+
+def _metadata(model: onnx.ModelProto, entries: dict[str, str]) -> onnx.ModelProto:
+    for key, value in entries.items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+    return model
+
+
+def yolo_model(names: list[str] | None = None) -> onnx.ModelProto:
+    """A YOLOv8-style detector as Ultralytics exports it with dynamic=True: ``images`` [batch, 3, height, width],
+    one output [batch, 4 + classes, anchors], and the size it was trained at only in its metadata (``imgsz``,
+    written with str() as Ultralytics does), with stride, task, batch and class names."""
+    names = names if names is not None else COCO_NAMES
+    nodes = [
+        helper.make_node("Conv", ["images", "w"], ["c"], strides=[8, 8], name="/model.0/conv/Conv"),
+        helper.make_node("Sigmoid", ["c"], ["s"], name="/model.22/Sigmoid"),
+        helper.make_node("Reshape", ["s", "flat"], ["output0"], name="/model.22/Reshape"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])],
+        [helper.make_tensor_value_info("output0", TensorProto.FLOAT, ["batch", 4 + len(names), "anchors"])],
+        [
+            _weights((4 + len(names), 3, 8, 8), 7, "w"),
+            numpy_helper.from_array(np.array([0, 4 + len(names), -1]), "flat"),
+        ],
+    )
+    model = _model(graph, opset=17, producer="pytorch")
+    model.producer_version = "2.3.1"
+    return _metadata(model, {
+        "description": "Ultralytics YOLOv8n model trained on coco.yaml",
+        "author": "Ultralytics",
+        "date": "2024-11-02T10:00:00",
+        "version": "8.3.27",
+        "license": "AGPL-3.0 License (https://ultralytics.com/license)",
+        "docs": "https://docs.ultralytics.com",
+        "stride": "32",
+        "task": "detect",
+        "batch": "1",
+        "imgsz": "[320, 320]",
+        "names": str(dict(enumerate(names))),
+    })  # fmt: skip
+
+
+def ocr_recogniser(characters: list[str] | None = None) -> onnx.ModelProto:
+    """A text-line recogniser as captcha and PaddleOCR-style exports make it: a grey line of text
+    1×1×64×``image_width``, columns of class scores out ([batch, steps, classes]), and its classes as a
+    ``character`` entry of the metadata, one per line."""
+    characters = characters if characters is not None else list("0123456789abcdefghijklmnopqrstuvwxyz")
+    classes = len(characters) + 1  # and the CTC blank
+    nodes = [
+        helper.make_node("Conv", ["input1", "w"], ["c"], strides=[64, 4], name="conv"),
+        helper.make_node("Squeeze", ["c", "axis2"], ["sq"], name="squeeze"),
+        helper.make_node("Transpose", ["sq"], ["output"], perm=[0, 2, 1], name="to_steps"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rec",
+        [helper.make_tensor_value_info("input1", TensorProto.FLOAT, [1, 1, 64, "image_width"])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, "steps", classes])],
+        [_weights((classes, 1, 64, 4), 8, "w"), numpy_helper.from_array(np.array([2], np.int64), "axis2")],
+    )
+    return _metadata(_model(graph, opset=13), {"character": "\n".join(characters)})
+
+
+def unhinted_model() -> onnx.ModelProto:
+    """A model with a dim nothing explains: ``features`` [batch, 16, group], summed over ``group`` (a size only
+    its author knows; 1 would be made up)."""
+    graph = helper.make_graph(
+        [helper.make_node("ReduceSum", ["features", "last"], ["summed"], keepdims=0, name="sum_groups")],
+        "groups",
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 16, "group"])],
+        [helper.make_tensor_value_info("summed", TensorProto.FLOAT, ["batch", 16])],
+        [numpy_helper.from_array(np.array([2], np.int64), "last")],
+    )
+    return _model(graph, opset=17)

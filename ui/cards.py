@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.model import ModelRecord, TensorSpec, format_shape
+from core.model.metadata import ModelMetadata
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["model_card", "sidebar_model", "signature_frame", "signature_tables"]
@@ -46,6 +47,60 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
             st.table(escaped_frame(signature_frame(specs)), hide_index=True)
 
 
+_SHOWN_CHARS = 160  # of one metadata value in the table
+_SHOWN_CLASSES = 12
+
+
+def _about(meta: ModelMetadata) -> list[str]:
+    """What the metadata says, one sentence each (escaped: every word of it comes from the file)."""
+    lines = []
+    if meta.exporter:
+        made = []
+        if meta.task:
+            made.append(f"a {md_escape(meta.task, 20)} model")
+        if meta.image_size:
+            made.append(f"made for {meta.image_size[0]}×{meta.image_size[1]} images (`imgsz`)")
+        if meta.stride:
+            made.append(f"stride {meta.stride}")
+        if meta.batch:
+            made.append(f"exported at batch {meta.batch}")
+        by = "Looks like" if meta.exporter.startswith(("a ", "an ")) else "Written by"  # a guess from its entries
+        lines.append(f"{by} {md_escape(meta.exporter, 80)}" + (": " + ", ".join(made) if made else "") + ".")
+    if meta.class_count:
+        first = ", ".join(md_escape(repr(c)[1:-1] or " ", 40) for c in meta.classes[:_SHOWN_CLASSES])
+        more = f", … ({meta.class_count - _SHOWN_CLASSES:,} more)" if meta.class_count > _SHOWN_CLASSES else ""
+        what = "characters it reads" if meta.text_line else "class names"
+        lines.append(f"{meta.class_count:,} {what} (`{meta.classes_key}`): {first}{more}.")
+    if meta.image_size:
+        lines.append(
+            f"The input plan runs it at {meta.image_size[0]}×{meta.image_size[1]} wherever its image's height or "
+            "width is open (Benchmark, Profile and Quantize say so beside each dim)."
+        )
+    elif meta.text_line:
+        lines.append("The input plan runs it on a line of text (48 high, 320 wide wherever those are open).")
+    return lines
+
+
+def _metadata_section(record: ModelRecord) -> None:
+    """Who produced the model and what its exporter wrote into it (metadata_props), escaped and cut short."""
+    meta = record.metadata
+    if not (meta.entries or meta.producer):
+        return
+    st.markdown("**What the exporter wrote into the model**")
+    lines = _about(meta)
+    if meta.producer:
+        lines.insert(0, f"Produced by {md_escape(meta.producer, 120)}.")
+    st.markdown("\n".join(f"- {line}" for line in lines))
+    if meta.entries:
+        values = [
+            v[:_SHOWN_CHARS] + (f"… ({meta.lengths.get(k, len(v)):,} characters)" if len(v) > _SHOWN_CHARS else "")
+            for k, v in meta.entries.items()
+        ]
+        more = f", {meta.dropped:,} more not kept" if meta.dropped else ""
+        with st.expander(f"Metadata entries ({len(meta.entries)}{more})"):
+            st.table(escaped_frame(pd.DataFrame({"key": list(meta.entries), "value": values})), hide_index=True)
+
+
 def model_card(record: ModelRecord) -> None:
     with st.container(border=True):
         st.subheader(md_escape(record.name, 120), anchor=False)
@@ -73,6 +128,7 @@ def model_card(record: ModelRecord) -> None:
             )
         for note in record.notes:
             st.markdown(f"- {md_escape(note, 400)}")
+        _metadata_section(record)
         if record.architecture_matches:
             with st.expander("Architecture check: the file's keys and shapes against every sample"):
                 st.table(

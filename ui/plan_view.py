@@ -18,14 +18,19 @@ from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
+from core.model.dims import NO_HINT
 from core.model.inputs import (
     VALUE_KINDS,
     BenchInput,
     Exported,
+    FreeDim,
     check_plan_memory,
     describe_values,
+    dim_label,
     plan_inputs,
     resolve_free_dims,
+    set_open_dim,
+    unset_dims,
 )
 from core.model.measured import MeasuredModel
 from core.model.shapes import parse_dims
@@ -35,7 +40,15 @@ from ui import session
 from ui.jobs import run, show_error, stop_with_error
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["forget_plan", "input_plan", "keep_export_examples", "measured_model", "plan_fits", "plan_section"]
+__all__ = [
+    "forget_plan",
+    "input_plan",
+    "keep_export_examples",
+    "measured_model",
+    "plan_fits",
+    "plan_ready",
+    "plan_section",
+]
 
 _PLANS = "input_plans"
 _EXPORTED = "export_examples"  # torch model id -> Exported: what the Export page exported it at
@@ -86,7 +99,7 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
         spec.shape = shape
         for dim in spec.free:
             if dim.value != shape[dim.axis]:
-                dim.value, dim.why = shape[dim.axis], "set by you"
+                dim.give(shape[dim.axis], "set by you", "you")
         if row[3] != spec.kind or float(row[4]) != spec.low or float(row[5]) != spec.high:
             spec.values, spec.low, spec.high, spec.why = str(row[3]), float(row[4]), float(row[5]), "set by you"
     return resolve_free_dims(plan, named)
@@ -95,7 +108,14 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
 def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {"input": s.name, "axis": d.axis, "the model calls it": d.symbol, "value": d.value, "why": d.why}
+            {
+                "input": s.name,
+                "axis": d.axis,
+                "the model calls it": d.symbol,
+                "value": str(d.value) if d.source != NO_HINT else "?",
+                "why": d.why,
+                "from": d.source,
+            }
             for s in plan
             for d in s.free
         ]
@@ -206,13 +226,59 @@ def plan_fits(plan: list[BenchInput], batch: int) -> None:
 _MEMORY_SETTING = " (setting WORKBENCH_WORKER_MEMORY_MB)"
 
 
+def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[BenchInput]:
+    """Ask for the sizes of the open dims nothing in the model explains; the plan with those given so far
+    (nothing runs while one is missing: see plan_ready). A size typed in takes its place in the plan at once."""
+
+    def widget(spec: BenchInput, dim: FreeDim) -> str:
+        return f"{key}_{record.id[:12]}_size_{spec.name}_{dim.axis}"
+
+    missing = unset_dims(plan)
+    for spec, dim in missing:
+        if (given := st.session_state.get(widget(spec, dim))) is not None:
+            set_open_dim(plan, spec.name, dim.axis, int(given))
+    if len(missing) != len(unset_dims(plan)):
+        st.session_state[_PLANS][record.id] = copy.deepcopy(plan)
+    missing = unset_dims(plan)
+    if not missing:
+        return plan
+    st.warning(
+        "Nothing in the model says how large "
+        + md_escape(", ".join(dim_label(s, d) for s, d in missing), 600)
+        + " should be. Give each a size below (or in the table above): until then nothing runs, since numbers "
+        "measured on a made-up size would mean nothing."
+    )
+    columns = st.columns(min(len(missing), 4))
+    for index, (spec, dim) in enumerate(missing):
+        columns[index % len(columns)].number_input(
+            md_escape(f"Size of {dim_label(spec, dim)}", 200),
+            min_value=1,
+            value=None,
+            step=1,
+            placeholder="give a size",
+            key=widget(spec, dim),
+        )
+    return plan
+
+
+def _shown(spec: BenchInput) -> list[int | str]:
+    """The input's shape with "?" where a dim still has no size."""
+    unset = {d.axis for d in spec.free if d.source == NO_HINT}
+    return ["?" if axis in unset else d for axis, d in enumerate(spec.shape)]
+
+
+def plan_ready(plan: list[BenchInput]) -> bool:
+    """Whether every open dim has a size: the pages run nothing (their buttons are off) until it has."""
+    return not unset_dims(plan)
+
+
 def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str) -> list[BenchInput]:
     """The plan's table, editable; returns the plan the page should run with."""
     plan = input_plan(record, torch_record)
     st.markdown(
-        "**The inputs** every page runs this model on. Dims the model leaves open got a value that fits the "
-        "kind of input (an image size, a sequence length); dims that share a name move together, and the batch "
-        "is swept along every input that has it."
+        "**The inputs** every page runs this model on. Dims the model leaves open got a size from what the model "
+        "says (its metadata, the dim's name, the kind of input: an image size, a sequence length); dims that share "
+        "a name move together, and the batch is swept along every input that has it."
     )
     frame = st.data_editor(
         _frame(plan),
@@ -232,25 +298,17 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     except WorkbenchError as exc:  # a shape as typed that no plan can have: nothing runs until it is fixed
         stop_with_error(exc)
     plan_fits(plan, 1)
+    free = _free_dims(plan)
+    if not free.empty:
+        with st.expander(f"Dims the model leaves open ({len(free)}), and where each size came from"):
+            st.table(escaped_frame(free), hide_index=True)
+    plan = _give_unset(record, plan, key)
     st.caption(
         "Runs on: "
         + " · ".join(
-            f"{md_escape(s.name, 80)} {format_shape(list(s.shape))}, {md_escape(describe_values(s), 160)}" for s in plan
+            f"{md_escape(s.name, 80)} {format_shape(_shown(s))}, {md_escape(describe_values(s), 160)}" for s in plan
         )
     )
-    free = _free_dims(plan)
-    if not free.empty:
-        unset = [f"'{r.input}' axis {r.axis}" for r in free.itertuples() if str(r.why).startswith("no hint")]
-        with st.expander(f"Dims the model leaves open ({len(free)})", expanded=bool(unset)):
-            st.table(escaped_frame(free), hide_index=True)
-        if unset:
-            st.warning(
-                md_escape(
-                    f"No hint in the model for {', '.join(unset)}: they are 1 for now. Set a size that means "
-                    "something for this model in the table above.",
-                    600,
-                )
-            )
     _image_uploads(record, plan, key)
     _npz_upload(record, plan, key)
     return plan

@@ -8,10 +8,18 @@ from typing import Any
 
 from core import jobs
 from core.cli.common import in_own_folder, ints, parse_input
-from core.errors import WorkbenchError
+from core.errors import UnsetDimError, WorkbenchError
 from core.jobs import NPZ_INPUTS, Backend
 from core.model.data import NpzRequest
-from core.model.inputs import BenchInput, check_plan_memory, describe_values, plan_inputs, resolve_free_dims
+from core.model.inputs import (
+    BenchInput,
+    check_plan_memory,
+    describe_values,
+    dim_label,
+    plan_inputs,
+    resolve_free_dims,
+    unset_dims,
+)
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
 from core.model.shapes import MAX_DIM
@@ -87,7 +95,7 @@ def plan_from_args(
             raise WorkbenchError(f"--input {name}: the model's input has {len(spec.shape)} dims, not {len(shape)}")
         spec.shape = shape
         for dim in spec.free:
-            dim.value, dim.why = shape[dim.axis], "set on the command line"
+            dim.give(shape[dim.axis], "set on the command line", "the command line")
     for text in args.value:
         name, value = _assign(text, "--value")
         _set_values(_input(by_name, name, "--value"), value)
@@ -97,11 +105,32 @@ def plan_from_args(
             raise WorkbenchError(f"--data {args.data!r}: no such file")
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
         plan = jobs.run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
+    _refuse_unset_dims(plan)
     settings = load_settings()
     check_plan_memory(
         plan, _largest_batch(args), settings.worker_memory_mb << 20, " (setting WORKBENCH_WORKER_MEMORY_MB)"
     )
     return plan
+
+
+def _refuse_unset_dims(plan: list[BenchInput]) -> None:
+    """Refuse a plan with a dim nothing in the model sizes, naming the exact options that give it one."""
+    missing = unset_dims(plan)
+    if not missing:
+        return
+    options = []
+    for spec, dim in missing:
+        if dim.symbol != "?":
+            options.append(f"--dim {dim.symbol}=N")
+        else:
+            shape = ",".join("N" if axis == dim.axis else str(d) for axis, d in enumerate(spec.shape))
+            options.append(f"--input {spec.name}={shape}")
+    listed = ", ".join(dim_label(s, d) for s, d in missing)
+    raise UnsetDimError(
+        f"Nothing in the model says how large {listed} should be, and a made-up size would give numbers that mean "
+        f"nothing, so nothing was run. Add {' '.join(options)} (N: the size to run at, e.g. the width of your "
+        "images or the length of your sequences)."
+    )
 
 
 def _largest_batch(args: argparse.Namespace) -> int:
@@ -147,7 +176,9 @@ def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:
             "shape": s.shape,
             "batch_axis": s.batch_axis,
             "values": describe_values(s),
-            "free_dims": [{"axis": d.axis, "symbol": d.symbol, "value": d.value, "why": d.why} for d in s.free],
+            "free_dims": [
+                {"axis": d.axis, "symbol": d.symbol, "value": d.value, "why": d.why, "from": d.source} for d in s.free
+            ],
         }
         for s in plan
     ]

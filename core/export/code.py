@@ -7,7 +7,7 @@ from pathlib import Path
 
 from core.export.options import ExportOptions, names_of_tensors
 from core.model.inputs import SCALAR_TYPES, scalar_value
-from core.model.torchload import TorchSource
+from core.model.torchload import ExampleValues, TorchSource
 
 __all__ = ["dynamic_shapes", "export_example_shapes", "identifier", "reproduce_code"]
 
@@ -37,6 +37,21 @@ def export_example_shapes(options: ExportOptions, exporter: str) -> dict[str, li
                 if shapes[name][int(axis)] < 2:
                     shapes[name][int(axis)] = 2
     return shapes
+
+
+def _integer_example(var: str, shape: list[int], dtype: str, made: ExampleValues | None) -> str:
+    """The line that makes an integer or boolean example input as the export made it: a mask of ones, segment
+    ids of zeros, token ids within the vocabulary (with the reason as a comment)."""
+    dims = ", ".join(map(str, shape))
+    if made is None:
+        return f"{var} = torch.randint(0, 10, ({dims},), dtype=torch.{dtype})"
+    if made.kind == "constant" and made.low in (0, 1):
+        line = f"{var} = torch.{'ones' if made.low else 'zeros'}({dims}, dtype=torch.{dtype})"
+    elif made.kind == "constant":
+        line = f"{var} = torch.full(({dims},), {made.low:g}, dtype=torch.{dtype})"
+    else:
+        line = f"{var} = torch.randint({int(made.low)}, {int(made.high)}, ({dims},), dtype=torch.{dtype})"
+    return f"{line}  # {made.why}" if made.why else line
 
 
 def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, output_path: str) -> str:
@@ -80,7 +95,7 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
         elif dtype.startswith("float"):
             lines.append(f"{var} = torch.randn({', '.join(map(str, shape))}, dtype=torch.{dtype})")
         else:
-            lines.append(f"{var} = torch.randint(0, 10, ({', '.join(map(str, shape))},), dtype=torch.{dtype})")
+            lines.append(_integer_example(var, shape, dtype, options.input_kinds.get(name)))
         args.append(var)
     call = [
         "    model,",
@@ -93,9 +108,7 @@ def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, o
     if options.output_names:
         call.append(f"    output_names={options.output_names!r},")
     if exporter == "dynamo":
-        if source.kind != "pt2":
-            shapes = dynamic_shapes(options)
-            call.append(f"    dynamic_shapes={shapes!r},")
+        call.append(f"    dynamic_shapes={dynamic_shapes(options)!r},")
         call += [f"    optimize={options.optimize},", f"    external_data={options.external_data},"]
     else:
         dynamic = {n: {int(a): lbl for a, lbl in d.items()} for n, d in options.dynamic_axes.items() if d}

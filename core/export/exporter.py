@@ -91,8 +91,8 @@ def _run_export(
         "output_names": options.output_names or None,
     }
     if exporter == "dynamo":
-        if not isinstance(model, torch.export.ExportedProgram):
-            common["dynamic_shapes"] = dynamic_shapes(options)
+        # a program's dims are dynamic already: for one, dynamic_shapes only names them in the ONNX model
+        common["dynamic_shapes"] = dynamic_shapes(options)
         torch.onnx.export(
             model,
             tuple(tensors),
@@ -167,7 +167,9 @@ def _export(
             ".onnx.data file."
         )
     export_shapes = export_example_shapes(options, exporter)
-    tensors = example_tensors(export_shapes, options.input_dtypes, values=options.input_values)
+    tensors = example_tensors(
+        export_shapes, options.input_dtypes, values=options.input_values, kinds=options.input_kinds
+    )
     reference = call_module(model, tensors)
     if not options.output_names:
         names = [f"output_{i}" for i in range(len(reference))] if len(reference) > 1 else ["output"]

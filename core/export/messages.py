@@ -31,6 +31,10 @@ _PLAIN: list[tuple[str, str]] = [
         r"highest supported|opset version .* is not supported",
         "The exporter does not support the opset you asked for; see the opset note.",
     ),
+    (
+        r"axis name: (\S+) will not be used, since it shares the same shape constraints with another axis: (\S+?)\.?$",
+        r"The axis named \1 is the same dim as \2 in the program, so the ONNX model calls both \2.",
+    ),
     (r"dynamic_axes.*(converted|deprecated)", "dynamic_axes was converted to dynamic_shapes for torch.export."),
     (
         r"use operator set version (\d+) because the requested opset_version (\d+)",
@@ -45,6 +49,10 @@ _PLAIN: list[tuple[str, str]] = [
 ]
 
 
+# torch.onnx names an axis once per program dim and warns for every other input that has it under the same name
+_SAME_NAME = re.compile(
+    r"axis name: (\S+) will not be used, since it shares the same shape constraints with another axis: \1\b"
+)
 _NOISE = re.compile(
     r"torchvision is not installed|isinstance\(treespec|Please remove usage of this function|"
     r"TypedStorage is deprecated|_register_pytree_node|not supported by the onnxscript version converter"
@@ -55,7 +63,7 @@ def plain_warnings(messages: list[str]) -> list[str]:
     """The exporter's warnings in plain words: known ones explained, noise dropped, repeats counted."""
     counts: Counter[str] = Counter()
     for message in messages:
-        if _NOISE.search(message):
+        if _NOISE.search(message) or _SAME_NAME.search(message):
             continue
         for pattern, plain in _PLAIN:
             match = re.search(pattern, message)

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from core.access import WritePath
 from core.errors import ExportError
-from core.model.inputs import SCALAR_TYPES, scalar_default
-from core.model.records import ModelRecord
-from core.model.torchload import TorchSource
+from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
+from core.model.records import ModelRecord, TensorSpec
+from core.model.torchload import ExampleValues, TorchSource
 from core.runtime.outputs import OutputDiff
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "ShapeTrial",
     "choose_exporter",
     "default_options",
+    "example_values",
     "names_of_tensors",
 ]
 
@@ -46,6 +47,7 @@ class ExportOptions:
     input_dtypes: dict[str, str] = field(default_factory=dict)  # "int", "float" or "bool": a Python scalar
     input_values: dict[str, float] = field(default_factory=dict)  # the value of each Python scalar argument
     dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
+    input_kinds: dict[str, ExampleValues] = field(default_factory=dict)  # integer and boolean inputs' values
     output_names: list[str] = field(default_factory=list)
     exporter: str = "dynamo"
     opset: int = DEFAULT_OPSET
@@ -135,9 +137,19 @@ def default_options(record: ModelRecord, exporter: str = "dynamo") -> ExportOpti
         input_dtypes={s.name: s.dtype for s in record.inputs if s.dtype in _TORCH_DTYPES | SCALAR_TYPES},
         input_values={s.name: scalar_default(s.name, s.dtype) for s in record.inputs if s.dtype in SCALAR_TYPES},
         dynamic_axes={s.name: dict(s.dynamic_axes) for s in record.inputs if s.dynamic_axes},
+        input_kinds={s.name: kind for s in record.inputs if (kind := example_values(s)) is not None},
         output_names=[s.name for s in record.outputs] if record.format != "torchscript" else [],
         exporter=choose_exporter(record.format, exporter)[0] if record.format in ("torchscript", "pt2") else exporter,
     )
+
+
+def example_values(spec: TensorSpec) -> ExampleValues | None:
+    """An integer or boolean input's example values as the input plan makes them: a mask all on, one segment,
+    token ids within the vocabulary it indexes (None for other inputs: floats are drawn from a normal)."""
+    if spec.dtype in SCALAR_TYPES or not spec.dtype.startswith(("int", "uint", "bool")):
+        return None
+    kind, low, high, why = value_kind(spec, spec.dtype, spec.vocabulary)
+    return ExampleValues(kind=kind, low=low, high=high, why=why) if kind in ("constant", "integers") else None
 
 
 def names_of_tensors(options: ExportOptions) -> list[str]:

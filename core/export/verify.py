@@ -114,7 +114,9 @@ def _trial(
     seed: int,
 ) -> ShapeTrial:
     """PyTorch and ONNX Runtime side by side at one set of input shapes."""
-    tensors = example_tensors(shapes, options.input_dtypes, seed=seed, values=options.input_values)
+    tensors = example_tensors(
+        shapes, options.input_dtypes, seed=seed, values=options.input_values, kinds=options.input_kinds
+    )
     try:
         expected = call_module(model, tensors)
     except Exception as exc:

@@ -138,6 +138,8 @@ def _from_array(spec: BenchInput, array: object, file: str, out: Path) -> BenchI
     target = out / f"{spec.name.replace('/', '_')[:60]}.npy"
     np.save(target, data)
     shape = [int(d) for d in data.shape]
-    free = [dataclasses.replace(d, value=shape[d.axis], why="from the data file") for d in spec.free]
+    free = [
+        dataclasses.replace(d, value=shape[d.axis], why="from the data file", source="the data file") for d in spec.free
+    ]
     why = f"array '{spec.name}' of {file}"
     return dataclasses.replace(spec, shape=shape, free=free, values="data", data=str(target), why=why)

@@ -1,10 +1,11 @@
 """The input plan: what a model is run on, set once per model and used by every page that runs it.
 
-For each input, a concrete shape (every symbolic or unknown dim given a value, with the reason), the batch
-axis (found across inputs: a recurrent state's batch can be axis 1, tied to the other inputs' axis 0 by the
-name of its dim), and how its values are made (a distribution, an integer range, a constant such as a
-sample rate of 16000, token ids within the vocabulary the model indexes). Defaults fit the kind of input: an
-image gets an image size, a sequence a real length; a dim with no hint is 1, and the plan says so.
+For each input, a concrete shape (every symbolic or unknown dim given a value, with the reason and where it came
+from), the batch axis (found across inputs: a recurrent state's batch can be axis 1, tied to the other inputs'
+axis 0 by the name of its dim), and how its values are made (a distribution, an integer range, a constant such as
+a sample rate of 16000, token ids within the vocabulary the model indexes). Sizes come from what the model says
+(core.model.dims: its metadata, the dim's name, the kind of input); a dim nothing explains has no size until the
+user gives one, and no plan runs (make_inputs refuses) while one is missing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.access import ReadPath
-from core.errors import BenchmarkError, PlanTooLargeError, brief
+from core.errors import BenchmarkError, PlanTooLargeError, UnsetDimError, brief
+from core.model.dims import NO_HINT, SAMPLE_RATE, is_audio, open_dim_default, state_batch
 from core.model.records import ModelRecord, TensorSpec
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "check_plan_memory",
     "default_inputs",
     "describe_values",
+    "dim_label",
     "guess_hint",
     "input_bytes",
     "make_inputs",
@@ -35,6 +38,9 @@ __all__ = [
     "resolve_free_dims",
     "scalar_default",
     "scalar_value",
+    "set_open_dim",
+    "unset_dims",
+    "value_kind",
 ]
 
 SCALAR_TYPES = {"int", "float", "bool"}  # Python scalar arguments of a TorchScript forward()
@@ -47,12 +53,7 @@ VALUE_KINDS = {
     "constant": "one value everywhere",
     "data": "real data (an image or an array you gave)",
 }
-IMAGE_CHANNELS = {1, 2, 3, 4}
-CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
-_SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
 _MASK = re.compile(r"mask", re.I)
-_AUDIO = re.compile(r"audio|wav|speech|pcm|waveform|samples|signal", re.I)
-_STATE = re.compile(r"state|hidden|^h0?$|^c0?$|^h_|^c_", re.I)
 _ZEROS = re.compile(r"token_?type|segment", re.I)
 
 
@@ -63,7 +64,11 @@ class FreeDim:
     axis: int
     symbol: str  # as the model names it; "?" when unnamed
     value: int
-    why: str  # "batch", "image height", "sequence length", "no hint: 1; set it"…
+    why: str  # "batch: 1", "image height: 320, what the model was made for (320×320)", "sequence length: 128"…
+    source: str = ""  # where the value came from: "metadata 'imgsz'", "its name 'seq'", "you"…; NO_HINT: nowhere
+
+    def give(self, value: int, why: str, source: str) -> None:
+        self.value, self.why, self.source = value, why, source
 
 
 @dataclass(kw_only=True)
@@ -112,7 +117,7 @@ def scalar_value(dtype: str, value: float) -> int | float | bool:
 
 def scalar_default(name: str, dtype: str) -> float:
     """The example value of a Python scalar argument: a sample rate of 16000, else 1."""
-    return 16000.0 if dtype == "int" and _SAMPLE_RATE.search(name) else 1.0
+    return 16000.0 if dtype == "int" and SAMPLE_RATE.search(name) else 1.0
 
 
 def guess_hint(specs: list[BenchInput]) -> str:
@@ -122,7 +127,7 @@ def guess_hint(specs: list[BenchInput]) -> str:
         f"'{s.name}' axis {d.axis} = {d.value}"
         for s in specs
         for d in s.free
-        if d.axis != s.batch_axis and d.why not in ("set by you", "the size it was exported at")
+        if d.axis != s.batch_axis and d.source not in _GIVEN
     ]
     if not guessed:
         return ""
@@ -131,6 +136,48 @@ def guess_hint(specs: list[BenchInput]) -> str:
         "sizes (a text recognizer wants a height of 48 or 32), set them in the input plan (on the command line "
         "with --dim or --input)."
     )
+
+
+_GIVEN = ("you", "the command line", "the export", "the data file")  # sources that are not guesses
+
+
+def unset_dims(plan: list[BenchInput]) -> list[tuple[BenchInput, FreeDim]]:
+    """The open dims that still have no size (nothing in the model says what they are): one per named dim (they
+    move together), one per input and axis for an unnamed one."""
+    found: dict[str, tuple[BenchInput, FreeDim]] = {}
+    for spec in plan:
+        for dim in spec.free:
+            if dim.source == NO_HINT:
+                found.setdefault(dim.symbol if dim.symbol != "?" else f"{spec.name}\0{dim.axis}", (spec, dim))
+    return list(found.values())
+
+
+def dim_label(spec: BenchInput, dim: FreeDim) -> str:
+    """An open dim in a message: 'image_width' (input 'x', axis 3), or input 'x' axis 3 when it has no name."""
+    where = f"input '{brief(spec.name)}', axis {dim.axis}"
+    return f"'{brief(dim.symbol)}' ({where})" if dim.symbol != "?" else where
+
+
+def _refuse_unset(plan: list[BenchInput]) -> None:
+    missing = unset_dims(plan)
+    if missing:
+        listed = ", ".join(dim_label(s, d) for s, d in missing[:6])
+        raise UnsetDimError(
+            f"Nothing in the model says how large {listed} should be, and a made-up size would give numbers that "
+            "mean nothing. Give each a size in the input plan (on the command line: --dim NAME=N, or --input "
+            "NAME=SHAPE for a dim without a name); nothing was run."
+        )
+
+
+def set_open_dim(plan: list[BenchInput], name: str, axis: int, value: int, source: str = "you") -> None:
+    """Give ``name``'s open dim ``axis`` a size; every input that shares the dim's name moves with it."""
+    spec = next(s for s in plan if s.name == name)
+    dim = next(d for d in spec.free if d.axis == axis)
+    for other in plan:
+        for each in other.free:
+            if each is dim or (dim.symbol != "?" and each.symbol == dim.symbol):
+                each.give(value, f"set by {source}", source)
+                other.shape[each.axis] = value
 
 
 def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:
@@ -162,64 +209,12 @@ def _batch_symbols(specs: list[TensorSpec]) -> set[str]:
     return {s for spec in specs if spec.shape and len(spec.shape) > 1 and (s := _named(spec.shape[0])) is not None}
 
 
-def _image_layout(shape: list[int | str]) -> str:
-    """ "NCHW" or "NHWC" when a rank-4 input looks like images with free height and width, else ""."""
-    if len(shape) != 4:
-        return ""
-    if isinstance(shape[1], int) and shape[1] in IMAGE_CHANNELS and _is_free(shape[2]) and _is_free(shape[3]):
-        return "NCHW"
-    if isinstance(shape[3], int) and shape[3] in IMAGE_CHANNELS and _is_free(shape[1]) and _is_free(shape[2]):
-        return "NHWC"
-    return ""
-
-
-def _state_batch(spec: TensorSpec, axis: int, record: ModelRecord) -> bool:
-    """An unnamed axis 1 of a recurrent state ([layers × directions, batch, hidden], as ONNX's LSTM and GRU
-    keep it) while another input has its batch on axis 0."""
-    shape = spec.shape or []
-    return (
-        axis == 1
-        and len(shape) == 3
-        and isinstance(shape[0], int)
-        and 0 < shape[0] <= 8
-        and isinstance(shape[2], int)
-        and shape[2] > 0
-        and any(s is not spec and s.shape and len(s.shape) > 1 and _is_free(s.shape[0]) for s in record.inputs)
-    )
-
-
-def _is_audio(record: ModelRecord) -> bool:
-    """A model of audio: an integer sample-rate input, a float [batch, samples] input named like audio, or one
-    beside a recurrent state (a streaming model)."""
-    rate = any(_SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
-    waves = [s for s in record.inputs if s.dtype.startswith("float") and s.shape is not None and len(s.shape) == 2]
-    state = any(_STATE.search(s.name) and s.shape is not None and len(s.shape) == 3 for s in record.inputs)
-    return rate or bool(waves and (state or any(_AUDIO.search(s.name) for s in waves)))
-
-
-def _free_dim_default(spec: TensorSpec, axis: int, record: ModelRecord, audio: bool) -> tuple[int, str]:
-    """The value of free dim ``axis`` of ``spec`` when nothing else gives it one, and why."""
-    shape = spec.shape or []
-    layout = _image_layout(shape)
-    if layout and axis in ((2, 3) if layout == "NCHW" else (1, 2)):
-        classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
-        side = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
-        what = "image height" if axis == (2 if layout == "NCHW" else 1) else "image width"
-        kind = "a classifier's usual input (one output of scores)" if classifier else "a detector's usual input"
-        return side, f"{what}: {side}, {kind}"
-    floating = spec.dtype.startswith(("float", "bfloat"))
-    if len(shape) == 2 and axis == 1 and floating and audio:
-        return AUDIO_CHUNK, f"samples: {AUDIO_CHUNK}, a 32 ms chunk at 16 kHz (what streaming audio models take)"
-    if axis == 1 and (len(shape) == 2 or (len(shape) == 3 and floating)):
-        return SEQUENCE, f"sequence length: {SEQUENCE}"
-    return 1, "no hint in the model: 1; set it to a size that means something"
-
-
-def _values(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, str]:
-    """(kind, low, high, why) of an input's values."""
+def value_kind(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, str]:
+    """(kind, low, high, why) of an input's values: a sample rate, a mask all on, one segment, token ids within
+    the vocabulary, else small ids for integers and a normal distribution for floats."""
     scalar = not spec.shape or spec.shape == [1]
     integer = dtype.startswith(("int", "uint"))
-    if integer and scalar and _SAMPLE_RATE.search(spec.name):
+    if integer and scalar and SAMPLE_RATE.search(spec.name):
         return "constant", 16000, 16001, "a sample rate: 16 kHz"
     if dtype == "bool" or (integer and _MASK.search(spec.name)):
         return "constant", 1, 2, "a mask: everything on"
@@ -247,16 +242,28 @@ class Exported:
         return int(shape[axis])
 
 
+def _first_guess(
+    spec: TensorSpec, axis: int, symbol: str | None, known: Any, exported: Exported, record: ModelRecord, audio: bool
+) -> tuple[int, str, str]:
+    """(size, why, source) of an open dim that is not the batch and shares no name with one already sized: the
+    size it was exported at, the PyTorch example's, else what the model says (core.model.dims)."""
+    if (size := exported.size(spec, axis)) is not None:
+        return size, "the size it was exported at", "the export"
+    if isinstance(known, int) and known > 0:
+        return known, "the size in the PyTorch model's example", "the PyTorch example"
+    return open_dim_default(spec, axis, symbol, record, audio)
+
+
 def plan_inputs(
     record: ModelRecord, torch_record: ModelRecord | None = None, exported: Exported | None = None
 ) -> list[BenchInput]:
     """The default plan for ``record`` (an ONNX model): see the module's docstring. Free dims that share a
     name get one value; the sizes and values it was exported at win, then the PyTorch original's examples."""
     batch = _batch_symbols(record.inputs)
-    audio = _is_audio(record)
+    audio = is_audio(record)
     torch_inputs = torch_record.inputs if torch_record is not None else []
     exported = exported or Exported()
-    chosen: dict[str, tuple[int, str]] = {}  # symbol -> (value, why): shared names move together
+    chosen: dict[str, tuple[int, str, str]] = {}  # symbol -> (value, why, source): shared names move together
     plan = []
     for position, spec in enumerate(record.inputs):
         example = torch_inputs[position].shape if position < len(torch_inputs) else None
@@ -269,27 +276,23 @@ def plan_inputs(
             known = example[axis] if example is not None and axis < len(example) else None
             if (symbol is not None and symbol in batch) or (axis == 0 and symbol is None and len(spec.shape or []) > 1):
                 batch_axis = axis if batch_axis is None else batch_axis
-                value, why = 1, "batch: 1 (the sweep changes it)"
-            elif symbol is None and batch_axis is None and _state_batch(spec, axis, record):
-                batch_axis, value = axis, 1
+                value, why, source = 1, "batch: 1 (the sweep changes it)", "batch"
+            elif symbol is None and batch_axis is None and state_batch(spec, axis, record):
+                batch_axis, value, source = axis, 1, "batch"
                 why = (
                     "batch: 1, on axis 1 as a recurrent state keeps it ([layers, batch, hidden]; the sweep changes it)"
                 )
             elif symbol is not None and symbol in chosen:
-                value, why = chosen[symbol]
+                value, why, source = chosen[symbol]
                 why = f"{why} (the same '{symbol}' as another input)" if "same" not in why else why
-            elif exported.size(spec, axis) is not None:
-                value, why = exported.size(spec, axis) or 1, "the size it was exported at"
-            elif isinstance(known, int) and known > 0:
-                value, why = known, "the size in the PyTorch model's example"
             else:
-                value, why = _free_dim_default(spec, axis, record, audio)
+                value, why, source = _first_guess(spec, axis, symbol, known, exported, record, audio)
             if symbol is not None:
-                chosen.setdefault(symbol, (value, why))
+                chosen.setdefault(symbol, (value, why, source))
             shape.append(value)
-            free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why))
+            free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why, source=source))
         dtype = _numpy_dtype(spec.dtype)
-        kind, low, high, why = _values(spec, dtype, spec.vocabulary)
+        kind, low, high, why = value_kind(spec, dtype, spec.vocabulary)
         if spec.name in exported.values:
             given = exported.values[spec.name]
             kind, low, high, why = "constant", given, given + 1, "the value it was exported with"
@@ -323,7 +326,7 @@ def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[Benc
     for spec in plan:
         for dim in spec.free:
             if dim.symbol in dims:
-                dim.value, dim.why = dims[dim.symbol], "set by you"
+                dim.give(dims[dim.symbol], "set by you", "you")
                 spec.shape[dim.axis] = dims[dim.symbol]
     return plan
 
@@ -412,11 +415,12 @@ def check_plan_memory(plan: list[BenchInput], batch: int, memory_bytes: int, whe
 
 
 def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str, Any]:
-    """Seeded inputs by the plan, at ``batch`` on each input's batch axis (refused first when they could not fit
-    in this machine's memory)."""
+    """Seeded inputs by the plan, at ``batch`` on each input's batch axis (refused first when a dim has no size,
+    or when they could not fit in this machine's memory)."""
     import numpy as np
     import psutil
 
+    _refuse_unset(specs)
     check_plan_memory(specs, batch, psutil.virtual_memory().total, " (this machine's memory)")
     rng = np.random.default_rng(seed)
     arrays = {}

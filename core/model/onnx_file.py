@@ -11,6 +11,7 @@ from core.errors import IntakeError, LimitExceededError, UnsafeModelError, brief
 from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
+from core.model.metadata import read_metadata
 from core.model.proto import (
     expanded_node_count,
     external_entries,
@@ -221,6 +222,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         node_count=len(model.graph.node),
         external_data=[p.name for p in data_files],
         notes=notes,
+        metadata=read_metadata(model),
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.model.metadata import ModelMetadata
+
 __all__ = ["FORMAT_LABELS", "ArchitectureMatch", "ModelRecord", "TensorSpec", "format_shape"]
 
 # format id -> what the user reads
@@ -60,6 +62,7 @@ class ModelRecord:
     architecture_matches: list[ArchitectureMatch] = field(default_factory=list)
     external_data: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
 
     @property
     def format_label(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,50 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
     )
 
 
+_SYMBOL = re.compile(r"[su]\d+")  # a dim torch.export made symbolic, as it writes it after a save: s23
+
+
+def _role(rank: int, dims: list[str], axis: int, dtype: str) -> str:
+    """What an axis of a program's input is, from where it sits: batch, height, width, seq, or ""."""
+    channels = {"1", "2", "3", "4"}
+    if axis == 0 and rank >= 2:
+        return "batch"
+    if rank == 4 and dims[1] in channels and axis in (2, 3):
+        return "height" if axis == 2 else "width"
+    if rank == 4 and dims[3] in channels and axis in (1, 2):
+        return "height" if axis == 1 else "width"
+    if axis == 1 and ((rank == 2 and not dtype.startswith("float")) or (rank == 3 and dtype.startswith("float"))):
+        return "seq"
+    return ""
+
+
+def _dim_names(inputs: list[tuple[list[str], str]]) -> dict[str, str]:
+    """Names for a program's symbolic dims (``s23``) by where they sit in its inputs (dims, dtype): torch.export
+    keeps the names given with Dim("batch") only in memory, and a saved .pt2 has none (pytorch/pytorch#144273).
+    A symbol no role fits, or whose role is taken, keeps its own."""
+    names: dict[str, str] = {}
+    for dims, dtype in inputs:
+        for axis, dim in enumerate(dims):
+            if _SYMBOL.fullmatch(dim) and dim not in names:
+                role = _role(len(dims), dims, axis, dtype)
+                if role and role not in names.values():
+                    names[dim] = role
+    return names
+
+
+def _vocabularies(program: Any, user_inputs: list[str]) -> dict[str, int]:
+    """Inputs a program uses as an embedding's indices (aten.embedding on a weight): input -> the table's rows."""
+    found: dict[str, int] = {}
+    for node in program.graph.nodes:
+        if node.op != "call_function" or "embedding" not in str(node.target) or len(node.args) < 2:
+            continue
+        weight, indices = node.args[0], node.args[1]
+        rows = getattr(getattr(weight, "meta", {}).get("val"), "shape", None)
+        if getattr(indices, "name", None) in user_inputs and rows and isinstance(rows[0], int):
+            found.setdefault(indices.name, int(rows[0]))
+    return found
+
+
 def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     import torch
 
@@ -222,13 +267,18 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
     saved = getattr(program, "example_inputs", None)
     if saved and isinstance(saved[0], (tuple, list)):
         examples = dict(zip(signature.user_inputs, saved[0], strict=False))
+    user: list[Any] = [values.get(n) for n in signature.user_inputs]
+    names = _dim_names(
+        [([str(d) for d in v.shape], str(v.dtype).removeprefix("torch.")) for v in user if hasattr(v, "shape")]
+    )
+    vocabularies = _vocabularies(program, list(signature.user_inputs))
 
     def spec(node_name: str) -> TensorSpec:
-        """Example shape (saved with the program) where known; symbolic dims become dynamic axes."""
+        """Example shape (saved with the program) where known; symbolic dims become dynamic axes, named."""
         val = values.get(node_name)
         if val is None or not hasattr(val, "shape"):
             return TensorSpec(name=node_name, dtype="unknown", shape=None)
-        dims = [str(d) for d in val.shape]
+        dims = [names.get(str(d), str(d)) for d in val.shape]
         example = examples.get(node_name)
         dynamic = {str(i): d for i, d in enumerate(dims) if not d.lstrip("-").isdigit()}
         if example is not None and hasattr(example, "shape"):
@@ -236,7 +286,11 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         else:
             shape = [int(d) if d.lstrip("-").isdigit() else d for d in dims]
         return TensorSpec(
-            name=node_name, dtype=str(val.dtype).removeprefix("torch."), shape=shape, dynamic_axes=dynamic
+            name=node_name,
+            dtype=str(val.dtype).removeprefix("torch."),
+            shape=shape,
+            dynamic_axes=dynamic,
+            vocabulary=vocabularies.get(node_name),
         )
 
     output_nodes = [n for n in program.graph.nodes if n.op == "output"]
@@ -246,6 +300,13 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         output_names = tuple(str(a) for a in (args if isinstance(args, (tuple, list)) else [args]))
         output_names = output_names[len(output_names) - len(signature.user_outputs) :]
     params = program.state_dict
+    notes = [f"Exported with torch {torch.__version__.split('+')[0]} or compatible; its dynamic dims stay dynamic."]
+    if names:
+        named = ", ".join(f"{symbol} → {role}" for symbol, role in names.items())
+        notes.append(
+            f"A saved torch.export program keeps no names for its dynamic dims, only torch's symbols; they are named "
+            f"here by where they sit ({named}). Rename them on the Export page: the ONNX model takes those names."
+        )
     return ModelRecord(
         id=file_sha256(path),
         name=name or path.stem,
@@ -256,7 +317,5 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         inputs=[spec(n) for n in signature.user_inputs],
         outputs=[spec(n) for n in output_names],
         parameter_count=sum(params[p].numel() for p in signature.parameters if p in params),
-        notes=[
-            f"Exported with torch {torch.__version__.split('+')[0]} or compatible; dynamic dims keep their symbols."
-        ],
+        notes=notes,
     )

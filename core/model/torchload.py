@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.access import ReadPath
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     pass
 
-__all__ = ["TorchSource", "source_of", "load_module", "module_op_counts"]
+__all__ = ["ExampleValues", "TorchSource", "example_tensors", "load_module", "module_op_counts", "source_of"]
 
 
 @dataclass
@@ -27,6 +27,18 @@ class TorchSource:
     kind: str  # sample | state_dict | safetensors | torchscript | pt2
     name: str = ""  # sample or architecture name
     path: ReadPath = ""  # the file for everything but samples
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExampleValues:
+    """How an integer or boolean input's example values are made, as the input plan makes them
+    (core.model.inputs.value_kind): a constant (a mask all on, one segment) or integers in [low, high) (token ids
+    within the vocabulary)."""
+
+    kind: str  # "constant" or "integers"
+    low: float = 0.0
+    high: float = 10.0
+    why: str = field(default="", compare=False)
 
 
 def source_of(record: ModelRecord) -> TorchSource:
@@ -85,10 +97,14 @@ def module_op_counts(model: torch.nn.Module | torch.export.ExportedProgram) -> d
 
 
 def example_tensors(
-    shapes: dict[str, list[int]], dtypes: dict[str, str], seed: int = 0, values: dict[str, float] | None = None
+    shapes: dict[str, list[int]],
+    dtypes: dict[str, str],
+    seed: int = 0,
+    values: dict[str, float] | None = None,
+    kinds: dict[str, ExampleValues] | None = None,
 ) -> list[Any]:
-    """Seeded random inputs with these shapes and dtypes (ints in a small range, bools half true); a Python
-    scalar argument (SCALAR_TYPES) takes its value from ``values``."""
+    """Seeded random inputs with these shapes and dtypes; integers and booleans as ``kinds`` says (else ints in a
+    small range, bools half true); a Python scalar argument (SCALAR_TYPES) takes its value from ``values``."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
@@ -99,8 +115,14 @@ def example_tensors(
             tensors.append(scalar_value(kind, (values or {}).get(name, 1.0)))
             continue
         dtype = getattr(torch, dtypes.get(name, "float32"), torch.float32)
+        made = (kinds or {}).get(name)
         if dtype.is_floating_point:
             tensors.append(torch.randn(*shape, generator=generator).to(dtype))
+        elif made is not None and made.kind == "constant":
+            tensors.append(torch.full(tuple(shape), made.low).to(dtype))
+        elif made is not None and made.kind == "integers" and dtype != torch.bool:
+            high = max(int(made.high), int(made.low) + 1)
+            tensors.append(torch.randint(int(made.low), high, tuple(shape), generator=generator).to(dtype))
         elif dtype == torch.bool:
             tensors.append(torch.rand(*shape, generator=generator) > 0.5)
         else:

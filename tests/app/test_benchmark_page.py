@@ -128,3 +128,25 @@ def test_a_run_on_a_busy_machine_says_so_and_runs_again_on_a_click() -> None:
     finally:
         hog.kill()
         hog.wait()
+
+
+def test_a_dim_nothing_explains_is_asked_for_and_nothing_runs_until_it_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The plan says which size is missing and the Run button stays off; once the size is given, the plan (shared
+    by Profile and Quantize) runs at it."""
+    from tests import wild
+
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("benchmark", ("groups.onnx", wild.unhinted_model().SerializeToString()), timeout=300)
+    asked = " ".join(w.value.replace("\\", "") for w in at.warning)
+    assert "Nothing in the model says how large 'group' (input 'features', axis 2) should be" in asked
+    run = next(b for b in at.button if b.label == "Run the benchmark")
+    assert run.disabled and any("features 1×16×?" in c.value.replace("\\", "") for c in at.caption)
+    record = at.session_state["model"]
+    at.number_input(key=f"bench_plan_{record.id[:12]}_size_features_2").set_value(6).run()
+    assert not at.exception and not at.warning
+    assert not next(b for b in at.button if b.label == "Run the benchmark").disabled
+    at.switch_page("app_pages/profile.py").run()
+    assert not next(b for b in at.button if b.label == "Profile").disabled
+    assert any("features 1×16×6" in c.value.replace("\\", "") for c in at.caption)

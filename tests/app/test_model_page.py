@@ -184,3 +184,31 @@ def test_a_second_model_dropped_beside_the_first_replaces_it(app: AppTest, tmp_p
     app.file_uploader(key="uploads").set_value([model, data]).run()
     assert not app.error, [e.value for e in app.error]
     assert app.session_state["model"].name == "model"
+
+
+def test_an_ultralytics_export_shows_what_its_metadata_says_escaped(app: AppTest) -> None:
+    """Who produced it, what the exporter wrote (task, imgsz, stride, batch, class names) and the size the plan
+    will use; markup in a class name stays text, long values are cut, and Benchmark says where 320 came from."""
+    from tests import wild
+
+    names = [
+        "person",
+        "[click](http://evil.example)",
+        "<img src=x onerror=alert(1)>",
+        *[f"class {i}" for i in range(30)],
+    ]
+    app.file_uploader(key="uploads").set_value(("yolo.onnx", wild.yolo_model(names).SerializeToString(), "x")).run()
+    assert not app.exception and not app.error
+    said = [m.value for m in app.markdown]
+    assert any("<img" in m and "\\<img" in m for m in said) and not any("](http" in m for m in said)
+    lines = texts(app).replace("\\", "").replace("\u200b", "")  # as read: escapes and the link breaker out
+    assert "Produced by PyTorch's exporter (torch.onnx)." in lines
+    assert "Written by Ultralytics 8.3.27: a detect model, made for 320×320 images (`imgsz`), stride 32" in lines
+    assert "33 class names (`names`): person, [click](http://evil.example), <img" in lines and "(21 more)" in lines
+    entries = next(t.value for t in app.table if "key" in t.value.columns)
+    value = dict(zip(entries["key"], entries["value"], strict=True))["names"].replace("\\", "")
+    assert value.endswith(f"… ({len(str(dict(enumerate(names)))):,} characters)") and len(value) < 200
+    app.switch_page("app_pages/benchmark.py").run()
+    dims = next(t.value for t in app.table if "from" in t.value.columns)
+    assert dims["from"].tolist() == ["batch", "metadata 'imgsz'", "metadata 'imgsz'"]
+    assert dims["value"].tolist() == ["1", "320", "320"]

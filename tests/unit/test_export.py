@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import torch
 from core.errors import ExportError
 from core.export import ExportOptions, ExportRequest, choose_exporter, default_options, export_model, plain_warnings
 from core.model import zoo
+from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import TorchSource
 from core.settings import PROJECT_ROOT
@@ -232,3 +234,70 @@ def test_a_dynamic_axis_the_model_cannot_vary_says_so_without_terminal_codes(tmp
     message = str(info.value)
     assert "\x1b[" not in message and "Next steps:." not in message
     assert message.index("untick the dynamic axes") < message.index("try the legacy exporter")
+
+
+class TinyBert(torch.nn.Module):
+    """BERT's front as a .pt2 holds it: token ids into a 1,000-row table, segment ids into a 2-row one, and an
+    attention mask that weighs the mean; exported with Dim("batch") and Dim("seq")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words, self.types, self.head = (
+            torch.nn.Embedding(1000, 16),
+            torch.nn.Embedding(2, 16),
+            torch.nn.Linear(16, 4),
+        )
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> torch.Tensor:
+        hidden = (self.words(input_ids) + self.types(token_type_ids)) * attention_mask.unsqueeze(-1)
+        return self.head(hidden.sum(1) / attention_mask.sum(1, keepdim=True).clamp(min=1))
+
+
+@pytest.fixture(scope="module")
+def bert_export(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A TinyBert .pt2 (its dims saved as torch's symbols), its record, and its export with the default options."""
+    folder = tmp_path_factory.mktemp("bert")
+    batch, seq = torch.export.Dim("batch"), torch.export.Dim("seq")
+    examples = (torch.randint(0, 1000, (2, 8)), torch.ones(2, 8, dtype=torch.long), torch.zeros(2, 8, dtype=torch.long))
+    axes = {0: batch, 1: seq}
+    program = torch.export.export(TinyBert().eval(), examples, dynamic_shapes=(axes, axes, axes))
+    path = folder / "bert.pt2"
+    torch.export.save(program, str(path))
+    record = describe_files(IntakeRequest(paths=[str(path)]))
+    options = default_options(record)
+    report = export_model(
+        ExportRequest(source=TorchSource("pt2", path=str(path)), options=options, out_dir=str(folder / "o"))
+    )
+    return record, options, report
+
+
+def test_a_saved_programs_dims_are_named_on_the_card_in_the_checks_and_in_the_onnx_model(bert_export) -> None:  # type: ignore[no-untyped-def]
+    """A .pt2 keeps only torch's symbols (s18, s41) for Dim("batch") and Dim("seq"): the card, the export's checks
+    and the ONNX model show names, and the note says where they came from."""
+    record, _, report = bert_export
+    assert [s.dynamic_axes for s in record.inputs] == [{"0": "batch", "1": "seq"}] * 3
+    assert any(re.search(r"s\d+ → batch, s\d+ → seq", note) for note in record.notes)
+    assert [t.label for t in report.trials] == ["export shape", "batch = 3", "seq = 13"]
+    assert [s.shape for s in report.record.inputs] == [["batch", "seq"]] * 3
+    assert report.record.outputs[0].shape == ["batch", 4]
+    assert not any("will not be used" in w for w in report.warnings), report.warnings
+
+
+def test_the_export_feeds_a_mask_of_ones_and_ids_within_the_vocabulary(bert_export) -> None:  # type: ignore[no-untyped-def]
+    """As the input plan does: ids within the 1,000 rows, segment ids 0 (random ids up to 9 would index past the
+    2-row segment table), a mask all on; the same in the code shown to the user."""
+    record, options, report = bert_export
+    assert record.inputs[0].vocabulary == 1000 and record.inputs[2].vocabulary == 2
+    assert {k: (v.kind, v.low, v.high) for k, v in options.input_kinds.items()} == {
+        "input_ids": ("integers", 0, 1000), "attention_mask": ("constant", 1, 2), "token_type_ids": ("constant", 0, 1),
+    }  # fmt: skip
+    assert report.ok, [t.error for t in report.trials]
+    assert "input_ids = torch.randint(0, 1000, (2, 8,), dtype=torch.int64)  # token ids" in report.code
+    assert "attention_mask = torch.ones(2, 8, dtype=torch.int64)  # a mask: everything on" in report.code
+    assert (
+        "token_type_ids = torch.zeros(2, 8, dtype=torch.int64)" in report.code and "randint(0, 10," not in report.code
+    )
+    ids, mask, _ = plan_inputs(report.record)  # the exported model's plan, as Benchmark runs it
+    assert (ids.kind, ids.high, mask.kind, mask.low) == ("integers", 1000, "constant", 1)

@@ -11,8 +11,9 @@ import pytest
 
 from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
-from core.errors import BenchmarkError
-from core.model.inputs import Exported, describe_values, make_inputs, plan_inputs, resolve_free_dims
+from core.errors import BenchmarkError, UnsetDimError
+from core.model.dims import dim_kind
+from core.model.inputs import Exported, describe_values, make_inputs, plan_inputs, resolve_free_dims, unset_dims
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
@@ -104,11 +105,69 @@ def test_ir3_initializers_listed_as_inputs_are_not_inputs(tmp_path: Path) -> Non
     assert _run(record)[0].shape == (1, 4, 14, 14)
 
 
-def test_a_dim_with_no_hint_is_one_and_the_plan_says_so(tmp_path: Path) -> None:
-    model = wild.minus_one_classifier()
-    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "channels"
-    (image,) = plan_inputs(_record(model, tmp_path, "odd"))
-    assert image.shape[1] == 1 and "no hint" in image.free[1].why
+def test_a_dim_named_for_what_it_is_gets_a_size_of_its_kind_and_one_nothing_names_blocks_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The OCR recogniser's 1×1×64×image_width is run on a line of text 320 wide, not 1 pixel; a dim nothing
+    explains has no size: inputs are refused until it is given, and the command line names the --dim to add and
+    saves nothing."""
+    kinds = {"width": "width", "image_width": "width", "img_h": "height", "imgH": "height", "seq": "sequence",
+             "seq_len": "sequence", "length": "sequence", "num_tokens": "sequence", "time": "time",
+             "frames": "time", "s43": "", "unk__30": "", "p2o.DynamicDimension.0": "", "group": ""}  # fmt: skip
+    assert {name: dim_kind(name) for name in kinds} == kinds
+    ocr = _record(wild.ocr_recogniser(), tmp_path, "ocr")
+    (line,) = plan_inputs(ocr)
+    assert line.shape == [1, 1, 64, 320] and not unset_dims([line])
+    assert line.free[0].why.startswith("text line width: 320") and "its name 'image_width'" in line.free[0].source
+    assert _run(ocr)[0].shape == (1, 80, 37)
+
+    unhinted = _record(wild.unhinted_model(), tmp_path, "groups")
+    plan = plan_inputs(unhinted)
+    assert [(d.symbol, d.source) for _, d in unset_dims(plan)] == [("group", "no hint")]
+    with pytest.raises(UnsetDimError, match=r"'group' \(input 'features', axis 2\).*nothing was run"):
+        make_inputs(plan, 1)
+    assert _run_given(unhinted, {"group": 4})[0].shape == (1, 16)
+    channels = wild.minus_one_classifier()
+    channels.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "channels"
+    assert [d.symbol for _, d in unset_dims(plan_inputs(_record(channels, tmp_path, "odd")))] == ["channels"]
+
+    from core.settings import load_settings
+    from core.store import open_history
+    from tests.cli import cli
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    done = cli("bench", unhinted.path, "--threads", "1", "--iters", "5", "--warmup", "1")
+    assert done.returncode != 0 and "Add --dim group=N" in done.stderr, done.stderr
+    assert open_history(load_settings()).runs() == []  # a bench that runs saves by default; this one saved nothing
+
+
+def _run_given(record: ModelRecord, dims: dict[str, int]) -> list[np.ndarray]:
+    session = ort.InferenceSession(record.path, providers=["CPUExecutionProvider"])
+    return session.run(None, make_inputs(resolve_free_dims(plan_inputs(record), dims), 1))
+
+
+def test_an_ultralytics_export_is_run_at_the_size_in_its_metadata_and_says_so(tmp_path: Path) -> None:
+    """A YOLOv8n exported at 320 with dynamic height and width: its metadata, not the usual 640, sizes the plan;
+    the class names and the OCR model's characters are read (as lists, never evaluated)."""
+    record = _record(wild.yolo_model(), tmp_path, "yolo")
+    meta = record.metadata
+    made_for = (meta.exporter, meta.task, meta.image_size, meta.stride, meta.batch)
+    assert made_for == ("Ultralytics 8.3.27", "detect", [320, 320], 32, 1)
+    assert meta.classes == wild.COCO_NAMES and meta.classes_key == "names" and "torch.onnx" in meta.producer
+    (images,) = plan_inputs(record)
+    assert images.shape == [1, 3, 320, 320] and images.batch_axis == 0
+    assert [d.source for d in images.free] == ["batch", "metadata 'imgsz'", "metadata 'imgsz'"]
+    assert "320×320" in images.free[1].why
+    assert _run(record)[0].shape == (1, 12, 1600)
+
+    fixed = wild.yolo_model()
+    for axis in (2, 3):
+        fixed.graph.input[0].type.tensor_type.shape.dim[axis].dim_value = 320
+    (still,) = plan_inputs(_record(fixed, tmp_path, "yolo_fixed"))
+    assert still.shape == [1, 3, 320, 320] and [d.axis for d in still.free] == [0]
+
+    ocr = _record(wild.ocr_recogniser(list("甲乙丙")), tmp_path, "ocr").metadata
+    assert (ocr.classes, ocr.class_count, ocr.text_line) == (["甲", "乙", "丙"], 3, True)
 
 
 def test_the_command_line_takes_the_plan_and_its_json_records_it(

@@ -1,0 +1,156 @@
+"""What an open dim of an input is, and the size of its kind: from the model's metadata (Ultralytics' ``imgsz``,
+a text recogniser's ``character`` list), from the dim's name (``image_width``, ``seq_len``, ``frames``), from the
+kind of input (an image, a line of text, audio, a sequence); a dim none of them explains has no size at all
+until the user gives one (NO_HINT), so that nothing is measured on a made-up size.
+"""
+
+from __future__ import annotations
+
+import re
+
+from core.model.records import ModelRecord, TensorSpec
+
+__all__ = [
+    "NO_HINT",
+    "SAMPLE_RATE",
+    "dim_kind",
+    "image_layout",
+    "is_audio",
+    "open_dim_default",
+    "state_batch",
+]
+
+NO_HINT = "no hint"  # the source of a dim nothing explains: the plan cannot run until it is given
+IMAGE_CHANNELS = {1, 2, 3, 4}
+CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
+TEXT_HEIGHT, TEXT_WIDTH = 48, 320  # a line of text as PaddleOCR's recognisers take it
+TEXT_MAX_HEIGHT = 64  # an image this low with a free width is a line of text (CRNN: 32, PaddleOCR: 48, ddddocr: 64)
+FRAMES, SECOND_OF_AUDIO = 100, 16_000  # a second of 10 ms frames; a second of samples at 16 kHz
+SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
+_AUDIO = re.compile(r"audio|wav|speech|pcm|waveform|samples|signal", re.I)
+_STATE = re.compile(r"state|hidden|^h0?$|^c0?$|^h_|^c_", re.I)
+# the kind of a dim, by the words of its name (checked in this order)
+_NAMES = {
+    "height": {"h", "height", "imgh", "imageh", "imageheight", "ih", "inh"},
+    "width": {"w", "width", "imgw", "imagew", "imagewidth", "iw", "inw"},
+    "batch": {"batch", "batchsize", "bs", "b", "n", "nbatch"},
+    "samples": {"samples", "nsamples", "numsamples", "audio", "wav", "waveform"},
+    "time": {"time", "t", "frames", "frame", "nframes", "numframes", "timesteps", "steps"},
+    "sequence": {"seq", "seqlen", "sequence", "len", "length", "tokens", "ntokens", "numtokens", "chars"},
+}
+_SIZES = {  # kind -> (size, what it is) for a dim named so outside an image
+    "batch": (1, "batch: 1"),
+    "samples": (SECOND_OF_AUDIO, f"audio samples: {SECOND_OF_AUDIO}, a second at 16 kHz"),
+    "time": (FRAMES, f"time steps: {FRAMES}, a second of 10 ms frames"),
+    "sequence": (SEQUENCE, f"sequence length: {SEQUENCE}"),
+}
+
+
+def dim_kind(symbol: str | None) -> str:
+    """What a dim's name says it is: height, width, batch, samples, time, sequence, or "" (``image_width``,
+    ``img_h``, ``seq_len``, ``num_tokens``, ``frames``, ``N``; ``s43`` and ``unk__30`` say nothing)."""
+    if not symbol:
+        return ""
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", symbol).lower())
+    words += ["".join(words)]  # "img_h" also as "imgh"
+    return next((kind for kind, names in _NAMES.items() if any(w in names for w in words)), "")
+
+
+def image_layout(shape: list[int | str]) -> str:
+    """ "NCHW" or "NHWC" when a rank-4 input looks like images (1–4 channels) with a free height or width."""
+    if len(shape) != 4:
+        return ""
+    free = [not (isinstance(d, int) and d > 0) for d in shape]
+    if isinstance(shape[1], int) and shape[1] in IMAGE_CHANNELS and (free[2] or free[3]):
+        return "NCHW"
+    if isinstance(shape[3], int) and shape[3] in IMAGE_CHANNELS and (free[1] or free[2]):
+        return "NHWC"
+    return ""
+
+
+def state_batch(spec: TensorSpec, axis: int, record: ModelRecord) -> bool:
+    """An unnamed axis 1 of a recurrent state ([layers × directions, batch, hidden], as ONNX's LSTM and GRU
+    keep it) while another input has its batch on axis 0."""
+    shape = spec.shape or []
+    return (
+        axis == 1
+        and len(shape) == 3
+        and isinstance(shape[0], int)
+        and 0 < shape[0] <= 8
+        and isinstance(shape[2], int)
+        and shape[2] > 0
+        and any(
+            s is not spec and s.shape and len(s.shape) > 1 and not (isinstance(s.shape[0], int) and s.shape[0] > 0)
+            for s in record.inputs
+        )
+    )
+
+
+def is_audio(record: ModelRecord) -> bool:
+    """A model of audio: an integer sample-rate input, a float [batch, samples] input named like audio, or one
+    beside a recurrent state (a streaming model)."""
+    rate = any(SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
+    waves = [s for s in record.inputs if s.dtype.startswith("float") and s.shape is not None and len(s.shape) == 2]
+    state = any(_STATE.search(s.name) and s.shape is not None and len(s.shape) == 3 for s in record.inputs)
+    return rate or bool(waves and (state or any(_AUDIO.search(s.name) for s in waves)))
+
+
+def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: ModelRecord) -> tuple[int, str, str]:
+    """The size of an image input's free height or width: what its metadata says it was made for, a line of text's,
+    a square's when the other side is fixed, else a classifier's or a detector's usual side."""
+    h_axis, w_axis = (2, 3) if image_layout(shape) == "NCHW" else (1, 2)
+    side, other_side = ("height", "width") if axis == h_axis else ("width", "height")
+    meta = record.metadata
+    if len(meta.image_size) == 2:
+        height, width = meta.image_size
+        value = height if side == "height" else width
+        return value, f"image {side}: {value}, what the model was made for ({height}×{width})", "metadata 'imgsz'"
+    other = shape[w_axis if side == "height" else h_axis]
+    fixed = other if isinstance(other, int) and other > 0 else None
+    named = f"its name '{symbol}'" if dim_kind(symbol) == side else ""
+    if meta.text_line or (side == "width" and fixed is not None and fixed <= TEXT_MAX_HEIGHT):
+        value = TEXT_HEIGHT if side == "height" else TEXT_WIDTH
+        why = f"text line {side}: {value}, what text recognisers take (PaddleOCR's take {TEXT_HEIGHT}×{TEXT_WIDTH})"
+        kind = "metadata 'character' (a text recogniser)" if meta.text_line else "the kind of input (a line of text)"
+        return value, why, kind if not named else f"{named}, {kind}"
+    if fixed is not None:
+        return fixed, f"image {side}: {fixed}, as its fixed {other_side} (a square image)", named or "the kind of input"
+    classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
+    value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
+    kind = "a classifier's usual input (one output of scores)" if classifier else "a detector's usual input"
+    return value, f"image {side}: {value}, {kind}", named or "the kind of input (an image)"
+
+
+def _by_name(kind: str, symbol: str, record: ModelRecord) -> tuple[int, str, str]:
+    """The size a dim named ``symbol`` (of ``kind``) gets outside an image input."""
+    if kind in ("height", "width"):
+        sides = record.metadata.image_size
+        if len(sides) == 2:
+            value = sides[0 if kind == "height" else 1]
+            return value, f"image {kind}: {value}, what the model was made for", "metadata 'imgsz'"
+        classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
+        value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
+        return value, f"image {kind}: {value}", f"its name '{symbol}'"
+    value, why = _SIZES[kind]
+    return value, why, f"its name '{symbol}'"
+
+
+def open_dim_default(
+    spec: TensorSpec, axis: int, symbol: str | None, record: ModelRecord, audio: bool
+) -> tuple[int, str, str]:
+    """(size, why, where it came from) of free dim ``axis`` of ``spec`` when neither the user nor an export gave
+    one; NO_HINT as the source (and a size of 1 that must not be measured) when nothing says what it is."""
+    shape = spec.shape or []
+    layout = image_layout(shape)
+    if layout and axis in ((2, 3) if layout == "NCHW" else (1, 2)):
+        return _image_side(shape, axis, symbol, record)
+    floating = spec.dtype.startswith(("float", "bfloat"))
+    if len(shape) == 2 and axis == 1 and floating and audio:
+        why = f"samples: {AUDIO_CHUNK}, a 32 ms chunk at 16 kHz (what streaming audio models take)"
+        return AUDIO_CHUNK, why, "the kind of input (streaming audio)"
+    kind = dim_kind(symbol)
+    if kind and symbol:
+        return _by_name(kind, symbol, record)
+    if axis == 1 and (len(shape) == 2 or (len(shape) == 3 and floating)):
+        return SEQUENCE, f"sequence length: {SEQUENCE}", "its place (axis 1 of a sequence)"
+    return 1, "nothing in the model says what it is: give it a size", NO_HINT
