@@ -6,16 +6,35 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint constraints sample-cards chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
+.PHONY: run test lint constraints sample-cards team cluster-extras chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
+
+# pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
+PIP := $(PY) -m pip install --no-input -c constraints.txt
 
 $(VENV)/.runtime: requirements.txt constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	@test -x $(PY) || { echo "Creating the virtual environment in $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@$(PY) -m pip install --quiet --upgrade pip
+	@echo "Installing the app's packages (requirements.txt: torch, ONNX Runtime, Streamlit...)"
+	$(PIP) -r requirements.txt
 	@touch $@
 
-$(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VENV)/.runtime
-	$(PY) -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+# A team server's extras (PostgreSQL history, OpenID Connect sign-in) and the cluster's (Ray): core/extras.py
+$(VENV)/.team: requirements-team.txt constraints.txt $(VENV)/.runtime
+	@echo "Installing a team server's extras (requirements-team.txt)"
+	$(PIP) --quiet -r requirements-team.txt
+	@touch $@
+
+$(VENV)/.cluster: requirements-cluster.txt constraints.txt $(VENV)/.runtime
+	@echo "Installing the cluster's extras (requirements-cluster.txt: Ray)"
+	$(PIP) --quiet -r requirements-cluster.txt
+	@touch $@
+
+team: $(VENV)/.team
+cluster-extras: $(VENV)/.cluster
+
+$(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VENV)/.team $(VENV)/.cluster
+	@echo "Installing what the tests need (requirements-dev.txt, and the packaged models of requirements-models.txt)"
+	$(PIP) --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	@touch $@
 
@@ -51,10 +70,10 @@ netns:
 # the cluster's folder, /tmp/wbc-<checkout>/auth_token). Each checkout gets its own cluster, names and addresses
 # (`make cluster` prints them); `make cluster-run` serves the app inside the head's namespace, joined to it;
 # `make cluster-stop` removes it all.
-cluster: $(VENV)/.runtime sandbox netns
+cluster: $(VENV)/.cluster sandbox netns
 	$(PY) -m core.jobs.cluster.local start
 
-cluster-run: $(VENV)/.runtime sandbox
+cluster-run: $(VENV)/.cluster sandbox
 	$(PY) -m core.jobs.cluster.local serve --port $(PORT)
 
 cluster-stop:

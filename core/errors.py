@@ -14,6 +14,7 @@ __all__ = [
     "JobOutOfMemory",
     "JobTimedOut",
     "LimitExceededError",
+    "MissingExtraError",
     "NoMatchingArchitectureError",
     "OldOpsetError",
     "PartitionError",
@@ -105,6 +106,10 @@ class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
 
 
+class MissingExtraError(WorkbenchError):
+    """A setting needs packages the local app does not install (core/extras.py says which, and how)."""
+
+
 class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
 
@@ -169,6 +174,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         UnsetDimError,
         QuantizeError,
         StoreError,
+        MissingExtraError,
     )
 }
 

@@ -13,7 +13,8 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.errors import StreamlitAuthError
 
-from core.errors import IdentityRefused
+from core.errors import IdentityRefused, MissingExtraError
+from core.extras import require
 from core.identity import ANONYMOUS, Identity, from_claims, from_headers
 from ui import session
 from ui.text import md_escape
@@ -59,6 +60,11 @@ def identity() -> Identity:
 def gate() -> Identity:
     """Let the run go on only for someone signed in (when sign-in is configured)."""
     settings = session.settings()
+    if settings.auth == "oidc":
+        try:
+            require("team", "authlib", "Sign-in with OpenID Connect (auth = oidc)")
+        except MissingExtraError as exc:
+            _refuse(md_escape(str(exc), 2000))
     if settings.auth == "oidc" and not _oidc_configured():
         _refuse(
             "This instance is set to sign people in with OpenID Connect (auth = oidc), but `.streamlit/secrets.toml` "

@@ -11,6 +11,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+from core.extras import require
+
 __all__ = ["CONNECT_TIMEOUT_S", "connection_lost", "describe", "open_engine", "reason", "safe"]
 
 CONNECT_TIMEOUT_S = 5  # a server that does not answer is given up on after this long (PostgreSQL)
@@ -26,6 +28,8 @@ def open_engine(url: str) -> Engine:
         engine = create_engine(url, pool_pre_ping=True, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if url.startswith("postgresql"):
+        require("team", "psycopg", "A PostgreSQL history (history_url)")
     args = {"connect_timeout": CONNECT_TIMEOUT_S} if url.startswith("postgresql") else {}
     return create_engine(url, pool_pre_ping=True, connect_args=args)
 

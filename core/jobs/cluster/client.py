@@ -24,6 +24,7 @@ from subprocess import Popen
 from typing import Any
 
 from core.errors import JobError, TargetError
+from core.extras import require
 from core.jobs.cluster import auth
 from core.jobs.cluster.agent import POLICY
 from core.jobs.process import JobHandle, JobSpec
@@ -90,6 +91,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S, insecure: bool | N
     with _connect_lock:
         if address in _connected:
             return _connected[address]
+        require("cluster", "ray", f"The Ray cluster at {address} (cluster_address)")
         why = _reachable(address, timeout)
         if why:
             raise TargetError(
