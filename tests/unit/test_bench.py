@@ -21,6 +21,7 @@ from core.model import ModelRecord, TensorSpec, zoo
 from core.model.inputs import BenchInput, default_inputs, make_inputs
 from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
+from core.runtime.harness import Config, measure
 from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
 from core.store import Store
@@ -166,6 +167,29 @@ def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
                                         warmup=0, time_budget_s=0.5))  # fmt: skip
     assert report.results[0].n < 100_000
     assert any("time budget" in note for note in report.notes)
+
+
+def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises_fewer_calls() -> None:
+    def configs() -> list[Config]:
+        return [Config(label=f"c{k}", engine="ort", level="ALL", provider="CPU", threads=1, batch=1, run=list,
+                       load_ms=0.0) for k in range(2)]  # fmt: skip
+
+    def silent(fraction: float, message: str) -> None:
+        pass
+
+    notes: list[str] = []
+    every = configs()
+    measure(every, iterations=1, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
+    assert all(len(c.samples) == 1 for c in every) and notes == []  # the one round ran them all, past the budget
+
+    cut = configs()
+    rounds = measure(cut, iterations=100, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
+    assert rounds == 1 and all(len(c.samples) == 10 for c in cut)
+    assert notes == [
+        "The time budget of 0 s ran out after 1 round: 10 of the 100 calls asked for were measured per "
+        "configuration. The intervals come from those calls; raise the budget to measure them all (more calls give "
+        "tighter intervals)."
+    ]
 
 
 def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:
