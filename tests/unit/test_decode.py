@@ -148,12 +148,23 @@ def test_damaged_and_odd_models_decode_what_they_can(tmp_path: Path) -> None:
     decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "future.onnx"))))
     problems = " ".join(decoded.problems)
     assert "IR version 999 is newer" in problems and "Opset 999 is newer" in problems
-    assert "'com.example.custom' is not a standard one" in problems
+    assert "'com.example.custom' is declared in the model's opset imports but no node uses it" in problems
     assert decoded.node_count == 1 and decoded.checker_ok is False
 
     empty = onnx.ModelProto(ir_version=8)
     decoded = decode_model(DecodeRequest(path=str(builders.write(empty, tmp_path / "nograph.onnx"))))
     assert decoded.problems == ["The model has no graph: there is nothing to run."]
+
+
+def test_a_custom_domain_is_custom_only_where_a_node_uses_it(tmp_path: Path) -> None:
+    model = builders.relu_model()
+    model.opset_import.extend([helper.make_opsetid("Paddle", 1), helper.make_opsetid("com.example", 1)])
+    model.graph.node.append(helper.make_node("Scale", ["y"], ["z"], domain="com.example", name="scale"))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "paddle.onnx"))))
+    assert [p for p in decoded.problems if "domain" in p] == [
+        "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it: nothing custom runs.",
+        "Operator domain 'com.example' is not a standard one: its ops are custom.",
+    ]
 
 
 def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:
