@@ -32,6 +32,7 @@ from core.model.proto import (
     external_entries,
     itemsize,
     non_utf8_text,
+    parameter_count,
     tensor_elements,
     value_specs,
     walk_graphs,
@@ -237,7 +238,7 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
         decoded.layers.extend(_layer_weights(visit))
     decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage != "constant node")
     decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
-    decoded.parameter_count = sum(t.elements for t in decoded.initializers if t.is_weight)
+    decoded.parameter_count = parameter_count(model)  # as the Model page counts them
     decoded.external_files = sorted(external)
     for function in model.functions:
         ops = dict(Counter(n.op_type for n in function.node))
