@@ -116,14 +116,31 @@ class CalibrationData:
 
 
 def split_data(
-    specs: list[BenchInput], calibration_file: str, count: int, held_out: int, seed: int, notes: list[str]
+    specs: list[BenchInput],
+    calibration_file: str,
+    count: int,
+    held_out: int,
+    seed: int,
+    notes: list[str],
+    static: bool = True,
 ) -> CalibrationData:
     """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
-    ``seed``; held-out inputs always come from data the calibration never saw."""
+    ``seed``; held-out inputs always come from data the calibration never saw. Without a ``static`` variant
+    nothing is calibrated: there is no calibration data, and an .npz given is all held-out data."""
     other_seed = seed + 100_000
     shapes = "; ".join(f"{s.name} {format_shape(list(s.shape))}" for s in specs)
-    if calibration_file:
-        samples = _samples_from_npz(calibration_file, specs)
+    samples = _samples_from_npz(calibration_file, specs) if calibration_file else []
+    if not static:  # dynamic INT8 finds its activation ranges at run time, FP16 needs none
+        if samples:
+            return CalibrationData(
+                calibration=[], held_out=samples, calibration_text="",
+                held_out_text=f"the {len(samples)} samples of the uploaded .npz",
+            )  # fmt: skip
+        return CalibrationData(
+            calibration=[], held_out=_generated(specs, held_out, other_seed), calibration_text="",
+            held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes})",
+        )  # fmt: skip
+    if samples:
         if len(samples) >= 8:
             cut = max(1, len(samples) // 4)
             return CalibrationData(
