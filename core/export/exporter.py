@@ -28,7 +28,14 @@ from core.export.options import (
     choose_exporter,
     names_of_tensors,
 )
-from core.export.verify import call_module, describe_changes, load_session, run_trials, static_checks
+from core.export.verify import (
+    call_module,
+    describe_changes,
+    load_session,
+    run_trials,
+    static_checks,
+    unproven_warning,
+)
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
@@ -250,7 +257,7 @@ def export_model(
         torch_ops=torch_ops,
         onnx_ops=onnx_ops,
         changes=describe_changes(torch_ops, onnx_ops),
-        warnings=plain_warnings(messages),
+        warnings=[w for w in [unproven_warning(trials)] if w] + plain_warnings(messages),
         code=reproduce_code(source, used, exporter, str(path)),
         seconds=time.perf_counter() - started,
         record=record,
