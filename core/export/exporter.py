@@ -39,7 +39,7 @@ from core.export.verify import (
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
-from core.workspace import safe_filename
+from core.workspace import safe_filename, shown_name
 
 if TYPE_CHECKING:
     import torch
@@ -238,7 +238,7 @@ def export_model(
 
     torch_ops = module_op_counts(model)
     onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
-    record = describe_files(IntakeRequest(paths=files, name=path.stem), limits)
+    record = describe_files(IntakeRequest(paths=files, name=shown_name(request.file_name, path.stem)), limits)
     record.notes.insert(
         0, f"Exported from {source.kind} '{source.name or Path(source.path).name}' by the {exporter} exporter."
     )

@@ -89,6 +89,10 @@ def test_sweep_removes_only_old_workspaces(tmp_path: Path) -> None:
         ("C:\\x\\y.pt", "y.pt"),
         ("..", "upload"),
         ("<script>.onnx", "script_.onnx"),
+        ("方向分类.onnx", "方向分类.onnx"),
+        ("my model (v2).onnx", "my_model_v2_.onnx"),
+        ("a\u202egnp.onnx", "a_gnp.onnx"),  # a right-to-left override
+        ("长" * 60 + ".onnx", "长" * 38 + ".onnx"),  # 119 bytes of UTF-8: well inside a file system's 255
     ],
 )
 def test_uploaded_names_become_plain_file_names(name: str, expected: str) -> None:
