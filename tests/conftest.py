@@ -59,4 +59,3 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(_made, "")
     if home:
         shutil.rmtree(home, ignore_errors=True)
-

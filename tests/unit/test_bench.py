@@ -119,7 +119,7 @@ def _inputs() -> list[BenchInput]:
 def _tiny(path: Path, torch: bool = False) -> MeasuredModel:
     """TinyCNN's ONNX file with its input plan (and its PyTorch original, named as the app names it)."""
     if torch:
-        return MeasuredModel(path=str(path), inputs=_inputs(), name="tinycnn", torch_source=TINY)
+        return MeasuredModel(path=str(path), inputs=_inputs(), name="tinycnn", torch_source=TINY, torch_id="7" * 64)
     return MeasuredModel(path=str(path), inputs=_inputs())
 
 
@@ -139,12 +139,13 @@ def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
     assert report.baseline == "PyTorch eager" and "PyTorch eager" in report.headline and "95 % CI" in report.headline
     assert report.environment.versions["onnxruntime"] and report.environment.physical_cores >= 1
     assert report.settings["rounds"] == 10 and report.started <= report.finished
+    assert report.settings["torch_model_id"] == "7" * 64  # what eager measured: the Dashboard's version for it
 
 
 def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinycnn: Path) -> None:
     report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable", "extended"], batches=[1, 4],
                                         threads=[1], iterations=20, warmup=2))  # fmt: skip
-    assert report.baseline == "ORT DISABLE_ALL"
+    assert report.baseline == "ORT DISABLE_ALL" and "torch_model_id" not in report.settings
     assert [r.label for r in report.results] == [
         "ORT DISABLE_ALL · batch 1", "ORT DISABLE_ALL · batch 4", "ORT EXTENDED · batch 1", "ORT EXTENDED · batch 4",
     ]  # fmt: skip
