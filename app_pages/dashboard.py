@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import WorkbenchError
-from core.store.dashboard import Owned, latest_per_model_machine, regressions, trend
+from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, regressions, trend
 from ui import pages, session
 from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame
 from ui.jobs import stop_with_error
@@ -21,8 +21,9 @@ team = f"team {md_escape(who.team, 80)}" if who.signed_in else "everyone using t
 team = "you alone (this instance puts you in no team)" if who.alone else team
 st.markdown(
     f"The benchmark runs of {team}: the latest result of every model on every machine, each model's latency "
-    "across its versions (every export or quantized variant is a new version, told apart by its sha256), and "
-    "the versions that made it surely slower than the one before, on the same machine and configuration."
+    "across its versions (every export or quantized variant is a new version, told apart by its sha256; PyTorch "
+    "eager's rows follow the PyTorch original's versions), and the versions that made it surely slower than the "
+    "one before, on the same machine and configuration."
 )
 
 try:
@@ -65,11 +66,19 @@ flagged = regressions(runs)
 if flagged:
     st.warning(
         f"**{len(flagged)} regression{'s' * (len(flagged) != 1)}**: a new version surely slower than the one "
-        "before it (the medians' 95 % intervals apart, and at least 5 % slower).\n\n"
+        "before it (the medians' 95 % intervals apart, and at least 5 % slower). ONNX Runtime's rows compare "
+        "versions of the ONNX model, PyTorch eager's versions of the PyTorch original.\n\n"
         + "\n".join(f"- {md_escape(g.model, 120)}: {md_escape(g.text, 300)}" for g in flagged[-20:])
     )
 else:
     st.success("No regressions: no version is surely slower than the version before it.")
+busy = busy_runs(runs)
+if busy:
+    st.caption(
+        f"{len(busy)} of these runs {'was' if len(busy) == 1 else 'were'} measured while other processes kept the "
+        "machine busy: they are compared with nothing, since their numbers are the other work's as much as the "
+        "model's. Run them again on a quiet machine to compare them."
+    )
 
 st.header("A model across its versions")
 names = sorted({run.report.model for run in runs})

@@ -181,7 +181,7 @@ legacy_can_honour = report.exporter == "dynamo" and report.opset_requested in EX
 if report.opset_produced != report.opset_requested and legacy_can_honour:
     st.button(f"Export again with the legacy exporter at opset {report.opset_requested}", on_click=export_with_legacy)
 current = session.current_model()
-if report.record is not None and not report.ok and (current is None or current.id != report.record.id):
+if report.record is not None and not report.usable and (current is None or current.id != report.record.id):
     st.caption("The current model was not replaced, because the export failed a check.")
     if st.button("Use this export as the current model anyway", key="use_failed_export"):
         session.set_current_model(report.record, exported_from=source)

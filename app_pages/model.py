@@ -13,7 +13,7 @@ from core.errors import WorkbenchError
 from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
 from core.model.intake import IntakeRequest
-from core.workspace import safe_filename
+from core.workspace import safe_filename, shown_name
 from ui import pages, session
 from ui.cards import model_card
 from ui.jobs import run, show_error
@@ -43,13 +43,17 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
             "start a fresh session."
         )
     folder = workspace.new_folder("upload")
-    paths = []
+    paths, shown = [], {}
     for f in files:
-        target = folder / safe_filename(f.name)
+        target = folder / safe_filename(f.name)  # safe on disk; the model keeps the name the person gave it
         target.write_bytes(f.getbuffer())
         paths.append(str(target))
+        shown[target.name] = shown_name(f.name)
     request = IntakeRequest(paths=paths, unpack_dir=str(folder))  # a .zip of a model folder unpacks beside it
     uploaded = run(INTAKE, request, "Reading the upload")
+    main = Path(uploaded.path)
+    if main.parent == folder and main.name in shown:  # not a file unpacked from a .zip, which keeps its own
+        uploaded.name = shown[main.name]
     if workspace.size_bytes() > quota:  # what a .zip unpacked to
         shutil.rmtree(folder, ignore_errors=True)
         raise WorkbenchError(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,11 +11,12 @@ from typing import Any
 
 from core.identity import domain_teams
 
-__all__ = ["IntakeLimits", "Settings", "load_settings"]
+__all__ = ["IntakeLimits", "Settings", "load_settings", "user_data_folder"]
 
 ENV_PREFIX = "WORKBENCH_"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 AUTH_MODES = ("", "oidc", "proxy")
+APP_NAME = "onnx-workbench"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +45,8 @@ class Settings:
     max_initializer_mb: int = 8192
     worker_memory_mb: int = 6144
     worker_timeout_s: float = 600.0
-    data_dir: str = str(Path(tempfile.gettempdir()) / "onnx-workbench")
+    # workspaces, kept models, locks and the default history; "" is this user's data folder (user_data_folder)
+    data_dir: str = ""
     workspace_max_age_h: float = 24.0
     workspace_quota_mb: int = 20480  # what one browser session may keep on disk (uploads, exports, results)
     library_max_age_h: float = 720.0  # a signed-in person's kept model, unused this long, is forgotten
@@ -150,6 +151,14 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
 }
 
 
+def user_data_folder() -> str:
+    """The default data folder: this user's own, lasting across reboots and shared by every checkout they run
+    (``~/.local/share/onnx-workbench`` on Linux, or under ``$XDG_DATA_HOME``; platformdirs' user data dir)."""
+    import platformdirs
+
+    return platformdirs.user_data_dir(APP_NAME, appauthor=False)
+
+
 def _coerce(name: str, raw: Any, kind: type) -> Any:
     if kind is bool and isinstance(raw, str):
         lowered = raw.strip().lower()
@@ -204,6 +213,7 @@ def load_settings(
     if values.get("start_sample") and values["start_sample"] not in SAMPLES:
         raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")
     _check_auth(values)
+    values["data_dir"] = str(values.get("data_dir") or "").strip() or user_data_folder()
     return Settings(**values)
 
 

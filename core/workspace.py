@@ -8,6 +8,7 @@ import shutil
 import stat
 import threading
 import time
+import unicodedata
 import uuid
 import weakref
 from collections.abc import Callable
@@ -16,18 +17,55 @@ from typing import BinaryIO, ClassVar
 
 from core.errors import ResultFileError
 
-__all__ = ["LAST_USED", "Workspace", "open_within", "sweep_workspaces", "sweep_closed_sessions", "safe_filename"]
+__all__ = [
+    "LAST_USED",
+    "Workspace",
+    "open_within",
+    "safe_filename",
+    "shown_name",
+    "sweep_closed_sessions",
+    "sweep_workspaces",
+]
 
 LAST_USED = ".last-used"  # touched whenever a workspace (or a kept model, core.model.library) is used
 _MARKER = LAST_USED
 _OWNER = ".owner"
 
 
+NAME_BYTES = 120  # a file name's length on disk, in UTF-8 bytes (file systems allow 255)
+
+
+def _base(name: str) -> str:
+    """The last part of a path a browser sent, in Unicode's composed form."""
+    return unicodedata.normalize("NFC", name.replace("\\", "/").rsplit("/", 1)[-1])
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` bytes of UTF-8, on a character's boundary."""
+    return text.encode()[:limit].decode(errors="ignore")
+
+
 def safe_filename(name: str, fallback: str = "upload") -> str:
-    """A plain file name from whatever a browser sent: no folders, no odd characters, never empty."""
-    base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", base).strip("._")
-    return cleaned[:120] or fallback
+    """A plain file name from whatever a browser sent: no folders, only letters and digits of any script and
+    ``._-`` (方向分类.onnx stays itself; spaces, punctuation, control and invisible characters become _), at most
+    NAME_BYTES bytes with its suffix kept, never empty."""
+    cleaned = re.sub(r"[^\w.-]+", "_", _base(name)).strip("._")
+    stem, dot, suffix = cleaned.rpartition(".")
+    if not dot or not stem or len(suffix.encode()) > 16:
+        stem, suffix = cleaned, ""
+    room = NAME_BYTES - len(suffix.encode()) - 1 if suffix else NAME_BYTES
+    cut = _cut(stem, room)
+    cut = cut if cut == stem else cut.rstrip("._")
+    return (f"{cut}.{suffix}" if suffix else cut) if cut else fallback
+
+
+def shown_name(name: str, fallback: str = "upload") -> str:
+    """The name people see for an uploaded file: its own name without folders or its last suffix, as they wrote
+    it (方向分类, "my model (v2)"), with control and invisible characters dropped, at most 120 characters."""
+    stem = _base(name)
+    stem = stem.rsplit(".", 1)[0] if "." in stem.strip(".") else stem
+    kept = "".join(c for c in stem if unicodedata.category(c)[0] != "C").strip()
+    return kept[:120] if kept.strip(".") else fallback
 
 
 def open_within(path: str | Path, root: str | Path) -> BinaryIO:

@@ -1,13 +1,20 @@
-"""What every test shares: which tests need the machine to themselves.
+"""What every test shares: which tests need the machine to themselves, and a data folder that is never the user's.
 
 `make test` runs the suite in two parts: first every other test on two processes at once (most of their time is
 spent waiting on a worker, a server or the browser), then these, one at a time, on a quiet machine: they measure
 time or what else the machine does, or look for processes and files that any other test could leave. A file
 whose tests all need it is listed here; a test that needs it in a file of others is marked `@pytest.mark.quiet`.
+
+The default data folder is the user's own (core.settings.user_data_folder: under $XDG_DATA_HOME). Tests set
+WORKBENCH_DATA_DIR where they use one; for any that does not, $XDG_DATA_HOME points into a folder of this run's,
+made by the first pytest process (its xdist workers inherit it) and removed by it at the end.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -33,3 +40,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.path)).resolve().relative_to(ROOT).as_posix() in QUIET:
             item.add_marker(pytest.mark.quiet)
+
+
+_OWN_DATA_HOME = "WORKBENCH_TESTS_DATA_HOME"  # set by the pytest process that made the folder
+_made = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get(_OWN_DATA_HOME):  # an xdist worker: its controller made it
+        return
+    home = tempfile.mkdtemp(prefix="workbench-tests-data-")
+    os.environ[_OWN_DATA_HOME] = os.environ["XDG_DATA_HOME"] = home
+    config.stash[_made] = home
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_made, "")
+    if home:
+        shutil.rmtree(home, ignore_errors=True)

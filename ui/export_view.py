@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.export import ExportOptions, ExportReport, ExportRequest
+from core.export.verify import unproven_warning
 from core.jobs import EXPORT
 from core.model import ModelRecord
 from core.model.torchload import source_of
@@ -30,7 +31,7 @@ def run_export(source: ModelRecord, options: ExportOptions, label: str) -> Expor
     report = jobs.run(EXPORT, request, label, model=source.id)
     if report.record is not None:
         forget_plan(report.record)  # its plan starts again from what it was just exported at
-    if report.record is not None and report.ok:
+    if report.record is not None and report.usable:  # a comparison that proved nothing is said, not failed
         session.set_current_model(report.record, exported_from=source)  # reruns the page
     return report
 
@@ -41,6 +42,7 @@ def kept_report(source: ModelRecord) -> ExportReport | None:
 
 
 _OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"
+_VOID = ":orange[:material/help:]"  # matched, but on outputs that test nothing
 
 
 def _trial_frame(report: ExportReport) -> pd.DataFrame:
@@ -54,26 +56,39 @@ def _trial_frame(report: ExportReport) -> pd.DataFrame:
                 "shapes": f"{trial.label}: {shapes}",
                 "max abs diff": f"{worst_abs:.2e}" if worst_abs is not None else "—",
                 "max rel diff": f"{worst_rel:.2e}" if worst_rel is not None else "—",
-                "result": "matches" if trial.ok else "FAILS",
+                "result": "matches" if trial.ok else "proves nothing" if trial.proves_nothing else "FAILS",
             }
         )
     return pd.DataFrame(rows)
 
 
-def show_report(report: ExportReport) -> None:
+def _headline(report: ExportReport) -> None:
+    """All checks passed; nothing failed but a comparison proved nothing; or how many failed."""
     passed = sum(c.ok for c in report.checks) + sum(t.ok for t in report.trials)
     total = len(report.checks) + len(report.trials)
     where = ", ".join(t.label for t in report.trials)
+    unproven = unproven_warning(report.trials)
+    failed = total - passed - sum(bool(t.proves_nothing) for t in report.trials)
     if report.ok:
         st.success(
             f"Exported and verified in {report.seconds:.1f} s: all {total} checks pass; the ONNX model "
             f"matches PyTorch at {where}."
         )
+    elif not failed:
+        st.warning(
+            f"Exported in {report.seconds:.1f} s: {passed} of {total} checks pass, and the rest prove nothing. "
+            + md_escape(unproven, 1500)
+        )
     else:
         st.error(
-            f"Exported in {report.seconds:.1f} s, but {total - passed} of {total} checks fail. "
+            f"Exported in {report.seconds:.1f} s, but {failed} of {total} checks fail. "
             "Read the red lines below before you deploy this model."
+            + (f" {md_escape(unproven, 1500)}" if unproven else "")
         )
+
+
+def show_report(report: ExportReport) -> None:
+    _headline(report)
     if report.opset_note:
         st.warning(md_escape(report.opset_note, 500))
 
@@ -82,7 +97,8 @@ def show_report(report: ExportReport) -> None:
     for trial in report.trials:
         what = f"matches PyTorch at {trial.label}" + (f" (varies {trial.axis})" if trial.axis else "")
         detail = trial.error or "every output within 1e-4 + 1e-3·|value|"
-        lines.append(f"- {_OK if trial.ok else _FAIL} **{md_escape(what)}**: {md_escape(detail, 700)}")
+        mark = _OK if trial.ok else _VOID if trial.proves_nothing else _FAIL
+        lines.append(f"- {mark} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
     st.table(escaped_frame(_trial_frame(report)), hide_index=True)
     if report.traced_shapes:
@@ -99,9 +115,10 @@ def show_report(report: ExportReport) -> None:
     for change in report.changes:
         st.markdown(f"- {md_escape(change, 400)}")
     st.plotly_chart(op_count_figure(op_count_frame(report.torch_ops, report.onnx_ops)), key="op_counts")
-    if report.warnings:
-        with st.expander(f"The exporter's warnings, in plain words ({len(report.warnings)})"):
-            st.markdown("\n".join(f"- {md_escape(w, 600)}" for w in report.warnings))
+    exporters = [w for w in report.warnings if w != unproven_warning(report.trials)]  # that one heads the report
+    if exporters:
+        with st.expander(f"The exporter's warnings, in plain words ({len(exporters)})"):
+            st.markdown("\n".join(f"- {md_escape(w, 600)}" for w in exporters))
 
     st.markdown("##### Take it with you")
     cols = st.columns(max(len(report.files), 1) + 1)

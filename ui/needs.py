@@ -33,7 +33,7 @@ def _export_defaults(record: ModelRecord) -> None:
     except WorkbenchError as exc:
         stop_with_error(exc)
     report = run_export(record, options, f"Exporting '{record.name}' with the default settings")
-    if report.record is None or not report.ok:
+    if report.record is None or not report.usable:
         st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
 
 

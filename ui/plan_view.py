@@ -128,7 +128,14 @@ def measured_model(
     """The model as Benchmark, Profile and Quantize measure it: ``record`` on the plan ``inputs``, with its
     PyTorch original when eager runs too."""
     torch_source = source_of(torch_record) if torch_record is not None else None
-    return MeasuredModel(path=record.path, inputs=inputs, name=record.name, id=record.id, torch_source=torch_source)
+    return MeasuredModel(
+        path=record.path,
+        inputs=inputs,
+        name=record.name,
+        id=record.id,
+        torch_source=torch_source,
+        torch_id=torch_record.id if torch_record is not None else "",
+    )
 
 
 def _from_upload(

@@ -113,8 +113,8 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     )
     st.caption(
         f"Latency: median of {made[0].latency.n if made and made[0].latency else 0} calls per model, interleaved, "
-        f"{report.threads} thread(s), ORT at ALL. Accuracy: against the float32 model on {report.held_out}. "
-        f"Calibration: {report.calibration}."
+        f"{report.threads} thread(s), ORT at ALL. Accuracy: against the float32 model on {report.held_out}."
+        + (f" Calibration: {report.calibration}." if report.calibration else "")
     )
     _where_integer_ops_ran(made)
     return _choose_variant(made, key)

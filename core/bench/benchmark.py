@@ -196,6 +196,8 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         "time_budget_s": time_budget_s, "seed": seed, "rounds": rounds,
         "inputs": plan_summary(inputs),
     }  # fmt: skip
+    if any(c.engine == "eager" for c in configs):  # eager measured the PyTorch original, not the ONNX model
+        settings["torch_model_id"] = measured.torch_id
     report = BenchReport(
         id=uuid.uuid4().hex[:12],
         model=measured.name or os.path.basename(onnx_path),

@@ -65,6 +65,7 @@ def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None
     into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
     """
     from core.export import ExportRequest, default_options
+    from core.export.verify import unproven_warning
     from core.model.torchload import source_of
 
     record = describe(model)
@@ -78,9 +79,12 @@ def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None
         file_name=f"{record.name}.onnx",
     )
     report = run(EXPORT, request)
-    if report.record is None or not report.ok:
+    if report.record is None or not report.usable:
         failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
         raise WorkbenchError(f"Exporting {record.name} to ONNX failed: {'; '.join(failed) or 'see the Export page'}")
+    unproven = unproven_warning(report.trials)
+    if unproven:  # nothing failed, but a comparison tested nothing: said, and the model still measured
+        print(f"warning: {unproven}", file=sys.stderr)
     return report.record, record
 
 

@@ -149,7 +149,7 @@ def _print_export(report: ExportReport) -> None:
     for trial in report.trials:
         worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
         detail = trial.error or f"max abs diff {worst:.2e}"
-        print(f"  {mark[trial.ok]}  matches PyTorch at {trial.label}: {detail}")
+        print(f"  {'VOID' if trial.proves_nothing else mark[trial.ok]}  matches PyTorch at {trial.label}: {detail}")
     for change in report.changes:
         print(f"  change  {change}")
     for warning in report.warnings:

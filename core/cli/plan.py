@@ -164,7 +164,10 @@ def measured_model(args: argparse.Namespace, work_dir: Path, backend: Backend | 
     plan = plan_from_args(record, torch_record, args, work_dir)
     record = in_own_folder(record, work_dir, backend)
     torch_source = source_of(in_own_folder(torch_record, work_dir, backend)) if torch_record else None
-    return MeasuredModel(path=record.path, inputs=plan, name=named, id=record.id, torch_source=torch_source)
+    torch_id = torch_record.id if torch_record else ""
+    return MeasuredModel(
+        path=record.path, inputs=plan, name=named, id=record.id, torch_source=torch_source, torch_id=torch_id
+    )
 
 
 def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:

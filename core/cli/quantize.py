@@ -1,4 +1,5 @@
-"""quantize: one INT8 or FP16 variant, with its size, latency and accuracy against the original."""
+"""quantize: INT8 and FP16 variants (the Quantize page's three by default), each with its size, latency and
+accuracy against the original."""
 
 from __future__ import annotations
 
@@ -23,17 +24,29 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run"]
 
+MODES = ("dynamic", "static", "fp16")  # the Quantize page makes one variant of each by default
+
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("quantize", help="an INT8 or FP16 variant, with size, latency and accuracy")
+    parser = sub.add_parser("quantize", help="INT8 and FP16 variants, with size, latency and accuracy")
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
-    parser.add_argument("--mode", choices=["dynamic", "static", "fp16"], required=True)
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        action="append",
+        help="dynamic, static or fp16; repeat it for several (default: all three, as the Quantize page)",
+    )
     parser.add_argument("--format", choices=["qdq", "qoperator"], default="qdq", help="static: QDQ or QOperator")
     parser.add_argument("--method", choices=["minmax", "entropy", "percentile"], default="minmax")
     parser.add_argument("--weight-type", choices=["qint8", "quint8"], default="qint8", help="dynamic: weights")
     parser.add_argument("--no-keep-io", dest="keep_io", action="store_false", help="fp16: float16 inputs too")
     parser.add_argument("--calibration", help="static: a sample count (default 32) or an .npz of real inputs")
-    parser.add_argument("-o", "--output", required=True, help="where to write the variant")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="where to write the variant; with several, each beside it as NAME.KEY.onnx",
+    )
     parser.add_argument("--iters", type=int, default=100, help="measured calls per model (default 100)")
     parser.add_argument("--threads", type=int, default=0, help="intra-op threads (default: all cores)")
     add_target_argument(parser)
@@ -42,12 +55,28 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _variant_key(args: argparse.Namespace) -> str:
-    if args.mode == "dynamic":
-        return f"dynamic-{args.weight_type}"
-    if args.mode == "fp16":
-        return "fp16" if args.keep_io else "fp16-all"
-    return f"static-{args.format}-{args.method}"
+def _variant_keys(args: argparse.Namespace) -> list[str]:
+    """The variants the modes ask for, each with its options, in the page's order."""
+    keys = {
+        "dynamic": f"dynamic-{args.weight_type}",
+        "static": f"static-{args.format}-{args.method}",
+        "fp16": "fp16" if args.keep_io else "fp16-all",
+    }
+    modes = args.mode or list(MODES)
+    if args.calibration and "static" not in modes:
+        raise WorkbenchError(
+            "--calibration sets static quantization's scales; dynamic INT8 and FP16 use no calibration data. Add "
+            "--mode static, or leave --calibration out."
+        )
+    return [keys[mode] for mode in MODES if mode in modes]
+
+
+def _outputs(out: Path, keys: list[str]) -> dict[str, Path]:
+    """Where each variant goes: ``out`` for one; for several, NAME.KEY.onnx beside it."""
+    if len(keys) == 1:
+        return {keys[0]: out}
+    stem = out.name.removesuffix(".onnx")
+    return {key: out.with_name(f"{stem}.{key}.onnx") for key in keys}
 
 
 def _calibration(text: str | None) -> tuple[str, int]:
@@ -62,37 +91,47 @@ def _calibration(text: str | None) -> tuple[str, int]:
     return str(path), 32
 
 
-def _print(out: Path, report: QuantizeReport) -> None:
-    original, variant = report.variants[0], report.variants[1]
-    assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
-    acc = variant.accuracy
-    print(f"{out}  ({variant.label})")
-    print(f"  size      {variant.size_bytes:,} bytes, {original.size_bytes / max(variant.size_bytes, 1):.2f}× smaller")
-    print(
-        f"  latency   median {variant.latency.median_ms:.3f} ms against {original.latency.median_ms:.3f} ms: "
-        f"{variant.speedup:.2f}× (95 % CI {variant.speedup_low:.2f}–{variant.speedup_high:.2f}), "
-        f"{report.threads} thread(s)"
-    )
-    top1 = f", top-1 agreement {acc.top1_agreement:.1%}" if acc.top1_agreement is not None else ""
-    print(
-        f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
-        f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
-    )
-    verdict = "within" if variant.accuracy_ok else f"OUT OF TOLERANCE ({variant.accuracy_note})"
-    print(f"  tolerance {verdict}: {report.tolerance}")
-    if variant.kept_float32:
-        print(f"  float32   kept: {'; '.join(variant.kept_float32)}")
-    if variant.size_note:
-        print(f"  size note {variant.size_note}")
-    print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
-    print(f"  data      calibration: {report.calibration}")
+def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
+    original = report.variants[0]
+    for variant in report.variants[1:]:
+        if variant.error:
+            print(f"{variant.label}: not made: {variant.error}")
+            continue
+        assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
+        acc = variant.accuracy
+        print(f"{outputs[variant.key]}  ({variant.label})")
+        print(
+            f"  size      {variant.size_bytes:,} bytes, {original.size_bytes / max(variant.size_bytes, 1):.2f}× smaller"
+        )
+        print(
+            f"  latency   median {variant.latency.median_ms:.3f} ms against {original.latency.median_ms:.3f} ms: "
+            f"{variant.speedup:.2f}× (95 % CI {variant.speedup_low:.2f}–{variant.speedup_high:.2f}), "
+            f"{report.threads} thread(s)"
+        )
+        top1 = f", top-1 agreement {acc.top1_agreement:.1%}" if acc.top1_agreement is not None else ""
+        print(
+            f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
+            f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
+        )
+        verdict = "within" if variant.accuracy_ok else f"OUT OF TOLERANCE ({variant.accuracy_note})"
+        print(f"  tolerance {verdict}: {report.tolerance}")
+        if variant.kept_float32:
+            print(f"  float32   kept: {'; '.join(variant.kept_float32)}")
+        if variant.size_note:
+            print(f"  size note {variant.size_note}")
+        print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
+    if report.calibration:  # only static variants are calibrated
+        print(f"calibration: {report.calibration}")
+    if len(report.variants) > 2:
+        print(report.headline)
     for note in report.notes:
-        print(f"  note      {note}")
+        print(f"note: {note}")
 
 
 def run(args: argparse.Namespace) -> int:
+    keys = _variant_keys(args)
     calibration_file, calibration_count = _calibration(args.calibration)
-    out = Path(args.output).resolve()
+    outputs = _outputs(Path(args.output).resolve(), keys)
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
@@ -101,27 +140,31 @@ def run(args: argparse.Namespace) -> int:
         request = QuantizeRequest(
             model=MeasuredModel(path=record.path, inputs=plan, name=record.name, id=record.id),
             out_dir=str(Path(tmp) / "variants"),
-            variants=[_variant_key(args)],
+            variants=keys,
             calibration_count=calibration_count,
             calibration_file=calibration_file,
             iterations=args.iters,
             threads=args.threads,
         )
         report = jobs.run(QUANTIZE, request, backend)
-        variant = report.variants[1]
-        if variant.error:
-            raise WorkbenchError(variant.error)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        made = Path(variant.path)
-        for produced in made.parent.glob(made.name + "*"):
-            shutil.copyfile(produced, out.parent / produced.name.replace(made.name, out.name, 1))
+        made = [v for v in report.variants[1:] if not v.error]
+        if not made:
+            raise WorkbenchError("; ".join(f"{v.label}: {v.error}" for v in report.variants[1:]))
+        for variant in made:
+            _copy_out(Path(variant.path), outputs[variant.key])
+    written = {v.key: str(outputs[v.key]) for v in made}
     if args.json:
         environment = environment_json(None, args.target)
-        print(
-            json.dumps(
-                {**to_data(report), "output": str(out), "inputs": plan_json(plan), "environment": environment}, indent=2
-            )
-        )
+        single = {"output": written[keys[0]]} if len(keys) == 1 else {}
+        data = {**to_data(report), **single, "outputs": written, "inputs": plan_json(plan), "environment": environment}
+        print(json.dumps(data, indent=2))
     else:
-        _print(out, report)
-    return 0
+        _print(outputs, report)
+    return 0 if len(made) == len(keys) else 1
+
+
+def _copy_out(made: Path, out: Path) -> None:
+    """The variant and its data files, renamed after ``out``, beside it."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for produced in made.parent.glob(made.name + "*"):
+        shutil.copyfile(produced, out.parent / produced.name.replace(made.name, out.name, 1))

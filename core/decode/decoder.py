@@ -32,6 +32,7 @@ from core.model.proto import (
     external_entries,
     itemsize,
     non_utf8_text,
+    parameter_count,
     tensor_elements,
     value_specs,
     walk_graphs,
@@ -124,15 +125,29 @@ def _model_fields(decoded: DecodedModel, model: onnx.ModelProto) -> None:
             f"IR version {decoded.ir_version} is newer than this onnx library knows ({onnx.IR_VERSION}); fields "
             "added since may be missing below."
         )
+    version = decoded.opsets.get("ai.onnx", 0)
+    if version > onnx.defs.onnx_opset_version():
+        decoded.problems.append(
+            f"Opset {version} is newer than this onnx library knows ({onnx.defs.onnx_opset_version()}); "
+            "operators are listed but cannot be checked."
+        )
+
+
+def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
+    """Each operator domain the model declares that is neither standard nor its own functions': custom ops when a
+    node uses it, nothing at all when none does (exporters declare domains they end up not using)."""
     local = {f.domain for f in model.functions}
-    for domain, version in decoded.opsets.items():
-        if domain == "ai.onnx" and version > onnx.defs.onnx_opset_version():
-            decoded.problems.append(
-                f"Opset {version} is newer than this onnx library knows ({onnx.defs.onnx_opset_version()}); "
-                "operators are listed but cannot be checked."
-            )
-        elif domain not in _KNOWN_DOMAINS and domain not in local:
+    used = {node.domain for node in decoded.nodes}
+    for domain in decoded.opsets:
+        if domain in _KNOWN_DOMAINS or domain in local:
+            continue
+        if domain in used:
             decoded.problems.append(f"Operator domain '{domain}' is not a standard one: its ops are custom.")
+        else:
+            decoded.problems.append(
+                f"Operator domain '{domain}' is declared in the model's opset imports but no node uses it: nothing "
+                "custom runs."
+            )
 
 
 def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:
@@ -223,7 +238,7 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
         decoded.layers.extend(_layer_weights(visit))
     decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage != "constant node")
     decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
-    decoded.parameter_count = sum(t.elements for t in decoded.initializers if t.is_weight)
+    decoded.parameter_count = parameter_count(model)  # as the Model page counts them
     decoded.external_files = sorted(external)
     for function in model.functions:
         ops = dict(Counter(n.op_type for n in function.node))
@@ -316,6 +331,7 @@ def decode_model(
     decoded.op_counts = dict(Counter(n.op_type for n in graph.node).most_common())
     decoded.value_info_count = len(graph.value_info)
     visits = _walk(decoded, model)
+    _custom_domains(decoded, model)
     report(0.55, "Laying out the graph for drawing")
     _cycles(decoded, visits)
     report(0.7, "Running the checker and shape inference")

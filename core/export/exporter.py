@@ -28,11 +28,18 @@ from core.export.options import (
     choose_exporter,
     names_of_tensors,
 )
-from core.export.verify import call_module, describe_changes, load_session, run_trials, static_checks
+from core.export.verify import (
+    call_module,
+    describe_changes,
+    load_session,
+    run_trials,
+    static_checks,
+    unproven_warning,
+)
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
-from core.workspace import safe_filename
+from core.workspace import safe_filename, shown_name
 
 if TYPE_CHECKING:
     import torch
@@ -233,7 +240,7 @@ def export_model(
 
     torch_ops = module_op_counts(model)
     onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
-    record = describe_files(IntakeRequest(paths=files, name=path.stem), limits)
+    record = describe_files(IntakeRequest(paths=files, name=shown_name(request.file_name, path.stem)), limits)
     record.notes.insert(
         0, f"Exported from {source.kind} '{source.name or Path(source.path).name}' by the {exporter} exporter."
     )
@@ -252,7 +259,7 @@ def export_model(
         torch_ops=torch_ops,
         onnx_ops=onnx_ops,
         changes=describe_changes(torch_ops, onnx_ops),
-        warnings=plain_warnings(messages),
+        warnings=[w for w in [unproven_warning(trials)] if w] + plain_warnings(messages),
         code=reproduce_code(source, used, exporter, str(path)),
         seconds=time.perf_counter() - started,
         record=record,

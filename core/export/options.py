@@ -82,6 +82,8 @@ class ShapeTrial:
     axis: str = ""  # the dynamic axis this trial varies, e.g. "tokens axis 1 (seq)"
     error: str = ""
     diffs: list[OutputDiff] = field(default_factory=list)
+    # why outputs that matched test nothing (all zero, constant or NaN on both sides); such a trial is not ok
+    proves_nothing: str = ""
 
 
 @dataclass(kw_only=True)
@@ -104,6 +106,13 @@ class ExportReport:
     seconds: float
     record: ModelRecord | None = None
     traced_shapes: dict[str, list[int]] = field(default_factory=dict)  # what the exporter saw, when it differs
+
+    @property
+    def usable(self) -> bool:
+        """Nothing failed, though a comparison may have proved nothing: the model is valid and can be used."""
+        return (
+            all(c.ok for c in self.checks) and bool(self.trials) and all(t.ok or t.proves_nothing for t in self.trials)
+        )
 
 
 def choose_exporter(kind: str, requested: str) -> tuple[str, str]:

@@ -12,13 +12,22 @@ from typing import TYPE_CHECKING, Any
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.model.torchload import example_tensors
 from core.runtime.ort import NUMPY_TYPES, explain_session_error, ort_message
-from core.runtime.outputs import ATOL, RTOL, compare_outputs
+from core.runtime.outputs import ATOL, RTOL, compare_outputs, flatten_outputs
 
 if TYPE_CHECKING:
     import onnxruntime
     import torch
 
-__all__ = ["call_module", "describe_changes", "load_session", "run_trials", "static_checks", "trial_shapes"]
+__all__ = [
+    "call_module",
+    "describe_changes",
+    "load_session",
+    "proves_nothing",
+    "run_trials",
+    "static_checks",
+    "trial_shapes",
+    "unproven_warning",
+]
 
 
 def call_module(model: torch.nn.Module | torch.export.ExportedProgram, tensors: list[Any]) -> list[Any]:
@@ -133,14 +142,69 @@ def _trial(
                 f"its size into the graph. ORT said: {message}"
             )
         return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=message)
-    diffs = compare_outputs(expected, produced, [o.name for o in session.get_outputs()])
+    names = [o.name for o in session.get_outputs()]
+    diffs = compare_outputs(expected, produced, names)
     ok = all(d.ok for d in diffs)
+    void = proves_nothing(expected, produced, names) if ok else ""
     error = (
         ""
         if ok
         else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" if axis else "")
     )
-    return ShapeTrial(label=label, input_shapes=shapes, ok=ok, axis=axis, error=error, diffs=diffs)
+    if void:  # matched, but on values any graph of the right shapes could give: not counted as passed
+        error = f"Proves nothing: {void}."
+    return ShapeTrial(
+        label=label, input_shapes=shapes, ok=ok and not void, axis=axis, error=error, diffs=diffs, proves_nothing=void
+    )
+
+
+def _sameness(values: Any) -> str:
+    """How an output is the same everywhere: "all zero", "all NaN", "constant 0.5"; "" when its values vary."""
+    import numpy as np
+
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    if not array.size:
+        return ""
+    if np.isnan(array).all():
+        return "all NaN"
+    if not np.isfinite(array).all():
+        return ""
+    if not array.any():
+        return "all zero"
+    if array.size > 1 and (array == array.flat[0]).all():
+        return f"constant {array.flat[0]:.4g}"
+    return ""
+
+
+def proves_nothing(expected: list[Any], produced: list[Any], names: list[str]) -> str:
+    """Why a comparison that matched tests nothing, or "": when every output is all zero, all NaN or one constant
+    on both sides, any graph with outputs of the right shapes and that value would have matched."""
+    kinds = []
+    for k, (ref, got) in enumerate(zip(flatten_outputs(expected), flatten_outputs(produced), strict=False)):
+        kind, other = _sameness(ref), _sameness(got)
+        if not kind or (kind != other and not (kind.startswith("constant") and other.startswith("constant"))):
+            return ""
+        kinds.append(f"'{names[k] if k < len(names) else f'output {k}'}' {kind}")
+    if not kinds:
+        return ""
+    listed = ", ".join(kinds)
+    return f"PyTorch and ONNX Runtime both give {listed}, so any graph with outputs of these shapes would match"
+
+
+def unproven_warning(trials: list[ShapeTrial]) -> str:
+    """The one warning for the comparisons that proved nothing, or "" when every one tested the model."""
+    void = [t for t in trials if t.proves_nothing]
+    if not void:
+        return ""
+    where = ", ".join(t.label for t in void)
+    return (
+        f"The comparison with PyTorch at {where} does not test the model: {void[0].proves_nothing}. A model built "
+        "without its trained weights does this (a head initialised to zero); export it with its weights, or on "
+        "inputs that make its outputs vary, to test it."
+    )
 
 
 def run_trials(

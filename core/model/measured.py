@@ -23,3 +23,4 @@ class MeasuredModel:
     name: str = ""  # as reports and the history name it; else the file's name
     id: str = ""  # its sha256, the history's key for it
     torch_source: TorchSource | None = None  # the PyTorch original, for eager runs and layer matching
+    torch_id: str = ""  # the PyTorch original's sha256: the version eager runs measure, whatever the ONNX one

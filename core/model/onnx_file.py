@@ -19,6 +19,7 @@ from core.model.proto import (
     itemsize,
     iter_tensors,
     non_utf8_text,
+    parameter_count,
     tensor_elements,
     tensor_nbytes,
     value_specs,
@@ -174,13 +175,11 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
 
     counts = _check_size(main.name, model, limits)
     data_files = check_external_data(model, folder)
-    parameters = weight_bytes = constant_weights = 0
-    not_weights = (onnx.TensorProto.INT64, onnx.TensorProto.INT32)  # shapes and indices
+    weight_bytes = constant_weights = 0
+    labels = {"constant": "Constant value", "attribute": "node attribute's tensor"}
     for where, tensor in iter_tensors(model):
         count = tensor_elements(tensor)
-        check_tensor_data("weight" if where != "constant" else "Constant value", tensor, count)
-        if tensor.data_type not in not_weights:
-            parameters += count
+        check_tensor_data(labels.get(where, "weight"), tensor, count)
         weight_bytes += count * itemsize(tensor.data_type)
         constant_weights += where == "constant" and count > 1
     if weight_bytes > limits.max_initializer_bytes:
@@ -215,7 +214,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         files=[str(main)] + [str(p) for p in data_files],
         inputs=inputs,
         outputs=value_specs(model.graph.output),
-        parameter_count=parameters,
+        parameter_count=parameter_count(model),
         opset=opsets.get("ai.onnx"),
         ir_version=int(model.ir_version),
         producer=" ".join(filter(None, [model.producer_name, model.producer_version])),

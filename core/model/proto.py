@@ -22,6 +22,7 @@ __all__ = [
     "dtype_name",
     "external_entries",
     "iter_tensors",
+    "parameter_count",
     "tensor_elements",
     "tensor_nbytes",
     "type_spec",
@@ -208,7 +209,8 @@ def walk_graphs(model: onnx.ModelProto, *, functions: bool = False, root: str = 
 
 
 def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto]]:
-    """Every weight tensor with where it lives: initializers, sparse initializers, Constant node values."""
+    """Every tensor a model holds with where it lives: initializers, sparse initializers, Constant node values
+    ("constant"), and the tensors other nodes hold in attributes ("attribute", e.g. ConstantOfShape's fill value)."""
     import onnx
 
     for visit in walk_graphs(model, functions=True):
@@ -219,12 +221,27 @@ def iter_tensors(model: onnx.ModelProto) -> Iterator[tuple[str, onnx.TensorProto
             yield "sparse initializer", sparse.values
             yield "sparse initializer's indices", sparse.indices
         for node in graph.node:
+            held = "constant" if node.op_type == "Constant" else "attribute"
             for attr in node.attribute:
                 if attr.type == onnx.AttributeProto.TENSOR:
-                    yield "constant", attr.t
+                    yield held, attr.t
                 elif attr.type == onnx.AttributeProto.SPARSE_TENSOR:
-                    yield "constant", attr.sparse_tensor.values
-                    yield "constant's indices", attr.sparse_tensor.indices
+                    yield held, attr.sparse_tensor.values
+                    yield f"{held}'s indices", attr.sparse_tensor.indices
+
+
+_WEIGHT_PLACES = ("initializer", "sparse initializer", "constant")
+
+
+def parameter_count(model: onnx.ModelProto) -> int:
+    """The model's parameters, as the Model and Decode pages both count them: the elements of every initializer,
+    sparse initializer and Constant node value, in every graph and function. Integer tensors (shapes, axes,
+    indices) are not learned weights, nor are other nodes' attribute tensors (ConstantOfShape's fill value)."""
+    return sum(
+        tensor_elements(tensor)
+        for where, tensor in iter_tensors(model)
+        if where in _WEIGHT_PLACES and tensor.data_type not in NOT_WEIGHT_TYPES
+    )
 
 
 MAX_ELEMENTS = 1 << 64  # past this a tensor's element count stops growing: dims of 2 repeated a million times

@@ -116,10 +116,36 @@ class CalibrationData:
 
 
 def split_data(
-    specs: list[BenchInput], calibration_file: str, count: int, held_out: int, seed: int, notes: list[str]
+    specs: list[BenchInput],
+    calibration_file: str,
+    count: int,
+    held_out: int,
+    seed: int,
+    notes: list[str],
+    static: bool = True,
 ) -> CalibrationData:
     """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
-    ``seed``; held-out inputs always come from data the calibration never saw."""
+    ``seed``; held-out inputs always come from data the calibration never saw. Without a ``static`` variant the
+    same inputs are made (FP16 checks its conversion on them), but nothing is calibrated, so nothing says so."""
+    data = _split(specs, calibration_file, count, held_out, seed)
+    if not static:  # dynamic INT8 finds its activation ranges at run time; FP16 has none to find
+        data.calibration_text = ""
+        return data
+    if not calibration_file:
+        notes.append(
+            "Calibration used generated inputs: static quantization's scales are only as good as the data they "
+            "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
+        )
+        fixed = [s.name for s in specs if s.kind == "data"]
+        if fixed:
+            notes.append(
+                f"{listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy "
+                "is then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
+            )
+    return data
+
+
+def _split(specs: list[BenchInput], calibration_file: str, count: int, held_out: int, seed: int) -> CalibrationData:
     other_seed = seed + 100_000
     shapes = "; ".join(f"{s.name} {format_shape(list(s.shape))}" for s in specs)
     if calibration_file:
@@ -137,16 +163,6 @@ def split_data(
             held_out=_generated(specs, held_out, other_seed),
             calibration_text=f"{len(samples)} samples from the uploaded .npz",
             held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes}); the .npz is too small to split",
-        )
-    notes.append(
-        "Calibration used generated inputs: static quantization's scales are only as good as the data they "
-        "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
-    )
-    fixed = [s.name for s in specs if s.kind == "data"]
-    if fixed:
-        notes.append(
-            f"{listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
-            "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
         )
     return CalibrationData(
         calibration=_generated(specs, count, seed),

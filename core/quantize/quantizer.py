@@ -240,10 +240,11 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     out.mkdir(parents=True, exist_ok=True)
     large = _open_model(source, inputs)
     notes: list[str] = []
-    data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes)
+    static = any(VARIANTS[v].mode == "static" for v in variants)
+    data = split_data(inputs, calibration_file, calibration_count, held_out, seed, notes, static)
     staged = stage_source(source, out, notes)
     pre = None
-    if any(VARIANTS[v].mode == "static" for v in variants):
+    if static:
         report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
         pre = _preprocessed(staged, out, large, notes)
     results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress)

@@ -117,7 +117,7 @@ class Variant:
 class QuantizeReport:
     model: str
     variants: list[Variant]
-    calibration: str  # where the calibration data came from
+    calibration: str  # where the calibration data came from; "" when no variant was calibrated (no static one)
     held_out: str  # the inputs accuracy is measured on
     threads: int
     notes: list[str]

@@ -143,14 +143,20 @@ def measure(
         rounds += 1
         done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
         progress(first + (last - first) * (0.15 + 0.85 * done), f"Measuring: round {rounds}, {done:.0%} of the calls")
-        if time.perf_counter() > deadline:
-            short = min(len(c.samples) for c in configs)
-            notes.append(
-                f"The time budget of {time_budget_s:g} s ran out after {rounds} round(s): {short} of {iterations} "
-                "iterations per configuration. Raise the budget or lower the iterations for tighter intervals."
-            )
+        if time.perf_counter() > deadline and any(len(c.samples) < iterations for c in configs):
+            notes.append(_cut_short(configs, iterations, time_budget_s, rounds))
             break
     return rounds
+
+
+def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rounds: int) -> str:
+    """What a run that the time budget stopped measured, and the one change that tightens its intervals."""
+    measured = min(len(c.samples) for c in configs)  # every configuration gets the same calls in a round
+    return (
+        f"The time budget of {time_budget_s:g} s ran out after {rounds} round{'s' * (rounds != 1)}: {measured:,} of "
+        f"the {iterations:,} calls asked for were measured per configuration. The intervals come from those calls; "
+        "raise the budget to measure them all (more calls give tighter intervals)."
+    )
 
 
 def result_of(c: Config) -> BenchResult:

@@ -1,6 +1,11 @@
 """What the team's Dashboard shows, from saved runs: the latest result per model and machine, each
 configuration's latency across a model's versions (its exports, told apart by their sha256), and regressions:
-a new version surely slower than the one before it on the same machine and configuration."""
+a new version surely slower than the one before it on the same machine and configuration.
+
+A configuration measures one version of one thing: ONNX Runtime's, the ONNX model; PyTorch eager's, the PyTorch
+original it was exported from (whatever the ONNX version), so eager rows are compared across the original's
+versions, never the ONNX model's. A run measured while other work kept the machine busy says as much about that
+work as about the model: it is compared with nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +16,16 @@ from dataclasses import dataclass
 from core.bench import BenchReport
 from core.runtime.harness import BenchResult
 
-__all__ = ["Latest", "Owned", "Point", "Regression", "latest_per_model_machine", "regressions", "trend"]
+__all__ = [
+    "Latest",
+    "Owned",
+    "Point",
+    "Regression",
+    "busy_runs",
+    "latest_per_model_machine",
+    "regressions",
+    "trend",
+]
 
 SLOWER = 1.05  # a version is flagged when its interval lies wholly above the one before's and it is 5 % slower
 
@@ -25,7 +39,20 @@ class Owned:
 
     @property
     def version(self) -> str:
+        """The ONNX model's version: its sha256, shortened."""
         return self.report.model_id[:12] or "?"
+
+    @property
+    def busy(self) -> bool:
+        """Measured while other processes kept the machine busy: its numbers are theirs as much as the model's."""
+        return self.report.activity is not None and self.report.activity.busy
+
+    def version_of(self, result: BenchResult) -> str:
+        """What ``result`` measured: the PyTorch original's version for eager ("" when the run did not record
+        it, as runs saved before it did not), else the ONNX model's."""
+        if result.engine == "eager":
+            return str(self.report.settings.get("torch_model_id") or "")[:12]
+        return self.version
 
 
 @dataclass(kw_only=True)
@@ -70,6 +97,7 @@ class Regression:
     after_run: str
     before_ms: float
     after_ms: float
+    engine: str = "ort"  # "eager": the versions are the PyTorch original's
 
     @property
     def ratio(self) -> float:
@@ -77,9 +105,10 @@ class Regression:
 
     @property
     def text(self) -> str:
+        of = "the PyTorch original's version" if self.engine == "eager" else "version"
         return (
             f"{self.configuration} on {self.machine}: {self.before_ms:.3g} → {self.after_ms:.3g} ms "
-            f"({self.ratio:.2f}×) from version {self.before_version} to {self.after_version}"
+            f"({self.ratio:.2f}×) from {of} {self.before_version} to {self.after_version}"
         )
 
 
@@ -127,7 +156,7 @@ def trend(runs: Iterable[Owned]) -> list[Point]:
             created_at=run.report.created_at,
             machine=run.report.environment.place,
             owner=run.owner,
-            version=run.version,
+            version=run.version_of(r) or "?",
             configuration=r.label,
             median_ms=r.median_ms,
             low_ms=r.median_low_ms,
@@ -140,35 +169,46 @@ def trend(runs: Iterable[Owned]) -> list[Point]:
     return sorted(points, key=lambda p: (p.created_at, p.run_id, p.configuration))
 
 
+def busy_runs(runs: Iterable[Owned]) -> list[Owned]:
+    """The runs measured on a busy machine, which ``regressions`` leaves out."""
+    return [run for run in runs if run.busy]
+
+
 def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regression]:
-    """Each version against the version before it (the newest earlier run of another version of the same model,
-    on the same machine and configuration): flagged when surely slower, its median's 95 % interval wholly above
-    the earlier one's and the median at least ``slower`` times the earlier. Runs of one version are compared
-    with nothing: they differ by noise, not by the model."""
-    series: dict[tuple[str, str, str], list[tuple[Owned, BenchResult]]] = defaultdict(list)
+    """Each version against the version before it (the newest earlier run of another version of what the
+    configuration measures, on the same machine): flagged when surely slower, its median's 95 % interval wholly
+    above the earlier one's and the median at least ``slower`` times the earlier. Runs of one version are compared
+    with nothing: they differ by noise, not by the model. Left out: runs on a busy machine, and eager results whose
+    PyTorch version was not recorded."""
+    series: dict[tuple[str, str, str], list[tuple[Owned, BenchResult, str]]] = defaultdict(list)
     for run in runs:
+        if run.busy:
+            continue
         for r in run.report.results:
-            series[(run.report.model, run.report.environment.place, r.label)].append((run, r))
+            version = run.version_of(r)
+            if version:
+                series[(run.report.model, run.report.environment.place, r.label)].append((run, r, version))
     found = []
     for (model, machine, configuration), points in series.items():
         points.sort(key=lambda p: p[0].report.created_at)
-        for i, (after, a) in enumerate(points):
-            before = next(((run, r) for run, r in reversed(points[:i]) if run.version != after.version), None)
+        for i, (after, a, version) in enumerate(points):
+            before = next((p for p in reversed(points[:i]) if p[2] != version), None)
             if before is None:
                 continue
-            run, b = before
+            run, b, earlier = before
             if a.median_low_ms > b.median_high_ms and a.median_ms >= slower * b.median_ms:
                 found.append(
                     Regression(
                         model=model,
                         machine=machine,
                         configuration=configuration,
-                        before_version=run.version,
-                        after_version=after.version,
+                        before_version=earlier,
+                        after_version=version,
                         before_run=run.report.id,
                         after_run=after.report.id,
                         before_ms=b.median_ms,
                         after_ms=a.median_ms,
+                        engine=a.engine,
                     )
                 )
     return sorted(found, key=lambda g: (g.model, g.machine, g.configuration, g.after_run))

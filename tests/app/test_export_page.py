@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from core.jobs import EXPORT
+from core.model import zoo
 from tests.app.pages import open_page
 
 
@@ -47,6 +51,22 @@ def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> 
     assert "batch = 3" in app.success[0].value and "seq = 21" in app.success[0].value
     assert "dynamic_shapes=({0: 'batch', 1: 'seq'},)" in app.code[0].value
     assert app.session_state["model"].inputs[0].shape == ["batch", "seq", 64]
+
+
+def test_an_export_whose_outputs_are_all_zero_says_it_proves_nothing_and_still_becomes_current(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    weights = {name: torch.zeros_like(value) for name, value in zoo.build_model("classifier").state_dict().items()}
+    torch.save(weights, tmp_path / "untrained.pt")
+    at = open_page("export", ("untrained.pt", (tmp_path / "untrained.pt").read_bytes()))
+    at.radio(key="exporter_choice").set_value("legacy")
+    at.button(key="export_button").click().run()
+    assert not at.exception and not at.success and not at.error
+    assert "3 of 5 checks pass, and the rest prove nothing" in at.warning[0].value
+    assert "does not test the model" in at.warning[0].value and "'logits' all zero" in at.warning[0].value
+    assert list(at.table[0].value["result"]) == ["proves nothing", "proves nothing"]
+    assert at.session_state["model"].format == "onnx"  # nothing failed: the export is the current model
 
 
 def test_an_onnx_model_without_pytorch_origin_is_sent_to_the_model_page(monkeypatch: pytest.MonkeyPatch) -> None:

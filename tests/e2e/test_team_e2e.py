@@ -89,7 +89,7 @@ def test_a_team_shares_a_model_and_sees_each_others_runs(browser, signed_in_app)
         go_to(bob, "Dashboard")
         bob.get_by_role("heading", name="Latest per model and machine").wait_for()
         shot(bob, "97-dashboard")
-        assert bob.get_by_text("3 regressions").is_visible()  # the detector's new version, all three configurations
+        assert bob.get_by_text("2 regressions").is_visible()  # the detector's new export, both ORT configurations
         assert bob.get_by_text(re.compile(r"detector: ORT ALL on box-a: 1 → 1.5 ms \(1.50×\)")).is_visible()
         assert bob.locator('[data-testid="stPlotlyChart"]').count() >= 1
 

@@ -21,6 +21,7 @@ from core.model import ModelRecord, TensorSpec, zoo
 from core.model.inputs import BenchInput, default_inputs, make_inputs
 from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
+from core.runtime.harness import Config, measure
 from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
 from core.store import Store
@@ -118,7 +119,7 @@ def _inputs() -> list[BenchInput]:
 def _tiny(path: Path, torch: bool = False) -> MeasuredModel:
     """TinyCNN's ONNX file with its input plan (and its PyTorch original, named as the app names it)."""
     if torch:
-        return MeasuredModel(path=str(path), inputs=_inputs(), name="tinycnn", torch_source=TINY)
+        return MeasuredModel(path=str(path), inputs=_inputs(), name="tinycnn", torch_source=TINY, torch_id="7" * 64)
     return MeasuredModel(path=str(path), inputs=_inputs())
 
 
@@ -139,12 +140,13 @@ def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
     assert report.baseline == "PyTorch eager" and "PyTorch eager" in report.headline and "95 % CI" in report.headline
     assert report.environment.versions["onnxruntime"] and report.environment.physical_cores >= 1
     assert report.settings["rounds"] == 10 and report.started <= report.finished
+    assert report.settings["torch_model_id"] == "7" * 64  # what eager measured: the Dashboard's version for it
 
 
 def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinycnn: Path) -> None:
     report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable", "extended"], batches=[1, 4],
                                         threads=[1], iterations=20, warmup=2))  # fmt: skip
-    assert report.baseline == "ORT DISABLE_ALL"
+    assert report.baseline == "ORT DISABLE_ALL" and "torch_model_id" not in report.settings
     assert [r.label for r in report.results] == [
         "ORT DISABLE_ALL · batch 1", "ORT DISABLE_ALL · batch 4", "ORT EXTENDED · batch 1", "ORT EXTENDED · batch 4",
     ]  # fmt: skip
@@ -168,6 +170,29 @@ def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
                                         warmup=0, time_budget_s=0.5))  # fmt: skip
     assert report.results[0].n < 100_000
     assert any("time budget" in note for note in report.notes)
+
+
+def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises_fewer_calls() -> None:
+    def configs() -> list[Config]:
+        return [Config(label=f"c{k}", engine="ort", level="ALL", provider="CPU", threads=1, batch=1, run=list,
+                       load_ms=0.0) for k in range(2)]  # fmt: skip
+
+    def silent(fraction: float, message: str) -> None:
+        pass
+
+    notes: list[str] = []
+    every = configs()
+    measure(every, iterations=1, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
+    assert all(len(c.samples) == 1 for c in every) and notes == []  # the one round ran them all, past the budget
+
+    cut = configs()
+    rounds = measure(cut, iterations=100, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
+    assert rounds == 1 and all(len(c.samples) == 10 for c in cut)
+    assert notes == [
+        "The time budget of 0 s ran out after 1 round: 10 of the 100 calls asked for were measured per "
+        "configuration. The intervals come from those calls; raise the budget to measure them all (more calls give "
+        "tighter intervals)."
+    ]
 
 
 def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from core.bench import BenchReport
+from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
-from core.store.dashboard import Owned, latest_per_model_machine, regressions, trend
+from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, regressions, trend
 
 
 def _result(label: str, engine: str, median: float, spread: float = 0.02) -> BenchResult:
@@ -17,7 +18,18 @@ def _result(label: str, engine: str, median: float, spread: float = 0.02) -> Ben
     )  # fmt: skip
 
 
-def _run(run_id: str, when: str, version: str, ort_ms: float, machine: str = "box-a", model: str = "det") -> Owned:
+def _run(
+    run_id: str,
+    when: str,
+    version: str,
+    ort_ms: float,
+    machine: str = "box-a",
+    model: str = "det",
+    *,
+    torch: str = "",
+    eager_ms: float = 10.0,
+    busy: bool = False,
+) -> Owned:
     environment = Environment(
         machine=machine,
         cpu="cpu",
@@ -28,12 +40,14 @@ def _run(run_id: str, when: str, version: str, ort_ms: float, machine: str = "bo
         versions={},
         cpu_flags=[],
     )
-    results = [_result("PyTorch eager", "eager", 10.0), _result("ORT ALL", "ort", ort_ms)]
-    results[1].speedup = 10.0 / ort_ms
+    results = [_result("PyTorch eager", "eager", eager_ms), _result("ORT ALL", "ort", ort_ms)]
+    results[1].speedup = eager_ms / ort_ms
+    activity = Activity(seconds=1.0, cores=2, others_cores=1.5 if busy else 0.0, own_cores=1.0, load_before=0.0,
+                        load_after=0.0, busy=busy)  # fmt: skip
     report = BenchReport(
-        id=run_id, model=model, model_id=version * 8, created_at=f"2026-11-{when}T10:00:00+00:00", settings={},
-        environment=environment, results=results,
-        baseline="PyTorch eager", headline="", notes=[], seconds=1.0,
+        id=run_id, model=model, model_id=version * 8, created_at=f"2026-11-{when}T10:00:00+00:00",
+        settings={"torch_model_id": torch * 16} if torch else {}, environment=environment, results=results,
+        baseline="PyTorch eager", headline="", notes=[], seconds=1.0, activity=activity,
     )  # fmt: skip
     return Owned(report, owner="alice@acme.test")
 
@@ -48,6 +62,26 @@ def test_a_new_version_surely_slower_is_flagged_and_noise_within_a_version_is_no
     found = regressions(runs)
     assert [(g.after_run, g.before_run, g.configuration) for g in found] == [("r3", "r2", "ORT ALL")]
     assert found[0].text.startswith("ORT ALL on box-a: 2.6 → 3 ms (1.15×)")
+
+
+def test_eager_rows_follow_the_pytorch_originals_versions_and_busy_runs_are_compared_with_nothing() -> None:
+    runs = [
+        _run("r1", "01", "aaaa", 2.0, torch="t1"),
+        _run("r2", "02", "bbbb", 2.0, torch="t1", eager_ms=20.0),  # a new export; eager ran the same module, slower
+        _run("r3", "03", "cccc", 2.0, torch="t2", eager_ms=30.0),  # a new PyTorch original: eager is its version
+        _run("r4", "04", "dddd", 8.0, torch="t2", eager_ms=30.0, busy=True),  # slower while the machine was busy
+        _run("r5", "05", "eeee", 2.0, eager_ms=90.0),  # saved before runs recorded the PyTorch version
+    ]
+    found = regressions(runs)
+    assert [(g.after_run, g.before_run, g.configuration) for g in found] == [("r3", "r2", "PyTorch eager")]
+    assert found[0].text == (
+        "PyTorch eager on box-a: 20 → 30 ms (1.50×) from the PyTorch original's version t1t1t1t1t1t1 to t2t2t2t2t2t2"
+    )
+    assert [run.report.id for run in busy_runs(runs)] == ["r4"]
+    assert not any(row.regressed for row in latest_per_model_machine(runs))  # r5, the newest, surely slower nowhere
+    versions = {(p.run_id, p.configuration): p.version for p in trend(runs)}
+    assert versions[("r2", "PyTorch eager")] == "t1t1t1t1t1t1" and versions[("r2", "ORT ALL")] == "bbbbbbbbbbbb"
+    assert versions[("r5", "PyTorch eager")] == "?"
 
 
 def test_the_latest_run_per_model_and_machine_with_its_fastest_configuration() -> None:
@@ -67,10 +101,10 @@ def test_the_latest_run_per_model_and_machine_with_its_fastest_configuration() -
 
 
 def test_a_trend_is_every_configuration_of_every_run_oldest_first() -> None:
-    points = trend([_run("r2", "08", "bbbb", 3.0), _run("r1", "01", "aaaa", 2.0)])
+    points = trend([_run("r2", "08", "bbbb", 3.0, torch="t1"), _run("r1", "01", "aaaa", 2.0, torch="t1")])
     assert [(p.run_id, p.configuration, p.version) for p in points] == [
         ("r1", "ORT ALL", "aaaaaaaaaaaa"),
-        ("r1", "PyTorch eager", "aaaaaaaaaaaa"),
+        ("r1", "PyTorch eager", "t1t1t1t1t1t1"),  # the PyTorch original's version, whatever the export
         ("r2", "ORT ALL", "bbbbbbbbbbbb"),
-        ("r2", "PyTorch eager", "bbbbbbbbbbbb"),
+        ("r2", "PyTorch eager", "t1t1t1t1t1t1"),
     ]

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from core.decode import DecodeRequest, annotate_header, decode_model, summary
 from core.model import zoo
+from core.model.intake import IntakeRequest, describe_files
 from core.model.topology import has_cycle
 from tests import builders
 from tests.cli import cli
@@ -148,12 +149,40 @@ def test_damaged_and_odd_models_decode_what_they_can(tmp_path: Path) -> None:
     decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "future.onnx"))))
     problems = " ".join(decoded.problems)
     assert "IR version 999 is newer" in problems and "Opset 999 is newer" in problems
-    assert "'com.example.custom' is not a standard one" in problems
+    assert "'com.example.custom' is declared in the model's opset imports but no node uses it" in problems
     assert decoded.node_count == 1 and decoded.checker_ok is False
 
     empty = onnx.ModelProto(ir_version=8)
     decoded = decode_model(DecodeRequest(path=str(builders.write(empty, tmp_path / "nograph.onnx"))))
     assert decoded.problems == ["The model has no graph: there is nothing to run."]
+
+
+def test_a_custom_domain_is_custom_only_where_a_node_uses_it(tmp_path: Path) -> None:
+    model = builders.relu_model()
+    model.opset_import.extend([helper.make_opsetid("Paddle", 1), helper.make_opsetid("com.example", 1)])
+    model.graph.node.append(helper.make_node("Scale", ["y"], ["z"], domain="com.example", name="scale"))
+    decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "paddle.onnx"))))
+    assert [p for p in decoded.problems if "domain" in p] == [
+        "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it: nothing custom runs.",
+        "Operator domain 'com.example' is not a standard one: its ops are custom.",
+    ]
+
+
+def test_constant_node_weights_count_the_same_on_the_model_and_decode_pages(tmp_path: Path) -> None:
+    """Weights held in Constant nodes (8×4 and 4), and a ConstantOfShape whose one-element fill value is an
+    attribute, not a weight: both pages count 36 parameters."""
+    model = builders.constant_weights_model()
+    shape = numpy_helper.from_array(np.array([2], np.int64), "shape_value")
+    fill = numpy_helper.from_array(np.array([0.5], np.float32), "fill")
+    model.graph.node.extend([
+        helper.make_node("Constant", [], ["pad_shape"], value=shape, name="pad_shape"),
+        helper.make_node("ConstantOfShape", ["pad_shape"], ["pad"], value=fill, name="pad"),
+    ])  # fmt: skip
+    model.graph.output.append(helper.make_tensor_value_info("pad", TensorProto.FLOAT, [2]))
+    path = builders.write(model, tmp_path / "constant_weights.onnx")
+    record = describe_files(IntakeRequest(paths=[str(path)]))
+    decoded = decode_model(DecodeRequest(path=str(path)))
+    assert record.parameter_count == decoded.parameter_count == 36
 
 
 def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:

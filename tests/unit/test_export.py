@@ -20,6 +20,7 @@ from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import TorchSource
 from core.settings import PROJECT_ROOT
+from tests.cli import cli
 from ui.charts import op_count_figure, op_count_frame
 
 
@@ -226,6 +227,29 @@ def test_cli_export_exit_code_says_when_verification_fails(tmp_path: Path) -> No
     )
     assert result.returncode == 1
     assert "FAIL  matches PyTorch at seq = 21" in result.stdout
+
+
+def test_a_comparison_of_all_zero_outputs_proves_nothing_and_is_not_counted_as_passed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A classifier built without its weights (all zero, as an untrained head): both sides give zeros."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    weights = {name: torch.zeros_like(value) for name, value in zoo.build_model("classifier").state_dict().items()}
+    torch.save(weights, tmp_path / "untrained.pt")
+    command = ("export", str(tmp_path / "untrained.pt"), "-o", str(tmp_path / "u.onnx"), "--exporter", "legacy")
+    done = cli(*command, "--json")
+    assert done.returncode == 1, done.stderr  # written, but not verified
+    data = json.loads(done.stdout)
+    assert not data["ok"] and all(c["ok"] for c in data["checks"])
+    assert [t["ok"] for t in data["trials"]] == [False, False]
+    assert all("'logits' all zero" in t["proves_nothing"] for t in data["trials"])
+    assert data["warnings"][0].startswith(
+        "The comparison with PyTorch at export shape, batch = 3 does not test the model: PyTorch and ONNX Runtime "
+        "both give 'logits' all zero"
+    )
+    text = cli(*command)
+    assert "VOID  matches PyTorch at export shape: Proves nothing" in text.stdout
+    assert "warning  The comparison with PyTorch at export shape, batch = 3 does not test the model" in text.stdout
 
 
 def test_a_dynamic_axis_the_model_cannot_vary_says_so_without_terminal_codes(tmp_path: Path) -> None:

@@ -241,3 +241,23 @@ def test_cli_quantize_dynamic_and_static_with_an_npz(tmp_path: Path, monkeypatch
     np.savez(npz, input=np.zeros((6, 10), np.float32))
     bad = cli("quantize", str(model), "--mode", "static", "--calibration", str(npz), "-o", str(tmp_path / "x.onnx"))
     assert bad.returncode == 2 and "does not fit the model" in bad.stderr and not (tmp_path / "x.onnx").exists()
+
+
+def test_cli_quantize_makes_the_pages_three_variants_by_default_and_dynamic_speaks_of_no_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    model = builders.exported_sample("classifier", tmp_path)
+    every = cli("quantize", str(model), "-o", str(tmp_path / "q.onnx"), "--iters", "10", "--json")
+    assert every.returncode == 0, every.stderr
+    data = json.loads(every.stdout)
+    keys = ["dynamic-qint8", "static-qdq-minmax", "fp16"]
+    assert [v["key"] for v in data["variants"][1:]] == keys  # the Quantize page's default variants
+    assert data["outputs"] == {key: str(tmp_path / f"q.{key}.onnx") for key in keys}
+    assert all((tmp_path / f"q.{key}.onnx").is_file() for key in keys)
+
+    dynamic = cli("quantize", str(model), "--mode", "dynamic", "-o", str(tmp_path / "d.onnx"), "--iters", "10")
+    assert dynamic.returncode == 0, dynamic.stderr
+    assert "calibrat" not in dynamic.stdout.lower() and "cosine" in dynamic.stdout
+    counted = cli("quantize", str(model), "--mode", "dynamic", "--calibration", "8", "-o", str(tmp_path / "x.onnx"))
+    assert counted.returncode == 2 and "dynamic INT8 and FP16 use no calibration data" in counted.stderr

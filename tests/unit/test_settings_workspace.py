@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,21 @@ from core.workspace import Workspace, safe_filename, sweep_closed_sessions, swee
 def test_local_mode_is_the_default_and_allows_code_archives(tmp_path: Path) -> None:
     settings = load_settings(environ={}, secrets_path=tmp_path / "none.toml")
     assert settings.mode == "local" and not settings.hosted and settings.allow_code_archives
+
+
+def test_the_data_folder_is_the_users_own_unless_named_and_never_the_real_one_in_a_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not <temp dir>/onnx-workbench, which every checkout on the machine shared and a reboot emptied."""
+    none = tmp_path / "none.toml"
+    default = load_settings(environ={}, secrets_path=none).data_dir
+    assert default == str(Path(os.environ["XDG_DATA_HOME"]) / "onnx-workbench")  # this test run's (tests/conftest.py)
+    assert not Path(default).is_relative_to(Path.home())
+    assert default != str(Path(tempfile.gettempdir(), "onnx-workbench"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    assert load_settings(environ={}, secrets_path=none).data_dir == str(tmp_path / "share" / "onnx-workbench")
+    shared = {"WORKBENCH_DATA_DIR": str(tmp_path / "team")}  # one folder for several instances, on purpose
+    assert load_settings(environ=shared, secrets_path=none).data_dir == str(tmp_path / "team")
 
 
 def test_hosted_mode_tightens_limits_and_refuses_code_archives(tmp_path: Path) -> None:
@@ -89,6 +105,10 @@ def test_sweep_removes_only_old_workspaces(tmp_path: Path) -> None:
         ("C:\\x\\y.pt", "y.pt"),
         ("..", "upload"),
         ("<script>.onnx", "script_.onnx"),
+        ("方向分类.onnx", "方向分类.onnx"),
+        ("my model (v2).onnx", "my_model_v2_.onnx"),
+        ("a\u202egnp.onnx", "a_gnp.onnx"),  # a right-to-left override
+        ("长" * 60 + ".onnx", "长" * 38 + ".onnx"),  # 119 bytes of UTF-8: well inside a file system's 255
     ],
 )
 def test_uploaded_names_become_plain_file_names(name: str, expected: str) -> None:
