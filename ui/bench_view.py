@@ -12,7 +12,7 @@ from core.jobs.wire import to_data
 from core.runtime.activity import Activity
 from core.runtime.harness import PER_CALL
 from core.store.history import inputs_text
-from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
+from ui.charts import batch_figure, distribution_figure, latency_figure, latency_legend, speedup_figure
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
@@ -102,7 +102,7 @@ def results_section(report: BenchReport, key: str) -> None:
             f"Outputs {verdict} with {report.baseline or 'the reference'}: the largest absolute difference over all "
             f"configurations is {worst:.1e}."
         )
-    st.markdown("**Latency per configuration**: the bar is the median with its 95 % interval; ◆ p90, ✕ p99.")
+    st.markdown(latency_legend())
     st.plotly_chart(latency_figure(frame), key=f"{key}_latency", config={"displaylogo": False})
     if report.baseline and frame["speedup"].notna().any():
         sub = frame[frame["speedup"].notna()]

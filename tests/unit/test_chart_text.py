@@ -54,3 +54,19 @@ def test_log_axes_write_out_every_tick_and_no_bar_label_is_cut() -> None:
     figure = histogram_figure({"Conv": 1_171_841, "Relu": 10}, "ops")
     assert figure.layout.xaxis.range[1] > 1_171_841 * 1.1  # room for "1,171,841" beside its bar
     assert figure.layout.modebar.orientation == "v"  # the toolbar runs down the side, not over the title
+
+
+def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
+    from ui.charts import LATENCY_MARKERS, latency_figure, latency_legend
+
+    frame = pd.DataFrame(
+        {"label": ["ORT ALL", "ORT DISABLE_ALL"], "engine": ["ort", "ort"], "median_ms": [1.0, 1.2],
+         "median_low_ms": [0.9, 1.1], "median_high_ms": [1.1, 1.3], "p90_ms": [1.2, 1.4], "p99_ms": [1.3, 40.0]}
+    )  # fmt: skip
+    fig = latency_figure(frame)
+    legend = latency_legend()
+    drawn = {trace.name: list(trace.marker.symbol) for trace in fig.data if trace.name in LATENCY_MARKERS}
+    assert drawn["p90"] == ["diamond", "diamond"]
+    assert drawn["p99"] == ["x-thin", "triangle-right"]  # the 40 ms p99 is past the axis: at the edge
+    assert "◆ p90" in legend and "✕ p99" in legend and "▶ at the right edge" in legend
+    assert next(t for t in fig.data if t.name == "p99").marker.line.width  # an x-thin without a line is invisible
