@@ -70,3 +70,14 @@ def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
     assert drawn["p99"] == ["x-thin", "triangle-right"]  # the 40 ms p99 is past the axis: at the edge
     assert "◆ p90" in legend and "✕ p99" in legend and "▶ at the right edge" in legend
     assert next(t for t in fig.data if t.name == "p99").marker.line.width  # an x-thin without a line is invisible
+
+
+def test_the_dashboards_time_axis_for_one_run_spans_a_day_not_microseconds() -> None:
+    from ui.dashboard_view import trend_figure
+
+    frame = pd.DataFrame(
+        {"when": pd.to_datetime(["2026-11-01 10:00"], utc=True), "series": ["ORT ALL"], "median_ms": [1.0],
+         "low_ms": [0.9], "high_ms": [1.1], "speedup": [2.0], "version": ["v1"], "owner": ["ann"], "run": ["r1"]}
+    )  # fmt: skip
+    low, high = (pd.Timestamp(t) for t in trend_figure(frame).layout.xaxis.range)
+    assert high - low == pd.Timedelta(days=1) and low < frame["when"][0] < high
