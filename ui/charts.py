@@ -58,7 +58,6 @@ __all__ = [
     "compare_figure",
     "distribution_figure",
     "latency_figure",
-    "latency_legend",
     "LATENCY_MARKERS",
     "log_ticks",
     "speedup_figure",
@@ -275,18 +274,7 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 _ENGINE_COLOURS = {"eager": "#EE4C2C", "ort": "#005CED"}
-# The latency chart's markers and the glyph its caption draws for each: one table, so the two always agree.
-LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕")}
-_BEYOND = ("triangle-right", "▶")  # a marker past the axis's end, drawn at the edge
-
-
-def latency_legend() -> str:
-    """The caption under the latency chart, in the glyphs the chart draws."""
-    marks = ", ".join(f"{glyph} {name}" for name, (_, glyph) in LATENCY_MARKERS.items())
-    return (
-        f"**Latency per configuration**: the bar is the median with its 95 % interval; {marks}; "
-        f"{_BEYOND[1]} at the right edge: beyond the axis, its value written beside it."
-    )
+LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕"), "beyond": ("triangle-right", "▶")}  # caption's too
 
 
 @escaped
@@ -316,8 +304,9 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
     # A rare slow call can be 20× the median; the axis stops a little past the p90s and the interval, and a p99
     # beyond it is drawn at the edge with its value written out.
     edge = 1.15 * float(max(frame["p90_ms"].max(), frame["median_high_ms"].max()))
-    for name, (symbol, _) in LATENCY_MARKERS.items():
-        column = f"{name}_ms"
+    style = {"size": 11, "color": "#222", "line": {"width": 2, "color": "#222"}}  # a thin ✕ is its line alone
+    for name in ("p90", "p99"):
+        column, symbol = f"{name}_ms", LATENCY_MARKERS[name][0]
         beyond = frame[column] > edge
         fig.add_trace(
             go.Scatter(
@@ -325,12 +314,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
                 x=frame[column].where(~beyond, edge * 0.985),
                 mode="markers+text",
                 name=name,
-                marker={
-                    "symbol": [(_BEYOND[0] if b else symbol) for b in beyond],
-                    "size": 11,
-                    "color": "#222",
-                    "line": {"width": 2, "color": "#222"},  # a thin symbol (the ✕) is drawn by its line alone
-                },
+                marker={**style, "symbol": [(LATENCY_MARKERS["beyond"][0] if b else symbol) for b in beyond]},
                 text=[f"{name} {v:.3g} ms" if b else "" for v, b in zip(frame[column], beyond, strict=True)],
                 textposition="top left",
                 hovertext=[f"{name} {v:.3g} ms" for v in frame[column]],

@@ -57,7 +57,8 @@ def test_log_axes_write_out_every_tick_and_no_bar_label_is_cut() -> None:
 
 
 def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
-    from ui.charts import LATENCY_MARKERS, latency_figure, latency_legend
+    from ui.bench_view import latency_legend
+    from ui.charts import LATENCY_MARKERS, latency_figure
 
     frame = pd.DataFrame(
         {"label": ["ORT ALL", "ORT DISABLE_ALL"], "engine": ["ort", "ort"], "median_ms": [1.0, 1.2],
@@ -66,6 +67,7 @@ def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
     fig = latency_figure(frame)
     legend = latency_legend()
     drawn = {trace.name: list(trace.marker.symbol) for trace in fig.data if trace.name in LATENCY_MARKERS}
+    assert set(drawn) == {"p90", "p99"}
     assert drawn["p90"] == ["diamond", "diamond"]
     assert drawn["p99"] == ["x-thin", "triangle-right"]  # the 40 ms p99 is past the axis: at the edge
     assert "◆ p90" in legend and "✕ p99" in legend and "▶ at the right edge" in legend
