@@ -72,8 +72,9 @@ with st.form("bench_form"):
     submitted = st.form_submit_button("Run the benchmark", type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
-    "With the defaults, TinyCNN takes about 15 seconds. Benchmarks run one at a time on this machine; if another "
-    "is running, yours waits in the queue and the status box shows its place."
+    "Measuring stops at the time budget, whatever calls are left; loading the model and the warm-up come on top. "
+    "Benchmarks run one at a time on this machine; if another is running, yours waits in the queue and the status "
+    "box shows its place."
 )
 if submitted or st.session_state.pop("bench_again", False):  # the button, or "Run it again" after a busy run
     if not eager and not levels:

@@ -68,7 +68,11 @@ opset = right.selectbox(
     key="opset_choice",
 )
 optimize = right.checkbox(
-    "Fold constants and optimize (folds BatchNorm into the preceding Conv)", value=True, key="optimize"
+    "Fold constants and optimize",
+    value=True,
+    key="optimize",
+    help="Dynamo: torch.onnx's optimizer runs on the graph (optimize=True); legacy: do_constant_folding=True. "
+    "Parts of the graph that depend only on weights are computed once at export and stored as weights.",
 )
 external = right.checkbox(
     "Weights in a separate .onnx.data file (required past 2 GB)", value=False, key="external_data"
@@ -79,6 +83,7 @@ st.markdown(
     "(what Benchmark and Quantize run it on) starts from these sizes and values."
 )
 problems: list[str] = []
+missing: list[str] = []  # inputs whose shape is still empty: a request, not an error
 shapes: dict[str, list[int]] = {}
 dynamic: dict[str, dict[str, str]] = {}
 values: dict[str, float] = {}
@@ -101,6 +106,9 @@ for spec in source.inputs:
         placeholder="e.g. 1,3,224,224",
         key=f"shape_{tag}_{spec.name}",
     )
+    if not text.strip():  # nothing typed yet: ask, without an error the user did not cause
+        missing.append(spec.name)
+        continue
     try:
         shapes[spec.name] = parse_dims(text, f"the shape of '{spec.name}'")
     except WorkbenchError as exc:
@@ -135,10 +143,13 @@ if len(renamed) != len(source.inputs) or len(set(renamed)) != len(renamed):
 rename = dict(zip([s.name for s in source.inputs], renamed, strict=False))
 for problem in problems:
     st.error(md_escape(problem, 600))
-clicked = st.button("Export", type="primary", disabled=bool(problems), key="export_button")
+if missing:
+    named = ", ".join(f"'{name}'" for name in missing)
+    st.info(md_escape(f"Type the shape of {named} (e.g. 1,3,224,224) to export.", 600))
+clicked = st.button("Export", type="primary", disabled=bool(problems or missing), key="export_button")
 
 scalar_dtypes = {s.name: s.dtype for s in source.inputs if s.dtype in SCALAR_TYPES}
-if (st.session_state.pop("export_again", False) or clicked) and not problems:
+if (st.session_state.pop("export_again", False) or clicked) and not problems and not missing:
     options = ExportOptions(
         input_shapes={rename[k]: v for k, v in shapes.items()},
         input_dtypes={

@@ -12,11 +12,12 @@ from core.jobs.wire import to_data
 from core.runtime.activity import Activity
 from core.runtime.harness import PER_CALL
 from core.store.history import inputs_text
-from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
+from ui.charts import LATENCY_MARKERS, batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
     "busy_notice",
+    "latency_legend",
     "environment_section",
     "report_json",
     "results_frame",
@@ -83,6 +84,15 @@ def busy_notice(activity: Activity | None, key: str, flag: str, label: str, advi
         st.button(label, key=key, on_click=lambda: st.session_state.update({flag: True}))
 
 
+def latency_legend() -> str:
+    """The caption over the latency chart, in the glyphs the chart draws."""
+    marks = ", ".join(f"{glyph} {name}" for name, (_, glyph) in LATENCY_MARKERS.items() if name != "beyond")
+    return (
+        f"**Latency per configuration**: the bar is the median with its 95 % interval; {marks}; "
+        f"{LATENCY_MARKERS['beyond'][1]} at the right edge: beyond the axis, its value written beside it."
+    )
+
+
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
     st.subheader(md_escape(report.headline, 400))
@@ -102,7 +112,7 @@ def results_section(report: BenchReport, key: str) -> None:
             f"Outputs {verdict} with {report.baseline or 'the reference'}: the largest absolute difference over all "
             f"configurations is {worst:.1e}."
         )
-    st.markdown("**Latency per configuration**: the bar is the median with its 95 % interval; ◆ p90, ✕ p99.")
+    st.markdown(latency_legend())
     st.plotly_chart(latency_figure(frame), key=f"{key}_latency", config={"displaylogo": False})
     if report.baseline and frame["speedup"].notna().any():
         sub = frame[frame["speedup"].notna()]

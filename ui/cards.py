@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.model import ModelRecord, TensorSpec, format_shape
+from core.model.dims import generated_name
 from core.model.metadata import ModelMetadata
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -21,9 +22,23 @@ _FORMAT_HELP = {
 }
 
 
+_FULL_SHAPE = 20_000  # characters of a full shape under the table (a hostile file may write megabytes)
+_SHOWN_DIM = 24  # characters of one symbolic dim in the tables; shape inference writes whole formulas
+
+
 def _breakable(shape: str) -> str:
     """A long shape (converters name dims like "p2o.DynamicDimension.0") may wrap after each ×."""
     return shape.replace("×", "×\u200b") if len(shape) > 24 else shape
+
+
+def _short_dim(dim: int | str) -> str:
+    text = str(dim)
+    return text if len(text) <= _SHOWN_DIM else f"{text[: _SHOWN_DIM - 1]}…"
+
+
+def _shown_shape(shape: list[int | str] | None) -> str:
+    """The shape with every long symbolic dim cut to its start (the full one is under the table)."""
+    return _breakable(format_shape(None if shape is None else [_short_dim(d) for d in shape]))
 
 
 def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
@@ -32,19 +47,41 @@ def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
         {
             "name": [s.name for s in specs],
             "dtype": [s.dtype for s in specs],
-            "shape": [_breakable(format_shape(s.shape)) for s in specs],
-            "dynamic axes": [", ".join(f"{v} (axis {k})" for k, v in s.dynamic_axes.items()) for s in specs],
+            "shape": [_shown_shape(s.shape) for s in specs],
+            "dynamic axes": [
+                ", ".join(f"{_short_dim(v)} (axis {k})" for k, v in s.dynamic_axes.items()) for s in specs
+            ],
         }
     )
 
 
+def long_shapes(specs: list[TensorSpec]) -> dict[str, str]:
+    """Name → full shape of each tensor whose shape the table cuts."""
+    return {s.name: format_shape(s.shape) for s in specs if any(len(str(d)) > _SHOWN_DIM for d in s.shape or [])}
+
+
+def dim_name_notes(specs: list[TensorSpec]) -> dict[str, str]:
+    """Each dim name a tool made up (``unk__30``, ``p2o.DynamicDimension.0``) → what made it."""
+    names = dict.fromkeys(str(d) for s in specs for d in s.shape or [] if isinstance(d, str))
+    return {name: note for name in names if (note := generated_name(name))}
+
+
 def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:
-    """Inputs and outputs side by side."""
+    """Inputs and outputs side by side; under them, what generated dim names mean and the shapes cut short."""
     left, right = st.columns(2)
     for column, title, specs in ((left, "Inputs", inputs), (right, "Outputs", outputs)):
         with column:
             st.markdown(f"**{title}**")
             st.table(escaped_frame(signature_frame(specs)), hide_index=True)
+    for name, note in dim_name_notes(inputs + outputs).items():
+        st.caption(f"**{md_escape(_short_dim(name))}**: {md_escape(note)}.")
+    cut = long_shapes(inputs + outputs)
+    if cut:
+        with st.expander(f"Full shapes ({len(cut)} cut short above)"):
+            for name, shape in cut.items():
+                st.markdown(f"**{md_escape(name, 200)}**")
+                shown = shape if len(shape) <= _FULL_SHAPE else f"{shape[:_FULL_SHAPE]}… ({len(shape):,} characters)"
+                st.code(shown, language=None, wrap_lines=True)  # a code block shows text as text
 
 
 _SHOWN_CHARS = 160  # of one metadata value in the table

@@ -58,6 +58,7 @@ __all__ = [
     "compare_figure",
     "distribution_figure",
     "latency_figure",
+    "LATENCY_MARKERS",
     "log_ticks",
     "speedup_figure",
     "histogram_figure",
@@ -273,6 +274,7 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 _ENGINE_COLOURS = {"eager": "#EE4C2C", "ort": "#005CED"}
+LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕"), "beyond": ("triangle-right", "▶")}  # caption's too
 
 
 @escaped
@@ -302,7 +304,9 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
     # A rare slow call can be 20× the median; the axis stops a little past the p90s and the interval, and a p99
     # beyond it is drawn at the edge with its value written out.
     edge = 1.15 * float(max(frame["p90_ms"].max(), frame["median_high_ms"].max()))
-    for column, symbol, name in (("p90_ms", "diamond", "p90"), ("p99_ms", "x", "p99")):
+    style = {"size": 11, "color": "#222", "line": {"width": 2, "color": "#222"}}  # a thin ✕ is its line alone
+    for name in ("p90", "p99"):
+        column, symbol = f"{name}_ms", LATENCY_MARKERS[name][0]
         beyond = frame[column] > edge
         fig.add_trace(
             go.Scatter(
@@ -310,7 +314,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
                 x=frame[column].where(~beyond, edge * 0.985),
                 mode="markers+text",
                 name=name,
-                marker={"symbol": [("triangle-right" if b else symbol) for b in beyond], "size": 11, "color": "#222"},
+                marker={**style, "symbol": [(LATENCY_MARKERS["beyond"][0] if b else symbol) for b in beyond]},
                 text=[f"{name} {v:.3g} ms" if b else "" for v, b in zip(frame[column], beyond, strict=True)],
                 textposition="top left",
                 hovertext=[f"{name} {v:.3g} ms" for v in frame[column]],

@@ -58,6 +58,9 @@ def trend_frame(points: list[Point]) -> pd.DataFrame:
     )
 
 
+_MIN_SPAN = pd.Timedelta(days=1)  # the narrowest time axis the trend draws
+
+
 @escaped
 def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
     """One line per configuration and machine across time, a marker per run (its version and who ran it on
@@ -105,4 +108,9 @@ def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
         },
         legend={"orientation": "h", "y": -0.25},
     )
+    when = pd.to_datetime(frame["when"], utc=True)
+    span = when.max() - when.min() if len(when) else pd.Timedelta(0)
+    if len(when) and span < _MIN_SPAN:  # one run, or a few minutes apart: a day around them, not microseconds
+        pad = (_MIN_SPAN - span) / 2
+        fig.update_xaxes(range=[when.min() - pad, when.max() + pad], tickformat="%d %b %H:%M")
     return fig

@@ -18,7 +18,7 @@ from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
-from core.model.dims import NO_HINT
+from core.model.dims import NO_HINT, generated_name
 from core.model.inputs import (
     VALUE_KINDS,
     BenchInput,
@@ -106,12 +106,13 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
 
 
 def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         [
             {
                 "input": s.name,
                 "axis": d.axis,
                 "the model calls it": d.symbol,
+                "that name": generated_name(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
                 "value": str(d.value) if d.source != NO_HINT else "?",
                 "why": d.why,
                 "from": d.source,
@@ -120,6 +121,9 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
             for d in s.free
         ]
     )
+    if not frame.empty and not frame["that name"].any():  # every name was chosen by a person: nothing to say
+        frame = frame.drop(columns=["that name"])
+    return frame
 
 
 def measured_model(

@@ -163,7 +163,7 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
             st.caption(md_escape(note, 800))
     cols = st.columns(4)
     cols[0].metric(
-        "One call", f"{report.call_ms:.3g} ms", f"CPU {report.cpu_ms:.3g} ms", delta_color="off",
+        "One call", f"{report.call_ms:.3g} ms", f"CPU {report.cpu_ms:.3g} ms", delta_color="off", delta_arrow="off",
         help="The median profiled call, as Python sees it, and its CPU time (all threads): far below the call, it "
         "waited for a CPU; above it, several threads worked.",
     )  # fmt: skip
@@ -172,6 +172,7 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
         f"{report.kernel_ms:.3g} ms",
         f"{report.kernel_ms / report.call_ms:.0%} of the call" if report.call_ms else "",
         delta_color="off",
+        delta_arrow="off",  # a note beside the time, not a change: no arrow (a longer time is never an "up")
     )
     cols[2].metric(
         "Runtime overhead",
@@ -180,7 +181,7 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
     )
     if report.eager is not None:
         against = f"{report.eager.call_ms / report.call_ms:.1f}× ONNX Runtime's" if report.call_ms else ""
-        cols[3].metric("PyTorch eager", f"{report.eager.call_ms:.3g} ms", against, delta_color="off")
+        cols[3].metric("PyTorch eager", f"{report.eager.call_ms:.3g} ms", against, delta_color="off", delta_arrow="off")
     st.markdown("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own.")
     st.plotly_chart(op_types_figure(report), key=f"{key}_ops", config={"displaylogo": False})
     frame = nodes_frame(report)

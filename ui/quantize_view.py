@@ -46,20 +46,20 @@ def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
     for v in report.variants:
         acc = v.accuracy
         rows.append(
-            {
+            {  # accuracy first: for a classifier, whether a variant still answers the same is the point
                 "variant": v.label,
-                "size": human_bytes(v.size_bytes) if v.size_bytes else "",
-                "size_mb": v.size_bytes / 1e6 if v.size_bytes else None,
-                "smaller": round(original.size_bytes / v.size_bytes, 2) if v.size_bytes else None,
-                "weights": human_bytes(v.weight_bytes) if v.size_bytes else "",
-                "median_ms": v.latency.median_ms if v.latency else None,
-                "p90_ms": v.latency.p90_ms if v.latency else None,
-                "speedup vs fp32 (95 % CI)": _speedup(v),
+                "within tolerance": _verdict(v),
+                "top-1 agreement": acc.top1_agreement if acc else None,
+                "cosine": acc.cosine_similarity if acc else None,
                 "max abs error": acc.max_abs_error if acc else None,
                 "mean abs error": acc.mean_abs_error if acc else None,
-                "cosine": acc.cosine_similarity if acc else None,
-                "top-1 agreement": acc.top1_agreement if acc else None,
-                "within tolerance": _verdict(v),
+                "smaller": round(original.size_bytes / v.size_bytes, 2) if v.size_bytes else None,
+                "speedup vs fp32 (95 % CI)": _speedup(v),
+                "median_ms": v.latency.median_ms if v.latency else None,
+                "p90_ms": v.latency.p90_ms if v.latency else None,
+                "size": human_bytes(v.size_bytes) if v.size_bytes else "",
+                "size_mb": v.size_bytes / 1e6 if v.size_bytes else None,
+                "weights": human_bytes(v.weight_bytes) if v.size_bytes else "",
                 "integer ops ORT runs": ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()),
                 "problem": v.error,
             }
@@ -97,7 +97,11 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         st.markdown("**Size against latency**: lower left is better; the colour is the agreement with float32.")
         st.plotly_chart(quantize_figure(chart), key=f"{key}_chart", config={"displaylogo": False})
     table = frame.drop(columns=["size_mb"]).rename(columns={"median_ms": "median ms", "p90_ms": "p90 ms"})
+    if table["top-1 agreement"].isna().all():  # not a classifier (or no accuracy measured): no empty column
+        table = table.drop(columns=["top-1 agreement"])
     for column, form in _ACCURACY_FORMATS.items():  # the reference row has no error: say so, not "None"
+        if column not in table:
+            continue
         table[column] = [
             "(reference)" if i == 0 else ("—" if pd.isna(v) else form.format(v)) for i, v in enumerate(table[column])
         ]

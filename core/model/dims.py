@@ -14,6 +14,7 @@ __all__ = [
     "NO_HINT",
     "SAMPLE_RATE",
     "dim_kind",
+    "generated_name",
     "image_layout",
     "is_audio",
     "open_dim_default",
@@ -54,6 +55,26 @@ def dim_kind(symbol: str | None) -> str:
     words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", symbol).lower())
     words += ["".join(words)]  # "img_h" also as "imgh"
     return next((kind for kind, names in _NAMES.items() if any(w in names for w in words)), "")
+
+
+_GENERATED = (  # names tools make up for a dim, and what made them: none of them says what the dim is
+    (re.compile(r"^unk__\d+$"), "a name onnx's shape inference made up for a size it could not work out"),
+    (
+        re.compile(r"(^|\.)DynamicDimension\.\d+$"),
+        "a name paddle2onnx gives every dim the Paddle model left open",
+    ),
+    (re.compile(r"^s\d+$"), "a symbol torch.export made for a dynamic dim (the program did not keep its name)"),
+    (re.compile(r"^(sym_size_int|sym_size)(_\d+)?$"), "a size torch.export read from a tensor at run time"),
+)
+
+
+def generated_name(symbol: str | None) -> str:
+    """What made up a dim's name when a tool did (``unk__30``, ``p2o.DynamicDimension.0``, ``s43``), with
+    the note that such a name says nothing about the size; "" for a name a person chose (``batch``)."""
+    if not symbol:
+        return ""
+    found = next((what for pattern, what in _GENERATED if pattern.search(symbol)), "")
+    return f"{found}: it says nothing about the size" if found else ""
 
 
 def image_layout(shape: list[int | str]) -> str:

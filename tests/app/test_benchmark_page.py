@@ -65,6 +65,7 @@ def test_a_detector_is_benchmarked_on_a_real_image_at_its_plans_size(monkeypatch
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = open_page("benchmark", ("det.onnx", wild.detector_model().SerializeToString()), timeout=300)
     assert any("x 1×3×640×640, random normal" in c.value.replace("\\", "") for c in at.caption)  # never 1×1
+    assert not any("TinyCNN" in c.value for c in at.caption)  # no sample's timing on another model's page
     buffer = io.BytesIO()
     Image.fromarray(np.full((100, 150, 3), 200, np.uint8)).save(buffer, format="PNG")
     record = at.session_state["model"]

@@ -94,6 +94,14 @@ def test_a_bad_shape_is_refused_before_export(app: AppTest) -> None:
     assert app.button(key="export_button").disabled
 
 
+def test_an_empty_shape_asks_for_it_without_an_error_and_no_text_is_about_another_model(app: AppTest) -> None:
+    tag = app.session_state["model"].id[:12]
+    assert "BatchNorm" not in app.checkbox(key="optimize").label  # the transformer has none
+    app.text_input(key=f"shape_{tag}_tokens").set_value("").run()
+    assert not app.error and "Type the shape of 'tokens'" in app.info[0].value
+    assert app.button(key="export_button").disabled
+
+
 def test_inputs_and_outputs_can_be_renamed(app: AppTest) -> None:
     tag = app.session_state["model"].id[:12]
     app.text_input(key=f"inputs_{tag}").set_value("embeddings")

@@ -35,6 +35,7 @@ def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
     assert len(convs) == 2 and (convs["ONNX Runtime ms"] != "—").all()  # both convolutions found their node
     assert convs["what happened"].str.contains("fused with its Relu").all()
     assert any("coloured by latency" in m.value for m in at.markdown)
+    assert all(m.proto.direction == m.proto.MetricDirection.NONE for m in at.metric)  # no ↑ on a time
     assert {b.label for b in at.get("download_button")} >= {
         "Download the nodes (CSV)",
         "Download the whole profile (JSON)",

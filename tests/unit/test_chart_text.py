@@ -54,3 +54,32 @@ def test_log_axes_write_out_every_tick_and_no_bar_label_is_cut() -> None:
     figure = histogram_figure({"Conv": 1_171_841, "Relu": 10}, "ops")
     assert figure.layout.xaxis.range[1] > 1_171_841 * 1.1  # room for "1,171,841" beside its bar
     assert figure.layout.modebar.orientation == "v"  # the toolbar runs down the side, not over the title
+
+
+def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
+    from ui.bench_view import latency_legend
+    from ui.charts import LATENCY_MARKERS, latency_figure
+
+    frame = pd.DataFrame(
+        {"label": ["ORT ALL", "ORT DISABLE_ALL"], "engine": ["ort", "ort"], "median_ms": [1.0, 1.2],
+         "median_low_ms": [0.9, 1.1], "median_high_ms": [1.1, 1.3], "p90_ms": [1.2, 1.4], "p99_ms": [1.3, 40.0]}
+    )  # fmt: skip
+    fig = latency_figure(frame)
+    legend = latency_legend()
+    drawn = {trace.name: list(trace.marker.symbol) for trace in fig.data if trace.name in LATENCY_MARKERS}
+    assert set(drawn) == {"p90", "p99"}
+    assert drawn["p90"] == ["diamond", "diamond"]
+    assert drawn["p99"] == ["x-thin", "triangle-right"]  # the 40 ms p99 is past the axis: at the edge
+    assert "◆ p90" in legend and "✕ p99" in legend and "▶ at the right edge" in legend
+    assert next(t for t in fig.data if t.name == "p99").marker.line.width  # an x-thin without a line is invisible
+
+
+def test_the_dashboards_time_axis_for_one_run_spans_a_day_not_microseconds() -> None:
+    from ui.dashboard_view import trend_figure
+
+    frame = pd.DataFrame(
+        {"when": pd.to_datetime(["2026-11-01 10:00"], utc=True), "series": ["ORT ALL"], "median_ms": [1.0],
+         "low_ms": [0.9], "high_ms": [1.1], "speedup": [2.0], "version": ["v1"], "owner": ["ann"], "run": ["r1"]}
+    )  # fmt: skip
+    low, high = (pd.Timestamp(t) for t in trend_figure(frame).layout.xaxis.range)
+    assert high - low == pd.Timedelta(days=1) and low < frame["when"][0] < high

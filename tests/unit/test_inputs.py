@@ -229,3 +229,33 @@ def test_the_sizes_and_values_a_model_was_exported_at_win_over_the_guesses(tmp_p
     assert other_rank.shape == [1, 3, 640, 640]
     _audio, _state, sr = plan_inputs(_record(wild.vad_model(), tmp_path, "vad"), exported=Exported(values={"sr": 8000}))
     assert (sr.kind, sr.low, sr.why) == ("constant", 8000, "the value it was exported with")
+
+
+def test_dim_names_a_tool_made_up_are_explained_and_long_shapes_cut_on_the_card() -> None:
+    from core.model import TensorSpec
+    from core.model.dims import generated_name
+    from ui.cards import dim_name_notes, long_shapes, signature_frame
+
+    assert "shape inference" in generated_name("unk__30") and "paddle2onnx" in generated_name("p2o.DynamicDimension.0")
+    assert generated_name("batch") == "" and generated_name("image_width") == ""
+    formula = "floor(" * 60 + "height" + ")" * 60  # shape inference writes sizes as whole formulas
+    specs = [TensorSpec(name="images", dtype="float32", shape=["unk__30", 3, "DynamicDimension.0", 640]),
+             TensorSpec(name="output0", dtype="float32", shape=[1, 84, formula])]  # fmt: skip
+    frame = signature_frame(specs)
+    assert all(len(shape) < 80 for shape in frame["shape"]) and "…" in frame["shape"][1]
+    assert long_shapes(specs) == {"output0": f"1×84×{formula}"}  # the full value, under the table
+    assert list(dim_name_notes(specs)) == ["unk__30", "DynamicDimension.0"]
+
+
+def test_the_plans_open_dims_say_when_a_tool_made_up_their_name(tmp_path: Path) -> None:
+    from ui.plan_view import _free_dims
+
+    model = wild.minus_one_classifier()
+    model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "unk__30"
+    model.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "width"
+    free = _free_dims(plan_inputs(_record(model, tmp_path, "unk")))
+    said = dict(zip(free["the model calls it"], free["that name"], strict=True))
+    assert "shape inference made up" in said["unk__30"] and said["width"] == ""
+    named = wild.minus_one_classifier()  # only names people chose: no empty column
+    named.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "height"
+    assert "that name" not in _free_dims(plan_inputs(_record(named, tmp_path, "named")))

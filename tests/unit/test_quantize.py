@@ -102,6 +102,8 @@ def test_where_the_integer_ops_ran(reports: dict[str, QuantizeReport]) -> None:
 def test_what_the_page_draws(reports: dict[str, QuantizeReport]) -> None:
     frame = comparison_frame(reports["tinycnn"])
     assert len(frame) == len(VARIANTS) + 1 and frame["smaller"].iloc[0] == 1.0
+    # a classifier: whether each variant still answers the same comes first, before size and speed
+    assert list(frame.columns)[:3] == ["variant", "within tolerance", "top-1 agreement"]
     chart = frame.rename(columns={"variant": "label"})[["label", "size_mb", "median_ms", "p90_ms", "cosine"]]
     assert len(quantize_figure(chart).data[0].x) == len(VARIANTS) + 1
 
