@@ -161,6 +161,7 @@ def levels_frame(report: OptimizationReport) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "level": [lv.name for lv in report.levels],
+            "key": [lv.key for lv in report.levels],
             "nodes": [lv.node_count for lv in report.levels],
             "rewrites": [len(lv.rewrites) for lv in report.levels],
         }
