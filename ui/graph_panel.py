@@ -47,7 +47,8 @@ def draw_graph(
     folded = f", {view.folded_constants:,} Constant values folded into their consumers" if view.folded_constants else ""
     groups = f" in {len(view.groups):,} groups (they open with a click)" if view.groups else ""
     if view.folded_identities:
-        folded += f", {len(view.folded_identities):,} Identity nodes of weights folded likewise (listed below)"
+        shown = len(view.folded_identities)
+        folded += f", {shown:,} Identity nodes that pass on a weight folded into their consumers (listed below)"
     st.caption(
         f"{view.node_count:,} nodes{groups}{folded}. Scroll to zoom, drag to pan, click a node for its details, "
         "or find one by name or op type; weights and constants are listed inside the node that uses them. "
