@@ -46,7 +46,7 @@ KIND_TITLES = {
     "removed": "removed",
     "added": "added",
 }
-_CHAIN = 6  # a rewrite of more ops than this is counted by op type, not spelled out
+_CHAIN = 4  # a rewrite of more ops than this is counted by op type, not spelled out
 
 
 @dataclass(frozen=True, kw_only=True)
