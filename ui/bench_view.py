@@ -127,7 +127,7 @@ def results_section(report: BenchReport, key: str) -> None:
         series = frame["label"].str.replace(r" · batch \d+", "", regex=True)
         st.markdown("**Batch size**: a larger batch costs more per call but usually more items per second.")
         st.plotly_chart(
-            batch_figure(frame.assign(series=series)[["series", "batch", "median_ms", "throughput"]]),
+            batch_figure(frame.assign(series=series)[["series", "engine", "batch", "median_ms", "throughput"]]),
             key=f"{key}_batch",
             config={"displaylogo": False},
         )

@@ -12,6 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from core.graph.palette import ENGINES, FIXED, LEVELS, engine_colour
+
 P = ParamSpec("P")
 
 
@@ -70,7 +72,7 @@ __all__ = [
 ]
 
 SIDES = ("PyTorch layers", "ONNX nodes")
-_COLOURS = {"PyTorch layers": "#EE4C2C", "ONNX nodes": "#005CED"}
+_COLOURS = {"PyTorch layers": ENGINES["eager"], "ONNX nodes": ENGINES["ort"]}
 
 
 def op_count_frame(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> pd.DataFrame:
@@ -162,30 +164,7 @@ _PALETTE = [  # 26 distinct colours (plotly's Alphabet), then Dark24
     "#0D2A63",
     "#AF0038",
 ]
-_FIXED = {
-    "input": "#222222",
-    "output": "#222222",
-    # the graph's latency colours (ui.profile_view): a heat scale, hottest darkest
-    "≥ 20 % of the call": "#B2182B",
-    "5–20 %": "#EF8A62",
-    "1–5 %": "#FDDBC7",
-    "< 1 %": "#D1E5F0",
-    "not timed (folded or constant)": "#BBBBBB",
-    # execution providers keep one colour on every page (short names, as core.partition.short_name gives)
-    "CPU": "#8C96A8",
-    "CUDA": "#76B900",
-    "TensorRT": "#2E7D32",
-    "NNAPI": "#3DDC84",
-    "CoreML": "#FF9500",
-    "OpenVINO": "#0071C5",
-    "DirectML": "#7FBA00",
-    "QNN": "#D4145A",
-    "XNNPACK": "#7B1FA2",
-    "ROCm": "#ED1C24",
-    "MIGraphX": "#B71C1C",
-    "WebGPU": "#005A9C",
-    "runs nowhere": "#E2E2E2",
-}
+_FIXED = FIXED  # providers, latency bins: core.graph.palette, shared with the graph view
 
 
 def colour_map(keys: list[str]) -> dict[str, str]:
@@ -252,12 +231,14 @@ def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
 
 @escaped
 def levels_figure(frame: pd.DataFrame) -> go.Figure:
-    """Nodes per optimization level, in level order. ``frame``: level, nodes, rewrites."""
+    """Nodes per optimization level, in level order, each level in its colour (core.graph.palette). ``frame``:
+    level, nodes, rewrites, and ``key`` (disable, basic, ...) for the colours."""
+    keys = frame["key"] if "key" in frame else [""] * len(frame)
     fig = go.Figure(
         go.Bar(
             x=frame["level"],
             y=frame["nodes"],
-            marker_color="#005CED",
+            marker_color=[LEVELS.get(str(k), ENGINES["ort"]) for k in keys],
             text=frame["nodes"],
             textposition="outside",
             cliponaxis=False,
@@ -273,7 +254,6 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
     return fig
 
 
-_ENGINE_COLOURS = {"eager": "#EE4C2C", "ort": "#005CED"}
 LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕"), "beyond": ("triangle-right", "▶")}  # caption's too
 
 
@@ -288,7 +268,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
             x=frame["median_ms"],
             orientation="h",
             name="median",
-            marker_color=[_ENGINE_COLOURS.get(e, "#777") for e in frame["engine"]],
+            marker_color=[engine_colour(str(e)) for e in frame["engine"]],
             error_x={
                 "type": "data",
                 "symmetric": False,
@@ -342,7 +322,7 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
                 name=str(label),
                 orientation="h",
                 boxpoints="outliers",
-                marker_color=_ENGINE_COLOURS.get(str(group["engine"].iloc[0]), "#777"),
+                marker_color=engine_colour(str(group["engine"].iloc[0])),
                 showlegend=False,
             )
         )
@@ -376,11 +356,19 @@ def log_ticks(low: float, high: float) -> list[float]:
 @escaped
 def batch_figure(frame: pd.DataFrame) -> go.Figure:
     """Latency and throughput against batch size, one line per series. ``frame``: series, batch, median_ms,
-    throughput."""
+    throughput, and ``engine`` (eager, ort): a series has its engine's colour, as on the latency chart above it,
+    and the series of one engine differ by their dash."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("Latency per call", "Throughput"), horizontal_spacing=0.12)
     colours = colour_map(list(frame["series"].astype(str)))
+    dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+    seen: dict[str, int] = {}
     for series, group in frame.groupby("series", sort=False):
         group = group.sort_values("batch")
+        line = {"color": colours[str(series)]}
+        if "engine" in group:
+            engine = str(group["engine"].iloc[0])
+            line = {"color": engine_colour(engine), "dash": dashes[seen.get(engine, 0) % len(dashes)]}
+            seen[engine] = seen.get(engine, 0) + 1
         for col, column in ((1, "median_ms"), (2, "throughput")):
             fig.add_trace(
                 go.Scatter(
@@ -390,7 +378,7 @@ def batch_figure(frame: pd.DataFrame) -> go.Figure:
                     name=str(series),
                     legendgroup=str(series),
                     showlegend=col == 1,
-                    line={"color": colours[str(series)]},
+                    line=line,
                 ),
                 row=1,
                 col=col,

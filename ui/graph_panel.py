@@ -46,11 +46,25 @@ def draw_graph(
     session.set_page_param("node", name)  # a reload or a link opens on the same node
     folded = f", {view.folded_constants:,} Constant values folded into their consumers" if view.folded_constants else ""
     groups = f" in {len(view.groups):,} groups (they open with a click)" if view.groups else ""
+    if view.folded_identities:
+        shown = len(view.folded_identities)
+        folded += f", {shown:,} Identity nodes that pass on a weight folded into their consumers (listed below)"
     st.caption(
         f"{view.node_count:,} nodes{groups}{folded}. Scroll to zoom, drag to pan, click a node for its details, "
         "or find one by name or op type; weights and constants are listed inside the node that uses them. "
         + " ".join(md_escape(n, 300) for n in view.notes)
     )
+    if view.folded_identities:
+        with st.expander(f"{len(view.folded_identities):,} Identity nodes of weights, folded"):
+            st.caption(
+                "Each passes a weight on unchanged under a new name (exporters leave them for weights that share "
+                "values), so the graph shows it inside the nodes that read it, as a weight; ONNX Runtime removes "
+                "them too."
+            )
+            st.table(
+                escaped_frame(pd.DataFrame({"Identity node: input → output": view.folded_identities})),
+                hide_index=True,
+            )
     return by_name.get(name)
 
 

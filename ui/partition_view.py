@@ -10,7 +10,15 @@ import streamlit as st
 
 from core.graph import GraphView
 from core.graph.colourings import NOWHERE, Colouring
-from core.partition import KERNEL_PROVIDERS, OptimizationReport, PartitionReport, PartitionResult, grouped
+from core.partition import (
+    KERNEL_PROVIDERS,
+    KIND_TITLES,
+    OptimizationReport,
+    PartitionReport,
+    PartitionResult,
+    fusions_used,
+    level_changes,
+)
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.placement import NodePlacement
 from ui import session
@@ -161,6 +169,7 @@ def levels_frame(report: OptimizationReport) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "level": [lv.name for lv in report.levels],
+            "key": [lv.key for lv in report.levels],
             "nodes": [lv.node_count for lv in report.levels],
             "rewrites": [len(lv.rewrites) for lv in report.levels],
         }
@@ -184,21 +193,27 @@ def levels_section(report: OptimizationReport, name: str, key: str) -> None:
             f"The counts and fusions are the main graph's. ORT optimizes the If/Loop/Scan bodies too: they hold "
             f"{report.original_subgraph_nodes:,} node(s) as exported{after}."
         )
-    previous: set[str] = set()
-    for level in report.levels:
-        texts = [r.text for r in level.rewrites]
-        new = [t for t in dict.fromkeys(texts) if t not in previous]
-        previous |= set(texts)
-        if not level.rewrites:
-            line = "no change" if level.key in ("disable", "basic") or not previous else "no further change"
-            st.markdown(f"**{level.name}** ({level.node_count:,} nodes): {line}.")
+    transformers = {lv.key: lv.transformers for lv in report.levels}
+    for change in level_changes(report.levels):
+        head = f"**{change.name}** ({change.node_count:,} nodes)"
+        same = f"the {change.same_as_before:,} rewrite(s) of the level before" if change.same_as_before else ""
+        if not change.by_kind:
+            st.markdown(f"{head}: " + (f"no further change ({same})." if same else "no change."))
             continue
-        by = ", ".join(level.transformers) or "ORT's transformers"
-        st.markdown(f"**{level.name}** ({level.node_count:,} nodes), by {md_escape(by, 400)}:")
-        lines = [f"- {md_escape(r.text, 400)}" + (f" (×{n})" if n > 1 else "") for r, n in grouped(level.rewrites)]
-        if not new:
-            lines = [f"- the same {len(texts)} rewrite(s) as the level before"]
-        st.markdown("\n".join(lines[:40]) + ("\n- …" if len(lines) > 40 else ""))
+        by = ", ".join(transformers.get(change.key, [])) or "ORT's transformers"
+        st.markdown(f"{head}, by {md_escape(by, 400)}: " + (f"{same}, and these:" if same else "these rewrites:"))
+        lines = []
+        for kind, items in change.by_kind.items():
+            total = sum(n for _, n in items)
+            lines.append(f"- {KIND_TITLES.get(kind) or md_escape(kind, 40)}: {total:,}")
+            lines += [f"  - {md_escape(t, 400)}" + (f" (×{n})" if n > 1 else "") for t, n in items[:12]]
+            if len(items) > 12:
+                lines.append(f"  - … {len(items) - 12:,} more")
+        st.markdown("\n".join(lines))
+    fusions = fusions_used(report.levels)
+    if fusions:
+        st.markdown("**The fused ops ONNX Runtime introduced**")
+        st.table(pd.DataFrame({"op": list(fusions), "what it does": list(fusions.values())}), hide_index=True)
     with st.expander("Op counts per level"):
         st.dataframe(_op_table(report), hide_index=True, width="stretch")
     choice = st.selectbox(

@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from core.graph import GraphView
 from core.graph.colourings import latency_colouring
+from core.graph.palette import ENGINES
 from core.jobs.wire import to_data
 from core.profile import ProfileReport
 from ui.bench_view import busy_notice
@@ -21,7 +22,7 @@ from ui.text import md_escape
 
 __all__ = ["nodes_frame", "profile_section", "rows_frame"]
 
-_ORT, _EAGER, _OVERHEAD = "#005CED", "#EE4C2C", "#999999"
+_ORT, _EAGER, _OVERHEAD = ENGINES["ort"], ENGINES["eager"], "#999999"  # the engines' colours on every page
 
 
 def nodes_frame(report: ProfileReport) -> pd.DataFrame:

@@ -21,7 +21,14 @@ from core.cli.common import (
 )
 from core.jobs import OPTIMIZE, PARTITION
 from core.jobs.wire import to_data
-from core.partition import LevelsRequest, OptimizationReport, PartitionRequest, PartitionResult, grouped
+from core.partition import (
+    LevelsRequest,
+    OptimizationReport,
+    PartitionRequest,
+    PartitionResult,
+    fusions_used,
+    level_changes,
+)
 from core.runtime.ort import short_name
 
 __all__ = ["register", "run"]
@@ -57,12 +64,19 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
     if levels is None:
         return
     print(f"optimization levels ({levels.original_nodes} nodes in the model):")
-    for level in levels.levels:
+    for level, change in zip(levels.levels, level_changes(levels.levels), strict=True):
         print(f"  {level.name:<12} {level.node_count:>6} nodes  {', '.join(level.transformers) or '-'}")
-        for rewrite, count in grouped(level.rewrites):
-            print(f"      {rewrite.kind:<8} {rewrite.text}" + (f" (×{count})" if count > 1 else ""))
+        if change.same_as_before:
+            print(f"      the {change.same_as_before} rewrite(s) of the level before, and:" if change.by_kind else
+                  f"      the {change.same_as_before} rewrite(s) of the level before, nothing more")  # fmt: skip
+        for kind, items in change.by_kind.items():
+            print(f"      {kind:<8} {sum(n for _, n in items)}")
+            for text, count in items:
+                print(f"        {text}" + (f" (×{count})" if count > 1 else ""))
         if saved:
             print(f"      saved   {level.path}")
+    for op, line in fusions_used(levels.levels).items():
+        print(f"  {op}: {line}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -243,6 +243,14 @@ def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> lis
                 f"{linears} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with "
                 f"{' and '.join(parts)} node(s) (MatMul also carries any attention products)."
             )
+    identities = onnx_ops.get("Identity", 0) - torch_ops.get("Identity", 0)
+    if identities > 0:
+        notes.append(
+            f"{identities} Identity node(s) were left by the exporter: each passes a tensor on unchanged under a new "
+            "name (the legacy exporter does so for a weight whose values another shares, such as the equal biases "
+            "BatchNorm folding leaves). They cost nothing: ONNX Runtime removes them at its basic level, and the "
+            "graph view folds those of weights into the nodes that read them, as it does weights."
+        )
     flattens = torch_ops.get("Flatten", 0)
     if flattens and onnx_ops.get("Reshape") and not onnx_ops.get("Flatten"):
         notes.append(f"{flattens} Flatten layer(s) became Reshape.")

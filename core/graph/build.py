@@ -124,6 +124,7 @@ class _Builder:
         scope.weights.update((tensor.name, tensor) for tensor in graph.initializer)
         for sparse in graph.sparse_initializer:
             scope.folded[sparse.values.name] = Folded(name=sparse.values.name, shape=_dims(sparse.dims), dtype="sparse")
+        outputs = {value.name for value in graph.output}
         for position, node in enumerate(graph.node):
             if node.op_type == "Constant" and len(node.output) == 1 and not node.input:
                 value = _constant_value(node, self.stats)
@@ -131,9 +132,29 @@ class _Builder:
                     scope.folded[value.name] = value
                     self.view.folded_constants += 1
                     continue
+            if depth == 0 and self.fold_identity(node, scope, outputs):
+                continue
             added = self.read_node(node, scope, base_group, depth)
             if depth == 0:
                 self.view.nodes[added].index = position
+
+    def fold_identity(self, node: onnx.NodeProto, scope: _Scope, outputs: set[str]) -> bool:
+        """An Identity of the main graph that passes on a weight or constant, folded like one into the nodes that
+        read its output (the legacy exporter leaves one for each weight whose values another shares, e.g. the
+        equal biases BatchNorm folding makes; drawn, they are a row of boxes with long edges). An Identity in
+        the data flow stays a node. False when it is kept."""
+        if node.op_type != "Identity" or node.domain not in ("", "ai.onnx") or len(node.input) != 1:
+            return False
+        if len(node.output) != 1 or not node.input[0] or not node.output[0] or node.output[0] in outputs:
+            return False
+        source, output = node.input[0], node.output[0]
+        value = scope.find_folded(source, self.fold)
+        if value is None:
+            return False
+        stats = "; ".join(x for x in (value.stats, f"the values of {source}, passed on by an Identity") if x)
+        scope.folded[output] = Folded(name=output, shape=value.shape, dtype=value.dtype, stats=stats)
+        self.view.folded_identities.append(f"{node.name or 'Identity'}: {source} → {output}")
+        return True
 
     def read_node(self, node: onnx.NodeProto, scope: _Scope, base_group: int, depth: int) -> int:
         """One node; the subgraphs and function body it holds are read first, into a "node" group that the

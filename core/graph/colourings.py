@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.graph.palette import DONE, LATENCY, PROVIDERS
 from core.graph.records import GraphView
 
 # What the colourings read of other features' reports (features do not import each other): core.profile's
@@ -74,7 +75,7 @@ NOWHERE = "runs nowhere"
 LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
 NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours in ui.charts
 # what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
-_DONE = {"fused": "#e8590c", "replaced": "#f59f00", "layout": "#ae3ec9", "removed": "#adb5bd"}
+_DONE = DONE
 
 
 @dataclass(kw_only=True)
@@ -111,7 +112,8 @@ def provider_colouring(view: GraphView, report: Placements) -> Colouring:
     bodies (If/Loop/Scan) are placed with the node that holds them."""
     keys = by_index(view, provider_colours(report))
     order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
-    return Colouring(title="execution provider", keys=keys, order=order, rest="inside a body")
+    colours = {p: PROVIDERS[p] for p in order if p in PROVIDERS}  # the colours of the page's provider charts
+    return Colouring(title="execution provider", keys=keys, order=order, colours=colours, rest="inside a body")
 
 
 def level_colouring(report: OptimizedLevels, level: str) -> Colouring | None:
@@ -144,4 +146,7 @@ def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
     keys = by_index(view, latency_colours(report))
     present = set(keys.values())
     order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
-    return Colouring(title=f"latency at {report.level}", keys=keys, order=order, scale=True, rest="inside a body")
+    colours = {label: LATENCY[label] for label in order}  # the colours of ui.charts' latency legends
+    return Colouring(
+        title=f"latency at {report.level}", keys=keys, order=order, colours=colours, scale=True, rest="inside a body"
+    )

@@ -71,5 +71,7 @@ class GraphView:
     groups: list[ViewGroup] = field(default_factory=list)
     node_count: int = 0  # graph nodes drawn (not inputs, outputs, or folded Constants)
     folded_constants: int = 0
+    # Identity nodes of the main graph that pass on a weight, folded like one: "name: input → output" each
+    folded_identities: list[str] = field(default_factory=list)
     shapes_inferred: bool = False  # whether ONNX shape inference ran (skipped on large models)
     notes: list[str] = field(default_factory=list)

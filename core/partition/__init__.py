@@ -3,6 +3,7 @@ providers this machine lacks), and what the graph optimizer does at each level."
 
 from __future__ import annotations
 
+from core.partition.explain import FUSIONS, KIND_TITLES, LevelChanges, fusions_used, level_changes, rewrite_text
 from core.partition.optimize import grouped, optimize_levels
 from core.partition.partitioner import KERNEL_PROVIDERS, SIMULATED, partition_model
 from core.partition.records import (
@@ -17,6 +18,9 @@ from core.partition.records import (
 )
 
 __all__ = [
+    "FUSIONS",
+    "KIND_TITLES",
+    "LevelChanges",
     "KERNEL_PROVIDERS",
     "SIMULATED",
     "LevelResult",
@@ -27,7 +31,10 @@ __all__ = [
     "PartitionResult",
     "Rewrite",
     "Subgraph",
+    "fusions_used",
     "grouped",
+    "level_changes",
     "optimize_levels",
     "partition_model",
+    "rewrite_text",
 ]

@@ -104,3 +104,17 @@ def test_a_pytorch_model_is_exported_in_one_click_and_decoded(monkeypatch: pytes
     assert not at.exception and at.session_state["model"].format == "onnx"
     assert [h.value for h in at.header][:2] == ["1. The first bytes", "2. The model"]
     assert any(link.label.startswith("Partition") for link in at.get("page_link"))  # the next steps
+
+
+def test_identity_nodes_of_weights_are_folded_and_listed_under_the_graph() -> None:
+    from onnx import TensorProto, helper
+
+    bias = helper.make_tensor("b", TensorProto.FLOAT, [2], [0.0, 0.0])
+    nodes = [helper.make_node("Identity", ["b"], [f"b{i}"], name=f"share_{i}") for i in range(2)]
+    nodes += [helper.make_node("Add", ["x", "b0"], ["h"], name="add0"), helper.make_node("Add", ["h", "b1"], ["y"])]
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("x", "y")]
+    graph = helper.make_graph(nodes, "g", io[:1], io[1:], [bias])
+    at = open_decode(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    assert any("2 Identity nodes that pass on a weight folded into" in c.value for c in at.caption)
+    listed = next(t.value for t in at.table if "Identity node: input → output" in t.value.columns)
+    assert len(listed) == 2 and "share\\_0" in listed.iloc[0, 0]

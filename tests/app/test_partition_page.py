@@ -32,6 +32,8 @@ def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypa
     table = at.dataframe[0].value
     assert len(table) == 8 and set(table["provider"]) == {"CPU"}
     assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)
+    fused = next(t.value for t in at.table if "what it does" in t.value.columns)  # ORT's fused ops explained
+    assert fused["op"].iloc[0] == "FusedConv" and "activation" in fused["what it does"].iloc[0]
     assert any("specific to this kind of machine" in w.value for w in at.warning)
 
     at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()

@@ -325,3 +325,11 @@ def test_the_export_feeds_a_mask_of_ones_and_ids_within_the_vocabulary(bert_expo
     )
     ids, mask, _ = plan_inputs(report.record)  # the exported model's plan, as Benchmark runs it
     assert (ids.kind, ids.high, mask.kind, mask.low) == ("integers", 1000, "constant", 1)
+
+
+def test_what_changed_names_the_identity_nodes_a_legacy_export_leaves() -> None:
+    from core.export.verify import describe_changes
+
+    notes = describe_changes({"Conv2d": 20, "BatchNorm2d": 20}, {"Conv": 20, "Identity": 16})
+    assert any(n.startswith("16 Identity node(s) were left by the exporter") for n in notes)
+    assert not any("Identity" in n for n in describe_changes({"Identity": 2}, {"Identity": 2}))  # the model's own

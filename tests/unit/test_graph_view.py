@@ -231,3 +231,22 @@ def test_the_cli_colours_by_provider_and_by_what_each_optimizer_level_did(tmp_pa
     assert result.returncode == 0, result.stderr
     provider = _colourings_in(out.read_text())["provider"]
     assert set(provider["keys"].values()) == {"CPU"} and len(provider["keys"]) == 8
+
+
+def test_identity_nodes_that_pass_on_a_weight_are_folded_like_one_and_listed() -> None:
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2], [1.0, 2.0])
+    nodes = [
+        helper.make_node("Identity", ["w"], ["w_shared"], name="share_w"),  # a legacy export's shared weight
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Identity", ["r"], ["r2"], name="pass_r"),  # in the data flow: drawn in line, kept
+        helper.make_node("Add", ["r2", "w_shared"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [w])  # fmt: skip
+    view = view_graph(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    nodes_by = _by_name(view)
+    assert "share_w" not in nodes_by and "pass_r" in nodes_by and view.node_count == 3
+    assert view.folded_identities == ["share_w: w → w_shared"]
+    add = nodes_by["add"]
+    assert [(f.name, f.shape) for f in add.folded] == [("w_shared", "2")] and "w" in add.folded[0].stats
+    assert not any(e.target == add.id and e.tensor == "w_shared" for e in view.edges)

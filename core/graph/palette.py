@@ -1,0 +1,51 @@
+"""The app's colours: one colour per engine, execution provider, optimization level and what the optimizer did,
+read by the plotly charts (ui.charts) and by the graph view's colourings (core.graph.colourings, which pass them
+to the graph component), so a thing keeps its colour on every chart and in the graph of the same page."""
+
+from __future__ import annotations
+
+__all__ = ["DONE", "ENGINES", "FIXED", "LATENCY", "LEVELS", "PROVIDERS", "engine_colour"]
+
+# the two engines Benchmark measures (core.bench's engine field), on every chart of the page
+ENGINES = {"eager": "#EE4C2C", "ort": "#005CED"}
+# execution providers, by the short names core.runtime.ort.short_name gives
+PROVIDERS = {
+    "CPU": "#8C96A8",
+    "CUDA": "#76B900",
+    "TensorRT": "#2E7D32",
+    "NNAPI": "#3DDC84",
+    "CoreML": "#FF9500",
+    "OpenVINO": "#0071C5",
+    "DirectML": "#7FBA00",
+    "QNN": "#D4145A",
+    "XNNPACK": "#7B1FA2",
+    "ROCm": "#ED1C24",
+    "MIGraphX": "#B71C1C",
+    "WebGPU": "#005A9C",
+    "runs nowhere": "#E2E2E2",
+}
+# ONNX Runtime's graph optimization levels (core.partition's level keys and the names pages show)
+LEVELS = {
+    "disable": "#BDBDBD",
+    "basic": "#9ECAE1",
+    "extended": "#4292C6",
+    "layout": "#08519C",
+    "all": "#08306B",
+}
+# what the optimizer did to a node, in the legend's order
+DONE = {"fused": "#E8590C", "replaced": "#F59F00", "layout": "#AE3EC9", "removed": "#ADB5BD"}
+# a node's share of the call in a profile, hottest darkest (the bins of core.graph.colourings)
+LATENCY = {
+    "≥ 20 % of the call": "#B2182B",
+    "5–20 %": "#EF8A62",
+    "1–5 %": "#FDDBC7",
+    "< 1 %": "#D1E5F0",
+    "not timed (folded or constant)": "#BBBBBB",
+}
+# every name with a colour of its own, whatever the chart
+FIXED = {"input": "#222222", "output": "#222222", **LATENCY, **PROVIDERS}
+
+
+def engine_colour(engine: str) -> str:
+    """The colour of a Benchmark engine ("eager", "ort"); grey for one this palette does not know."""
+    return ENGINES.get(engine, "#777777")
