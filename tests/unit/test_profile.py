@@ -109,17 +109,26 @@ def test_if_branches_are_not_counted_twice() -> None:
     assert any(n.op_type == "LSTM" for n in report.nodes)  # the branch's nodes, each on its own
 
 
-def test_a_model_that_fails_on_guessed_sizes_says_which_were_guessed() -> None:
-    """PaddleOCR's recognizer leaves its height open; at the plan's guess it fails inside, and the message says
-    which sizes were guessed and where to set them. At its real height of 48 it runs."""
+def test_a_model_that_fails_on_guessed_sizes_says_which_were_guessed(tmp_path: Path) -> None:
+    """PaddleOCR's recognizer leaves its height and width open. Its `character` list says it reads a line of text,
+    so the plan runs it at 48×320 and it profiles; without that metadata the plan can only guess an image's
+    640×640, it fails inside, and the message says which sizes were guessed and where to set them."""
+    import onnx
+
     from core.errors import BenchmarkError
     from core.model.inputs import plan_inputs
     from core.model.intake import IntakeRequest, describe_files
 
     path = real_model("ocr_rec")
-    with pytest.raises(BenchmarkError, match=r"were guessed \('x' axis 2 = 640.*set them in the input plan"):
-        guessed = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
-        profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=guessed), iterations=2, warmup=0))
-    real = [BenchInput(name="x", dtype="float32", shape=[1, 3, 48, 320], batch_axis=0)]
-    report = profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=real), iterations=3, warmup=1))
+    planned = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
+    assert [i.shape for i in planned] == [[1, 3, 48, 320]]
+    report = profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=planned), iterations=3, warmup=1))
     assert report.nodes and report.kernel_ms <= report.call_ms * 1.02
+    bare = onnx.load(str(path))
+    del bare.metadata_props[:]
+    onnx.save(bare, str(tmp_path / "rec.onnx"))
+    with pytest.raises(BenchmarkError, match=r"were guessed \('x' axis 2 = 640.*set them in the input plan"):
+        guessed = plan_inputs(describe_files(IntakeRequest(paths=[str(tmp_path / "rec.onnx")])))
+        profile_model(
+            ProfileRequest(model=MeasuredModel(path=str(tmp_path / "rec.onnx"), inputs=guessed), iterations=2, warmup=0)
+        )
