@@ -40,13 +40,21 @@ def _machine_held(data: Path) -> bool:
         return False
 
 
+def _cmdline(process: psutil.Process) -> str:
+    """A process's command line; empty for one that ended meanwhile (a zombie's or a gone process's is unreadable)."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def _running_worker(parent: subprocess.Popen[bytes], data: Path, timeout: float = 120) -> list[psutil.Process]:
     """Every descendant of ``parent``, once its benchmark holds the machine and its worker runs (a worker started
     ahead exists long before its job comes, so the lock, not the process, says the benchmark started)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         descendants = psutil.Process(parent.pid).children(recursive=True)
-        running = any("core.jobs.worker" in " ".join(p.cmdline()) for p in descendants if p.is_running())
+        running = any("core.jobs.worker" in _cmdline(p) for p in descendants)
         if running and _machine_held(data):
             time.sleep(3)  # past the model's loading: measuring, and holding the machine
             return psutil.Process(parent.pid).children(recursive=True)
@@ -56,7 +64,7 @@ def _running_worker(parent: subprocess.Popen[bytes], data: Path, timeout: float 
 
 def _assert_gone_and_lock_free(descendants: list[psutil.Process], data: Path) -> None:
     _, alive = psutil.wait_procs(descendants, timeout=10)
-    assert not alive, f"left running: {[' '.join(p.cmdline()) for p in alive]}"
+    assert not alive, f"left running: {[_cmdline(p) for p in alive]}"
     with (data / "locks" / "exclusive.lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises if anyone still held the machine
 
