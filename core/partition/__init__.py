@@ -4,7 +4,7 @@ providers this machine lacks), and what the graph optimizer does at each level."
 from __future__ import annotations
 
 from core.partition.explain import FUSIONS, KIND_TITLES, LevelChanges, fusions_used, level_changes, rewrite_text
-from core.partition.optimize import grouped, optimize_levels
+from core.partition.optimize import optimize_levels
 from core.partition.partitioner import KERNEL_PROVIDERS, SIMULATED, partition_model
 from core.partition.records import (
     LevelResult,
@@ -32,7 +32,6 @@ __all__ = [
     "Rewrite",
     "Subgraph",
     "fusions_used",
-    "grouped",
     "level_changes",
     "optimize_levels",
     "partition_model",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import onnx
     from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
-__all__ = ["compare_graphs", "grouped", "optimize_levels"]
+__all__ = ["compare_graphs", "optimize_levels"]
 
 LAYOUT_WARNING = (
     "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
@@ -31,16 +31,6 @@ LAYOUT_WARNING = (
     "at EXTENDED and let each machine apply the layout optimizations itself when it loads the model."
 )
 EXTERNAL_THRESHOLD = 1 << 30  # models with more weight bytes than this keep their weights in a side file
-
-
-def grouped(rewrites: list[Rewrite]) -> list[tuple[Rewrite, int]]:
-    """Rewrites that read the same, counted once each, in order of first appearance."""
-    counts: dict[str, int] = {}
-    first: dict[str, Rewrite] = {}
-    for rewrite in rewrites:
-        counts[rewrite.text] = counts.get(rewrite.text, 0) + 1
-        first.setdefault(rewrite.text, rewrite)
-    return [(first[text], n) for text, n in counts.items()]
 
 
 def _subgraph_nodes(model: onnx.ModelProto) -> int:
