@@ -58,3 +58,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(_made, "")
     if home:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _component_scan_once() -> None:
+    """Every AppTest starts a Streamlit runtime, and each runtime scans all installed packages' metadata for
+    components (about 0.7 CPU-s here, as much as the rest of a small page). The packages cannot change during a
+    test process, so the first scan's answer serves every later one."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)  # type: ignore[method-assign]
