@@ -61,12 +61,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _component_scan_once() -> None:
-    """Every AppTest starts a Streamlit runtime, and each runtime scans all installed packages' metadata for
-    components (about 0.7 CPU-s here, as much as the rest of a small page). The packages cannot change during a
-    test process, so the first scan's answer serves every later one."""
+def _lighter_app_tests() -> None:
+    """Two costs of every AppTest that buy nothing here. Each runtime scans all installed packages' metadata for
+    components (about 0.7 CPU-s, as much as the rest of a small page); the packages cannot change during a test
+    process, so the first scan's answer serves every later one. And AppTest waits for a script run by polling its
+    event list every millisecond, a few CPU-seconds per file of tests that wait on workers; every 20 ms is
+    enough for a run that takes seconds."""
     import functools
+    import time
 
     from streamlit.components.v2 import manifest_scanner
+    from streamlit.testing.v1 import local_script_runner
 
     manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)  # type: ignore[method-assign]
+
+    def wait_for_the_run(runner: local_script_runner.LocalScriptRunner, timeout: float = 3) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if runner.script_stopped():
+                return
+            time.sleep(0.02)
+        runner.request_stop()
+        runner.join()
+        raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+    local_script_runner.require_widgets_deltas = wait_for_the_run
