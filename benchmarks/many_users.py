@@ -76,7 +76,7 @@ async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full
     page = await context.new_page()
     try:
         start = time.monotonic()
-        await page.goto(url, timeout=180_000)  # eight first loads at once: 6-9 CPU-s of Chromium each
+        await page.goto(url, timeout=180_000)  # many first loads at once: 6-9 CPU-s of Chromium each
         await page.get_by_text("256,074").wait_for(timeout=300_000)
         run.page_s = time.monotonic() - start
 

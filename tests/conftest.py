@@ -25,8 +25,7 @@ QUIET = {
     "tests/app/test_profile_page.py",
     "tests/e2e/test_profile_e2e.py",  # which op takes the most
     "tests/app/test_benchmark_page.py",  # a run on a busy machine, and one on a quiet one
-    "tests/e2e/test_benchmark_e2e.py",
-    "tests/e2e/test_many_users_e2e.py",  # eight browsers; the landing page's time while they queue
+    "tests/e2e/test_many_users_e2e.py",  # four browsers; the landing page's time while they queue
     "tests/e2e/test_upload_memory_e2e.py",  # the server's memory at its peak
     "tests/adversarial/test_leftovers.py",  # files any test run leaves in /tmp
     "tests/adversarial/test_orphans.py",  # worker processes left behind

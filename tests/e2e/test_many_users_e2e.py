@@ -1,4 +1,4 @@
-"""Eight users at once in Chromium: each uploads its own model, decodes it and benchmarks it while the others do
+"""Four users at once in Chromium: each uploads its own model, decodes it and benchmarks it while the others do
 the same. Everyone gets their own results, nothing crosses between sessions, benchmarks queue instead of
 overlapping, and the landing page answers while the queue is full. (benchmarks/many_users.py prints the
 figures of the same scenario.)"""
@@ -15,12 +15,16 @@ from core.store import Store
 
 pytestmark = [pytest.mark.e2e, pytest.mark.heavy, pytest.mark.timeout(900)]
 
+# Enough for a queue of three behind a running benchmark and a visitor while it is full; the script measures more
+# (benchmarks/many_users.py --users 8 or 30). Each user costs Chromium a first page load of 6-9 CPU-s.
+USERS = 4
 
-def test_eight_users_at_once(app_url: str, data_dir: Path, tmp_path: Path) -> None:
+
+def test_four_users_at_once(app_url: str, data_dir: Path, tmp_path: Path) -> None:
     before = {r.id for r in Store(f"sqlite:///{data_dir / 'history.sqlite'}").runs(limit=10_000)}
-    report = crowd(app_url, 8, tmp_path)
+    report = crowd(app_url, USERS, tmp_path)
     print_report(report)
-    assert [r.error for r in report.users] == [""] * 8
+    assert [r.error for r in report.users] == [""] * USERS
     for run in report.users:
         assert run.model in run.sidebar  # the sidebar shows this user's own model...
         assert run.input_name in run.inputs_row  # ...and the benchmark measured it
