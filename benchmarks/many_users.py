@@ -81,7 +81,9 @@ async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full
         run.page_s = time.monotonic() - start
 
         start = time.monotonic()
-        await page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+        await page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+            str(path), timeout=300_000
+        )
         await page.locator('[data-testid="stSidebar"]').get_by_text(run.model, exact=True).wait_for(timeout=300_000)
         await _idle(page)
         run.card_s = time.monotonic() - start
