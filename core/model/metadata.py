@@ -59,11 +59,7 @@ class ModelMetadata:
     classes: list[str] = field(default_factory=list)  # the first MAX_CLASSES class names
     class_count: int = 0
     classes_key: str = ""  # the entry they came from: 'names' or 'character'
-
-    @property
-    def text_line(self) -> bool:
-        """A text recogniser's: its characters are its classes (it reads a line of text)."""
-        return self.classes_key == TEXT_LINE
+    text_line: bool = False  # a text recogniser's: its classes are single characters (it reads a line of text)
 
 
 def producer_label(name: str) -> str:
@@ -112,13 +108,22 @@ def _classes(raw: dict[str, str]) -> tuple[list[str], str]:
     return [], ""
 
 
-def _exporter(raw: dict[str, str], classes_key: str) -> str:
+def _reads_text(classes: list[str], classes_key: str) -> bool:
+    """A ``character`` list of single characters is a text recogniser's alphabet; one of words ("figure",
+    "table") or angles ("0", "90", "180", "270") is a classifier's or detector's class names, as RapidAI's
+    layout and orientation models write them under the same key."""
+    if classes_key != TEXT_LINE or not classes:
+        return False
+    return sum(len(c.strip()) <= 1 for c in classes) >= 0.9 * len(classes)
+
+
+def _exporter(raw: dict[str, str], text_line: bool) -> str:
     author, version = raw.get("author", ""), raw.get("version", "")
     if "ultralytics" in author.lower():
         return f"Ultralytics {version}".strip()[:60]
     if "imgsz" in raw or ("stride" in raw and "names" in raw):
         return "an Ultralytics-style (YOLO) export"
-    if classes_key == TEXT_LINE:
+    if text_line:
         return "a PaddleOCR-style text recogniser"
     return ""
 
@@ -129,12 +134,13 @@ def read_metadata(model: onnx.ModelProto) -> ModelMetadata:
     for prop in model.metadata_props[:MAX_ENTRIES]:
         raw.setdefault(prop.key[:200], prop.value)
     classes, classes_key = _classes(raw)
+    text_line = _reads_text(classes, classes_key)
     stride = _int(raw.get("stride"))
     return ModelMetadata(
         entries={k: v[:VALUE_CHARS] for k, v in raw.items()},
         lengths={k: len(v) for k, v in raw.items() if len(v) > VALUE_CHARS},
         dropped=max(len(model.metadata_props) - MAX_ENTRIES, 0),
-        exporter=_exporter(raw, classes_key),
+        exporter=_exporter(raw, text_line),
         producer=producer_label(model.producer_name),
         task=re.sub(r"\W", "", raw.get("task", ""))[:20],
         image_size=_image_size(raw.get("imgsz")),
@@ -143,4 +149,5 @@ def read_metadata(model: onnx.ModelProto) -> ModelMetadata:
         classes=[c[:CLASS_CHARS] for c in classes[:MAX_CLASSES]],
         class_count=len(classes),
         classes_key=classes_key,
+        text_line=text_line,
     )
