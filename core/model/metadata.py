@@ -59,7 +59,12 @@ class ModelMetadata:
     classes: list[str] = field(default_factory=list)  # the first MAX_CLASSES class names
     class_count: int = 0
     classes_key: str = ""  # the entry they came from: 'names' or 'character'
-    text_line: bool = False  # a text recogniser's: its classes are single characters (it reads a line of text)
+
+    @property
+    def text_line(self) -> bool:
+        """A text recogniser's: its classes are the single characters of a ``character`` list (it reads a line of
+        text)."""
+        return _reads_text(self.classes, self.classes_key)
 
 
 def producer_label(name: str) -> str:
@@ -134,13 +139,12 @@ def read_metadata(model: onnx.ModelProto) -> ModelMetadata:
     for prop in model.metadata_props[:MAX_ENTRIES]:
         raw.setdefault(prop.key[:200], prop.value)
     classes, classes_key = _classes(raw)
-    text_line = _reads_text(classes, classes_key)
     stride = _int(raw.get("stride"))
     return ModelMetadata(
         entries={k: v[:VALUE_CHARS] for k, v in raw.items()},
         lengths={k: len(v) for k, v in raw.items() if len(v) > VALUE_CHARS},
         dropped=max(len(model.metadata_props) - MAX_ENTRIES, 0),
-        exporter=_exporter(raw, text_line),
+        exporter=_exporter(raw, _reads_text(classes, classes_key)),
         producer=producer_label(model.producer_name),
         task=re.sub(r"\W", "", raw.get("task", ""))[:20],
         image_size=_image_size(raw.get("imgsz")),
@@ -149,5 +153,4 @@ def read_metadata(model: onnx.ModelProto) -> ModelMetadata:
         classes=[c[:CLASS_CHARS] for c in classes[:MAX_CLASSES]],
         class_count=len(classes),
         classes_key=classes_key,
-        text_line=text_line,
     )

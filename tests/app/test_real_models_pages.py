@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.pages import open_page, run_benchmark, texts
+from tests.app.pages import open_page, run_benchmark, texts, upload
 from tests.real_models import real_model
 
 
@@ -44,3 +44,75 @@ def test_a_real_model_through_every_page(
         else:
             at.switch_page(f"app_pages/{page}.py").run()
         _no_failure(at, page)
+
+
+def _metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_two_real_models_under_chinese_names_keep_their_traits_and_stay_two_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RapidAI's orientation classifier and ddddocr's captcha recogniser, uploaded as 方向分类.onnx and 验证码识别.onnx
+    (copies under Chinese names: the packages name them in English). Each keeps its name, its card says what its
+    file says (class names; domains declared and unused), its parameters are one number on Model and Decode, the
+    Benchmark runs it at a real size (a 224 classifier; a text line 320 wide, from its axis's name, never 1), and
+    History and the Dashboard list two models."""
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page(timeout=300)
+    cases = [
+        ("方向分类.onnx", "orientation", "4 class names (`character`): 0, 90, 180, 270.", "x 1×3×224×224", "1,687,589"),
+        (
+            "验证码识别.onnx",
+            "captcha",
+            "declared and unused: ai.onnx.preview.training, ai.onnx.training, com.microsoft.experimental",
+            "input1 1×1×64×320",
+            "13,520,310",
+        ),
+    ]
+    for file_name, name, card, plan, parameters in cases:
+        upload(at, file_name, real_model(name).read_bytes())
+        assert at.session_state["model"].name == file_name.removesuffix(".onnx")
+        _no_failure(at, name)
+        shown = texts(at).replace("\\", "")
+        assert card in shown, shown[:3000]
+        assert "line of text" not in shown and "text recogniser" not in shown  # neither has a `character` alphabet
+        assert _metric(at, "Parameters") == parameters
+        at.switch_page("app_pages/decode.py").run()
+        _no_failure(at, f"{name} decode")
+        assert _metric(at, "Parameters") == parameters
+        run_benchmark(at, iterations=10, warmup=1)
+        _no_failure(at, f"{name} benchmark")
+        assert f"Runs on: {plan}, random normal" in texts(at)
+        at.switch_page("app_pages/model.py").run()
+    at.switch_page("app_pages/history.py").run()
+    _no_failure(at, "history")
+    assert list(at.dataframe[0].value["model"]) == ["验证码识别"]  # the current model's runs first
+    at.multiselect(key="history_models").set_value([]).run()  # all models
+    assert sorted(at.dataframe[0].value["model"]) == ["方向分类", "验证码识别"]
+    at.switch_page("app_pages/dashboard.py").run()
+    _no_failure(at, "dashboard")
+    assert sorted(at.dataframe[0].value["model"]) == ["方向分类", "验证码识别"]
+
+
+def test_a_layout_detector_with_its_weights_in_constant_nodes_reads_the_same_on_model_and_decode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RapidAI's document layout detector: 1,820,488 weights all in Constant nodes, ten class names in its
+    metadata, a 'Paddle' domain declared and never used. Model and Decode give one parameter count and both say
+    the domain is unused; the Partition page takes its 1,493 nodes."""
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    path = real_model("layout")
+    at = open_page(model=(path.name, path.read_bytes()), timeout=300)
+    _no_failure(at, "model")
+    shown = texts(at)
+    assert "10 class names (`character`): text, title, figure, figure_caption" in shown, shown[:3000]
+    assert "Operator domain(s) declared and unused: Paddle" in shown
+    assert "500 weight tensor(s) are held in Constant nodes" in shown
+    assert _metric(at, "Parameters") == "1,820,488"
+    at.switch_page("app_pages/decode.py").run()
+    _no_failure(at, "decode")
+    assert _metric(at, "Parameters") == "1,820,488"
+    assert "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it" in texts(at)
+    at.switch_page("app_pages/partition.py").run()
+    _no_failure(at, "partition")
