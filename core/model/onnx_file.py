@@ -167,8 +167,10 @@ def _domain_notes(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
     if in_use := [d for d in other if d in used]:
         notes.append(f"Operator domains beyond the standard ones: {', '.join(in_use)}.")
     if unused := [d for d in other if d not in used]:
+        some = len(unused) > 1
         notes.append(
-            f"Operator domain(s) declared and unused: {', '.join(unused)} (no node uses them; nothing custom runs)."
+            f"Operator domain{'s' * some} declared and unused: {', '.join(unused)} (no node uses "
+            f"{'them' if some else 'it'}; nothing custom runs)."
         )
     return notes
 
