@@ -1,7 +1,8 @@
 """Real third-party models from packages through every page, by AppTest: a text recognizer, a scikit-learn
-classifier and a character-level text model. Each page answers without an exception or an error box, and the
-Benchmark runs on the plan's real sizes. The browser walks a detector and a voice-activity model the same way
-(tests/e2e/test_real_models_e2e.py); these three take the same code paths there."""
+classifier, a character-level text model, a voice-activity model (benchmarked at batch 4 and quantized), a captcha
+recogniser, an orientation classifier and a layout detector. Each page answers without an exception or an error
+box, the Benchmark runs on the plan's real sizes, and what each model's file says is on its pages. The browser
+walks a detector the same way (tests/e2e/test_real_models_e2e.py); these take the same code paths there."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ def _no_failure(at: AppTest, where: str) -> None:
         pytest.param(
             "tashkeel", "input_ids 1×128, random integers 0–53", ["decode", "partition", "benchmark"], id="tashkeel"
         ),
+        pytest.param(
+            "silero_vad",
+            "input 1×512, random normal (mean 0, sd 1) · state 2×1×128, random normal (mean 0, sd 1) · sr scalar, all "
+            "16000 (a sample rate: 16 kHz)",
+            ["decode", "partition", "benchmark", "quantize"],
+            id="silero_vad",
+        ),
     ],
 )
 def test_a_real_model_through_every_page(
@@ -37,13 +45,31 @@ def test_a_real_model_through_every_page(
     _no_failure(at, "model")
     for page in pages:
         if page == "benchmark":
-            run_benchmark(at, iterations=20, warmup=2)
+            batches = [1, 4] if name == "silero_vad" else None  # the state's batch axis moves with the audio's
+            run_benchmark(at, iterations=20, warmup=2, batches=batches)
             assert "95 % CI" in at.subheader[0].value.replace("\\", "")
             shown = texts(at)
             assert f"Runs on: {plan}" in shown, shown[:3000]
+            if batches:
+                table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
+                assert sum("batch 4" in c for c in table["configuration"]) == 2, table  # at both levels
+        elif page == "quantize":
+            _quantize(at)
         else:
             at.switch_page(f"app_pages/{page}.py").run()
         _no_failure(at, page)
+
+
+def _quantize(at: AppTest) -> None:
+    """The page's three variants, on few samples: each is made and compared (or says why not)."""
+    at.switch_page("app_pages/quantize.py").run()
+    at.number_input(key="quantize_iters").set_value(10)
+    at.number_input(key="quantize_held_out").set_value(2)
+    at.number_input(key="quantize_count").set_value(2)
+    next(b for b in at.button if b.label == "Quantize and compare").click()
+    at.run()
+    table = next(d.value for d in at.dataframe if "variant" in d.value.columns)
+    assert len(table) == 4 and table["variant"].iloc[0] == "FP32 (original)", table
 
 
 def _metric(at: AppTest, label: str) -> str:
