@@ -134,7 +134,8 @@ def test_a_layout_detector_with_its_weights_in_constant_nodes_reads_the_same_on_
 ) -> None:
     """RapidAI's document layout detector: 1,820,488 weights all in Constant nodes, ten class names in its
     metadata, a 'Paddle' domain declared and never used. Model and Decode give one parameter count and both say
-    the domain is unused; the Partition page takes its 1,493 nodes."""
+    the domain is unused; the Partition page takes its 1,493 nodes, and Profile states its plan and nothing about
+    another model."""
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     path = real_model("layout")
     at = open_page(model=(path.name, path.read_bytes()), timeout=300)
@@ -150,3 +151,6 @@ def test_a_layout_detector_with_its_weights_in_constant_nodes_reads_the_same_on_
     assert "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it" in texts(at)
     at.switch_page("app_pages/partition.py").run()
     _no_failure(at, "partition")
+    at.switch_page("app_pages/profile.py").run()  # before a run: its plan, and no word about another model
+    _no_failure(at, "profile")
+    assert "Runs on: image 1×3×800×608" in texts(at) and "TinyCNN" not in " ".join(i.value for i in at.info)
