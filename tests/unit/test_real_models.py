@@ -17,6 +17,7 @@ from core.model.measured import MeasuredModel
 from core.quantize import QuantizeRequest, quantize_model
 from tests.cli import cli
 from tests.real_models import real_model
+from ui.cards import dim_name_captions
 
 
 def _plan(name: str):  # type: ignore[no-untyped-def]
@@ -157,8 +158,11 @@ def test_an_image_size_found_only_in_the_metadata_is_what_the_model_runs_at(tmp_
         "imgsz": "[192, 192]", "names": "{0: '0', 1: '90', 2: '180', 3: '270'}",
     })  # fmt: skip
     onnx.save(model, str(tmp_path / "orientation_imgsz.onnx"))
-    _, (guessed,) = _plan_file(bare)
+    bare_record, (guessed,) = _plan_file(bare)
     assert guessed.shape == [1, 3, 224, 224] and "classifier" in guessed.free[1].why
+    (made_up,) = dim_name_captions(bare_record.inputs + bare_record.outputs)  # one line for three names alike
+    names = "**DynamicDimension.0**, **DynamicDimension.1**, **DynamicDimension.2**"
+    assert made_up.replace("\\", "").startswith(f"{names}: a name paddle2onnx gives"), made_up
     record, (image,) = _plan_file(tmp_path / "orientation_imgsz.onnx")
     assert record.metadata.image_size == [192, 192] and record.metadata.classes == ["0", "90", "180", "270"]
     assert image.shape == [1, 3, 192, 192] and {d.source for d in image.free[1:]} == {"metadata 'imgsz'"}
