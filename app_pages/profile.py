@@ -84,7 +84,7 @@ if submitted or st.session_state.pop("profile_again", False):
 
 report = jobs.kept(PROFILE, record.id)
 if report is None:
-    st.info("Choose the level and press **Profile**. With the defaults, TinyCNN takes a few seconds.")
+    st.info("Choose the level and press **Profile**.")  # nothing about the sample: this may be any model
     st.stop()
 profile_section(report, key=f"profile_{report.id}", view=graph_of(record))
 next_steps("benchmark", "quantize", "partition")

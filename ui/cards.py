@@ -24,6 +24,7 @@ _FORMAT_HELP = {
 
 _FULL_SHAPE = 20_000  # characters of a full shape under the table (a hostile file may write megabytes)
 _SHOWN_DIM = 24  # characters of one symbolic dim in the tables; shape inference writes whole formulas
+_SHOWN_NAMES = 6  # made-up dim names named in one caption
 
 
 def _breakable(shape: str) -> str:
@@ -66,6 +67,20 @@ def dim_name_notes(specs: list[TensorSpec]) -> dict[str, str]:
     return {name: note for name in names if (note := generated_name(name))}
 
 
+def dim_name_captions(specs: list[TensorSpec]) -> list[str]:
+    """One line (Markdown, escaped) per tool that made up dim names: the names, then what made them
+    (``DynamicDimension.0``, ``.1`` and ``.2`` of one paddle2onnx export are one line, not three alike)."""
+    by_note: dict[str, list[str]] = {}
+    for name, note in dim_name_notes(specs).items():
+        by_note.setdefault(note, []).append(name)
+    lines = []
+    for note, names in by_note.items():
+        shown = ", ".join(f"**{md_escape(_short_dim(n))}**" for n in names[:_SHOWN_NAMES])
+        more = f" and {len(names) - _SHOWN_NAMES:,} more" if len(names) > _SHOWN_NAMES else ""
+        lines.append(f"{shown}{more}: {md_escape(note)}.")
+    return lines
+
+
 def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:
     """Inputs and outputs side by side; under them, what generated dim names mean and the shapes cut short."""
     left, right = st.columns(2)
@@ -73,8 +88,8 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
         with column:
             st.markdown(f"**{title}**")
             st.table(escaped_frame(signature_frame(specs)), hide_index=True)
-    for name, note in dim_name_notes(inputs + outputs).items():
-        st.caption(f"**{md_escape(_short_dim(name))}**: {md_escape(note)}.")
+    for caption in dim_name_captions(inputs + outputs):
+        st.caption(caption)
     cut = long_shapes(inputs + outputs)
     if cut:
         with st.expander(f"Full shapes ({len(cut)} cut short above)"):

@@ -303,10 +303,10 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
         )
     fig.update_layout(
         height=120 + 48 * len(frame),
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
         xaxis={"title": "milliseconds per call", "range": [0, edge]},
         yaxis={"type": "category", "autorange": "reversed"},
-        legend={"orientation": "h", "y": 1.08},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02},  # above the first bar, not on it
     )
     return fig
 

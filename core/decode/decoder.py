@@ -138,16 +138,24 @@ def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
     node uses it, nothing at all when none does (exporters declare domains they end up not using)."""
     local = {f.domain for f in model.functions}
     used = {node.domain for node in decoded.nodes}
+    unused = []
     for domain in decoded.opsets:
         if domain in _KNOWN_DOMAINS or domain in local:
             continue
         if domain in used:
             decoded.problems.append(f"Operator domain '{domain}' is not a standard one: its ops are custom.")
         else:
-            decoded.problems.append(
-                f"Operator domain '{domain}' is declared in the model's opset imports but no node uses it: nothing "
-                "custom runs."
-            )
+            unused.append(f"'{domain}'")
+    if len(unused) == 1:
+        decoded.problems.append(
+            f"Operator domain {unused[0]} is declared in the model's opset imports but no node uses it: nothing "
+            "custom runs."
+        )
+    elif unused:  # one sentence for all of them (a quantizer's export declares half a dozen)
+        decoded.problems.append(
+            f"Operator domains {', '.join(unused)} are declared in the model's opset imports but no node uses them: "
+            "nothing custom runs."
+        )
 
 
 def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:

@@ -62,8 +62,9 @@ class ModelMetadata:
 
     @property
     def text_line(self) -> bool:
-        """A text recogniser's: its characters are its classes (it reads a line of text)."""
-        return self.classes_key == TEXT_LINE
+        """A text recogniser's: its classes are the single characters of a ``character`` list (it reads a line of
+        text)."""
+        return _reads_text(self.classes, self.classes_key)
 
 
 def producer_label(name: str) -> str:
@@ -112,13 +113,22 @@ def _classes(raw: dict[str, str]) -> tuple[list[str], str]:
     return [], ""
 
 
-def _exporter(raw: dict[str, str], classes_key: str) -> str:
+def _reads_text(classes: list[str], classes_key: str) -> bool:
+    """A ``character`` list of single characters is a text recogniser's alphabet; one of words ("figure",
+    "table") or angles ("0", "90", "180", "270") is a classifier's or detector's class names, as RapidAI's
+    layout and orientation models write them under the same key."""
+    if classes_key != TEXT_LINE or not classes:
+        return False
+    return sum(len(c.strip()) <= 1 for c in classes) >= 0.9 * len(classes)
+
+
+def _exporter(raw: dict[str, str], text_line: bool) -> str:
     author, version = raw.get("author", ""), raw.get("version", "")
     if "ultralytics" in author.lower():
         return f"Ultralytics {version}".strip()[:60]
     if "imgsz" in raw or ("stride" in raw and "names" in raw):
         return "an Ultralytics-style (YOLO) export"
-    if classes_key == TEXT_LINE:
+    if text_line:
         return "a PaddleOCR-style text recogniser"
     return ""
 
@@ -134,7 +144,7 @@ def read_metadata(model: onnx.ModelProto) -> ModelMetadata:
         entries={k: v[:VALUE_CHARS] for k, v in raw.items()},
         lengths={k: len(v) for k, v in raw.items() if len(v) > VALUE_CHARS},
         dropped=max(len(model.metadata_props) - MAX_ENTRIES, 0),
-        exporter=_exporter(raw, classes_key),
+        exporter=_exporter(raw, _reads_text(classes, classes_key)),
         producer=producer_label(model.producer_name),
         task=re.sub(r"\W", "", raw.get("task", ""))[:20],
         image_size=_image_size(raw.get("imgsz")),

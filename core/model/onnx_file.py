@@ -23,6 +23,7 @@ from core.model.proto import (
     tensor_elements,
     tensor_nbytes,
     value_specs,
+    walk_graphs,
 )
 from core.model.records import ModelRecord
 from core.settings import IntakeLimits
@@ -155,6 +156,25 @@ def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> Mode
     return counts
 
 
+def _domain_notes(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
+    """The operator domains beyond the standard ones, those nodes use apart from those only declared (exporters
+    declare domains they end up not using: nothing custom runs for those)."""
+    other = sorted(d for d in opsets if d not in ("ai.onnx", "ai.onnx.ml"))
+    if not other:
+        return []
+    used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
+    notes = []
+    if in_use := [d for d in other if d in used]:
+        notes.append(f"Operator domains beyond the standard ones: {', '.join(in_use)}.")
+    if unused := [d for d in other if d not in used]:
+        some = len(unused) > 1
+        notes.append(
+            f"Operator domain{'s' * some} declared and unused: {', '.join(unused)} (no node uses "
+            f"{'them' if some else 'it'}; nothing custom runs)."
+        )
+    return notes
+
+
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
     import onnx
 
@@ -197,9 +217,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         notes.append(f"{len(model.functions)} local function(s).")
     if constant_weights:
         notes.append(f"{constant_weights} weight tensor(s) are held in Constant nodes instead of initializers.")
-    other_domains = sorted(d for d in opsets if d not in ("ai.onnx", "ai.onnx.ml"))
-    if other_domains:
-        notes.append(f"Operator domains beyond the standard ones: {', '.join(other_domains)}.")
+    notes += _domain_notes(model, opsets)
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
     tables = index_tables(model.graph)

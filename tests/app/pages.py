@@ -38,14 +38,17 @@ def texts(at: AppTest) -> str:
     ).replace("\\", "")
 
 
-def run_benchmark(at: AppTest, iterations: int = 30, warmup: int = 2) -> None:
-    """On the Benchmark page: export a PyTorch model first (one click), then a short run at one thread."""
+def run_benchmark(at: AppTest, iterations: int = 30, warmup: int = 2, batches: list[int] | None = None) -> None:
+    """On the Benchmark page: export a PyTorch model first (one click), then a short run at one thread (at
+    ``batches`` when given)."""
     at.switch_page("app_pages/benchmark.py").run()
     if any(b.key == "export_defaults" for b in at.button):
         at.button(key="export_defaults").click().run()
     at.number_input(key="bench_iters").set_value(iterations)
     at.number_input(key="bench_warmup").set_value(warmup)
     at.multiselect(key="bench_threads").set_value([1])
+    if batches is not None:
+        at.multiselect(key="bench_batches").set_value(batches)
     next(b for b in at.button if b.label == "Run the benchmark").click()
     at.run()
     assert not at.exception

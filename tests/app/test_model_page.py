@@ -12,7 +12,6 @@ from streamlit.testing.v1 import AppTest
 from core.model import zoo
 from tests import builders
 from tests.app.conftest import APP
-from tests.app.pages import run_benchmark
 
 
 @pytest.fixture
@@ -109,22 +108,6 @@ def test_files_land_in_this_sessions_workspace_only(app: AppTest, tmp_path: Path
     stored = [p for p in workspace.rglob("*.onnx")]
     assert len(stored) == 1 and stored[0].read_bytes() == data
     assert str(workspace).startswith(os.environ["WORKBENCH_DATA_DIR"])
-
-
-def test_chinese_file_names_stay_on_disk_and_on_the_dashboard_as_two_models(app: AppTest) -> None:
-    """方向分类.onnx once became "onnx", as did every other Chinese name: two models were one on the Dashboard."""
-    for name, producer in (("方向分类.onnx", "orientation"), ("文字 识别.onnx", "recognizer")):
-        model = builders.relu_model()
-        model.producer_name = producer  # two models, not one model twice
-        app.file_uploader(key="uploads").set_value((name, model.SerializeToString(), "application/octet-stream"))
-        app.run()
-        assert not app.exception and app.session_state["model"].name == name.removesuffix(".onnx")
-        run_benchmark(app, iterations=5, warmup=1)
-        app.switch_page("app_pages/model.py").run()
-    stored = sorted(p.name for p in app.session_state["workspace"].path.rglob("*.onnx"))
-    assert stored == ["文字_识别.onnx"]  # safe for the disk, the name kept; the earlier upload was pruned
-    app.switch_page("app_pages/dashboard.py").run()
-    assert sorted(app.dataframe[0].value["model"]) == ["文字 识别", "方向分类"]
 
 
 def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,19 +3,29 @@ something (an image of a real size, a sample rate of 16 kHz, a state that follow
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import onnx
 
 from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
+from core.decode import DecodeRequest, decode_model
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
 from core.quantize import QuantizeRequest, quantize_model
+from tests.cli import cli
 from tests.real_models import real_model
+from ui.cards import dim_name_captions
 
 
 def _plan(name: str):  # type: ignore[no-untyped-def]
-    record = describe_files(IntakeRequest(paths=[str(real_model(name))]))
+    return _plan_file(real_model(name))
+
+
+def _plan_file(path: Path):  # type: ignore[no-untyped-def]
+    record = describe_files(IntakeRequest(paths=[str(path)]))
     return record, plan_inputs(record)
 
 
@@ -106,3 +116,75 @@ def test_fp16_of_a_model_with_if_branches_keeps_what_the_branches_read(tmp_path:
     assert "inside If/Loop/Scan bodies" in dynamic.error  # where its Convs are, and why INT8 took none
     assert not fp16.error, fp16.error
     assert fp16.accuracy is not None and fp16.accuracy_ok, fp16.accuracy_note
+
+
+def test_the_captcha_recogniser_runs_on_a_line_of_text_as_its_axis_name_says_and_at_a_width_given_on_the_cli() -> None:
+    """ddddocr's captcha model (1×1×64×image_width) has no metadata: its width comes from the axis's name and the
+    kind of input, 320 (never 1), and `--dim image_width=N` runs it at N."""
+    record, (line,) = _plan("captcha")
+    assert record.metadata.entries == {} and not record.metadata.text_line
+    assert line.shape == [1, 1, 64, 320] and len(line.free) == 1
+    assert line.free[0].source == "its name 'image_width', the kind of input (a line of text)", line.free[0]
+    done = cli("bench", str(real_model("captcha")), "--dim", "image_width=96", "--iters", "3", "--warmup", "1",
+               "--threads", "1", "--levels", "all", "--no-save", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (measured,) = json.loads(done.stdout)["inputs"]
+    assert measured["shape"] == [1, 1, 64, 96] and measured["free_dims"][0]["from"] == "you", measured
+
+
+def test_class_names_kept_in_character_are_class_names_not_a_text_recognisers_alphabet() -> None:
+    """RapidAI's orientation and layout models keep their classes under PaddleOCR's `character` key: angles and
+    words, not the single characters a recogniser reads, so they are not planned as a line of text."""
+    record, (image,) = _plan("orientation")
+    assert record.metadata.classes == ["0", "90", "180", "270"] and not record.metadata.text_line
+    assert record.metadata.exporter == ""
+    assert image.shape == [1, 3, 224, 224] and image.batch_axis == 0 and image.free[0].symbol == "DynamicDimension.0"
+    layout = describe_files(IntakeRequest(paths=[str(real_model("layout"))])).metadata
+    assert layout.class_count == 10 and layout.classes[3] == "figure_caption" and not layout.text_line
+
+
+def test_an_image_size_found_only_in_the_metadata_is_what_the_model_runs_at(tmp_path: Path) -> None:
+    """The orientation classifier with its height and width left open as paddle2onnx names them, and an
+    Ultralytics-style classifier's metadata (imgsz, stride, task, names) written as its exporter writes them: the
+    size 192×192 comes from `imgsz` alone (without it, a classifier's usual 224), and the model runs at it."""
+    model = onnx.load(str(real_model("orientation")))
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[2].dim_param, dims[3].dim_param = "DynamicDimension.1", "DynamicDimension.2"
+    bare = tmp_path / "orientation_open.onnx"
+    onnx.save(model, str(bare))
+    del model.metadata_props[:]
+    onnx.helper.set_model_props(model, {
+        "author": "Ultralytics", "version": "8.3.27", "task": "classify", "stride": "32", "batch": "1",
+        "imgsz": "[192, 192]", "names": "{0: '0', 1: '90', 2: '180', 3: '270'}",
+    })  # fmt: skip
+    onnx.save(model, str(tmp_path / "orientation_imgsz.onnx"))
+    bare_record, (guessed,) = _plan_file(bare)
+    assert guessed.shape == [1, 3, 224, 224] and "classifier" in guessed.free[1].why
+    (made_up,) = dim_name_captions(bare_record.inputs + bare_record.outputs)  # one line for three names alike
+    names = "**DynamicDimension.0**, **DynamicDimension.1**, **DynamicDimension.2**"
+    assert made_up.replace("\\", "").startswith(f"{names}: a name paddle2onnx gives"), made_up
+    record, (image,) = _plan_file(tmp_path / "orientation_imgsz.onnx")
+    assert record.metadata.image_size == [192, 192] and record.metadata.classes == ["0", "90", "180", "270"]
+    assert image.shape == [1, 3, 192, 192] and {d.source for d in image.free[1:]} == {"metadata 'imgsz'"}
+    report = run_benchmark(
+        BenchRequest(model=MeasuredModel(path=record.path, inputs=[image]), threads=[1], iterations=3, warmup=1)
+    )
+    assert len(report.results) == 2 and all((r.max_abs_diff or 0.0) < 1e-4 for r in report.results)
+
+
+def test_the_layout_detector_counts_its_constant_node_weights_once_and_says_its_domain_is_unused() -> None:
+    """All 1.8 M weights of RapidAI's layout detector sit in Constant nodes, and it declares a 'Paddle' domain no
+    node uses: the card and the decoder agree on the count, and both say the domain is declared and unused."""
+    path = real_model("layout")
+    record = describe_files(IntakeRequest(paths=[str(path)]))
+    decoded = decode_model(DecodeRequest(path=str(path)))
+    assert record.parameter_count == decoded.parameter_count == 1_820_488
+    assert "500 weight tensor(s) are held in Constant nodes instead of initializers." in record.notes
+    assert "Operator domain declared and unused: Paddle (no node uses it; nothing custom runs)." in record.notes
+    assert not any("beyond the standard ones" in n for n in record.notes)
+    assert "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it" in " ".join(
+        decoded.problems
+    )
+    captcha = describe_files(IntakeRequest(paths=[str(real_model("captcha"))]))
+    assert "Operator domains beyond the standard ones: com.microsoft." in captcha.notes  # one node uses it
+    assert any("declared and unused: ai.onnx.preview.training, ai.onnx.training," in n for n in captcha.notes)
