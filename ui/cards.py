@@ -182,7 +182,7 @@ def model_card(record: ModelRecord) -> None:
         if record.producer:
             details["producer"] = record.producer
         if record.architecture:
-            details["architecture"] = record.architecture
+            details[_("architecture")] = record.architecture
         if record.external_data:
             details[_("external data")] = ", ".join(record.external_data)
         if details:
