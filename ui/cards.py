@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.i18n import N_, _, ngettext, number, pgettext
 from core.model import ModelRecord, TensorSpec, format_shape
-from core.model.dims import generated_name
+from core.model.dims import what_made
 from core.model.metadata import ModelMetadata
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -65,7 +65,8 @@ def long_shapes(specs: list[TensorSpec]) -> dict[str, str]:
 def dim_name_notes(specs: list[TensorSpec]) -> dict[str, str]:
     """Each dim name a tool made up (``unk__30``, ``p2o.DynamicDimension.0``) → what made it."""
     names = dict.fromkeys(str(d) for s in specs for d in s.shape or [] if isinstance(d, str))
-    return {name: note for name in names if (note := generated_name(name))}
+    note = _("{what}: it says nothing about the size")
+    return {name: note.format(what=_(made)) for name in names if (made := what_made(name))}
 
 
 def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:

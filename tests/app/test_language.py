@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,18 @@ def _texts(at: AppTest) -> str:
     )
 
 
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_PROSE = re.compile(r"\b[A-Za-z][a-z]+ [a-z]+ [a-z]+\b")  # three English words in a row
+
+
+def english_prose(at: AppTest) -> list[str]:
+    """What the page says in English sentences: text with three English words in a row and no Chinese (names,
+    code and dtypes are single words; a model's own text is not on these pages)."""
+    tables = [str(c) for t in at.table for c in t.value.columns]
+    said = [*_texts(at).splitlines(), *(e.value for e in at.info), *(e.value for e in at.error), *tables]
+    return [line for line in said if _PROSE.search(line) and not _HAN.search(line)]
+
+
 def test_the_model_page_in_chinese_shows_its_headings_labels_and_card_in_chinese(chinese: AppTest) -> None:
     at = chinese
     assert at.title[0].value == "模型"
@@ -53,6 +66,24 @@ def test_the_model_page_in_chinese_shows_its_headings_labels_and_card_in_chinese
     # nothing of the English page is left in what the page says
     for english in ("Current model", "Upload a file", "Pick a sample", "Parameters", "Next:"):
         assert english not in shown
+    assert english_prose(at) == []
+
+
+def test_what_an_exporter_wrote_reads_in_chinese_with_the_models_own_words_as_they_are(chinese: AppTest) -> None:
+    from tests import wild
+
+    names = ["person", "<b>bold</b>", *[f"class {i}" for i in range(30)]]
+    at = chinese
+    at.file_uploader(key="uploads").set_value(("yolo.onnx", wild.yolo_model(names).SerializeToString(), "x")).run()
+    assert not at.exception and not at.error
+    lines = _texts(at).replace("\\", "").replace("\u200b", "")
+    assert "生成工具：PyTorch 的导出器（torch.onnx）。" in lines
+    assert "由 Ultralytics 8.3.27 写入：一个 detect 模型、面向 320×320 的图像（`imgsz`）、步长 32" in lines
+    assert "32 个类别名（`names`）：person、<b>bold</b>、class 0" in lines and "……（另有 20 个）。" in lines
+    assert "凡是图像高度或宽度未固定的地方，输入方案都按 320×320 运行它" in lines
+    assert {m.label for m in at.metric} == {"大小", "参数量", "算子集版本", "节点数"}
+    assert "元数据条目（" in "\n".join(e.label for e in at.expander)
+    assert english_prose(at) == []
 
 
 def test_the_sidebar_speaks_chinese_and_its_picker_switches_to_english_in_the_address(chinese: AppTest) -> None:
