@@ -122,3 +122,13 @@ def test_an_unknown_language_in_the_address_falls_back_to_english(
     at.run()
     assert not at.exception
     assert at.title[0].value == "Model"
+
+
+def test_an_upload_the_worker_refuses_is_explained_in_chinese(chinese: AppTest) -> None:
+    """The worker writes its refusals in the reader's language (the job's request carries it)."""
+    at = chinese
+    at.file_uploader(key="uploads").set_value(("empty.onnx", b"", "application/octet-stream")).run()
+    shown = [e.value.replace("\\", "") for e in at.error]  # as read: the message is shown escaped
+    assert shown == ["“empty.onnx”是空文件（0 字节）。可能是上传失败了，请重试。"]
+    at.file_uploader(key="uploads").set_value(("notes.txt", b"just some text", "text/plain")).run()
+    assert at.error[0].value.replace("\\", "").startswith("“notes.txt”不是本应用能读取的模型格式（开头的字节：6a 75")
