@@ -82,12 +82,11 @@ with upload_tab:
         key="uploads",
     )
     st.caption(
-        _("Up to {size} MB per upload, all files together.").format(size=number(config.max_upload_mb))
-        + " "
-        + (
-            _("TorchScript and .pt2 archives carry code and are refused on this hosted instance.")
+        _("Up to {size} MB per upload, all files together. {code}").format(
+            size=number(config.max_upload_mb),
+            code=_("TorchScript and .pt2 archives carry code and are refused on this hosted instance.")
             if not config.allow_code_archives
-            else _("TorchScript and .pt2 archives carry code: they are opened only in the worker.")
+            else _("TorchScript and .pt2 archives carry code: they are opened only in the worker."),
         )
     )
 

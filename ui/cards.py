@@ -39,7 +39,9 @@ def _short_dim(dim: int | str) -> str:
 
 def _shown_shape(shape: list[int | str] | None) -> str:
     """The shape with every long symbolic dim cut to its start (the full one is under the table)."""
-    return _breakable(format_shape(None if shape is None else [_short_dim(d) for d in shape]))
+    if shape is None:
+        return _("unknown")  # the rank is not known
+    return _breakable(format_shape([_short_dim(d) for d in shape])) if shape else _("scalar")
 
 
 def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
@@ -51,7 +53,8 @@ def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
             "dtype": [s.dtype for s in specs],
             _("shape"): [_shown_shape(s.shape) for s in specs],
             _("dynamic axes"): [
-                ", ".join(axis.format(name=_short_dim(v), index=k) for k, v in s.dynamic_axes.items()) for s in specs
+                pgettext("list", ", ").join(axis.format(name=_short_dim(v), index=k) for k, v in s.dynamic_axes.items())
+                for s in specs
             ],
         }
     )

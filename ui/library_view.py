@@ -163,7 +163,7 @@ def library_section() -> None:
         if quota and who.signed_in
         else _("{models}, {used} on the server.")
     ).format(models=models, used=human_bytes(used), quota=human_bytes(quota))
-    st.caption(held + " " + _retention(who.signed_in))
+    st.caption(_("{held} {retention}").format(held=held, retention=_retention(who.signed_in)))
     try:
         if mine:
             chosen = _selected(mine, "library_mine", False, _("Open, rename, tag, share or delete"))
