@@ -6,7 +6,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: run test lint constraints sample-cards team cluster-extras chromium sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle
+.PHONY: run test lint constraints sample-cards team cluster-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle messages
 
 # pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
 PIP := $(PY) -m pip install --no-input -c constraints.txt
@@ -53,6 +53,13 @@ chromium:
 	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
 
+# the browser tests' screenshots of the Chinese pages need a font with the glyphs (else they show boxes)
+cjk-font:
+	@fc-list :lang=zh family 2>/dev/null | grep -q . || { \
+	  echo "Installing Debian's fonts-noto-cjk, so that screenshots of the Chinese pages show their glyphs"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q fonts-noto-cjk; }
+
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 	  echo "Installing Debian's postgresql for the history's tests (a throwaway server each run)"; \
@@ -86,7 +93,7 @@ lint: $(VENV)/.dev
 
 # Two parts: most tests on two processes at once (lint beside them: mypy from cold takes a core for a minute or
 # more, while the tests start), then the ones that need a quiet machine (tests/conftest.py)
-test: $(VENV)/.dev chromium sandbox postgres netns
+test: $(VENV)/.dev chromium cjk-font sandbox postgres netns
 	@mkdir -p test-artifacts
 	@$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
 	  $(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"; tests=$$?; \
@@ -94,6 +101,15 @@ test: $(VENV)/.dev chromium sandbox postgres netns
 	  if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)"; exit 1; fi; \
 	  exit $$tests
 	$(PY) -m pytest -q -m quiet
+
+# The translation catalogs (docs/i18n.md): every string the code marks, into locale/messages.pot, and what is new or
+# gone into each language's locale/<lang>/LC_MESSAGES/messages.po; translate there. The app compiles the .po files
+# when it starts (core/i18n.py), so nothing else is built.
+messages: $(VENV)/.runtime
+	$(PY) -m babel.messages.frontend extract -F babel.cfg --no-location --sort-output --omit-header \
+	  -o locale/messages.pot .
+	$(PY) -m babel.messages.frontend update -i locale/messages.pot -d locale -D messages -w 120 \
+	  --no-fuzzy-matching --ignore-obsolete
 
 # Fix every package the venv holds at its version now (after changing a requirement and running the tests)
 constraints: $(VENV)/.dev

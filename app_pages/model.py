@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
+from core.i18n import _, number
 from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
 from core.model.intake import IntakeRequest
@@ -20,11 +21,13 @@ from ui.jobs import run, show_error
 from ui.library_view import library_section
 from ui.text import human_bytes, md_escape
 
-st.title("Model")
+st.title(_("Model"))
 st.markdown(
-    "Bring the model you want to deploy. The app recognises the format from the file's bytes, not its name, "
-    "and opens it in an isolated worker process, never in the web server. Whatever you choose here becomes "
-    "the **current model** for every later page."
+    _(
+        "Bring the model you want to deploy. The app recognises the format from the file's bytes, not its name, "
+        "and opens it in an isolated worker process, never in the web server. Whatever you choose here becomes "
+        "the **current model** for every later page."
+    )
 )
 
 config = session.settings()
@@ -38,9 +41,10 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
     quota = config.workspace_quota_bytes
     if workspace.size_bytes() + total > quota:
         raise WorkbenchError(
-            f"This session keeps {human_bytes(workspace.size_bytes())} on the server, and the upload would take it "
-            f"past its quota of {human_bytes(quota)} (setting WORKBENCH_WORKSPACE_QUOTA_MB). Reload the page to "
-            "start a fresh session."
+            _(
+                "This session keeps {used} on the server, and the upload would take it past its quota of {quota} "
+                "(setting WORKBENCH_WORKSPACE_QUOTA_MB). Reload the page to start a fresh session."
+            ).format(used=human_bytes(workspace.size_bytes()), quota=human_bytes(quota))
         )
     folder = workspace.new_folder("upload")
     paths, shown = [], {}
@@ -50,53 +54,57 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
         paths.append(str(target))
         shown[target.name] = shown_name(f.name)
     request = IntakeRequest(paths=paths, unpack_dir=str(folder))  # a .zip of a model folder unpacks beside it
-    uploaded = run(INTAKE, request, "Reading the upload")
+    uploaded = run(INTAKE, request, _("Reading the upload"))
     main = Path(uploaded.path)
     if main.parent == folder and main.name in shown:  # not a file unpacked from a .zip, which keeps its own
         uploaded.name = shown[main.name]
     if workspace.size_bytes() > quota:  # what a .zip unpacked to
         shutil.rmtree(folder, ignore_errors=True)
         raise WorkbenchError(
-            f"The upload unpacked past this session's quota of {human_bytes(quota)} (setting "
-            "WORKBENCH_WORKSPACE_QUOTA_MB); it was removed."
+            _(
+                "The upload unpacked past this session's quota of {quota} (setting WORKBENCH_WORKSPACE_QUOTA_MB); "
+                "it was removed."
+            ).format(quota=human_bytes(quota))
         )
     workspace.prune("upload", keep={Path(uploaded.path)})  # the new model replaces the one in use
     return uploaded
 
 
-upload_tab, sample_tab, library_tab = st.tabs(["Upload a file", "Pick a sample", "Library"])
+upload_tab, sample_tab, library_tab = st.tabs([_("Upload a file"), _("Pick a sample"), _("Library")])
 
 with upload_tab:
     files = st.file_uploader(
-        "ONNX (.onnx, with its external-data files, or a .zip of the model folder), a PyTorch state_dict, "
-        "safetensors, a TorchScript archive or a torch.export .pt2 program",
+        _(
+            "ONNX (.onnx, with its external-data files, or a .zip of the model folder), a PyTorch state_dict, "
+            "safetensors, a TorchScript archive or a torch.export .pt2 program"
+        ),
         accept_multiple_files=True,
         key="uploads",
     )
     st.caption(
-        f"Up to {config.max_upload_mb:,} MB per upload, all files together. "
-        + (
-            "TorchScript and .pt2 archives carry code and are refused on this hosted instance."
+        _("Up to {size} MB per upload, all files together. {code}").format(
+            size=number(config.max_upload_mb),
+            code=_("TorchScript and .pt2 archives carry code and are refused on this hosted instance.")
             if not config.allow_code_archives
-            else "TorchScript and .pt2 archives carry code: they are opened only in the worker."
+            else _("TorchScript and .pt2 archives carry code: they are opened only in the worker."),
         )
     )
 
 with sample_tab:
     names = list(zoo.SAMPLES)
     choice = st.selectbox(
-        "Sample",
+        _("Sample"),
         names,
         format_func=lambda n: (
-            f"{zoo.SAMPLES[n].title} — "
+            f"{_(zoo.SAMPLES[n].title)} — "
             + ", ".join(f"{k} {format_shape(list(v))}" for k, v in zoo.SAMPLES[n].inputs.items())
         ),
         key="sample_choice",
     )
-    st.caption(zoo.SAMPLES[choice].description)
-    if st.button("Use this sample", type="primary", key="use_sample"):
+    st.caption(_(zoo.SAMPLES[choice].description))
+    if st.button(_("Use this sample"), type="primary", key="use_sample"):
         try:
-            with st.spinner(f"Building the '{choice}' sample in the worker…"):
+            with st.spinner(_("Building the '{name}' sample in the worker…").format(name=choice)):
                 sample = session.sample_record(choice)
             session.set_current_model(sample)
         except WorkbenchError as exc:
@@ -122,7 +130,11 @@ def this_upload(files: list[UploadedFile]) -> list[UploadedFile]:
     chosen = [f for f in files if f.name in st.session_state["upload_chosen"]]
     if len(chosen) < len(files):
         earlier = ", ".join(md_escape(f.name, 80) for f in files if f not in chosen)
-        st.caption(f"The newest upload replaces the earlier one ({earlier}); remove that from the list with its ×.")
+        st.caption(
+            _("The newest upload replaces the earlier one ({names}); remove that from the list with its ×.").format(
+                names=earlier
+            )
+        )
     return chosen
 
 
@@ -139,8 +151,9 @@ if files:
         st.session_state.pop("upload_error", None)
         if total > config.max_upload_bytes:
             st.session_state["upload_error"] = WorkbenchError(
-                f"The upload is {human_bytes(total)}; this instance accepts at most "
-                f"{human_bytes(config.max_upload_bytes)} (setting WORKBENCH_MAX_UPLOAD_MB)."
+                _(
+                    "The upload is {size}; this instance accepts at most {limit} (setting WORKBENCH_MAX_UPLOAD_MB)."
+                ).format(size=human_bytes(total), limit=human_bytes(config.max_upload_bytes))
             )
         else:
             try:
@@ -153,14 +166,14 @@ if files:
 
 record = session.current_model()
 if record is None:
-    st.info("No model yet. Upload a file above, or pick a sample to start with.")
+    st.info(_("No model yet. Upload a file above, or pick a sample to start with."))
     st.stop()
 
-st.markdown("#### Current model")
+st.markdown("#### " + _("Current model"))
 if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
-    st.caption("The app starts with this sample so there is something to explore; upload your own model above.")
+    st.caption(_("The app starts with this sample so there is something to explore; upload your own model above."))
 model_card(record)
 if record.is_pytorch:
-    pages.link("export", "Next: export it to ONNX")
+    pages.link("export", _("Next: export it to ONNX"))
 else:
-    pages.link("decode", "Next: decode it, from the first bytes to the graph")
+    pages.link("decode", _("Next: decode it, from the first bytes to the graph"))

@@ -15,6 +15,7 @@ from streamlit.errors import StreamlitAuthError
 
 from core.errors import IdentityRefused, MissingExtraError
 from core.extras import require
+from core.i18n import _
 from core.identity import ANONYMOUS, Identity, from_claims, from_headers
 from ui import session
 from ui.text import md_escape
@@ -134,26 +135,30 @@ def _back_to_the_link() -> None:
 def _sign_in_screen() -> None:
     _return_link()(data={"remember": True}, key="return_link")
     with _card():
-        st.write("Sign in to see your team's models and benchmark runs.")
-        if st.button("Sign in", type="primary", icon=":material/login:"):
+        st.write(_("Sign in to see your team's models and benchmark runs."))
+        if st.button(_("Sign in"), type="primary", icon=":material/login:"):
             try:
                 st.login()
             except StreamlitAuthError as exc:  # a key missing from [auth]; its message names the key, not values
-                st.error(f"Sign-in is not set up correctly on this instance: {exc} Its operator must fix it.")
+                st.error(
+                    _("Sign-in is not set up correctly on this instance: {error} Its operator must fix it.").format(
+                        error=exc
+                    )
+                )
     st.stop()
 
 
 def _refuse(message: str, can_sign_out: bool = False) -> NoReturn:
     with _card():
         st.error(message)
-        if can_sign_out and st.button("Sign out", icon=":material/logout:"):
+        if can_sign_out and st.button(_("Sign out"), icon=":material/logout:"):
             st.logout()
     st.stop()
 
 
 def _card() -> DeltaGenerator:
     """A narrow box in the middle of the wide layout, under the app's name: what a stranger sees."""
-    _, middle, _ = st.columns([1, 2, 1])
+    _left, middle, _right = st.columns([1, 2, 1])
     middle.title("ONNX Workbench")
     return middle.container(border=True)
 
@@ -164,11 +169,11 @@ def _plain(text: str, limit: int) -> str:
 
 
 def _who(me: Identity, can_sign_out: bool) -> None:
-    line = f"Signed in as **{_plain(me.label, 80)}**"
+    line = _("Signed in as {name}").format(name=f"**{_plain(me.label, 80)}**")
     if me.user != me.label:
         line += f"  \n{_plain(me.user, 120)}"
     st.sidebar.caption(line)
-    if can_sign_out and st.sidebar.button("Sign out", icon=":material/logout:", type="tertiary"):
+    if can_sign_out and st.sidebar.button(_("Sign out"), icon=":material/logout:", type="tertiary"):
         st.logout()
 
 
@@ -177,5 +182,7 @@ def _note_ignored_proxy_header() -> None:
     seen = [name for name in _PROXY_HEADERS if any(headers.get(name.lower(), []))]
     if seen:
         st.sidebar.caption(
-            f"Sign-in is not configured here, so the {md_escape(seen[0])} header is ignored and you are anonymous."
+            _("Sign-in is not configured here, so the {header} header is ignored and you are anonymous.").format(
+                header=md_escape(seen[0])
+            )
         )

@@ -5,20 +5,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from core.i18n import N_, _, ngettext, number, pgettext
 from core.model import ModelRecord, TensorSpec, format_shape
-from core.model.dims import generated_name
+from core.model.dims import what_made
 from core.model.metadata import ModelMetadata
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["model_card", "sidebar_model", "signature_frame", "signature_tables"]
 
-_FORMAT_HELP = {
-    "onnx": "A protobuf ModelProto: a graph of standard operators with its weights. Runs in ONNX Runtime.",
-    "sample": "A PyTorch module built by this app's own code, with fixed (seeded) weights.",
-    "state_dict": "PyTorch weights only (parameter name → tensor), loaded into a matching sample architecture.",
-    "safetensors": "Weights only, in a format that cannot carry code, loaded into a matching sample architecture.",
-    "torchscript": "A compiled PyTorch program (code and weights), opened only inside the isolated worker.",
-    "pt2": "A torch.export program (graph and weights), opened only inside the isolated worker.",
+_FORMAT_HELP = {  # translated where shown
+    "onnx": N_("A protobuf ModelProto: a graph of standard operators with its weights. Runs in ONNX Runtime."),
+    "sample": N_("A PyTorch module built by this app's own code, with fixed (seeded) weights."),
+    "state_dict": N_("PyTorch weights only (parameter name → tensor), loaded into a matching sample architecture."),
+    "safetensors": N_("Weights only, in a format that cannot carry code, loaded into a matching sample architecture."),
+    "torchscript": N_("A compiled PyTorch program (code and weights), opened only inside the isolated worker."),
+    "pt2": N_("A torch.export program (graph and weights), opened only inside the isolated worker."),
 }
 
 
@@ -39,18 +40,22 @@ def _short_dim(dim: int | str) -> str:
 
 def _shown_shape(shape: list[int | str] | None) -> str:
     """The shape with every long symbolic dim cut to its start (the full one is under the table)."""
-    return _breakable(format_shape(None if shape is None else [_short_dim(d) for d in shape]))
+    if shape is None:
+        return _("unknown")  # the rank is not known
+    return _breakable(format_shape([_short_dim(d) for d in shape])) if shape else _("scalar")
 
 
 def signature_frame(specs: list[TensorSpec]) -> pd.DataFrame:
-    """One row per input or output: name, dtype, shape, dynamic axes."""
+    """One row per input or output: name, dtype, shape, dynamic axes (headers in the reader's language)."""
+    axis = _("{name} (axis {index})")
     return pd.DataFrame(
         {
-            "name": [s.name for s in specs],
+            _("name"): [s.name for s in specs],
             "dtype": [s.dtype for s in specs],
-            "shape": [_shown_shape(s.shape) for s in specs],
-            "dynamic axes": [
-                ", ".join(f"{_short_dim(v)} (axis {k})" for k, v in s.dynamic_axes.items()) for s in specs
+            _("shape"): [_shown_shape(s.shape) for s in specs],
+            _("dynamic axes"): [
+                pgettext("list", ", ").join(axis.format(name=_short_dim(v), index=k) for k, v in s.dynamic_axes.items())
+                for s in specs
             ],
         }
     )
@@ -64,7 +69,8 @@ def long_shapes(specs: list[TensorSpec]) -> dict[str, str]:
 def dim_name_notes(specs: list[TensorSpec]) -> dict[str, str]:
     """Each dim name a tool made up (``unk__30``, ``p2o.DynamicDimension.0``) → what made it."""
     names = dict.fromkeys(str(d) for s in specs for d in s.shape or [] if isinstance(d, str))
-    return {name: note for name in names if (note := generated_name(name))}
+    note = _("{what}: it says nothing about the size")
+    return {name: note.format(what=_(made)) for name in names if (made := what_made(name))}
 
 
 def dim_name_captions(specs: list[TensorSpec]) -> list[str]:
@@ -84,7 +90,7 @@ def dim_name_captions(specs: list[TensorSpec]) -> list[str]:
 def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:
     """Inputs and outputs side by side; under them, what generated dim names mean and the shapes cut short."""
     left, right = st.columns(2)
-    for column, title, specs in ((left, "Inputs", inputs), (right, "Outputs", outputs)):
+    for column, title, specs in ((left, _("Inputs"), inputs), (right, _("Outputs"), outputs)):
         with column:
             st.markdown(f"**{title}**")
             st.table(escaped_frame(signature_frame(specs)), hide_index=True)
@@ -92,10 +98,11 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
         st.caption(caption)
     cut = long_shapes(inputs + outputs)
     if cut:
-        with st.expander(f"Full shapes ({len(cut)} cut short above)"):
+        with st.expander(_("Full shapes ({count} cut short above)").format(count=number(len(cut)))):
             for name, shape in cut.items():
                 st.markdown(f"**{md_escape(name, 200)}**")
-                shown = shape if len(shape) <= _FULL_SHAPE else f"{shape[:_FULL_SHAPE]}… ({len(shape):,} characters)"
+                more = _("{count} characters").format(count=number(len(shape)))
+                shown = shape if len(shape) <= _FULL_SHAPE else f"{shape[:_FULL_SHAPE]}… ({more})"
                 st.code(shown, language=None, wrap_lines=True)  # a code block shows text as text
 
 
@@ -109,27 +116,42 @@ def _about(meta: ModelMetadata) -> list[str]:
     if meta.exporter:
         made = []
         if meta.task:
-            made.append(f"a {md_escape(meta.task, 20)} model")
+            made.append(_("a {task} model").format(task=md_escape(meta.task, 20)))
         if meta.image_size:
-            made.append(f"made for {meta.image_size[0]}×{meta.image_size[1]} images (`imgsz`)")
+            made.append(
+                _("made for {width}×{height} images (`imgsz`)").format(
+                    width=meta.image_size[0], height=meta.image_size[1]
+                )
+            )
         if meta.stride:
-            made.append(f"stride {meta.stride}")
+            made.append(_("stride {stride}").format(stride=meta.stride))
         if meta.batch:
-            made.append(f"exported at batch {meta.batch}")
-        by = "Looks like" if meta.exporter.startswith(("a ", "an ")) else "Written by"  # a guess from its entries
-        lines.append(f"{by} {md_escape(meta.exporter, 80)}" + (": " + ", ".join(made) if made else "") + ".")
+            made.append(_("exported at batch {batch}").format(batch=meta.batch))
+        # a guess from its entries ("an Ultralytics export"), or what wrote them
+        by = _("Looks like {exporter}") if meta.exporter.startswith(("a ", "an ")) else _("Written by {exporter}")
+        who = by.format(exporter=md_escape(_(meta.exporter), 80))
+        details = pgettext("list", ", ").join(made)
+        lines.append((_("{who}: {details}.") if made else _("{who}.")).format(who=who, details=details))
     if meta.class_count:
-        first = ", ".join(md_escape(repr(c)[1:-1] or " ", 40) for c in meta.classes[:_SHOWN_CLASSES])
-        more = f", … ({meta.class_count - _SHOWN_CLASSES:,} more)" if meta.class_count > _SHOWN_CLASSES else ""
-        what = "characters it reads" if meta.text_line else "class names"
-        lines.append(f"{meta.class_count:,} {what} (`{meta.classes_key}`): {first}{more}.")
+        first = pgettext("list", ", ").join(md_escape(repr(c)[1:-1] or " ", 40) for c in meta.classes[:_SHOWN_CLASSES])
+        rest = meta.class_count - _SHOWN_CLASSES
+        more = _(", … ({count} more)").format(count=number(rest)) if rest > 0 else ""
+        what = (
+            ngettext("{count} character it reads", "{count} characters it reads", meta.class_count)
+            if meta.text_line
+            else ngettext("{count} class name", "{count} class names", meta.class_count)
+        )
+        named = what.format(count=number(meta.class_count))
+        lines.append(_("{what} (`{key}`): {names}.").format(what=named, key=meta.classes_key, names=first + more))
     if meta.image_size:
         lines.append(
-            f"The input plan runs it at {meta.image_size[0]}×{meta.image_size[1]} wherever its image's height or "
-            "width is open (Benchmark, Profile and Quantize say so beside each dim)."
+            _(
+                "The input plan runs it at {width}×{height} wherever its image's height or width is open (Benchmark, "
+                "Profile and Quantize say so beside each dim)."
+            ).format(width=meta.image_size[0], height=meta.image_size[1])
         )
     elif meta.text_line:
-        lines.append("The input plan runs it on a line of text (48 high, 320 wide wherever those are open).")
+        lines.append(_("The input plan runs it on a line of text (48 high, 320 wide wherever those are open)."))
     return lines
 
 
@@ -138,32 +160,40 @@ def _metadata_section(record: ModelRecord) -> None:
     meta = record.metadata
     if not (meta.entries or meta.producer):
         return
-    st.markdown("**What the exporter wrote into the model**")
+    st.markdown("**" + _("What the exporter wrote into the model") + "**")
     lines = _about(meta)
     if meta.producer:
-        lines.insert(0, f"Produced by {md_escape(meta.producer, 120)}.")
+        lines.insert(0, _("Produced by {producer}.").format(producer=md_escape(_(meta.producer), 120)))
     st.markdown("\n".join(f"- {line}" for line in lines))
     if meta.entries:
+        length = _("{count} characters")
         values = [
-            v[:_SHOWN_CHARS] + (f"… ({meta.lengths.get(k, len(v)):,} characters)" if len(v) > _SHOWN_CHARS else "")
+            v[:_SHOWN_CHARS]
+            + (f"… ({length.format(count=number(meta.lengths.get(k, len(v))))})" if len(v) > _SHOWN_CHARS else "")
             for k, v in meta.entries.items()
         ]
-        more = f", {meta.dropped:,} more not kept" if meta.dropped else ""
-        with st.expander(f"Metadata entries ({len(meta.entries)}{more})"):
-            st.table(escaped_frame(pd.DataFrame({"key": list(meta.entries), "value": values})), hide_index=True)
+        title = (
+            _("Metadata entries ({count}, {dropped} more not kept)")
+            if meta.dropped
+            else _("Metadata entries ({count})")
+        ).format(count=number(len(meta.entries)), dropped=number(meta.dropped))
+        with st.expander(title):
+            frame = pd.DataFrame({_("key"): list(meta.entries), _("value"): values})
+            st.table(escaped_frame(frame), hide_index=True)
 
 
 def model_card(record: ModelRecord) -> None:
     with st.container(border=True):
         st.subheader(md_escape(record.name, 120), anchor=False)
-        st.caption(f"{record.format_label}. {_FORMAT_HELP.get(record.format, '')}")
+        help_text = _(_FORMAT_HELP[record.format]) if record.format in _FORMAT_HELP else ""
+        st.caption(_("{format}. {help}").format(format=_(record.format_label), help=help_text))
         cols = st.columns(4)
-        cols[0].metric("Size", human_bytes(record.size_bytes))
-        cols[1].metric("Parameters", f"{record.parameter_count:,}" if record.parameter_count is not None else "—")
-        cols[2].metric("Opset", str(record.opset) if record.opset is not None else "—")
-        cols[3].metric("Nodes", f"{record.node_count:,}" if record.node_count is not None else "—")
+        cols[0].metric(_("Size"), human_bytes(record.size_bytes))
+        cols[1].metric(_("Parameters"), number(record.parameter_count) if record.parameter_count is not None else "—")
+        cols[2].metric(_("Opset"), str(record.opset) if record.opset is not None else "—")
+        cols[3].metric(_("Nodes"), number(record.node_count) if record.node_count is not None else "—")
         signature_tables(record.inputs, record.outputs)
-        st.caption("sha256 of the model's bytes (its identity in the history and the caches)")
+        st.caption(_("sha256 of the model's bytes (its identity in the history and the caches)"))
         st.code(record.id, language=None)
         details: dict[str, str] = {}
         if record.ir_version is not None:
@@ -171,41 +201,37 @@ def model_card(record: ModelRecord) -> None:
         if record.producer:
             details["producer"] = record.producer
         if record.architecture:
-            details["architecture"] = record.architecture
+            details[_("architecture")] = record.architecture
         if record.external_data:
-            details["external data"] = ", ".join(record.external_data)
+            details[_("external data")] = ", ".join(record.external_data)
         if details:
-            st.table(
-                escaped_frame(pd.DataFrame({"field": list(details), "value": list(details.values())})), hide_index=True
-            )
-        for note in record.notes:
-            st.markdown(f"- {md_escape(note, 400)}")
+            frame = pd.DataFrame({_("field"): list(details), _("value"): list(details.values())})
+            st.table(escaped_frame(frame), hide_index=True)
+        for note in record.notes:  # a sample's description is in the catalog; what a worker noted is not yet
+            st.markdown(f"- {md_escape(_(note), 400)}")
         _metadata_section(record)
         if record.architecture_matches:
-            with st.expander("Architecture check: the file's keys and shapes against every sample"):
-                st.table(
-                    escaped_frame(
-                        pd.DataFrame(
-                            {
-                                "architecture": [m.architecture for m in record.architecture_matches],
-                                "matches": ["yes" if m.matches else "no" for m in record.architecture_matches],
-                                "missing keys": [len(m.missing_keys) for m in record.architecture_matches],
-                                "unexpected keys": [len(m.unexpected_keys) for m in record.architecture_matches],
-                                "wrong shapes": [len(m.shape_mismatches) for m in record.architecture_matches],
-                            }
-                        )
-                    ),
-                    hide_index=True,
+            with st.expander(_("Architecture check: the file's keys and shapes against every sample")):
+                matches = record.architecture_matches
+                frame = pd.DataFrame(
+                    {
+                        _("architecture"): [m.architecture for m in matches],
+                        _("matches"): [_("yes") if m.matches else _("no") for m in matches],
+                        _("missing keys"): [len(m.missing_keys) for m in matches],
+                        _("unexpected keys"): [len(m.unexpected_keys) for m in matches],
+                        _("wrong shapes"): [len(m.shape_mismatches) for m in matches],
+                    }
                 )
+                st.table(escaped_frame(frame), hide_index=True)
 
 
 def sidebar_model(record: ModelRecord | None) -> None:
-    st.sidebar.markdown("**Current model**")
+    st.sidebar.markdown("**" + _("Current model") + "**")
     if record is None:
-        st.sidebar.caption("None yet: upload one or pick a sample on the Model page.")
+        st.sidebar.caption(_("None yet: upload one or pick a sample on the Model page."))
         return
-    parts = [record.format_label, human_bytes(record.size_bytes)]
+    parts = [_(record.format_label), human_bytes(record.size_bytes)]
     if record.opset is not None:
-        parts.append(f"opset {record.opset}")
+        parts.append(_("opset {version}").format(version=record.opset))
     st.sidebar.markdown(f"**{md_escape(record.name, 60)}**")
     st.sidebar.caption(" · ".join(parts))

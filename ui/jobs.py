@@ -16,6 +16,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.errors import JobError, JobFailed, OldOpsetError, WorkbenchError
+from core.i18n import _, ngettext
 from core.jobs.cluster.client import LOCAL
 from core.jobs.process import submit
 from core.jobs.registry import Job, Request, Result, signature_of
@@ -61,11 +62,11 @@ def show_error(exc: WorkbenchError) -> None:
     """A user's error, escaped (model text can hold Markdown and HTML); in local mode an unexpected failure
     also shows its traceback, as code; a model too old for ONNX Runtime gets the offer to upgrade it."""
     message = str(exc).strip()
-    first, _, rest = message.partition("\n")  # a message that carries a traceback or a log: its first line,
+    first, _newline, rest = message.partition("\n")  # a message that carries a traceback or a log: its first line,
     st.error(md_escape(first, 2000))  # escaped, and the rest as code (never as Markdown, which would eat it)
     details = "\n".join(part for part in (rest.strip(), exc.details if isinstance(exc, JobFailed) else "") if part)
     if details and not session.settings().hosted:
-        with st.expander("Technical details"):
+        with st.expander(_("Technical details")):
             st.code(details[-20_000:], language=None)
     if isinstance(exc, OldOpsetError):  # the way out, one click away
         from ui.upgrade_view import offer_upgrade
@@ -134,30 +135,40 @@ def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Resul
 def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
     handle = submit(job, request, targets.backend_for(job))
-    where = "the machine" if targets.chosen() == LOCAL or not job.targeted else f"target {targets.chosen()}"
+    local = targets.chosen() == LOCAL or not job.targeted
+    where = _("the machine") if local else _("target {name}").format(name=targets.chosen())
     started = time.monotonic()
     try:
         with st.status(label, expanded=False) as status:
-            bar = st.progress(0.0, text="starting the worker…")
+            bar = st.progress(0.0, text=_("starting the worker…"))
             while not handle.done():
                 position = handle.queue_position
                 if position is not None:
-                    text = md_escape(f"waiting for {where}: {position} job(s) ahead of yours", 300)
+                    ahead = ngettext(
+                        "waiting for {where}: {count} job ahead of yours",
+                        "waiting for {where}: {count} jobs ahead of yours",
+                        position,
+                    )
+                    text = md_escape(ahead.format(where=where, count=position), 300)
                     bar.progress(0.0, text=text)
                     status.update(label=f"{label} ({text})")
                 elif handle.progress is not None:
                     elapsed = time.monotonic() - started
                     bar.progress(handle.progress.fraction, text=f"{handle.progress.message} ({elapsed:.0f} s)")
                 else:
-                    bar.progress(0.0, text=f"working… {time.monotonic() - started:.0f} s")
+                    seconds = f"{time.monotonic() - started:.0f}"
+                    bar.progress(0.0, text=_("working… {seconds} s").format(seconds=seconds))
                 time.sleep(0.1)
             try:
                 result = handle.result()
             except Exception:
-                status.update(label=f"{label}: failed", state="error")
+                status.update(label=_("{label}: failed").format(label=label), state="error")
                 raise
-            bar.progress(1.0, text=f"done in {time.monotonic() - started:.1f} s")
-            status.update(label=f"{label}: done in {time.monotonic() - started:.1f} s", state="complete")
+            seconds = f"{time.monotonic() - started:.1f}"
+            bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))
+            status.update(
+                label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds), state="complete"
+            )
         for warning in handle.warnings:  # beside the closed status box, where it is seen
             st.warning(md_escape(warning, 2000))
         return result

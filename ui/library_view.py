@@ -11,10 +11,11 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.errors import WorkbenchError
+from core.i18n import _, ngettext, number
 from core.jobs import BENCH
 from core.model.library import Entry
 from core.model.records import FORMAT_LABELS
-from ui import session
+from ui import language, session
 from ui.jobs import show_error
 from ui.text import human_bytes, md_escape
 
@@ -22,11 +23,13 @@ __all__ = ["library_section", "permalink"]
 
 
 def permalink(model_id: str, key: str) -> str:
-    """The model's address, to bookmark or send: the app's own address with the model's id and key."""
+    """The model's address, to bookmark or send: the app's own address with the model's id and key (and the
+    language, when one was asked for)."""
     base = (st.context.url or "").split("?")[0].rstrip("/")
     for page in ("/export", "/decode", "/partition", "/benchmark", "/profile", "/quantize", "/history", "/model"):
         base = base.removesuffix(page)
-    return f"{base}/?model={model_id}&key={key}"
+    lang = language.param().get("lang")
+    return f"{base}/?model={model_id}&key={key}" + (f"&lang={lang}" if lang else "")
 
 
 def _latest(entry: Entry) -> str:
@@ -45,23 +48,23 @@ def _latest(entry: Entry) -> str:
 def _when(epoch: float) -> str:
     seconds = time.time() - epoch
     if seconds < 3600:
-        return f"{max(seconds // 60, 1):.0f} min ago"
+        return _("{minutes} min ago").format(minutes=f"{max(seconds // 60, 1):.0f}")
     if seconds < 86400:
-        return f"{seconds // 3600:.0f} h ago"
+        return _("{hours} h ago").format(hours=f"{seconds // 3600:.0f}")
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d")
 
 
 def _frame(entries: list[Entry], with_owner: bool) -> pd.DataFrame:
     rows = [
         {
-            "name": e.kept.label,
-            **({"owner": e.kept.owner} if with_owner else {}),
-            "format": FORMAT_LABELS.get(e.kept.record.format, e.kept.record.format),
-            "size": human_bytes(e.kept.record.size_bytes),
-            "tags": ", ".join(e.kept.tags),
-            **({} if with_owner else {"shared": "team" if e.kept.shared else ""}),
-            "last used": _when(e.used_at),
-            "latest benchmark": _latest(e),
+            _("name"): e.kept.label,
+            **({_("owner"): e.kept.owner} if with_owner else {}),
+            _("format"): _(FORMAT_LABELS.get(e.kept.record.format, e.kept.record.format)),
+            _("size"): human_bytes(e.kept.record.size_bytes),
+            _("tags"): ", ".join(e.kept.tags),
+            **({} if with_owner else {_("shared"): _("team") if e.kept.shared else ""}),
+            _("last used"): _when(e.used_at),
+            _("latest benchmark"): _latest(e),
         }
         for e in entries
     ]
@@ -77,7 +80,7 @@ def _selected(entries: list[Entry], key: str, with_owner: bool, prompt: str) -> 
         index=None,
         format_func=lambda k: f"{by_key[k].kept.label} ({_when(by_key[k].used_at)})",
         key=key,
-        placeholder="Choose a model",
+        placeholder=_("Choose a model"),
     )
     return by_key.get(chosen) if chosen is not None else None
 
@@ -86,7 +89,7 @@ def _open(entry: Entry) -> None:
     kept = entry.kept
     opened = session.library().open(kept.record.id, kept.key, session.who())
     if opened is None:
-        st.warning("This model is not in the library any more.")
+        st.warning(_("This model is not in the library any more."))
         return
     link = {"model": kept.record.id, "key": kept.key}
     session.set_current_model(opened.record, exported_from=opened.exported_from, link=link)
@@ -98,34 +101,39 @@ def _manage(entry: Entry) -> None:
     library = session.library()
     st.markdown(f"**{md_escape(kept.label, 200)}**")
     st.caption(
-        "Its permalink, to bookmark or send (it opens for you"
-        + (" and, once shared, your team)" if who.signed_in else ", and for whoever you send it to)")
+        _("Its permalink, to bookmark or send (it opens for you and, once shared, your team)")
+        if who.signed_in
+        else _("Its permalink, to bookmark or send (it opens for you, and for whoever you send it to)")
     )
     st.code(permalink(kept.record.id, kept.key), language=None)
     left, right = st.columns(2)
-    title = left.text_input("Name", value=kept.label, max_chars=200, key=f"lib_title_{kept.key}")
+    title = left.text_input(_("Name"), value=kept.label, max_chars=200, key=f"lib_title_{kept.key}")
     tags = right.text_input(
-        "Tags (comma-separated)", value=", ".join(kept.tags), max_chars=400, key=f"lib_tags_{kept.key}"
+        _("Tags (comma-separated)"), value=", ".join(kept.tags), max_chars=400, key=f"lib_tags_{kept.key}"
     )
     shared = kept.shared
     if who.signed_in and not who.alone:  # a team of one has nobody to share with
         shared = st.toggle(
-            f"Shared with my team ({md_escape(who.team, 80)})", value=kept.shared, key=f"lib_share_{kept.key}"
+            _("Shared with my team ({team})").format(team=md_escape(who.team, 80)),
+            value=kept.shared,
+            key=f"lib_share_{kept.key}",
         )
     if kept.shared:
-        st.caption(f"Shared: everyone in {md_escape(kept.team, 80)} can open it with its permalink.")
+        st.caption(
+            _("Shared: everyone in {team} can open it with its permalink.").format(team=md_escape(kept.team, 80))
+        )
     open_col, save_col, delete_col = st.columns(3)
-    if open_col.button("Open", type="primary", key=f"lib_open_{kept.key}", width="stretch"):
+    if open_col.button(_("Open"), type="primary", key=f"lib_open_{kept.key}", width="stretch"):
         _open(entry)
-    if save_col.button("Save changes", key=f"lib_save_{kept.key}", width="stretch"):
+    if save_col.button(_("Save changes"), key=f"lib_save_{kept.key}", width="stretch"):
         library.update(kept.record.id, kept.key, who, title=title, tags=tags.split(","), shared=shared)
         st.rerun()
-    confirm = delete_col.checkbox("I want to delete it", key=f"lib_confirm_{kept.key}")
-    if delete_col.button("Delete", key=f"lib_delete_{kept.key}", disabled=not confirm, width="stretch"):
+    confirm = delete_col.checkbox(_("I want to delete it"), key=f"lib_confirm_{kept.key}")
+    if delete_col.button(_("Delete"), key=f"lib_delete_{kept.key}", disabled=not confirm, width="stretch"):
         library.delete(kept.record.id, kept.key, who)
         if (st.session_state.get("link") or {}).get("key") == kept.key:
             st.session_state["link"] = {}  # the current model stays for this session, without its link
-        st.toast(f"Deleted {md_escape(kept.label, 80)} from the library.")
+        st.toast(_("Deleted {name} from the library.").format(name=md_escape(kept.label, 80)))
         st.rerun()
 
 
@@ -134,31 +142,39 @@ def library_section() -> None:
     who = session.who()
     config = session.settings()
     mine, team = session.library().entries(who, session.kept_keys())
-    owner = "your" if who.signed_in else ("this session's" if config.hosted else "your")
     if not mine and not team:
         st.caption(
-            f"Nothing in {owner} library yet. Every model you upload, export or quantize is kept here by its "
-            "content, with a permalink that opens it again."
+            _(
+                "Nothing in this session's library yet. Every model you upload, export or quantize is kept here by "
+                "its content, with a permalink that opens it again."
+            )
+            if config.hosted and not who.signed_in
+            else _(
+                "Nothing in your library yet. Every model you upload, export or quantize is kept here by its "
+                "content, with a permalink that opens it again."
+            )
         )
         return
     quota = config.library_quota_mb << 20
     used = session.library().usage(who, session.kept_keys())
-    quota_text = f" of {human_bytes(quota)}" if quota and who.signed_in else ""
-    st.caption(
-        f"{len(mine)} model{'s' * (len(mine) != 1)}, {human_bytes(used)}{quota_text} on the server. "
-        + _retention(who.signed_in)
-    )
+    models = ngettext("{count} model", "{count} models", len(mine)).format(count=number(len(mine)))
+    held = (
+        _("{models}, {used} of {quota} on the server.")
+        if quota and who.signed_in
+        else _("{models}, {used} on the server.")
+    ).format(models=models, used=human_bytes(used), quota=human_bytes(quota))
+    st.caption(_("{held} {retention}").format(held=held, retention=_retention(who.signed_in)))
     try:
         if mine:
-            chosen = _selected(mine, "library_mine", False, "Open, rename, tag, share or delete")
+            chosen = _selected(mine, "library_mine", False, _("Open, rename, tag, share or delete"))
             if chosen is not None:
                 _manage(chosen)
         if team:
-            st.markdown(f"##### Shared by your team ({md_escape(who.team, 80)})")
-            chosen = _selected(team, "library_team", True, "Open one of your team's models")
+            st.markdown("##### " + _("Shared by your team ({team})").format(team=md_escape(who.team, 80)))
+            chosen = _selected(team, "library_team", True, _("Open one of your team's models"))
             if chosen is not None:
                 st.code(permalink(chosen.kept.record.id, chosen.kept.key), language=None)
-                if st.button("Open", type="primary", key=f"lib_open_team_{chosen.kept.key}"):
+                if st.button(_("Open"), type="primary", key=f"lib_open_team_{chosen.kept.key}"):
                     _open(chosen)
     except WorkbenchError as exc:
         show_error(exc)
@@ -167,5 +183,6 @@ def library_section() -> None:
 def _retention(signed_in: bool) -> str:
     config = session.settings()
     hours = config.library_max_age_h if signed_in else config.workspace_max_age_h
-    span = f"{hours / 24:g} days" if hours >= 48 else f"{hours:g} hours"
-    return f"A model unused for {span} is forgotten."
+    if hours >= 48:
+        return _("A model unused for {days} days is forgotten.").format(days=number(hours / 24))
+    return _("A model unused for {hours} hours is forgotten.").format(hours=number(hours))

@@ -7,6 +7,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.export import default_options
+from core.i18n import _
 from core.model import ModelRecord
 from ui import pages, session
 from ui.export_view import run_export
@@ -20,7 +21,7 @@ __all__ = ["next_steps", "require_onnx", "require_pytorch"]
 def next_steps(*steps: str) -> None:
     """Where to go from here: the end of every page."""
     st.divider()
-    st.markdown("**Next**")
+    st.markdown("**" + _("Next") + "**")  # the links are the table's words, translated (ui/pages.py)
     columns = st.columns(len(steps))
     for column, step in zip(columns, steps, strict=True):
         with column:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import streamlit as st
 from streamlit.navigation.page import Page as StreamlitPage
 
+from core.i18n import N_, _
+
 __all__ = ["PAGES", "Page", "link", "navigation", "page"]
 
 
@@ -15,6 +17,7 @@ __all__ = ["PAGES", "Page", "link", "navigation", "page"]
 class Page:
     step: str  # its key: "benchmark"
     path: str  # the script under app_pages/
+    # title, section and link are marked for the catalog (N_) and translated where shown (_)
     title: str  # in the navigation
     icon: str  # a Material icon
     section: str  # the navigation's group: the walk-through, or the team's pages
@@ -23,92 +26,92 @@ class Page:
     doing: str = ""  # what it does to the model, for "Decoding needs an ONNX model"
 
 
-WALK_THROUGH, TEAM = "Walk-through", "Team"
+WALK_THROUGH, TEAM = N_("Walk-through"), N_("Team")
 
 PAGES: tuple[Page, ...] = (
     Page(
         step="model",
         path="app_pages/model.py",
-        title="Model",
+        title=N_("Model"),
         icon=":material/deployed_code:",
         section=WALK_THROUGH,
-        link="Model: see its card, or open another",
+        link=N_("Model: see its card, or open another"),
     ),
     Page(
         step="export",
         path="app_pages/export.py",
-        title="Export",
+        title=N_("Export"),
         icon=":material/output:",
         section=WALK_THROUGH,
-        link="Export: choose the opset, shapes and dynamic axes",
+        link=N_("Export: choose the opset, shapes and dynamic axes"),
         needs="pytorch",
         doing="Export",
     ),
     Page(
         step="decode",
         path="app_pages/decode.py",
-        title="Decode",
+        title=N_("Decode"),
         icon=":material/data_object:",
         section=WALK_THROUGH,
-        link="Decode: the protobuf from the first bytes to the graph",
+        link=N_("Decode: the protobuf from the first bytes to the graph"),
         needs="onnx",
         doing="Decoding",
     ),
     Page(
         step="partition",
         path="app_pages/partition.py",
-        title="Partition",
+        title=N_("Partition"),
         icon=":material/account_tree:",
         section=WALK_THROUGH,
-        link="Partition: which provider runs each node",
+        link=N_("Partition: which provider runs each node"),
         needs="onnx",
         doing="Partitioning",
     ),
     Page(
         step="benchmark",
         path="app_pages/benchmark.py",
-        title="Benchmark",
+        title=N_("Benchmark"),
         icon=":material/speed:",
         section=WALK_THROUGH,
-        link="Benchmark: PyTorch eager against ONNX Runtime",
+        link=N_("Benchmark: PyTorch eager against ONNX Runtime"),
         needs="onnx",
         doing="Benchmarking",
     ),
     Page(
         step="profile",
         path="app_pages/profile.py",
-        title="Profile",
+        title=N_("Profile"),
         icon=":material/timer:",
         section=WALK_THROUGH,
-        link="Profile: where the time goes, node by node",
+        link=N_("Profile: where the time goes, node by node"),
         needs="onnx",
         doing="Profiling",
     ),
     Page(
         step="quantize",
         path="app_pages/quantize.py",
-        title="Quantize",
+        title=N_("Quantize"),
         icon=":material/compress:",
         section=WALK_THROUGH,
-        link="Quantize: INT8 and FP16 variants, size against accuracy",
+        link=N_("Quantize: INT8 and FP16 variants, size against accuracy"),
         needs="onnx",
         doing="Quantizing",
     ),
     Page(
         step="history",
         path="app_pages/history.py",
-        title="History",
+        title=N_("History"),
         icon=":material/history:",
         section=WALK_THROUGH,
-        link="History: compare this run with earlier ones",
+        link=N_("History: compare this run with earlier ones"),
     ),
     Page(
         step="dashboard",
         path="app_pages/dashboard.py",
-        title="Dashboard",
+        title=N_("Dashboard"),
         icon=":material/dashboard:",
         section=TEAM,
-        link="Dashboard: the team's latest results and regressions",
+        link=N_("Dashboard: the team's latest results and regressions"),
     ),
 )
 _BY_STEP = {p.step: p for p in PAGES}
@@ -124,11 +127,13 @@ def navigation() -> StreamlitPage:
     page this run shows."""
     sections: dict[str, list[StreamlitPage]] = {}
     for n, row in enumerate(PAGES):
-        sections.setdefault(row.section, []).append(st.Page(row.path, title=row.title, icon=row.icon, default=n == 0))
+        page = st.Page(row.path, title=_(row.title), icon=row.icon, default=n == 0)
+        sections.setdefault(_(row.section), []).append(page)
     return st.navigation(sections)
 
 
 def link(step: str, label: str = "", **params: str) -> None:
-    """A link to page ``step``, saying ``label`` (else the table's words for it); ``params`` go in its address."""
+    """A link to page ``step``, saying ``label`` (else the table's words for it, translated); ``params`` go in its
+    address."""
     row = page(step)
-    st.page_link(row.path, label=label or row.link, icon=row.icon, query_params=params or None)
+    st.page_link(row.path, label=label or _(row.link), icon=row.icon, query_params=params or None)

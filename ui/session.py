@@ -14,6 +14,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from core.bench import BenchReport
 from core.errors import WorkbenchError
+from core.i18n import _
 from core.identity import ANONYMOUS, Identity
 from core.jobs import SAMPLE, ProcessBackend, run
 from core.model import ModelRecord, cards
@@ -22,6 +23,7 @@ from core.model.zoo import SampleRequest
 from core.settings import Settings, load_settings
 from core.store import Store, open_history
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
+from ui import language
 
 __all__ = [
     "settings",
@@ -202,13 +204,13 @@ def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict
     sync_address()
 
 
-LINK_KEYS = ("sample", "model", "key")
+LINK_KEYS = ("sample", "model", "key", "lang")
 
 
 def sync_address() -> None:
     """The current model's link in the address bar, on every page (a page switch may clear it), beside the
-    page's own state (``page_param``)."""
-    link = st.session_state.get("link") or {}
+    page's own state (``page_param``); and the language, when one was asked for (ui.language)."""
+    link = (st.session_state.get("link") or {}) | language.param()
     params = dict(st.query_params)
     wanted = {k: v for k, v in params.items() if k not in LINK_KEYS} | link
     if params != wanted:
@@ -280,7 +282,7 @@ def start() -> None:
             return
         name = settings().start_sample
         if name:
-            with st.spinner(f"Loading the '{name}' sample…"):
+            with st.spinner(_("Loading the '{name}' sample…").format(name=name)):
                 set_current_model(sample_record(name), rerun=False)
         return
     sync_address()

@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from core.errors import TargetError
+from core.i18n import _, ngettext
 from core.jobs import Backend, Job
 from core.jobs.cluster.client import LOCAL, Cluster, Target, connect
 from ui import session
@@ -91,7 +92,7 @@ def cores() -> int | None:
 def _label(targets: dict[str, Target]) -> Any:
     def label(name: str) -> str:
         target = targets.get(name)
-        return name if target is None or target.alive else f"{name} (gone)"
+        return name if target is None or target.alive else _("{name} (gone)").format(name=name)
 
     return label
 
@@ -102,31 +103,39 @@ def picker() -> None:
         return
     joined, why = cluster()
     if joined is None:
-        st.sidebar.warning(md_escape(why, 600) + " Jobs run on this server.")
+        st.sidebar.warning(md_escape(why, 600) + " " + _("Jobs run on this server."))
         return
     if joined.insecure:
         st.sidebar.warning(
-            md_escape(f"The Ray cluster at {joined.address} is used without token authentication", 300)
-            + " (`cluster_insecure`): anyone who reaches it can run code on its nodes."
+            _(
+                "The Ray cluster at {address} is used without token authentication (`cluster_insecure`): anyone "
+                "who reaches it can run code on its nodes."
+            ).format(address=md_escape(joined.address, 200))
         )
     targets = {t.name: t for t in _targets()}
     options = [LOCAL, *targets]
     if chosen() not in options:
         st.session_state[KEY] = LOCAL
     name = st.sidebar.selectbox(
-        "Run on",
+        _("Run on"),
         options,
         key=KEY,
         format_func=_label(targets),
-        help="Benchmark, Profile, Quantize and Partition run on this target of the Ray cluster; benchmarks wait "
-        "only for others on the same target.",
+        help=_(
+            "Benchmark, Profile, Quantize and Partition run on this target of the Ray cluster; benchmarks wait only "
+            "for others on the same target."
+        ),
     )
     target = targets.get(name)
     if target is None:
         return
     if not target.alive:
-        st.sidebar.warning(md_escape(f"The target '{name}' is gone from the cluster: pick another one.", 300))
+        st.sidebar.warning(
+            _("The target '{name}' is gone from the cluster: pick another one.").format(name=md_escape(name, 200))
+        )
     elif target.hardware is not None:
         shown = ", ".join(p.removesuffix("ExecutionProvider") for p in target.providers)
-        gpus = f", {target.gpus} GPU(s)" if target.gpus and not target.hardware.gpus else ""
-        st.sidebar.caption(md_escape(f"{target.hardware.summary}{gpus}; providers: {shown}", 600))
+        many = ngettext("{count} GPU", "{count} GPUs", target.gpus).format(count=target.gpus)
+        gpus = f", {many}" if target.gpus and not target.hardware.gpus else ""
+        providers = _("providers: {names}").format(names=shown)
+        st.sidebar.caption(md_escape(f"{target.hardware.summary}{gpus}; {providers}", 600))

@@ -6,6 +6,8 @@ import re
 
 import pandas as pd
 
+from core.i18n import ngettext, number
+
 __all__ = ["md_escape", "human_bytes", "escaped_frame"]
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$&])")
@@ -26,12 +28,16 @@ def md_escape(text: str, limit: int = 300) -> str:
 
 
 def human_bytes(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "kB", "MB", "GB"):  # powers of 1000, as the browser's upload box counts
-        if value < 1000 or unit == "GB":
-            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+    """``size`` in bytes, kB, MB or GB (powers of 1000, as the browser's upload box counts), its number written
+    the current language's way."""
+    if size < 1000:
+        return ngettext("{count} byte", "{count} bytes", size).format(count=number(size))
+    value = size / 1000
+    for unit in ("kB", "MB"):
+        if value < 1000:
+            return f"{number(value, 1)} {unit}"
         value /= 1000
-    return f"{value:,.1f} TB"
+    return f"{number(value, 1)} GB"
 
 
 def escaped_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from typing import IO, Any, Generic, Protocol
 import msgspec
 import psutil
 
+from core import i18n
 from core.errors import JobCancelled, JobFailed, WorkbenchError
 from core.jobs import outputs, sandbox, warm, wire
 from core.jobs.endings import MAX_PROCESSES, ending_error
@@ -172,6 +173,7 @@ class _ProcessJob:
             target=job.target,
             args=msgspec.Raw(wire.encode(spec.args)),
             limits=msgspec.Raw(wire.encode(settings.intake_limits)),
+            language=i18n.language(),  # the caller's run's: its errors come back in the reader's language
         )
         self._pool = pool if job.warm else None
         self._staged: tuple[Spare, Staging] | None = None

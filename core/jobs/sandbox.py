@@ -30,6 +30,7 @@ import psutil
 
 from core.access import READ
 from core.errors import JobError
+from core.i18n import N_
 from core.jobs.view import code_folders, host_view
 from core.settings import PROJECT_ROOT, Settings
 
@@ -75,7 +76,7 @@ def sandbox_status() -> tuple[bool, str]:
     """(works, why not): whether bubblewrap is installed and can build a sandbox on this machine."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
-        return False, "bubblewrap is not installed (apt-get install bubblewrap)"
+        return False, N_("bubblewrap is not installed (apt-get install bubblewrap)")  # translated where shown
     probe = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--dev", "/dev", "--proc", "/proc",
              *host_view(), "--remount-ro", "/", "true"]  # fmt: skip
     try:
@@ -91,7 +92,7 @@ def sandbox_state(settings: Settings) -> tuple[bool, str]:
     """(used, why not): whether workers run sandboxed under these settings on this machine."""
     works, why = sandbox_status()
     if works and not settings.sandbox:
-        return False, "the sandbox is turned off (WORKBENCH_SANDBOX=false)"
+        return False, N_("the sandbox is turned off (WORKBENCH_SANDBOX=false)")
     return works, why
 
 

@@ -131,7 +131,12 @@ def host_view() -> tuple[str, ...]:
 @functools.cache
 def code_folders() -> tuple[Path, ...]:
     """Where the code every worker (and the server) runs lies: the system's, the Python installation's and the
-    project's own (its folders that hold Python files; its top folder holds the secrets, and is never given)."""
-    packages = [p for p in PROJECT_ROOT.iterdir() if p.is_dir() and not p.is_symlink() and any(p.glob("*.py"))]
+    project's own (its folders that hold Python files, and locale/ with the translations its messages use; its top
+    folder holds the secrets, and is never given)."""
+    packages = [
+        p
+        for p in PROJECT_ROOT.iterdir()
+        if p.is_dir() and not p.is_symlink() and (any(p.glob("*.py")) or p.name == "locale")
+    ]
     python = {p.parent if p.is_file() else p for p in (p.resolve() for p in _python_paths())}
     return (Path("/usr"), *sorted(python), *packages)

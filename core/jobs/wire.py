@@ -109,6 +109,7 @@ class Request(msgspec.Struct, frozen=True):
     # (path the job uses, where it lies in the sandbox): links a pre-started worker makes in its own private
     # view of the data folder before it runs the job (core.jobs.warm), so the job sees the paths it was given
     links: list[tuple[str, str]] = []
+    language: str = "en"  # the reader's language, for the messages the job writes (core.i18n)
 
 
 class Message(msgspec.Struct, tag_field="type", frozen=True):

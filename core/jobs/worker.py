@@ -18,6 +18,7 @@ from typing import IO, Any
 
 import msgspec
 
+from core.i18n import set_language
 from core.jobs import wire
 from core.jobs.registry import JobSignature, resolve, signature_of
 
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         channel.send(wire.Ready(pid=os.getpid()))
 
     request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)
+    set_language(request.language)
     _make_links(request.links)
     channel.send(wire.Started(pid=os.getpid()))
     try:

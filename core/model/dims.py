@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from core.i18n import N_
 from core.model.records import ModelRecord, TensorSpec
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "SAMPLE_RATE",
     "dim_kind",
     "generated_name",
+    "what_made",
     "image_layout",
     "is_audio",
     "open_dim_default",
@@ -58,23 +60,28 @@ def dim_kind(symbol: str | None) -> str:
 
 
 _GENERATED = (  # names tools make up for a dim, and what made them: none of them says what the dim is
-    (re.compile(r"^unk__\d+$"), "a name onnx's shape inference made up for a size it could not work out"),
+    (re.compile(r"^unk__\d+$"), N_("a name onnx's shape inference made up for a size it could not work out")),
     (
         re.compile(r"(^|\.)DynamicDimension\.\d+$"),
-        "a name paddle2onnx gives every dim the Paddle model left open",
+        N_("a name paddle2onnx gives every dim the Paddle model left open"),
     ),
-    (re.compile(r"^s\d+$"), "a symbol torch.export made for a dynamic dim (the program did not keep its name)"),
-    (re.compile(r"^(sym_size_int|sym_size)(_\d+)?$"), "a size torch.export read from a tensor at run time"),
-)
+    (re.compile(r"^s\d+$"), N_("a symbol torch.export made for a dynamic dim (the program did not keep its name)")),
+    (re.compile(r"^(sym_size_int|sym_size)(_\d+)?$"), N_("a size torch.export read from a tensor at run time")),
+)  # marked for the catalog, translated where shown (ui/cards.py)
 
 
 def generated_name(symbol: str | None) -> str:
     """What made up a dim's name when a tool did (``unk__30``, ``p2o.DynamicDimension.0``, ``s43``), with
     the note that such a name says nothing about the size; "" for a name a person chose (``batch``)."""
+    found = what_made(symbol)
+    return f"{found}: it says nothing about the size" if found else ""
+
+
+def what_made(symbol: str | None) -> str:
+    """The tool that made up a dim's name, in words (untranslated: the caller translates), "" for a person's."""
     if not symbol:
         return ""
-    found = next((what for pattern, what in _GENERATED if pattern.search(symbol)), "")
-    return f"{found}: it says nothing about the size" if found else ""
+    return next((what for pattern, what in _GENERATED if pattern.search(symbol)), "")
 
 
 def image_layout(shape: list[int | str]) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from core.access import ReadPath, WritePath
 from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError
+from core.i18n import _, pgettext
 from core.model.formats import detect_format, read_head
 from core.model.onnx_file import describe_bundle, describe_onnx
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
@@ -36,26 +37,34 @@ _PRIMARY = {"onnx", "onnx-bundle", "onnx-damaged", *_HANDLERS, "pickle"}
 
 def _refuse_unreadable(path: Path, fmt: str) -> None:
     if fmt == "empty":
-        raise UnsupportedFormatError(f"'{path.name}' is empty (0 bytes). The upload may have failed: try again.")
+        raise UnsupportedFormatError(
+            _("'{name}' is empty (0 bytes). The upload may have failed: try again.").format(name=path.name)
+        )
     if fmt == "pickle":
         refuse_pickle(pickle_globals(path.read_bytes()[: 64 << 20]), path.name)
         raise UnsafeModelError(
-            f"'{path.name}' is a plain Python pickle. Unpickling runs whatever code the file asks for, so it is "
-            f"never opened here. {WHOLE_MODULE_ADVICE}"
+            _(
+                "'{name}' is a plain Python pickle. Unpickling runs whatever code the file asks for, so it is never "
+                "opened here. {advice}"
+            ).format(name=path.name, advice=_(WHOLE_MODULE_ADVICE))
         )
     if fmt == "onnx-damaged":
         raise IntakeError(
-            f"'{path.name}' starts like an ONNX model but breaks off: the file is truncated or damaged. "
-            "Upload it again, or re-export it."
+            _(
+                "'{name}' starts like an ONNX model but breaks off: the file is truncated or damaged. Upload it "
+                "again, or re-export it."
+            ).format(name=path.name)
         )
     if fmt == "zip":
         raise UnsupportedFormatError(
-            f"'{path.name}' is a zip archive that holds neither a PyTorch model nor an ONNX model."
+            _("'{name}' is a zip archive that holds neither a PyTorch model nor an ONNX model.").format(name=path.name)
         )
     head = read_head(path)[:8].hex(" ")
     raise UnsupportedFormatError(
-        f"'{path.name}' is not a model format this app reads (first bytes: {head}). It reads ONNX (.onnx), "
-        "PyTorch state_dicts (torch.save), safetensors, TorchScript archives and torch.export .pt2 programs."
+        _(
+            "'{name}' is not a model format this app reads (first bytes: {head}). It reads ONNX (.onnx), PyTorch "
+            "state_dicts (torch.save), safetensors, TorchScript archives and torch.export .pt2 programs."
+        ).format(name=path.name, head=head)
     )
 
 
@@ -76,14 +85,16 @@ def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -
     name, unpack_dir = request.name, request.unpack_dir
     files = [Path(p) for p in request.paths]
     if not files:
-        raise IntakeError("No file was given.")
+        raise IntakeError(_("No file was given."))
     formats = {p: detect_format(p) for p in files}
     primary = [p for p in files if formats[p] in _PRIMARY]
     if not primary:
         _refuse_unreadable(files[0], formats[files[0]])
     if len(primary) > 1:
-        listed = ", ".join(f"'{p.name}'" for p in primary)
-        raise IntakeError(f"{listed} are each a model; upload one model at a time (with its data files).")
+        listed = pgettext("list", ", ").join(f"'{p.name}'" for p in primary)
+        raise IntakeError(
+            _("{names} are each a model; upload one model at a time (with its data files).").format(names=listed)
+        )
     main = primary[0]
     fmt = formats[main]
     if fmt == "onnx":

@@ -30,6 +30,7 @@ from pathlib import Path
 import msgspec
 
 from core.errors import WorkbenchError
+from core.i18n import _, ngettext
 from core.identity import ANONYMOUS, Identity, stored_owner
 from core.model.records import ModelRecord
 
@@ -217,10 +218,12 @@ class ModelLibrary:
         if used + adding <= self.quota_bytes:
             return
         if who.signed_in:
-            raise LibraryFull(
-                f"Your library holds {_human(used)} of its {_human(self.quota_bytes)} (setting "
-                "WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: it is yours for this session only. "
-                "Delete models you no longer need from the library on the Model page."
+            raise LibraryFull(  # raised while the app runs, so in the reader's language (core.i18n)
+                _(
+                    "Your library holds {used} of its {quota} (setting WORKBENCH_LIBRARY_QUOTA_MB), so this model is "
+                    "not kept: it is yours for this session only. Delete models you no longer need from the library "
+                    "on the Model page."
+                ).format(used=_human(used), quota=_human(self.quota_bytes))
             )
         anonymous = [(link, kept) for link, kept in self._all() if not kept.owner]
         droppable = sorted(
@@ -229,11 +232,13 @@ class ModelLibrary:
         staying = {link.parent.parent for link, _ in anonymous if link not in droppable}  # others' stay
         if sum(_size(f) for f in staying) + adding > self.quota_bytes:
             raise LibraryFull(
-                f"The library's room for models of people who are not signed in is full ({_human(used)} of "
-                f"{_human(self.quota_bytes)}, setting WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: you can "
-                "work with it in this session, but it has no permalink and a reload loses it. Only models this "
-                "session kept make room, never anyone else's: delete some from the Library tab of the Model page, "
-                f"or try again later (a model unused for {_hours(self.max_age_s)} is forgotten)."
+                _(
+                    "The library's room for models of people who are not signed in is full ({used} of {quota}, "
+                    "setting WORKBENCH_LIBRARY_QUOTA_MB), so this model is not kept: you can work with it in this "
+                    "session, but it has no permalink and a reload loses it. Only models this session kept make "
+                    "room, never anyone else's: delete some from the Library tab of the Model page, or try again "
+                    "later (a model unused for {age} is forgotten)."
+                ).format(used=_human(used), quota=_human(self.quota_bytes), age=_hours(self.max_age_s))
             )
         while droppable and self.usage(who) + adding > self.quota_bytes:
             link = droppable.pop(0)  # the session's least recently used keeping makes room
@@ -320,7 +325,9 @@ def _newest_first(entries: list[Entry]) -> list[Entry]:
 
 
 def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:g} hour{'s' * (seconds != 3600)}"
+    hours = seconds / 3600
+    count = int(hours) if hours == int(hours) else 2  # a fraction of hours reads as a plural
+    return ngettext("{hours} hour", "{hours} hours", count).format(hours=f"{hours:g}")
 
 
 def _human(n: int) -> str:

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.i18n import N_
+
 if TYPE_CHECKING:
     import onnx
 
@@ -25,20 +27,20 @@ CLASS_CHARS = 60
 MAX_SIDE = 16_384  # an image side larger than this in 'imgsz' is not believed
 TEXT_LINE = "character"  # PaddleOCR's key: the characters a text recogniser reads, one per line
 
-# producer_name -> who that is, in a user's words (matched without case)
+# producer_name -> who that is, in a user's words (matched without case; translated where shown)
 _PRODUCERS = {
-    "pytorch": "PyTorch's exporter (torch.onnx)",
-    "tf2onnx": "TensorFlow, through tf2onnx",
-    "keras2onnx": "Keras, through keras2onnx",
-    "paddlepaddle": "PaddlePaddle, through paddle2onnx",
-    "paddle2onnx": "PaddlePaddle, through paddle2onnx",
-    "onnxruntime.transformers": "ONNX Runtime's transformer optimizer (often run on Hugging Face exports)",
-    "onnx.quantize": "ONNX Runtime's quantization tool",
+    "pytorch": N_("PyTorch's exporter (torch.onnx)"),
+    "tf2onnx": N_("TensorFlow, through tf2onnx"),
+    "keras2onnx": N_("Keras, through keras2onnx"),
+    "paddlepaddle": N_("PaddlePaddle, through paddle2onnx"),
+    "paddle2onnx": N_("PaddlePaddle, through paddle2onnx"),
+    "onnxruntime.transformers": N_("ONNX Runtime's transformer optimizer (often run on Hugging Face exports)"),
+    "onnx.quantize": N_("ONNX Runtime's quantization tool"),
     "optimum": "Hugging Face Optimum",
     "transformers": "Hugging Face Transformers",
-    "skl2onnx": "scikit-learn, through skl2onnx",
-    "onnxmltools": "onnxmltools (scikit-learn, XGBoost, LightGBM…)",
-    "spox": "spox (a graph written in Python)",
+    "skl2onnx": N_("scikit-learn, through skl2onnx"),
+    "onnxmltools": N_("onnxmltools (scikit-learn, XGBoost, LightGBM…)"),
+    "spox": N_("spox (a graph written in Python)"),
     "onnx-tf": "onnx-tf",
 }
 
@@ -127,9 +129,9 @@ def _exporter(raw: dict[str, str], text_line: bool) -> str:
     if "ultralytics" in author.lower():
         return f"Ultralytics {version}".strip()[:60]
     if "imgsz" in raw or ("stride" in raw and "names" in raw):
-        return "an Ultralytics-style (YOLO) export"
+        return N_("an Ultralytics-style (YOLO) export")  # translated where shown
     if text_line:
-        return "a PaddleOCR-style text recogniser"
+        return N_("a PaddleOCR-style text recogniser")
     return ""
 
 

@@ -6,10 +6,11 @@ import io
 import pickletools
 
 from core.errors import UnsafeModelError
+from core.i18n import N_, _
 
 __all__ = ["WHOLE_MODULE_ADVICE", "pickle_globals", "refuse_pickle"]
 
-WHOLE_MODULE_ADVICE = (
+WHOLE_MODULE_ADVICE = N_(  # marked for the catalog; translated where a message uses it
     "Save the weights instead, which opens without running code: torch.save(model.state_dict(), 'model.pt') "
     "(for a sample architecture); or save the model as code you allow: torch.jit.save(torch.jit.script(model), "
     "'model.pt') or torch.export.save(torch.export.export(model, example_inputs), 'model.pt2'); or export it "
@@ -66,12 +67,16 @@ def refuse_pickle(globals_: list[str], filename: str) -> None:
     dangerous = [g for g in globals_ if g not in _SAFE_GLOBALS and not g.startswith(_SAFE_GLOBAL_PREFIXES)]
     if dangerous:
         raise UnsafeModelError(
-            f"'{filename}' is a pickle that would import {', '.join(dangerous[:5])} when opened: opening it "
-            "could run any code on this machine, so it was not opened. Upload an ONNX file or a state_dict."
+            _(
+                "'{name}' is a pickle that would import {names} when opened: opening it could run any code on this "
+                "machine, so it was not opened. Upload an ONNX file or a state_dict."
+            ).format(name=filename, names=", ".join(dangerous[:5]))
         )
     if any(g.startswith(_MODULE_HINTS) for g in globals_):
         classes = [g for g in globals_ if g.startswith(_MODULE_HINTS)][:3]
         raise UnsafeModelError(
-            f"'{filename}' is a whole pickled model ({', '.join(classes)}). Opening it means running code from "
-            f"the file and needs its Python classes, so it was not opened. {WHOLE_MODULE_ADVICE}"
+            _(
+                "'{name}' is a whole pickled model ({classes}). Opening it means running code from the file and "
+                "needs its Python classes, so it was not opened. {advice}"
+            ).format(name=filename, classes=", ".join(classes), advice=_(WHOLE_MODULE_ADVICE))
         )

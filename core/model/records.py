@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.i18n import N_
 from core.model.metadata import ModelMetadata
 
 __all__ = ["FORMAT_LABELS", "ArchitectureMatch", "ModelRecord", "TensorSpec", "format_shape"]
 
-# format id -> what the user reads
+# format id -> what the user reads (marked for the catalog: translated where shown, core.i18n)
 FORMAT_LABELS: dict[str, str] = {
-    "onnx": "ONNX model",
-    "sample": "PyTorch sample (built in code)",
-    "state_dict": "PyTorch state_dict",
-    "safetensors": "safetensors weights",
-    "torchscript": "TorchScript archive",
-    "pt2": "torch.export program (.pt2)",
+    "onnx": N_("ONNX model"),
+    "sample": N_("PyTorch sample (built in code)"),
+    "state_dict": N_("PyTorch state_dict"),
+    "safetensors": N_("safetensors weights"),
+    "torchscript": N_("TorchScript archive"),
+    "pt2": N_("torch.export program (.pt2)"),
 }
 
 

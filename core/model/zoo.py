@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.errors import UnknownSampleError
+from core.i18n import N_
 from core.model.records import ModelRecord, TensorSpec
 
 if TYPE_CHECKING:
@@ -46,16 +47,17 @@ SAMPLES: dict[str, Sample] = {
         Sample(
             name="tinycnn",
             title="TinyCNN",
-            description="Two conv blocks (conv, BatchNorm, ReLU, max-pool) and a linear head: the classic first "
-            "export.",
+            description=N_(
+                "Two conv blocks (conv, BatchNorm, ReLU, max-pool) and a linear head: the classic first export."
+            ),
             inputs={"input": (1, 3, 112, 112)},
             outputs=("logits",),
             dynamic_axes={"input": {0: "batch"}},
         ),
         Sample(
             name="classifier",
-            title="Linear classifier",
-            description="One Linear layer 768→2, as on top of a sentence embedding.",
+            title=N_("Linear classifier"),
+            description=N_("One Linear layer 768→2, as on top of a sentence embedding."),
             inputs={"input": (1, 768)},
             outputs=("logits",),
             dynamic_axes={"input": {0: "batch"}},
@@ -63,23 +65,23 @@ SAMPLES: dict[str, Sample] = {
         Sample(
             name="mlp",
             title="MLP",
-            description="Three Linear layers with ReLU, 784→256→128→10, as for flattened 28×28 digits.",
+            description=N_("Three Linear layers with ReLU, 784→256→128→10, as for flattened 28×28 digits."),
             inputs={"input": (1, 784)},
             outputs=("logits",),
             dynamic_axes={"input": {0: "batch"}},
         ),
         Sample(
             name="transformer",
-            title="Tiny Transformer encoder",
-            description="Two TransformerEncoder layers (d_model 64, 4 heads): dynamic batch and sequence length.",
+            title=N_("Tiny Transformer encoder"),
+            description=N_("Two TransformerEncoder layers (d_model 64, 4 heads): dynamic batch and sequence length."),
             inputs={"tokens": (1, 16, 64)},
             outputs=("hidden",),
             dynamic_axes={"tokens": {0: "batch", 1: "seq"}},
         ),
         Sample(
             name="resnet",
-            title="Tiny ResNet",
-            description="A stem and two residual blocks with skip connections, global pooling and a linear head.",
+            title=N_("Tiny ResNet"),
+            description=N_("A stem and two residual blocks with skip connections, global pooling and a linear head."),
             inputs={"image": (1, 3, 32, 32)},
             outputs=("logits",),
             dynamic_axes={"image": {0: "batch"}},

@@ -1,0 +1,113 @@
+"""Translation: gettext catalogs under locale/ (Babel extracts and compiles them), the language of the current run
+in a context variable, and numbers written the way that language writes them.
+
+Mark a string with ``_("…")`` where it is shown, ``N_("…")`` where it is defined earlier (a table read at import
+time) and translated with ``_()`` when shown, ``ngettext(singular, plural, n)`` where a count decides the form.
+Placeholders are ``str.format`` names, filled after translation: ``_("{count} nodes").format(count=…)``. How to
+extract, translate and compile: docs/i18n.md."""
+
+from __future__ import annotations
+
+import gettext
+import io
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import cache
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT",
+    "LANGUAGES",
+    "LOCALE_DIR",
+    "N_",
+    "_",
+    "from_locale",
+    "language",
+    "ngettext",
+    "number",
+    "pgettext",
+    "set_language",
+    "translations",
+    "using",
+]
+
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
+LANGUAGES = {"en": "English", "zh": "中文"}  # code → its own name, as the language picker shows it
+DEFAULT = "en"  # the language the code is written in: it needs no catalog
+_BABEL_LOCALE = {"en": "en", "zh": "zh_Hans_CN"}  # how Babel's CLDR data names each, for numbers
+
+_current: ContextVar[str] = ContextVar("workbench_language", default=DEFAULT)
+
+
+def from_locale(tag: str | None) -> str:
+    """The language for a browser's locale (``navigator.language``: "zh-CN", "zh-TW", "en-GB"), else English."""
+    base = (tag or "").replace("_", "-").split("-")[0].lower()
+    return base if base in LANGUAGES else DEFAULT
+
+
+def set_language(code: str) -> None:
+    """Speak ``code`` from here on in this thread or task (a Streamlit run sets it first thing)."""
+    _current.set(code if code in LANGUAGES else DEFAULT)
+
+
+def language() -> str:
+    return _current.get()
+
+
+@contextmanager
+def using(code: str) -> Iterator[None]:
+    """Speak ``code`` inside the block only."""
+    token = _current.set(code if code in LANGUAGES else DEFAULT)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+@cache
+def translations(code: str) -> gettext.NullTranslations:
+    """The catalog of ``code``, compiled once per process from its committed .po (no .mo file to build or keep in
+    step: Babel compiles it in memory, in milliseconds); fuzzy entries are left out, as gettext's tools do."""
+    po = LOCALE_DIR / code / "LC_MESSAGES" / "messages.po"
+    if code == DEFAULT or not po.is_file():
+        return gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as f:
+        catalog = read_po(f, locale=_BABEL_LOCALE.get(code, code))
+    compiled = io.BytesIO()
+    write_mo(compiled, catalog, use_fuzzy=False)
+    compiled.seek(0)
+    return gettext.GNUTranslations(compiled)
+
+
+def _(message: str) -> str:
+    """``message`` in the current language (itself where the catalog has no translation)."""
+    return translations(_current.get()).gettext(message)
+
+
+def N_(message: str) -> str:
+    """Marks ``message`` for the catalog without translating it yet: it is translated where it is shown."""
+    return message
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form of the message for count ``n`` in the current language (Chinese has one form, English two)."""
+    return translations(_current.get()).ngettext(singular, plural, n)
+
+
+def pgettext(context: str, message: str) -> str:
+    """``message`` in the current language, told apart by ``context`` from the same words elsewhere (a list's
+    separator ", " is "、" in Chinese, where a clause's comma is "，")."""
+    return translations(_current.get()).pgettext(context, message)
+
+
+def number(value: float, digits: int | None = None) -> str:
+    """``value`` with the current language's grouping and decimal signs; ``digits`` fixes the decimals shown
+    (else as many as it has, up to three)."""
+    from babel.numbers import format_decimal
+
+    pattern = None if digits is None else "#,##0" + ("." + "0" * digits if digits else "")
+    return format_decimal(value, format=pattern, locale=_BABEL_LOCALE.get(_current.get(), "en"))

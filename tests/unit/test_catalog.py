@@ -1,0 +1,135 @@
+"""The translation catalogs against the code (docs/i18n.md): every string the code marks is translated, nothing is
+left over, nothing is fuzzy, both sides have the same placeholders, and every catalog compiles. And the code holds
+no translations of its own: they live in the catalogs only."""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.catalog import Catalog
+from babel.messages.extract import DEFAULT_KEYWORDS, extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+
+from core import i18n
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSLATED = [code for code in i18n.LANGUAGES if code != i18n.DEFAULT]
+PLACEHOLDER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}|%(?:\([A-Za-z_]+\))?[sdrf]")
+Key = tuple[str | None, str]  # (context, msgid)
+
+
+@pytest.fixture(scope="module")
+def marked() -> dict[Key, str | None]:
+    """What the code marks, as `make messages` extracts it: (context, msgid) → its plural form, if any."""
+    with (ROOT / "babel.cfg").open() as f:
+        method_map, options_map = parse_mapping_cfg(f)
+    found: dict[Key, str | None] = {}
+    for _file, _line, message, _comments, context in extract_from_dir(
+        str(ROOT), method_map, options_map, keywords=DEFAULT_KEYWORDS
+    ):
+        singular, plural = (message[0], message[1]) if isinstance(message, tuple) else (message, None)
+        found[(context, singular)] = plural
+    assert len(found) > 100, "the extraction found almost nothing: is babel.cfg still right?"
+    return found
+
+
+def _catalog(code: str) -> Catalog:
+    with (i18n.LOCALE_DIR / code / "LC_MESSAGES" / "messages.po").open("rb") as f:
+        return read_po(f, locale=code)
+
+
+def _entries(catalog: Catalog) -> dict[Key, object]:
+    return {(m.context, m.id[0] if isinstance(m.id, tuple) else m.id): m for m in catalog if m.id}
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_every_string_the_code_marks_is_in_the_catalog_and_nothing_else_is(
+    code: str, marked: dict[Key, str | None]
+) -> None:
+    entries = _entries(_catalog(code))
+    missing = sorted(str(k) for k in marked.keys() - entries.keys())
+    unused = sorted(str(k) for k in entries.keys() - marked.keys())
+    assert not missing, f"not in locale/{code}: {missing}; run `make messages`, then translate them"
+    assert not unused, f"in locale/{code} but no longer in the code: {unused}; run `make messages`"
+    assert not _catalog(code).obsolete, "obsolete (#~) entries: run `make messages`, which drops them"
+    for key, plural in marked.items():
+        message = entries[key]
+        assert (message.id[1] if isinstance(message.id, tuple) else None) == plural, f"{key}: its plural changed"
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_every_entry_is_translated_not_fuzzy_with_the_same_placeholders(code: str) -> None:
+    for message in _catalog(code):
+        if not message.id:
+            continue
+        ids = message.id if isinstance(message.id, tuple) else (message.id,)
+        strings = message.string if isinstance(message.string, tuple) else (message.string,)
+        assert not message.fuzzy, f"fuzzy: {ids[0]!r}"
+        assert all(strings), f"not translated: {ids[0]!r}"
+        wanted = sorted(PLACEHOLDER.findall(ids[-1]))
+        for string in strings:
+            assert sorted(PLACEHOLDER.findall(string)) == wanted, f"placeholders differ: {ids[0]!r} → {string!r}"
+
+
+@pytest.mark.parametrize("code", TRANSLATED)
+def test_every_catalog_compiles_and_the_app_reads_it(code: str) -> None:
+    catalog = _catalog(code)
+    problems = [(m.id, errors) for m, errors in catalog.check()]
+    assert not problems, problems
+    write_mo(io.BytesIO(), catalog)
+    assert catalog.plural_forms == "nplurals=1; plural=0;"  # Chinese: one form for every count
+    with i18n.using(code):
+        assert i18n._("Model") != "Model"
+        one, many = (i18n.ngettext("{count} model", "{count} models", n) for n in (1, 3))
+        assert one == many
+
+
+def test_english_is_the_code_itself_with_two_plural_forms_and_english_numbers() -> None:
+    with i18n.using("en"):
+        assert i18n._("Model") == "Model"
+        assert i18n.ngettext("{count} model", "{count} models", 1) == "{count} model"
+        assert i18n.ngettext("{count} model", "{count} models", 2) == "{count} models"
+        assert i18n.number(1234567.25, 1) == "1,234,567.2"
+    with i18n.using("zh"):
+        assert i18n.number(1234567) == "1,234,567"
+
+
+def test_a_browser_locale_picks_its_language_and_anything_else_is_english() -> None:
+    assert [i18n.from_locale(t) for t in ("zh-CN", "zh-TW", "zh", "ZH_hans", "en-GB", "fr-FR", "", None)] == [
+        *["zh"] * 4,
+        *["en"] * 4,
+    ]
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """The string literals of ``path`` that the program uses (its docstrings, which only document, left out)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_the_code_holds_no_translations_of_its_own() -> None:
+    """Chinese words belong in locale/, never in dictionaries in the code (the language picker's "中文" excepted)."""
+    han = re.compile(r"[\u4e00-\u9fff]")
+    sources = [*(ROOT / "core").rglob("*.py"), *(ROOT / "ui").glob("*.py"), *(ROOT / "app_pages").glob("*.py")]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text[:40]!r}"
+        for path in [*sources, ROOT / "streamlit_app.py"]
+        for line, text in _strings(path)
+        if han.search(text) and text != i18n.LANGUAGES["zh"]
+    ]
+    assert not found, found
