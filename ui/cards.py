@@ -82,7 +82,9 @@ def dim_name_captions(specs: list[TensorSpec]) -> list[str]:
     lines = []
     for note, names in by_note.items():
         shown = ", ".join(f"**{md_escape(_short_dim(n))}**" for n in names[:_SHOWN_NAMES])
-        more = f" and {len(names) - _SHOWN_NAMES:,} more" if len(names) > _SHOWN_NAMES else ""
+        more = (
+            _(", … ({count} more)").format(count=number(len(names) - _SHOWN_NAMES)) if len(names) > _SHOWN_NAMES else ""
+        )
         lines.append(f"{shown}{more}: {md_escape(note)}.")
     return lines
 
