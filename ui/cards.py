@@ -19,6 +19,8 @@ _FORMAT_HELP = {
     "safetensors": "Weights only, in a format that cannot carry code, loaded into a matching sample architecture.",
     "torchscript": "A compiled PyTorch program (code and weights), opened only inside the isolated worker.",
     "pt2": "A torch.export program (graph and weights), opened only inside the isolated worker.",
+    "code": "Your model's own Python class, built with your arguments and loaded with your weights, only inside the "
+    "isolated worker (again in every later job).",
 }
 
 
