@@ -62,9 +62,10 @@ def _user_code_lines(source: TorchSource) -> list[str]:
     assert code is not None
     weights = Path(source.path).name
     if code.package:  # the package is the folder itself (a zip with __init__.py at its top)
+        init = str(Path(code.folder) / "__init__.py")
         lines = [
             "import importlib, importlib.util, json, sys",
-            f"spec = importlib.util.spec_from_file_location({code.package!r}, {str(Path(code.folder) / '__init__.py')!r},"
+            f"spec = importlib.util.spec_from_file_location({code.package!r}, {init!r},"
             f" submodule_search_locations=[{code.folder!r}])",
             f"sys.modules[{code.package!r}] = importlib.util.module_from_spec(spec)",
             f"spec.loader.exec_module(sys.modules[{code.package!r}])",
