@@ -32,6 +32,7 @@ __all__ = [
 
 MAX_SOURCE_BYTES = 4 << 20  # all the Python source of one upload; real model packages are well under 1 MB
 MAX_CODE_FILES = 2_000
+MAX_DEFAULT = 2_000  # characters of one default shown in the arguments' JSON
 _MODULE_BASES = {"Module", "Sequential", "ModuleList", "ModuleDict"}
 
 
@@ -166,9 +167,10 @@ def _default(node: ast.expr | None) -> str:
         return ""
     try:
         value = ast.literal_eval(node)
-        return json.dumps(list(value) if isinstance(value, tuple) else value)
+        text = json.dumps(list(value) if isinstance(value, tuple) else value)
     except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
         return ""  # not a plain literal (a call, a name): the constructor's own default is used
+    return text if len(text) <= MAX_DEFAULT else ""  # too long to prefill: the constructor's own is used
 
 
 def _params(init: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ModuleParam]:
