@@ -189,7 +189,7 @@ def _choose(
     summary = " | ".join(mismatch_summary(m) for m in misfits[:3])
     if code.class_name:
         raise CodeError(
-            f"The weights ({len(weights)} tensors) do not fit {brief(code.class_name)} with these arguments: "
+            f"The weights ({len(weights)} tensors) do not fit {brief(tried[0].name)} with these arguments: "
             f"{brief(summary, 900)}. Check the class and its arguments (a different size changes the shapes)."
         )
     raise CodeError(
