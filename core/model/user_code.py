@@ -226,6 +226,7 @@ def describe_code(
         root = unpack_bundle(code_path, limits, unpack_dir)  # the archive checks: bombs, links, traversal
     else:
         package, root = "", code_path  # the file itself: the sandbox shows a job it, not its whole folder
+    unpacked = sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []  # kept with it
     notes: list[str] = []
     weights = read_weights(weights_path, detect_format(weights_path), limits, notes)
     parse_args(args, class_name or "the classes")
@@ -244,7 +245,7 @@ def describe_code(
         format="code",
         size_bytes=weights_path.stat().st_size + code_path.stat().st_size,
         path=str(weights_path),
-        files=[str(weights_path), str(code_path)],
+        files=[str(weights_path), str(code_path), *unpacked],
         inputs=_inputs(model),
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in model.parameters()),

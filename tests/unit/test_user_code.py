@@ -253,3 +253,24 @@ def test_reproduced_code_rebuilds_a_package_from_its_folder(tmp_path: Path) -> N
     )
     assert "spec_from_file_location('pkg'" in text and "import_module('pkg.net').Net" in text
     compile(text, "export.py", "exec")
+
+
+def test_a_kept_package_model_outlives_its_upload_and_rebuilds_from_the_library(tmp_path: Path) -> None:
+    import shutil
+
+    from core.model.library import ModelLibrary
+
+    upload = tmp_path / "session" / "upload-1"
+    upload.mkdir(parents=True)
+    archive = _zip(upload / "keptpkg.zip", {"keptpkg/" + name: text for name, text in PACKAGE.items()})
+    torch.save(builders.user_net().state_dict(), upload / "w.pt")  # type: ignore[attr-defined]
+    record = describe(archive, upload / "w.pt")
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    key = library.keep(record)
+    shutil.rmtree(tmp_path / "session")  # the session's workspace is gone
+    kept = library.open(record.id, key)
+    assert kept is not None and kept.record.code is not None
+    for name in [m for m in sys.modules if m.startswith("keptpkg")]:  # a later job is a fresh worker
+        del sys.modules[name]
+    x = torch.randn(1, 3, 8, 8)
+    assert torch.allclose(load_module(source_of(kept.record))(x), builders.user_net().eval()(x))  # type: ignore[operator]
