@@ -169,7 +169,8 @@ def model_card(record: ModelRecord) -> None:
             st.markdown(f"- {md_escape(note, 400)}")
         _metadata_section(record)
         if record.architecture_matches:
-            with st.expander("Architecture check: the file's keys and shapes against every sample"):
+            against = "your class" if record.code is not None else "every sample"
+            with st.expander(f"Architecture check: the file's keys and shapes against {against}"):
                 st.table(
                     escaped_frame(
                         pd.DataFrame(
