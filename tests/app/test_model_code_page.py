@@ -56,3 +56,17 @@ def test_hosted_mode_refuses_a_models_code_without_listing_it(tmp_path: Path, mo
     at.file_uploader(key="uploads").set_value(_files(tmp_path, "tinynet_hosted")).run()
     assert "does not accept them" in at.error[0].value.replace("\\", "")
     assert not any(s.key == "code_class" for s in at.selectbox)
+
+
+def test_weights_dropped_after_the_code_join_it_and_nothing_runs_before_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    code, weights = _files(tmp_path, "tinynet_halves")
+    at.file_uploader(key="uploads").set_value([code]).run()
+    assert [o.split(" — ")[0] for o in at.selectbox(key="code_class").options[1:]] == ["Block", "Net"]
+    at.file_uploader(key="uploads").set_value([code, weights]).run()
+    assert not any("replaces the earlier one" in c.value for c in at.caption)  # the two halves of one model
+    assert not at.error and "model" not in at.session_state and at.button(key="code_build")
