@@ -233,6 +233,11 @@ def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) 
     folder of many others would send them all). Unchanged when the job runs here, or for a built-in sample."""
     if backend is None or not record.path:
         return record
+    if record.code is not None:
+        raise TargetError(
+            f"'{record.name}' is built from your own code, which runs only on this machine; measure it here, or "
+            "export it to ONNX first and send the .onnx to the target (with --no-eager)."
+        )
     import dataclasses
     import os
 

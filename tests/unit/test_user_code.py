@@ -274,3 +274,16 @@ def test_a_kept_package_model_outlives_its_upload_and_rebuilds_from_the_library(
         del sys.modules[name]
     x = torch.randn(1, 3, 8, 8)
     assert torch.allclose(load_module(source_of(kept.record))(x), builders.user_net().eval()(x))  # type: ignore[operator]
+
+
+def test_a_model_built_from_code_is_not_sent_to_a_cluster_target(tmp_path: Path) -> None:
+    from core.cli.common import in_own_folder
+    from core.errors import TargetError
+    from core.model.records import UserCode
+
+    record = ModelRecord(
+        id="x", name="Net", format="code", size_bytes=1, path=str(tmp_path / "w.pt"),
+        code=UserCode(root=str(tmp_path / "net.py"), module="net", class_name="Net"),
+    )  # fmt: skip
+    with pytest.raises(TargetError, match="runs only on this machine"):
+        in_own_folder(record, tmp_path, backend=object())  # type: ignore[arg-type]
