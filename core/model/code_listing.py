@@ -104,7 +104,9 @@ def code_files(path: Path, limits: IntakeLimits, package: str = "") -> list[Code
                 f"{MAX_SOURCE_BYTES >> 20} MB of Python is read."
             )
         return [CodeFile(path.stem, path.name, _decode(path.read_bytes(), path.name))]
-    infos = [i for i in check_zip(path, limits) if i.filename.endswith(".py") and not i.is_dir()]
+    infos = [
+        i for i in check_zip(path, limits) if i.filename.endswith(".py") and not i.is_dir() and not _junk(i.filename)
+    ]
     if len(infos) > MAX_CODE_FILES or sum(i.file_size for i in infos) > MAX_SOURCE_BYTES:
         raise LimitExceededError(
             f"'{brief(path.name)}' holds {len(infos):,} Python files, {sum(i.file_size for i in infos) / 2**20:,.1f} "
@@ -125,6 +127,12 @@ def code_files(path: Path, limits: IntakeLimits, package: str = "") -> list[Code
                 module = f"{package}.{module}" if module else package
             found.append(CodeFile(module, info.filename, _decode(data, info.filename)))
     return found
+
+
+def _junk(name: str) -> bool:
+    """What a Mac's Finder adds to a zip (``__MACOSX/``, ``._net.py``): binary metadata, not code."""
+    parts = name.replace("\\", "/").split("/")
+    return parts[0] == "__MACOSX" or parts[-1].startswith("._")
 
 
 def zip_package(path: Path) -> str:

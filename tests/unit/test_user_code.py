@@ -142,7 +142,7 @@ def test_safetensors_weights_and_a_named_class_build_the_same_model_in_a_later_j
     assert torch.allclose(rebuilt(x), expected)
 
 
-def _zip(path: Path, members: dict[str, str]) -> Path:
+def _zip(path: Path, members: dict[str, str | bytes]) -> Path:
     with zipfile.ZipFile(path, "w") as zf:
         for name, text in members.items():
             zf.writestr(name, text)
@@ -159,7 +159,9 @@ PACKAGE = {
 
 @pytest.mark.parametrize("top", ["visionpkg/", ""], ids=["package-folder", "files-at-the-top"])
 def test_a_zip_of_a_package_with_a_relative_import_is_built(tmp_path: Path, top: str) -> None:
-    archive = _zip(tmp_path / "visionpkg.zip", {top + name: text for name, text in PACKAGE.items()})
+    members: dict[str, str | bytes] = {top + name: text for name, text in PACKAGE.items()}
+    members[f"__MACOSX/{top}._net.py"] = b"\x00\x05\x16\x07\xff"  # what a Mac's Finder adds: not code
+    archive = _zip(tmp_path / "visionpkg.zip", members)
     weights = tmp_path / "w.pt"
     torch.save(builders.user_net().state_dict(), weights)  # type: ignore[attr-defined]
     record = describe(archive, weights)
