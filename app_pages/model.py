@@ -164,7 +164,8 @@ if files:
     if st.session_state.get("upload_fingerprint") != fingerprint:
         st.session_state["upload_fingerprint"] = fingerprint
         st.session_state.pop("upload_error", None)
-        st.session_state.pop("upload_code", None)
+        for key in [k for k in st.session_state if k == "upload_code" or str(k).startswith("code_args_")]:
+            del st.session_state[key]  # a new upload's arguments start from its own defaults
         if total > config.max_upload_bytes:
             st.session_state["upload_error"] = WorkbenchError(
                 f"The upload is {human_bytes(total)}; this instance accepts at most "
