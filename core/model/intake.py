@@ -3,7 +3,8 @@
 ``describe_files`` is the job the Model page and ``python -m core info`` run: given the files of one
 upload, it finds the format from the bytes, refuses what is unsafe or too large with a message that says
 what to do instead, and returns the model's record. The pieces: formats.py (recognition), pickles.py,
-archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely).
+archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely), and code_listing.py
+with user_code.py (a model's own code with its weights).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Open the current PyTorch model inside the worker: a sample, weights in a sample architecture, or an archive."""
+"""Open the current PyTorch model inside the worker: a sample, weights in a sample architecture, an archive, or a
+model built from its own code (core.model.user_code)."""
 
 from __future__ import annotations
 
