@@ -17,6 +17,7 @@ from core.model.intake import IntakeRequest
 from core.workspace import safe_filename, shown_name
 from ui import pages, session
 from ui.cards import model_card
+from ui.code_view import code_classes, code_picker
 from ui.jobs import run, show_error
 from ui.library_view import library_section
 from ui.text import human_bytes, md_escape
@@ -33,9 +34,9 @@ st.markdown(
 config = session.settings()
 
 
-def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
-    """Write the upload to this session's folder (earlier uploads not in use are removed first, and the session
-    stays within its quota) and have the worker read it: only the worker opens the bytes."""
+def save_upload(files: list[UploadedFile], total: int) -> tuple[Path, list[str], dict[str, str]]:
+    """Write the upload to a new folder of this session's (earlier uploads not in use are removed first, and the
+    session stays within its quota): its folder, its paths and the names the person gave the files."""
     workspace = session.workspace()
     workspace.prune("upload", keep=session.paths_in_use())  # failed and replaced uploads
     quota = config.workspace_quota_bytes
@@ -53,10 +54,20 @@ def read_upload(files: list[UploadedFile], total: int) -> ModelRecord:
         target.write_bytes(f.getbuffer())
         paths.append(str(target))
         shown[target.name] = shown_name(f.name)
-    request = IntakeRequest(paths=paths, unpack_dir=str(folder))  # a .zip of a model folder unpacks beside it
-    uploaded = run(INTAKE, request, _("Reading the upload"))
+    return folder, paths, shown
+
+
+def read_upload(
+    saved: tuple[Path, list[str], dict[str, str]], code_class: str = "", code_args: str = ""
+) -> ModelRecord:
+    """Have the worker read the saved upload (only the worker opens the bytes; a model's own code is built there
+    as the class and arguments say)."""
+    workspace, quota = session.workspace(), config.workspace_quota_bytes
+    folder, paths, shown = saved
+    request = IntakeRequest(paths=paths, unpack_dir=str(folder), code_class=code_class, code_args=code_args)
+    uploaded = run(INTAKE, request, _("Reading the upload"))  # a .zip of a model folder or package unpacks beside it
     main = Path(uploaded.path)
-    if main.parent == folder and main.name in shown:  # not a file unpacked from a .zip, which keeps its own
+    if main.parent == folder and main.name in shown and uploaded.code is None:  # not unpacked from a .zip
         uploaded.name = shown[main.name]
     if workspace.size_bytes() > quota:  # what a .zip unpacked to
         shutil.rmtree(folder, ignore_errors=True)
@@ -76,7 +87,8 @@ with upload_tab:
     files = st.file_uploader(
         _(
             "ONNX (.onnx, with its external-data files, or a .zip of the model folder), a PyTorch state_dict, "
-            "safetensors, a TorchScript archive or a torch.export .pt2 program"
+            "safetensors, a TorchScript archive, a torch.export .pt2 program, or your model's code (a .py, or a .zip "
+            "of its package) together with its weights (a state_dict .pt/.pth, or .safetensors)"
         ),
         accept_multiple_files=True,
         key="uploads",
@@ -84,9 +96,15 @@ with upload_tab:
     st.caption(
         _("Up to {size} MB per upload, all files together. {code}").format(
             size=number(config.max_upload_mb),
-            code=_("TorchScript and .pt2 archives carry code and are refused on this hosted instance.")
+            code=_(
+                "TorchScript and .pt2 archives and a model's own code (.py, package .zip) carry code and are "
+                "refused on this hosted instance."
+            )
             if not config.allow_code_archives
-            else _("TorchScript and .pt2 archives carry code: they are opened only in the worker."),
+            else _(
+                "TorchScript and .pt2 archives and a model's own code (.py, package .zip) carry code: they are "
+                "opened and run only in the worker."
+            ),
         )
     )
 
@@ -113,19 +131,32 @@ with sample_tab:
 with library_tab:
     library_section()
 
-MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ptl", ".zip", ".safetensors", ".ckpt")  # not .bin: external data
+MODEL_SUFFIXES = (
+    ".onnx",
+    ".pt",
+    ".pth",
+    ".pt2",
+    ".ptl",
+    ".zip",
+    ".safetensors",
+    ".ckpt",
+    ".py",
+)  # not .bin: external data
 
 
 def this_upload(files: list[UploadedFile]) -> list[UploadedFile]:
     """The files of the newest upload. The upload box keeps what was dropped before: a model dropped beside an
-    earlier one replaces it, while a data file dropped beside its model joins it. (The names only choose the
-    files; the worker tells the format from the bytes.)"""
+    earlier one replaces it, while a data file dropped beside its model joins it, and so do a model's code and
+    its weights, dropped one after the other. (The names only choose the files; the worker tells the format from
+    the bytes.)"""
     names = [f.name for f in files]
     last = st.session_state.get("upload_names", [])
     if names != last:  # the box changed: decide once which files make the upload
         added = [n for n in names if n not in last]
         replaces = last and added and len(added) < len(names)
-        newest = replaces and any(n.lower().endswith(MODEL_SUFFIXES) for n in added)
+        code = [n.lower().endswith(".py") for n in added], [n.lower().endswith(".py") for n in last]
+        halves = (all(code[0]) and not any(code[1])) or (not any(code[0]) and all(code[1]))  # code, then weights
+        newest = replaces and not halves and any(n.lower().endswith(MODEL_SUFFIXES) for n in added)
         st.session_state["upload_names"], st.session_state["upload_chosen"] = names, added if newest else names
     chosen = [f for f in files if f.name in st.session_state["upload_chosen"]]
     if len(chosen) < len(files):
@@ -149,6 +180,8 @@ if files:
     if st.session_state.get("upload_fingerprint") != fingerprint:
         st.session_state["upload_fingerprint"] = fingerprint
         st.session_state.pop("upload_error", None)
+        for key in [k for k in st.session_state if k == "upload_code" or str(k).startswith("code_args_")]:
+            del st.session_state[key]  # a new upload's arguments start from its own defaults
         if total > config.max_upload_bytes:
             st.session_state["upload_error"] = WorkbenchError(
                 _(
@@ -157,8 +190,21 @@ if files:
             )
         else:
             try:
-                uploaded = read_upload(files, total)
-                session.set_current_model(uploaded)
+                saved = save_upload(files, total)
+                classes = code_classes(saved[1], config.intake_limits) if config.allow_code_archives else None
+                if classes is None:  # not code (or code this instance refuses, which the worker says)
+                    session.set_current_model(read_upload(saved))
+                else:
+                    st.session_state["upload_code"] = (saved, classes)
+            except WorkbenchError as exc:
+                st.session_state["upload_error"] = exc
+    if "upload_code" in st.session_state:
+        saved, classes = st.session_state["upload_code"]
+        chosen = code_picker(classes)
+        if chosen is not None:
+            st.session_state.pop("upload_error", None)
+            try:
+                session.set_current_model(read_upload(saved, *chosen))
             except WorkbenchError as exc:
                 st.session_state["upload_error"] = exc
     if "upload_error" in st.session_state:

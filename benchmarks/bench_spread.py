@@ -37,7 +37,7 @@ def _runs(
 ) -> list[tuple[float, float, float, float, bool]]:
     found = []
     for _ in range(count):
-        model = MeasuredModel(path=path, inputs=plan, torch_source=TorchSource("sample", "tinycnn"))
+        model = MeasuredModel(path=path, inputs=plan, torch_source=TorchSource(kind="sample", name="tinycnn"))
         report = run(BENCH, BenchRequest(model=model, iterations=iterations, warmup=20, threads=threads))
         best = next(r for r in report.results if r.level == "ALL")
         activity = report.activity

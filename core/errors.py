@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BenchmarkError",
+    "CodeError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -63,6 +64,11 @@ class LimitExceededError(IntakeError):
 
 class NoMatchingArchitectureError(IntakeError):
     """A state_dict whose keys match no architecture in the sample zoo."""
+
+
+class CodeError(IntakeError):
+    """A model's own code could not be read, imported or built (a syntax error, a module this machine lacks, its
+    constructor raising, arguments or weights that do not fit)."""
 
 
 class UnknownSampleError(WorkbenchError):
@@ -163,6 +169,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         UnsafeModelError,
         LimitExceededError,
         NoMatchingArchitectureError,
+        CodeError,
         UnknownSampleError,
         ExportError,
         PartitionError,

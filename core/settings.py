@@ -36,7 +36,7 @@ class Settings:
     """Limits and switches; every field can be set as WORKBENCH_<FIELD> or under [workbench] in secrets.toml."""
 
     mode: str = "local"  # "local" (one person, their own files) or "hosted" (shared, untrusted uploads)
-    allow_code_archives: bool = True  # TorchScript and .pt2 archives carry code
+    allow_code_archives: bool = True  # TorchScript and .pt2 archives, and a model's own .py or package, carry code
     max_upload_mb: int = 1024
     max_nodes: int = 500_000  # in every graph and local function, as written and as ONNX Runtime inlines them
     max_initializers: int = 500_000  # sparse ones and subgraphs' included

@@ -274,3 +274,60 @@ def exported_sample(name: str, folder: Path) -> Path:
         dynamic_axes=sample.dynamic_axes,
     )
     return path
+
+
+# ------------------------------------------------------------------------------- a model's own code
+NET_SOURCE = '''"""A small network as a person writes it: a block class, and the model built from it."""
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, channels: int, kernel: int = 3) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, kernel, padding=kernel // 2)
+        self.bn = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
+class Net(nn.Module):
+    def __init__(self, width: int = 8, classes: int = 10, *, dropout=0.0) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.block = Block(width)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.block(self.stem(x)).mean((2, 3)))
+'''
+
+
+def user_net(**kwargs: object) -> object:
+    """A ``Net`` of NET_SOURCE, built in this process from the source (the test's own code) with ``kwargs``."""
+    import torch
+
+    namespace: dict[str, object] = {}
+    exec(compile(NET_SOURCE, "net.py", "exec"), namespace)
+    torch.manual_seed(0)
+    return namespace["Net"](**kwargs)  # type: ignore[operator]
+
+
+def user_code_upload(folder: Path, module: str, weights: str = "weights.pt", **kwargs: object) -> tuple[Path, Path]:
+    """NET_SOURCE as ``folder/module.py`` and the weights of ``Net(**kwargs)`` beside it: a state_dict (wrapped in
+    a checkpoint dict, as training scripts save it) or, for a .safetensors name, safetensors."""
+    import torch
+
+    folder.mkdir(parents=True, exist_ok=True)
+    code = folder / f"{module}.py"
+    code.write_text(NET_SOURCE)
+    state = user_net(**kwargs).state_dict()  # type: ignore[attr-defined]
+    path = folder / weights
+    if weights.endswith(".safetensors"):
+        from safetensors.torch import save_file
+
+        save_file(dict(state), str(path))
+    else:
+        torch.save({"epoch": 3, "model_state_dict": state}, str(path))
+    return code, path

@@ -20,6 +20,10 @@ _FORMAT_HELP = {  # translated where shown
     "safetensors": N_("Weights only, in a format that cannot carry code, loaded into a matching sample architecture."),
     "torchscript": N_("A compiled PyTorch program (code and weights), opened only inside the isolated worker."),
     "pt2": N_("A torch.export program (graph and weights), opened only inside the isolated worker."),
+    "code": N_(
+        "Your model's own Python class, built with your arguments and loaded with your weights, only inside the "
+        "isolated worker (again in every later job)."
+    ),
 }
 
 
@@ -213,7 +217,12 @@ def model_card(record: ModelRecord) -> None:
             st.markdown(f"- {md_escape(_(note), 400)}")
         _metadata_section(record)
         if record.architecture_matches:
-            with st.expander(_("Architecture check: the file's keys and shapes against every sample")):
+            title = (
+                _("Architecture check: the file's keys and shapes against your class")
+                if record.code is not None
+                else _("Architecture check: the file's keys and shapes against every sample")
+            )
+            with st.expander(title):
                 matches = record.architecture_matches
                 frame = pd.DataFrame(
                     {

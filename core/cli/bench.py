@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from core import jobs
 from core.bench import BenchRequest
-from core.cli.common import add_target_argument, environment_json, ints, provider_names, split, target_backend
+from core.cli.common import (
+    add_code_arguments,
+    add_target_argument,
+    environment_json,
+    ints,
+    provider_names,
+    split,
+    target_backend,
+)
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.errors import IdentityRefused
 from core.identity import ANONYMOUS, Identity, named
@@ -40,6 +48,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--budget", type=float, default=120.0, help="time budget for measuring, seconds")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
+    add_code_arguments(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     parser.add_argument(
         "--owner",

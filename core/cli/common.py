@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from core.jobs.cluster.client import Cluster
 
 __all__ = [
+    "add_code_arguments",
     "add_target_argument",
     "as_onnx",
     "cluster_at",
+    "code_choice",
     "describe",
     "environment_json",
     "in_own_folder",
@@ -41,9 +43,30 @@ __all__ = [
 ]
 
 
-def describe(model: str) -> ModelRecord:
-    """The record of ``model``: a file path, several paths joined by ',' (model + data files) or sample:NAME.
-    Relative paths are the caller's, not the worker's."""
+def add_code_arguments(parser: Any) -> None:
+    """--class and --args: how to build a model given as its own code and weights (model.py,weights.pt)."""
+    parser.add_argument(
+        "--class",
+        dest="code_class",
+        default="",
+        metavar="NAME",
+        help="with a model's own code (model.py,weights.pt or package.zip,weights.safetensors): the nn.Module class "
+        "to build (default: the one the weights fit)",
+    )
+    parser.add_argument(
+        "--args", dest="code_args", default="", metavar="JSON", help="its constructor's arguments, a JSON object"
+    )
+
+
+def code_choice(args: Any) -> tuple[str, str]:
+    """The class and arguments --class and --args give (empty for a command without them)."""
+    return getattr(args, "code_class", ""), getattr(args, "code_args", "")
+
+
+def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
+    """The record of ``model``: a file path, several paths joined by ',' (model + data files, or a model's code
+    and its weights, built as ``code`` (class, JSON arguments) says) or sample:NAME. Relative paths are the
+    caller's, not the worker's."""
     if model.startswith("sample:"):
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
@@ -55,26 +78,37 @@ def describe(model: str) -> ModelRecord:
         raise WorkbenchError(f"No such file: {', '.join(missing)} (give a path to a model file, or sample:NAME).")
     unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
     atexit.register(shutil.rmtree, unpacked, True)
-    return run(INTAKE, IntakeRequest(paths=[str(p) for p in paths], unpack_dir=unpacked))
+    request = IntakeRequest(paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1])
+    return run(INTAKE, request)
 
 
-def as_onnx(model: str, work_dir: Path) -> tuple[ModelRecord, ModelRecord | None]:
+def as_onnx(
+    model: str, work_dir: Path, code: tuple[str, str] = ("", ""), shapes: dict[str, list[int]] | None = None
+) -> tuple[ModelRecord, ModelRecord | None]:
     """The ONNX model behind ``model`` and the PyTorch model it came from (if any).
 
-    A PyTorch model (sample:NAME, a state_dict, TorchScript, .pt2) is first exported with its default settings
-    into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
+    A PyTorch model (sample:NAME, a state_dict, TorchScript, .pt2, its own code) is first exported with its default
+    settings into ``work_dir``, as the Export page would with no changes; the export is verified like any other.
+    An input whose shape the model does not say (TorchScript, a model's code) is exported at its ``shapes`` entry.
     """
+    import dataclasses
+
     from core.export import ExportRequest, default_options
     from core.export.verify import unproven_warning
     from core.model.torchload import source_of
 
-    record = describe(model)
+    record = describe(model, code)
     if not record.is_pytorch:
         return record, None
+    given = shapes or {}
+    specs = [
+        dataclasses.replace(s, shape=list[int | str](given[s.name])) if s.shape is None and s.name in given else s
+        for s in record.inputs
+    ]
     print(f"exporting {record.name} to ONNX with the default settings…", file=sys.stderr)
     request = ExportRequest(
         source=source_of(record),
-        options=default_options(record),
+        options=default_options(dataclasses.replace(record, inputs=specs)),
         out_dir=str(work_dir),
         file_name=f"{record.name}.onnx",
     )
@@ -199,6 +233,11 @@ def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) 
     folder of many others would send them all). Unchanged when the job runs here, or for a built-in sample."""
     if backend is None or not record.path:
         return record
+    if record.code is not None:
+        raise TargetError(
+            f"'{record.name}' is built from your own code, which runs only on this machine; measure it here, or "
+            "export it to ONNX first and send the .onnx to the target (with --no-eager)."
+        )
     import dataclasses
     import os
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import describe, parse_input, print_json
+from core.cli.common import add_code_arguments, code_choice, describe, parse_input, print_json
 from core.errors import WorkbenchError
 from core.export import ExportOptions, ExportReport, ExportRequest, default_options
 from core.jobs import EXPORT
@@ -31,7 +31,12 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("export", help="export a PyTorch model to ONNX and verify it")
-    parser.add_argument("model", help="sample:NAME, a state_dict/safetensors file, a TorchScript archive or a .pt2")
+    parser.add_argument(
+        "model",
+        help="sample:NAME, a state_dict/safetensors file, a TorchScript archive, a .pt2, or a model's code and its "
+        "weights joined by ',' (model.py,weights.pt)",
+    )
+    add_code_arguments(parser)
     parser.add_argument("-o", "--output", required=True, help="where to write the .onnx")
     parser.add_argument("--exporter", choices=["dynamo", "legacy"], default="dynamo")
     parser.add_argument("--opset", type=int, help="ONNX opset (default 18)")
@@ -75,7 +80,11 @@ def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
             raise WorkbenchError(f"--value {text!r}: expected NAME=NUMBER, e.g. sr=16000") from None
     for text in args.input:
         name, shape = parse_input(text)
-        if name not in options.input_shapes and len(options.input_shapes) == 1 and record.format == "torchscript":
+        if (
+            name not in options.input_shapes
+            and len(options.input_shapes) == 1
+            and record.format in ("torchscript", "code")
+        ):
             options.input_shapes = {name: shape}
         elif name not in options.input_shapes:
             raise WorkbenchError(f"--input names {name!r}; the model's inputs are: {', '.join(options.input_shapes)}")
@@ -95,7 +104,7 @@ def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
 def run(args: argparse.Namespace) -> int:
     from core.model.torchload import source_of
 
-    record = describe(args.model)
+    record = describe(args.model, code_choice(args))
     if not record.is_pytorch:
         raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
     out = Path(args.output).resolve()

@@ -6,20 +6,23 @@ import argparse
 import json
 from typing import Any
 
-from core.cli.common import describe, print_record
+from core.cli.common import add_code_arguments, code_choice, describe, print_record
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("info", help="recognise a model file and print its record")
-    parser.add_argument("model", help="a path, 'model.onnx,model.onnx.data', or sample:NAME")
+    parser.add_argument(
+        "model", help="a path, 'model.onnx,model.onnx.data', 'model.py,weights.pt' (a model's code) or sample:NAME"
+    )
+    add_code_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    record = describe(args.model)
+    record = describe(args.model, code_choice(args))
     if args.json:
         from core.jobs.wire import to_data
 

@@ -151,9 +151,10 @@ def measured_model(args: argparse.Namespace, work_dir: Path, backend: Backend | 
     """What ``bench`` and ``profile`` measure: the ONNX model (a PyTorch one exported first), its PyTorch
     original (``--torch``; none with ``--no-eager``), the name to report it under, and the input plan; for a
     cluster target, each in a folder of its own (core.cli.common.in_own_folder)."""
-    from core.cli.common import as_onnx, describe
+    from core.cli.common import as_onnx, code_choice, describe, parse_input
 
-    record, torch_record = as_onnx(args.model, work_dir)
+    shapes = dict(parse_input(text) for text in args.input)
+    record, torch_record = as_onnx(args.model, work_dir, code_choice(args), shapes)
     if args.torch:
         torch_record = describe(args.torch)
         if not torch_record.is_pytorch:

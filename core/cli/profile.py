@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_target_argument, environment_json, target_backend
+from core.cli.common import add_code_arguments, add_target_argument, environment_json, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
     add_plan_arguments(parser)
+    add_code_arguments(parser)
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)

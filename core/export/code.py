@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from core.export.options import ExportOptions, names_of_tensors
+from core.model.formats import detect_format
 from core.model.inputs import SCALAR_TYPES, scalar_value
 from core.model.torchload import ExampleValues, TorchSource
 
@@ -54,33 +55,72 @@ def _integer_example(var: str, shape: list[int], dtype: str, made: ExampleValues
     return f"{line}  # {made.why}" if made.why else line
 
 
-def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, output_path: str) -> str:
-    """Python that redoes this exact export outside the app."""
-    lines = ["import torch", ""]
-    if source.kind == "sample":
+def _user_code_lines(source: TorchSource) -> list[str]:
+    """The lines that rebuild a model from its own code: the class imported from where it was uploaded, built
+    with the same arguments, the weights loaded."""
+    code = source.code
+    assert code is not None
+    weights = Path(source.path).name
+    if code.package:  # the package is the folder itself (a zip with __init__.py at its top)
+        init = str(Path(code.folder) / "__init__.py")
+        lines = [
+            "import importlib, importlib.util, json, sys",
+            f"spec = importlib.util.spec_from_file_location({code.package!r}, {init!r},"
+            f" submodule_search_locations=[{code.folder!r}])",
+            f"sys.modules[{code.package!r}] = importlib.util.module_from_spec(spec)",
+            f"spec.loader.exec_module(sys.modules[{code.package!r}])",
+            f"model_class = importlib.import_module({code.module!r}).{code.class_name}",
+        ]
+    else:
+        lines = [
+            "import json, sys",
+            f"sys.path.insert(0, {code.folder!r})  # the folder your code was uploaded to",
+            f"from {code.module} import {code.class_name} as model_class",
+        ]
+    lines.append(f"model = model_class(**json.loads({code.args!r}))")
+    if detect_format(source.path) == "safetensors":
+        lines += ["from safetensors.torch import load_file", f"model.load_state_dict(load_file({weights!r}))"]
+    else:  # a checkpoint dict holding the state_dict was unwrapped the same way
         lines += [
+            "from core.model.torch_files import unwrap_checkpoint  # this project's: takes the state_dict out",
+            f"model.load_state_dict(unwrap_checkpoint(torch.load({weights!r}, weights_only=True), []))",
+        ]
+    return [*lines, "model.eval()"]
+
+
+def _load_lines(source: TorchSource) -> list[str]:
+    """The lines that build the PyTorch model, named ``model``."""
+    if source.kind == "code":
+        return _user_code_lines(source)
+    if source.kind == "sample":
+        return [
             "from core.model import zoo  # this project's sample zoo",
             f"model = zoo.build_model({source.name!r})",
         ]
-    elif source.kind == "state_dict":
-        lines += [
+    if source.kind == "state_dict":
+        return [
             "from core.model import zoo  # this project's sample zoo",
             f"model = zoo.build_model({source.name!r})",
             f"model.load_state_dict(torch.load({Path(source.path).name!r}, weights_only=True))",
             "model.eval()",
         ]
-    elif source.kind == "safetensors":
-        lines += [
+    if source.kind == "safetensors":
+        return [
             "from safetensors.torch import load_file",
             "from core.model import zoo  # this project's sample zoo",
             f"model = zoo.build_model({source.name!r})",
             f"model.load_state_dict(load_file({Path(source.path).name!r}))",
             "model.eval()",
         ]
-    elif source.kind == "torchscript":
-        lines += [f"model = torch.jit.load({Path(source.path).name!r}).eval()"]
-    else:
-        lines += [f"model = torch.export.load({Path(source.path).name!r})"]
+    if source.kind == "torchscript":
+        return [f"model = torch.jit.load({Path(source.path).name!r}).eval()"]
+    return [f"model = torch.export.load({Path(source.path).name!r})"]
+
+
+def reproduce_code(source: TorchSource, options: ExportOptions, exporter: str, output_path: str) -> str:
+    """Python that redoes this exact export outside the app."""
+    lines = ["import torch", ""]
+    lines += _load_lines(source)
     lines.append("torch.manual_seed(0)")
     args = []
     traced = export_example_shapes(options, exporter)

@@ -6,6 +6,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from core.model.code_listing import is_python_source
 from core.model.protowire import looks_like_onnx
 
 __all__ = ["HEAD_BYTES", "detect_format", "file_sha256", "read_head", "sha256_files", "zip_names"]
@@ -36,7 +37,8 @@ def _looks_like_safetensors(head: bytes, size: int) -> bool:
 
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of one file, from its content: onnx, onnx-damaged, onnx-bundle, state_dict-zip,
-    torchscript, pt2, safetensors, legacy-torch, pickle, zip, empty or unknown."""
+    torchscript, pt2, safetensors, legacy-torch, pickle, python (a .py file of text), code-zip (a zip of Python
+    files), zip, empty or unknown."""
     path = Path(path)
     size = path.stat().st_size
     if size == 0:
@@ -52,9 +54,13 @@ def detect_format(path: str | os.PathLike[str]) -> str:
             return "pt2"
         if any(n.lower().endswith(".onnx") for n in names):
             return "onnx-bundle"
+        if any(n.endswith(".py") for n in names):
+            return "code-zip"
         return "zip"
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
         return "legacy-torch" if head[2:14] == LEGACY_TORCH_MAGIC else "pickle"
+    if is_python_source(path.name, head):
+        return "python"
     if _looks_like_safetensors(head, size):
         return "safetensors"
     evidence = looks_like_onnx(head, size)

@@ -3,7 +3,8 @@
 ``describe_files`` is the job the Model page and ``python -m core info`` run: given the files of one
 upload, it finds the format from the bytes, refuses what is unsafe or too large with a message that says
 what to do instead, and returns the model's record. The pieces: formats.py (recognition), pickles.py,
-archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely).
+archives.py, onnx_file.py and torch_files.py (each kind of file, opened safely), and code_listing.py
+with user_code.py (a model's own code with its weights).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.access import ReadPath, WritePath
-from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError
+from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError, brief
 from core.i18n import _, pgettext
 from core.model.formats import detect_format, read_head
 from core.model.onnx_file import describe_bundle, describe_onnx
@@ -33,6 +34,8 @@ _HANDLERS: dict[str, Callable[[Path, str, str, IntakeLimits], ModelRecord]] = {
 }
 
 _PRIMARY = {"onnx", "onnx-bundle", "onnx-damaged", *_HANDLERS, "pickle"}
+_CODE = {"python", "code-zip"}
+_WEIGHTS = {"state_dict-zip", "legacy-torch", "safetensors"}
 
 
 def _refuse_unreadable(path: Path, fmt: str) -> None:
@@ -63,7 +66,8 @@ def _refuse_unreadable(path: Path, fmt: str) -> None:
     raise UnsupportedFormatError(
         _(
             "'{name}' is not a model format this app reads (first bytes: {head}). It reads ONNX (.onnx), PyTorch "
-            "state_dicts (torch.save), safetensors, TorchScript archives and torch.export .pt2 programs."
+            "state_dicts (torch.save), safetensors, TorchScript archives, torch.export .pt2 programs, and a model's "
+            "own code (.py or a zip of its package) with its weights."
         ).format(name=path.name, head=head)
     )
 
@@ -76,6 +80,8 @@ class IntakeRequest:
     paths: list[ReadPath]
     name: str = ""  # the model's name; else the file's
     unpack_dir: WritePath = ""
+    code_class: str = ""  # with a model's own code: the class to build ("" = the one the weights fit)
+    code_args: str = ""  # ... and its constructor's arguments, a JSON object ("" = its defaults)
 
 
 def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -> ModelRecord:
@@ -87,6 +93,8 @@ def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -
     if not files:
         raise IntakeError(_("No file was given."))
     formats = {p: detect_format(p) for p in files}
+    if any(f in _CODE for f in formats.values()):
+        return _describe_code(request, files, formats, limits)
     primary = [p for p in files if formats[p] in _PRIMARY]
     if not primary:
         _refuse_unreadable(files[0], formats[files[0]])
@@ -105,3 +113,25 @@ def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -
         return _HANDLERS[fmt](main, fmt, name, limits)
     _refuse_unreadable(main, fmt)
     raise AssertionError(f"no reader for {fmt}")  # _refuse_unreadable raises for every other format
+
+
+def _describe_code(
+    request: IntakeRequest, files: list[Path], formats: dict[Path, str], limits: IntakeLimits
+) -> ModelRecord:
+    """A model's own code (one .py, or a zip of a package) with one weights file, built in this worker."""
+    from core.model.user_code import describe_code
+
+    code = [p for p in files if formats[p] in _CODE]
+    weights = [p for p in files if formats[p] in _WEIGHTS]
+    others = [p for p in files if p not in code and p not in weights]
+    if len(code) > 1:
+        listed = ", ".join(f"'{brief(p.name)}'" for p in code)
+        raise IntakeError(f"{listed} are each code; upload one .py file, or a zip of the package that holds them all.")
+    if len(weights) != 1 or others:
+        found = ", ".join(f"'{brief(p.name)}'" for p in [*weights, *others]) or "none"
+        raise IntakeError(
+            f"With the code '{brief(code[0].name)}', upload exactly one weights file: a state_dict saved with "
+            f"torch.save (.pt, .pth; a checkpoint dict holding one is fine) or a .safetensors file (found: {found})."
+        )
+    unpack = Path(request.unpack_dir) if request.unpack_dir else None
+    return describe_code(code[0], weights[0], (request.name, request.code_class, request.code_args), limits, unpack)

@@ -354,6 +354,9 @@ def _copied(record: ModelRecord | None, folder: Path) -> ModelRecord | None:
             except OSError:
                 shutil.copy2(source, target)
         moved[str(source)] = str(target)
+    code = record.code  # a model's own code: imported from where its files now lie
+    if code is not None and Path(code.root).resolve().is_relative_to(base.resolve()):
+        code = dataclasses.replace(code, root=str(folder / Path(code.root).resolve().relative_to(base.resolve())))
     return dataclasses.replace(
-        record, path=moved.get(record.path, str(folder / main.name)), files=[moved[str(f)] for f in files]
+        record, path=moved.get(record.path, str(folder / main.name)), files=[moved[str(f)] for f in files], code=code
     )

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from core.access import ReadPath
 from core.i18n import N_
 from core.model.metadata import ModelMetadata
 
-__all__ = ["FORMAT_LABELS", "ArchitectureMatch", "ModelRecord", "TensorSpec", "format_shape"]
+__all__ = [
+    "FORMAT_LABELS",
+    "PYTORCH_FORMATS",
+    "ArchitectureMatch",
+    "ModelRecord",
+    "TensorSpec",
+    "UserCode",
+    "format_shape",
+]
 
 # format id -> what the user reads (marked for the catalog: translated where shown, core.i18n)
 FORMAT_LABELS: dict[str, str] = {
@@ -17,7 +27,9 @@ FORMAT_LABELS: dict[str, str] = {
     "safetensors": N_("safetensors weights"),
     "torchscript": N_("TorchScript archive"),
     "pt2": N_("torch.export program (.pt2)"),
+    "code": N_("PyTorch code with its weights"),
 }
+PYTORCH_FORMATS = frozenset({"sample", "state_dict", "safetensors", "torchscript", "pt2", "code"})
 
 
 @dataclass(kw_only=True)
@@ -42,6 +54,24 @@ class ArchitectureMatch:
     shape_mismatches: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, kw_only=True)
+class UserCode:
+    """A model's own code and how to build it: what every later worker needs to rebuild it the same way."""
+
+    root: ReadPath  # the .py file, or the folder of the unpacked package: modules are imported from its folder
+
+    @property
+    def folder(self) -> str:
+        """The folder the code's modules are imported from."""
+        path = Path(self.root)
+        return str(path.parent if path.suffix == ".py" else path)
+
+    module: str  # the dotted module that defines the class ("model", "mypkg.net")
+    class_name: str
+    args: str = "{}"  # the constructor's keyword arguments, a JSON object
+    package: str = ""  # the package the root folder itself is (a zip with __init__.py at its top), else ""
+
+
 @dataclass(kw_only=True)
 class ModelRecord:
     """The model card: identity, format, size and signature of one model."""
@@ -64,6 +94,7 @@ class ModelRecord:
     external_data: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
+    code: UserCode | None = None  # a model built from its own code (format "code")
 
     @property
     def format_label(self) -> str:
@@ -71,7 +102,7 @@ class ModelRecord:
 
     @property
     def is_pytorch(self) -> bool:
-        return self.format in {"sample", "state_dict", "safetensors", "torchscript", "pt2"}
+        return self.format in PYTORCH_FORMATS
 
 
 def format_shape(shape: list[int | str] | None) -> str:

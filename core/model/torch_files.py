@@ -19,11 +19,15 @@ from core.settings import IntakeLimits
 MAX_SAFETENSORS_HEADER = 16 << 20  # the JSON list of tensors; a model of 100,000 tensors needs about 10 MB
 
 __all__ = [
+    "compare_keys",
     "describe_pt2",
     "describe_safetensors",
     "describe_torch_pickle",
     "describe_torchscript",
     "match_architectures",
+    "mismatch_summary",
+    "read_weights",
+    "refuse_code",
     "unwrap_checkpoint",
 ]
 
@@ -52,32 +56,32 @@ def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
     return tensors
 
 
+def compare_keys(
+    shapes: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], name: str
+) -> ArchitectureMatch:
+    """How a state_dict's keys and shapes fit those a module expects: missing, unexpected and wrong-shaped keys."""
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
+    mismatched = [
+        f"{k}: file {list(shapes[k])}, {name} {list(expected[k])}"
+        for k in sorted(set(expected) & set(shapes))
+        if tuple(shapes[k]) != tuple(expected[k])
+    ]
+    return ArchitectureMatch(
+        architecture=name,
+        matches=not (missing or unexpected or mismatched),
+        missing_keys=missing,
+        unexpected_keys=unexpected,
+        shape_mismatches=mismatched,
+    )
+
+
 def match_architectures(shapes: dict[str, tuple[int, ...]]) -> list[ArchitectureMatch]:
     """Compare a state_dict's keys and shapes with every zoo architecture."""
-    matches = []
-    for arch in zoo.SAMPLES:
-        expected = zoo.state_dict_shapes(arch)
-        missing = sorted(set(expected) - set(shapes))
-        unexpected = sorted(set(shapes) - set(expected))
-        mismatched = [
-            f"{k}: file {list(shapes[k])}, {arch} {list(expected[k])}"
-            for k in sorted(set(expected) & set(shapes))
-            if tuple(shapes[k]) != tuple(expected[k])
-        ]
-        ok = not (missing or unexpected or mismatched)
-        matches.append(
-            ArchitectureMatch(
-                architecture=arch,
-                matches=ok,
-                missing_keys=missing,
-                unexpected_keys=unexpected,
-                shape_mismatches=mismatched,
-            )
-        )
-    return matches
+    return [compare_keys(shapes, zoo.state_dict_shapes(arch), arch) for arch in zoo.SAMPLES]
 
 
-def _mismatch_summary(match: ArchitectureMatch) -> str:
+def mismatch_summary(match: ArchitectureMatch) -> str:
     parts = []
     for label, items in (
         ("missing", match.missing_keys),
@@ -95,7 +99,7 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
     good = [m for m in matches if m.matches]
     if not good:
         closest = sorted(matches, key=lambda m: len(m.missing_keys) + len(m.unexpected_keys) + len(m.shape_mismatches))
-        details = " | ".join(_mismatch_summary(m) for m in closest[:3])
+        details = " | ".join(mismatch_summary(m) for m in closest[:3])
         raise NoMatchingArchitectureError(
             f"The weights in '{main.name}' ({len(tensors)} tensors) fit none of the sample architectures, so "
             f"there is no code to load them into. Closest: {details}. Upload an ONNX export, a TorchScript "
@@ -122,7 +126,11 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
     )
 
 
-def describe_torch_pickle(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+def read_weights(path: Path, fmt: str, limits: IntakeLimits, notes: list[str]) -> dict[str, Any]:
+    """The tensors of a state_dict file (torch.save, with ``weights_only``) or a safetensors file, unwrapped from
+    a checkpoint dict; what was done to them is added to ``notes``."""
+    if fmt == "safetensors":
+        return _read_safetensors(path, limits)
     import torch
 
     if fmt == "state_dict-zip":
@@ -143,11 +151,15 @@ def describe_torch_pickle(path: Path, fmt: str, name: str, limits: IntakeLimits)
                 f"code. {WHOLE_MODULE_ADVICE}"
             ) from None
         raise IntakeError(f"'{path.name}' is a PyTorch file that could not be read ({text[:300]}).") from None
+    return unwrap_checkpoint(obj, notes)
+
+
+def describe_torch_pickle(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     notes: list[str] = []
-    return _record_from_state_dict(unwrap_checkpoint(obj, notes), path, "state_dict", name, notes)
+    return _record_from_state_dict(read_weights(path, fmt, limits, notes), path, "state_dict", name, notes)
 
 
-def describe_safetensors(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+def _read_safetensors(path: Path, limits: IntakeLimits) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     if path.stat().st_size > limits.max_initializer_bytes + (1 << 20):
@@ -160,19 +172,29 @@ def describe_safetensors(path: Path, fmt: str, name: str, limits: IntakeLimits) 
             f"models need well under {MAX_SAFETENSORS_HEADER >> 20} MB, so it was not read."
         )
     try:
-        tensors = load_file(str(path), device="cpu")
+        tensors: dict[str, Any] = load_file(str(path), device="cpu")
     except Exception as exc:
         raise IntakeError(f"'{path.name}' looks like safetensors but could not be read ({exc}).") from None
-    return _record_from_state_dict(tensors, path, "safetensors", name, [])
+    return tensors
 
 
-def _refuse_code_archive(path: Path, kind: str, limits: IntakeLimits) -> None:
+def describe_safetensors(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
+    return _record_from_state_dict(_read_safetensors(path, limits), path, "safetensors", name, [])
+
+
+def refuse_code(path: Path, kind: str, limits: IntakeLimits) -> None:
+    """Refuse a file that carries code (TorchScript, .pt2, a model's own .py or package) where code is not
+    accepted (hosted mode, unless the operator allows it)."""
     if not limits.allow_code_archives:
         raise UnsafeModelError(
             f"'{path.name}' is a {kind}, which carries code that runs when it is opened. This instance does not "
             "accept them (its operator can set WORKBENCH_ALLOW_CODE_ARCHIVES=true). Upload an ONNX export or a "
             "state_dict instead."
         )
+
+
+def _refuse_code_archive(path: Path, kind: str, limits: IntakeLimits) -> None:
+    refuse_code(path, kind, limits)
     check_zip(path, limits)
 
 

@@ -1,4 +1,5 @@
-"""Open the current PyTorch model inside the worker: a sample, weights in a sample architecture, or an archive."""
+"""Open the current PyTorch model inside the worker: a sample, weights in a sample architecture, an archive, or a
+model built from its own code (core.model.user_code)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from core.access import ReadPath
 from core.errors import IntakeError
 from core.model import zoo
 from core.model.inputs import SCALAR_TYPES, scalar_value
-from core.model.records import ModelRecord
+from core.model.records import ModelRecord, UserCode
 from core.model.torch_files import unwrap_checkpoint
 
 if TYPE_CHECKING:
@@ -20,13 +21,14 @@ if TYPE_CHECKING:
 __all__ = ["ExampleValues", "TorchSource", "example_tensors", "load_module", "module_op_counts", "source_of"]
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class TorchSource:
     """Where a PyTorch model comes from, as JSON-able data: enough for the worker to rebuild it."""
 
-    kind: str  # sample | state_dict | safetensors | torchscript | pt2
-    name: str = ""  # sample or architecture name
-    path: ReadPath = ""  # the file for everything but samples
+    kind: str  # sample | state_dict | safetensors | torchscript | pt2 | code
+    name: str = ""  # sample or architecture name (the class, for a model's own code)
+    path: ReadPath = ""  # the file for everything but samples (the weights, for a model's own code)
+    code: UserCode | None = None  # a model's own code: where it is and how to build it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,11 +45,13 @@ class ExampleValues:
 
 def source_of(record: ModelRecord) -> TorchSource:
     if record.format == "sample":
-        return TorchSource("sample", record.name)
+        return TorchSource(kind="sample", name=record.name)
     if record.format in ("state_dict", "safetensors"):
-        return TorchSource(record.format, record.architecture, record.path)
+        return TorchSource(kind=record.format, name=record.architecture, path=record.path)
     if record.format in ("torchscript", "pt2"):
-        return TorchSource(record.format, "", record.path)
+        return TorchSource(kind=record.format, path=record.path)
+    if record.format == "code" and record.code is not None:
+        return TorchSource(kind="code", name=record.code.class_name, path=record.path, code=record.code)
     raise IntakeError(f"'{record.name}' is a {record.format_label}, not a PyTorch model.")
 
 
@@ -68,11 +72,30 @@ def load_module(source: TorchSource) -> Any:
             weights = unwrap_checkpoint(torch.load(source.path, weights_only=True, map_location="cpu"), [])
         model.load_state_dict(weights)
         return model.eval()
+    if source.kind == "code" and source.code is not None:
+        return _user_module(source.path, source.code)
     if source.kind == "torchscript":
         return torch.jit.load(source.path, map_location="cpu").eval()
     if source.kind == "pt2":
         return torch.export.load(source.path)
     raise IntakeError(f"unknown PyTorch source kind {source.kind!r}")
+
+
+def _user_module(weights_path: str, code: UserCode) -> Any:
+    """A model's own code rebuilt as intake built it: the same class, arguments and weights."""
+    from pathlib import Path
+
+    from core.model.formats import detect_format
+    from core.model.torch_files import mismatch_summary, read_weights
+    from core.model.user_code import build_module, load_weights
+    from core.settings import IntakeLimits
+
+    model = build_module(code)
+    path = Path(weights_path)
+    match = load_weights(model, read_weights(path, detect_format(path), IntakeLimits(), []), code.class_name)
+    if not match.matches:
+        raise IntakeError(f"The weights no longer fit the code: {mismatch_summary(match)}. Upload them again.")
+    return model.eval()
 
 
 def module_op_counts(model: torch.nn.Module | torch.export.ExportedProgram) -> dict[str, int]:

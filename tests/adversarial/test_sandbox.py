@@ -216,3 +216,21 @@ def test_a_pickle_in_a_pre_started_worker_gets_nothing_either(scene: Scene) -> N
         assert not [p for p in psutil.process_iter(["cmdline"]) if str(marker) in " ".join(p.info["cmdline"] or [])]
     finally:
         backend.pool.close()
+
+
+def test_a_models_own_code_runs_in_the_sandbox_that_holds_nothing(scene: Scene) -> None:
+    """The same payload as a person's model code (a .py with its weights): it runs at import, in the worker."""
+    import torch
+
+    from core.errors import CodeError
+    from tests import builders
+
+    code = scene.uploads / "thief_net.py"
+    code.write_text(escape_code(scene.secret, scene.outside, scene.listener.port, scene.marker, scene.other_session,
+                                scene.loot) + "\n" + builders.NET_SOURCE)  # fmt: skip
+    weights = scene.uploads / "w.pt"
+    torch.save(builders.user_net().state_dict(), weights)  # type: ignore[attr-defined]
+    request = IntakeRequest(paths=[str(code), str(weights)], unpack_dir=str(scene.uploads))
+    with pytest.raises(CodeError, match="raised RuntimeError: done") as caught:
+        run(INTAKE, request, scene.backend(sandbox=True))
+    _assert_nothing_escaped(scene, str(caught.value))

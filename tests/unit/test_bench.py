@@ -30,7 +30,7 @@ from tests.cli import cli
 from ui.bench_view import results_frame, samples_frame
 from ui.charts import batch_figure, distribution_figure, latency_figure, speedup_figure
 
-TINY = TorchSource("sample", "tinycnn")
+TINY = TorchSource(kind="sample", name="tinycnn")
 
 
 # -- statistics ---------------------------------------------------------------------------------------------

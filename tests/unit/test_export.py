@@ -30,7 +30,10 @@ def run_export(tmp_path: Path, name: str, **changes: object):
         setattr(options, key, value)
     return export_model(
         ExportRequest(
-            source=TorchSource("sample", name), options=options, out_dir=str(tmp_path), file_name=f"{name}.onnx"
+            source=TorchSource(kind="sample", name=name),
+            options=options,
+            out_dir=str(tmp_path),
+            file_name=f"{name}.onnx",
         )
     )
 
@@ -102,7 +105,9 @@ def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) ->
     assert choose_exporter("torchscript", "dynamo")[0] == "legacy"
     options = ExportOptions(input_shapes={"x": [2, 784]}, dynamic_axes={"x": {"0": "batch"}}, exporter="dynamo")
     report = export_model(
-        ExportRequest(source=TorchSource("torchscript", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
+        ExportRequest(
+            source=TorchSource(kind="torchscript", path=str(path)), options=options, out_dir=str(tmp_path / "o")
+        )
     )
     assert report.exporter == "legacy" and "ScriptModule" in report.exporter_reason
     assert report.ok
@@ -116,7 +121,7 @@ def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
     record = describe_files(IntakeRequest(paths=[str(path)]))
     options = default_options(record)
     report = export_model(
-        ExportRequest(source=TorchSource("pt2", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
+        ExportRequest(source=TorchSource(kind="pt2", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
     )
     assert report.exporter == "dynamo" and report.ok
     assert len(report.trials) == 2 and next(iter(report.trials[1].input_shapes.values()))[0] == 3
@@ -292,7 +297,7 @@ def bert_export(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     record = describe_files(IntakeRequest(paths=[str(path)]))
     options = default_options(record)
     report = export_model(
-        ExportRequest(source=TorchSource("pt2", path=str(path)), options=options, out_dir=str(folder / "o"))
+        ExportRequest(source=TorchSource(kind="pt2", path=str(path)), options=options, out_dir=str(folder / "o"))
     )
     return record, options, report
 

@@ -36,7 +36,7 @@ def test_the_resnet_samples_convolutions_are_matched_to_their_nodes(tmp_path: Pa
     """Nested modules (3.conv1, 3.bn1…) through both exporters' naming: every Conv2d shares a row with the ONNX
     Runtime node it became, BatchNorm folded in, the Relu fused."""
     path, inputs = _exported("resnet", tmp_path, dynamo)
-    model = MeasuredModel(path=str(path), inputs=inputs, torch_source=TorchSource("sample", "resnet"))
+    model = MeasuredModel(path=str(path), inputs=inputs, torch_source=TorchSource(kind="sample", name="resnet"))
     report = profile_model(ProfileRequest(model=model, iterations=10, warmup=2, threads=1))
     assert report.op_types[0].op_type == "Conv" and 0.5 <= report.kernel_ms / report.call_ms <= 1.0
     conv_rows = [r for r in report.matched if "Conv2d" in r.kinds]
