@@ -126,12 +126,18 @@ def _describe_code(
     others = [p for p in files if p not in code and p not in weights]
     if len(code) > 1:
         listed = ", ".join(f"'{brief(p.name)}'" for p in code)
-        raise IntakeError(f"{listed} are each code; upload one .py file, or a zip of the package that holds them all.")
-    if len(weights) != 1 or others:
-        found = ", ".join(f"'{brief(p.name)}'" for p in [*weights, *others]) or "none"
         raise IntakeError(
-            f"With the code '{brief(code[0].name)}', upload exactly one weights file: a state_dict saved with "
-            f"torch.save (.pt, .pth; a checkpoint dict holding one is fine) or a .safetensors file (found: {found})."
+            _("{files} are each code; upload one .py file, or a zip of the package that holds them all.").format(
+                files=listed
+            )
+        )
+    if len(weights) != 1 or others:
+        found = ", ".join(f"'{brief(p.name)}'" for p in [*weights, *others]) or _("none")
+        raise IntakeError(
+            _(
+                "With the code '{code}', upload exactly one weights file: a state_dict saved with torch.save (.pt, "
+                ".pth; a checkpoint dict holding one is fine) or a .safetensors file (found: {found})."
+            ).format(code=brief(code[0].name), found=found)
         )
     unpack = Path(request.unpack_dir) if request.unpack_dir else None
     return describe_code(code[0], weights[0], (request.name, request.code_class, request.code_args), limits, unpack)
