@@ -2,7 +2,8 @@
 
 Machines differ, and a shared machine is busier at one moment than another, so a wall time alone says little.
 Each script measures a unit in the same run: how long a fresh interpreter takes to ``import onnx, onnxruntime,
-numpy`` (the median of three), and prints each figure in seconds and as a multiple of that unit, beside its goal.
+numpy``, three times before its walk and three times after it (the median of the six: on a shared machine the
+load changes within a run), and prints each figure in seconds and as a multiple of that unit, beside its goal.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["GOALS", "machine", "measure_unit", "report"]
+__all__ = ["GOALS", "machine", "measure_unit", "report", "unit_samples"]
 
 # figure -> the most it may take, in units (issue #27: where people run it)
 GOALS: dict[str, float] = {
@@ -28,14 +29,19 @@ GOALS: dict[str, float] = {
 }
 
 
-def measure_unit(runs: int = 3) -> float:
-    """Seconds a fresh interpreter takes to import onnx, onnxruntime and numpy: the median of ``runs``."""
+def unit_samples(runs: int = 3) -> list[float]:
+    """Seconds a fresh interpreter takes to import onnx, onnxruntime and numpy, ``runs`` times."""
     times = []
     for _ in range(runs):
         began = time.monotonic()
         subprocess.run([sys.executable, "-c", "import onnx, onnxruntime, numpy"], check=True)
         times.append(time.monotonic() - began)
-    return statistics.median(times)
+    return times
+
+
+def measure_unit(before: list[float], after: list[float]) -> float:
+    """The unit: the median of the samples taken before a script's walk and after it."""
+    return statistics.median([*before, *after])
 
 
 def machine() -> str:

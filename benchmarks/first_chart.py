@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._server import ROOT, running_app
-from benchmarks._unit import machine, measure_unit, report
+from benchmarks._unit import machine, measure_unit, report, unit_samples
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -79,14 +79,17 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="walks, each in a new session (default 2)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to serve (default this one)")
     args = parser.parse_args()
-    unit = measure_unit()
-    print(f"{machine()}; unit (import onnx, onnxruntime, numpy): {unit:.2f} s; serving {args.root}", flush=True)
+    before = unit_samples()
+    print(f"{machine()}; serving {args.root}", flush=True)
     walks = []
     with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp), root=args.root) as (url, _pid):
         for n in range(args.repeat):
             walks.append(one_walk(url))
             print(f"walk {n + 1}: " + ", ".join(f"{k} {v:.1f} s" for k, v in walks[-1].items()), flush=True)
-    print(f"\nfirst walk (a server just started; its figures are the goals'), unit {unit:.2f} s:")
+    unit = measure_unit(before, after := unit_samples())
+    samples = f"before {statistics.median(before):.2f} s, after {statistics.median(after):.2f} s"
+    print(f"\nunit (import onnx, onnxruntime, numpy; median of 6): {unit:.2f} s ({samples})")
+    print("first walk (a server just started; its figures are the goals'):")
     print("\n".join(report(walks[0], unit)))
     if len(walks) > 1:
         print(f"median of {len(walks)} walks:")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._server import ROOT, running_app
-from benchmarks._unit import machine, measure_unit, report
+from benchmarks._unit import machine, measure_unit, report, unit_samples
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -84,20 +85,21 @@ def main() -> None:
 
     from tests.graph_models import transformer_like
 
-    unit = measure_unit()
+    before = unit_samples()
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / f"transformer-{args.layers}.onnx"
         onnx.save(transformer_like(args.layers), model)
         print(f"{model.name}: {model.stat().st_size / 2**20:.1f} MB; {machine()}; serving {args.root}")
-        print(f"unit (import onnx, onnxruntime, numpy): {unit:.2f} s", flush=True)
         with running_app(Path(tmp) / "data", root=args.root, start_sample="") as (url, pid):
             for step, seconds, mb in walk(url, pid, model):
                 print(f"{step:28s} {seconds:6.1f} s   server {mb:6.0f} MB", flush=True)
                 figures[step] = seconds
         if not args.no_cli:
             figures["partition --levels (CLI)"] = cli_levels(args.root, model, Path(tmp) / "cli-data")
-    print(f"\nin units of {unit:.2f} s:")
+    unit = measure_unit(before, after := unit_samples())
+    samples = f"before {statistics.median(before):.2f} s, after {statistics.median(after):.2f} s"
+    print(f"\nunit (import onnx, onnxruntime, numpy; median of 6): {unit:.2f} s ({samples}); in units:")
     print("\n".join(report(figures, unit)))
 
 
