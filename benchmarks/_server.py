@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextmanager
-def running_app(data_dir: Path, **settings: str) -> Iterator[tuple[str, int]]:
-    """The app's URL and server pid, started with `python -m core serve` and WORKBENCH_<NAME> settings."""
+def running_app(data_dir: Path, root: Path = ROOT, **settings: str) -> Iterator[tuple[str, int]]:
+    """The app's URL and server pid, started with `python -m core serve` and WORKBENCH_<NAME> settings, from the
+    checkout at ``root`` (another one, such as the commit before a change, to measure both in one run)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -25,7 +26,7 @@ def running_app(data_dir: Path, **settings: str) -> Iterator[tuple[str, int]]:
     env.update({f"WORKBENCH_{name.upper()}": value for name, value in settings.items()})
     server = subprocess.Popen(
         [sys.executable, "-m", "core", "serve", "--port", str(port), "--address", "127.0.0.1"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:

@@ -1,10 +1,12 @@
 """How long a newcomer waits: from opening the app to the first benchmark chart of the start sample (TinyCNN),
 with the page's defaults, in Chromium; and how long Decode and Partition of that model take to answer.
 
-Run: .venv/bin/python benchmarks/first_chart.py [--repeat 2] [--iterations 200]
+Run: .venv/bin/python benchmarks/first_chart.py [--repeat 2] [--root OTHER_CHECKOUT]
 Starts the app (`python -m core serve`) on a free port with a fresh data folder, drives Debian's Chromium with
 Playwright and prints each step's wall time: the first page, Decode, Partition, the one-click export and the
-benchmark with the defaults until its chart is drawn. Run it on an idle machine; it prints the cores it had.
+benchmark with the defaults until its chart is drawn. Each figure is also given in units (benchmarks/_unit.py:
+a fresh interpreter's import of onnx, onnxruntime and numpy, measured in the same run) beside its goal.
+``--root`` serves another checkout (the commit before a change, say) to compare both in one run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._server import running_app
+from benchmarks._server import ROOT, running_app
+from benchmarks._unit import machine, measure_unit, report, unit_samples
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -74,15 +77,23 @@ def one_walk(url: str) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="walks, each in a new session (default 2)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to serve (default this one)")
     args = parser.parse_args()
+    before = unit_samples()
+    print(f"{machine()}; serving {args.root}", flush=True)
     walks = []
-    with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp)) as (url, _pid):
+    with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp), root=args.root) as (url, _pid):
         for n in range(args.repeat):
             walks.append(one_walk(url))
             print(f"walk {n + 1}: " + ", ".join(f"{k} {v:.1f} s" for k, v in walks[-1].items()), flush=True)
-    print(f"\nmedian of {len(walks)} walk(s), {os.cpu_count()} cores:")
-    for key in walks[0]:
-        print(f"  {key:<24} {statistics.median(w[key] for w in walks):6.1f} s")
+    unit = measure_unit(before, after := unit_samples())
+    samples = f"before {statistics.median(before):.2f} s, after {statistics.median(after):.2f} s"
+    print(f"\nunit (import onnx, onnxruntime, numpy; median of 6): {unit:.2f} s ({samples})")
+    print("first walk (a server just started; its figures are the goals'):")
+    print("\n".join(report(walks[0], unit)))
+    if len(walks) > 1:
+        print(f"median of {len(walks)} walks:")
+        print("\n".join(report({key: statistics.median(w[key] for w in walks) for key in walks[0]}, unit)))
 
 
 if __name__ == "__main__":

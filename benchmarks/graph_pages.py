@@ -1,16 +1,21 @@
 """How long the pages take to show a large model's graph: a 30,000-node transformer-like model uploaded in
-Chromium, then Decode and Partition until the graph view has drawn its first frame, and the server's memory.
+Chromium, then Decode and Partition until the graph view has drawn its first frame, and the server's memory;
+then the command line's `partition --levels` of the same model.
 
-Run: .venv/bin/python benchmarks/graph_pages.py [--layers 1500]
+Run: .venv/bin/python benchmarks/graph_pages.py [--layers 1500] [--root OTHER_CHECKOUT] [--no-cli]
 Starts the app (`python -m core serve`) on a free port with a fresh data folder and drives Debian's Chromium
 with Playwright. Prints each step's wall time (upload, Decode, Partition) and the server's resident memory
-after each; run it on an idle machine.
+after each, then each figure in units (benchmarks/_unit.py: a fresh interpreter's import of onnx, onnxruntime
+and numpy, measured in the same run) beside its goal. ``--root`` runs another checkout (the commit before a
+change, say) to compare both in one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._server import running_app
+from benchmarks._server import ROOT, running_app
+from benchmarks._unit import machine, measure_unit, report, unit_samples
 
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -60,21 +66,41 @@ def walk(url: str, pid: int, model: Path) -> list[tuple[str, float, float]]:
     return steps
 
 
+def cli_levels(root: Path, model: Path, data: Path) -> float:
+    """Seconds `python -m core partition MODEL --levels` takes, from the checkout at ``root``."""
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data))
+    began = time.monotonic()
+    command = [sys.executable, "-m", "core", "partition", str(model), "--levels"]
+    subprocess.run(command, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.monotonic() - began
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=1500, help="20 nodes each (1500: 30,003 nodes)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to run (default this one)")
+    parser.add_argument("--no-cli", action="store_true", help="leave out the command line's partition --levels")
     args = parser.parse_args()
     import onnx
 
     from tests.graph_models import transformer_like
 
+    before = unit_samples()
+    figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / f"transformer-{args.layers}.onnx"
         onnx.save(transformer_like(args.layers), model)
-        print(f"{model.name}: {model.stat().st_size / 2**20:.1f} MB, {os.cpu_count()} cores")
-        with running_app(Path(tmp) / "data", start_sample="") as (url, pid):
+        print(f"{model.name}: {model.stat().st_size / 2**20:.1f} MB; {machine()}; serving {args.root}")
+        with running_app(Path(tmp) / "data", root=args.root, start_sample="") as (url, pid):
             for step, seconds, mb in walk(url, pid, model):
-                print(f"{step:28s} {seconds:6.1f} s   server {mb:6.0f} MB")
+                print(f"{step:28s} {seconds:6.1f} s   server {mb:6.0f} MB", flush=True)
+                figures[step] = seconds
+        if not args.no_cli:
+            figures["partition --levels (CLI)"] = cli_levels(args.root, model, Path(tmp) / "cli-data")
+    unit = measure_unit(before, after := unit_samples())
+    samples = f"before {statistics.median(before):.2f} s, after {statistics.median(after):.2f} s"
+    print(f"\nunit (import onnx, onnxruntime, numpy; median of 6): {unit:.2f} s ({samples}); in units:")
+    print("\n".join(report(figures, unit)))
 
 
 if __name__ == "__main__":

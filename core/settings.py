@@ -55,7 +55,8 @@ class Settings:
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
     max_jobs_per_session: int = 2  # jobs one browser session may run at once
-    warm_workers: int = 1  # workers the server keeps started ahead, imports done (each holds ~250 MB); 0: none
+    # workers of each kind the server keeps started ahead, imports done (~70 MB; with torch ~250 MB); 0: none
+    warm_workers: int = 1
     sandbox: bool = True  # run each worker in a bubblewrap sandbox when this machine has it
     require_sandbox: bool = False  # refuse to run jobs (and to start) without the sandbox
     auth: str = ""  # who signs people in: "" nobody (everyone is anonymous), "oidc" (st.login), "proxy" (a header)

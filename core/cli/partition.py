@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +22,7 @@ from core.cli.common import (
     target_backend,
 )
 from core.jobs import OPTIMIZE, PARTITION
+from core.jobs.process import TypedHandle
 from core.jobs.wire import to_data
 from core.partition import (
     LevelsRequest,
@@ -32,6 +35,8 @@ from core.partition import (
 from core.runtime.ort import short_name
 
 __all__ = ["register", "run"]
+
+_log = logging.getLogger(__name__)
 
 
 def register(sub: Any) -> None:
@@ -89,11 +94,12 @@ def run(args: argparse.Namespace) -> int:
             level=args.level,
             simulate=split(args.simulate),
         )
-        result = jobs.run(PARTITION, request, backend)
-        levels: OptimizationReport | None = None
-        if args.levels:
+        partitioned = jobs.submit(PARTITION, request, backend)
+        leveled: TypedHandle[OptimizationReport] | None = None
+        if args.levels:  # at the same time: on a large model both spend seconds in ORT building sessions
             out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
-            levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
+            leveled = jobs.submit(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
+        result, levels = _results(partitioned, leveled)
     if args.json:
         data = _partition_json(result, levels, bool(args.out_dir))
         data["environment"] = environment_json(None, args.target)
@@ -101,6 +107,26 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(result, levels, bool(args.out_dir))
     return 0
+
+
+def _results(
+    partitioned: TypedHandle[PartitionResult], leveled: TypedHandle[OptimizationReport] | None
+) -> tuple[PartitionResult, OptimizationReport | None]:
+    """Both jobs' results, their warnings logged (printed to stderr); when one fails the other is stopped."""
+    try:
+        result = partitioned.result()
+        levels = leveled.result() if leveled is not None else None
+    except BaseException:
+        for handle in (partitioned, leveled):
+            if handle is not None and not handle.done():
+                handle.cancel()
+                with contextlib.suppress(Exception):
+                    handle.result(timeout=30)  # ended, before its folder is removed
+        raise
+    for handle in (partitioned, leveled):
+        for warning in handle.warnings if handle is not None else ():
+            _log.warning(warning)
+    return result, levels
 
 
 def _partition_json(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> dict[str, Any]:

@@ -176,6 +176,7 @@ class _ProcessJob:
             language=i18n.language(),  # the caller's run's: its errors come back in the reader's language
         )
         self._pool = pool if job.warm else None
+        self._torch = job.torch  # which kind of pre-started worker it takes
         self._staged: tuple[Spare, Staging] | None = None
         self._spawned_at = 0.0  # the wall clock when its worker started, a second early
         self._dropped: list[str] = []  # what the job left among its results that is not a plain file or folder
@@ -246,7 +247,7 @@ class _ProcessJob:
         for folder in self._confinement.writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
         self._spawned_at = time.time() - 1.0  # what the job makes in its folders is newer (ctime, coarse clock)
-        taken = self._pool.take(self._confinement, self._memory_bytes) if self._pool is not None else None
+        taken = self._pool.take(self._confinement, self._memory_bytes, self._torch) if self._pool is not None else None
         if self._pool is not None:
             self._pool.job_started(self._exclusive)
             self._counted = True

@@ -81,6 +81,8 @@ class Job(Generic[Request, Result]):
     # may run in a pre-started worker (core.jobs.warm), where the paths it is given are links to staged
     # folders: a job whose result names the resolved path of a file it read must not
     warm: bool = True
+    # imports torch: goes to a pre-started worker that imported it ahead (the others do without its ~3 CPU-s)
+    torch: bool = False
     targeted: bool = False  # may run on a target of the Ray cluster (the sidebar's "Run on")
     kept_with_link: bool = False  # its result names no file of the session's: kept with the model's link
     folder: str = ""  # in the app, the job writes into a fresh folder of the session's named so (its out_dir)
@@ -164,9 +166,11 @@ class JobRegistry:
 
 # The app's jobs: one handle per feature.
 INTAKE: Job[IntakeRequest, ModelRecord] = Job(name="intake.describe_files", target="core.model.intake:describe_files")
-SAMPLE: Job[SampleRequest, ModelRecord] = Job(name="intake.describe_sample", target="core.model.zoo:sample_record")
+SAMPLE: Job[SampleRequest, ModelRecord] = Job(
+    name="intake.describe_sample", target="core.model.zoo:sample_record", torch=True
+)
 EXPORT: Job[ExportRequest, ExportReport] = Job(
-    name="export.run", target="core.export.exporter:export_model", folder="export"
+    name="export.run", target="core.export.exporter:export_model", folder="export", torch=True
 )
 DECODE: Job[DecodeRequest, DecodedModel] = Job(
     name="decode.run", target="core.decode.decoder:decode_model", folder="decode"
@@ -179,10 +183,20 @@ OPTIMIZE: Job[LevelsRequest, OptimizationReport] = Job(
     name="optimize.levels", target="core.partition.optimize:optimize_levels", targeted=True, folder="optimized"
 )
 BENCH: Job[BenchRequest, BenchReport] = Job(
-    name="bench.run", target="core.bench.benchmark:run_benchmark", exclusive=True, targeted=True, kept_with_link=True
+    name="bench.run",
+    target="core.bench.benchmark:run_benchmark",
+    exclusive=True,
+    targeted=True,
+    kept_with_link=True,
+    torch=True,
 )
 PROFILE: Job[ProfileRequest, ProfileReport] = Job(
-    name="profile.run", target="core.profile.profiler:profile_model", exclusive=True, targeted=True, kept_with_link=True
+    name="profile.run",
+    target="core.profile.profiler:profile_model",
+    exclusive=True,
+    targeted=True,
+    kept_with_link=True,
+    torch=True,
 )
 QUANTIZE: Job[QuantizeRequest, QuantizeReport] = Job(
     name="quantize.run",

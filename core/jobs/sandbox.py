@@ -226,10 +226,13 @@ def start_worker(
     stderr: IO[bytes],
     *,
     warm: bool = False,
+    torch: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm), in its sandbox when
-    there is one, with ``scratch`` as its private folder; its stdin and stdout are the job's channel."""
-    python = [sys.executable, "-m", "core.jobs.worker", *(["--warm"] if warm else [])]
+    """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm; ``--torch``: it
+    imports torch ahead too), in its sandbox when there is one, with ``scratch`` as its private folder; its
+    stdin and stdout are the job's channel."""
+    flags = [*(["--warm"] if warm else []), *(["--torch"] if warm and torch else [])]
+    python = [sys.executable, "-m", "core.jobs.worker", *flags]
     command = worker_command(python, confinement, settings, scratch, staged=warm) if sandboxed else python
     return subprocess.Popen(
         command,

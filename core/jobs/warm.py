@@ -1,10 +1,11 @@
 """Pre-started workers: one process per job still, but started before the job comes, its imports done.
 
 A job's worker spends most of a small job importing its libraries (torch alone takes 1.5 s). A ``WarmPool``
-keeps a few workers started ahead (``python -m core.jobs.worker --warm``): each imports numpy, onnx,
-onnxruntime and torch, says it is ready, and waits for its one job; a used worker is never used again, and
-a new one is started once its job has ended (never while this server runs a benchmark, which must have the
-machine to itself).
+keeps a few workers of each kind started ahead (``python -m core.jobs.worker --warm``): each imports numpy,
+onnx and onnxruntime, says it is ready, and waits for its one job; those of the other kind (``--torch``) import
+torch too (~3 CPU-s more), for the jobs marked ``torch`` in the job table, so that the other jobs' workers are
+replaced at a sixth of the cost. A used worker is never used again, and a new one of its kind is started once its
+job has ended (never while this server runs a benchmark, which must have the machine to itself).
 
 The sandbox's walls are fixed when a worker starts, before its job's paths are known. So a pre-started worker
 is started with nothing of the data folder shown, and the job's files are staged into its private folder when
@@ -144,13 +145,14 @@ def collect_outputs(spare: Spare, staging: Staging) -> list[str]:
 
 @dataclass(kw_only=True)
 class WarmPool:
-    """Keeps ``size`` workers started ahead for a backend's jobs. Its own thread starts them and lives as long
-    as the server, so the workers die with the server (their parent-death signal is tied to that thread)."""
+    """Keeps ``size`` workers of each kind (with torch imported and without) started ahead for a backend's jobs.
+    Its own thread starts them and lives as long as the server, so the workers die with the server (their
+    parent-death signal is tied to that thread)."""
 
     settings: Settings
     sandboxed: bool
     size: int = 1
-    _ready: list[Spare] = field(default_factory=list)
+    _ready: dict[bool, list[Spare]] = field(default_factory=lambda: {False: [], True: []})  # torch imported?
     _wanted: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _exclusive_running: int = 0
@@ -161,20 +163,22 @@ class WarmPool:
         threading.Thread(target=self._keep_warm, name="warm workers", daemon=True).start()
         atexit.register(self.close)
 
-    def take(self, confinement: Confinement, memory_bytes: int) -> tuple[Spare, Staging] | None:
-        """A ready worker and where the job's paths go in it, or None (the job starts its own worker): when the
-        paths cannot be staged, or the job's memory limit leaves too little beside what the worker imported."""
+    def take(self, confinement: Confinement, memory_bytes: int, torch: bool = False) -> tuple[Spare, Staging] | None:
+        """A ready worker of the kind the job needs (``torch``: one that imported torch) and where the job's paths
+        go in it, or None (the job starts its own worker): when the paths cannot be staged, or the job's memory
+        limit leaves too little beside what the worker imported."""
         staging = plan_staging(confinement, self.settings) if self.sandboxed else Staging()
         if staging is None:
             return None
         with self._lock:
-            while self._ready:
-                spare = self._ready.pop(0)
+            ready = self._ready[torch]
+            while ready:
+                spare = ready.pop(0)
                 if spare.proc.poll() is not None:
                     _discard(spare)
                     continue
                 if _rss(spare) * 2 > memory_bytes:
-                    self._ready.insert(0, spare)
+                    ready.insert(0, spare)
                     return None
                 return spare, staging
         return None
@@ -191,15 +195,17 @@ class WarmPool:
                 self._exclusive_running -= 1
         self._wanted.set()
 
-    def ready_count(self) -> int:
+    def ready_count(self, torch: bool = False) -> int:
+        """Workers of the kind (``torch``: with torch imported) that wait for a job."""
         with self._lock:
-            return len(self._ready)
+            return len(self._ready[torch])
 
     def close(self) -> None:
         """Stop the waiting workers and remove their folders (at exit, or when a test is done with a pool)."""
         with self._lock:
             self._closed = True
-            spares, self._ready = self._ready, []
+            spares = [*self._ready[False], *self._ready[True]]
+            self._ready = {False: [], True: []}
         self._wanted.set()
         for spare in spares:
             _discard(spare)
@@ -211,29 +217,31 @@ class WarmPool:
             while True:
                 with self._lock:
                     # closed: this thread stays (the workers running jobs would die with it) and starts nothing
-                    if self._closed or len(self._ready) >= self.size:
+                    short = [kind for kind in (False, True) if len(self._ready[kind]) < self.size]  # cheap one first
+                    if self._closed or not short:
                         break
                     waiting = self._exclusive_running > 0
                 if waiting:  # a benchmark runs: starting a worker now would take CPU from it
                     self._wanted.wait(0.5)
                     self._wanted.clear()
                     continue
-                spare = self._start()
+                spare = self._start(torch=short[0])
                 if spare is None:
                     break  # a worker that cannot start or get ready: jobs start their own, which will say why
                 with self._lock:
                     closed = self._closed
                     if not closed:
-                        self._ready.append(spare)
+                        self._ready[short[0]].append(spare)
                 if closed:
                     _discard(spare)
 
-    def _start(self) -> Spare | None:
+    def _start(self, torch: bool) -> Spare | None:
         scratch = sandbox.new_scratch(self.settings, "warm-")
         (Path(scratch) / "in").mkdir()
         (Path(scratch) / "out").mkdir()
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
-        proc = sandbox.start_worker(Confinement(), self.settings, scratch, self.sandboxed, stderr, warm=True)
+        settings, sandboxed = self.settings, self.sandboxed
+        proc = sandbox.start_worker(Confinement(), settings, scratch, sandboxed, stderr, warm=True, torch=torch)
         spare = Spare(proc, scratch, stderr)
         assert spare.proc.stdout is not None
         payload = wire.read_frame(spare.proc.stdout)

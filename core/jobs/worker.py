@@ -24,7 +24,8 @@ from core.jobs.registry import JobSignature, resolve, signature_of
 
 __all__ = ["PRELOADED", "main"]
 
-PRELOADED = ("numpy", "msgspec", "onnx", "onnxruntime", "torch")
+# what a pre-started worker imports ahead; with --torch, torch too (~3 CPU-s, only the jobs marked torch need it)
+PRELOADED = ("numpy", "msgspec", "onnx", "onnxruntime")
 
 
 class _Channel:
@@ -82,10 +83,11 @@ def _failure(exc: BaseException) -> wire.Failed:
     )
 
 
-def _preload() -> None:
-    """What a pre-started worker imports while it waits: the libraries every job needs (a second or two of
-    imports, torch most of it) and the job table's own modules. None of it touches a model."""
-    for name in PRELOADED:
+def _preload(torch: bool) -> None:
+    """What a pre-started worker imports while it waits: the libraries every job needs (half a second of
+    imports; torch, for a worker kept for the jobs that use it, two or three more) and the job table's own
+    modules. None of it touches a model."""
+    for name in (*PRELOADED, "torch") if torch else PRELOADED:
         try:
             importlib.import_module(name)
         except Exception as exc:  # a missing optional library: the job that needs it will say so
@@ -105,14 +107,15 @@ def _make_links(links: list[tuple[str, str]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    warm = "--warm" in (sys.argv[1:] if argv is None else argv)
+    flags = sys.argv[1:] if argv is None else argv
+    warm = "--warm" in flags
     protocol = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     channel = _Channel(protocol)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash must not litter the disk with core files
     if warm:
-        _preload()
+        _preload(torch="--torch" in flags)
         channel.send(wire.Ready(pid=os.getpid()))
 
     request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)

@@ -1,15 +1,19 @@
 """What ONNX Runtime's graph optimizer does at each level: node and op counts, fusions, removals, additions.
 
 Runs in the worker. For every level a session is created with ``optimized_model_filepath`` set, so ORT writes
-the graph it will run; that graph is compared with the original one. Nodes are matched by what they compute
-(op, domain and output tensors), so unnamed nodes match too. Rewritten regions are found by walking back from
-the outputs of each connected group of new nodes through the original nodes that disappeared.
+the graph it will run; that graph is compared with the original one. The sessions are built in threads, one per
+core, and each one's log (which names the transformers that changed the graph) is told apart by its logid.
+Nodes are matched by what they compute (op, domain and output tensors), so unnamed nodes match too. Rewritten
+regions are found by walking back from the outputs of each connected group of new nodes through the original
+nodes that disappeared.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +21,7 @@ from core.errors import PartitionError
 from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
 from core.model.topology import connected_groups
 from core.partition.records import LevelResult, LevelsRequest, OptimizationReport, Rewrite
-from core.runtime.ort import LEVELS, capture_ort_log, explain_session_error, session_options
+from core.runtime.ort import LEVELS, capture_session_logs, explain_session_error, session_options
 
 if TYPE_CHECKING:
     import onnx
@@ -143,11 +147,69 @@ def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
     return names
 
 
+def _workers(count: int) -> int:
+    """How many levels' sessions to build at once: one per core this process may use, as each holds the whole
+    graph (ORT releases the GIL while it builds a session, so threads run them side by side)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(count, cores))
+
+
+def _logid(key: str) -> str:
+    return f"workbench-level-{key}"
+
+
+def _optimize_at(path: str, key: str, target: Path, weight_bytes: int) -> list[str]:
+    """Build a session of ``path`` at level ``key`` that writes the graph it would run to ``target``; the files
+    it may have written (the model, and its weights beside it when they are large)."""
+    import onnxruntime as ort
+
+    options = session_options(key)
+    options.optimized_model_filepath = str(target)
+    options.logid = _logid(key)  # its log lines are told apart from the other levels' by this
+    files = [str(target)]
+    if weight_bytes > EXTERNAL_THRESHOLD:
+        data = f"{target.name}.data"
+        options.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
+        options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+        files.append(str(target.parent / data))
+    options.log_severity_level = 0
+    try:
+        ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise explain_session_error(exc, f"optimize this model at {LEVELS[key].name}", path) from exc
+    return files
+
+
+def _level_result(
+    original: onnx.ModelProto, key: str, files: list[str], log: list[tuple[int, str, str]]
+) -> LevelResult:
+    """What the optimized model of one level, written in ``files``, changed from ``original``."""
+    import onnx
+
+    optimized = onnx.load_model(files[0], load_external_data=False)
+    warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
+    return LevelResult(
+        key=key,
+        name=LEVELS[key].name,
+        node_count=len(optimized.graph.node),
+        op_counts=dict(Counter(_op(node) for node in optimized.graph.node)),
+        rewrites=compare_graphs(original.graph, optimized.graph),
+        transformers=_transformers(log),
+        path=files[0],
+        files=[f for f in files if Path(f).exists()],
+        size_bytes=sum(Path(f).stat().st_size for f in files if Path(f).exists()),
+        warning=LAYOUT_WARNING if warnings else "",
+        subgraph_nodes=_subgraph_nodes(optimized),
+    )
+
+
 def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], None] | None = None) -> OptimizationReport:
     """Optimize the model at each level, save each result in the request's ``out_dir`` and describe what
-    changed."""
+    changed. The levels' sessions are built side by side, one per core (on a large model each takes seconds)."""
     import onnx
-    import onnxruntime as ort
 
     path, levels, out_dir = request.path, request.levels, request.out_dir
 
@@ -166,41 +228,15 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(path).stem
-    for n, key in enumerate(keys):
-        name = LEVELS[key].name
-        report_progress(n / len(keys), f"Optimizing at {name}")
-        target = out / f"{stem}.{key}.onnx"
-        options = session_options(key)
-        options.optimized_model_filepath = str(target)
-        files = [str(target)]
-        if weight_bytes > EXTERNAL_THRESHOLD:
-            data = f"{target.name}.data"
-            options.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
-            options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
-            files.append(str(out / data))
-        options.log_severity_level = 0
-        log: list[tuple[int, str, str]] = []
+    logs: dict[str, list[tuple[int, str, str]]] = {_logid(key): [] for key in keys}
+    with capture_session_logs(logs), ThreadPoolExecutor(_workers(len(keys)), "level") as pool:
+        made = [pool.submit(_optimize_at, path, key, out / f"{stem}.{key}.onnx", weight_bytes) for key in keys]
         try:
-            with capture_ort_log(log):
-                ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:
-            raise explain_session_error(exc, f"optimize this model at {name}", path) from exc
-        optimized = onnx.load_model(str(target), load_external_data=False)
-        warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
-        report.levels.append(
-            LevelResult(
-                key=key,
-                name=name,
-                node_count=len(optimized.graph.node),
-                op_counts=dict(Counter(_op(node) for node in optimized.graph.node)),
-                rewrites=compare_graphs(original.graph, optimized.graph),
-                transformers=_transformers(log),
-                path=str(target),
-                files=[f for f in files if Path(f).exists()],
-                size_bytes=sum(Path(f).stat().st_size for f in files if Path(f).exists()),
-                warning=LAYOUT_WARNING if warnings else "",
-                subgraph_nodes=_subgraph_nodes(optimized),
-            )
-        )
+            for n, (key, files) in enumerate(zip(keys, made, strict=True)):
+                report_progress(n / len(keys), f"Optimizing at {LEVELS[key].name}")
+                report.levels.append(_level_result(original, key, files.result(), logs[_logid(key)]))
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # the levels not started yet are not wanted any more
+            raise
     report_progress(1.0, "Done")
     return report

@@ -21,6 +21,7 @@ __all__ = [
     "PROVIDERS",
     "ProviderInfo",
     "capture_ort_log",
+    "capture_session_logs",
     "explain_session_error",
     "ort_message",
     "provider_table",
@@ -187,6 +188,25 @@ def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Ite
     finally:
         ort.set_default_logger_callback(None)
         ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
+
+
+@contextlib.contextmanager
+def capture_session_logs(logs: dict[str, list[tuple[int, str, str]]]) -> Iterator[None]:
+    """Collect ORT's log messages per session while the block runs, for sessions built at once in threads: each
+    session's ``SessionOptions.logid`` is a key of ``logs``, and its messages go to that list."""
+    import onnxruntime as ort
+
+    def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
+        lines = logs.get(logid)
+        if lines is not None:
+            lines.append((sev, location, message))
+
+    ort.set_default_logger_callback(callback, 0)
+    try:
+        yield
+    finally:
+        ort.set_default_logger_callback(None)
+        ort.set_default_logger_severity(2)
 
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")

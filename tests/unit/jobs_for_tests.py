@@ -145,3 +145,10 @@ def leave_links(out: WritePath) -> str:
     os.symlink("/etc", Path(out) / "folder")
     os.mkfifo(Path(out) / "pipe")
     return str(Path(out) / "model.onnx")
+
+
+def torch_imported() -> bool:
+    """Whether the worker had imported torch when its job came (nothing here imports it)."""
+    import sys
+
+    return "torch" in sys.modules

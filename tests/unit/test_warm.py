@@ -22,7 +22,12 @@ from tests.unit.jobs_for_tests import Point
 from tests.unit.test_jobs import TEST_JOBS
 
 T = "tests.unit.jobs_for_tests"
-JOBS = TEST_JOBS.with_jobs(Job(name="test.calls", target=f"{T}:calls"), Job(name="test.probe", target=f"{T}:probe"))
+JOBS = TEST_JOBS.with_jobs(
+    Job(name="test.calls", target=f"{T}:calls"),
+    Job(name="test.probe", target=f"{T}:probe"),
+    Job(name="test.torch_imported", target=f"{T}:torch_imported"),
+    Job(name="test.torch_imported_for_torch", target=f"{T}:torch_imported", torch=True),
+)
 SANDBOX = sandbox_status()[0]
 
 
@@ -31,11 +36,12 @@ def _warm_backend(data: Path, sandbox: bool, size: int = 1) -> ProcessBackend:
     return ProcessBackend(settings, JOBS, warm=size)
 
 
-def _ready(backend: ProcessBackend) -> ProcessBackend:
-    """The backend once a pre-started worker waits (it is replaced after each job, in a second or two)."""
+def _ready(backend: ProcessBackend, torch: bool = False) -> ProcessBackend:
+    """The backend once a pre-started worker (of the kind that imported torch, or the other) waits: it is
+    replaced after each job, in a second or two."""
     assert backend.pool is not None
     deadline = time.monotonic() + 90
-    while backend.pool.ready_count() == 0:
+    while backend.pool.ready_count(torch) == 0:
         assert time.monotonic() < deadline, "no worker got ready"
         time.sleep(0.05)
     return backend
@@ -104,9 +110,15 @@ def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
     assert "step 20 of 20" in seen
 
 
+def test_only_the_jobs_that_use_torch_go_to_a_worker_that_imported_it(warm: ProcessBackend) -> None:
+    """The other jobs' workers are started without it, at a sixth of the cost."""
+    assert _run(warm, JobSpec(name="test.torch_imported")) is False
+    assert _run(_ready(warm, torch=True), JobSpec(name="test.torch_imported_for_torch")) is True
+
+
 def test_a_job_too_small_for_the_imports_starts_its_own_worker(warm: ProcessBackend) -> None:
-    """torch and friends take ~250 MB; a job allowed 300 MB gets a worker without them."""
-    handle = submit_spec(JobSpec(name="test.calls", memory_mb=300), warm)
+    """numpy, onnx and onnxruntime take ~70 MB; a job allowed 110 MB gets a worker without them."""
+    handle = submit_spec(JobSpec(name="test.calls", memory_mb=110), warm)
     assert handle.result(timeout=60) == 1 and not handle.started_warm  # type: ignore[attr-defined]
 
 
