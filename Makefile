@@ -6,6 +6,12 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 CHROMIUM ?= /usr/bin/chromium
 
+# Python caches compiled modules (__pycache__) even where the environment says not to: every job's worker imports
+# the project's modules afresh, and the sandbox shows them read-only, so they are compiled once before serving or
+# testing (compileall) and never again in each worker (about 0.1 CPU-s a worker).
+unexport PYTHONDONTWRITEBYTECODE
+COMPILE := $(PY) -m compileall -q -j 0 core ui app_pages streamlit_app.py > /dev/null
+
 .PHONY: run test lint constraints sample-cards team cluster-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle messages
 
 # pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
@@ -39,6 +45,7 @@ $(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VEN
 	@touch $@
 
 run: $(VENV)/.runtime sandbox
+	@$(COMPILE)
 	$(PY) -m core serve --port $(PORT) --address $(ADDRESS)
 
 sandbox:
@@ -95,6 +102,7 @@ lint: $(VENV)/.dev
 # more, while the tests start), then the ones that need a quiet machine (tests/conftest.py)
 test: $(VENV)/.dev chromium cjk-font sandbox postgres netns
 	@mkdir -p test-artifacts
+	@$(COMPILE)
 	@$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
 	  $(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"; tests=$$?; \
 	  wait $$lint; linted=$$?; cat test-artifacts/lint.log; \
