@@ -95,7 +95,8 @@ def test_the_command_line_refuses_them_before_anything_runs_with_exit_2(
     done = cli(command, str(image_model), *options, *(["--no-save"] if command == "bench" else []))
     assert done.returncode == 2 and said in done.stderr.replace("\\", ""), done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "OverflowError" not in done.stderr
-    assert started == ["intake.describe_files"], started  # refused before any benchmark, profile or quantization
+    # refused before any benchmark, profile or quantization (a shape that is no shape, before the model is read)
+    assert started in (["intake.describe_files"], []), started
 
 
 def _benchmark_page(model: Path, plan: list[BenchInput], monkeypatch: pytest.MonkeyPatch) -> AppTest:

@@ -91,7 +91,10 @@ def test_a_deep_node_of_a_big_model_is_found_read_and_shown_with_its_neighbours(
     wait_idle(page)
     _find(page, target.name)
     page.locator('[data-testid="stMarkdownContainer"]', has_text=target.name).first.wait_for(timeout=30_000)
-    assert "node=" in page.url and page.locator("[data-selected]").get_attribute("data-selected") == target.name
+    assert (
+        "node=" in page.url
+        and page.locator(".graph-canvas[data-selected]").get_attribute("data-selected") == target.name
+    )
     size = graph.bounding_box()
     for name in [target.name, *neighbours[:3]]:
         box = page.evaluate("(n) => window.__graphView.screenBox(n)", name)  # the node and those around it
