@@ -71,7 +71,9 @@ async def _idle(page: Any, timeout: float = 300_000) -> None:
     await page.wait_for_selector(IDLE, timeout=timeout)
 
 
-async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full: asyncio.Event, full_at: int) -> None:
+async def _one_user(
+    browser: Any, url: str, run: UserRun, path: Path, queue_full: asyncio.Event, full_at: int, ready: asyncio.Barrier
+) -> None:
     context = await browser.new_context(viewport={"width": 1300, "height": 1000})
     page = await context.new_page()
     try:
@@ -100,6 +102,7 @@ async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full
         await iterations.wait_for(timeout=300_000)
         await iterations.fill("50")
         await page.get_by_label("Warm-up calls").fill("5")
+        await ready.wait()  # everyone presses at once: the benchmarks must queue, however fast each one is
         start = time.monotonic()
         await page.get_by_role("button", name="Run the benchmark").click()
         # a settled number, or with eight users at once more likely the interval of a noisy run
@@ -107,7 +110,7 @@ async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full
         while not await headline.count():
             status = await page.locator('[data-testid="stExpander"]').all_inner_texts()
             for text in status:
-                match = re.search(r"(\d+) job\(s\) ahead of yours", text)
+                match = re.search(r"(\d+) jobs? ahead of yours", text)
                 if match:
                     run.queue_seen.append(int(match.group(1)))
                     if int(match.group(1)) >= full_at:
@@ -122,6 +125,7 @@ async def _one_user(browser: Any, url: str, run: UserRun, path: Path, queue_full
         run.sidebar = await page.locator('[data-testid="stSidebar"]').inner_text()
     except Exception as exc:
         run.error = f"{type(exc).__name__}: {exc}"
+        await ready.abort()  # the others stop waiting for this user
     finally:
         await context.close()
 
@@ -154,8 +158,9 @@ async def _crowd(url: str, users: int, folder: Path) -> CrowdReport:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         visitor = asyncio.create_task(_visitor(browser, url, queue_full))
         full_at = max(1, min(2, users - 1))  # two waiting, or one when only two users run
+        ready = asyncio.Barrier(users)
         await asyncio.gather(
-            *[_one_user(browser, url, r, path, queue_full, full_at) for r, path in zip(runs, paths, strict=True)]
+            *[_one_user(browser, url, r, path, queue_full, full_at, ready) for r, path in zip(runs, paths, strict=True)]
         )
         while_queued = queue_full.is_set()
         queue_full.set()  # a queue that never filled: the visitor comes now
