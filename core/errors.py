@@ -8,6 +8,7 @@ __all__ = [
     "ExportError",
     "IdentityRefused",
     "IntakeError",
+    "NotebookError",
     "JobCancelled",
     "JobCrashed",
     "JobError",
@@ -77,6 +78,10 @@ class UnknownSampleError(WorkbenchError):
 
 class ExportError(WorkbenchError):
     """The exporter could not turn the PyTorch model into ONNX."""
+
+
+class NotebookError(WorkbenchError):
+    """A notebook cannot be written as asked (a step it does not know, a model whose files are gone)."""
 
 
 class PartitionError(WorkbenchError):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from core.model.intake import IntakeRequest
     from core.model.records import ModelRecord
     from core.model.zoo import SampleRequest
+    from core.notebook.records import NotebookArchive, NotebookRequest
     from core.partition.records import LevelsRequest, OptimizationReport, PartitionRequest, PartitionResult
     from core.profile.records import ProfileReport, ProfileRequest
     from core.quantize.calibration import CalibrationRequest
@@ -52,6 +53,7 @@ __all__ = [
     "IMAGE_INPUT",
     "INTAKE",
     "JOBS",
+    "NOTEBOOK",
     "NPZ_INPUTS",
     "OPTIMIZE",
     "PARTITION",
@@ -218,6 +220,10 @@ HARDWARE: Job[HardwareRequest, Hardware] = Job(  # what a cluster target is made
     name="cluster.hardware", target="core.runtime.hardware:describe_hardware"
 )
 
+NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through: notebook + model files, zipped
+    name="notebook.archive", target="core.notebook.archive:notebook_archive", folder="notebook"
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
 JOBS = JobRegistry(HANDLES)

@@ -1,0 +1,72 @@
+"""What a notebook is written from: the model, the input plan, the export choices and the steps; and the zip job's
+request and answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.access import ReadPath, WritePath
+from core.i18n import N_
+from core.model.inputs import BenchInput
+from core.model.records import ModelRecord
+
+__all__ = ["ONNX_STEPS", "STEPS", "ExportChoice", "NotebookArchive", "NotebookPlan", "NotebookRequest"]
+
+# step -> its heading in the notebook (the pages' own names, translated where written)
+STEPS: dict[str, str] = {
+    "model": N_("Model"),
+    "export": N_("Export"),
+    "decode": N_("Decode"),
+    "partition": N_("Partition"),
+    "benchmark": N_("Benchmark"),
+    "profile": N_("Profile"),
+    "quantize": N_("Quantize"),
+}
+ONNX_STEPS = frozenset({"decode", "partition", "benchmark", "profile", "quantize"})  # they need an ONNX file
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExportChoice:
+    """How the Export page exported (or would export) the PyTorch model: the same call, written out."""
+
+    exporter: str = "dynamo"  # "dynamo" or "legacy"
+    opset: int = 18
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)  # input name -> example shape, in order
+    input_dtypes: dict[str, str] = field(default_factory=dict)
+    dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
+    output_names: list[str] = field(default_factory=list)
+    optimize: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookPlan:
+    """One notebook: which model (and its PyTorch original), run on which inputs, through which steps, in which
+    language. ``repeat`` and ``warmup`` are the timing loops' defaults (a parameter cell the reader can change)."""
+
+    model: ModelRecord  # the model the walk starts from: a PyTorch model, or an ONNX model
+    inputs: list[BenchInput]  # the input plan, as the app ran the model (core.model.inputs)
+    export: ExportChoice | None = None  # a PyTorch model: how it is exported
+    steps: tuple[str, ...] = tuple(STEPS)
+    language: str = "en"
+    repeat: int = 100
+    warmup: int = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotebookRequest:
+    """Write the notebook of ``plan`` and zip it with the model files it loads (``files``) into ``out_dir``."""
+
+    plan: NotebookPlan
+    files: list[ReadPath]  # the model's files (and its code's folder, its data arrays), as the plan names them
+    out_dir: WritePath
+    name: str = "walk-through"  # the zip's and the notebook's file name, without suffix
+
+
+@dataclass(kw_only=True)
+class NotebookArchive:
+    """The zip the job wrote: where it is, and what it holds."""
+
+    path: str
+    notebook: str  # the notebook's name inside the zip
+    members: list[str]
+    size_bytes: int
