@@ -12,6 +12,7 @@ from core.model import ModelRecord
 from ui import pages, session
 from ui.export_view import run_export
 from ui.jobs import stop_with_error
+from ui.notebook_view import notebook_downloads
 from ui.text import md_escape
 from ui.upgrade_view import upgrade_section
 
@@ -26,6 +27,7 @@ def next_steps(*steps: str) -> None:
     for column, step in zip(columns, steps, strict=True):
         with column:
             pages.link(step)
+    notebook_downloads()  # this page's step as a notebook, and the whole walk-through (ui/notebook_view.py)
 
 
 def _export_defaults(record: ModelRecord) -> None:

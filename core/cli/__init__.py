@@ -17,6 +17,7 @@ from core.cli import (
     history,
     info,
     inspect,
+    notebook,
     partition,
     profile,
     quantize,
@@ -30,7 +31,7 @@ from core.errors import WorkbenchError
 __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade]
+COMMANDS += [upgrade, notebook]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,0 +1,61 @@
+"""notebook: a Jupyter notebook that redoes the walk-through on a model with public libraries only (.ipynb), or
+that notebook zipped with the model's files (-o NAME.zip)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core import jobs
+from core.cli.common import add_code_arguments, code_choice, describe, split
+from core.errors import NotebookError
+from core.i18n import LANGUAGES
+from core.jobs import NOTEBOOK
+from core.notebook import STEPS, NotebookRequest, default_plan, model_files, notebook_bytes
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "notebook", help="a Jupyter notebook that redoes the walk-through on a model (torch, onnx, onnxruntime only)"
+    )
+    parser.add_argument("model", help="an .onnx path, a PyTorch file, model.py,weights.pt, or sample:NAME")
+    parser.add_argument("--lang", default="en", choices=sorted(LANGUAGES), help="the lessons' language (default: en)")
+    parser.add_argument("--steps", help=f"which steps, in any order (default: all): {','.join(STEPS)}")
+    parser.add_argument(
+        "-o", "--output", default="walk.ipynb", help="the .ipynb to write, or a .zip to hold it with the model's files"
+    )
+    parser.add_argument("--repeat", type=int, default=100, help="timed runs per measurement (default: 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed runs before them (default: 10)")
+    add_code_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.repeat < 1 or args.warmup < 0:
+        raise NotebookError("--repeat must be at least 1 and --warmup at least 0.")
+    record = describe(args.model, code_choice(args))
+    plan = default_plan(record, split(args.steps) or list(STEPS), args.lang)
+    plan = dataclasses.replace(plan, repeat=args.repeat, warmup=args.warmup)
+    output = Path(args.output).expanduser().resolve()
+    files = model_files(record, plan.inputs)
+    if output.suffix.lower() == ".zip":
+        with tempfile.TemporaryDirectory(prefix="workbench-notebook-") as tmp:
+            request = NotebookRequest(plan=plan, files=files, out_dir=tmp, name=output.stem)
+            made = jobs.run(NOTEBOOK, request)
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_bytes(Path(made.path).read_bytes())
+        print(f"wrote {output} ({', '.join(made.members)})")
+        return 0
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(notebook_bytes(plan))
+    print(f"wrote {output} (steps: {', '.join(plan.steps)})")
+    if files:
+        names = ", ".join(Path(f).name for f in files)
+        print(f"note: the notebook loads {names} from beside itself; copy them there, or write a .zip", file=sys.stderr)
+    return 0
