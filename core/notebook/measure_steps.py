@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
-from core.i18n import _
+from core.i18n import _, language
 from core.notebook.cells import Cell, code, literal, markdown
 
 __all__ = ["benchmark_cells", "profile_cells", "quantize_cells", "timing_helpers"]
+
+
+def _plotting() -> list[str]:
+    """matplotlib, with fonts that have Chinese glyphs first when the labels are Chinese (each missing font is
+    skipped: matplotlib falls back glyph by glyph)."""
+    lines = ["import matplotlib.pyplot as plt", ""]
+    if language() == "zh":
+        fonts = ["Noto Sans CJK SC", "Microsoft YaHei", "PingFang SC", "SimHei", "DejaVu Sans"]
+        lines[1:1] = [f"plt.rcParams['font.sans-serif'] = {literal(fonts)}"]
+    return lines
 
 
 def timing_helpers() -> Cell:
@@ -65,30 +75,30 @@ def benchmark_cells(eager: bool) -> list[Cell]:
         "    print(f'{label:<16} median {median:8.3f} ms  (95% interval {low:.3f}-{high:.3f})  {speedup:5.2f}x')",
         "RESULTS['latency_ms'] = {label: s[0] for label, s in stats.items()}",
     ]
+    ylabel, title = _("median latency (ms)"), _("Lower is faster; the error bars show where the median lies, at 95%")
     chart = [
-        "import matplotlib.pyplot as plt",
-        "",
+        *_plotting(),
         "labels = list(stats)",
         "medians = [stats[k][0] for k in labels]",
         "errors = [[stats[k][0] - stats[k][1] for k in labels], [stats[k][2] - stats[k][0] for k in labels]]",
         "fig, ax = plt.subplots(figsize=(6, 3))",
         "ax.bar(labels, medians, yerr=errors, capsize=4, color=['#888888', '#4c78a8', '#f58518'][-len(labels):])",
-        f"ax.set_ylabel({literal(_('median latency (ms)'))})",
-        f"ax.set_title({literal(_('Lower is faster; the bars are 95% intervals of the median'))})",
+        f"ax.set_ylabel({literal(ylabel)})",
+        f"ax.set_title({literal(title)})",
         "plt.tight_layout()",
         "plt.show()",
     ]
     return [
         markdown(
             _(
-                "A benchmark runs the model many times on the same inputs (推理, inference) after a few untimed "
+                "A benchmark runs the model many times on the same inputs (inference) after a few untimed "
                 "warm-up runs, and reports the median: one slow run (the machine did something else) moves the "
                 "mean, not the median. The interval says how sure the median is; runs on a busy machine vary by "
                 "10-25%, so compare intervals, not single numbers."
             ),
             _(
                 "ORT_DISABLE_ALL runs the graph as exported; ORT_ENABLE_ALL applies every graph optimization "
-                "(图优化) first. REPEAT and WARMUP are set in the parameter cell at the top."
+                "first. REPEAT and WARMUP are set in the parameter cell at the top."
             ),
         ),
         code(*lines),
@@ -98,11 +108,12 @@ def benchmark_cells(eager: bool) -> list[Cell]:
 
 def profile_cells() -> list[Cell]:
     """The Profile page: where the time goes, summed by operator from ORT's profile."""
+    xlabel = _("time in the kernels of each operator (ms, all profiled runs)")
     return [
         markdown(
             _(
                 "ONNX Runtime's profiler records how long each node's kernel took on every run, in a JSON trace. "
-                "Summed by operator (算子) it shows where the time goes. Profiling slows the runs themselves, so "
+                "Summed by operator it shows where the time goes. Profiling slows the runs themselves, so "
                 "never time a model with it on."
             )
         ),
@@ -130,11 +141,10 @@ def profile_cells() -> list[Cell]:
             "RESULTS['profile_ops'] = {op: ms for op, ms in top}",
         ),
         code(
-            "import matplotlib.pyplot as plt",
-            "",
+            *_plotting(),
             "fig, ax = plt.subplots(figsize=(6, 3))",
             "ax.barh([op for op, _ in top][::-1], [ms for _, ms in top][::-1])",
-            f"ax.set_xlabel({literal(_('time in the kernels of each operator (ms, all profiled runs)'))})",
+            f"ax.set_xlabel({literal(xlabel)})",
             "plt.tight_layout()",
             "plt.show()",
         ),
@@ -146,7 +156,7 @@ def quantize_cells() -> list[Cell]:
     return [
         markdown(
             _(
-                "Quantization (量化) stores weights as 8-bit integers instead of 32-bit floats: the file shrinks "
+                "Quantization stores weights as 8-bit integers instead of 32-bit floats: the file shrinks "
                 "about 4×. Dynamic quantization also computes activations' scales at run time, so it needs no "
                 "calibration data. Whether it is faster depends on the machine and the model: small models on "
                 "some CPUs get slower. Always measure, and check how far the outputs move."

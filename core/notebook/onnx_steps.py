@@ -17,7 +17,7 @@ def onnx_model_cells(record: ModelRecord) -> list[Cell]:
     return [
         markdown(
             _(
-                "Your model is an ONNX file: a computation graph (计算图) of operators (算子) with its weights. Put "
+                "Your model is an ONNX file: a computation graph of operators with its weights. Put "
                 "the file beside this notebook (the .zip of the whole walk-through holds it); any external data "
                 "files go beside it too."
             )
@@ -55,7 +55,7 @@ def decode_cells() -> list[Cell]:
         ),
         markdown(
             _(
-                "onnx.load parses the whole message. The graph's nodes are its operators (算子), in the order they "
+                "onnx.load parses the whole message. The graph's nodes are its operators, in the order they "
                 "run; initializers are the weights. The op histogram shows what the model is made of."
             )
         ),
@@ -80,9 +80,9 @@ def partition_cells() -> list[Cell]:
     return [
         markdown(
             _(
-                "ONNX Runtime hands each node of the graph to an execution provider (执行提供者) in the order you "
+                "ONNX Runtime hands each node of the graph to an execution provider in the order you "
                 "list them; CPUExecutionProvider takes whatever the others cannot. Before that, graph optimization "
-                "(图优化) at ORT_ENABLE_ALL may fuse or remove nodes."
+                "at ORT_ENABLE_ALL may fuse or remove nodes."
             ),
             _(
                 "The session option session.record_ep_graph_assignment_info makes ONNX Runtime keep which provider "

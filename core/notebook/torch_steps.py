@@ -203,8 +203,8 @@ def export_cells(choice: ExportChoice) -> list[Cell]:
         else:
             make.append(f"    torch.randint(0, 10, ({', '.join(map(str, shape))},), dtype=torch.{dtype}),")
     lesson = _(
-        "Exporting (导出) turns the PyTorch model into an ONNX computation graph (计算图): torch.onnx.export runs "
-        "the model on an example input and records each operator (算子) it calls. The opset says which version of "
+        "Exporting turns the PyTorch model into an ONNX computation graph: torch.onnx.export runs "
+        "the model on an example input and records each operator it calls. The opset says which version of "
         "each operator the graph uses; dynamic axes say which dims may change when the model runs (a batch, a "
         "sequence length). These are the settings the app used: opset {opset}, the {exporter} exporter."
     ).format(opset=int(choice.opset), exporter="dynamo" if choice.exporter == "dynamo" else "legacy")
