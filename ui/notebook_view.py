@@ -39,7 +39,7 @@ def current_step() -> str:
     ctx = get_script_run_ctx()
     if ctx is None:
         return ""
-    found = ctx.pages_manager.get_pages().get(ctx.page_script_hash, {})
+    found: dict[str, object] = dict(ctx.pages_manager.get_pages().get(ctx.page_script_hash, {}))
     script = Path(str(found.get("script_path", ""))).name
     return next((row.step for row in pages.PAGES if Path(row.path).name == script), "")
 
