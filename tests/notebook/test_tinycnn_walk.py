@@ -59,7 +59,9 @@ def test_every_step_ran_and_printed_what_it_measured(walked: tuple[dict[str, Any
     assert len(images) >= 2  # the benchmark's bar chart and the profile's
 
 
-def test_the_model_is_the_apps_and_exports_to_the_same_graph(walked: tuple[dict[str, Any], Any], app_export: Any) -> None:
+def test_the_model_is_the_apps_and_exports_to_the_same_graph(
+    walked: tuple[dict[str, Any], Any], app_export: Any
+) -> None:
     found, _ = walked
     app = onnx.load(app_export.onnx_path, load_external_data=False)
     assert found["parameters"] == 256_074 == cards.known("tinycnn").parameter_count  # type: ignore[union-attr]
