@@ -13,6 +13,7 @@ from core.errors import WorkbenchError
 from core.i18n import _, language
 from core.jobs import NOTEBOOK
 from core.model import ModelRecord
+from core.model.inputs import plan_inputs
 from core.notebook import (
     STEPS,
     ExportChoice,
@@ -62,7 +63,8 @@ def walk_plan(steps: tuple[str, ...]) -> NotebookPlan | None:
         return None
     torch_record = session.torch_model()
     start = torch_record if torch_record is not None else record
-    inputs = input_plan(record, torch_record) if record.format == "onnx" else input_plan(start)
+    # the plan every page runs the ONNX model on; before an export, the PyTorch model's own examples
+    inputs = input_plan(record, torch_record) if record.format == "onnx" else plan_inputs(start)
     if not plan_ready(inputs):
         return None  # a size nothing gives: the page's plan asks for it first
     return NotebookPlan(
