@@ -13,7 +13,6 @@ from core.errors import WorkbenchError
 from core.i18n import _, language
 from core.jobs import NOTEBOOK
 from core.model import ModelRecord
-from core.model.inputs import plan_inputs
 from core.notebook import (
     STEPS,
     ExportChoice,
@@ -23,6 +22,7 @@ from core.notebook import (
     model_files,
     notebook_bytes,
     plan_steps,
+    start_inputs,
 )
 from core.workspace import open_within
 from ui import jobs, pages, session
@@ -64,7 +64,7 @@ def walk_plan(steps: tuple[str, ...]) -> NotebookPlan | None:
     torch_record = session.torch_model()
     start = torch_record if torch_record is not None else record
     # the plan every page runs the ONNX model on; before an export, the PyTorch model's own examples
-    inputs = input_plan(record, torch_record) if record.format == "onnx" else plan_inputs(start)
+    inputs = input_plan(record, torch_record) if record.format == "onnx" else start_inputs(start)
     if not plan_ready(inputs):
         return None  # a size nothing gives: the page's plan asks for it first
     return NotebookPlan(

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, code_choice, describe, split
+from core.cli.common import add_code_arguments, code_choice, describe, parse_input, split
 from core.errors import NotebookError
 from core.i18n import LANGUAGES
 from core.jobs import NOTEBOOK
@@ -32,6 +32,13 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("--repeat", type=int, default=100, help="timed runs per measurement (default: 100)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed runs before them (default: 10)")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="an input's shape, e.g. x=1,3,224,224 (for TorchScript and a model's own code, which keep none)",
+    )
     add_code_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -40,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
     if args.repeat < 1 or args.warmup < 0:
         raise NotebookError("--repeat must be at least 1 and --warmup at least 0.")
     record = describe(args.model, code_choice(args))
+    given = dict(parse_input(text) for text in args.input)
+    if given:
+        specs = [
+            dataclasses.replace(s, shape=list[int | str](given[s.name])) if s.name in given else s
+            for s in record.inputs
+        ]
+        record = dataclasses.replace(record, inputs=specs)
     plan = default_plan(record, split(args.steps) or list(STEPS), args.lang)
     plan = dataclasses.replace(plan, repeat=args.repeat, warmup=args.warmup)
     output = Path(args.output).expanduser().resolve()

@@ -11,6 +11,7 @@ from core.notebook.builder import (
     model_files,
     notebook_bytes,
     plan_steps,
+    start_inputs,
 )
 from core.notebook.records import STEPS, ExportChoice, NotebookArchive, NotebookPlan, NotebookRequest
 
@@ -26,4 +27,5 @@ __all__ = [
     "model_files",
     "notebook_bytes",
     "plan_steps",
+    "start_inputs",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "model_files",
     "notebook_bytes",
     "plan_steps",
+    "start_inputs",
 ]
 
 
@@ -50,10 +51,28 @@ def default_export(record: ModelRecord) -> ExportChoice:
         input_shapes={
             s.name: [d if isinstance(d, int) and d > 0 else 1 for d in (s.shape or [])] for s in record.inputs
         },
-        input_dtypes={s.name: s.dtype for s in record.inputs},
+        input_dtypes={s.name: s.dtype if s.dtype != "unknown" else "float32" for s in record.inputs},
         dynamic_axes={s.name: dict(s.dynamic_axes) for s in record.inputs if s.dynamic_axes},
         output_names=[s.name for s in record.outputs] if record.format != "torchscript" else [],
     )
+
+
+def start_inputs(record: ModelRecord) -> list[BenchInput]:
+    """The default input plan of ``record``; for a PyTorch model whose code keeps no dtypes, float32 (as the
+    Export page assumes). A model that does not say its input shapes (TorchScript, a model's own code) is refused
+    with the way out."""
+    unknown = [s.name for s in record.inputs if s.shape is None]
+    if unknown:
+        raise NotebookError(
+            f"The model does not say the shape of its input {', '.join(map(repr, unknown))} (TorchScript and a "
+            "model's own code keep none). Export it first on the Export page, or give the shape on the command "
+            "line with --input NAME=1,3,224,224."
+        )
+    plan = plan_inputs(record)
+    if record.is_pytorch:
+        for spec in plan:
+            spec.dtype = spec.dtype if spec.dtype not in ("unknown", "") else "float32"
+    return plan
 
 
 def default_plan(
@@ -62,7 +81,7 @@ def default_plan(
     """A notebook with the app's defaults: the model's default input plan and, for PyTorch, the default export."""
     return NotebookPlan(
         model=record,
-        inputs=plan_inputs(record),
+        inputs=start_inputs(record),
         export=default_export(record) if record.is_pytorch else None,
         steps=plan_steps(record, steps),
         language=language,
