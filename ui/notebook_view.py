@@ -45,14 +45,30 @@ def current_step() -> str:
     return next((row.step for row in pages.PAGES if Path(row.path).name == script), "")
 
 
-def _export_choice(torch_record: ModelRecord) -> ExportChoice:
-    """The export as the Export page made it in this session (exporter, opset, the shapes it traced), else its
+def _export_choice(torch_record: ModelRecord, exported: ModelRecord | None) -> ExportChoice:
+    """The export as the Export page made it in this session (exporter and opset from its report; the input and
+    output names and the dynamic axes as the exported model has them, at the input plan's sizes), else its
     defaults."""
     choice = default_export(torch_record)
     report = kept_report(torch_record)
-    if report is None:
+    if report is not None:
+        choice = dataclasses.replace(choice, exporter=report.exporter, opset=report.opset_requested)
+    if exported is None or exported.format != "onnx" or len(exported.inputs) != len(choice.input_shapes):
         return choice
-    return dataclasses.replace(choice, exporter=report.exporter, opset=report.opset_requested)
+    dtypes = list(choice.input_dtypes.values())
+    return dataclasses.replace(
+        choice,
+        input_shapes={
+            s.name: [d if isinstance(d, int) and d > 0 else 1 for d in s.shape or []] for s in exported.inputs
+        },
+        input_dtypes={s.name: dtypes[i] if i < len(dtypes) else s.dtype for i, s in enumerate(exported.inputs)},
+        dynamic_axes={
+            s.name: {str(a): d for a, d in enumerate(s.shape or []) if isinstance(d, str) and d}
+            for s in exported.inputs
+            if any(isinstance(d, str) and d for d in s.shape or [])
+        },
+        output_names=[s.name for s in exported.outputs],
+    )
 
 
 def walk_plan(steps: tuple[str, ...]) -> NotebookPlan | None:
@@ -70,7 +86,7 @@ def walk_plan(steps: tuple[str, ...]) -> NotebookPlan | None:
     return NotebookPlan(
         model=start,
         inputs=inputs,
-        export=_export_choice(start) if start.is_pytorch else None,
+        export=_export_choice(start, record if torch_record is not None else None) if start.is_pytorch else None,
         steps=plan_steps(start, steps),
         language=language(),
     )

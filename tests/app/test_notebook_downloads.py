@@ -41,3 +41,15 @@ def test_a_page_offers_its_own_step_as_a_valid_notebook_and_the_whole_walk_as_a_
         assert names[0] == "walk-through.ipynb" and any(n.endswith(".onnx") for n in names)
         whole = nbformat.reads(zf.read(names[0]).decode(), as_version=4)
     nbformat.validate(whole)
+
+
+def test_after_an_export_the_pages_notebook_starts_from_the_pytorch_model_and_exports_it_the_same_way() -> None:
+    at = open_page("partition")  # the start sample, TinyCNN in PyTorch
+    at.button(key="export_defaults").click().run()
+    assert not at.exception
+    plan = at.session_state[PLAN_KEY]
+    assert plan.model.format == "sample" and plan.steps == ("model", "export", "partition")
+    assert plan.export is not None and plan.export.exporter == "dynamo"
+    assert plan.export.input_shapes == {"input": [1, 3, 112, 112]}
+    assert plan.export.dynamic_axes == {"input": {"0": "batch"}}
+    assert plan.inputs[0].shape == [1, 3, 112, 112]
