@@ -211,10 +211,11 @@ def _cells(plan: NotebookPlan) -> list[Cell]:
     steps = plan_steps(plan.model, plan.steps)
     for step in steps:
         cells.append(markdown("## " + _(STEPS[step])))
+        own = _step_cells(plan, step)
         timed = step in ("benchmark", "profile", "quantize")
         if timed and not any(c.source.startswith("import os, time") for c in cells):
-            cells.append(timing_helpers())  # once, before the first step that times
-        cells += _step_cells(plan, step)
+            own.insert(1, timing_helpers())  # once, after the lesson of the first step that times
+        cells += own
     cells += [
         markdown("## " + _("What this notebook measured")),
         code("import json", "", "print(json.dumps(RESULTS, indent=1, default=float))"),
