@@ -4,8 +4,8 @@ Core keeps what it writes in English (a report kept across a change of language,
 readers, the command line): its sentences are catalog entries marked with ``N_()`` and filled with
 ``str.format``. A page shows one with ``shown(text, KNOWN)``: the text is matched against the known English
 sentences (placeholders become captures), and the matching one is translated and filled again with the same
-values, each value itself shown the same way (a clause inside a sentence). Text no sentence matches (what a
-library said) is shown as it is."""
+values, each value itself shown the same way (a clause inside a sentence); clauses joined by "; " are shown each.
+Text no sentence matches (what a library said) is shown as it is."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import string
 from collections.abc import Iterable
 from functools import cache
 
-from core.i18n import _, language
+from core.i18n import _, language, pgettext
 
 __all__ = ["shown", "shown_all"]
 
@@ -52,6 +52,9 @@ def shown(text: str, known: Iterable[str], depth: int = 0) -> str:
         if depth < 3:
             values = {k: shown(v, sentences, depth + 1) for k, v in values.items()}
         return _(sentence).format(**values)
+    if depth < 3 and "; " in text:  # clauses core joined (what changed in a node): each shown
+        parts = [shown(part, sentences, depth + 1) for part in text.split("; ")]
+        return pgettext("clauses", "; ").join(parts)
     return text
 
 
