@@ -39,7 +39,7 @@ DONE = {N_("fused"): "#E8590C", N_("replaced"): "#F59F00", N_("layout"): "#AE3EC
 # a node's share of the call in a profile, hottest darkest (the bins of core.graph.colourings); the names are
 # catalog entries, translated where a legend shows them
 LATENCY = {
-    N_("≥ 20 % of the call"): "#B2182B",
+    "≥ 20 % of the call": "#B2182B",
     "5–20 %": "#EF8A62",
     "1–5 %": "#FDDBC7",
     "< 1 %": "#D1E5F0",
