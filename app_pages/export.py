@@ -51,27 +51,31 @@ st.session_state.setdefault("exporter_choice", "dynamo")
 tag = source.id[:12]
 
 
+# labels made in this run's language (a format_func may be called outside the run, where no language is set)
+exporter_labels = {e: _(EXPORTERS[e][2]) for e in EXPORTERS}
 left, right = st.columns(2)
 exporter = left.radio(
     _("Exporter"),
     list(EXPORTERS),
-    format_func=lambda e: _(EXPORTERS[e][2]),
+    format_func=exporter_labels.__getitem__,
     disabled=forced_exporter is not None,
     key="exporter_choice",
 )
 if forced_reason:
     left.caption(_(forced_reason))
 opsets = list(range(25, 8, -1))
+opset_labels = {
+    v: f"{v}"
+    + (_(" (recommended)") if v == DEFAULT_OPSET else "")
+    + ("" if v in EXPORTERS["dynamo"][1] else _(" (the dynamo exporter produces 18)"))
+    + ("" if v in EXPORTERS["legacy"][0] else _(" (dynamo only)"))
+    for v in opsets
+}
 opset = right.selectbox(
     _("Opset"),
     opsets,
     index=opsets.index(DEFAULT_OPSET),
-    format_func=lambda v: (
-        f"{v}"
-        + (_(" (recommended)") if v == DEFAULT_OPSET else "")
-        + ("" if v in EXPORTERS["dynamo"][1] else _(" (the dynamo exporter produces 18)"))
-        + ("" if v in EXPORTERS["legacy"][0] else _(" (dynamo only)"))
-    ),
+    format_func=opset_labels.__getitem__,
     key="opset_choice",
 )
 optimize = right.checkbox(
