@@ -214,7 +214,7 @@ def test_the_decode_page_and_its_graph_view_read_in_chinese_and_again_in_english
     assert english_runs(at) == []
 
     _switch_to(at, "en")
-    assert [h.value for h in at.header][0] == "1. The first bytes"
+    assert at.header[0].value == "1. The first bytes"
     assert (
         at.table[0]
         .value.iloc[0]["how to read it"]
@@ -235,12 +235,10 @@ def test_the_standalone_graph_page_written_in_chinese_has_chinese_panels_and_leg
 
     view = view_graph(builders.chain_model(6))
 
-    class Profile:
-        node_ms = [4.0, *[0.4] * 5]
-        call_ms = 6.0
-        level = "all"
+    from types import SimpleNamespace
 
-    colourings = {"latency": latency_colouring(view, Profile())}
+    profile = SimpleNamespace(node_ms=[4.0, *[0.4] * 5], call_ms=6.0, level="all")
+    colourings = {"latency": latency_colouring(view, profile)}
     page = graph_page(view, "/* bundle */", color="latency", colourings=colourings, language="zh")
     words = json.loads(re.search(r'id="graph-words" type="application/json">(.*?)</script>', page).group(1))
     assert words["Fit"] == "适应窗口" and words["Find a node by name or op"] == "按名称或算子查找节点"
