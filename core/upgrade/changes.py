@@ -44,7 +44,7 @@ def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple
     gained = sorted({a.name for a in after.attribute} - {a.name for a in before.attribute})
     parts = []
     if old is not None and new is not None and old != new:
-        parts.append(f"version {old} → {new}")
+        parts.append(say.VERSION.format(old=old, new=new))
     if dropped:
         reasons = sorted({_WHY_DROPPED[name] for name in dropped if name in _WHY_DROPPED})
         if reasons:

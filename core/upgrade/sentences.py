@@ -42,6 +42,7 @@ __all__ = [
     "STRICT_SHAPES",
     "TOO_LARGE",
     "VALID",
+    "VERSION",
     "WHY_DROPPED",
     "INFERRED",
 ]
@@ -64,6 +65,7 @@ ATTRIBUTE_ADDED, ATTRIBUTES_ADDED = N_("attribute {names} added"), N_("attribute
 INPUTS_ADDED, INPUTS_REMOVED = N_("{count} input(s) added"), N_("{count} input(s) removed")
 REMOVED = N_("removed: the new version computes its result another way")
 REPLACED_BY = N_("{old} replaced by {new}")
+VERSION = N_("version {old} → {new}")
 ADDED_BY_CONVERTER = N_("added by the converter")
 BROADCAST_ALONG_AXIS = N_(
     "its second input broadcast along an axis (before opset 7): an Unsqueeze gives it the trailing 1-dims that "
@@ -113,5 +115,5 @@ SENTENCES = (
     ATTRIBUTE_ADDED, ATTRIBUTES_ADDED, INPUTS_ADDED, INPUTS_REMOVED, REMOVED, ADDED_BY_CONVERTER, BROADCAST_ALONG_AXIS,
     PRELU_SLOPE, CHECKER, VALID, STRICT_SHAPES, INFERRED, RUNS_IN_ORT, OPENS_AND_RUNS, NO_KERNEL, IN_ORT,
     IN_REFERENCE, TOO_LARGE, REFERENCE_MISREADS, RUNS_NOWHERE, REFERENCE_RAN, OUT_OF_TIME, REFERENCE_FAILED,
-    PRELU_SLOPES, ALONG_AXIS, MISREAD_ONE, MISREAD_COUNT, OUTPUTS_BEYOND, OUTPUTS_DIFF, MATCHES, REPLACED_BY,
+    PRELU_SLOPES, ALONG_AXIS, MISREAD_ONE, MISREAD_COUNT, OUTPUTS_BEYOND, OUTPUTS_DIFF, MATCHES, REPLACED_BY, VERSION,
 )  # fmt: skip

@@ -249,3 +249,32 @@ def test_the_standalone_graph_page_written_in_chinese_has_chinese_panels_and_leg
     english = graph_page(view, "/* bundle */", color="latency", colourings=colourings)
     assert '<html lang="en">' in english and 'type="application/json">{}</script>' in english
     assert "latency at all" in english
+
+
+def test_the_upgrade_of_an_old_model_is_offered_and_reported_in_chinese(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import builders
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.file_uploader(key="uploads").set_value(("old.onnx", builders.old_opset_model().SerializeToString(), "x")).run()
+    at.switch_page("app_pages/partition.py").run()
+    original = at.session_state["model"]
+    go = next(b for b in at.button if b.key == f"upgrade_go_{original.id[:12]}")
+    assert go.label == "升级并继续"
+    assert at.number_input(key=f"upgrade_opset_{original.id[:12]}").label == "要升级到的算子集版本"
+    go.click().run()
+    assert not at.exception and not at.error
+    (success,) = at.success
+    assert "从算子集 6 升级到 18 的版本，它的输出与onnx 参考求值器中运行的原模型" in success.value.replace("\\", "")
+    assert at.session_state["model"].notes[0].startswith("Upgraded from old with onnx's version converter")  # kept
+    changes = next(t.value for t in at.table if "内容" in t.value.columns)
+    assert list(changes.columns) == ["变化", "算子", "节点", "内容"]
+    what = changes.set_index("算子").loc["Add", "内容"].replace("\\", "")
+    assert what.startswith("版本 6 → 14；去掉了属性 broadcast（广播在算子集 7 中变成了隐式的 numpy 风格）")
+    checks = next(t.value for t in at.table if "检查" in t.value.columns)
+    assert set(checks["结果"]) == {"通过"}
