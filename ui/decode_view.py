@@ -100,7 +100,8 @@ def model_section(decoded: DecodedModel) -> None:
         if decoded.shapes_total
         else _("no intermediate tensors")
     )
-    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **{_('Shape inference')}**: {coverage}")
+    shapes = _("Shape inference")
+    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **{shapes}**: {coverage}")
     signature_tables(decoded.inputs, decoded.outputs)
     st.json(model_tree(decoded), expanded=1)
     if decoded.subgraphs:
@@ -169,7 +170,7 @@ def nodes_section(decoded: DecodedModel) -> None:
     the server builds and sends only the page in view)."""
     left, right = st.columns([2, 1])
     query = left.text_input(_("Search names, inputs, outputs and attributes"), key="node_search").strip().lower()
-    ops = right.multiselect(_("Op types"), decoded.op_types, key="node_ops")
+    ops = right.multiselect(_("Op types"), decoded.op_types, key="node_ops", placeholder=_("All op types"))
     nodes = node_rows(decoded)
     keep = (lambda n: (not ops or n.op_type in ops) and (not query or _matches(n, query))) if ops or query else None
     rows = page_of_rows(nodes, NodeInfo, "node_page", keep, _("nodes"))

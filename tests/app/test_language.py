@@ -178,7 +178,7 @@ def test_the_export_page_and_its_report_read_in_chinese_and_again_in_english(chi
     for words in (
         "##### 验证",
         "onnx.checker（完整检查）",
-        "在 导出形状 与 PyTorch 一致",
+        "在 导出形状 下与 PyTorch 一致",
         "从 PyTorch 到 ONNX 发生了哪些变化",
     ):
         assert words in said, words

@@ -75,7 +75,7 @@ def test_export_decode_and_the_graph_view_read_in_chinese(browser, app_url: str)
         page.get_by_role("button", name="导出", exact=True).click()
         page.get_by_text("导出并验证完成").wait_for(timeout=120_000)
         wait_idle(page)
-        assert page.get_by_text("在 batch = 3 与 PyTorch 一致").is_visible()
+        assert page.get_by_text("在 batch = 3 下与 PyTorch 一致").is_visible()
         shot(page, "lang-10-export-zh")
 
         page.get_by_role("link", name="解析", exact=True).click()
