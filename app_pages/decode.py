@@ -5,7 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodeRequest
+from core.decode.sentences import SENTENCES
 from core.graph.colourings import latency_colouring
+from core.i18n import _
 from core.jobs import DECODE, PROFILE
 from ui import jobs
 from ui.decode_view import (
@@ -18,52 +20,66 @@ from ui.decode_view import (
 )
 from ui.graph_panel import draw_graph, graph_of, node_card
 from ui.needs import next_steps, require_onnx
+from ui.sentences import shown
 from ui.text import md_escape
 
-st.title("Decode")
+st.title(_("Decode"))
 st.markdown(
-    "An `.onnx` file is one protobuf message, a **ModelProto**: a few fields that describe the model, then a "
-    "**GraphProto** holding the inputs, the nodes (one per operator call) and the weights. This page reads it "
-    "the way a runtime does, from the first bytes to the last node, without loading external weights."
+    _(
+        "An `.onnx` file is one protobuf message, a **ModelProto**: a few fields that describe the model, then a "
+        "**GraphProto** holding the inputs, the nodes (one per operator call) and the weights. This page reads it "
+        "the way a runtime does, from the first bytes to the last node, without loading external weights."
+    )
 )
 
 record = require_onnx("decode")
 
-decoded = jobs.run(DECODE, DecodeRequest(path=record.path), f"Decoding '{record.name}'", model=record.id, reuse=True)
+label = _("Decoding '{name}'").format(name=record.name)
+decoded = jobs.run(DECODE, DecodeRequest(path=record.path), label, model=record.id, reuse=True)
 for problem in decoded.problems:
-    st.warning(md_escape(problem, 600))
+    st.warning(md_escape(shown(problem, SENTENCES), 600))
 
-st.header("1. The first bytes", anchor="bytes")
+st.header(_("1. The first bytes"), anchor="bytes")
 st.markdown(
-    "Protobuf writes each field as a **tag** (field number × 8 + wire type) and then its value: a varint for "
-    "numbers, or a length and the bytes for strings and nested messages. So `08 0A` is field 1 (`ir_version`), "
-    "wire type 0 (varint), value 10."
+    _(
+        "Protobuf writes each field as a **tag** (field number × 8 + wire type) and then its value: a varint for "
+        "numbers, or a length and the bytes for strings and nested messages. So `08 0A` is field 1 (`ir_version`), "
+        "wire type 0 (varint), value 10."
+    )
 )
 header_section(decoded)
 
-st.header("2. The model", anchor="model")
+st.header(_("2. The model"), anchor="model")
 st.markdown(
-    "The ModelProto says which IR version and operator sets (opsets) the graph needs, who produced it, and "
-    "what goes in and out. Symbolic dimensions (like `batch`) are sizes chosen at run time."
+    _(
+        "The ModelProto says which IR version and operator sets (opsets) the graph needs, who produced it, and "
+        "what goes in and out. Symbolic dimensions (like `batch`) are sizes chosen at run time."
+    )
 )
 model_section(decoded)
 
-st.header("3. The graph", anchor="graph")
+st.header(_("3. The graph"), anchor="graph")
 st.markdown(
-    "Each box is one operator call with its key settings (a Conv's kernel, strides and groups); an edge is a "
-    "tensor, labelled with its type and shape where known, flowing from the node that makes it to the nodes "
-    "that use it. Weights and constants are listed inside the node that uses them, not drawn as nodes. Nodes "
-    "sit in the groups their names' scopes make (`/encoder/layer.0/attn/...`), which open with a click. An If, "
-    "Loop or Scan holds its bodies, and a call of a local function its body: click ▸ on the node (or "
-    "double-click it) and they open inside it. Colour by op type or dtype, or by the last profile's latency "
-    "once there is one; a node's details list its weights with their statistics."
+    _(
+        "Each box is one operator call with its key settings (a Conv's kernel, strides and groups); an edge is a "
+        "tensor, labelled with its type and shape where known, flowing from the node that makes it to the nodes "
+        "that use it. Weights and constants are listed inside the node that uses them, not drawn as nodes. Nodes "
+        "sit in the groups their names' scopes make (`/encoder/layer.0/attn/...`), which open with a click. An If, "
+        "Loop or Scan holds its bodies, and a call of a local function its body: click ▸ on the node (or "
+        "double-click it) and they open inside it. Colour by op type or dtype, or by the last profile's latency "
+        "once there is one; a node's details list its weights with their statistics."
+    )
 )
 view = graph_of(record)
 if view is not None:
     profiled = jobs.kept(PROFILE, record.id)
     colourings = {"latency": latency_colouring(view, profiled)} if profiled is not None else {}
     if profiled is not None:
-        st.caption(f"Latency from the profile at {profiled.level}: {md_escape(profiled.headline, 300)}")
+        st.caption(
+            _("Latency from the profile at {level}: {headline}").format(
+                level=profiled.level, headline=md_escape(profiled.headline, 300)
+            )
+        )
     selected = draw_graph(view, key=f"graph_{record.id[:12]}", colourings=colourings)
     if selected is not None:
         with st.container(border=True):
@@ -71,30 +87,35 @@ if view is not None:
             if selected.index >= 0:
                 node_details(decoded, selected.index)
 
-st.header("4. The nodes", anchor="nodes")
+st.header(_("4. The nodes"), anchor="nodes")
 st.markdown(
-    "Every node with its inputs, outputs and attributes (the operator's settings, such as a Conv's kernel shape). "
-    "Nodes of subgraphs and local functions are listed with the graph they belong to."
+    _(
+        "Every node with its inputs, outputs and attributes (the operator's settings, such as a Conv's kernel "
+        "shape). Nodes of subgraphs and local functions are listed with the graph they belong to."
+    )
 )
 nodes_section(decoded)
 
-st.header("5. The weights", anchor="weights")
+st.header(_("5. The weights"), anchor="weights")
 st.markdown(
-    "Weights are stored as initializers (or, in some exporters, as Constant nodes), inline in the file or in an "
-    "external data file beside it. Their sizes show where a model's bytes go."
+    _(
+        "Weights are stored as initializers (or, in some exporters, as Constant nodes), inline in the file or in an "
+        "external data file beside it. Their sizes show where a model's bytes go."
+    )
 )
 weights_section(decoded)
 
-with st.expander("The text form (onnx.printer; large weight values left out)"):
+with st.expander(_("The text form (onnx.printer; large weight values left out)")):
+    cut = "\n… " + _("(cut here; download for the rest)")
     st.code(
-        decoded.text[:200_000] + ("\n… (cut here; download for the rest)" if len(decoded.text) > 200_000 else ""),
+        decoded.text[:200_000] + (cut if len(decoded.text) > 200_000 else ""),
         language=None,
     )
 left, right = st.columns(2)
 # downloads are made when clicked, not on every run: a large model's JSON is tens of megabytes
-left.download_button("Download the text form", decoded.text.encode, f"{record.name}.onnx.txt", "text/plain")
+left.download_button(_("Download the text form"), decoded.text.encode, f"{record.name}.onnx.txt", "text/plain")
 right.download_button(
-    "Download the decoded model (JSON)",
+    _("Download the decoded model (JSON)"),
     lambda: decoded_json(decoded),
     f"{record.name}.decoded.json",
     "application/json",

@@ -9,10 +9,13 @@ import pandas as pd
 import streamlit as st
 
 from core.decode import DecodedModel, NodeInfo
+from core.decode.sentences import SENTENCES
+from core.i18n import N_, _, ngettext, number
 from core.jobs.wire import to_data
 from core.model import format_shape
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
+from ui.sentences import shown
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -26,19 +29,25 @@ def header_section(decoded: DecodedModel) -> None:
     st.code(offsets, language=None)
     frame = pd.DataFrame(
         {
-            "offset": [h.offset for h in decoded.header],
-            "bytes": [h.hex + (" …" if h.length > 12 else "") for h in decoded.header],
-            "field": [f"{h.number}: {h.field}" for h in decoded.header],
-            "wire type": [h.wire_type for h in decoded.header],
-            "value": [h.value for h in decoded.header],
-            "how to read it": [h.explanation for h in decoded.header],
+            _("offset"): [h.offset for h in decoded.header],
+            _("bytes"): [h.hex + (" …" if h.length > 12 else "") for h in decoded.header],
+            _("field"): [f"{h.number}: {h.field}" for h in decoded.header],
+            _("wire type"): [h.wire_type for h in decoded.header],
+            _("value"): [shown(h.value, SENTENCES) for h in decoded.header],
+            _("how to read it"): [shown(h.explanation, SENTENCES) for h in decoded.header],
         }
     )
     st.table(escaped_frame(frame), hide_index=True)
     st.caption(
-        "Every top-level field of the file, in file order: the graph usually fills almost all of it, and "
-        "fields written after it (often opset_import) are found by jumping over its bytes."
+        _(
+            "Every top-level field of the file, in file order: the graph usually fills almost all of it, and "
+            "fields written after it (often opset_import) are found by jumping over its bytes."
+        )
     )
+
+
+def _nodes(count: int) -> str:
+    return ngettext("{count} node", "{count} nodes", count).format(count=number(count))
 
 
 def model_tree(decoded: DecodedModel) -> dict:
@@ -56,35 +65,50 @@ def model_tree(decoded: DecodedModel) -> dict:
             "name": decoded.graph_name,
             "input": {s.name: f"{s.dtype} [{format_shape(s.shape)}]" for s in decoded.inputs},
             "output": {s.name: f"{s.dtype} [{format_shape(s.shape)}]" for s in decoded.outputs},
-            "node": f"{decoded.node_count:,} nodes",
-            "initializer": f"{decoded.initializer_count:,} tensors, {human_bytes(decoded.initializer_bytes)}",
-            "value_info": f"{decoded.value_info_count:,} entries",
-            "subgraphs": {s.path: f"{s.node_count} nodes" for s in decoded.subgraphs},
+            "node": _nodes(decoded.node_count),
+            "initializer": ngettext(
+                "{count} tensor, {size}", "{count} tensors, {size}", decoded.initializer_count
+            ).format(count=number(decoded.initializer_count), size=human_bytes(decoded.initializer_bytes)),
+            "value_info": ngettext("{count} entry", "{count} entries", decoded.value_info_count).format(
+                count=number(decoded.value_info_count)
+            ),
+            "subgraphs": {s.path: _nodes(s.node_count) for s in decoded.subgraphs},
         },
-        "functions": {f"{f.domain}.{f.name}": f"{f.node_count} nodes: {f.op_counts}" for f in decoded.functions},
+        "functions": {f"{f.domain}.{f.name}": f"{_nodes(f.node_count)}: {f.op_counts}" for f in decoded.functions},
     }
 
 
 def model_section(decoded: DecodedModel) -> None:
     cols = st.columns(4)
-    cols[0].metric("IR version", decoded.ir_version if decoded.ir_version is not None else "—")
-    cols[1].metric("Opset", decoded.opsets.get("ai.onnx", "—"))
+    cols[0].metric(_("IR version"), decoded.ir_version if decoded.ir_version is not None else "—")
+    cols[1].metric(_("Opset"), decoded.opsets.get("ai.onnx", "—"))
     cols[2].metric(
-        "Nodes", f"{decoded.node_count:,}", help=f"{decoded.total_node_count:,} with subgraphs and functions"
+        _("Nodes"),
+        number(decoded.node_count),
+        help=_("{count} with subgraphs and functions").format(count=number(decoded.total_node_count)),
     )
-    cols[3].metric("Parameters", f"{decoded.parameter_count:,}")
-    checker = "passes" if decoded.checker_ok else f"fails: {decoded.checker_message}"
+    cols[3].metric(_("Parameters"), number(decoded.parameter_count))
+    checker = (
+        _("passes")
+        if decoded.checker_ok
+        else _("fails: {message}").format(message=shown(decoded.checker_message, SENTENCES))
+    )
     coverage = (
-        f"{decoded.shapes_known:,} of {decoded.shapes_total:,} intermediate tensors have a known shape"
+        _("{known} of {total} intermediate tensors have a known shape").format(
+            known=number(decoded.shapes_known), total=number(decoded.shapes_total)
+        )
         if decoded.shapes_total
-        else "no intermediate tensors"
+        else _("no intermediate tensors")
     )
-    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **Shape inference**: {coverage}")
+    shapes = _("Shape inference")
+    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **{shapes}**: {coverage}")
     signature_tables(decoded.inputs, decoded.outputs)
     st.json(model_tree(decoded), expanded=1)
     if decoded.subgraphs:
-        st.markdown("**Subgraphs** (If branches, Loop and Scan bodies): pick one in the graph view below.")
-        frame = pd.DataFrame([{"subgraph": s.path, "nodes": s.node_count, "depth": s.depth} for s in decoded.subgraphs])
+        st.markdown(_("**Subgraphs** (If branches, Loop and Scan bodies): pick one in the graph view below."))
+        frame = pd.DataFrame(
+            [{_("subgraph"): s.path, _("nodes"): s.node_count, _("depth"): s.depth} for s in decoded.subgraphs]
+        )
         if len(frame) > 8:  # a scrolling grid (text shown as text): fifty rows must not push the graph far down
             st.dataframe(frame, hide_index=True, width="stretch", height=320)
         else:
@@ -104,17 +128,23 @@ def node_details(decoded: DecodedModel, index: int) -> None:
         if name in sizes
     ]
     if weights:
-        st.caption("Weights: " + "; ".join(weights))
+        st.caption(_("Weights: {weights}").format(weights="; ".join(weights)))
     if node.attributes:
-        st.table(
-            escaped_frame(pd.DataFrame({"attribute": list(node.attributes), "value": list(node.attributes.values())})),
-            hide_index=True,
-        )
+        frame = pd.DataFrame({_("attribute"): list(node.attributes), _("value"): list(node.attributes.values())})
+        st.table(escaped_frame(frame), hide_index=True)
     else:
-        st.caption("This node has no attributes.")
+        st.caption(_("This node has no attributes."))
 
 
 _NODE_COLUMNS = ["graph", "#", "name", "op_type", "domain", "inputs", "outputs", "attributes"]
+_NODE_HEADERS = {
+    "graph": N_("graph"),
+    "name": N_("name"),
+    "domain": N_("domain"),
+    "inputs": N_("inputs"),
+    "outputs": N_("outputs"),
+    "attributes": N_("attributes"),
+}
 
 
 def _node_row(n: NodeInfo) -> dict[str, object]:
@@ -139,15 +169,16 @@ def nodes_section(decoded: DecodedModel) -> None:
     """The node table, filtered over every node and shown a page at a time (a large model has tens of thousands:
     the server builds and sends only the page in view)."""
     left, right = st.columns([2, 1])
-    query = left.text_input("Search names, inputs, outputs and attributes", key="node_search").strip().lower()
-    ops = right.multiselect("Op types", decoded.op_types, key="node_ops")
+    query = left.text_input(_("Search names, inputs, outputs and attributes"), key="node_search").strip().lower()
+    ops = right.multiselect(_("Op types"), decoded.op_types, key="node_ops", placeholder=_("All op types"))
     nodes = node_rows(decoded)
     keep = (lambda n: (not ops or n.op_type in ops) and (not query or _matches(n, query))) if ops or query else None
-    rows = page_of_rows(nodes, NodeInfo, "node_page", keep, "nodes")
-    shown = pd.DataFrame([_node_row(n) for n in rows], columns=_NODE_COLUMNS)
-    st.dataframe(shown, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(shown), 1)))
+    rows = page_of_rows(nodes, NodeInfo, "node_page", keep, _("nodes"))
+    frame = pd.DataFrame([_node_row(n) for n in rows], columns=_NODE_COLUMNS)
+    frame = frame.rename(columns={k: _(v) for k, v in _NODE_HEADERS.items()})  # the CSV keeps the English names
+    st.dataframe(frame, hide_index=True, width="stretch", height=min(420, 38 + 35 * max(len(frame), 1)))
     st.download_button(
-        "Download the node table (CSV)",
+        _("Download the node table (CSV)"),
         lambda: (
             pd.DataFrame([_node_row(n) for n in all_rows(nodes, NodeInfo)], columns=_NODE_COLUMNS)
             .to_csv(index=False)
@@ -156,32 +187,34 @@ def nodes_section(decoded: DecodedModel) -> None:
         f"{Path(decoded.path).stem}.nodes.csv",
         "text/csv",
     )
-    st.plotly_chart(histogram_figure(decoded.op_counts, "Op types in the main graph"), key="op_histogram")
+    st.plotly_chart(histogram_figure(decoded.op_counts, _("Op types in the main graph")), key="op_histogram")
 
 
 def weights_section(decoded: DecodedModel) -> None:
     weights = [t for t in decoded.initializers if t.is_weight]
     if not weights:
-        st.info("This model holds no weights: every tensor comes from its inputs.")
+        st.info(_("This model holds no weights: every tensor comes from its inputs."))
         return
     cols = st.columns(3)
     cols[0].metric(
-        "Weight tensors", f"{len(weights):,}", help="int64 and int32 tensors (shapes, axes, indices) are not counted"
+        _("Weight tensors"),
+        number(len(weights)),
+        help=_("int64 and int32 tensors (shapes, axes, indices) are not counted"),
     )
-    cols[1].metric("Weight bytes", human_bytes(sum(t.bytes for t in weights)))
-    cols[2].metric("Stored outside the file", ", ".join(decoded.external_files) or "none")
+    cols[1].metric(_("Weight bytes"), human_bytes(sum(t.bytes for t in weights)))
+    cols[2].metric(_("Stored outside the file"), ", ".join(decoded.external_files) or _("none"))
     largest = sorted(weights, key=lambda t: t.bytes, reverse=True)[:15]
-    st.markdown("**Largest tensors**")
+    st.markdown("**" + _("Largest tensors") + "**")
     st.table(
         escaped_frame(
             pd.DataFrame(
                 [
                     {
-                        "tensor": t.name,
+                        _("tensor"): t.name,
                         "dtype": t.dtype,
-                        "shape": "×".join(map(str, t.shape)),
-                        "bytes": human_bytes(t.bytes),
-                        "where": t.storage,
+                        _("shape"): "×".join(map(str, t.shape)),
+                        _("bytes"): human_bytes(t.bytes),
+                        _("where"): shown(t.storage, SENTENCES),
                     }
                     for t in largest
                 ]
@@ -193,7 +226,7 @@ def weights_section(decoded: DecodedModel) -> None:
         top = sorted(decoded.layers, key=lambda layer: layer.parameters, reverse=True)[:25]
         counts = {f"{layer.node} ({layer.op_type})": layer.parameters for layer in top}
         st.plotly_chart(
-            histogram_figure(counts, "Parameters per layer (the 25 largest)", "#54A24B"), key="layer_weights"
+            histogram_figure(counts, _("Parameters per layer (the 25 largest)"), "#54A24B"), key="layer_weights"
         )
 
 

@@ -8,14 +8,16 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.export import ExportOptions, ExportReport, ExportRequest
-from core.export.verify import unproven_warning
+from core.export import ExportOptions, ExportReport, ExportRequest, ShapeTrial, exporter, messages, verify
+from core.export.verify import EXPORT_SHAPE, UNPROVEN, unproven_warning
+from core.i18n import _, number, pgettext
 from core.jobs import EXPORT
 from core.model import ModelRecord
 from core.model.torchload import source_of
 from ui import jobs, session
 from ui.charts import op_count_figure, op_count_frame
 from ui.plan_view import forget_plan, keep_export_examples
+from ui.sentences import shown
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["kept_report", "run_export", "show_report"]
@@ -41,6 +43,29 @@ def kept_report(source: ModelRecord) -> ExportReport | None:
     return jobs.kept(EXPORT, source.id)
 
 
+# what core writes in English in the report, shown in the reader's language
+_SAID = (*verify.SENTENCES, *messages.SENTENCES, *exporter.SENTENCES)
+
+
+def _said(text: str) -> str:
+    return shown(text, _SAID)
+
+
+def _label(trial: ShapeTrial) -> str:
+    """Where a trial ran: "export shape" (in the reader's words) or "batch = 3"."""
+    return _(EXPORT_SHAPE) if trial.label == EXPORT_SHAPE else trial.label
+
+
+def _where(trials: list[ShapeTrial]) -> str:
+    return pgettext("list", ", ").join(_label(t) for t in trials)
+
+
+def _unproven(trials: list[ShapeTrial]) -> str:
+    """core's unproven_warning, in the reader's language."""
+    void = [t for t in trials if t.proves_nothing]
+    return _(UNPROVEN).format(where=_where(void), why=_said(void[0].proves_nothing)) if void else ""
+
+
 _OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"
 _VOID = ":orange[:material/help:]"  # matched, but on outputs that test nothing
 
@@ -51,12 +76,13 @@ def _trial_frame(report: ExportReport) -> pd.DataFrame:
         shapes = ", ".join(f"{k} {'×'.join(map(str, v))}" for k, v in trial.input_shapes.items())
         worst_abs = max((d.max_abs for d in trial.diffs), default=None)
         worst_rel = max((d.max_rel for d in trial.diffs), default=None)
+        result = _("matches") if trial.ok else _("proves nothing") if trial.proves_nothing else _("FAILS")
         rows.append(
             {
-                "shapes": f"{trial.label}: {shapes}",
-                "max abs diff": f"{worst_abs:.2e}" if worst_abs is not None else "—",
-                "max rel diff": f"{worst_rel:.2e}" if worst_rel is not None else "—",
-                "result": "matches" if trial.ok else "proves nothing" if trial.proves_nothing else "FAILS",
+                _("shapes"): f"{_label(trial)}: {shapes}",
+                _("max abs diff"): f"{worst_abs:.2e}" if worst_abs is not None else "—",
+                _("max rel diff"): f"{worst_rel:.2e}" if worst_rel is not None else "—",
+                _("result"): result,
             }
         )
     return pd.DataFrame(rows)
@@ -66,23 +92,31 @@ def _headline(report: ExportReport) -> None:
     """All checks passed; nothing failed but a comparison proved nothing; or how many failed."""
     passed = sum(c.ok for c in report.checks) + sum(t.ok for t in report.trials)
     total = len(report.checks) + len(report.trials)
-    where = ", ".join(t.label for t in report.trials)
-    unproven = unproven_warning(report.trials)
+    where = _where(report.trials)
+    unproven = _unproven(report.trials)
     failed = total - passed - sum(bool(t.proves_nothing) for t in report.trials)
+    seconds = number(report.seconds, 1)
     if report.ok:
         st.success(
-            f"Exported and verified in {report.seconds:.1f} s: all {total} checks pass; the ONNX model "
-            f"matches PyTorch at {where}."
+            _(
+                "Exported and verified in {seconds} s: all {total} checks pass; the ONNX model matches PyTorch at "
+                "{where}."
+            ).format(seconds=seconds, total=total, where=where)
         )
     elif not failed:
         st.warning(
-            f"Exported in {report.seconds:.1f} s: {passed} of {total} checks pass, and the rest prove nothing. "
+            _("Exported in {seconds} s: {passed} of {total} checks pass, and the rest prove nothing.").format(
+                seconds=seconds, passed=passed, total=total
+            )
+            + " "
             + md_escape(unproven, 1500)
         )
     else:
         st.error(
-            f"Exported in {report.seconds:.1f} s, but {failed} of {total} checks fail. "
-            "Read the red lines below before you deploy this model."
+            _(
+                "Exported in {seconds} s, but {failed} of {total} checks fail. Read the red lines below before you "
+                "deploy this model."
+            ).format(seconds=seconds, failed=failed, total=total)
             + (f" {md_escape(unproven, 1500)}" if unproven else "")
         )
 
@@ -90,13 +124,20 @@ def _headline(report: ExportReport) -> None:
 def show_report(report: ExportReport) -> None:
     _headline(report)
     if report.opset_note:
-        st.warning(md_escape(report.opset_note, 500))
+        st.warning(md_escape(_said(report.opset_note), 500))
 
-    st.markdown("##### Verification")
-    lines = [f"- {_OK if c.ok else _FAIL} **{md_escape(c.name)}**: {md_escape(c.detail, 500)}" for c in report.checks]
+    st.markdown("##### " + _("Verification"))
+    lines = [
+        f"- {_OK if c.ok else _FAIL} **{md_escape(_said(c.name))}**: {md_escape(_said(c.detail), 500)}"
+        for c in report.checks
+    ]
     for trial in report.trials:
-        what = f"matches PyTorch at {trial.label}" + (f" (varies {trial.axis})" if trial.axis else "")
-        detail = trial.error or "every output within 1e-4 + 1e-3·|value|"
+        what = (
+            _("matches PyTorch at {where} (varies {axis})").format(where=_label(trial), axis=_said(trial.axis))
+            if trial.axis
+            else _("matches PyTorch at {where}").format(where=_label(trial))
+        )
+        detail = _said(trial.error) or _("every output within 1e-4 + 1e-3·|value|")
         mark = _OK if trial.ok else _VOID if trial.proves_nothing else _FAIL
         lines.append(f"- {mark} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
@@ -104,33 +145,39 @@ def show_report(report: ExportReport) -> None:
     if report.traced_shapes:
         traced = ", ".join(f"{k} {'×'.join(map(str, v))}" for k, v in report.traced_shapes.items())
         st.caption(
-            f"The exporter traced the model at {traced}: torch.export treats a dynamic axis of size 1 as a "
-            "constant, so such axes are traced at size 2. The checks above ran at the shapes you chose."
+            _(
+                "The exporter traced the model at {shapes}: torch.export treats a dynamic axis of size 1 as a "
+                "constant, so such axes are traced at size 2. The checks above ran at the shapes you chose."
+            ).format(shapes=traced)
         )
 
-    st.markdown("##### What changed between PyTorch and ONNX")
+    st.markdown("##### " + _("What changed between PyTorch and ONNX"))
     st.caption(
-        f"{md_escape(report.exporter_reason)} Opset asked {report.opset_requested}, produced {report.opset_produced}."
+        md_escape(_(report.exporter_reason))
+        + " "
+        + _("Opset asked {asked}, produced {produced}.").format(
+            asked=report.opset_requested, produced=report.opset_produced
+        )
     )
     for change in report.changes:
-        st.markdown(f"- {md_escape(change, 400)}")
+        st.markdown(f"- {md_escape(_said(change), 400)}")
     st.plotly_chart(op_count_figure(op_count_frame(report.torch_ops, report.onnx_ops)), key="op_counts")
     exporters = [w for w in report.warnings if w != unproven_warning(report.trials)]  # that one heads the report
     if exporters:
-        with st.expander(f"The exporter's warnings, in plain words ({len(exporters)})"):
-            st.markdown("\n".join(f"- {md_escape(w, 600)}" for w in exporters))
+        with st.expander(_("The exporter's warnings, in plain words ({count})").format(count=len(exporters))):
+            st.markdown("\n".join(f"- {md_escape(_said(w), 600)}" for w in exporters))
 
-    st.markdown("##### Take it with you")
+    st.markdown("##### " + _("Take it with you"))
     cols = st.columns(max(len(report.files), 1) + 1)
     for col, file in zip(cols, report.files, strict=False):
         path = Path(file)
         if path.exists():
             col.download_button(
-                f"Download {path.name} ({human_bytes(path.stat().st_size)})",
+                _("Download {file} ({size})").format(file=path.name, size=human_bytes(path.stat().st_size)),
                 data=partial(session.workspace().read_file, path),  # read when clicked: a model can be gigabytes
                 file_name=path.name,
                 mime="application/octet-stream",
                 key=f"download_{path.name}",
             )
-    st.markdown("The Python that reproduces this exact export:")
+    st.markdown(_("The Python that reproduces this exact export:"))
     st.code(report.code, language="python")

@@ -23,7 +23,8 @@ import streamlit as st
 
 from core.graph import GraphView
 from core.graph.colourings import Colouring, colouring_json
-from core.graph.page import browser_data
+from core.graph.page import browser_data, panel_words
+from core.i18n import language
 
 __all__ = ["BUNDLE", "Colouring", "graph_canvas", "graph_payload"]
 
@@ -50,23 +51,29 @@ _CACHE = "_graph_canvas_payloads"  # session state: key -> (view, colourings, he
 
 
 def graph_payload(view: GraphView, key: str, colourings: dict[str, Colouring], height: int) -> bytes:
-    """The view element's data: a JSON header line {key, digest, height}, then {graph, colourings} as JSON."""
+    """The view element's data: a JSON header line {key, digest, height}, then {graph, colourings, words} as JSON
+    (the colourings' and the view's words in the reader's language)."""
     body = msgspec.json.encode(
-        {"graph": browser_data(view), "colourings": {n: colouring_json(c) for n, c in colourings.items()}}
+        {
+            "graph": browser_data(view),
+            "colourings": {n: colouring_json(c) for n, c in colourings.items()},
+            "words": panel_words(),
+        }
     )
     digest = hashlib.blake2b(body, digest_size=16).hexdigest()
     return msgspec.json.encode({"key": key, "digest": digest, "height": height}) + b"\n" + body
 
 
 def _payload(view: GraphView, key: str, colourings: dict[str, Colouring], height: int) -> bytes:
-    """graph_payload, kept in the session while the same view, colourings and height are drawn under ``key``:
-    a rerun neither rebuilds nor re-encodes it."""
-    cache: dict[str, tuple[GraphView, dict[str, Colouring], int, bytes]] = st.session_state.setdefault(_CACHE, {})
+    """graph_payload, kept in the session while the same view, colourings, height and language are drawn under
+    ``key``: a rerun neither rebuilds nor re-encodes it."""
+    cache: dict[str, tuple[GraphView, dict[str, Colouring], tuple[int, str], bytes]]
+    cache = st.session_state.setdefault(_CACHE, {})
     kept = cache.get(key)
-    if kept is not None and kept[0] is view and kept[2] == height and kept[1] == colourings:
+    if kept is not None and kept[0] is view and kept[2] == (height, language()) and kept[1] == colourings:
         return kept[3]
     payload = graph_payload(view, key, colourings, height)
-    cache[key] = (view, dict(colourings), height, payload)
+    cache[key] = (view, dict(colourings), (height, language()), payload)
     return payload
 
 

@@ -7,13 +7,16 @@ import pandas as pd
 import streamlit as st
 
 from core.graph import GraphView, ViewNode
+from core.graph.build import SENTENCES
 from core.graph.colourings import Colouring, by_index
 from core.graph.records import GraphRequest
+from core.i18n import _, ngettext, number, pgettext
 from core.jobs import GRAPH
 from core.model import ModelRecord
 from ui import session
 from ui.graph_canvas import graph_canvas
 from ui.jobs import run
+from ui.sentences import shown
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card"]
@@ -26,11 +29,12 @@ def graph_of(record: ModelRecord) -> GraphView | None:
     to draw (the page says so)."""
     if (record.node_count or 0) > MAX_VIEW_NODES:
         st.warning(
-            f"The graph has {record.node_count:,} nodes, too many to draw ({MAX_VIEW_NODES:,} at most); the node "
-            "table lists them all."
+            _("The graph has {count} nodes, too many to draw ({limit} at most); the node table lists them all.").format(
+                count=number(record.node_count or 0), limit=number(MAX_VIEW_NODES)
+            )
         )
         return None
-    label = f"Laying out the graph of '{record.name}'"
+    label = _("Laying out the graph of '{name}'").format(name=record.name)
     return run(GRAPH, GraphRequest(path=record.path), label, model=record.id, reuse=True)
 
 
@@ -44,25 +48,42 @@ def draw_graph(
     clicked = graph_canvas(view, key=key, colourings=colourings, colour=colour, selected=wanted)
     name = clicked or wanted
     session.set_page_param("node", name)  # a reload or a link opens on the same node
-    folded = f", {view.folded_constants:,} Constant values folded into their consumers" if view.folded_constants else ""
-    groups = f" in {len(view.groups):,} groups (they open with a click)" if view.groups else ""
+    said = [
+        ngettext("{count} node", "{count} nodes", view.node_count).format(count=number(view.node_count))
+        + (
+            _(" in {count} groups (they open with a click)").format(count=number(len(view.groups)))
+            if view.groups
+            else ""
+        )
+    ]
+    if view.folded_constants:
+        said.append(
+            _("{count} Constant values folded into their consumers").format(count=number(view.folded_constants))
+        )
     if view.folded_identities:
-        shown = len(view.folded_identities)
-        folded += f", {shown:,} Identity nodes that pass on a weight folded into their consumers (listed below)"
-    st.caption(
-        f"{view.node_count:,} nodes{groups}{folded}. Scroll to zoom, drag to pan, click a node for its details, "
-        "or find one by name or op type; weights and constants are listed inside the node that uses them. "
-        + " ".join(md_escape(n, 300) for n in view.notes)
+        said.append(
+            _("{count} Identity nodes that pass on a weight folded into their consumers (listed below)").format(
+                count=number(len(view.folded_identities))
+            )
+        )
+    lesson = _(
+        "{counts}. Scroll to zoom, drag to pan, click a node for its details, or find one by name or op type; "
+        "weights and constants are listed inside the node that uses them."
     )
+    notes = " ".join(md_escape(shown(n, SENTENCES), 300) for n in view.notes)
+    st.caption(lesson.format(counts=pgettext("list", ", ").join(said)) + (" " + notes if notes else ""))
     if view.folded_identities:
-        with st.expander(f"{len(view.folded_identities):,} Identity nodes of weights, folded"):
+        count = number(len(view.folded_identities))
+        with st.expander(_("{count} Identity nodes of weights, folded").format(count=count)):
             st.caption(
-                "Each passes a weight on unchanged under a new name (exporters leave them for weights that share "
-                "values), so the graph shows it inside the nodes that read it, as a weight; ONNX Runtime removes "
-                "them too."
+                _(
+                    "Each passes a weight on unchanged under a new name (exporters leave them for weights that "
+                    "share values), so the graph shows it inside the nodes that read it, as a weight; ONNX "
+                    "Runtime removes them too."
+                )
             )
             st.table(
-                escaped_frame(pd.DataFrame({"Identity node: input → output": view.folded_identities})),
+                escaped_frame(pd.DataFrame({_("Identity node: input → output"): view.folded_identities})),
                 hide_index=True,
             )
     return by_name.get(name)
@@ -83,23 +104,23 @@ def node_card(view: GraphView, node: ViewNode) -> None:
     where = _place(view, node)
     st.markdown(
         f"**{md_escape(node.name, 200)}**: {md_escape(node.op, 80)}"
-        + (f" from {md_escape(node.domain, 80)}" if node.domain else "")
-        + (f", in {md_escape(where, 300)}" if where else "")
+        + (_(" from {domain}").format(domain=md_escape(node.domain, 80)) if node.domain else "")
+        + (_(", in {place}").format(place=md_escape(where, 300)) if where else "")
     )
     if node.attrs:
-        st.caption(f"Settings: {md_escape(node.attrs, 400)}")
+        st.caption(_("Settings: {attributes}").format(attributes=md_escape(node.attrs, 400)))
     folded = {f.name: f for f in node.folded}
     rows = [
         {
-            "role": role,
-            "tensor": tensor,
-            "type": (f"{folded[tensor].dtype} {folded[tensor].shape}".strip() if tensor in folded else "")
+            _("role"): role,
+            _("tensor"): tensor,
+            _("type"): (f"{folded[tensor].dtype} {folded[tensor].shape}".strip() if tensor in folded else "")
             or types.get(tensor, ""),
-            "values": (folded[tensor].stats or "a weight or constant, drawn inside the node")
+            _("values"): (folded[tensor].stats or _("a weight or constant, drawn inside the node"))
             if tensor in folded
             else "",
         }
-        for role, names in (("input", node.inputs), ("output", node.outputs))
+        for role, names in ((_("input"), node.inputs), (_("output"), node.outputs))
         for tensor in names
         if tensor
     ]

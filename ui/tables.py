@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
+from core.i18n import _, number
 from core.tables import PAGE_ROWS, RowFile, iter_rows, read_rows
 from ui import session
 
@@ -24,9 +25,13 @@ def page_of(items: Sequence[T], key: str, total: int | None = None, what: str = 
     """The page of ``items`` the reader chose (a page picker appears past PAGE_ROWS), and a caption that says how
     many matched out of ``total``."""
     pages = max(1, -(-len(items) // PAGE_ROWS))
-    page = int(st.number_input(f"Page (of {pages:,})", 1, pages, 1, key=key)) if pages > 1 else 1
-    per_page = f"; {PAGE_ROWS:,} per page" if pages > 1 else ""
-    st.caption(f"{len(items):,} of {total if total is not None else len(items):,} {what}{per_page}")
+    label = _("Page (of {pages})").format(pages=number(pages))
+    page = int(st.number_input(label, 1, pages, 1, key=key)) if pages > 1 else 1
+    counted = _("{shown} of {total} {what}").format(
+        shown=number(len(items)), total=number(total if total is not None else len(items)), what=what
+    )
+    per_page = _("; {count} per page").format(count=number(PAGE_ROWS)) if pages > 1 else ""
+    st.caption(counted + per_page)
     return list(items[(page - 1) * PAGE_ROWS : page * PAGE_ROWS])
 
 

@@ -10,12 +10,15 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import WorkbenchError
+from core.i18n import N_, _, number
 from core.jobs import INTAKE, UPGRADE
 from core.model import ModelRecord
 from core.model.intake import IntakeRequest
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
+from core.upgrade.sentences import SENTENCES
 from ui import jobs, session
 from ui.plan_view import input_plan
+from ui.sentences import shown
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["offer_upgrade", "upgrade_section"]
@@ -23,7 +26,17 @@ __all__ = ["offer_upgrade", "upgrade_section"]
 _ASKED = "upgrade_asked"  # (model id, opset): pressed on the offer, done at the top of the next run
 _MADE = "upgrades"  # new version's id -> (the original's name, the report)
 _FAILED = "upgrade_failed"  # (model id, report) of an upgrade that did not pass its checks
-_KINDS = {"replaced": "replaced", "version": "newer version", "added": "added", "removed": "removed"}
+_KINDS = {
+    "replaced": N_("replaced"),
+    "version": N_("newer version"),
+    "added": N_("added"),
+    "removed": N_("removed"),
+    "repaired": N_("repaired"),
+}
+
+
+def _said(text: str) -> str:
+    return shown(text, SENTENCES)
 
 
 def _newest_opset() -> int:
@@ -44,24 +57,29 @@ def offer_upgrade() -> None:
         return
     with st.container(border=True):
         st.markdown(
-            "**Upgrade the model.** onnx's version converter rewrites it in a newer opset: each operator becomes "
-            "its newer version (an attribute may become an input, an old op its successor). The new version is "
-            "run against the original on the input plan (in onnx's reference evaluator where ONNX Runtime cannot "
-            "run the original), and becomes the current model; the original stays in your library as it is."
+            _(
+                "**Upgrade the model.** onnx's version converter rewrites it in a newer opset: each operator "
+                "becomes its newer version (an attribute may become an input, an old op its successor). The new "
+                "version is run against the original on the input plan (in onnx's reference evaluator where ONNX "
+                "Runtime cannot run the original), and becomes the current model; the original stays in your "
+                "library as it is."
+            )
         )
         key = f"upgrade_opset_{record.id[:12]}"
         left, right = st.columns([1, 2], vertical_alignment="bottom")
         newest = _newest_opset()
         left.number_input(
-            "Opset to upgrade to",
+            _("Opset to upgrade to"),
             min_value=record.opset + 1,
             max_value=newest,
             value=min(max(DEFAULT_UPGRADE_OPSET, record.opset + 1), newest),
             key=key,
-            help=f"{DEFAULT_UPGRADE_OPSET} is what Export writes by default; every ONNX Runtime since 1.14 runs it",
+            help=_("{opset} is what Export writes by default; every ONNX Runtime since 1.14 runs it").format(
+                opset=DEFAULT_UPGRADE_OPSET
+            ),
         )
         right.button(
-            "Upgrade and continue",
+            _("Upgrade and continue"),
             type="primary",
             key=f"upgrade_go_{record.id[:12]}",
             on_click=_ask,
@@ -70,45 +88,56 @@ def offer_upgrade() -> None:
 
 
 def _changes_frame(report: UpgradeReport) -> pd.DataFrame:
+    change, op, nodes, what = _("change"), _("op"), _("nodes"), _("what")
     rows = [
-        {"change": _KINDS.get(c.kind, c.kind), "op": c.op, "nodes": c.nodes, "what": c.text} for c in report.changes
+        {change: _(_KINDS[c.kind]) if c.kind in _KINDS else c.kind, op: c.op, nodes: c.nodes, what: _said(c.text)}
+        for c in report.changes
     ]
     if report.unchanged_nodes:
-        rows.append({"change": "unchanged", "op": "", "nodes": report.unchanged_nodes, "what": "as they were"})
+        rows.append({change: _("unchanged"), op: "", nodes: report.unchanged_nodes, what: _("as they were")})
     return pd.DataFrame(rows)
 
 
 def _checks_frame(report: UpgradeReport) -> pd.DataFrame:
     return pd.DataFrame(
-        [{"check": c.name, "result": "passes" if c.ok else "FAILS", "detail": c.detail} for c in report.checks]
+        [
+            {_("check"): _said(c.name), _("result"): _("passes") if c.ok else _("FAILS"), _("detail"): _said(c.detail)}
+            for c in report.checks
+        ]
     )
 
 
 def report_details(report: UpgradeReport) -> None:
     """What changed, and how the new version was checked."""
     st.markdown(
-        f"ai.onnx opset {report.opset_before} → {report.opset_after}, IR version {report.ir_before} → "
-        f"{report.ir_after}, in {report.seconds:.1f} s."
+        _("ai.onnx opset {before} → {after}, IR version {ir_before} → {ir_after}, in {seconds} s.").format(
+            before=report.opset_before,
+            after=report.opset_after,
+            ir_before=report.ir_before,
+            ir_after=report.ir_after,
+            seconds=number(report.seconds, 1),
+        )
     )
     st.table(escaped_frame(_changes_frame(report)), hide_index=True)
     st.table(escaped_frame(_checks_frame(report)), hide_index=True)
     for note in report.notes:
-        st.caption(md_escape(note, 1000))
+        st.caption(md_escape(_said(note), 1000))
 
 
 def _upgrade(record: ModelRecord, opset: int) -> None:
     """Make the new version in the worker; one that passes its checks becomes the current model (the page runs
     again with it), one that does not is shown and the original stays."""
     request = UpgradeRequest(path=record.path, opset=opset, inputs=input_plan(record, session.torch_model()))
-    report = jobs.run(UPGRADE, request, f"Upgrading '{record.name}' to opset {opset}", model=record.id)
+    label = _("Upgrading '{name}' to opset {opset}").format(name=record.name, opset=opset)
+    report = jobs.run(UPGRADE, request, label, model=record.id)
     if not report.ok:
         st.session_state[_FAILED] = (record.id, report)
         return
     try:
-        made = jobs.run(INTAKE, IntakeRequest(paths=report.files), "Opening the new version")
+        made = jobs.run(INTAKE, IntakeRequest(paths=report.files), _("Opening the new version"))
     except WorkbenchError as exc:
         jobs.stop_with_error(exc)
-    note = f"Upgraded from {record.name} with onnx's version converter: {report.summary}."
+    note = f"Upgraded from {record.name} with onnx's version converter: {report.summary}."  # kept: English
     made = dataclasses.replace(made, name=f"{record.name} (opset {opset})", notes=[note, *made.notes])
     st.session_state.setdefault(_MADE, {})[made.id] = (record.name, report)
     session.set_current_model(made, exported_from=session.torch_model())  # reruns the page
@@ -124,23 +153,36 @@ def upgrade_section(record: ModelRecord) -> None:
     if failed is not None and failed[0] == record.id:
         report = failed[1]
         st.error(
-            f"The upgrade to opset {report.opset_after} did not pass its checks, so the current model stays the "
-            "original. Try another opset below."
+            _(
+                "The upgrade to opset {opset} did not pass its checks, so the current model stays the original. "
+                "Try another opset below."
+            ).format(opset=report.opset_after)
         )
-        with st.expander("What changed, and which checks failed", expanded=True):
+        with st.expander(_("What changed, and which checks failed"), expanded=True):
             report_details(report)
     made = st.session_state.get(_MADE, {}).get(record.id)
     if made is None:
         return
     original, report = made
-    checked = (
-        f"and its outputs match {report.compared_with}"
+    said = (
+        _(
+            "This is **{name}** upgraded from opset {before} to {after} with onnx's version converter, and its "
+            "outputs match {compared}. The original stays in your library."
+        )
         if report.compared_with
-        else "and checked by onnx's checker and shape inference (the original runs nowhere here to compare with)"
+        else _(
+            "This is **{name}** upgraded from opset {before} to {after} with onnx's version converter, and checked "
+            "by onnx's checker and shape inference (the original runs nowhere here to compare with). The original "
+            "stays in your library."
+        )
     )
     st.success(
-        f"This is **{md_escape(original, 120)}** upgraded from opset {report.opset_before} to {report.opset_after} "
-        f"with onnx's version converter, {checked}. The original stays in your library."
+        said.format(
+            name=md_escape(original, 120),
+            before=report.opset_before,
+            after=report.opset_after,
+            compared=_said(report.compared_with),
+        )
     )
-    with st.expander("What the upgrade changed, and how it was checked"):
+    with st.expander(_("What the upgrade changed, and how it was checked")):
         report_details(report)

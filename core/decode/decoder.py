@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.decode import sentences as say
 from core.decode.header import HEADER_BYTES, top_level_fields
 from core.decode.records import (
     DecodedModel,
@@ -24,6 +25,7 @@ from core.decode.records import (
     TensorInfo,
 )
 from core.decode.text import shape_coverage, text_form
+from core.i18n import _
 from core.model.counts import check_counts
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
@@ -121,16 +123,10 @@ def _model_fields(decoded: DecodedModel, model: onnx.ModelProto) -> None:
     decoded.opsets = {op.domain or "ai.onnx": int(op.version) for op in model.opset_import}
     decoded.metadata = {p.key: p.value for p in model.metadata_props}
     if decoded.ir_version and decoded.ir_version > onnx.IR_VERSION:
-        decoded.problems.append(
-            f"IR version {decoded.ir_version} is newer than this onnx library knows ({onnx.IR_VERSION}); fields "
-            "added since may be missing below."
-        )
+        decoded.problems.append(say.NEWER_IR.format(version=decoded.ir_version, known=onnx.IR_VERSION))
     version = decoded.opsets.get("ai.onnx", 0)
     if version > onnx.defs.onnx_opset_version():
-        decoded.problems.append(
-            f"Opset {version} is newer than this onnx library knows ({onnx.defs.onnx_opset_version()}); "
-            "operators are listed but cannot be checked."
-        )
+        decoded.problems.append(say.NEWER_OPSET.format(version=version, known=onnx.defs.onnx_opset_version()))
 
 
 def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
@@ -143,19 +139,13 @@ def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
         if domain in _KNOWN_DOMAINS or domain in local:
             continue
         if domain in used:
-            decoded.problems.append(f"Operator domain '{domain}' is not a standard one: its ops are custom.")
+            decoded.problems.append(say.CUSTOM_DOMAIN.format(domain=domain))
         else:
             unused.append(f"'{domain}'")
     if len(unused) == 1:
-        decoded.problems.append(
-            f"Operator domain {unused[0]} is declared in the model's opset imports but no node uses it: nothing "
-            "custom runs."
-        )
+        decoded.problems.append(say.UNUSED_DOMAIN.format(domain=unused[0]))
     elif unused:  # one sentence for all of them (a quantizer's export declares half a dozen)
-        decoded.problems.append(
-            f"Operator domains {', '.join(unused)} are declared in the model's opset imports but no node uses them: "
-            "nothing custom runs."
-        )
+        decoded.problems.append(say.UNUSED_DOMAINS.format(domains=", ".join(unused)))
 
 
 def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:
@@ -164,18 +154,18 @@ def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str])
 
     external_location = onnx.TensorProto.EXTERNAL
     for tensor in visit.graph.initializer:
-        storage = "inline"
+        storage = say.INLINE
         if tensor.data_location == external_location:
             entries = external_entries(tensor)
             external.add(entries.get("location", "?"))
-            storage = f"external: {entries.get('location', '?')} @ {entries.get('offset', '0')}"
+            storage = say.EXTERNAL.format(file=entries.get("location", "?"), offset=entries.get("offset", "0"))
         decoded.initializers.append(_tensor_info(tensor.name, tensor, storage, visit.path))
     for node in visit.graph.node:
         if node.op_type != "Constant" or not node.output:
             continue
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
-                decoded.initializers.append(_tensor_info(node.output[0], attr.t, "constant node", visit.path))
+                decoded.initializers.append(_tensor_info(node.output[0], attr.t, say.CONSTANT_NODE, visit.path))
 
 
 def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
@@ -269,7 +259,7 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
 def _cycles(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
     main = next((visit.graph for visit in visits if visit.path == "main"), None)
     if main is not None and has_cycle(main):
-        decoded.problems.append("The main graph has a cycle: ONNX graphs must be acyclic, so no runtime will run it.")
+        decoded.problems.append(say.CYCLE)
 
 
 def _checks(decoded: DecodedModel, file: Path, model: onnx.ModelProto) -> None:
@@ -277,7 +267,7 @@ def _checks(decoded: DecodedModel, file: Path, model: onnx.ModelProto) -> None:
 
     try:
         onnx.checker.check_model(str(file))  # by path, so external-data locations resolve without loading
-        decoded.checker_ok, decoded.checker_message = True, "onnx.checker finds no problem."
+        decoded.checker_ok, decoded.checker_message = True, say.CHECKER_OK
     except Exception as exc:
         decoded.checker_ok = False
         decoded.checker_message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
@@ -309,28 +299,22 @@ def decode_model(
     )
     if header_only:
         return decoded
-    report(0.1, "Parsing the protobuf (external weights are not loaded)")
+    report(0.1, _("Parsing the protobuf (external weights are not loaded)"))
     try:
         model = onnx.load_model(str(file), load_external_data=False)
     except Exception as exc:
-        decoded.problems.append(
-            f"The file could not be parsed as a ModelProto ({type(exc).__name__}); only its first fields are "
-            "shown. It may be truncated or not an ONNX file."
-        )
+        decoded.problems.append(say.NOT_PARSED.format(error=type(exc).__name__))
         return decoded
     check_counts(model, file.name, limits or IntakeLimits())
     repaired = non_utf8_text(model, repair=True)
     if repaired:
-        decoded.problems.append(
-            f"{len(repaired):,} text field(s) are not UTF-8, as ONNX requires ({repaired[0]}…); they are shown with "
-            "the invalid bytes replaced by �."
-        )
+        decoded.problems.append(say.NOT_UTF8.format(count=f"{len(repaired):,}", first=repaired[0]))
     _model_fields(decoded, model)
     if not model.HasField("graph"):
-        decoded.problems.append("The model has no graph: there is nothing to run.")
+        decoded.problems.append(say.NO_GRAPH)
         return decoded
 
-    report(0.3, "Walking the graph and its subgraphs")
+    report(0.3, _("Walking the graph and its subgraphs"))
     graph = model.graph
     decoded.graph_name = graph.name
     decoded.inputs = value_specs(graph.input, skip={t.name for t in graph.initializer})
@@ -340,12 +324,12 @@ def decode_model(
     decoded.value_info_count = len(graph.value_info)
     visits = _walk(decoded, model)
     _custom_domains(decoded, model)
-    report(0.55, "Laying out the graph for drawing")
+    report(0.55, _("Laying out the graph for drawing"))
     _cycles(decoded, visits)
-    report(0.7, "Running the checker and shape inference")
+    report(0.7, _("Running the checker and shape inference"))
     _checks(decoded, file, model)
     if with_text:
-        report(0.9, "Printing the text form")
+        report(0.9, _("Printing the text form"))
         decoded.text = text_form(model)
     decoded.op_types = sorted({n.op_type for n in decoded.nodes})
     if out_dir:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.decode import sentences as say
 from core.decode.records import HeaderField
 from core.model.protowire import MODEL_PROTO_FIELDS, WIRE_TYPES, WireField, read_fields
 
@@ -15,23 +16,23 @@ HEADER_BYTES = 64
 # ----------------------------------------------------------------------------------------------- header
 def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
     """The decoded value, and a sentence a learner can follow."""
-    tag = f"tag {buf[f.offset : f.offset + f.tag_length].hex(' ')} = field {f.number} << 3 | wire type {f.wire_type}"
+    tag = say.TAG.format(bytes=buf[f.offset : f.offset + f.tag_length].hex(" "), number=f.number, wire=f.wire_type)
     if f.wire_type == 0:
-        return str(f.value), f"{tag} (varint); the varint that follows is {f.value}."
+        return str(f.value), say.VARINT.format(tag=tag, value=f.value)
     if f.wire_type != 2:
-        return str(f.value), f"{tag} ({WIRE_TYPES[f.wire_type]})."
-    prefix = f"{tag} (length-delimited); the length prefix says {f.payload_length:,} bytes follow"
+        return str(f.value), say.OTHER_WIRE.format(tag=tag, wire=WIRE_TYPES[f.wire_type])
+    prefix = say.BYTES_FOLLOW.format(tag=tag, count=f"{f.payload_length:,}")
     payload = buf[f.payload_offset : f.payload_offset + min(f.payload_length, 256)]
     if name in ("producer_name", "producer_version", "domain", "doc_string"):
         text = payload.decode("utf-8", errors="replace")
         more = "…" if f.payload_length > len(payload) else ""
-        return repr(text[:80] + more), f"{prefix}: a UTF-8 string."
+        return repr(text[:80] + more), say.UTF8.format(prefix=prefix)
     if name == "opset_import":
         inner = {g.number: g for g in read_fields(payload, 4)}
         domain = payload[inner[1].payload_offset : inner[1].end].decode(errors="replace") if 1 in inner else ""
         version = inner[2].value if 2 in inner else None
-        shown = repr(domain) if domain else "'' (the default domain, ai.onnx)"
-        return f"domain {shown}, version {version}", f"{prefix}: an OperatorSetIdProto message."
+        shown = repr(domain) if domain else say.DEFAULT_DOMAIN
+        return say.OPSET_VALUE.format(domain=shown, version=version), say.OPSET_MESSAGE.format(prefix=prefix)
     kinds = {
         "graph": "GraphProto",
         "metadata_props": "StringStringEntryProto",
@@ -39,7 +40,8 @@ def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
         "training_info": "TrainingInfoProto",
         "configuration": "DeviceConfigurationProto",
     }
-    return f"{kinds.get(name, 'message')} of {f.payload_length:,} bytes", f"{prefix}: a nested message."
+    value = say.MESSAGE_OF.format(kind=kinds.get(name, "message"), count=f"{f.payload_length:,}")
+    return value, say.NESTED.format(prefix=prefix)
 
 
 def annotate_header(buf: bytes, total_length: int, max_fields: int = 12) -> list[HeaderField]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from core.decode.sentences import SHAPES_FAILED
 from core.model.proto import attribute_subgraphs, tensor_elements, walk_graphs
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def shape_coverage(model: onnx.ModelProto) -> tuple[int, int, str]:
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:
-        return 0, 0, f"shape inference failed: {str(exc).strip().splitlines()[0][:300]}"
+        return 0, 0, SHAPES_FAILED.format(error=str(exc).strip().splitlines()[0][:300])
     known_values = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     outputs = [o for node in model.graph.node for o in node.output if o]
     known = 0

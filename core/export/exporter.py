@@ -36,6 +36,7 @@ from core.export.verify import (
     static_checks,
     unproven_warning,
 )
+from core.i18n import N_, _
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.settings import IntakeLimits
@@ -44,7 +45,24 @@ from core.workspace import safe_filename, shown_name
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["export_model"]
+__all__ = ["SENTENCES", "export_model"]
+
+# the app's own notes among the exporter's warnings, and the opset note: English in the report, shown in the
+# reader's language (ui.sentences)
+_EXTERNAL = N_(
+    "The weights take more than one protobuf file can hold (2 GB), so they were written to an external .onnx.data file."
+)
+_TRACED_AT_2 = N_(
+    "torch.export treats an axis of size 1 as a constant, so the dynamic axes of size 1 were traced at size 2; the "
+    "checks below still run at the shapes you chose."
+)
+_OPSET_DIFFERS = N_("You asked for opset {requested}; the {exporter} exporter produced opset {produced}.")
+_OPSET_DIFFERS_LEGACY = N_(
+    "You asked for opset {requested}; the {exporter} exporter produced opset {produced}. The legacy exporter can "
+    "produce opsets 9–20 as asked."
+)
+_OPSET_OUTSIDE = N_("Opset {requested} is outside what the {exporter} exporter normally honours.")
+SENTENCES = (_EXTERNAL, _TRACED_AT_2, _OPSET_DIFFERS_LEGACY, _OPSET_DIFFERS, _OPSET_OUTSIDE)
 
 PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
 _LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
@@ -169,10 +187,7 @@ def _export(
     notes = []
     if _weight_bytes(model) > PROTOBUF_LIMIT and not options.external_data:
         options = dataclasses.replace(options, external_data=True)  # one protobuf cannot hold more than 2 GB
-        notes.append(
-            "The weights take more than one protobuf file can hold (2 GB), so they were written to an external "
-            ".onnx.data file."
-        )
+        notes.append(_EXTERNAL)
     export_shapes = export_example_shapes(options, exporter)
     tensors = example_tensors(
         export_shapes, options.input_dtypes, values=options.input_values, kinds=options.input_kinds
@@ -190,19 +205,16 @@ def _export(
         except Exception as exc:
             raise explain_export_failure(exc, exporter, options.opset) from None
     if export_shapes != options.input_shapes:
-        notes.append(
-            "torch.export treats an axis of size 1 as a constant, so the dynamic axes of size 1 were traced at "
-            "size 2; the checks below still run at the shapes you chose."
-        )
+        notes.append(_TRACED_AT_2)
     return options, messages + notes
 
 
 def _opset_note(requested: int, produced: int | None, exporter: str) -> str:
     if produced != requested:
-        legacy = "The legacy exporter can produce opsets 9–20 as asked." if exporter == "dynamo" else ""
-        return f"You asked for opset {requested}; the {exporter} exporter produced opset {produced}. {legacy}".strip()
+        said = _OPSET_DIFFERS_LEGACY if exporter == "dynamo" else _OPSET_DIFFERS
+        return said.format(requested=requested, exporter=exporter, produced=produced)
     if requested not in EXPORTERS[exporter][1]:
-        return f"Opset {requested} is outside what the {exporter} exporter normally honours."
+        return _OPSET_OUTSIDE.format(requested=requested, exporter=exporter)
     return ""
 
 
@@ -221,19 +233,23 @@ def export_model(
     started = time.perf_counter()
     exporter, reason = choose_exporter(source.kind, options.exporter)
     _check_request(options, exporter)
-    report_progress(0.05, "Loading the PyTorch model")
+    report_progress(0.05, _("Loading the PyTorch model"))
     model = load_module(source)
     path = _target(request.out_dir, request.file_name)
-    first = "; the first export in a process takes a few seconds" if exporter == "dynamo" else ""
-    report_progress(0.15, f"Exporting with the {exporter} exporter at opset {options.opset}{first}")
+    exporting = (
+        _("Exporting with the {exporter} exporter at opset {opset}; the first export in a process takes a few seconds")
+        if exporter == "dynamo"
+        else _("Exporting with the {exporter} exporter at opset {opset}")
+    )
+    report_progress(0.15, exporting.format(exporter=exporter, opset=options.opset))
     used, messages = _export(model, path, exporter, options)
 
-    report_progress(0.55, "Checking the ONNX model (checker, strict shape inference)")
+    report_progress(0.55, _("Checking the ONNX model (checker, strict shape inference)"))
     checks, proto = static_checks(path)
     opset_produced = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
     data_file = path.with_name(path.name + ".data")
     files = [str(path)] + ([str(data_file)] if data_file.exists() else [])
-    report_progress(0.65, "Loading the model in ONNX Runtime")
+    report_progress(0.65, _("Loading the model in ONNX Runtime"))
     loaded, session = load_session(path)
     checks.append(loaded)
     trials = run_trials(model, session, used, report_progress) if session is not None else []

@@ -7,46 +7,58 @@ import re
 from collections import Counter
 
 from core.errors import ExportError
+from core.i18n import N_, _
 
-__all__ = ["Collect", "explain_export_failure", "plain_warnings"]
+__all__ = ["SENTENCES", "Collect", "explain_export_failure", "plain_warnings"]
 
 # ----------------------------------------------------------------------------------------------- warnings
+# (what the exporter says, the sentence in plain words with the pattern's named groups as placeholders); the words
+# stay English in the report and are shown in the reader's language (ui.sentences)
 _PLAIN: list[tuple[str, str]] = [
     (
         r"legacy TorchScript-based ONNX export",
-        "The legacy exporter is deprecated and will be removed from PyTorch; "
-        "prefer the torch.export-based exporter when it handles your model.",
+        N_(
+            "The legacy exporter is deprecated and will be removed from PyTorch; prefer the torch.export-based "
+            "exporter when it handles your model."
+        ),
     ),
     (
         r"Converting a tensor to a Python boolean",
-        "The model branches on a tensor's value (an `if` on a tensor). "
-        "Tracing records only the branch taken for the example input; other inputs may need the other branch.",
+        N_(
+            "The model branches on a tensor's value (an `if` on a tensor). Tracing records only the branch taken "
+            "for the example input; other inputs may need the other branch."
+        ),
     ),
     (
         r"Converting a tensor to a Python (integer|index|number)",
-        "The model turns a tensor into a Python number; "
-        "tracing freezes that number, so a size that depends on the input may be fixed in the graph.",
+        N_(
+            "The model turns a tensor into a Python number; tracing freezes that number, so a size that depends on "
+            "the input may be fixed in the graph."
+        ),
     ),
     (
         r"highest supported|opset version .* is not supported",
-        "The exporter does not support the opset you asked for; see the opset note.",
+        N_("The exporter does not support the opset you asked for; see the opset note."),
     ),
     (
-        r"axis name: (\S+) will not be used, since it shares the same shape constraints with another axis: (\S+?)\.?$",
-        r"The axis named \1 is the same dim as \2 in the program, so the ONNX model calls both \2.",
+        r"axis name: (?P<axis>\S+) will not be used, since it shares the same shape constraints with another axis: "
+        r"(?P<other>\S+?)\.?$",
+        N_("The axis named {axis} is the same dim as {other} in the program, so the ONNX model calls both {other}."),
     ),
-    (r"dynamic_axes.*(converted|deprecated)", "dynamic_axes was converted to dynamic_shapes for torch.export."),
+    (r"dynamic_axes.*(converted|deprecated)", N_("dynamic_axes was converted to dynamic_shapes for torch.export.")),
     (
-        r"use operator set version (\d+) because the requested opset_version (\d+)",
-        r"The torch.export exporter "
-        r"builds the graph at opset \1 and then converts it down to opset \2.",
+        r"use operator set version (?P<built>\d+) because the requested opset_version (?P<asked>\d+)",
+        N_("The torch.export exporter builds the graph at opset {built} and then converts it down to opset {asked}."),
     ),
     (
-        r"Failed to convert the model to the target version (\d+)",
-        r"Converting down to opset \1 failed, so the "
-        "model keeps the exporter's own opset (see the opset note).",
+        r"Failed to convert the model to the target version (?P<asked>\d+)",
+        N_(
+            "Converting down to opset {asked} failed, so the model keeps the exporter's own opset (see the opset note)."
+        ),
     ),
 ]
+_REPEATED = N_("{warning} (×{count})")
+SENTENCES = (*(plain for _pattern, plain in _PLAIN), _REPEATED)  # what ui.sentences shows in the reader's language
 
 
 # torch.onnx names an axis once per program dim and warns for every other input that has it under the same name
@@ -68,13 +80,13 @@ def plain_warnings(messages: list[str]) -> list[str]:
         for pattern, plain in _PLAIN:
             match = re.search(pattern, message)
             if match:
-                counts[match.expand(plain)] += 1
+                counts[plain.format(**match.groupdict())] += 1
                 break
         else:
             first = next((line.strip() for line in message.splitlines() if line.strip()), "")
             if first:
                 counts[first[:300]] += 1
-    return [f"{text} (×{n})" if n > 1 else text for text, n in counts.items()]
+    return [_REPEATED.format(warning=text, count=n) if n > 1 else text for text, n in counts.items()]
 
 
 class Collect(logging.Handler):
@@ -112,19 +124,26 @@ def explain_export_failure(exc: Exception, exporter: str, opset: int) -> ExportE
     fixed = re.search(r"inferred a static shape of (\d+) for dimension inputs\['(\w+)'\]\.shape\[(\d+)\]", text)
     if fixed:
         size, argument, axis = fixed.groups()
-        reason = f"axis {axis} of the model's argument '{argument}' is marked dynamic, but the model fixes it at {size}"
+        reason = _(
+            "axis {axis} of the model's argument '{argument}' is marked dynamic, but the model fixes it at {size}"
+        )
+        reason = reason.format(axis=axis, argument=argument, size=size)
     other = "legacy" if exporter == "dynamo" else "dynamo"
     hints = []
     if re.search(r"Constraints violated|Not all values of|specializ|static shape of", text):
         hints.append(
-            "untick the dynamic axes the model fixes (for example the channels, or the image size "
-            "before a Linear layer), or give them another example size"
+            _(
+                "untick the dynamic axes the model fixes (for example the channels, or the image size before a "
+                "Linear layer), or give them another example size"
+            )
         )
-    hints.append(f"try the {other} exporter")
+    hints.append(_("try the {exporter} exporter").format(exporter=other))
     if re.search(r"opset|Unsupported: ONNX export of operator", text):
-        hints.append("try a higher opset")
+        hints.append(_("try a higher opset"))
     if re.search(r"data.dependent|GuardOnDataDependent|control flow", text, re.IGNORECASE):
-        hints.append("the model's control flow depends on input values; the legacy exporter traces one branch")
+        hints.append(_("the model's control flow depends on input values; the legacy exporter traces one branch"))
     return ExportError(
-        f"The {exporter} exporter could not export this model: {reason}. What to do: {'; or '.join(hints)}."
+        _("The {exporter} exporter could not export this model: {reason}. What to do: {hints}.").format(
+            exporter=exporter, reason=reason, hints=_("; or ").join(hints)
+        )
     )

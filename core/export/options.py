@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from core.access import WritePath
 from core.errors import ExportError
+from core.i18n import N_
 from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
 from core.model.records import ModelRecord, TensorSpec
 from core.model.torchload import ExampleValues, TorchSource
@@ -30,9 +31,9 @@ EXPORTERS: dict[str, tuple[range, range, str]] = {
     "dynamo": (
         range(9, 26),
         range(17, 26),
-        "torch.export-based (dynamo=True): PyTorch's default, captures the graph with torch.export",
+        N_("torch.export-based (dynamo=True): PyTorch's default, captures the graph with torch.export"),
     ),
-    "legacy": (range(9, 21), range(9, 21), "TorchScript-based (dynamo=False): traces the model; deprecated"),
+    "legacy": (range(9, 21), range(9, 21), N_("TorchScript-based (dynamo=False): traces the model; deprecated")),
 }
 
 
@@ -118,17 +119,17 @@ class ExportReport:
 def choose_exporter(kind: str, requested: str) -> tuple[str, str]:
     """The exporter that can handle this kind of model, and why it was picked."""
     if kind == "torchscript":
-        return "legacy", (
+        return "legacy", N_(
             "A TorchScript archive can only be exported by the legacy exporter: torch.export cannot take a "
             "ScriptModule."
         )
     if kind == "pt2":
-        return "dynamo", "A .pt2 file is already a torch.export program, which only the dynamo exporter takes."
+        return "dynamo", N_("A .pt2 file is already a torch.export program, which only the dynamo exporter takes.")
     if requested not in EXPORTERS:
         raise ExportError(f"Unknown exporter {requested!r}; the exporters are: {', '.join(EXPORTERS)}.")
     if requested == "dynamo":
-        return "dynamo", "You chose the torch.export-based exporter, PyTorch's default."
-    return "legacy", "You chose the legacy TorchScript exporter (deprecated in PyTorch, still widely used)."
+        return "dynamo", N_("You chose the torch.export-based exporter, PyTorch's default.")
+    return "legacy", N_("You chose the legacy TorchScript exporter (deprecated in PyTorch, still widely used).")
 
 
 def default_options(record: ModelRecord, exporter: str = "dynamo") -> ExportOptions:

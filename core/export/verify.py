@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.export.options import Check, ExportOptions, ShapeTrial
+from core.i18n import N_, _
 from core.model.torchload import example_tensors
 from core.runtime.ort import NUMPY_TYPES, explain_session_error, ort_message
 from core.runtime.outputs import ATOL, RTOL, compare_outputs, flatten_outputs
@@ -18,7 +19,58 @@ if TYPE_CHECKING:
     import onnxruntime
     import torch
 
+# What a report says, in English (the command line, the session's kept report): the Export page shows each in the
+# reader's language (ui.sentences)
+EXPORT_SHAPE = N_("export shape")
+_CHECKER, _VALID = N_("onnx.checker (full check)"), N_("the model is valid ONNX")
+_STRICT, _INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")
+_LOADS = N_("loads in ONNX Runtime")
+_AXIS = N_("{name} axis {axis} ({label})")
+_TORCH_FAILS = N_("PyTorch itself fails at this shape: {error}")
+_NOT_DYNAMIC = N_(
+    "ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the exporter baked its size into "
+    "the graph. ORT said: {message}"
+)
+_DIFFER = N_("The outputs differ beyond {atol} + {rtol}·|value|")
+_DIFFER_WHEN = N_("The outputs differ beyond {atol} + {rtol}·|value| when {axis} changes")
+_VOID = N_("Proves nothing: {why}.")
+_ALL_NAN, _ALL_ZERO, _CONSTANT = N_("all NaN"), N_("all zero"), N_("constant {value}")
+_OUTPUT_IS = N_("'{name}' {kind}")
+_BOTH_GIVE = N_("PyTorch and ONNX Runtime both give {listed}, so any graph with outputs of these shapes would match")
+UNPROVEN = N_(
+    "The comparison with PyTorch at {where} does not test the model: {why}. A model built without its trained "
+    "weights does this (a head initialised to zero); export it with its weights, or on inputs that make its "
+    "outputs vary, to test it."
+)
+_INTO_CONV, _INTO_NEIGHBOURS = N_("into the preceding Conv weights"), N_("into neighbouring weights")
+_FOLDED = N_("{count} BatchNorm layer(s) were folded {where}: no BatchNormalization node is left.")
+_STAYED = N_("{count} BatchNorm layer(s) stayed as BatchNormalization nodes (folding was off).")
+_DROPPED = N_("{count} Dropout layer(s) were removed: they do nothing at inference.")
+_LINEAR_ONE = N_(
+    "{count} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with {first} node(s) (MatMul "
+    "also carries any attention products)."
+)
+_LINEAR_TWO = N_(
+    "{count} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with {first} and {second} "
+    "node(s) (MatMul also carries any attention products)."
+)
+_IDENTITIES = N_(
+    "{count} Identity node(s) were left by the exporter: each passes a tensor on unchanged under a new name (the "
+    "legacy exporter does so for a weight whose values another shares, such as the equal biases BatchNorm folding "
+    "leaves). They cost nothing: ONNX Runtime removes them at its basic level, and the graph view folds those of "
+    "weights into the nodes that read them, as it does weights."
+)
+_FLATTEN = N_("{count} Flatten layer(s) became Reshape.")
+SENTENCES = (
+    EXPORT_SHAPE, _CHECKER, _VALID, _STRICT, _INFERRED, _LOADS, _AXIS, _TORCH_FAILS, _NOT_DYNAMIC, _DIFFER_WHEN,
+    _DIFFER, _VOID, _BOTH_GIVE, _ALL_NAN, _ALL_ZERO, _CONSTANT, _OUTPUT_IS, UNPROVEN, _INTO_CONV, _INTO_NEIGHBOURS,
+    _FOLDED, _STAYED, _DROPPED, _LINEAR_TWO, _LINEAR_ONE, _IDENTITIES, _FLATTEN,
+)  # fmt: skip
+
 __all__ = [
+    "EXPORT_SHAPE",
+    "SENTENCES",
+    "UNPROVEN",
     "call_module",
     "describe_changes",
     "load_session",
@@ -53,15 +105,15 @@ def static_checks(path: Path) -> tuple[list[Check], Any]:
     checks: list[Check] = []
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks.append(Check("onnx.checker (full check)", True, "the model is valid ONNX"))
+        checks.append(Check(_CHECKER, True, _VALID))
     except Exception as exc:
-        checks.append(Check("onnx.checker (full check)", False, _first_line(exc)))
+        checks.append(Check(_CHECKER, False, _first_line(exc)))
     proto = onnx.load_model(str(path), load_external_data=False)
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
-        checks.append(Check("strict shape inference", True, "every node's output type and shape can be inferred"))
+        checks.append(Check(_STRICT, True, _INFERRED))
     except Exception as exc:
-        checks.append(Check("strict shape inference", False, _first_line(exc)))
+        checks.append(Check(_STRICT, False, _first_line(exc)))
     return checks, proto
 
 
@@ -73,13 +125,13 @@ def load_session(path: Path) -> tuple[Check, Any]:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:  # in words where the refusal is a known one (core.runtime.refusals)
         words = str(explain_session_error(exc, "load the model", str(path)))
-        return Check("loads in ONNX Runtime", False, words[:1200]), None
-    return Check("loads in ONNX Runtime", True, f"ONNX Runtime {ort.__version__}, CPUExecutionProvider"), session
+        return Check(_LOADS, False, words[:1200]), None
+    return Check(_LOADS, True, f"ONNX Runtime {ort.__version__}, CPUExecutionProvider"), session
 
 
 def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[int]]]]:
     """The export shape, then one trial per dynamic axis with only that axis changed."""
-    trials = [("export shape", "", {k: list(v) for k, v in options.input_shapes.items()})]
+    trials = [(EXPORT_SHAPE, "", {k: list(v) for k, v in options.input_shapes.items()})]
     for name, dims in options.dynamic_axes.items():
         for axis_text, label in dims.items():
             axis = int(axis_text)
@@ -94,7 +146,7 @@ def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[
             label_text = f"{label} = {new}"
             if any(t[0] == label_text for t in trials):
                 continue
-            trials.append((label_text, f"{name} axis {axis} ({label})", shapes))
+            trials.append((label_text, _AXIS.format(name=name, axis=axis, label=label), shapes))
     return trials
 
 
@@ -129,7 +181,7 @@ def _trial(
     try:
         expected = call_module(model, tensors)
     except Exception as exc:
-        error = f"PyTorch itself fails at this shape: {exc}"
+        error = _TORCH_FAILS.format(error=exc)
         return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=error)
     feed = _feed(session, dict(zip(shapes, tensors, strict=True)))
     try:
@@ -137,22 +189,16 @@ def _trial(
     except Exception as exc:
         message = ort_message(str(exc).strip().splitlines()[0])[:500]
         if axis:
-            message = (
-                f"ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the exporter baked "
-                f"its size into the graph. ORT said: {message}"
-            )
+            message = _NOT_DYNAMIC.format(axis=axis, message=message)
         return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=message)
     names = [o.name for o in session.get_outputs()]
     diffs = compare_outputs(expected, produced, names)
     ok = all(d.ok for d in diffs)
     void = proves_nothing(expected, produced, names) if ok else ""
-    error = (
-        ""
-        if ok
-        else f"The outputs differ beyond {ATOL:g} + {RTOL:g}·|value|" + (f" when {axis} changes" if axis else "")
-    )
+    differ = _DIFFER_WHEN if axis else _DIFFER
+    error = "" if ok else differ.format(atol=f"{ATOL:g}", rtol=f"{RTOL:g}", axis=axis)
     if void:  # matched, but on values any graph of the right shapes could give: not counted as passed
-        error = f"Proves nothing: {void}."
+        error = _VOID.format(why=void)
     return ShapeTrial(
         label=label, input_shapes=shapes, ok=ok and not void, axis=axis, error=error, diffs=diffs, proves_nothing=void
     )
@@ -169,13 +215,13 @@ def _sameness(values: Any) -> str:
     if not array.size:
         return ""
     if np.isnan(array).all():
-        return "all NaN"
+        return _ALL_NAN
     if not np.isfinite(array).all():
         return ""
     if not array.any():
-        return "all zero"
+        return _ALL_ZERO
     if array.size > 1 and (array == array.flat[0]).all():
-        return f"constant {array.flat[0]:.4g}"
+        return _CONSTANT.format(value=f"{array.flat[0]:.4g}")
     return ""
 
 
@@ -187,11 +233,11 @@ def proves_nothing(expected: list[Any], produced: list[Any], names: list[str]) -
         kind, other = _sameness(ref), _sameness(got)
         if not kind or (kind != other and not (kind.startswith("constant") and other.startswith("constant"))):
             return ""
-        kinds.append(f"'{names[k] if k < len(names) else f'output {k}'}' {kind}")
+        kinds.append(_OUTPUT_IS.format(name=names[k] if k < len(names) else f"output {k}", kind=kind))
     if not kinds:
         return ""
     listed = ", ".join(kinds)
-    return f"PyTorch and ONNX Runtime both give {listed}, so any graph with outputs of these shapes would match"
+    return _BOTH_GIVE.format(listed=listed)
 
 
 def unproven_warning(trials: list[ShapeTrial]) -> str:
@@ -200,11 +246,7 @@ def unproven_warning(trials: list[ShapeTrial]) -> str:
     if not void:
         return ""
     where = ", ".join(t.label for t in void)
-    return (
-        f"The comparison with PyTorch at {where} does not test the model: {void[0].proves_nothing}. A model built "
-        "without its trained weights does this (a head initialised to zero); export it with its weights, or on "
-        "inputs that make its outputs vary, to test it."
-    )
+    return UNPROVEN.format(where=where, why=void[0].proves_nothing)
 
 
 def run_trials(
@@ -217,7 +259,8 @@ def run_trials(
     plan = trial_shapes(options)
     trials = []
     for index, (label, axis, shapes) in enumerate(plan):
-        progress(0.7 + 0.25 * index / len(plan), f"Comparing with PyTorch at {label}")
+        shown = _(label) if label == EXPORT_SHAPE else label
+        progress(0.7 + 0.25 * index / len(plan), _("Comparing with PyTorch at {where}").format(where=shown))
         trials.append(_trial(model, session, options, label, axis, shapes, seed=index + 1))
     return trials
 
@@ -228,30 +271,23 @@ def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> lis
     batchnorms = sum(n for op, n in torch_ops.items() if op.startswith("BatchNorm") or "batch_norm" in op)
     if batchnorms and not onnx_ops.get("BatchNormalization"):
         convs = onnx_ops.get("Conv", 0)
-        where = "into the preceding Conv weights" if convs else "into neighbouring weights"
-        notes.append(f"{batchnorms} BatchNorm layer(s) were folded {where}: no BatchNormalization node is left.")
+        notes.append(_FOLDED.format(count=batchnorms, where=_INTO_CONV if convs else _INTO_NEIGHBOURS))
     elif batchnorms:
-        notes.append(f"{batchnorms} BatchNorm layer(s) stayed as BatchNormalization nodes (folding was off).")
+        notes.append(_STAYED.format(count=batchnorms))
     dropouts = sum(n for op, n in torch_ops.items() if op.startswith("Dropout"))
     if dropouts and not onnx_ops.get("Dropout"):
-        notes.append(f"{dropouts} Dropout layer(s) were removed: they do nothing at inference.")
+        notes.append(_DROPPED.format(count=dropouts))
     linears = sum(n for op, n in torch_ops.items() if op.endswith("Linear"))
     if linears:
         parts = [f"{onnx_ops[k]} {k}" for k in ("Gemm", "MatMul") if onnx_ops.get(k)]
-        if parts:
-            notes.append(
-                f"{linears} Linear layer(s) in PyTorch; the ONNX graph does its matrix products with "
-                f"{' and '.join(parts)} node(s) (MatMul also carries any attention products)."
-            )
+        if len(parts) == 2:
+            notes.append(_LINEAR_TWO.format(count=linears, first=parts[0], second=parts[1]))
+        elif parts:
+            notes.append(_LINEAR_ONE.format(count=linears, first=parts[0]))
     identities = onnx_ops.get("Identity", 0) - torch_ops.get("Identity", 0)
     if identities > 0:
-        notes.append(
-            f"{identities} Identity node(s) were left by the exporter: each passes a tensor on unchanged under a new "
-            "name (the legacy exporter does so for a weight whose values another shares, such as the equal biases "
-            "BatchNorm folding leaves). They cost nothing: ONNX Runtime removes them at its basic level, and the "
-            "graph view folds those of weights into the nodes that read them, as it does weights."
-        )
+        notes.append(_IDENTITIES.format(count=identities))
     flattens = torch_ops.get("Flatten", 0)
     if flattens and onnx_ops.get("Reshape") and not onnx_ops.get("Flatten"):
-        notes.append(f"{flattens} Flatten layer(s) became Reshape.")
+        notes.append(_FLATTEN.format(count=flattens))
     return notes

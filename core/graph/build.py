@@ -13,13 +13,20 @@ from core.graph.attributes import attributes_text, dtype_key
 from core.graph.groups import GroupTable, finish_groups, scope_parts
 from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
 from core.graph.weights import WeightBudget, weight_stats
+from core.i18n import N_
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["MAX_DEPTH", "SHAPE_INFERENCE_LIMIT", "view_graph"]
+__all__ = ["MAX_DEPTH", "SENTENCES", "SHAPE_INFERENCE_LIMIT", "view_graph"]
+
+# the view's notes: English in the view, shown in the reader's language (ui.sentences)
+_SKIPPED = N_("shape inference skipped: {count} nodes (the limit is {limit})")
+_FAILED = N_("shape inference failed: {error}")
+_NO_STATS = N_("statistics left out for {count} weights (too many values to read)")
+SENTENCES = (_SKIPPED, _FAILED, _NO_STATS)
 
 SHAPE_INFERENCE_LIMIT = 60_000  # nodes; above it ONNX shape inference is skipped (see benchmarks/graph_view.py)
 _GRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
@@ -234,7 +241,7 @@ def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
 
     count = len(model.graph.node)
     if count > SHAPE_INFERENCE_LIMIT:
-        notes.append(f"shape inference skipped: {count:,} nodes (the limit is {SHAPE_INFERENCE_LIMIT:,})")
+        notes.append(_SKIPPED.format(count=f"{count:,}", limit=f"{SHAPE_INFERENCE_LIMIT:,}"))
         return None
     # large weights are lent out while ONNX infers (it copies the whole model, and needs only their shapes):
     # 4 s fewer on a model of 400 MB
@@ -250,7 +257,7 @@ def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:  # a model ONNX cannot infer is still drawn, with the shapes it declares
-        notes.append(f"shape inference failed: {str(exc)[:200]}")
+        notes.append(_FAILED.format(error=str(exc)[:200]))
         inferred = None
     finally:
         for tensor in model.graph.initializer if lent else ():
@@ -318,7 +325,7 @@ def view_graph(
         builder.link(scope, value.name, index)
     view = builder.view
     if builder.budget.skipped:
-        notes.append(f"statistics left out for {builder.budget.skipped:,} weights (too many values to read)")
+        notes.append(_NO_STATS.format(count=f"{builder.budget.skipped:,}"))
     view.name = name or graph.name
     view.groups = finish_groups(builder.groups.groups, view.nodes)
     return view

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from core.graph.palette import DONE, LATENCY, PROVIDERS
 from core.graph.records import GraphView
+from core.i18n import N_, _
 
 # What the colourings read of other features' reports (features do not import each other): core.profile's
 # ProfileReport, core.partition's PartitionReport and OptimizationReport.
@@ -71,9 +72,9 @@ __all__ = [
     "provider_colours",
 ]
 
-NOWHERE = "runs nowhere"
+NOWHERE = N_("runs nowhere")
 LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
-NOT_TIMED = "not timed (folded or constant)"  # these names have fixed colours in ui.charts
+NOT_TIMED = N_("not timed (folded or constant)")  # these names have fixed colours in ui.charts
 # what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
 _DONE = DONE
 
@@ -88,10 +89,42 @@ class Colouring:
     colours: dict[str, str] = field(default_factory=dict)  # category -> "#rrggbb"; else the palette
     scale: bool = False  # the categories are ordered bins of a heat scale (light to dark red)
     rest: str = "—"  # the legend's name for the nodes ``keys`` does not name
+    title_id: str = ""  # the title's catalog entry, when ``title`` fills one with ``title_values``
+    title_values: dict[str, str] = field(default_factory=dict)
+
+
+# the words of the colourings' legends and titles (catalog entries: colouring_json shows them in the reader's
+# language; a provider's or op's name stays as it is)
+_WORDS = frozenset([NOWHERE, NOT_TIMED, *(label for _low, label in LATENCY_BINS), *DONE])
+_PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE = (
+    N_("execution provider"),
+    N_("what {level} did"),
+    N_("latency at {level}"),
+)
+_IN_A_BODY, _KEPT = N_("inside a body"), N_("kept as it is")
+_TITLES = frozenset([_PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE, _IN_A_BODY, _KEPT])
+
+
+_TOP_BIN = N_("≥ {share} of the call")  # the top bin's words (a "%" in a catalog entry reads as a format)
+
+
+def _word(category: str) -> str:
+    if category == LATENCY_BINS[0][1]:
+        return _(_TOP_BIN).format(share="20 %")
+    return _(category) if category in _WORDS else category
 
 
 def colouring_json(c: Colouring) -> dict[str, Any]:
-    return {"title": c.title, "keys": c.keys, "order": c.order, "colours": c.colours, "scale": c.scale, "rest": c.rest}
+    """The colouring as the graph view takes it, its words in the current language (called where it is shown)."""
+    title = _(c.title_id).format(**c.title_values) if c.title_id else _(c.title) if c.title in _TITLES else c.title
+    return {
+        "title": title,
+        "keys": {name: _word(k) for name, k in c.keys.items()},
+        "order": [_word(k) for k in c.order],
+        "colours": {_word(k): colour for k, colour in c.colours.items()},
+        "scale": c.scale,
+        "rest": _(c.rest) if c.rest in _TITLES else c.rest,
+    }
 
 
 def by_index(view: GraphView, categories: dict[str, str]) -> dict[str, str]:
@@ -113,7 +146,7 @@ def provider_colouring(view: GraphView, report: Placements) -> Colouring:
     keys = by_index(view, provider_colours(report))
     order = sorted(set(keys.values()), key=lambda p: (p == "CPU", p))
     colours = {p: PROVIDERS[p] for p in order if p in PROVIDERS}  # the colours of the page's provider charts
-    return Colouring(title="execution provider", keys=keys, order=order, colours=colours, rest="inside a body")
+    return Colouring(title=_PROVIDER_TITLE, keys=keys, order=order, colours=colours, rest=_IN_A_BODY)
 
 
 def level_colouring(report: OptimizedLevels, level: str) -> Colouring | None:
@@ -127,7 +160,15 @@ def level_colouring(report: OptimizedLevels, level: str) -> Colouring | None:
         for name in rewrite.nodes_before:
             keys.setdefault(name, rewrite.kind if rewrite.kind in _DONE else "replaced")
     order = [k for k in _DONE if k in set(keys.values())]
-    return Colouring(title=f"what {found.name} did", keys=keys, order=order, colours=dict(_DONE), rest="kept as it is")
+    return Colouring(
+        title=_LEVEL_TITLE.format(level=found.name),
+        title_id=_LEVEL_TITLE,
+        title_values={"level": found.name},
+        keys=keys,
+        order=order,
+        colours=dict(_DONE),
+        rest=_KEPT,
+    )
 
 
 def latency_colours(report: ProfileTimes) -> dict[str, str]:
@@ -148,5 +189,12 @@ def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
     order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
     colours = {label: LATENCY[label] for label in order}  # the colours of ui.charts' latency legends
     return Colouring(
-        title=f"latency at {report.level}", keys=keys, order=order, colours=colours, scale=True, rest="inside a body"
+        title=_LATENCY_TITLE.format(level=report.level),
+        title_id=_LATENCY_TITLE,
+        title_values={"level": report.level},
+        keys=keys,
+        order=order,
+        colours=colours,
+        scale=True,
+        rest=_IN_A_BODY,
     )

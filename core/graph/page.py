@@ -8,13 +8,55 @@ import msgspec
 
 from core.graph.colourings import Colouring, colouring_json
 from core.graph.records import GraphView
+from core.i18n import N_, _, using
 
-__all__ = ["COLOURS", "browser_data", "graph_page", "script_json"]
+__all__ = ["COLOURS", "PANEL_WORDS", "browser_data", "graph_page", "panel_words", "script_json"]
 
 COLOURS = ("op", "dtype")  # always there; a page can add colourings of its own
 
+# Every word the graph view's own panels show (ui/graph_component/src: say(words, "…")), by its English; the
+# component gets them in the reader's language (panel_words), so the one catalog translates the view too.
+PANEL_WORDS = (
+    N_("{name} · {count} nodes"),
+    N_("Find a node by name or op"),
+    N_("Colour by"),
+    N_("Colour: op type"),
+    N_("Colour: dtype"),
+    N_("Colour: {title}"),
+    N_("Fit"),
+    N_("Collapse all"),
+    N_("no node matches"),
+    N_("op type"),
+    N_("dtype"),
+    N_("other"),
+    N_("nodes"),
+    N_("kind"),
+    N_("repeated"),
+    N_("click the box to open it; click an open group's title to close it"),
+    N_("in"),
+    N_("attributes"),
+    N_("input"),
+    N_("weight"),
+    N_("output"),
+    N_("holds"),
+    N_("click ▸ at the node's right, or double-click it, to close them"),
+    N_("click ▸ at the node's right, or double-click it, to open them inside the node"),
+    N_("{count} nodes · {more}"),
+    N_("group"),
+    N_("scope"),
+    N_("function"),
+    N_("subgraph"),
+    N_("node"),
+)
+
+
+def panel_words() -> dict[str, str]:
+    """The graph view's words in the current language, keyed by their English (none in English: the view's own)."""
+    return {word: _(word) for word in PANEL_WORDS if _(word) != word}
+
+
 _PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
+<html lang="{lang}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; \
 style-src 'unsafe-inline'; img-src data:">
@@ -24,13 +66,15 @@ style-src 'unsafe-inline'; img-src data:">
 <div id="graph"></div>
 <script id="graph-data" type="application/json">{data}</script>
 <script id="graph-colourings" type="application/json">{colourings}</script>
+<script id="graph-words" type="application/json">{words}</script>
 <script>{bundle}</script>
 <script>
 window.__graphTimings = window.__graphTimings || {{}};
 window.__graphTimings.dataReceived = performance.now();
 window.__graphView = GraphView.mount(document.getElementById("graph"),
   JSON.parse(document.getElementById("graph-data").textContent),
-  {{color: {color}, colourings: JSON.parse(document.getElementById("graph-colourings").textContent)}});
+  {{color: {color}, colourings: JSON.parse(document.getElementById("graph-colourings").textContent),
+    words: JSON.parse(document.getElementById("graph-words").textContent)}});
 </script>
 </body></html>
 """
@@ -95,15 +139,28 @@ def browser_data(view: GraphView) -> dict[str, object]:
     }
 
 
-def graph_page(view: GraphView, bundle: str, color: str = "op", colourings: dict[str, Colouring] | None = None) -> str:
+def graph_page(
+    view: GraphView,
+    bundle: str,
+    color: str = "op",
+    colourings: dict[str, Colouring] | None = None,
+    language: str = "en",
+) -> str:
     """The page: ``bundle`` is the renderer (ui/graph_component/dist/graph.js), ``color`` the colour shown
-    first: op, dtype, or a name in ``colourings`` (core.graph.colourings: provider, level, latency)."""
+    first: op, dtype, or a name in ``colourings`` (core.graph.colourings: provider, level, latency); its words
+    (panels, legends, title) in ``language`` (core.i18n.LANGUAGES)."""
     colourings = colourings or {}
     if color not in COLOURS and color not in colourings:
         raise ValueError(f"colour by {color!r}? choose one of {', '.join([*COLOURS, *colourings])}")
+    with using(language):
+        words = panel_words()
+        shown = {name: colouring_json(c) for name, c in colourings.items()}
+        title = _("{name} · graph").format(name=view.name)
     return _PAGE.format(
-        colourings=script_json({name: colouring_json(c) for name, c in colourings.items()}),
-        title=html.escape(f"{view.name} · graph"),
+        lang="zh-Hans" if language == "zh" else "en",
+        colourings=script_json(shown),
+        words=script_json(words),
+        title=html.escape(title),
         data=script_json(browser_data(view)),
         bundle=bundle.replace("</script", "<\\/script"),
         color=script_json(color),

@@ -4,6 +4,8 @@ to the graph component), so a thing keeps its colour on every chart and in the g
 
 from __future__ import annotations
 
+from core.i18n import N_
+
 __all__ = ["DONE", "ENGINES", "FIXED", "LATENCY", "LEVELS", "PROVIDERS", "engine_colour"]
 
 # the two engines Benchmark measures (core.bench's engine field), on every chart of the page
@@ -22,7 +24,7 @@ PROVIDERS = {
     "ROCm": "#ED1C24",
     "MIGraphX": "#B71C1C",
     "WebGPU": "#005A9C",
-    "runs nowhere": "#E2E2E2",
+    N_("runs nowhere"): "#E2E2E2",
 }
 # ONNX Runtime's graph optimization levels (core.partition's level keys and the names pages show)
 LEVELS = {
@@ -33,14 +35,15 @@ LEVELS = {
     "all": "#08306B",
 }
 # what the optimizer did to a node, in the legend's order
-DONE = {"fused": "#E8590C", "replaced": "#F59F00", "layout": "#AE3EC9", "removed": "#ADB5BD"}
-# a node's share of the call in a profile, hottest darkest (the bins of core.graph.colourings)
+DONE = {N_("fused"): "#E8590C", N_("replaced"): "#F59F00", N_("layout"): "#AE3EC9", N_("removed"): "#ADB5BD"}
+# a node's share of the call in a profile, hottest darkest (the bins of core.graph.colourings); the names are
+# catalog entries, translated where a legend shows them
 LATENCY = {
     "≥ 20 % of the call": "#B2182B",
     "5–20 %": "#EF8A62",
     "1–5 %": "#FDDBC7",
     "< 1 %": "#D1E5F0",
-    "not timed (folded or constant)": "#BBBBBB",
+    N_("not timed (folded or constant)"): "#BBBBBB",
 }
 # every name with a colour of its own, whatever the chart
 FIXED = {"input": "#222222", "output": "#222222", **LATENCY, **PROVIDERS}

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from core.model.proto import walk_graphs
+from core.upgrade import sentences as say
 from core.upgrade.records import OpChange
 
 if TYPE_CHECKING:
@@ -18,16 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["describe_changes"]
 
-# attributes the standard dropped on the way, and why
-_WHY_DROPPED = {
-    "broadcast": "broadcasting became implicit, numpy-style, in opset 7",
-    "axis": "broadcasting became implicit, numpy-style, in opset 7",
-    "is_test": "dropped in opset 7: an ONNX graph runs for inference",
-    "consumed_inputs": "dropped in opset 6 (it marked inputs updated in place)",
-    "spatial": "dropped in opset 9: BatchNormalization is always per channel",
-    "pads": "now an input (Pad-11)",
-    "value": "now an input (Pad-11)",
-}
+_WHY_DROPPED = say.WHY_DROPPED  # attributes the standard dropped on the way, and why
 
 
 def _since(op: str, opset: int, domain: str) -> int | None:
@@ -52,18 +44,20 @@ def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple
     gained = sorted({a.name for a in after.attribute} - {a.name for a in before.attribute})
     parts = []
     if old is not None and new is not None and old != new:
-        parts.append(f"version {old} → {new}")
+        parts.append(say.VERSION.format(old=old, new=new))
     if dropped:
         reasons = sorted({_WHY_DROPPED[name] for name in dropped if name in _WHY_DROPPED})
-        parts.append(
-            f"attribute{'s' * (len(dropped) > 1)} {', '.join(dropped)} dropped"
-            + (f" ({'; '.join(reasons)})" if reasons else "")
-        )
+        if reasons:
+            said = say.ATTRIBUTES_DROPPED_WHY if len(dropped) > 1 else say.ATTRIBUTE_DROPPED_WHY
+        else:
+            said = say.ATTRIBUTES_DROPPED if len(dropped) > 1 else say.ATTRIBUTE_DROPPED
+        parts.append(said.format(names=", ".join(dropped), why="; ".join(reasons)))
     if gained:
-        parts.append(f"attribute{'s' * (len(gained) > 1)} {', '.join(gained)} added")
+        said = say.ATTRIBUTES_ADDED if len(gained) > 1 else say.ATTRIBUTE_ADDED
+        parts.append(said.format(names=", ".join(gained)))
     inputs = len(after.input) - len(before.input)
     if inputs:
-        parts.append(f"{abs(inputs)} input{'s' * (abs(inputs) > 1)} {'added' if inputs > 0 else 'removed'}")
+        parts.append((say.INPUTS_ADDED if inputs > 0 else say.INPUTS_REMOVED).format(count=abs(inputs)))
     return "; ".join(parts)
 
 
@@ -83,12 +77,12 @@ def describe_changes(
     for node in _nodes(original):
         twin = next((made[o] for o in node.output if o in made), None)
         if twin is None:
-            grouped[("removed", node.op_type, "removed: the new version computes its result another way")] += 1
+            grouped[("removed", node.op_type, say.REMOVED)] += 1
             continue
         matched.add(id(twin))
         if twin.op_type != node.op_type:
             op = f"{node.op_type} → {twin.op_type}"
-            grouped[("replaced", op, f"{node.op_type} replaced by {twin.op_type}")] += 1
+            grouped[("replaced", op, say.REPLACED_BY.format(old=node.op_type, new=twin.op_type))] += 1
             continue
         change = _version_change(node, twin, opsets)
         if change:
@@ -97,7 +91,7 @@ def describe_changes(
             unchanged += 1
     for node in _nodes(converted):
         if id(node) not in matched:
-            grouped[("added", node.op_type, "added by the converter")] += 1
+            grouped[("added", node.op_type, say.ADDED_BY_CONVERTER)] += 1
     order = {"replaced": 0, "version": 1, "added": 2, "removed": 3}
     changes = [
         OpChange(kind=kind, op=op, nodes=count, text=text)

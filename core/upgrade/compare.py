@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.runtime.ort import NUMPY_TYPES, ort_message
 from core.runtime.outputs import ATOL, RTOL, OutputDiff, compare_outputs
+from core.upgrade import sentences as say
 from core.upgrade.records import UpgradeCheck
 from core.upgrade.repairs import reference_misreads
 
@@ -82,46 +83,30 @@ def _original_outputs(
 ) -> list[Any] | None:
     try:
         outputs = _in_ort(str(path), feed)
-        result.compared_with = "the original in ONNX Runtime"
+        result.compared_with = say.IN_ORT
         return outputs
     except Exception as exc:
         refused = ort_message(exc)
     if size_bytes > REFERENCE_MAX_BYTES:
-        result.notes.append(
-            f"The original runs nowhere here: ONNX Runtime refuses it ({refused[:200]}), and it is too large "
-            f"({size_bytes / 2**20:,.0f} MB) for onnx's reference evaluator, which holds numpy copies of every weight "
-            "and activation. So the new version was checked by onnx's checker and shape inference only, not against "
-            "the original's outputs."
-        )
+        result.notes.append(say.TOO_LARGE.format(refused=refused[:200], size=f"{size_bytes / 2**20:,.0f}"))
         return None
     misread = reference_misreads(original)
     if misread:
-        result.notes.append(
-            f"The original runs nowhere here: ONNX Runtime refuses it ({refused[:200]}), and onnx's reference "
-            f"evaluator would run its {', '.join(misread)} by today's broadcasting rules, not the original's. So the "
-            "new version was checked by onnx's checker and shape inference only, not against the original's outputs."
-        )
+        result.notes.append(say.REFERENCE_MISREADS.format(refused=refused[:200], misread=", ".join(misread)))
         return None
     started = time.monotonic()
     try:
         outputs = _in_reference(original, path.parent, feed, budget_s)
     except _OutOfTime:
-        why = f"did not finish within its budget of {budget_s:g} s (it is pure numpy: slow on large models)"
+        why = say.OUT_OF_TIME.format(seconds=f"{budget_s:g}")
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        why = f"could not run it either ({type(exc).__name__}: {first})"
+        why = say.REFERENCE_FAILED.format(error=f"{type(exc).__name__}: {first}")
     else:
-        result.compared_with = "the original in onnx's reference evaluator (ONNX Runtime cannot run it)"
-        result.notes.append(
-            f"ONNX Runtime cannot run the original, so onnx's reference evaluator (numpy, every opset) ran it, "
-            f"in {time.monotonic() - started:.1f} s."
-        )
+        result.compared_with = say.IN_REFERENCE
+        result.notes.append(say.REFERENCE_RAN.format(seconds=f"{time.monotonic() - started:.1f}"))
         return outputs
-    result.notes.append(
-        "The original runs nowhere here: ONNX Runtime refuses it "
-        f"({refused[:200]}) and onnx's reference evaluator {why}. So the new version was checked by onnx's checker "
-        "and shape inference only, not against the original's outputs."
-    )
+    result.notes.append(say.RUNS_NOWHERE.format(refused=refused[:200], why=why))
     return None
 
 
@@ -145,19 +130,16 @@ def compare_versions(
         produced = _in_ort(str(new_path), feed)
     except Exception as exc:
         words = str(explain_refusal(exc, converted, "run the new version"))
-        result.checks.append(UpgradeCheck("runs in ONNX Runtime", False, words[:800]))
+        result.checks.append(UpgradeCheck(say.RUNS_IN_ORT, False, words[:800]))
         return result
-    result.checks.append(UpgradeCheck("runs in ONNX Runtime", True, "the new version opens and runs on the plan"))
+    result.checks.append(UpgradeCheck(say.RUNS_IN_ORT, True, say.OPENS_AND_RUNS))
     expected = _original_outputs(original, original_path, size_bytes, feed, budget_s, result)
     if expected is None:
         return result
     result.diffs = compare_outputs(expected, produced, [o.name for o in converted.graph.output])
     worst = max((d.max_abs for d in result.diffs), default=0.0)
     ok = all(d.ok for d in result.diffs) and len(expected) == len(produced)
-    beyond = "" if ok else f": beyond {ATOL:g} + {RTOL:g}·|value|"
-    result.checks.append(
-        UpgradeCheck(
-            f"matches {result.compared_with}", ok, f"{len(result.diffs)} output(s), max abs diff {worst:.2e}{beyond}"
-        )
-    )
+    said = say.OUTPUTS_DIFF if ok else say.OUTPUTS_BEYOND
+    detail = said.format(count=len(result.diffs), worst=f"{worst:.2e}", atol=f"{ATOL:g}", rtol=f"{RTOL:g}")
+    result.checks.append(UpgradeCheck(say.MATCHES.format(what=result.compared_with), ok, detail))
     return result

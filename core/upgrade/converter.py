@@ -19,6 +19,7 @@ from core.errors import UpgradeError, brief
 from core.model.inputs import make_inputs
 from core.model.onnx_file import check_external_data
 from core.runtime.refusals import missing_kernels, standard_opset
+from core.upgrade import sentences as say
 from core.upgrade.changes import describe_changes
 from core.upgrade.compare import compare_versions
 from core.upgrade.records import UpgradeCheck, UpgradeReport, UpgradeRequest
@@ -117,17 +118,15 @@ def _static_checks(path: Path) -> list[UpgradeCheck]:
     checks = []
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks.append(UpgradeCheck("onnx.checker (full check)", True, "the new version is valid ONNX"))
+        checks.append(UpgradeCheck(say.CHECKER, True, say.VALID))
     except Exception as exc:
-        checks.append(UpgradeCheck("onnx.checker (full check)", False, str(exc).strip().splitlines()[0][:400]))
+        checks.append(UpgradeCheck(say.CHECKER, False, str(exc).strip().splitlines()[0][:400]))
     try:
         model = onnx.load_model(str(path), load_external_data=False)
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        checks.append(
-            UpgradeCheck("strict shape inference", True, "every node's output type and shape can be inferred")
-        )
+        checks.append(UpgradeCheck(say.STRICT_SHAPES, True, say.INFERRED))
     except Exception as exc:
-        checks.append(UpgradeCheck("strict shape inference", False, str(exc).strip().splitlines()[0][:400]))
+        checks.append(UpgradeCheck(say.STRICT_SHAPES, False, str(exc).strip().splitlines()[0][:400]))
     return checks
 
 
@@ -135,7 +134,7 @@ def _kernels_note(converted: onnx.ModelProto, opset: int) -> list[str]:
     lacking = [m.text for m in missing_kernels(converted) if m.domain == ""]
     if not lacking:
         return []
-    return [f"At opset {opset}, ONNX Runtime still has no kernel for: {', '.join(lacking)}. Try another opset."]
+    return [say.NO_KERNEL.format(opset=opset, ops=", ".join(lacking))]
 
 
 def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None] | None = None) -> UpgradeReport:
@@ -166,8 +165,8 @@ def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None
     compared = compare_versions(original, source, size, target, feed, request.reference_budget_s)
     checks += compared.checks
     by_name = {c.name: c.ok for c in checks}
-    ran = by_name.get("runs in ONNX Runtime", False)
-    valid = by_name["onnx.checker (full check)"] and (bool(compared.compared_with) or all(by_name.values()))
+    ran = by_name.get(say.RUNS_IN_ORT, False)
+    valid = by_name[say.CHECKER] and (bool(compared.compared_with) or all(by_name.values()))
     report_progress(1.0, "Done")
     return UpgradeReport(
         ok=ran and valid and all(c.ok for c in compared.checks),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from core.upgrade import sentences as say
 from core.upgrade.records import OpChange
 
 if TYPE_CHECKING:
@@ -84,9 +85,7 @@ def align_legacy_broadcasts(model: onnx.ModelProto) -> list[OpChange]:
             kind="repaired",
             op=op,
             nodes=count,
-            text="its second input broadcast along an axis (before opset 7): an Unsqueeze gives it the trailing "
-            "1-dims that numpy-style broadcasting needs to meet the same axes (onnx's converter adds as many as the "
-            "first input has more dims, right only along axis 0)",
+            text=say.BROADCAST_ALONG_AXIS,
         )
         for op, count in sorted(fixed.items())
     ]
@@ -130,8 +129,7 @@ def repair_prelu_slopes(original: onnx.ModelProto, converted: onnx.ModelProto) -
             kind="repaired",
             op="PRelu",
             nodes=repaired,
-            text="its per-channel slope reshaped from [C] to [C, 1, …]: before opset 7 it met the channels (axis "
-            "1); from opset 7 a slope broadcasts from the last axis",
+            text=say.PRELU_SLOPE,
         )
     ]
 
@@ -144,9 +142,12 @@ def reference_misreads(model: onnx.ModelProto) -> list[str]:
     found: Counter[str] = Counter()
     for node in model.graph.node:
         if _legacy_axis(node, shapes) is not None:
-            found[f"{node.op_type} broadcasting along an axis"] += 1
+            found[say.ALONG_AXIS.format(op=node.op_type)] += 1
         elif _per_channel_slope(node, shapes):
             x, slope = shapes[node.input[0]], shapes[node.input[1]]
             if x[-1] == slope[0] or x.count(slope[0]) != 1:  # numpy's rules, or its guess, would take another axis
-                found["PRelu with a per-channel slope"] += 1
-    return [f"{what} ({count} node{'s' * (count != 1)})" for what, count in found.items()]
+                found[say.PRELU_SLOPES] += 1
+    return [
+        (say.MISREAD_ONE if count == 1 else say.MISREAD_COUNT).format(what=what, count=count)
+        for what, count in found.items()
+    ]

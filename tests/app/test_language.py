@@ -132,3 +132,149 @@ def test_an_upload_the_worker_refuses_is_explained_in_chinese(chinese: AppTest) 
     assert shown == ["“empty.onnx”是空文件（0 字节）。可能是上传失败了，请重试。"]
     at.file_uploader(key="uploads").set_value(("notes.txt", b"just some text", "text/plain")).run()
     assert at.error[0].value.replace("\\", "").startswith("“notes.txt”不是本应用能读取的模型格式（开头的字节：6a 75")
+
+
+# ----------------------------------------------------------------------------------------- Export, Decode, graph
+_CODE = re.compile(r"`[^`]*`")
+_ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’]*(?:[\s,;:]+[A-Za-z][A-Za-z'’]*){3,}")  # four English words in a row
+
+
+def english_runs(at: AppTest) -> list[str]:
+    """Runs of four or more English words in the page's text, headings, captions and messages (code in backticks
+    left out): what a reader of Chinese would still read in English."""
+    said = [
+        *(t.value for t in at.title),
+        *(h.value for h in at.header),
+        *(m.value for m in at.markdown),
+        *(c.value for c in at.caption),
+        *(e.value for e in (*at.success, *at.warning, *at.error, *at.info)),
+        *(e.label for e in at.expander),
+        *(b.label for b in at.button),
+        *(str(c) for t in at.table for c in t.value.columns),
+    ]
+    runs = []
+    for text in said:
+        plain = _CODE.sub("", text.replace("\\", "").replace("\u200b", ""))
+        runs += [m.group(0) for m in _ENGLISH_RUN.finditer(plain)]
+    return runs
+
+
+def _switch_to(at: AppTest, lang: str) -> None:
+    at.sidebar.segmented_control(key="lang_picker").set_value(lang).run()
+    assert not at.exception, at.exception
+
+
+def test_the_export_page_and_its_report_read_in_chinese_and_again_in_english(chinese: AppTest) -> None:
+    at = chinese
+    at.switch_page("app_pages/export.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "导出"
+    assert at.radio(key="exporter_choice").label == "导出器"
+    assert next(b for b in at.button if b.key == "export_button").label == "导出"
+    at.button(key="export_button").click().run()
+    assert not at.exception, at.exception
+    assert at.success[0].value.startswith("导出并验证完成")
+    said = _texts(at).replace("\\", "")
+    for words in (
+        "##### 验证",
+        "onnx.checker（完整检查）",
+        "在 导出形状 下与 PyTorch 一致",
+        "从 PyTorch 到 ONNX 发生了哪些变化",
+    ):
+        assert words in said, words
+    assert "个 BatchNorm 层被折叠进前面 Conv 的权重" in said  # a sentence core wrote in English, shown in Chinese
+    assert list(at.table[0].value.columns) == ["形状", "最大绝对误差", "最大相对误差", "结果"]
+    assert english_runs(at) == []
+
+    _switch_to(at, "en")  # the kept report, read again in English
+    assert at.title[0].value == "Export"
+    assert at.success[0].value.startswith("Exported and verified in")
+    said = _texts(at).replace("\\", "")
+    assert "##### Verification" in said and "BatchNorm layer(s) were folded into the preceding Conv weights" in said
+    assert list(at.table[0].value.columns) == ["shapes", "max abs diff", "max rel diff", "result"]
+
+
+def test_the_decode_page_and_its_graph_view_read_in_chinese_and_again_in_english(chinese: AppTest) -> None:
+    from tests import builders
+
+    at = chinese
+    model = builders.chain_model(8).SerializeToString()
+    at.file_uploader(key="uploads").set_value(("chain.onnx", model, "application/octet-stream")).run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "解析"
+    assert [h.value for h in at.header] == ["1. 最前面的字节", "2. 模型", "3. 计算图", "4. 节点", "5. 权重"]
+    header = at.table[0].value
+    assert list(header.columns) == ["偏移", "字节", "字段", "线路类型", "值", "如何解读"]
+    assert header.iloc[0]["如何解读"].replace("\\", "").startswith("标签 08 = 字段 1 << 3 | 线路类型 0（varint）")
+    assert {m.label for m in at.metric} >= {"IR 版本", "节点数", "权重张量"}
+    assert any(c.value.startswith("8 个节点。滚动鼠标缩放") for c in at.caption)  # the graph view's caption
+    words = next(iter(at.session_state["_graph_canvas_payloads"].values()))[3].decode()
+    assert '"Fit":"适应窗口"' in words and '"Collapse all":"全部折叠"' in words  # the component's own words
+    assert english_runs(at) == []
+
+    _switch_to(at, "en")
+    assert at.header[0].value == "1. The first bytes"
+    assert (
+        at.table[0]
+        .value.iloc[0]["how to read it"]
+        .replace("\\", "")
+        .startswith("tag 08 = field 1 << 3 | wire type 0 (varint)")
+    )
+    words = next(iter(at.session_state["_graph_canvas_payloads"].values()))[3].decode()
+    assert '"words":{}' in words  # English: the component's own words
+
+
+def test_the_standalone_graph_page_written_in_chinese_has_chinese_panels_and_legends() -> None:
+    import json
+
+    from core.graph import view_graph
+    from core.graph.colourings import latency_colouring
+    from core.graph.page import graph_page
+    from tests import builders
+
+    view = view_graph(builders.chain_model(6))
+
+    from types import SimpleNamespace
+
+    profile = SimpleNamespace(node_ms=[4.0, *[0.4] * 5], call_ms=6.0, level="all")
+    colourings = {"latency": latency_colouring(view, profile)}
+    page = graph_page(view, "/* bundle */", color="latency", colourings=colourings, language="zh")
+    words = json.loads(re.search(r'id="graph-words" type="application/json">(.*?)</script>', page).group(1))
+    assert words["Fit"] == "适应窗口" and words["Find a node by name or op"] == "按名称或算子查找节点"
+    assert words["{name} · {count} nodes"] == "{name} · {count} 个节点"
+    assert '<html lang="zh-Hans">' in page and "· 计算图</title>" in page
+    shown = json.loads(re.search(r'id="graph-colourings" type="application/json">(.*?)</script>', page).group(1))
+    assert shown["latency"]["title"] == "all 下的延迟" and shown["latency"]["order"] == ["≥ 调用时间的 20 %", "5–20 %"]
+    english = graph_page(view, "/* bundle */", color="latency", colourings=colourings)
+    assert '<html lang="en">' in english and 'type="application/json">{}</script>' in english
+    assert "latency at all" in english
+
+
+def test_the_upgrade_of_an_old_model_is_offered_and_reported_in_chinese(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import builders
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.file_uploader(key="uploads").set_value(("old.onnx", builders.old_opset_model().SerializeToString(), "x")).run()
+    at.switch_page("app_pages/partition.py").run()
+    original = at.session_state["model"]
+    go = next(b for b in at.button if b.key == f"upgrade_go_{original.id[:12]}")
+    assert go.label == "升级并继续"
+    assert at.number_input(key=f"upgrade_opset_{original.id[:12]}").label == "要升级到的算子集版本"
+    go.click().run()
+    assert not at.exception and not at.error
+    (success,) = at.success
+    assert "从算子集 6 升级到 18 的版本，它的输出与onnx 参考求值器中运行的原模型" in success.value.replace("\\", "")
+    assert at.session_state["model"].notes[0].startswith("Upgraded from old with onnx's version converter")  # kept
+    changes = next(t.value for t in at.table if "内容" in t.value.columns)
+    assert list(changes.columns) == ["变化", "算子", "节点", "内容"]
+    what = changes.set_index("算子").loc["Add", "内容"].replace("\\", "")
+    assert what.startswith("版本 6 → 14；去掉了属性 broadcast（广播在算子集 7 中变成了隐式的 numpy 风格）")
+    checks = next(t.value for t in at.table if "检查" in t.value.columns)
+    assert set(checks["结果"]) == {"通过"}

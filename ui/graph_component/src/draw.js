@@ -2,6 +2,7 @@
 // zoom makes it readable. Only what lies in the viewport is drawn. Every string is canvas text, never HTML.
 
 import { BADGE } from "./layout.js";
+import { say } from "./panels.js";
 
 const FONT = "system-ui, -apple-system, 'Segoe UI', sans-serif";
 
@@ -152,8 +153,9 @@ function boxText(ctx, graph, it, b, k) {
     ctx.font = `600 12px ${FONT}`;
     ctx.fillText(clip(`▸ ${g.name[gi]}`, maxChars), cx, b.y + 14);
     ctx.font = `10px ${FONT}`;
-    const more = g.repeat[gi] || (g.kind[gi] === "scope" ? "group" : g.kind[gi]);
-    ctx.fillText(clip(`${g.count[gi].toLocaleString("en")} nodes · ${more}`, maxChars + 2), cx, b.y + 33);
+    const more = g.repeat[gi] || say(graph.words, g.kind[gi] === "scope" ? "group" : g.kind[gi]);
+    const text = say(graph.words, "{count} nodes · {more}", { count: g.count[gi].toLocaleString("en"), more });
+    ctx.fillText(clip(text, maxChars + 2), cx, b.y + 33);
     return;
   }
   nodeText(ctx, graph, it, b, k);

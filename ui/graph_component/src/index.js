@@ -2,12 +2,13 @@
 // describes into element. Used by the self-contained HTML page and by the Streamlit component (streamlit.js).
 // options: color (the first colour mode: op, dtype or a colouring's name), colourings ({name: {title, keys,
 // order, colours, scale}}, more colour modes from Python), selected (a node name to open on), onSelect(name)
-// (called when the person selects a node, by a click or a search).
+// (called when the person selects a node, by a click or a search), words (the view's words in the reader's
+// language, keyed by their English: core/graph/page.py's panel_words).
 import { colourKeys } from "./colors.js";
 import { clip, draw, minimapImage } from "./draw.js";
 import { BADGE, layout } from "./layout.js";
 import { expandAncestors, groupPath, initialExpansion, readGraph, visibleGraph } from "./model.js";
-import { buildPanels, showDetails, showLegend, showResults } from "./panels.js";
+import { buildPanels, say, showDetails, showLegend, showResults } from "./panels.js";
 
 export { streamlitComponent } from "./streamlit.js";
 
@@ -26,13 +27,16 @@ export function mount(root, data, options = {}) {
   t.mounts += 1;
   const colourings = options.colourings || {};
   const modeOf = (by) => (by === "op" || by === "dtype" || Object.hasOwn(colourings, by) ? by : "op");
-  const titleOf = (by) => (by === "op" ? "op type" : by === "dtype" ? "dtype" : colourings[by].title || by);
+  const words = options.words || {};
+  const titleOf = (by) =>
+    by === "op" ? say(words, "op type") : by === "dtype" ? say(words, "dtype") : colourings[by].title || by;
   const onSelect = options.onSelect || (() => {});
   const graph = readGraph(data);
+  graph.words = words;
   initialExpansion(graph, COLLAPSE_ABOVE);
   root.textContent = "";
   root.setAttribute("data-nodes", String(data.nodeCount));
-  const panels = buildPanels(root, data, modeOf(options.color || "op"), colourings);
+  const panels = buildPanels(root, data, modeOf(options.color || "op"), colourings, words);
   const canvas = panels.canvas;
   const ctx = canvas.getContext("2d");
   const view = { graph, k: 1, tx: 0, ty: 0, dpr: window.devicePixelRatio || 1, selected: null, width: 0, height: 0 };

@@ -1,6 +1,12 @@
 // The DOM around the canvas: toolbar (search, colour switch), legend, details and minimap. Strings from the
-// model only ever go in as textContent.
+// model only ever go in as textContent. Every word the view shows goes through say(): its English is the key of
+// the words Python passes in the reader's language (core/graph/page.py: PANEL_WORDS, one catalog for both).
 import { groupPath } from "./model.js";
+
+export function say(words, english, values = {}) {
+  const text = (words && words[english]) || english;
+  return text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? String(values[name]) : all));
+}
 
 const CSS = `
 .gv-root{position:relative;overflow:hidden;font:13px system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2430;background:#fbfcfe}
@@ -37,30 +43,30 @@ function el(tag, cls, text) {
   return e;
 }
 
-export function buildPanels(root, data, colour, colourings = {}) {
+export function buildPanels(root, data, colour, colourings = {}, words = {}) {
   root.classList.add("gv-root");
   const style = el("style");
   style.textContent = CSS;
   const canvas = el("canvas");
   const bar = el("div", "gv-bar");
-  const title = el("div", "gv-title", `${data.name} · ${data.nodeCount.toLocaleString("en")} nodes`);
+  const title = el("div", "gv-title", say(words, "{name} · {count} nodes", { name: data.name, count: data.nodeCount.toLocaleString("en") }));
   title.title = data.notes.join("\n");
   const search = el("input");
   search.type = "search";
-  search.placeholder = "Find a node by name or op";
-  search.setAttribute("aria-label", "Find a node by name or op");
+  search.placeholder = say(words, "Find a node by name or op");
+  search.setAttribute("aria-label", say(words, "Find a node by name or op"));
   const colourSelect = el("select");
-  colourSelect.setAttribute("aria-label", "Colour by");
-  const modes = [["op", "Colour: op type"], ["dtype", "Colour: dtype"]];
-  for (const [name, c] of Object.entries(colourings)) modes.push([name, `Colour: ${c.title || name}`]);
+  colourSelect.setAttribute("aria-label", say(words, "Colour by"));
+  const modes = [["op", say(words, "Colour: op type")], ["dtype", say(words, "Colour: dtype")]];
+  for (const [name, c] of Object.entries(colourings)) modes.push([name, say(words, "Colour: {title}", { title: c.title || name })]);
   for (const [value, label] of modes) {
     const o = el("option", null, label);
     o.value = value;
     colourSelect.append(o);
   }
   colourSelect.value = colour;
-  const fit = el("button", null, "Fit");
-  const collapse = el("button", null, "Collapse all");
+  const fit = el("button", null, say(words, "Fit"));
+  const collapse = el("button", null, say(words, "Collapse all"));
   bar.append(title, search, colourSelect, fit, collapse);
   const results = el("div", "gv-results");
   const legend = el("div", "gv-legend");
@@ -69,7 +75,7 @@ export function buildPanels(root, data, colour, colourings = {}) {
   minimap.width = 180;
   minimap.height = 140;
   root.append(style, canvas, bar, results, legend, details, minimap);
-  return { canvas, search, colour: colourSelect, fit, collapse, results, legend, details, minimap };
+  return { canvas, search, colour: colourSelect, fit, collapse, results, legend, details, minimap, words };
 }
 
 export function showLegend(panels, legend, title) {
@@ -79,7 +85,8 @@ export function showLegend(panels, legend, title) {
     const row = el("div");
     const swatch = el("i");
     swatch.style.background = colour;
-    row.append(swatch, el("b", null, key), el("span", null, count.toLocaleString("en")));
+    const name = key === "other" ? say(panels.words, "other") : key;
+    row.append(swatch, el("b", null, name), el("span", null, count.toLocaleString("en")));
     row.querySelector("b").style.fontWeight = "400";
     panels.legend.append(row);
   }
@@ -87,7 +94,7 @@ export function showLegend(panels, legend, title) {
 
 export function showResults(panels, graph, found, jumpTo, query) {
   panels.results.textContent = "";
-  if (query && !found.length) panels.results.append(el("button", null, "no node matches"));
+  if (query && !found.length) panels.results.append(el("button", null, say(panels.words, "no node matches")));
   for (const i of found) {
     const b = el("button", null, graph.data.n.name[i]);
     b.append(el("small", null, graph.op(i)));
@@ -99,41 +106,44 @@ export function showResults(panels, graph, found, jumpTo, query) {
   }
 }
 
-function line(parent, key, value) {
+function line(parent, key, value, words) {
   const p = el("p");
-  p.append(el("span", "k", `${key} `), document.createTextNode(value));
+  p.append(el("span", "k", `${say(words, key)} `), document.createTextNode(value));
   parent.append(p);
 }
 
 export function showDetails(panels, graph, item) {
   const d = panels.details;
+  const w = panels.words;
   d.textContent = "";
   if (item == null) return;
   const { data } = graph;
   if (item >= graph.count) {
     const gi = item - graph.count;
     d.append(el("h4", null, groupPath(graph, gi).join(" › ")));
-    line(d, "nodes", data.g.count[gi].toLocaleString("en"));
-    line(d, "kind", data.g.kind[gi]);
-    if (data.g.repeat[gi]) line(d, "repeated", data.g.repeat[gi]);
-    d.append(el("p", "k", "click the box to open it; click an open group's title to close it"));
+    line(d, "nodes", data.g.count[gi].toLocaleString("en"), w);
+    line(d, "kind", say(w, data.g.kind[gi]), w);
+    if (data.g.repeat[gi]) line(d, "repeated", data.g.repeat[gi], w);
+    d.append(el("p", "k", say(w, "click the box to open it; click an open group's title to close it")));
     return;
   }
   d.append(el("h4", null, `${graph.op(item)} · ${data.n.name[item]}`));
   const g = data.n.group[item];
-  if (g >= 0) line(d, "in", groupPath(graph, g).join(" › "));
-  if (data.n.attrs[item] && !graph.pseudo[item]) line(d, "attributes", data.n.attrs[item]);
-  for (const e of graph.inEdges[item]) line(d, "input", `${data.e.tensor[e]}  ${graph.label(e)}`);
+  if (g >= 0) line(d, "in", groupPath(graph, g).join(" › "), w);
+  if (data.n.attrs[item] && !graph.pseudo[item]) line(d, "attributes", data.n.attrs[item], w);
+  for (const e of graph.inEdges[item]) line(d, "input", `${data.e.tensor[e]}  ${graph.label(e)}`, w);
   for (const f of graph.folded[item] || []) {
-    line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`);
+    line(d, "weight", `${f.name}  ${f.dtype} ${f.shape}`, w);
     if (f.stats) d.append(el("p", "k", `   ${f.stats}`));
   }
-  for (const e of graph.outEdges[item]) line(d, "output", `${data.e.tensor[e]}  ${graph.label(e)}`);
+  for (const e of graph.outEdges[item]) line(d, "output", `${data.e.tensor[e]}  ${graph.label(e)}`, w);
   const holder = graph.holderOf.get(item);
   if (holder !== undefined) {
     const bodies = graph.children[holder].map((c) => `${data.g.name[c]} (${data.g.count[c].toLocaleString("en")})`);
-    line(d, "holds", bodies.join(", "));
-    const how = graph.expanded[holder] ? "close them" : "open them inside the node";
-    d.append(el("p", "k", `click ▸ at the node's right, or double-click it, to ${how}`));
+    line(d, "holds", bodies.join(", "), w);
+    const how = graph.expanded[holder]
+      ? "click ▸ at the node's right, or double-click it, to close them"
+      : "click ▸ at the node's right, or double-click it, to open them inside the node";
+    d.append(el("p", "k", say(w, how)));
   }
 }

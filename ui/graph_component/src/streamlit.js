@@ -61,6 +61,7 @@ export function streamlitComponent(component) {
   const wanted = reg.wanted.get(meta.key) || {};
   const api = mount(root, payload.graph, {
     colourings: payload.colourings,
+    words: payload.words || {},
     color: wanted.colour || "op",
     selected: wanted.selected || "",
     onSelect: (name) => setStateValue("selected", name),
