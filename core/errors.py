@@ -19,6 +19,7 @@ __all__ = [
     "NoMatchingArchitectureError",
     "OldOpsetError",
     "PartitionError",
+    "RoomError",
     "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
@@ -118,6 +119,10 @@ class MissingExtraError(WorkbenchError):
 
 class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
+
+
+class RoomError(WorkbenchError):
+    """A classroom's room could not be joined, opened or changed (a wrong code, an expired room, a bad name)."""
 
 
 class IdentityRefused(WorkbenchError):

@@ -113,6 +113,14 @@ PAGES: tuple[Page, ...] = (
         section=TEAM,
         link=N_("Dashboard: the team's latest results and regressions"),
     ),
+    Page(
+        step="classroom",
+        path="app_pages/classroom.py",
+        title=N_("Classroom"),
+        icon=":material/school:",
+        section=TEAM,
+        link=N_("Classroom: the room's board"),
+    ),
 )
 _BY_STEP = {p.step: p for p in PAGES}
 
@@ -125,8 +133,10 @@ def page(step: str) -> Page:
 def navigation() -> StreamlitPage:
     """Streamlit's navigation over every page, grouped by section; the first page opens by default. Returns the
     page this run shows."""
+    from ui.classroom_view import visible  # a workshop's participant sees the pages their room opens
+
     sections: dict[str, list[StreamlitPage]] = {}
-    for n, row in enumerate(PAGES):
+    for n, row in enumerate(visible(PAGES)):
         page = st.Page(row.path, title=_(row.title), icon=row.icon, default=n == 0)
         sections.setdefault(_(row.section), []).append(page)
     return st.navigation(sections)
