@@ -33,13 +33,13 @@ if place is not None:  # a participant: their room's pooled results, nothing els
 if not config.facilitator_key:
     st.error(_("This page needs a facilitator key: set WORKBENCH_FACILITATOR_KEY and restart the app."))
     st.stop()
-if not st.session_state.get("facilitator"):
+if not st.session_state.get("facilitator_in"):
     st.markdown(_("The teacher sets up the room here. Participants join from the sidebar with the room's code."))
     with st.form("facilitator"):
-        key = st.text_input(_("Facilitator key"), type="password")
-        if st.form_submit_button(_("Open the Classroom page")):
+        key = st.text_input(_("Facilitator key"), type="password", key="facilitator_key")
+        if st.form_submit_button(_("Open the Classroom page"), key="facilitator_button"):
             if hmac.compare_digest(key.encode(), config.facilitator_key.encode()):
-                st.session_state["facilitator"] = True
+                st.session_state["facilitator_in"] = True
                 st.rerun()
             st.error(_("That is not the facilitator key."))
     st.stop()
@@ -62,12 +62,20 @@ if link.get("model") and link.get("key"):
 languages = {"": _("each browser's own"), **LANGUAGES}
 with st.form("room_setup"):
     name = st.text_input(_("Name of this setting"), value=saved[0].name if saved else _("Workshop"), max_chars=128)
-    model = st.selectbox(_("The model everyone starts from"), list(models), format_func=models.__getitem__)
-    open_pages = st.multiselect(
-        _("Pages open to participants"), list(walk), default=list(walk), format_func=lambda s: _(walk[s])
+    model = st.selectbox(
+        _("The model everyone starts from"), list(models), format_func=models.__getitem__, key="room_model"
     )
-    lang = st.radio(_("Language"), list(languages), format_func=languages.__getitem__, horizontal=True)
-    if st.form_submit_button(_("Open a room"), type="primary"):
+    open_pages = st.multiselect(
+        _("Pages open to participants"),
+        list(walk),
+        default=list(walk),
+        format_func=lambda s: _(walk[s]),
+        key="room_pages",
+    )
+    lang = st.radio(
+        _("Language"), list(languages), format_func=languages.__getitem__, horizontal=True, key="room_language"
+    )
+    if st.form_submit_button(_("Open a room"), type="primary", key="room_open"):
         setup = RoomSetup(name=name.strip() or _("Workshop"), model=model, pages=tuple(open_pages), language=lang)
         try:
             st.session_state["teacher_room"] = classroom_view.rooms().open(setup, config.room_hours).code

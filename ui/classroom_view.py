@@ -118,9 +118,12 @@ def sidebar() -> None:
         return
     with st.sidebar.form("room_join"):
         st.markdown("**" + _("Join a workshop") + "**")
-        code = st.text_input(_("Room code"), value=clean_code(st.query_params.get("room", ""))[:16], max_chars=16)
-        name = st.text_input(_("Display name"), max_chars=40, help=_("Shown on the room board; no account, no email."))
-        if st.form_submit_button(_("Join")):
+        asked = clean_code(st.query_params.get("room", ""))[:16]  # a link the teacher shared: ?room=CODE
+        code = st.text_input(_("Room code"), value=asked, max_chars=16, key="room_code")
+        name = st.text_input(
+            _("Display name"), max_chars=40, key="room_name", help=_("Shown on the room board; no account, no email.")
+        )
+        if st.form_submit_button(_("Join"), key="room_join_button"):
             try:
                 _join(code, name)
             except WorkbenchError as exc:
