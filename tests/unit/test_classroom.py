@@ -27,6 +27,7 @@ from core.errors import RoomError
 from core.i18n import using
 from core.store import Store
 from core.tutorial import FIGURES, WRITTEN_PARAMETERS, comparison, parameters_as_written
+from tests.postgres import Postgres
 from tests.reports import made_report
 
 SETUP = RoomSetup(name="Tuesday", model="sample:tinycnn", pages=("model", "benchmark"), language="zh")
@@ -129,3 +130,14 @@ def test_the_tutorials_speedup_is_put_beside_the_users_with_the_reasons_and_a_no
     with using("zh"):
         zh_sentence, zh_reasons = comparison("graph_optimizations", 12.0)
     assert "17.9" in zh_sentence and "教程" in zh_sentence and all(r.isascii() is False for r in zh_reasons)
+
+
+def test_a_room_opens_pools_clears_and_closes_on_a_postgresql_team_server(postgres_server: Postgres) -> None:
+    team = Rooms(Store(postgres_server.new_database()).engine)
+    room = team.open(SETUP, hours=2)
+    assert team.join(room.code, "Ada").setup == SETUP
+    team.add(room.code, _entry("Ada", "p1", 5.0, 4.5, 5.5))
+    assert [e.value for e in team.entries(room.code)] == [5.0]
+    assert team.clear(room.code) == 1
+    team.close(room.code)
+    assert team.room(room.code) is None
