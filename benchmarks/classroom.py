@@ -51,8 +51,8 @@ class Session:
 
         ws_url = self.url.replace("http", "ws") + "/_stcore/stream"
         self.ws = await websockets.connect(
-            ws_url, subprotocols=["streamlit"], origin=self.url, max_size=None, open_timeout=120
-        )
+            ws_url, subprotocols=["streamlit"], origin=self.url, max_size=None, open_timeout=120, ping_interval=None
+        )  # no keepalive pings: a server busy for 20 s is measured, not disconnected
 
     async def run(self, page: str = "", widgets: list[Any] | None = None, query: str = "") -> float:
         """Ask for ``page`` with ``widgets`` set; the seconds until its run finished (reruns it asked for
@@ -190,7 +190,10 @@ def report(stats: Stats, users: int, benchmarks: int) -> None:
         return (f"{name}: {len(values)} page runs, p50 {statistics.median(values):.2f} s, p95 {p95:.2f} s, "
                 f"max {values[-1]:.2f} s")  # fmt: skip
 
-    print(f"{users} sessions in one room, {benchmarks} of them benchmarking at once")
+    import os
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{users} sessions in one room, {benchmarks} benchmarking at once; {os.cpu_count()} cores, load {load}")
     print(line("while benchmarks queued", during))
     print(line("whole run", every))
     places = sorted({p for p, _w in stats.places}, reverse=True)

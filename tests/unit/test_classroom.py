@@ -141,3 +141,14 @@ def test_a_room_opens_pools_clears_and_closes_on_a_postgresql_team_server(postgr
     assert team.clear(room.code) == 1
     team.close(room.code)
     assert team.room(room.code) is None
+
+
+def test_a_queued_job_is_told_about_how_long_the_jobs_ahead_of_it_take() -> None:
+    from ui.jobs import Durations
+
+    durations = Durations()
+    assert durations.wait("bench", 2) is None  # nothing measured yet: no guess
+    for seconds in (10.0, 30.0, 20.0):
+        durations.record("bench", seconds)
+    assert durations.wait("bench", 2) == 40.0  # two jobs of the median 20 s
+    assert durations.wait("export", 1) is None  # another kind of job is not this one
