@@ -5,6 +5,7 @@ room board the teacher projects."""
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 import pandas as pd
@@ -39,6 +40,7 @@ from ui.text import escaped_frame, md_escape
 __all__ = ["board", "board_figure", "joined", "pool", "room_of", "rooms", "sidebar", "visible"]
 
 _JOINED = "classroom"  # session_state: {"code", "name", "participant"} once joined
+_SEEN_S = 5.0  # how long a room's pages, as read, are taken as they are (a closed room shows within this)
 
 
 @st.cache_resource
@@ -64,12 +66,23 @@ def room_of(code: str) -> Room | None:
         return None
 
 
+def _room_seen(code: str) -> Room | None:
+    """The participant's room as read at most a few seconds ago: the navigation and every link ask for it on
+    each run, and thirty participants' runs need not each ask the database several times."""
+    seen = st.session_state.get("classroom_seen")
+    if seen is not None and seen[0] == code and time.monotonic() - seen[2] < _SEEN_S:
+        return seen[1]
+    room = room_of(code)
+    st.session_state["classroom_seen"] = (code, room, time.monotonic())
+    return room
+
+
 def visible(rows: tuple[Any, ...]) -> list[Any]:
     """The pages to list: the Classroom page only with a workshop on; a participant's room, only its pages."""
     if not session.settings().workshop:
         return [r for r in rows if r.step != "classroom"]
     place = joined()
-    room = room_of(place["code"]) if place else None
+    room = _room_seen(place["code"]) if place else None
     if room is None or not room.setup.pages:
         return list(rows)
     return [r for r in rows if r.step in room.setup.pages or r.step == "classroom"]
