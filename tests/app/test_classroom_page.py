@@ -78,6 +78,9 @@ def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_l
     assert pupil.session_state["model"].name == "tinycnn"
     run_benchmark_in_chinese(pupil)
     assert "5.11" in texts(pupil)  # the tutorial's figure beside theirs
+    # Profile, Quantize and History are shut to this room: of the page's four links (its saved run, the next
+    # steps), none is drawn
+    assert pupil.session_state["bench_saved"] and not list(pupil.get("page_link"))
 
     entries = _rooms().entries(code)
     assert [(e.name, e.kind) for e in entries] == [(HOSTILE, "benchmark")] and entries[0].value

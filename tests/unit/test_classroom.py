@@ -18,6 +18,7 @@ from core.classroom import (
     bench_entry,
     choices,
     new_code,
+    quantize_entry,
     range_sentence,
     spread,
     to_csv,
@@ -152,3 +153,16 @@ def test_a_queued_job_is_told_about_how_long_the_jobs_ahead_of_it_take() -> None
         durations.record("bench", seconds)
     assert durations.wait("bench", 2) == 40.0  # two jobs of the median 20 s
     assert durations.wait("export", 1) is None  # another kind of job is not this one
+
+
+def test_a_quantization_pools_the_variant_it_recommended_and_where_it_ran() -> None:
+    from core.quantize.records import QuantizeReport, Variant
+
+    report = QuantizeReport(
+        model="tinycnn", calibration="", held_out="", threads=1, notes=[], cpu_flags=[], recommended="int8_dynamic",
+        variants=[Variant(key="fp32", label="FP32"), Variant(key="int8_dynamic", label="INT8", speedup=1.8,
+                                                            speedup_low=1.6, speedup_high=2.0)],
+    )  # fmt: skip
+    entry = quantize_entry(report, "Ada", "p1", "lab-07")
+    assert (entry.kind, entry.value, entry.low, entry.machine) == ("quantize", 1.8, 1.6, "lab-07")
+    assert entry.detail == {"recommended": "int8_dynamic", "variants": ["fp32", "int8_dynamic"]}
