@@ -82,6 +82,9 @@ with st.form("room_setup"):
         except WorkbenchError as exc:
             st.error(md_escape(str(exc), 300))
 
+if "teacher_room" not in st.session_state:  # a reload, another tab: the room still open from a saved setting
+    still_open = (classroom_view.rooms().latest(s.name) for s in saved)
+    st.session_state["teacher_room"] = next((r.code for r in still_open if r is not None), "")
 code = st.session_state.get("teacher_room", "")
 room = classroom_view.room_of(code) if code else None
 if room is None:

@@ -122,9 +122,9 @@ PARAMETERS = Figure(
     details=N_("printed by its export script, beside a model with a Linear head from 32·28·28 to 10"),
     reasons=(
         N_(
-            "The model as written has {written} parameters, as this app counts: its Linear head alone has "
-            "{head}. The printed {printed} is what the same layers count with a head from 32·16·16 (for 64×64 "
-            "inputs), so the figure was most likely printed by an earlier version of the script."
+            "The model as written has as many parameters as the card counts: its Linear head from 32·28·28 to 10 "
+            "alone has {head}. The printed {printed} is what the same layers count with a head from 32·16·16 (for "
+            "64×64 inputs), so the figure was most likely printed by an earlier version of the script."
         ),
     ),
 )
@@ -150,15 +150,19 @@ def _shown(fig: Figure, value: float) -> str:
 
 
 def comparison(key: str, yours: float, *, same_model: bool = True) -> tuple[str, list[str]]:
-    """A sentence putting ``yours`` beside the tutorial's figure ``key``, and why they differ (translated)."""
+    """A sentence putting ``yours`` beside the tutorial's figure ``key``, and why they differ (translated). The
+    parameter count is on the model's card just above, so its sentence does not repeat it."""
     fig = FIGURES[key]
+    if fig is PARAMETERS:
+        sentence = _(
+            "The tutorial printed {theirs} parameters for its small CNN; the card above counts the same layers as "
+            "written."
+        ).format(theirs=_shown(fig, fig.value))
+        return sentence, _reasons(fig)
     sentence = _("The tutorial measured {theirs} for {what} ({details}); you measured {yours}.").format(
         theirs=_shown(fig, fig.value), what=_(fig.what), details=_(fig.details), yours=_shown(fig, yours)
     )
-    reasons = [
-        _(r).format(written=number(WRITTEN_PARAMETERS), head=number(32 * 28 * 28 * 10 + 10), printed=number(fig.value))
-        for r in fig.reasons
-    ]
+    reasons = _reasons(fig)
     if not same_model:
         reasons.insert(
             0,
@@ -168,3 +172,7 @@ def comparison(key: str, yours: float, *, same_model: bool = True) -> tuple[str,
             ),
         )
     return sentence, reasons
+
+
+def _reasons(fig: Figure) -> list[str]:
+    return [_(r).format(head=number(32 * 28 * 28 * 10 + 10), printed=number(fig.value)) for r in fig.reasons]

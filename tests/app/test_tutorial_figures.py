@@ -11,8 +11,8 @@ from tests.app.pages import open_page, texts
 def test_the_samples_card_and_its_export_show_the_tutorials_figures_beside_the_users() -> None:
     at = open_page()  # the Model page, with the start sample: the tutorial's small CNN
     shown = texts(at)
-    assert "The tutorial measured 87,114" in shown and "you measured 256,074" in shown
-    assert any("256,074" in m.value and "32·16·16" in m.value for m in at.markdown)  # why, in the expander
+    assert "The tutorial printed 87,114 parameters" in shown
+    assert any("250,890" in m.value and "32·16·16" in m.value for m in at.markdown)  # why, in the expander
 
     at.switch_page("app_pages/export.py").run()
     at.button(key="export_button").click().run()
