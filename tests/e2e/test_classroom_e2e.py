@@ -39,7 +39,7 @@ def _join(browser, url: str, code: str, name: str):  # type: ignore[no-untyped-d
     page = context.new_page()
     page.goto(f"{url}/?room={code}")  # the link the teacher shares fills the code in
     page.get_by_text("256,074").wait_for(timeout=60_000)
-    page.get_by_label("Display name").fill(name)
+    page.get_by_role("textbox", name="Display name").fill(name)
     page.get_by_role("button", name="Join", exact=True).click()
     page.get_by_text(f"In room {code} as").wait_for(timeout=60_000)
     wait_idle(page)
@@ -50,7 +50,7 @@ def test_a_teacher_and_two_participants_share_a_board_that_shows_names_as_text(b
     url, data = workshop
     teacher = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     teacher.goto(f"{url}/classroom")
-    teacher.get_by_label("Facilitator key").fill(KEY)
+    teacher.get_by_role("textbox", name="Facilitator key").fill(KEY)
     teacher.get_by_role("button", name="Open the Classroom page").click()
     teacher.get_by_role("button", name="Open a room").click()
     teacher.get_by_text("Room code:").wait_for(timeout=60_000)
@@ -69,7 +69,7 @@ def test_a_teacher_and_two_participants_share_a_board_that_shows_names_as_text(b
                               value=value, low=value - 0.2, high=value + 0.2, machine="lab"))  # fmt: skip
 
     teacher.reload()
-    teacher.get_by_label("Facilitator key").fill(KEY)  # a reload is a new session: the key again
+    teacher.get_by_role("textbox", name="Facilitator key").fill(KEY)  # a reload is a new session: the key again
     teacher.get_by_role("button", name="Open the Classroom page").click()
     teacher.get_by_text(f"Room code: {code}").wait_for(timeout=60_000)  # the room still open, found again
     teacher.get_by_text("this room measured 4.2–7.9×").wait_for(timeout=60_000)
