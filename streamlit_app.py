@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.i18n import _, ngettext, number
-from ui import auth, language, pages, session, targets
+from ui import auth, classroom_view, language, pages, session, targets
 from ui.cards import sidebar_model
 
 st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
@@ -41,6 +41,7 @@ if "library_full" in st.session_state:
 st.sidebar.title("ONNX Workbench")
 st.sidebar.caption(_("From a PyTorch or ONNX model to a measured deployment."))
 language.picker(lang)
+classroom_view.sidebar()  # with a workshop on: join a room by its code, or the room joined
 auth.sidebar(me)
 sidebar_model(session.current_model())
 targets.picker()  # with a Ray cluster (cluster_address): where Benchmark, Profile, Quantize and Partition run

@@ -10,7 +10,7 @@ from core.i18n import _, pgettext
 from core.model import format_shape
 from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.shapes import parse_dims
-from ui import session
+from ui import session, tutorial_view
 from ui.export_view import kept_report, run_export, show_report
 from ui.needs import next_steps, require_pytorch
 from ui.text import md_escape
@@ -203,6 +203,7 @@ if report is None:
     st.stop()
 
 show_report(report)
+tutorial_view.export_figure(report, source)  # the tutorial's largest difference beside this one
 
 
 def export_with_legacy() -> None:

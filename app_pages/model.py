@@ -15,7 +15,7 @@ from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
 from core.model.intake import IntakeRequest
 from core.workspace import safe_filename, shown_name
-from ui import pages, session
+from ui import pages, session, tutorial_view
 from ui.cards import model_card
 from ui.code_view import code_classes, code_picker
 from ui.jobs import run, show_error
@@ -219,6 +219,7 @@ st.markdown("#### " + _("Current model"))
 if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
     st.caption(_("The app starts with this sample so there is something to explore; upload your own model above."))
 model_card(record)
+tutorial_view.parameter_figure(record)  # the tutorial printed 87,114 for the sample's layers
 if record.is_pytorch:
     pages.link("export", _("Next: export it to ONNX"))
 else:

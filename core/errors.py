@@ -20,6 +20,7 @@ __all__ = [
     "NoMatchingArchitectureError",
     "OldOpsetError",
     "PartitionError",
+    "RoomError",
     "PlanTooLargeError",
     "ResultFileError",
     "QuantizeError",
@@ -123,6 +124,10 @@ class MissingExtraError(WorkbenchError):
 
 class StoreError(WorkbenchError):
     """The benchmark history database could not be reached or written."""
+
+
+class RoomError(WorkbenchError):
+    """A classroom's room could not be joined, opened or changed (a wrong code, an expired room, a bad name)."""
 
 
 class IdentityRefused(WorkbenchError):

@@ -75,6 +75,11 @@ class Settings:
     # join a cluster_address that does not use Ray's token authentication (or without holding its token): anyone
     # who reaches such a cluster runs code on its nodes; the sidebar and the command line say so
     cluster_insecure: bool = False
+    # a teaching workshop: participants join a room by its code and a display name, and a Classroom page, open to
+    # whoever holds facilitator_key, sets the room and projects its board (docs/classroom.md)
+    workshop: bool = False
+    facilitator_key: str = ""  # the teacher's key for the Classroom page; with workshop on and no key, it stays shut
+    room_hours: float = 8.0  # a room's code expires this long after it opens (or when the teacher closes it)
 
     @property
     def hosted(self) -> bool:

@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -50,6 +50,31 @@ class SessionJobs:
                 self.running[session_id] -= 1
                 if self.running[session_id] <= 0:
                     del self.running[session_id]
+
+
+class Durations:
+    """How long the last jobs of each kind took on this server, for the wait a queued job is told to expect."""
+
+    def __init__(self, keep: int = 20) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, deque[float]] = {}
+        self.keep = keep
+
+    def record(self, name: str, seconds: float) -> None:
+        with self._lock:
+            self._seen.setdefault(name, deque(maxlen=self.keep)).append(seconds)
+
+    def wait(self, name: str, ahead: int) -> float | None:
+        """About how long ``ahead`` jobs of kind ``name`` take (the median of the last ones), None before any."""
+        with self._lock:
+            seen = sorted(self._seen.get(name, ()))
+        return seen[len(seen) // 2] * ahead if seen else None
+
+
+@st.cache_resource
+def _durations() -> Durations:
+    """One per server: durations of jobs, no user's data."""
+    return Durations()
 
 
 @st.cache_resource
@@ -115,6 +140,9 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
         session.workspace().prune(job.folder, keep={out, *session.paths_in_use()})
     st.session_state[job.name] = (asked, result)
     _keep(job, model, result)
+    from ui.classroom_view import pool  # lazy: the classroom uses this module's session
+
+    pool(job, result)  # a workshop participant's benchmark or quantization goes to the room board
     return result
 
 
@@ -137,19 +165,23 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
     handle = submit(job, request, targets.backend_for(job))
     local = targets.chosen() == LOCAL or not job.targeted
     where = _("the machine") if local else _("target {name}").format(name=targets.chosen())
-    started = time.monotonic()
+    started = ran_from = time.monotonic()  # submitted; and when it stopped waiting in the queue
     try:
         with st.status(label, expanded=False) as status:
             bar = st.progress(0.0, text=_("starting the worker…"))
             while not handle.done():
                 position = handle.queue_position
                 if position is not None:
+                    ran_from = time.monotonic()
                     ahead = ngettext(
                         "waiting for {where}: {count} job ahead of yours",
                         "waiting for {where}: {count} jobs ahead of yours",
                         position,
                     )
                     text = md_escape(ahead.format(where=where, count=position), 300)
+                    wait = _durations().wait(job.name, position + 1)  # the ones ahead and the one running
+                    if wait is not None:  # each job ahead takes about as long as the last ones did
+                        text += " · " + _("about {seconds} s to wait").format(seconds=f"{max(wait, 1):.0f}")
                     bar.progress(0.0, text=text)
                     status.update(label=f"{label} ({text})")
                 elif handle.progress is not None:
@@ -165,6 +197,7 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
                 status.update(label=_("{label}: failed").format(label=label), state="error")
                 raise
             seconds = f"{time.monotonic() - started:.1f}"
+            _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
             bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))
             status.update(
                 label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds), state="complete"

@@ -4,6 +4,7 @@ and every link between pages. A page is added by adding its row."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import streamlit as st
 from streamlit.navigation.page import Page as StreamlitPage
@@ -113,6 +114,14 @@ PAGES: tuple[Page, ...] = (
         section=TEAM,
         link=N_("Dashboard: the team's latest results and regressions"),
     ),
+    Page(
+        step="classroom",
+        path="app_pages/classroom.py",
+        title=N_("Classroom"),
+        icon=":material/school:",
+        section=TEAM,
+        link=N_("Classroom: the room's board"),
+    ),
 )
 _BY_STEP = {p.step: p for p in PAGES}
 
@@ -122,12 +131,21 @@ def page(step: str) -> Page:
     return _BY_STEP[step]
 
 
+def _shown() -> set[str]:
+    """The pages listed and linked: in a workshop's room, the pages its teacher opened (ui.classroom_view)."""
+    from ui.classroom_view import visible
+
+    return {row.step for row in visible(PAGES)}
+
+
 def navigation() -> StreamlitPage:
     """Streamlit's navigation over every page, grouped by section; the first page opens by default. Returns the
     page this run shows."""
     sections: dict[str, list[StreamlitPage]] = {}
+    shown = _shown()
     for n, row in enumerate(PAGES):
-        page = st.Page(row.path, title=_(row.title), icon=row.icon, default=n == 0)
+        visibility: Literal["visible", "hidden"] = "visible" if row.step in shown else "hidden"
+        page = st.Page(row.path, title=_(row.title), icon=row.icon, default=n == 0, visibility=visibility)
         sections.setdefault(_(row.section), []).append(page)
     return st.navigation(sections)
 
@@ -136,4 +154,6 @@ def link(step: str, label: str = "", **params: str) -> None:
     """A link to page ``step``, saying ``label`` (else the table's words for it, translated); ``params`` go in its
     address."""
     row = page(step)
+    if step not in _shown():
+        return
     st.page_link(row.path, label=label or _(row.link), icon=row.icon, query_params=params or None)

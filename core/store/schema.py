@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import JSON, Column, DateTime, Float, ForeignKey, Integer, MetaData, String, Table, Text
 
-__all__ = ["metadata", "results", "runs"]
+__all__ = ["metadata", "results", "room_results", "room_setups", "rooms", "runs"]
 
 metadata = MetaData()
 
@@ -54,4 +54,41 @@ results = Table(
     Column("speedup", Float),
     Column("max_abs_diff", Float),
     Column("detail", JSON, nullable=False),  # the whole BenchResult, samples included
+)
+
+# The classroom (revision 4, core/classroom): a teacher's saved room settings, the rooms opened from them (each
+# with its random code, until it expires or is closed), and what participants' runs pooled into a room.
+room_setups = Table(
+    "room_setups",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    Column("settings", JSON, nullable=False),  # the model, the open pages, the language
+    Column("updated_at", DateTime, nullable=False),
+)
+
+rooms = Table(
+    "rooms",
+    metadata,
+    Column("code", String(16), primary_key=True),
+    Column("setup", String(128), nullable=False, index=True),
+    Column("settings", JSON, nullable=False),  # as the setup was when the room opened
+    Column("opened_at", DateTime, nullable=False),
+    Column("expires_at", DateTime, nullable=False, index=True),
+    Column("closed_at", DateTime),
+)
+
+room_results = Table(
+    "room_results",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("room", String(16), ForeignKey("rooms.code", ondelete="CASCADE"), nullable=False, index=True),
+    Column("participant", String(32), nullable=False),  # a random id per joined session, never shown
+    Column("name", String(64), nullable=False),  # the display name they typed: text, shown escaped
+    Column("kind", String(16), nullable=False),  # "benchmark" or "quantize"
+    Column("created_at", DateTime, nullable=False),
+    Column("machine", String(256), nullable=False, default=""),
+    Column("value", Float),  # a benchmark's eager→ORT speedup; a quantization's size ratio
+    Column("low", Float),
+    Column("high", Float),
+    Column("detail", JSON, nullable=False),  # the level, threads, batch; the quantization chosen
 )

@@ -29,6 +29,8 @@ ALLOWED = {
     "runtime": {"model"} | BASICS,
     "jobs": {"runtime"} | BASICS,  # a cluster asks each target what it is made of (core.runtime.hardware)
     "store": {"bench", "jobs", "runtime"} | BASICS,
+    # a room's tables are the store's; what it pools, a benchmark's and a quantization's reports (types only)
+    "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}

@@ -1,0 +1,25 @@
+"""The classroom: rooms a teacher opens for a workshop, and the board of what participants' runs pooled."""
+
+from __future__ import annotations
+
+from core.classroom.board import Spread, bench_entry, choices, machines, quantize_entry, range_sentence, spread, to_csv
+from core.classroom.rooms import Entry, Room, Rooms, RoomSetup, clean_code, clean_name, new_code, new_participant
+
+__all__ = [
+    "Entry",
+    "Room",
+    "RoomSetup",
+    "Rooms",
+    "Spread",
+    "bench_entry",
+    "choices",
+    "clean_code",
+    "clean_name",
+    "machines",
+    "new_code",
+    "new_participant",
+    "quantize_entry",
+    "range_sentence",
+    "spread",
+    "to_csv",
+]

@@ -1,0 +1,237 @@
+"""The classroom in the app (core.classroom): a participant's join form and place in a room (the model, pages and
+language the teacher set), their results pooled into the room where a job's result arrives (ui/jobs.py), and the
+room board the teacher projects."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from sqlalchemy.exc import SQLAlchemyError
+
+from core.classroom import (
+    Room,
+    Rooms,
+    Spread,
+    bench_entry,
+    choices,
+    clean_code,
+    clean_name,
+    machines,
+    new_participant,
+    quantize_entry,
+    range_sentence,
+    spread,
+)
+from core.errors import RoomError, WorkbenchError
+from core.i18n import LANGUAGES, _
+from core.jobs import BENCH, QUANTIZE
+from core.jobs.cluster.client import LOCAL
+from core.jobs.registry import Job
+from core.tutorial import SPEEDUP
+from ui import session, targets
+from ui.charts import escaped
+from ui.text import escaped_frame, md_escape
+
+__all__ = ["board", "board_figure", "joined", "pool", "room_of", "rooms", "sidebar", "visible"]
+
+_JOINED = "classroom"  # session_state: {"code", "name", "participant"} once joined
+_SEEN_S = 5.0  # how long a room's pages, as read, are taken as they are (a closed room shows within this)
+
+
+@st.cache_resource
+def _rooms(url: str) -> Rooms:
+    return Rooms(session.store().engine)
+
+
+def rooms() -> Rooms:
+    """The rooms, in the history's database."""
+    return _rooms(session.settings().store_url)
+
+
+def joined() -> dict[str, str] | None:
+    """This session's place in a room: its code, the display name, the participant's random id."""
+    found = st.session_state.get(_JOINED)
+    return found if session.settings().workshop and isinstance(found, dict) else None
+
+
+def room_of(code: str) -> Room | None:
+    try:
+        return rooms().room(code)
+    except SQLAlchemyError:
+        return None
+
+
+def _room_seen(code: str) -> Room | None:
+    """The participant's room as read at most a few seconds ago: the navigation and every link ask for it on
+    each run, and thirty participants' runs need not each ask the database several times."""
+    seen = st.session_state.get("classroom_seen")
+    if seen is not None and seen[0] == code and time.monotonic() - seen[2] < _SEEN_S:
+        return seen[1]
+    room = room_of(code)
+    st.session_state["classroom_seen"] = (code, room, time.monotonic())
+    return room
+
+
+def visible(rows: tuple[Any, ...]) -> list[Any]:
+    """The pages to list: the Classroom page only with a workshop on; a participant's room, only its pages."""
+    if not session.settings().workshop:
+        return [r for r in rows if r.step != "classroom"]
+    place = joined()
+    room = _room_seen(place["code"]) if place else None
+    if room is None or not room.setup.pages:
+        return list(rows)
+    return [r for r in rows if r.step in room.setup.pages or r.step == "classroom"]
+
+
+def _start(room: Room) -> None:
+    """Where the teacher said to start: the language and the model of the room."""
+    if room.setup.language in LANGUAGES:
+        st.session_state["lang"] = room.setup.language
+        st.query_params["lang"] = room.setup.language
+    kind, _sep, rest = room.setup.model.partition(":")
+    if kind == "sample" and rest:
+        session.set_current_model(session.sample_record(rest), rerun=False)
+    elif kind == "library" and ":" in rest:
+        model_id, key = rest.split(":", 1)
+        kept = session.library().open(model_id, key, session.who())
+        if kept is None:
+            raise RoomError(_("The room's model is not in the library any more: ask the teacher to set it again."))
+        link = {"model": model_id, "key": key}
+        session.set_current_model(kept.record, exported_from=kept.exported_from, rerun=False, link=link)
+
+
+def _join(code: str, name: str) -> None:
+    room = rooms().join(code, name)
+    _start(room)
+    st.session_state[_JOINED] = {"code": room.code, "name": clean_name(name), "participant": new_participant()}
+
+
+def sidebar() -> None:
+    """With a workshop on: the join form (a room code and a display name, no account), or the room joined."""
+    if not session.settings().workshop:
+        return
+    place = joined()
+    if place is not None:
+        if room_of(place["code"]) is None:
+            st.sidebar.warning(_("Room {code} has closed; your results stay on its board.").format(code=place["code"]))
+        else:
+            st.sidebar.caption(
+                _("In room {code} as {name}: your benchmarks and quantizations go to the room board.").format(
+                    code=place["code"], name=md_escape(place["name"], 60)
+                )
+            )
+        if st.sidebar.button(_("Leave the room"), key="room_leave"):
+            del st.session_state[_JOINED]
+            st.rerun()
+        return
+    with st.sidebar.form("room_join"):
+        st.markdown("**" + _("Join a workshop") + "**")
+        asked = clean_code(st.query_params.get("room", ""))[:16]  # a link the teacher shared: ?room=CODE
+        code = st.text_input(_("Room code"), value=asked, max_chars=16, key="room_code")
+        name = st.text_input(
+            _("Display name"), max_chars=40, key="room_name", help=_("Shown on the room board; no account, no email.")
+        )
+        if st.form_submit_button(_("Join"), key="room_join_button"):
+            try:
+                _join(code, name)
+            except WorkbenchError as exc:
+                st.error(md_escape(str(exc), 300))
+            else:
+                st.rerun()
+
+
+def _place(job: Job[Any, Any]) -> str:
+    chosen = targets.chosen() if job.targeted else LOCAL
+    return chosen if chosen != LOCAL else socket.gethostname()
+
+
+def pool(job: Job[Any, Any], result: Any) -> None:
+    """A joined participant's benchmark or quantization goes to the room board (called where ui.jobs.run keeps a
+    result): the speedup with its interval, the quantization chosen, and where it ran; never the model."""
+    place = joined()
+    if place is None or job.name not in (BENCH.name, QUANTIZE.name):
+        return
+    name, participant = place["name"], place["participant"]
+    entry = (
+        bench_entry(result, name, participant)
+        if job.name == BENCH.name
+        else quantize_entry(result, name, participant, _place(job))
+    )
+    if entry is None:
+        return
+    try:
+        rooms().add(place["code"], entry)
+    except (SQLAlchemyError, WorkbenchError) as exc:
+        st.warning(_("Your result could not be added to the room board: {reason}").format(reason=md_escape(str(exc))))
+
+
+def _labels(rows: list[Spread]) -> list[str]:
+    """One label a participant: the display name, numbered where two typed the same one."""
+    seen: dict[str, int] = {}
+    labels = []
+    for r in rows:
+        seen[r.name] = seen.get(r.name, 0) + 1
+        labels.append(r.name if seen[r.name] == 1 else f"{r.name} ({seen[r.name]})")
+    return labels
+
+
+@escaped
+def board_figure(rows: list[Spread]) -> go.Figure:
+    """Everyone's speedup: each participant's median with its interval, and the tutorial's figure as a line."""
+    labels = _labels(rows)
+    medians = [r.median for r in rows]
+    plus = [(r.high - r.median) if r.high is not None else 0.0 for r in rows]
+    minus = [(r.median - r.low) if r.low is not None else 0.0 for r in rows]
+    fig = go.Figure(
+        go.Scatter(
+            x=medians,
+            y=labels,
+            mode="markers",
+            marker={"size": 11},
+            error_x={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus},
+            hovertext=[f"{label}: {m:.2f}× · {r.machine}" for label, m, r in zip(labels, medians, rows, strict=True)],
+            hoverinfo="text",
+            name=_("participants"),
+        )
+    )
+    fig.add_vline(
+        x=SPEEDUP.value, line_dash="dash", annotation_text=_("the tutorial: {value}×").format(value=SPEEDUP.value)
+    )
+    fig.update_layout(
+        title=_("PyTorch eager → ONNX Runtime: each participant's median and its interval"),
+        xaxis_title=_("speedup (×)"),
+        yaxis_title=None,
+        height=max(260, 28 * len(rows) + 120),
+        showlegend=False,
+    )
+    return fig
+
+
+def board(room: Room) -> None:
+    """The room board: pooled results only (display names as text, never a model)."""
+    entries = rooms().entries(room.code)
+    rows = spread(entries)
+    st.subheader(md_escape(range_sentence(rows), 300), anchor=False)
+    if rows:
+        st.plotly_chart(board_figure(rows), key=f"board_{room.code}", config={"displaylogo": False})
+    left, right = st.columns(2)
+    picked, where = choices(entries), machines(entries)
+    with left:
+        st.markdown("**" + _("Quantization chosen") + "**")
+        if picked:
+            frame = pd.DataFrame({_("variant"): list(picked), _("participants"): list(picked.values())})
+            st.table(escaped_frame(frame), hide_index=True)
+        else:
+            st.caption(_("No quantization yet."))
+    with right:
+        st.markdown("**" + _("Where they ran") + "**")
+        if where:
+            frame = pd.DataFrame({_("machine or target"): list(where), _("participants"): list(where.values())})
+            st.table(escaped_frame(frame), hide_index=True)
+        else:
+            st.caption(_("No result yet."))
