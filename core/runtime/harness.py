@@ -15,7 +15,17 @@ from core.i18n import N_, _
 from core.runtime.ort import explain_session_error, ort_message, session_options
 from core.runtime.stats import summarize
 
-__all__ = ["CUT_SHORT", "MAX_SAMPLES_KEPT", "NOISY", "PER_CALL", "BenchResult", "Config", "measure", "result_of", "timed_session"]
+__all__ = [
+    "CUT_SHORT",
+    "MAX_SAMPLES_KEPT",
+    "NOISY",
+    "PER_CALL",
+    "BenchResult",
+    "Config",
+    "measure",
+    "result_of",
+    "timed_session",
+]
 
 
 ROUNDS = 10  # measurement rounds; each runs a slice of every configuration's iterations
@@ -172,7 +182,9 @@ def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rou
     """What a run that the time budget stopped measured, and the one change that tightens its intervals."""
     measured = min(len(c.samples) for c in configs)  # every configuration gets the same calls in a round
     template = CUT_SHORT[0] if rounds == 1 else CUT_SHORT[1]  # kept in English in the run: see core.recorded
-    return template.format(budget=f"{time_budget_s:g}", rounds=rounds, measured=f"{measured:,}", asked=f"{iterations:,}")
+    return template.format(
+        budget=f"{time_budget_s:g}", rounds=rounds, measured=f"{measured:,}", asked=f"{iterations:,}"
+    )
 
 
 def result_of(c: Config) -> BenchResult:
