@@ -183,8 +183,8 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
     images = [spec for spec in plan if image_layout(spec)]
     if not images:
         return
-    names = pgettext("list", ", ").join(f"“{md_escape(s.name, 60)}”" for s in images)
-    with st.expander(_("Use a real image for {names}").format(names=names)):
+    listed = pgettext("list", ", ").join(f"“{md_escape(s.name, 60)}”" for s in images)
+    with st.expander(_("Use a real image for {names}").format(names=listed)):
         st.caption(
             _(
                 "A detector measured on noise finds nothing, and its quantized variants are judged on nothing: an "
