@@ -24,7 +24,7 @@ st.markdown(
         "How much faster is the model in ONNX Runtime than in PyTorch, on this machine? Each configuration is timed "
         "call by call after a warm-up, in rounds that interleave the configurations so that whatever else the "
         "machine does hits all of them alike. The answer is a median with its confidence interval, not a single "
-        "number: latency on a shared machine varies by 10–25 % from run to run."
+        "number: latency on a shared machine varies by 10–25 % between runs."
     )
 )
 

@@ -101,7 +101,7 @@ def latency_legend() -> str:
         f"{glyph} {name}" for name, (_symbol, glyph) in LATENCY_MARKERS.items() if name != "beyond"
     )
     return _(
-        "**Latency per configuration**: the bar is the median with its 95 % interval; {marks}; {beyond} at the "
+        "**Latency per configuration**: the bar is the median with its 95 % CI; {marks}; {beyond} at the "
         "right edge: beyond the axis, its value written beside it."
     ).format(marks=marks, beyond=LATENCY_MARKERS["beyond"][1])
 

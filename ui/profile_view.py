@@ -224,7 +224,7 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
     )
     shown_top = top.rename(columns={
         "node": _("node"), "op_type": _("op type"), "provider": _("provider"), "mean_ms": _("ms per call"),
-        "share": _("% of call"), "runs_per_call": _("runs per call"), "module": _("module"),
+        "share": _("share of the call (%)"), "runs_per_call": _("runs per call"), "module": _("module"),
         "original_nodes": _("the model's node(s)"), "note": _("note"), "inputs": _("inputs"), "outputs": _("outputs"),
     })  # fmt: skip
     st.dataframe(shown_top, hide_index=True, width="stretch")  # a grid shows text as text: nothing to escape

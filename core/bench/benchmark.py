@@ -37,9 +37,9 @@ WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is
 # what a run's notes say: kept in English in the saved run, translated where shown (core.recorded)
 _NO_BASELINE = N_("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
 _NOISY = N_(
-    "Noisy: the 95 % interval of the median is wider than ±{percent} % for {labels}, so the headline gives the "
-    "interval, not one number. Another process may have used the CPU, or the run was short: run again, with more "
-    "calls or on a quieter machine."
+    "Noisy: for {labels}, the 95 % CI of the median is wider than ±{percent} %, so the headline gives the interval, "
+    "not one number. Another process may have used the CPU, or the run was short: run again, with more calls or on "
+    "a quieter machine."
 )
 NOTES = (_NO_BASELINE, _NOISY, *CUT_SHORT, *ACTIVITY_NOTES)
 
