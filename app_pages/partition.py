@@ -66,7 +66,9 @@ with st.form("partition_form"):
         _("Execution providers, in order of preference (the order you pick them in)"),
         [p.name for p in table],
         default=[*hardware, "CPUExecutionProvider"],
-        format_func=lambda name: name if name in available else _("{name} (not in this build)").format(name=name),
+        format_func={  # made here, in the run's language (a format_func may be called after the run)
+            p.name: p.name if p.available else _("{name} (not in this build)").format(name=p.name) for p in table
+        }.__getitem__,
         key="partition_providers",
     )
     left, right = st.columns(2)

@@ -198,7 +198,7 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
         normalise = st.selectbox(
             _("Normalisation"),
             list(NORMALISATIONS),
-            format_func=lambda k: _(NORMALISATIONS[k][0]),  # marked in core.model.data
+            format_func={k: _(v[0]) for k, v in NORMALISATIONS.items()}.__getitem__,  # marked in core.model.data
             key=f"{key}_normalise",
             help=_(
                 "What the model was trained on: most ImageNet classifiers and Paddle models use ImageNet's; "
@@ -309,6 +309,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
             "share a name move together, and the batch is swept along every input that has it."
         )
     )
+    kinds = {k: f"{k}: {_(v)}" for k, v in VALUE_KINDS.items()}  # marked in ui.plan_words
     frame = st.data_editor(
         _frame(plan),
         hide_index=True,
@@ -321,7 +322,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
                 _("values"),
                 options=list(VALUE_KINDS),
                 required=True,
-                format_func=lambda k: f"{k}: {_(VALUE_KINDS[k])}" if k in VALUE_KINDS else str(k),
+                format_func=lambda k: kinds.get(str(k), str(k)),
             ),
             "low / value": st.column_config.NumberColumn(
                 _("low / value"), help=_("the range's low end, or the constant")

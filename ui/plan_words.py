@@ -10,7 +10,7 @@ from core.i18n import N_, _
 from core.model.inputs import BenchInput, FreeDim
 from core.recorded import shown
 
-__all__ = ["said_dim", "said_source", "said_values", "said_why"]
+__all__ = ["VALUE_KINDS", "said_dim", "said_source", "said_values", "said_why"]
 
 _WHY = (
     N_("batch: 1"),
@@ -62,6 +62,13 @@ _VALUES = (
     N_("token ids: the {count} rows of the table it indexes"),
     N_("no vocabulary found: small ids and indices"),
     N_("the value it was exported with"),
+)
+VALUE_KINDS = (  # core.model.inputs.VALUE_KINDS's words, marked for the catalog (the plan's table shows them)
+    N_("random normal (mean 0, sd 1)"),
+    N_("random uniform in [low, high)"),
+    N_("random integers in [low, high)"),
+    N_("one value everywhere"),
+    N_("real data (an image or an array you gave)"),
 )
 _SAME = re.compile(r"(?P<why>.*) \(the same '(?P<symbol>.*)' as another input\)", re.DOTALL)
 

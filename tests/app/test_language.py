@@ -132,3 +132,73 @@ def test_an_upload_the_worker_refuses_is_explained_in_chinese(chinese: AppTest) 
     assert shown == ["“empty.onnx”是空文件（0 字节）。可能是上传失败了，请重试。"]
     at.file_uploader(key="uploads").set_value(("notes.txt", b"just some text", "text/plain")).run()
     assert at.error[0].value.replace("\\", "").startswith("“notes.txt”不是本应用能读取的模型格式（开头的字节：6a 75")
+
+
+_CODE = re.compile(r"`[^`]*`")
+_ENGLISH_RUN = re.compile(r"\b[A-Za-z][A-Za-z'’-]*(?:[ ,]+[A-Za-z][A-Za-z'’-]*){3,}\b")  # four ASCII words in a row
+
+
+def english_runs(at: AppTest) -> list[str]:
+    """Runs of four or more English words in what the page writes as text (markdown, captions, headings, notes),
+    code in backticks left out: in Chinese there should be none (names are one or two words)."""
+    said = [
+        *(e.value for e in at.markdown),
+        *(e.value for e in at.caption),
+        *(e.value for e in at.subheader),
+        *(e.value for e in at.header),
+        *(e.value for e in at.warning),
+        *(e.value for e in at.info),
+    ]
+    mine = [text for text in said if "Scroll to zoom" not in text]  # the graph view's caption: its own part of #28
+    return [run for text in mine for run in _ENGLISH_RUN.findall(_CODE.sub("", text.replace("\\", "")))]
+
+
+def _exported(at: AppTest, page: str) -> AppTest:
+    """``at`` on ``page``, the start sample exported first where the page asks for an ONNX model (one click)."""
+    at.switch_page(f"app_pages/{page}.py").run()
+    if any(b.key == "export_defaults" for b in at.button):
+        at.button(key="export_defaults").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _prose(at: AppTest) -> list[str]:
+    """``english_prose`` less the graph view's caption (its own part of #28)."""
+    return [line for line in english_prose(at) if "Scroll to zoom" not in line]
+
+
+def test_the_partition_page_in_chinese_has_no_english_sentence_left(chinese: AppTest) -> None:
+    at = _exported(chinese, "partition")
+    assert at.title[0].value == "图分区"
+    assert "各优化级别下的计算图" in [h.value for h in at.header]
+    assert at.subheader[0].value.startswith("主计算图共 ")  # the summary, written in the reader's language
+    assert [t.label for t in at.tabs] == ["每个节点", "子图", "ORT 日志"]
+    nodes = next(d.value for d in at.dataframe if "执行提供者" in d.value.columns)
+    assert list(nodes.columns) == ["#", "节点", "算子", "计算图", "执行提供者", "子图", "说明"]
+    assert "Conv" in set(nodes["算子"])  # op types as they are
+    assert {m.label for m in at.metric} >= {"已分配的节点（主计算图）", "在 CPU 上"}
+    providers = at.table[0].value
+    assert list(providers.columns) == ["执行提供者", "在本构建中", "硬件", "所需条件"]
+    assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_benchmark_page_in_chinese_after_a_run(chinese: AppTest) -> None:
+    at = _exported(chinese, "benchmark")
+    at.number_input(key="bench_iters").set_value(30)
+    at.number_input(key="bench_warmup").set_value(2)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "运行基准测试").click()
+    at.run()
+    assert not at.exception, at.exception
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith(("ONNX Runtime（", "本次运行噪声较大：ONNX Runtime（")) and "95 % 置信区间" in headline
+    assert "中位数" in headline and "毫秒" in headline
+    table = next(d.value for d in at.dataframe if "配置" in d.value.columns)
+    assert list(table["配置"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]  # names as they are
+    assert all(len(v.replace(".", "").replace(",", "").lstrip("0")) <= 4 for v in table["p90 毫秒"])  # never 146.6302
+    assert {"机器", "为什么 ONNX Runtime 通常更快"} <= {h.value for h in at.header}
+    machine = at.table[-1].value
+    assert list(machine.columns) == ["", "值"] and "方法" in set(machine[""])
+    report = at.session_state["bench.run"][1]
+    assert report.headline.startswith(("ONNX Runtime (", "Noisy run:"))  # the saved run keeps its English
+    assert english_runs(at) == [] and _prose(at) == []
