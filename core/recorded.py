@@ -44,9 +44,10 @@ def shown(text: str, templates: Iterable[str]) -> str:
 
 
 def significant(value: float, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant figures (146.6302 as "147", 0.012345 as "0.0123"), written the reader's
-    way (``core.i18n.number``)."""
+    """``value`` to ``digits`` significant figures without trailing zeros (146.6302 as "147", 0.012345 as
+    "0.0123", 2.0 as "2"), written the reader's way (``core.i18n.number``: both languages write "." for decimals)."""
     if not math.isfinite(value) or value == 0:
         return number(value) if math.isfinite(value) else str(value)
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return number(round(value, decimals), decimals)
+    text = number(round(value, decimals), decimals)
+    return text.rstrip("0").rstrip(".") if decimals else text  # as "%.3g" writes it: 2, not 2.00

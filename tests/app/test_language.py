@@ -202,3 +202,35 @@ def test_the_benchmark_page_in_chinese_after_a_run(chinese: AppTest) -> None:
     report = at.session_state["bench.run"][1]
     assert report.headline.startswith(("ONNX Runtime (", "Noisy run:"))  # the saved run keeps its English
     assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_profile_page_in_chinese_after_a_profile(chinese: AppTest) -> None:
+    at = _exported(chinese, "profile")
+    at.number_input(key="profile_iters").set_value(20)
+    at.number_input(key="profile_warmup").set_value(2)
+    next(b for b in at.button if b.label == "性能剖析").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "性能剖析"
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith("ONNX Runtime（ALL）：每次调用 ") and "PyTorch eager：每次调用" in headline
+    assert {m.label for m in at.metric} == {"单次调用", "内核内", "运行时开销", "PyTorch eager"}
+    layers = next(d.value for d in at.dataframe if "eager 层" in d.value.columns)
+    assert layers["发生了什么"].str.contains("与其 Relu 融合").any()  # the row notes, found again and translated
+    assert at.session_state["profile.run"][1].headline.startswith("ONNX Runtime (ALL):")  # kept in English
+    assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_three_pages_in_english_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at = _exported(at, "partition")
+    assert at.title[0].value == "Partition" and [t.label for t in at.tabs] == ["Every node", "Subgraphs", "ORT's log"]
+    assert at.subheader[0].value.startswith("8 nodes in the main graph: ")
+    at = _exported(at, "benchmark")
+    assert at.title[0].value == "Benchmark"
+    assert any(b.label == "Run the benchmark" for b in at.button)
+    assert "Why ONNX Runtime is often faster" not in [h.value for h in at.header]  # shown after a run only
+    at = _exported(at, "profile")
+    assert at.title[0].value == "Profile" and any(b.label == "Profile" for b in at.button)
