@@ -98,11 +98,8 @@ def placements(report: PartitionReport) -> Rows[NodePlacement]:
     return report.node_rows if report.node_rows is not None else report.nodes
 
 
-def report_section(
-    report: PartitionReport, view: GraphView | None, key: str, colourings: dict[str, Colouring] | None = None
-) -> None:
-    """One partition: its figures, the graph coloured by provider (``colourings`` offers more), every node."""
-    st.subheader(summary(report))
+def _metrics(report: PartitionReport) -> None:
+    """The partition in four figures, and the ops the first provider cannot take."""
     first = report.providers_requested[0]
     on_first = report.providers.get(first, 0)
     pieces = sum(1 for s in report.subgraphs if s.provider == first)
@@ -134,6 +131,14 @@ def report_section(
         st.markdown(
             _("**Ops {name} cannot take** (each breaks the graph into another piece): {ops}").format(name=name, ops=ops)
         )
+
+
+def report_section(
+    report: PartitionReport, view: GraphView | None, key: str, colourings: dict[str, Colouring] | None = None
+) -> None:
+    """One partition: its figures, the graph coloured by provider (``colourings`` offers more), every node."""
+    st.subheader(summary(report))
+    _metrics(report)
     for note in notes_text(report):
         st.caption(md_escape(note, 600))
     if view is not None:
