@@ -93,9 +93,10 @@ def said_source(source: str) -> str:
 
 
 def said_dim(spec: BenchInput, dim: FreeDim) -> str:
-    """An open dim in a sentence: “image_width” (input “x”, axis 3), or input “x”, axis 3 when it has no name."""
-    where = _("input “{name}”, axis {axis}").format(name=spec.name[:80], axis=dim.axis)
-    return _("“{symbol}” ({where})").format(symbol=dim.symbol[:80], where=where) if dim.symbol != "?" else where
+    """An open dim in a sentence: 'image_width' (input 'x', axis 3), or input 'x', axis 3 when it has no name (the
+    English as core.model.inputs.dim_label writes it)."""
+    where = _("input '{name}', axis {axis}").format(name=spec.name[:80], axis=dim.axis)
+    return _("'{symbol}' ({where})").format(symbol=dim.symbol[:80], where=where) if dim.symbol != "?" else where
 
 
 def said_values(spec: BenchInput) -> str:
