@@ -23,15 +23,18 @@ Rows = RowFile | Sequence[T]
 
 def page_of(items: Sequence[T], key: str, total: int | None = None, what: str = "rows") -> list[T]:
     """The page of ``items`` the reader chose (a page picker appears past PAGE_ROWS), and a caption that says how
-    many matched out of ``total``."""
+    many matched out of ``total`` (``what``: the rows' name, translated by the caller)."""
     pages = max(1, -(-len(items) // PAGE_ROWS))
-    label = _("Page (of {pages})").format(pages=number(pages))
-    page = int(st.number_input(label, 1, pages, 1, key=key)) if pages > 1 else 1
-    counted = _("{shown} of {total} {what}").format(
-        shown=number(len(items)), total=number(total if total is not None else len(items)), what=what
+    page = (
+        int(st.number_input(_("Page (of {pages})").format(pages=number(pages)), 1, pages, 1, key=key))
+        if pages > 1
+        else 1
     )
-    per_page = _("; {count} per page").format(count=number(PAGE_ROWS)) if pages > 1 else ""
-    st.caption(counted + per_page)
+    said = {"shown": number(len(items)), "total": number(total if total is not None else len(items)), "what": what}
+    if pages > 1:
+        st.caption(_("{shown} of {total} {what}; {rows} per page").format(**said, rows=number(PAGE_ROWS)))
+    else:
+        st.caption(_("{shown} of {total} {what}").format(**said))
     return list(items[(page - 1) * PAGE_ROWS : page * PAGE_ROWS])
 
 

@@ -278,3 +278,86 @@ def test_the_upgrade_of_an_old_model_is_offered_and_reported_in_chinese(
     assert what.startswith("版本 6 → 14；去掉了属性 broadcast（广播在算子集 7 中变成了隐式的 numpy 风格）")
     checks = next(t.value for t in at.table if "检查" in t.value.columns)
     assert set(checks["结果"]) == {"通过"}
+
+
+def _exported(at: AppTest, page: str) -> AppTest:
+    """``at`` on ``page``, the start sample exported first where the page asks for an ONNX model (one click)."""
+    at.switch_page(f"app_pages/{page}.py").run()
+    if any(b.key == "export_defaults" for b in at.button):
+        at.button(key="export_defaults").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _prose(at: AppTest) -> list[str]:
+    """``english_prose`` less the graph view's caption (its own part of #28)."""
+    return [line for line in english_prose(at) if "Scroll to zoom" not in line]
+
+
+def test_the_partition_page_in_chinese_has_no_english_sentence_left(chinese: AppTest) -> None:
+    at = _exported(chinese, "partition")
+    assert at.title[0].value == "图分区"
+    assert "各优化级别下的计算图" in [h.value for h in at.header]
+    assert at.subheader[0].value.startswith("主计算图共 ")  # the summary, written in the reader's language
+    assert [t.label for t in at.tabs] == ["每个节点", "子图", "ORT 日志"]
+    nodes = next(d.value for d in at.dataframe if "执行提供者" in d.value.columns)
+    assert list(nodes.columns) == ["#", "节点", "算子", "计算图", "执行提供者", "子图", "说明"]
+    assert "Conv" in set(nodes["算子"])  # op types as they are
+    assert {m.label for m in at.metric} >= {"已分配的节点（主计算图）", "在 CPU 上"}
+    providers = at.table[0].value
+    assert list(providers.columns) == ["执行提供者", "在本构建中", "硬件", "所需条件"]
+    assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_benchmark_page_in_chinese_after_a_run(chinese: AppTest) -> None:
+    at = _exported(chinese, "benchmark")
+    at.number_input(key="bench_iters").set_value(30)
+    at.number_input(key="bench_warmup").set_value(2)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "运行基准测试").click()
+    at.run()
+    assert not at.exception, at.exception
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith(("ONNX Runtime（", "本次运行噪声较大：ONNX Runtime（")) and "95 % 置信区间" in headline
+    assert "中位数" in headline and "毫秒" in headline
+    table = next(d.value for d in at.dataframe if "配置" in d.value.columns)
+    assert list(table["配置"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]  # names as they are
+    assert all(len(v.replace(".", "").replace(",", "").lstrip("0")) <= 4 for v in table["p90 毫秒"])  # never 146.6302
+    assert {"机器", "为什么 ONNX Runtime 通常更快"} <= {h.value for h in at.header}
+    machine = at.table[-1].value
+    assert list(machine.columns) == ["", "值"] and "方法" in set(machine[""])
+    report = at.session_state["bench.run"][1]
+    assert report.headline.startswith(("ONNX Runtime (", "Noisy run:"))  # the saved run keeps its English
+    assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_profile_page_in_chinese_after_a_profile(chinese: AppTest) -> None:
+    at = _exported(chinese, "profile")
+    at.number_input(key="profile_iters").set_value(20)
+    at.number_input(key="profile_warmup").set_value(2)
+    next(b for b in at.button if b.label == "性能剖析").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "性能剖析"
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith("ONNX Runtime（ALL）：每次调用 ") and "PyTorch eager：每次调用" in headline
+    assert {m.label for m in at.metric} == {"单次调用", "内核内", "运行时开销", "PyTorch eager"}
+    layers = next(d.value for d in at.dataframe if "eager 层" in d.value.columns)
+    assert layers["发生了什么"].str.contains("与其 Relu 融合").any()  # the row notes, found again and translated
+    assert at.session_state["profile.run"][1].headline.startswith("ONNX Runtime (ALL):")  # kept in English
+    assert english_runs(at) == [] and _prose(at) == []
+
+
+def test_the_three_pages_in_english_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at = _exported(at, "partition")
+    assert at.title[0].value == "Partition" and [t.label for t in at.tabs] == ["Every node", "Subgraphs", "ORT's log"]
+    assert at.subheader[0].value.startswith("8 nodes in the main graph: ")
+    at = _exported(at, "benchmark")
+    assert at.title[0].value == "Benchmark"
+    assert any(b.label == "Run the benchmark" for b in at.button)
+    assert "Why ONNX Runtime is often faster" not in [h.value for h in at.header]  # shown after a run only
+    at = _exported(at, "profile")
+    assert at.title[0].value == "Profile" and any(b.label == "Profile" for b in at.button)
