@@ -12,6 +12,7 @@ from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
 from core.model.metadata import read_metadata
+from core.model.notes import CONSTANT_WEIGHTS, DOMAIN_UNUSED, DOMAINS_IN_USE, DOMAINS_UNUSED, FUNCTIONS, SUBGRAPHS, note
 from core.model.proto import (
     expanded_node_count,
     external_entries,
@@ -165,13 +166,9 @@ def _domain_notes(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
     used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
     notes = []
     if in_use := [d for d in other if d in used]:
-        notes.append(f"Operator domains beyond the standard ones: {', '.join(in_use)}.")
+        notes.append(note(DOMAINS_IN_USE, domains=", ".join(in_use)))
     if unused := [d for d in other if d not in used]:
-        some = len(unused) > 1
-        notes.append(
-            f"Operator domain{'s' * some} declared and unused: {', '.join(unused)} (no node uses "
-            f"{'them' if some else 'it'}; nothing custom runs)."
-        )
+        notes.append(note(DOMAINS_UNUSED if len(unused) > 1 else DOMAIN_UNUSED, domains=", ".join(unused)))
     return notes
 
 
@@ -212,11 +209,11 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
     notes = []
     if counts.subgraphs:
-        notes.append(f"{counts.subgraphs} subgraph(s) (If/Loop/Scan), {counts.nodes:,} nodes in all.")
+        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=f"{counts.nodes:,}"))
     if model.functions:
-        notes.append(f"{len(model.functions)} local function(s).")
+        notes.append(note(FUNCTIONS, count=len(model.functions)))
     if constant_weights:
-        notes.append(f"{constant_weights} weight tensor(s) are held in Constant nodes instead of initializers.")
+        notes.append(note(CONSTANT_WEIGHTS, count=constant_weights))
     notes += _domain_notes(model, opsets)
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)

@@ -12,6 +12,15 @@ from core.model import zoo
 from core.model.archives import check_zip
 from core.model.formats import file_sha256
 from core.model.inputs import SCALAR_TYPES
+from core.model.notes import (
+    CHECKPOINT_ENTRY,
+    DATAPARALLEL,
+    LOADED_INTO,
+    PT2_EXPORTED,
+    PT2_NAMES,
+    TORCHSCRIPT_SHAPES,
+    note,
+)
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
 from core.settings import IntakeLimits
@@ -39,7 +48,7 @@ def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
         for key in ("state_dict", "model_state_dict", "model", "net"):
             inner = obj.get(key)
             if isinstance(inner, dict) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
-                notes.append(f"Weights taken from the checkpoint's '{key}' entry.")
+                notes.append(note(CHECKPOINT_ENTRY, key=key))
                 obj = inner
                 break
     if not isinstance(obj, dict) or not obj:
@@ -51,7 +60,7 @@ def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
     if not tensors:
         raise IntakeError("The file is a dict with no tensors in it, so it holds no weights to load.")
     if all(k.startswith("module.") for k in tensors):
-        notes.append("The 'module.' prefix of DataParallel was removed from every key.")
+        notes.append(DATAPARALLEL)
         tensors = {k.removeprefix("module."): v for k, v in tensors.items()}
     return tensors
 
@@ -109,7 +118,7 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
     model = zoo.build_model(arch)
     model.load_state_dict(tensors, strict=True)
     sample_record = zoo.describe_sample(arch)
-    notes.append(f"Loaded into the '{arch}' architecture: every key and shape matches.")
+    notes.append(note(LOADED_INTO, arch=arch))
     return ModelRecord(
         id=file_sha256(main),
         name=name or main.stem,
@@ -224,10 +233,7 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         inputs=inputs,
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
-        notes=[
-            "TorchScript does not record input shapes or dtypes: you give the shapes when you export "
-            "(float32 is assumed)."
-        ],
+        notes=[TORCHSCRIPT_SHAPES],
     )
 
 
@@ -322,13 +328,10 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         output_names = tuple(str(a) for a in (args if isinstance(args, (tuple, list)) else [args]))
         output_names = output_names[len(output_names) - len(signature.user_outputs) :]
     params = program.state_dict
-    notes = [f"Exported with torch {torch.__version__.split('+')[0]} or compatible; its dynamic dims stay dynamic."]
+    notes = [note(PT2_EXPORTED, version=torch.__version__.split("+")[0])]
     if names:
         named = ", ".join(f"{symbol} → {role}" for symbol, role in names.items())
-        notes.append(
-            f"A saved torch.export program keeps no names for its dynamic dims, only torch's symbols; they are named "
-            f"here by where they sit ({named}). Rename them on the Export page: the ONNX model takes those names."
-        )
+        notes.append(note(PT2_NAMES, named=named))
     return ModelRecord(
         id=file_sha256(path),
         name=name or path.stem,

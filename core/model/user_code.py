@@ -17,6 +17,7 @@ from core.errors import CodeError, brief
 from core.model.archives import unpack_bundle
 from core.model.code_listing import ModuleClass, module_classes, zip_package
 from core.model.formats import detect_format, sha256_files
+from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, note
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec, UserCode
 from core.model.torch_files import compare_keys, mismatch_summary, read_weights, refuse_code
 from core.settings import IntakeLimits
@@ -233,10 +234,9 @@ def describe_code(
     wanted = UserCode(root=str(root), module="", class_name=class_name, args=args or "{}", package=package)
     model, code, match = _choose(classes, wanted, weights)
     notes.append(
-        f"Built {code.class_name}(**{brief(code.args.strip() or '{}', 200)}) from your code "
-        f"({code.module}) and loaded the weights: every key and shape matches."
+        note(BUILT_FROM_CODE, name=code.class_name, args=brief(code.args.strip() or "{}", 200), module=code.module)
     )
-    notes.append("Your code does not say its input shapes: give them on the Export page (float32 is assumed).")
+    notes.append(CODE_SHAPES)
     digest = hashlib.sha256(sha256_files(weights_path, [code_path]).encode())
     digest.update(f"{code.module}:{code.class_name}:{json.dumps(parse_args(code.args, ''), sort_keys=True)}".encode())
     return ModelRecord(
