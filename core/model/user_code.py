@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import CodeError, brief
+from core.i18n import N_
 from core.model.archives import unpack_bundle
 from core.model.code_listing import ModuleClass, module_classes, zip_package
 from core.model.formats import detect_format, sha256_files
@@ -220,7 +221,7 @@ def describe_code(
     """The record of a model given as its code (``code_path``: a .py or a zip of a package) and its weights.
     ``request`` is (name, class, JSON arguments); the class may be "" (the one the weights fit)."""
     name, class_name, args = request
-    refuse_code(code_path, "model's own Python code", limits)
+    refuse_code(code_path, N_("model's own Python code"), limits)
     classes = module_classes(code_path, limits)  # read, not run: a syntax error is told with its line
     if zipfile.is_zipfile(code_path):
         package = zip_package(code_path)
