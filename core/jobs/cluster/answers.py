@@ -74,7 +74,7 @@ def read_bytes(ref: Any, timeout: float | None = None) -> bytes:
     global_worker.check_connected()
     wait_ms = -1 if timeout is None else max(0, int(timeout * 1000))
     # the core worker's own call under ray.get, before ray.get deserializes: (data, metadata, transport) per ref
-    ((data, metadata, *_),) = global_worker.core_worker.get_objects([ref], wait_ms)  # type: ignore[attr-defined]
+    ((data, metadata, *_rest),) = global_worker.core_worker.get_objects([ref], wait_ms)  # type: ignore[attr-defined]
     kind = bytes(metadata or b"").split(b",")[0]
     if kind == _RAW:
         return b"" if data is None else bytes(data.to_pybytes())
