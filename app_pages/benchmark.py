@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.bench import BenchRequest
 from core.errors import WorkbenchError
+from core.i18n import _
 from core.jobs import BENCH
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
@@ -17,12 +18,14 @@ from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.text import md_escape
 
-st.title("Benchmark")
+st.title(_("Benchmark"))
 st.markdown(
-    "How much faster is the model in ONNX Runtime than in PyTorch, on this machine? Each configuration is timed "
-    "call by call after a warm-up, in rounds that interleave the configurations so that whatever else the machine "
-    "does hits all of them alike. The answer is a median with its confidence interval, not a single number: "
-    "latency on a shared machine varies by 10–25 % from run to run."
+    _(
+        "How much faster is the model in ONNX Runtime than in PyTorch, on this machine? Each configuration is timed "
+        "call by call after a warm-up, in rounds that interleave the configurations so that whatever else the "
+        "machine does hits all of them alike. The answer is a median with its confidence interval, not a single "
+        "number: latency on a shared machine varies by 10–25 % between runs."
+    )
 )
 
 record = require_onnx("benchmark")
@@ -34,14 +37,14 @@ cores = targets.cores() or os.cpu_count() or 1  # the chosen target's, when jobs
 with st.form("bench_form"):
     left, right = st.columns(2)
     eager = left.checkbox(
-        "PyTorch eager (inference_mode)",
+        _("PyTorch eager (inference_mode)"),
         value=torch_record is not None,
         disabled=torch_record is None,
-        help=None if torch_record is not None else "This ONNX model has no PyTorch original in this session.",
+        help=None if torch_record is not None else _("This ONNX model has no PyTorch original in this session."),
         key="bench_eager",
     )
     levels = right.multiselect(
-        "ONNX Runtime optimization levels",
+        _("ONNX Runtime optimization levels"),
         list(LEVELS),
         default=["disable", "all"],
         format_func=lambda k: LEVELS[k].name,
@@ -50,35 +53,39 @@ with st.form("bench_form"):
     left, mid, right = st.columns(3)
     thread_options = sorted({1, 2, 4, 8, 16, cores, default_threads()} & set(range(1, cores + 1)))
     threads = left.multiselect(
-        "Intra-op threads",
+        _("Intra-op threads"),
         thread_options,
         default=[default_threads()],
         key="bench_threads",
-        help="Every core but one by default: the last core is left to this server, your browser and the system, "
-        "so that they do not take turns with the measurement.",
+        help=_(
+            "Every core but one by default: the last core is left to this server, your browser and the system, so "
+            "that they do not take turns with the measurement."
+        ),
     )
     batches = mid.multiselect(
-        "Batch sizes" if batch_dynamic else "Batch size (fixed by the model)",
+        _("Batch sizes") if batch_dynamic else _("Batch size (fixed by the model)"),
         [1, 2, 4, 8, 16, 32, 64] if batch_dynamic else [1],
         default=[1],
         disabled=not batch_dynamic,
         key="bench_batches",
     )
-    iterations = right.number_input("Measured calls per configuration", 10, 100_000, 200, step=50, key="bench_iters")
+    iterations = right.number_input(_("Measured calls per configuration"), 10, 100_000, 200, step=50, key="bench_iters")
     left, mid, right = st.columns(3)
-    warmup = left.number_input("Warm-up calls", 0, 10_000, 20, key="bench_warmup")
-    budget = mid.number_input("Time budget for measuring (s)", 5, 3600, 60, key="bench_budget")
-    seed = right.number_input("Seed of the inputs", 0, 2**31 - 1, 0, key="bench_seed")
-    submitted = st.form_submit_button("Run the benchmark", type="primary", disabled=not plan_ready(inputs))
+    warmup = left.number_input(_("Warm-up calls"), 0, 10_000, 20, key="bench_warmup")
+    budget = mid.number_input(_("Time budget for measuring (s)"), 5, 3600, 60, key="bench_budget")
+    seed = right.number_input(_("Seed of the inputs"), 0, 2**31 - 1, 0, key="bench_seed")
+    submitted = st.form_submit_button(_("Run the benchmark"), type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
-    "Measuring stops at the time budget, whatever calls are left; loading the model and the warm-up come on top. "
-    "Benchmarks run one at a time on this machine; if another is running, yours waits in the queue and the status "
-    "box shows its place."
+    _(
+        "Measuring stops at the time budget, whatever calls are left; loading the model and the warm-up come on "
+        "top. Benchmarks run one at a time on this machine; if another is running, yours waits in the queue and the "
+        "status box shows its place."
+    )
 )
 if submitted or st.session_state.pop("bench_again", False):  # the button, or "Run it again" after a busy run
     if not eager and not levels:
-        st.error("Choose at least one engine: PyTorch eager or an ONNX Runtime level.")
+        st.error(_("Choose at least one engine: PyTorch eager or an ONNX Runtime level."))
         st.stop()
     plan_fits(inputs, max(batches or [1]) if batch_dynamic else 1)
     request = BenchRequest(
@@ -92,13 +99,15 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
         time_budget_s=float(budget),
         seed=int(seed),
     )
-    measured = jobs.run(BENCH, request, f"Benchmarking '{record.name}'", model=record.id)
+    measured = jobs.run(BENCH, request, _("Benchmarking “{name}”").format(name=record.name), model=record.id)
     try:
         who = session.who()
         session.store().save(measured, owner=who.user, team=who.team)
         st.session_state["bench_saved"] = measured.id
     except WorkbenchError as exc:
-        st.warning(f"The results are shown but were not saved to the history: {md_escape(str(exc), 600)}")
+        st.warning(
+            _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
+        )
 
 
 def saved_run_id(run_id: str) -> bool:
@@ -114,24 +123,27 @@ def saved_run_id(run_id: str) -> bool:
 
 report = jobs.kept(BENCH, record.id)
 if report is None:
-    st.info("Choose the configurations and press **Run the benchmark**.")
+    st.info(_("Choose the configurations and press **Run the benchmark**."))
     st.stop()
 results_section(report, key=f"bench_{report.id}")
 if saved_run_id(report.id):
-    pages.link("history", f"Saved to the history as run {report.id}", run=report.id)  # its permalink
+    saved = _("Saved to the history as run {run}").format(run=report.id)
+    pages.link("history", saved, run=report.id)  # its permalink
 
-st.header("Why ONNX Runtime is often faster", anchor="why")
+st.header(_("Why ONNX Runtime is often faster"), anchor="why")
 st.markdown(
-    "- **No interpreter per op.** PyTorch eager runs Python for every layer on every call and dispatches each op "
-    "through its operator library; ONNX Runtime walks a prepared graph in C++.\n"
-    "- **Graph fusions.** At EXTENDED and above, patterns such as Conv + Relu or MatMul + Add + LayerNorm become "
-    "one kernel, one pass over memory (see the Partition page for this model's fusions).\n"
-    "- **Planned memory.** ORT knows every tensor's lifetime before the first run and reuses buffers from an "
-    "arena instead of allocating per call.\n\n"
-    "The gap shrinks for models dominated by a few large matrix multiplications (both call the same BLAS "
-    "kernels) and grows for models of many small ops. Threads help large ops and hurt tiny ones."
+    _(
+        "- **No interpreter per op.** PyTorch eager runs Python for every layer on every call and dispatches each "
+        "op through its operator library; ONNX Runtime walks a prepared graph in C++.\n"
+        "- **Graph fusions.** At EXTENDED and above, patterns such as Conv + Relu or MatMul + Add + LayerNorm "
+        "become one kernel, one pass over memory (see the Partition page for this model's fusions).\n"
+        "- **Planned memory.** ORT knows every tensor's lifetime before the first run and reuses buffers from an "
+        "arena instead of allocating per call.\n\n"
+        "The gap shrinks for models dominated by a few large matrix multiplications (both call the same BLAS "
+        "kernels) and grows for models of many small ops. Threads help large ops and hurt tiny ones."
+    )
 )
-st.header("The machine", anchor="machine")
+st.header(_("The machine"), anchor="machine")
 environment_section(report)
 
 next_steps("profile", "quantize", "history")

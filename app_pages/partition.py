@@ -5,9 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
+from core.i18n import _, ngettext, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
-from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
+from core.partition.words import title_text
+from core.runtime.ort import LEVELS, PROVIDERS, ProviderInfo, provider_table, short_name
 from ui import jobs, session, targets
 from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of
@@ -19,19 +21,23 @@ from ui.partition_view import (
     share_frame,
 )
 
-st.title("Partition")
+st.title(_("Partition"))
 st.markdown(
-    "ONNX Runtime runs a graph through **execution providers** (EPs): back ends for a kind of hardware, such as "
-    "the CPU, an NVIDIA GPU (CUDA, TensorRT), Intel's OpenVINO, or a phone's NPU (NNAPI, CoreML). Each EP says "
-    "which nodes it can run; none has to run them all, and the CPU provider takes whatever is left."
+    _(
+        "ONNX Runtime runs a graph through **execution providers** (EPs): back ends for a kind of hardware, such as "
+        "the CPU, an NVIDIA GPU (CUDA, TensorRT), Intel's OpenVINO, or a phone's NPU (NNAPI, CoreML). Each EP says "
+        "which nodes it can run; none has to run them all, and the CPU provider takes whatever is left."
+    )
 )
 st.markdown(
-    "**Partitioning** is greedy: ONNX Runtime asks the providers in your order of preference, and each takes the "
-    "largest connected pieces (subgraphs) of the remaining graph that it supports. Every border between pieces on "
-    "different devices costs a copy of the tensor crossing it, on every run, so a model split into many small "
-    "pieces can be slower than one that stays on the CPU. Before partitioning, the **graph optimizer** rewrites "
-    "the graph: constant folding and dead-node removal (BASIC), fusions of common patterns into one kernel "
-    "(EXTENDED), and memory layouts that suit the hardware (LAYOUT); ALL is everything."
+    _(
+        "**Partitioning** is greedy: ONNX Runtime asks the providers in your order of preference, and each takes "
+        "the largest connected pieces (subgraphs) of the remaining graph that it supports. Every border between "
+        "pieces on different devices costs a copy of the tensor crossing it, on every run, so a model split into "
+        "many small pieces can be slower than one that stays on the CPU. Before partitioning, the **graph "
+        "optimizer** rewrites the graph: constant folding and dead-node removal (BASIC), fusions of common patterns "
+        "into one kernel (EXTENDED), and memory layouts that suit the hardware (LAYOUT); ALL is everything."
+    )
 )
 
 record = require_onnx("partition")
@@ -46,46 +52,66 @@ def _providers(available: tuple[str, ...] | None) -> list[ProviderInfo]:
 target_providers = targets.providers()
 table = _providers(tuple(target_providers) if target_providers is not None else None)
 available = [p.name for p in table if p.available]
-with st.expander(f"The {len(table)} execution providers ONNX Runtime knows; {len(available)} are in this build"):
+known = ngettext(
+    "The {count} execution provider ONNX Runtime knows; {available} in this build",
+    "The {count} execution providers ONNX Runtime knows; {available} in this build",
+    len(table),
+).format(count=number(len(table)), available=number(len(available)))
+with st.expander(known):
     providers_section(table)
 
 hardware = [p for p in available if p not in ("AzureExecutionProvider", "CPUExecutionProvider")]
 with st.form("partition_form"):
     chosen = st.multiselect(
-        "Execution providers, in order of preference (the order you pick them in)",
+        _("Execution providers, in order of preference (the order you pick them in)"),
         [p.name for p in table],
         default=[*hardware, "CPUExecutionProvider"],
-        format_func=lambda name: name + ("" if name in available else " (not in this build)"),
+        format_func=lambda name: name if name in available else _("{name} (not in this build)").format(name=name),
         key="partition_providers",
     )
     left, right = st.columns(2)
     level = left.selectbox(
-        "Optimization level of the session",
+        _("Optimization level of the session"),
         list(LEVELS),
         index=list(LEVELS).index(session.page_param("level") if session.page_param("level") in LEVELS else "all"),
         format_func=lambda k: LEVELS[k].name,
         key="partition_level",
     )
     simulate = right.multiselect(
-        "Also simulate providers this machine lacks",
+        _("Also simulate providers this machine lacks"),
         list(SIMULATED),
         default=list(SIMULATED),
         format_func=lambda k: short_name(SIMULATED[k]),
         key="partition_simulate",
     )
-    st.form_submit_button("Partition", type="primary")
+    st.form_submit_button(_("Partition"), type="primary")
 
 session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
 request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate)
-result = jobs.run(PARTITION, request, f"Partitioning '{record.name}'", model=record.id, reuse=True)
+label = _("Partitioning “{name}”").format(name=record.name)
+result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
-for message in result.unavailable.values():
-    st.warning(f"{message} Its nodes go to the next provider in your list.")
+for provider in result.unavailable:  # said here, in the reader's language (the result keeps the CLI's English)
+    needs = PROVIDERS[provider].install if provider in PROVIDERS else "a build of ONNX Runtime that has it"
+    st.warning(
+        _(
+            "{name} is not in this build of ONNX Runtime ({available}); it needs {install}. Its nodes go to the next "
+            "provider in your list."
+        ).format(
+            name=short_name(provider),
+            available=", ".join(result.available),
+            install=_(PROVIDERS[provider].install)
+            if provider in PROVIDERS
+            else _("a build of ONNX Runtime that has it"),
+        )
+    )
 if len(result.reports) > 1:
     st.plotly_chart(provider_share_figure(share_frame(result)), key="partition_share", config={"displaylogo": False})
-titles = [r.title for r in result.reports]
+titles = [title_text(r) for r in result.reports]
 shown = (
-    st.radio("Partition", titles, horizontal=True, key="partition_shown", help="Simulated ones ran on no hardware")
+    st.radio(
+        _("Partition"), titles, horizontal=True, key="partition_shown", help=_("Simulated ones ran on no hardware")
+    )
     if len(titles) > 1
     else titles[0]
 )
@@ -103,14 +129,16 @@ if view is not None:
             colourings[key] = done
 report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
 
-st.header("The graph at each optimization level", anchor="levels")
+st.header(_("The graph at each optimization level"), anchor="levels")
 st.markdown(
-    "The same model optimized at each level, as ONNX Runtime would run it on this machine's CPU: how many nodes "
-    "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
-    "activation) save a pass over memory per node they replace."
+    _(
+        "The same model optimized at each level, as ONNX Runtime would run it on this machine's CPU: how many nodes "
+        "are left, and which nodes were fused into which. Fused kernels such as `FusedConv` (a convolution with its "
+        "activation) save a pass over memory per node they replace."
+    )
 )
 if levels is None:  # its output folder is made only when the job runs
-    label = f"Optimizing '{record.name}' at every level"
+    label = _("Optimizing “{name}” at every level").format(name=record.name)
     levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path), label, model=record.id)
     if view is not None:
         st.rerun()  # the graph above can now show what each level did

@@ -6,6 +6,7 @@ import os
 
 import streamlit as st
 
+from core.i18n import _
 from core.jobs import PROFILE
 from core.profile import ProfileRequest
 from core.runtime.machine import default_threads
@@ -16,22 +17,26 @@ from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.profile_view import profile_section
 
-st.title("Profile")
+st.title(_("Profile"))
 st.markdown(
-    "Benchmark says how much faster; Profile says where the time goes. ONNX Runtime runs the graph as a list of "
-    "**kernels**, one compiled routine per node, and its profiler times each of them; PyTorch eager runs the "
-    "model layer by layer, each layer one or more aten kernels, with Python in between. Whatever a call spends "
-    "outside the kernels is **overhead**: scheduling, copies, the Python around them."
+    _(
+        "Benchmark says how much faster; Profile says where the time goes. ONNX Runtime runs the graph as a list "
+        "of **kernels**, one compiled routine per node, and its profiler times each of them; PyTorch eager runs the "
+        "model layer by layer, each layer one or more aten kernels, with Python in between. Whatever a call spends "
+        "outside the kernels is **overhead**: scheduling, copies, the Python around them."
+    )
 )
-with st.expander("Why fusions save time, and which models gain the most"):
+with st.expander(_("Why fusions save time, and which models gain the most")):
     st.markdown(
-        "A Conv followed by a Relu is two kernels in eager: the Conv writes its whole output to memory and the "
-        "Relu reads it back. ONNX Runtime **fuses** them into one kernel that applies the Relu while the values "
-        "are still in the CPU's registers, so one pass over memory disappears; BatchNorm is folded into the "
-        "Conv's weights before the model even runs. A model made of **many small ops** (a small CNN, a detector's "
-        "head) spends much of eager's time on per-op overhead and memory passes, so it gains a lot; a model "
-        "that is a few **large matrix multiplications** (a big Linear or a transformer at long sequence "
-        "lengths) spends its time inside BLAS kernels that both engines share, and gains little."
+        _(
+            "A Conv followed by a Relu is two kernels in eager: the Conv writes its whole output to memory and the "
+            "Relu reads it back. ONNX Runtime **fuses** them into one kernel that applies the Relu while the values "
+            "are still in the CPU's registers, so one pass over memory disappears; BatchNorm is folded into the "
+            "Conv's weights before the model even runs. A model made of **many small ops** (a small CNN, a "
+            "detector's head) spends much of eager's time on per-op overhead and memory passes, so it gains a lot; "
+            "a model that is a few **large matrix multiplications** (a big Linear or a transformer at long sequence "
+            "lengths) spends its time inside BLAS kernels that both engines share, and gains little."
+        )
     )
 
 record = require_onnx("profile")
@@ -43,32 +48,32 @@ cores = os.cpu_count() or 1
 with st.form("profile_form"):
     left, mid, right = st.columns(3)
     level = left.selectbox(
-        "ONNX Runtime optimization level",
+        _("ONNX Runtime optimization level"),
         list(LEVELS),
         index=list(LEVELS).index("all"),
         format_func=lambda k: LEVELS[k].name,
-        help="Profile at DISABLE_ALL and at ALL to see what the fusions bought: Conv and Relu as one FusedConv.",
+        help=_("Profile at DISABLE_ALL and at ALL to see what the fusions bought: Conv and Relu as one FusedConv."),
         key="profile_level",
     )
     threads = mid.number_input(
-        "Intra-op threads (both engines)", 1, cores, default_threads(), key="profile_threads",
-        help="Every core but one by default, left to this server, your browser and the system.",
+        _("Intra-op threads (both engines)"), 1, cores, default_threads(), key="profile_threads",
+        help=_("Every core but one by default, left to this server, your browser and the system."),
     )  # fmt: skip
     batch = right.number_input(
-        "Batch size", 1, 4096, 1, disabled=not batch_dynamic, key="profile_batch",
-        help=None if batch_dynamic else "The model's batch axis is fixed.",
+        _("Batch size"), 1, 4096, 1, disabled=not batch_dynamic, key="profile_batch",
+        help=None if batch_dynamic else _("The model's batch axis is fixed."),
     )  # fmt: skip
     left, mid, right = st.columns(3)
     eager = left.checkbox(
-        "PyTorch eager too, layer by layer",
+        _("PyTorch eager too, layer by layer"),
         value=torch_record is not None,
         disabled=torch_record is None,
-        help=None if torch_record is not None else "The current model has no PyTorch original in this session.",
+        help=None if torch_record is not None else _("The current model has no PyTorch original in this session."),
         key="profile_eager",
     )
-    iterations = mid.number_input("Profiled calls per engine", 5, 10_000, 100, step=25, key="profile_iters")
-    warmup = right.number_input("Warm-up calls", 0, 1000, 10, key="profile_warmup")
-    submitted = st.form_submit_button("Profile", type="primary", disabled=not plan_ready(inputs))
+    iterations = mid.number_input(_("Profiled calls per engine"), 5, 10_000, 100, step=25, key="profile_iters")
+    warmup = right.number_input(_("Warm-up calls"), 0, 1000, 10, key="profile_warmup")
+    submitted = st.form_submit_button(_("Profile"), type="primary", disabled=not plan_ready(inputs))
 
 if submitted or st.session_state.pop("profile_again", False):
     plan_fits(inputs, int(batch) if batch_dynamic else 1)
@@ -80,11 +85,11 @@ if submitted or st.session_state.pop("profile_again", False):
         iterations=int(iterations),
         warmup=int(warmup),
     )
-    jobs.run(PROFILE, request, f"Profiling '{record.name}'", model=record.id)
+    jobs.run(PROFILE, request, _("Profiling “{name}”").format(name=record.name), model=record.id)
 
 report = jobs.kept(PROFILE, record.id)
 if report is None:
-    st.info("Choose the level and press **Profile**.")  # nothing about the sample: this may be any model
+    st.info(_("Choose the level and press **Profile**."))  # nothing about the sample: this may be any model
     st.stop()
 profile_section(report, key=f"profile_{report.id}", view=graph_of(record))
 next_steps("benchmark", "quantize", "partition")

@@ -8,9 +8,13 @@ import pandas as pd
 import streamlit as st
 
 from core.bench import BenchReport
+from core.bench.benchmark import NOTES, headline
+from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
-from core.runtime.activity import Activity
+from core.recorded import shown, significant
+from core.runtime.activity import Activity, note_text
 from core.runtime.harness import PER_CALL
+from core.runtime.machine import THREADS_NOTE
 from core.store.history import inputs_text
 from ui.charts import LATENCY_MARKERS, batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
@@ -51,27 +55,34 @@ def report_json(report: BenchReport) -> bytes:
 
 def _interval(values: pd.Series, low: pd.Series, high: pd.Series, unit: str = "") -> list[str]:
     return [
-        f"{v:.3g}{unit} ({lo:.3g}–{hi:.3g})" if pd.notna(v) else "" for v, lo, hi in zip(values, low, high, strict=True)
+        f"{significant(v)}{unit} ({significant(lo)}–{significant(hi)})" if pd.notna(v) else ""
+        for v, lo, hi in zip(values, low, high, strict=True)
     ]
 
 
+def _figures(values: pd.Series, digits: int = 4) -> list[str]:
+    """Numbers as a reader reads them: a few significant digits (146.6, never 146.6302), a dash where none."""
+    return [significant(float(v), digits) if pd.notna(v) else "—" for v in values]
+
+
 def _table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The results as the page shows them: headers in the reader's language, numbers as text to a few digits."""
     return pd.DataFrame(
         {
-            "configuration": frame["label"],
-            "median ms (95 % CI)": _interval(frame["median_ms"], frame["median_low_ms"], frame["median_high_ms"]),
-            "p90 ms": frame["p90_ms"].round(4),
-            "p99 ms": frame["p99_ms"].round(4),
-            "mean ms": frame["mean_ms"].round(4),
-            "std ms": frame["std_ms"].round(4),
-            "min ms": frame["min_ms"].round(4),
-            "CPU ms (median)": frame["cpu_median_ms"].round(4),
-            "items/s": frame["throughput"].round(1),
-            "speedup (95 % CI)": _interval(frame["speedup"], frame["speedup_low"], frame["speedup_high"], "×"),
-            "max abs diff": [f"{d:.1e}" if pd.notna(d) else "" for d in frame["max_abs_diff"]],
-            "first run ms": frame["first_run_ms"].round(2),
-            "load ms": frame["load_ms"].round(1),
-            "calls": frame["n"],
+            _("configuration"): frame["label"],
+            _("median ms (95 % CI)"): _interval(frame["median_ms"], frame["median_low_ms"], frame["median_high_ms"]),
+            _("p90 ms"): _figures(frame["p90_ms"]),
+            _("p99 ms"): _figures(frame["p99_ms"]),
+            _("mean ms"): _figures(frame["mean_ms"]),
+            _("std ms"): _figures(frame["std_ms"], 3),
+            _("min ms"): _figures(frame["min_ms"]),
+            _("CPU ms (median)"): _figures(frame["cpu_median_ms"]),
+            _("items/s"): _figures(frame["throughput"]),
+            _("speedup (95 % CI)"): _interval(frame["speedup"], frame["speedup_low"], frame["speedup_high"], "×"),
+            _("max abs diff"): [f"{d:.1e}" if pd.notna(d) else "" for d in frame["max_abs_diff"]],
+            _("first run ms"): _figures(frame["first_run_ms"]),
+            _("load ms"): _figures(frame["load_ms"]),
+            _("calls"): [number(int(n)) for n in frame["n"]],
         }
     )
 
@@ -80,91 +91,130 @@ def busy_notice(activity: Activity | None, key: str, flag: str, label: str, advi
     """When the machine was busy during a measurement: what else ran, ``advice``, and a button that sets
     ``flag`` in the session for the page to measure again with the same settings."""
     if activity is not None and activity.busy:
-        st.warning(md_escape(activity.note, 600) + " " + advice)
+        st.warning(md_escape(note_text(activity), 600) + " " + advice)
         st.button(label, key=key, on_click=lambda: st.session_state.update({flag: True}))
 
 
 def latency_legend() -> str:
     """The caption over the latency chart, in the glyphs the chart draws."""
-    marks = ", ".join(f"{glyph} {name}" for name, (_, glyph) in LATENCY_MARKERS.items() if name != "beyond")
-    return (
-        f"**Latency per configuration**: the bar is the median with its 95 % interval; {marks}; "
-        f"{LATENCY_MARKERS['beyond'][1]} at the right edge: beyond the axis, its value written beside it."
+    marks = pgettext("list", ", ").join(
+        f"{glyph} {name}" for name, (_symbol, glyph) in LATENCY_MARKERS.items() if name != "beyond"
     )
+    return _(
+        "**Latency per configuration**: the bar is the median with its 95 % CI; {marks}; {beyond} at the "
+        "right edge: beyond the axis, its value written beside it."
+    ).format(marks=marks, beyond=LATENCY_MARKERS["beyond"][1])
+
+
+def _agreement(baseline: str, worst: float) -> str:
+    """Whether the outputs agree with the reference's, in a sentence."""
+    if worst <= 1e-3:
+        text = (
+            _("Outputs agree with {reference}: the largest absolute difference over all configurations is {worst}.")
+            if baseline
+            else _(
+                "Outputs agree with the reference: the largest absolute difference over all configurations is {worst}."
+            )
+        )
+    else:
+        text = (
+            _("Outputs differ from {reference}: the largest absolute difference over all configurations is {worst}.")
+            if baseline
+            else _(
+                "Outputs differ from the reference: the largest absolute difference over all configurations is {worst}."
+            )
+        )
+    return text.format(reference=baseline, worst=f"{worst:.1e}")
 
 
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
-    st.subheader(md_escape(report.headline, 400))
-    advice = "A quieter moment gives numbers that hold: run it again when the other work is done."
-    busy_notice(report.activity, f"{key}_again", "bench_again", "Run it again", advice)
-    for note in report.notes:
+    st.subheader(md_escape(headline(report) if report.results else report.headline, 400))
+    advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
+    busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)
+    for note in report.notes:  # kept in English in the run: shown in the reader's language
         if report.activity is not None and note == report.activity.note:
             continue
         if note.startswith(("Noisy", "The time budget")):
-            st.warning(md_escape(note, 800))
+            st.warning(md_escape(shown(note, NOTES), 800))
         else:
-            st.caption(md_escape(note, 800))
+            st.caption(md_escape(shown(note, NOTES), 800))
     worst = frame["max_abs_diff"].max()
     if pd.notna(worst):
-        verdict = "agree" if worst <= 1e-3 else "differ"
-        st.caption(
-            f"Outputs {verdict} with {report.baseline or 'the reference'}: the largest absolute difference over all "
-            f"configurations is {worst:.1e}."
-        )
+        st.caption(md_escape(_agreement(report.baseline, float(worst)), 400))
     st.markdown(latency_legend())
     st.plotly_chart(latency_figure(frame), key=f"{key}_latency", config={"displaylogo": False})
     if report.baseline and frame["speedup"].notna().any():
         sub = frame[frame["speedup"].notna()]
-        st.markdown(f"**Speedup against {report.baseline}**, with its 95 % bootstrap interval.")
+        st.markdown(
+            _("**Speedup against {baseline}**, with its 95 % bootstrap interval.").format(
+                baseline=md_escape(report.baseline, 80)
+            )
+        )
         bars = sub[["label", "speedup"]].assign(low=sub["speedup_low"], high=sub["speedup_high"])
         st.plotly_chart(speedup_figure(bars, report.baseline), key=f"{key}_speedup", config={"displaylogo": False})
     samples = samples_frame(report)
     if not samples.empty:
-        st.markdown("**Distribution of every measured call**: the long tail is where p99 comes from.")
+        st.markdown(_("**Distribution of every measured call**: the long tail is where p99 comes from."))
         st.plotly_chart(distribution_figure(samples), key=f"{key}_distribution", config={"displaylogo": False})
     if frame["batch"].nunique() > 1:
         series = frame["label"].str.replace(r" · batch \d+", "", regex=True)
-        st.markdown("**Batch size**: a larger batch costs more per call but usually more items per second.")
+        st.markdown(_("**Batch size**: a larger batch costs more per call but usually more items per second."))
         st.plotly_chart(
             batch_figure(frame.assign(series=series)[["series", "engine", "batch", "median_ms", "throughput"]]),
             key=f"{key}_batch",
             config={"displaylogo": False},
         )
-    st.markdown("**Results**")
+    st.markdown(_("**Results**"))
     st.dataframe(_table(frame), hide_index=True, width="stretch")
     left, right = st.columns(2)
     left.download_button(
-        "Download the results (CSV)", lambda: frame.to_csv(index=False).encode(),
+        _("Download the results (CSV)"), lambda: frame.to_csv(index=False).encode(),
         f"{report.model}-bench-{report.id}.csv", "text/csv", key=f"{key}_csv",
     )  # fmt: skip
     right.download_button(
-        "Download the whole run (JSON, with every call's time)", lambda: report_json(report),
+        _("Download the whole run (JSON, with every call's time)"), lambda: report_json(report),
         f"{report.model}-bench-{report.id}.json", "application/json", key=f"{key}_json",
     )  # fmt: skip
 
 
 def environment_section(report: BenchReport) -> None:
+    """The machine and the method of a run, in the reader's language (what the run recorded in English is found
+    again and translated: core.recorded)."""
     env = report.environment
     settings = report.settings
+    rounds = settings.get("rounds")
+    method = ngettext(
+        "{warmup} warm-up calls, then up to {calls} calls per configuration in {rounds} interleaved round (time "
+        "budget {budget} s)",
+        "{warmup} warm-up calls, then up to {calls} calls per configuration in {rounds} interleaved rounds (time "
+        "budget {budget} s)",
+        rounds if isinstance(rounds, int) else 2,
+    ).format(
+        warmup=settings.get("warmup"),
+        calls=settings.get("iterations"),
+        rounds=rounds,
+        budget=settings.get("time_budget_s"),
+    )
+    cores = ngettext("{count} core", "{count} cores", env.physical_cores).format(count=env.physical_cores)
+    logical = _("{count} logical").format(count=env.logical_cores)
+    seconds = _("{seconds} s in all").format(seconds=number(report.seconds, 1))
     rows = [
-        ("target", env.target or "this server"),
-        ("machine", env.machine),
-        ("CPU", f"{env.cpu}: {env.physical_cores} cores, {env.logical_cores} logical"),
-        ("CPU features", ", ".join(env.cpu_flags) or "unknown"),
+        (_("target"), env.target or _("this server")),
+        (_("machine"), env.machine),
+        ("CPU", _("{cpu}: {cores}, {logical}").format(cpu=env.cpu, cores=cores, logical=logical)),
+        (_("CPU features"), ", ".join(env.cpu_flags) or _("unknown")),
         ("OS", env.os),
         *[(name, version) for name, version in env.versions.items()],
-        ("threads", env.threads_note),
+        (_("threads"), shown(env.threads_note, (THREADS_NOTE,))),
+        (_("method"), method),
         (
-            "method",
-            f"{settings.get('warmup')} warm-up calls, then up to {settings.get('iterations')} calls per configuration "
-            f"in {settings.get('rounds')} interleaved rounds (time budget {settings.get('time_budget_s')} s)",
+            _("inputs"),
+            _("{inputs}, seed {seed}").format(
+                inputs=inputs_text(settings) or _("not recorded"), seed=settings.get("seed")
+            ),
         ),
-        (
-            "inputs",
-            (inputs_text(settings) or "not recorded") + f", seed {settings.get('seed')}",
-        ),
-        ("other work", report.activity.note if report.activity is not None else "not recorded"),
-        ("run", f"{report.id}, {report.created_at}, {report.seconds:.1f} s in all"),
+        (_("other work"), note_text(report.activity) if report.activity is not None else _("not recorded")),
+        (_("run"), f"{report.id}, {report.created_at}, {seconds}"),
     ]
-    st.table(escaped_frame(pd.DataFrame(rows, columns=["", "value"])), hide_index=True)
+    st.table(escaped_frame(pd.DataFrame(rows, columns=["", _("value")])), hide_index=True)

@@ -1,4 +1,6 @@
-"""Chart builders: each takes a DataFrame and returns a plotly figure, so they are tested without a browser."""
+"""Chart builders: each takes a DataFrame and returns a plotly figure, so they are tested without a browser. Their
+words (titles, axes, legends, hovers) are translated as each figure is drawn, in the reader's language: never at
+import, never inside a cached function."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from core.graph.palette import ENGINES, FIXED, LEVELS, engine_colour
+from core.i18n import N_, _, number
+from core.recorded import significant
 
 P = ParamSpec("P")
 
@@ -71,7 +75,7 @@ __all__ = [
     "quantize_figure",
 ]
 
-SIDES = ("PyTorch layers", "ONNX nodes")
+SIDES = (N_("PyTorch layers"), N_("ONNX nodes"))  # the frame's keys, in English; titled with _() when drawn
 _COLOURS = {"PyTorch layers": ENGINES["eager"], "ONNX nodes": ENGINES["ort"]}
 
 
@@ -84,14 +88,14 @@ def op_count_frame(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> pd.Da
 @escaped
 def op_count_figure(frame: pd.DataFrame) -> go.Figure:
     """Two bar charts side by side, PyTorch layer types and ONNX op types, most frequent on top."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=SIDES, horizontal_spacing=0.18)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[_(side) for side in SIDES], horizontal_spacing=0.18)
     for col, side in enumerate(SIDES, start=1):
         group = frame[frame["side"] == side].sort_values(["count", "op"], ascending=[True, False])
         fig.add_trace(
             go.Bar(
                 x=group["count"],
                 y=group["op"],
-                name=side,
+                name=_(side),
                 orientation="h",
                 marker_color=_COLOURS[side],
                 text=group["count"],
@@ -104,7 +108,7 @@ def op_count_figure(frame: pd.DataFrame) -> go.Figure:
         )
         fig.update_yaxes(type="category", row=1, col=col, automargin=True)
         fig.update_xaxes(
-            title_text="count", row=1, col=col, tickformat="d", dtick=1 if group["count"].max() <= 8 else None
+            title_text=_("count"), row=1, col=col, tickformat="d", dtick=1 if group["count"].max() <= 8 else None
         )
     rows = int(frame.groupby("side")["op"].nunique().max()) if not frame.empty else 1
     fig.update_layout(height=min(160 + 24 * rows, 1400), margin={"l": 10, "r": 40, "t": 40, "b": 10})
@@ -113,57 +117,12 @@ def op_count_figure(frame: pd.DataFrame) -> go.Figure:
 
 # Op colours: a fixed palette, assigned in order of first appearance so a model keeps its colours.
 _PALETTE = [  # 26 distinct colours (plotly's Alphabet), then Dark24
-    "#AA0DFE",
-    "#3283FE",
-    "#85660D",
-    "#782AB6",
-    "#565656",
-    "#1C8356",
-    "#16FF32",
-    "#F7E1A0",
-    "#E2E2E2",
-    "#1CBE4F",
-    "#C4451C",
-    "#DEA0FD",
-    "#FE00FA",
-    "#325A9B",
-    "#FEAF16",
-    "#F8A19F",
-    "#90AD1C",
-    "#F6222E",
-    "#1CFFCE",
-    "#2ED9FF",
-    "#B10DA1",
-    "#C075A6",
-    "#FC1CBF",
-    "#B00068",
-    "#FBE426",
-    "#FA0087",
-    "#2E91E5",
-    "#E15F99",
-    "#1CA71C",
-    "#FB0D0D",
-    "#DA16FF",
-    "#222A2A",
-    "#B68100",
-    "#750D86",
-    "#EB663B",
-    "#511CFB",
-    "#00A08B",
-    "#FB00D1",
-    "#FC0080",
-    "#B2828D",
-    "#6C7C32",
-    "#778AAE",
-    "#862A16",
-    "#A777F1",
-    "#620042",
-    "#1616A7",
-    "#DA60CA",
-    "#6C4516",
-    "#0D2A63",
-    "#AF0038",
-]
+    "#AA0DFE", "#3283FE", "#85660D", "#782AB6", "#565656", "#1C8356", "#16FF32", "#F7E1A0", "#E2E2E2", "#1CBE4F",
+    "#C4451C", "#DEA0FD", "#FE00FA", "#325A9B", "#FEAF16", "#F8A19F", "#90AD1C", "#F6222E", "#1CFFCE", "#2ED9FF",
+    "#B10DA1", "#C075A6", "#FC1CBF", "#B00068", "#FBE426", "#FA0087", "#2E91E5", "#E15F99", "#1CA71C", "#FB0D0D",
+    "#DA16FF", "#222A2A", "#B68100", "#750D86", "#EB663B", "#511CFB", "#00A08B", "#FB00D1", "#FC0080", "#B2828D",
+    "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#620042", "#1616A7", "#DA60CA", "#6C4516", "#0D2A63", "#AF0038",
+]  # fmt: skip
 _FIXED = FIXED  # providers, latency bins: core.graph.palette, shared with the graph view
 
 
@@ -181,11 +140,11 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
     items = sorted(counts.items(), key=lambda kv: kv[1])
     fig = go.Figure(
         go.Bar(
-            x=[v for _, v in items],
-            y=[k for k, _ in items],
+            x=[v for _k, v in items],
+            y=[k for k, _v in items],
             orientation="h",
             marker_color=colour,
-            text=[f"{v:,}" for _, v in items],
+            text=[number(v) for _k, v in items],
             textposition="outside",
             cliponaxis=False,
         )
@@ -195,7 +154,7 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
         margin={"l": 10, "r": 40, "t": 30, "b": 10},
         title=title,
         yaxis={"type": "category", "automargin": True},
-        xaxis={"range": [0, max((v for _, v in items), default=1) * 1.18]},  # room for the longest bar's label
+        xaxis={"range": [0, max((v for _k, v in items), default=1) * 1.18]},  # room for the longest bar's label
     )
     return fig
 
@@ -222,9 +181,9 @@ def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
         barmode="stack",
         height=90 + 44 * frame["partition"].nunique(),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "nodes"},
+        xaxis={"title": _("nodes")},
         yaxis={"type": "category", "autorange": "reversed"},
-        legend={"title": "provider", "orientation": "h", "y": -0.35},
+        legend={"title": _("provider"), "orientation": "h", "y": -0.35},
     )
     return fig
 
@@ -242,14 +201,14 @@ def levels_figure(frame: pd.DataFrame) -> go.Figure:
             text=frame["nodes"],
             textposition="outside",
             cliponaxis=False,
-            hovertext=[f"{r} rewrite(s)" for r in frame["rewrites"]],
+            hovertext=[_("{count} rewrite(s)").format(count=number(r)) for r in frame["rewrites"]],
         )
     )
     fig.update_layout(
         height=300,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"type": "category", "title": "optimization level"},
-        yaxis={"title": "nodes", "range": [0, max(float(frame["nodes"].max()) if len(frame) else 1, 1) * 1.18]},
+        xaxis={"type": "category", "title": _("optimization level")},
+        yaxis={"title": _("nodes"), "range": [0, max(float(frame["nodes"].max()) if len(frame) else 1, 1) * 1.18]},
     )
     return fig
 
@@ -267,7 +226,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
             y=frame["label"],
             x=frame["median_ms"],
             orientation="h",
-            name="median",
+            name=_("median"),
             marker_color=[engine_colour(str(e)) for e in frame["engine"]],
             error_x={
                 "type": "data",
@@ -276,9 +235,10 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
                 "arrayminus": frame["median_ms"] - frame["median_low_ms"],
                 "color": "#333",
             },
-            text=[f"{v:.3g} ms" for v in frame["median_ms"]],
+            text=[_("{ms} ms").format(ms=significant(v)) for v in frame["median_ms"]],
             textposition="inside",
             insidetextanchor="start",
+            hovertemplate="%{y}<br>" + _("median {ms} ms").format(ms="%{x:.3g}") + "<extra></extra>",
         )
     )
     # A rare slow call can be 20× the median; the axis stops a little past the p90s and the interval, and a p99
@@ -295,16 +255,16 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
                 mode="markers+text",
                 name=name,
                 marker={**style, "symbol": [(LATENCY_MARKERS["beyond"][0] if b else symbol) for b in beyond]},
-                text=[f"{name} {v:.3g} ms" if b else "" for v, b in zip(frame[column], beyond, strict=True)],
+                text=[_marker(name, v) if b else "" for v, b in zip(frame[column], beyond, strict=True)],
                 textposition="top left",
-                hovertext=[f"{name} {v:.3g} ms" for v in frame[column]],
+                hovertext=[_marker(name, v) for v in frame[column]],
                 hoverinfo="text",
             )
         )
     fig.update_layout(
         height=120 + 48 * len(frame),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": "milliseconds per call", "range": [0, edge]},
+        xaxis={"title": _("milliseconds per call"), "range": [0, edge]},
         yaxis={"type": "category", "autorange": "reversed"},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02},  # above the first bar, not on it
     )
@@ -331,7 +291,7 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
         height=120 + 48 * frame["label"].nunique(),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis={
-            "title": "milliseconds per call (log scale)",
+            "title": _("milliseconds per call (log scale)"),
             "type": "log",
             "tickvals": ticks or None,
             "ticktext": [f"{t:g}" for t in ticks] or None,
@@ -339,6 +299,11 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
         yaxis={"autorange": "reversed"},
     )
     return fig
+
+
+def _marker(name: str, ms: float) -> str:
+    """A latency marker's words: "p99 12.3 ms"."""
+    return _("{name} {ms} ms").format(name=name, ms=significant(ms))
 
 
 def log_ticks(low: float, high: float) -> list[float]:
@@ -358,7 +323,8 @@ def batch_figure(frame: pd.DataFrame) -> go.Figure:
     """Latency and throughput against batch size, one line per series. ``frame``: series, batch, median_ms,
     throughput, and ``engine`` (eager, ort): a series has its engine's colour, as on the latency chart above it,
     and the series of one engine differ by their dash."""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Latency per call", "Throughput"), horizontal_spacing=0.12)
+    titles = (_("Latency per call"), _("Throughput"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.12)
     colours = colour_map(list(frame["series"].astype(str)))
     dashes = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
     seen: dict[str, int] = {}
@@ -383,9 +349,9 @@ def batch_figure(frame: pd.DataFrame) -> go.Figure:
                 row=1,
                 col=col,
             )
-    fig.update_xaxes(title_text="batch size", type="log", dtick=0.30103)
-    fig.update_yaxes(title_text="ms (median)", row=1, col=1, rangemode="tozero")
-    fig.update_yaxes(title_text="items per second", row=1, col=2, rangemode="tozero")
+    fig.update_xaxes(title_text=_("batch size"), type="log", dtick=0.30103)
+    fig.update_yaxes(title_text=_("ms (median)"), row=1, col=1, rangemode="tozero")
+    fig.update_yaxes(title_text=_("items per second"), row=1, col=2, rangemode="tozero")
     fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 40, "b": 10}, legend={"orientation": "h", "y": -0.25})
     return fig
 
@@ -406,16 +372,19 @@ def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
                 "arrayminus": frame["speedup"] - frame["low"],
                 "color": "#333",
             },
-            text=[f"{v:.2f}×" for v in frame["speedup"]],
+            text=[f"{number(v, 2)}×" for v in frame["speedup"]],
             textposition="inside",
             insidetextanchor="start",
         )
     )
-    fig.add_vline(x=1, line_dash="dash", line_color="#555", annotation_text=f"{baseline} = 1×")
+    fig.add_vline(x=1, line_dash="dash", line_color="#555", annotation_text=plain(f"{baseline} = 1×"))
     fig.update_layout(
         height=110 + 44 * len(frame),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"title": f"speedup against {baseline} (higher is faster)", "rangemode": "tozero"},
+        xaxis={
+            "title": plain(_("speedup against {baseline} (higher is faster)").format(baseline=baseline)),
+            "rangemode": "tozero",
+        },
         yaxis={"type": "category", "autorange": "reversed"},
     )
     return fig
@@ -435,14 +404,18 @@ def compare_figure(frame: pd.DataFrame) -> go.Figure:
                 name=str(run),
                 marker_color=colours[str(run)],
                 customdata=group["p90_ms"],
-                hovertemplate="%{x}<br>median %{y:.3g} ms<br>p90 %{customdata:.3g} ms<extra>%{fullData.name}</extra>",
+                hovertemplate="%{x}<br>"
+                + _("median {ms} ms").format(ms="%{y:.3g}")
+                + "<br>"
+                + _("p90 {ms} ms").format(ms="%{customdata:.3g}")
+                + "<extra>%{fullData.name}</extra>",
             )
         )
     fig.update_layout(
         barmode="group",
         height=420,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        yaxis={"title": "milliseconds per call (median)", "rangemode": "tozero"},
+        yaxis={"title": _("milliseconds per call (median)"), "rangemode": "tozero"},
         xaxis={"type": "category"},
         legend={"orientation": "h", "y": -0.3},
     )
@@ -473,16 +446,16 @@ def quantize_figure(frame: pd.DataFrame) -> go.Figure:
                 "colorscale": "RdYlGn",
                 "cmin": float(min(cosine.min(), 0.99)),
                 "cmax": 1.0,
-                "colorbar": {"title": "cosine vs fp32"},
+                "colorbar": {"title": _("cosine vs fp32")},
                 "line": {"width": 1, "color": "#333"},
             },
-            hovertemplate="%{text}<br>%{x:.3g} MB<br>median %{y:.3g} ms<extra></extra>",
+            hovertemplate="%{text}<br>%{x:.3g} MB<br>" + _("median {ms} ms").format(ms="%{y:.3g}") + "<extra></extra>",
         )
     )
     fig.update_layout(
         height=460,
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"title": "file size (MB)", "rangemode": "tozero"},
-        yaxis={"title": "median latency, ms (bar to p90)", "rangemode": "tozero"},
+        xaxis={"title": _("file size (MB)"), "rangemode": "tozero"},
+        yaxis={"title": _("median latency, ms (bar to p90)"), "rangemode": "tozero"},
     )
     return fig

@@ -14,19 +14,18 @@ import streamlit as st
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
+from core.i18n import _, number, pgettext
 from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
-from core.model.dims import NO_HINT, generated_name
+from core.model.dims import NO_HINT, what_made
 from core.model.inputs import (
     VALUE_KINDS,
     BenchInput,
     Exported,
     FreeDim,
     check_plan_memory,
-    describe_values,
-    dim_label,
     plan_inputs,
     resolve_free_dims,
     set_open_dim,
@@ -38,6 +37,7 @@ from core.model.torchload import source_of
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import run, show_error, stop_with_error
+from ui.plan_words import said_dim, said_source, said_values, said_why
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
@@ -90,9 +90,13 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
     """The plan with the table's edits: a changed free dim that has a name moves every input that shares it."""
     named: dict[str, int] = {}
     for spec, row in zip(plan, frame.itertuples(index=False), strict=True):
-        shape = parse_dims(str(row[2]), f"the shape of '{spec.name}'") if spec.shape else []
+        shape = parse_dims(str(row[2]), _("the shape of “{name}”").format(name=spec.name)) if spec.shape else []
         if len(shape) != len(spec.shape):
-            raise WorkbenchError(f"'{spec.name}' has {len(spec.shape)} dims; the shape given has {len(shape)}.")
+            raise WorkbenchError(
+                _("“{name}” has {dims} dims; the shape given has {given}.").format(
+                    name=spec.name, dims=len(spec.shape), given=len(shape)
+                )
+            )
         for dim in spec.free:
             if shape[dim.axis] != dim.value and dim.symbol != "?":
                 named[dim.symbol] = shape[dim.axis]
@@ -106,24 +110,32 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
 
 
 def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
+    """The open dims, headed in the reader's language; why each got its size and where from, found again in the
+    plan's English and translated (core.model.dims's templates)."""
     frame = pd.DataFrame(
         [
             {
-                "input": s.name,
-                "axis": d.axis,
-                "the model calls it": d.symbol,
-                "that name": generated_name(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
-                "value": str(d.value) if d.source != NO_HINT else "?",
-                "why": d.why,
-                "from": d.source,
+                _("input"): s.name,
+                _("axis"): d.axis,
+                _("the model calls it"): d.symbol,
+                "that name": _made(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
+                _("value"): str(d.value) if d.source != NO_HINT else "?",
+                _("why"): said_why(d.why),
+                _("from"): said_source(d.source),
             }
             for s in plan
             for d in s.free
         ]
     )
     if not frame.empty and not frame["that name"].any():  # every name was chosen by a person: nothing to say
-        frame = frame.drop(columns=["that name"])
-    return frame
+        return frame.drop(columns=["that name"])
+    return frame.rename(columns={"that name": _("that name")})
+
+
+def _made(symbol: str) -> str:
+    """What made up a dim's name, when a tool did: the model card's words (ui/cards.py)."""
+    made = what_made(symbol)
+    return _("{what}: it says nothing about the size").format(what=_(made)) if made else ""
 
 
 def measured_model(
@@ -171,34 +183,36 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
     images = [spec for spec in plan if image_layout(spec)]
     if not images:
         return
-    with st.expander("Use a real image for " + ", ".join(f"'{md_escape(s.name, 60)}'" for s in images)):
+    listed = pgettext("list", ", ").join(f"“{md_escape(s.name, 60)}”" for s in images)
+    with st.expander(_("Use a real image for {names}").format(names=listed)):
         st.caption(
-            "A detector measured on noise finds nothing, and its quantized variants are judged on nothing: an image "
-            "gives numbers that mean something. It is resized to the plan's size and normalised as you choose."
-        )
-        spec = (
-            images[0]
-            if len(images) == 1
-            else next(
-                s for s in images if s.name == st.selectbox("Input", [s.name for s in images], key=f"{key}_image_input")
+            _(
+                "A detector measured on noise finds nothing, and its quantized variants are judged on nothing: an "
+                "image gives numbers that mean something. It is resized to the plan's size and normalised as you "
+                "choose."
             )
         )
+        names = [s.name for s in images]
+        chosen = names[0] if len(images) == 1 else st.selectbox(_("Input"), names, key=f"{key}_image_input")
+        spec = next(s for s in images if s.name == chosen)
         normalise = st.selectbox(
-            "Normalisation",
+            _("Normalisation"),
             list(NORMALISATIONS),
-            format_func=lambda k: NORMALISATIONS[k][0],
+            format_func=lambda k: _(NORMALISATIONS[k][0]),  # marked in core.model.data
             key=f"{key}_normalise",
-            help="What the model was trained on: most ImageNet classifiers and Paddle models use ImageNet's; "
-            "YOLO-style detectors take [0, 1].",
+            help=_(
+                "What the model was trained on: most ImageNet classifiers and Paddle models use ImageNet's; "
+                "YOLO-style detectors take [0, 1]."
+            ),
         )
-        upload = st.file_uploader("Image (PNG, JPEG, BMP, WebP)", key=f"{key}_image_{record.id[:12]}")
-        if upload is not None and st.button("Use this image", key=f"{key}_use_image"):
+        upload = st.file_uploader(_("Image (PNG, JPEG, BMP, WebP)"), key=f"{key}_image_{record.id[:12]}")
+        if upload is not None and st.button(_("Use this image"), key=f"{key}_use_image"):
             made = _from_upload(
                 upload,
                 "image",
                 IMAGE_INPUT,
                 lambda path, folder: ImageRequest(image=path, spec=spec, out_dir=folder, normalise=normalise),
-                "Reading the image",
+                _("Reading the image"),
             )
             if made is not None:
                 _replace_plan(record, [made if s.name == made.name else s for s in plan])
@@ -206,20 +220,22 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
 
 def _npz_upload(record: ModelRecord, plan: list[BenchInput], key: str) -> None:
     """Real inputs from an .npz: one array per input, named after it (checked and split in the worker)."""
-    with st.expander("Use real inputs from an .npz"):
+    with st.expander(_("Use real inputs from an .npz")):
         st.caption(
-            "One array per input, named after it (the inputs it lacks keep their values); its first sample is "
-            "used, repeated for larger batches. Dtypes and the model's fixed dims are checked; open dims take "
-            "the array's sizes."
+            _(
+                "One array per input, named after it (the inputs it lacks keep their values); its first sample is "
+                "used, repeated for larger batches. Dtypes and the model's fixed dims are checked; open dims take "
+                "the array's sizes."
+            )
         )
-        upload = st.file_uploader("Inputs (.npz)", type=["npz"], key=f"{key}_npz_{record.id[:12]}")
-        if upload is not None and st.button("Use these inputs", key=f"{key}_use_npz"):
+        upload = st.file_uploader(_("Inputs (.npz)"), type=["npz"], key=f"{key}_npz_{record.id[:12]}")
+        if upload is not None and st.button(_("Use these inputs"), key=f"{key}_use_npz"):
             plan_made = _from_upload(
                 upload,
                 "data.npz",
                 NPZ_INPUTS,
                 lambda path, folder: NpzRequest(path=path, inputs=plan, out_dir=folder),
-                "Reading the inputs",
+                _("Reading the inputs"),
             )
             if plan_made is not None:
                 _replace_plan(record, plan_made)
@@ -254,19 +270,19 @@ def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[B
     if not missing:
         return plan
     st.warning(
-        "Nothing in the model says how large "
-        + md_escape(", ".join(dim_label(s, d) for s, d in missing), 600)
-        + " should be. Give each a size below (or in the table above): until then nothing runs, since numbers "
-        "measured on a made-up size would mean nothing."
+        _(
+            "Nothing in the model says how large {dims} should be. Give each a size below (or in the table above): "
+            "until then nothing runs, since numbers measured on a made-up size would mean nothing."
+        ).format(dims=md_escape(pgettext("list", ", ").join(said_dim(s, d) for s, d in missing), 600))
     )
     columns = st.columns(min(len(missing), 4))
     for index, (spec, dim) in enumerate(missing):
         columns[index % len(columns)].number_input(
-            md_escape(f"Size of {dim_label(spec, dim)}", 200),
+            md_escape(_("Size of {dim}").format(dim=said_dim(spec, dim)), 200),
             min_value=1,
             value=None,
             step=1,
-            placeholder="give a size",
+            placeholder=_("give a size"),
             key=widget(spec, dim),
         )
     return plan
@@ -287,19 +303,30 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     """The plan's table, editable; returns the plan the page should run with."""
     plan = input_plan(record, torch_record)
     st.markdown(
-        "**The inputs** every page runs this model on. Dims the model leaves open got a size from what the model "
-        "says (its metadata, the dim's name, the kind of input: an image size, a sequence length); dims that share "
-        "a name move together, and the batch is swept along every input that has it."
+        _(
+            "**The inputs** every page runs this model on. Dims the model leaves open got a size from what the model "
+            "says (its metadata, the dim's name, the kind of input: an image size, a sequence length); dims that "
+            "share a name move together, and the batch is swept along every input that has it."
+        )
     )
     frame = st.data_editor(
         _frame(plan),
         hide_index=True,
         width="stretch",
         disabled=["input", "dtype"],
-        column_config={
-            "values": st.column_config.SelectboxColumn("values", options=list(VALUE_KINDS), required=True),
-            "low / value": st.column_config.NumberColumn("low / value", help="the range's low end, or the constant"),
-            "high": st.column_config.NumberColumn("high", help="the range's high end (not included)"),
+        column_config={  # the frame's keys stay English (the edits are read by them); the reader sees these labels
+            "input": st.column_config.Column(_("input")),
+            "shape at batch 1": st.column_config.TextColumn(_("shape at batch 1")),
+            "values": st.column_config.SelectboxColumn(
+                _("values"),
+                options=list(VALUE_KINDS),
+                required=True,
+                format_func=lambda k: f"{k}: {_(VALUE_KINDS[k])}" if k in VALUE_KINDS else str(k),
+            ),
+            "low / value": st.column_config.NumberColumn(
+                _("low / value"), help=_("the range's low end, or the constant")
+            ),
+            "high": st.column_config.NumberColumn(_("high"), help=_("the range's high end (not included)")),
         },
         key=f"{key}_{record.id[:12]}",
     )
@@ -311,15 +338,15 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
     plan_fits(plan, 1)
     free = _free_dims(plan)
     if not free.empty:
-        with st.expander(f"Dims the model leaves open ({len(free)}), and where each size came from"):
+        with st.expander(
+            _("Dims the model leaves open ({count}), and where each size came from").format(count=number(len(free)))
+        ):
             st.table(escaped_frame(free), hide_index=True)
     plan = _give_unset(record, plan, key)
-    st.caption(
-        "Runs on: "
-        + " · ".join(
-            f"{md_escape(s.name, 80)} {format_shape(_shown(s))}, {md_escape(describe_values(s), 160)}" for s in plan
-        )
+    runs = " · ".join(
+        f"{md_escape(s.name, 80)} {format_shape(_shown(s))}, {md_escape(said_values(s), 160)}" for s in plan
     )
+    st.caption(_("Runs on: {inputs}").format(inputs=runs))
     _image_uploads(record, plan, key)
     _npz_upload(record, plan, key)
     return plan

@@ -13,8 +13,12 @@ from plotly.subplots import make_subplots
 from core.graph import GraphView
 from core.graph.colourings import latency_colouring
 from core.graph.palette import ENGINES
+from core.i18n import _, number
 from core.jobs.wire import to_data
 from core.profile import ProfileReport
+from core.profile.profiler import headline
+from core.profile.words import NOTES, note_text
+from core.recorded import shown, significant
 from ui.bench_view import busy_notice
 from ui.charts import escaped
 from ui.graph_panel import draw_graph
@@ -37,7 +41,7 @@ def nodes_frame(report: ProfileReport) -> pd.DataFrame:
                 "runs_per_call": n.calls,
                 "module": n.module,
                 "original_nodes": " + ".join(n.originals),
-                "note": n.note,
+                "note": note_text(n.note),
                 "inputs": ", ".join(n.input_shapes),
                 "outputs": ", ".join(n.output_shapes),
             }
@@ -51,7 +55,9 @@ def nodes_frame(report: ProfileReport) -> pd.DataFrame:
 def rows_frame(report: ProfileReport) -> pd.DataFrame:
     rows = []
     for row in report.matched:
-        label = " + ".join(f"{m} ({k})" for m, k in zip(row.modules, row.kinds, strict=True)) or f"({row.note})"
+        label = (
+            " + ".join(f"{m} ({k})" for m, k in zip(row.modules, row.kinds, strict=True)) or f"({note_text(row.note)})"
+        )
         ratio = row.eager_ms / row.ort_ms if row.eager_ms and row.ort_ms else None
         rows.append(
             {
@@ -60,7 +66,7 @@ def rows_frame(report: ProfileReport) -> pd.DataFrame:
                 "ONNX Runtime ms": row.ort_ms,
                 "eager / ORT": ratio,
                 "ONNX Runtime node(s)": ", ".join(row.nodes),
-                "what happened": row.note if row.modules else "",
+                "what happened": note_text(row.note) if row.modules else "",
             }
         )
     return pd.DataFrame(rows)
@@ -70,22 +76,23 @@ def rows_frame(report: ProfileReport) -> pd.DataFrame:
 def op_types_figure(report: ProfileReport) -> go.Figure:
     """Time per call by ONNX Runtime op type and by PyTorch aten op, each with its overhead as a bar of its own."""
     sides = [("ONNX Runtime", _ORT)] + ([("PyTorch eager", _EAGER)] if report.eager is not None else [])
-    fig = make_subplots(rows=1, cols=len(sides), subplot_titles=[s for s, _ in sides], horizontal_spacing=0.25)
-    ort = [(t.op_type, t.mean_ms) for t in report.op_types[:12]] + [("runtime overhead", report.overhead_ms)]
+    overheads = {_("runtime overhead"), _("framework overhead")}
+    fig = make_subplots(rows=1, cols=len(sides), subplot_titles=[s for s, _c in sides], horizontal_spacing=0.25)
+    ort = [(t.op_type, t.mean_ms) for t in report.op_types[:12]] + [(_("runtime overhead"), report.overhead_ms)]
     bars = [ort]
     if report.eager is not None:
         ops = [(op.name.removeprefix("aten::"), op.mean_ms) for op in report.eager.ops[:12]]
         rest = max(0.0, report.eager.call_ms - sum(op.mean_ms for op in report.eager.ops))
-        bars.append([*ops, ("framework overhead", rest)])
+        bars.append([*ops, (_("framework overhead"), rest)])
     for col, ((side, colour), values) in enumerate(zip(sides, bars, strict=True), start=1):
         values = sorted(values, key=lambda v: v[1])
         fig.add_trace(
             go.Bar(
-                x=[v for _, v in values],
-                y=[k for k, _ in values],
+                x=[v for _k, v in values],
+                y=[k for k, _v in values],
                 orientation="h",
-                marker_color=[_OVERHEAD if "overhead" in k else colour for k, _ in values],
-                text=[f"{v:.3g} ms" for _, v in values],
+                marker_color=[_OVERHEAD if k in overheads else colour for k, _v in values],
+                text=[_("{ms} ms").format(ms=significant(v)) for _k, v in values],
                 textposition="outside",
                 cliponaxis=False,
                 showlegend=False,
@@ -94,7 +101,7 @@ def op_types_figure(report: ProfileReport) -> go.Figure:
             row=1,
             col=col,
         )
-        fig.update_xaxes(title_text="ms per call", row=1, col=col)
+        fig.update_xaxes(title_text=_("ms per call"), row=1, col=col)
         fig.update_yaxes(type="category", automargin=True, row=1, col=col)
     fig.update_layout(height=160 + 26 * max(len(b) for b in bars), margin={"l": 10, "r": 60, "t": 40, "b": 10})
     return fig
@@ -106,12 +113,12 @@ def layers_figure(frame: pd.DataFrame) -> go.Figure:
     shown = frame[frame["eager ms"].notna() | frame["ONNX Runtime ms"].notna()].iloc[::-1]
     fig = go.Figure()
     for column, colour in (("eager ms", _EAGER), ("ONNX Runtime ms", _ORT)):
-        name = column.removesuffix(" ms")
+        name = "PyTorch eager" if column == "eager ms" else "ONNX Runtime"
         fig.add_trace(
             go.Bar(x=shown[column], y=shown["eager layer(s)"], orientation="h", name=name, marker_color=colour)
         )
     fig.update_layout(
-        barmode="group", height=120 + 44 * len(shown), xaxis_title="ms per call",
+        barmode="group", height=120 + 44 * len(shown), xaxis_title=_("ms per call"),
         yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": 20, "t": 10, "b": 10},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )  # fmt: skip
@@ -123,12 +130,13 @@ def treemap_figure(report: ProfileReport) -> go.Figure:
     """ONNX Runtime's time by the module each node came from, nested as the modules are."""
     totals: dict[str, float] = {}
     for node in report.nodes:
-        parts = node.module.split(".") if node.module else ["(no module)"]
+        parts = node.module.split(".") if node.module else [_("(no module)")]
         for depth in range(1, len(parts) + 1):
             key = ".".join(parts[:depth])
             totals[key] = totals.get(key, 0.0) + node.mean_ms
-    ids = ["model", *totals]
-    parents = ["", *(k.rpartition(".")[0] or "model" for k in totals)]
+    top = _("model")
+    ids = [top, *totals]
+    parents = ["", *(k.rpartition(".")[0] or top for k in totals)]
     values = [sum(n.mean_ms for n in report.nodes), *totals.values()]
     fig = go.Figure(
         go.Treemap(
@@ -137,8 +145,8 @@ def treemap_figure(report: ProfileReport) -> go.Figure:
             parents=parents,
             values=values,
             branchvalues="total",
-            texttemplate="%{label}<br>%{value:.3g} ms",
-            hovertemplate="%{id}: %{value:.3g} ms<extra></extra>",
+            texttemplate="%{label}<br>" + _("{ms} ms").format(ms="%{value:.3g}"),
+            hovertemplate="%{id}: " + _("{ms} ms").format(ms="%{value:.3g}") + "<extra></extra>",
         )
     )
     fig.update_layout(height=420, margin={"l": 0, "r": 0, "t": 10, "b": 0})
@@ -146,73 +154,102 @@ def treemap_figure(report: ProfileReport) -> go.Figure:
 
 
 def _readable(rows: pd.DataFrame) -> pd.DataFrame:
-    """The layer table with its numbers as text: a layer with no node says so with a dash, never "None"."""
+    """The layer table with its numbers as text (a layer with no node says so with a dash, never "None"), headed
+    in the reader's language."""
     shown = rows.copy()
     for column, digits in (("eager ms", 4), ("ONNX Runtime ms", 4), ("eager / ORT", 3)):
         suffix = "×" if column == "eager / ORT" else ""
-        shown[column] = [f"{v:.{digits}g}{suffix}" if pd.notna(v) else "—" for v in rows[column]]
-    return shown
+        shown[column] = [f"{significant(v, digits)}{suffix}" if pd.notna(v) else "—" for v in rows[column]]
+    return shown.rename(columns={
+        "eager layer(s)": _("eager layer(s)"), "eager ms": _("eager ms"), "ONNX Runtime ms": _("ONNX Runtime ms"),
+        "eager / ORT": _("eager / ORT"), "ONNX Runtime node(s)": _("ONNX Runtime node(s)"),
+        "what happened": _("what happened"),
+    })  # fmt: skip
 
 
-def profile_section(report: ProfileReport, key: str, view: GraphView | None = None) -> None:
-    """One profile: headline, charts, tables, and ``view`` (the model's graph) coloured by latency."""
-    st.subheader(md_escape(report.headline, 500))
-    advice = "Profile again when the other work is done."
-    busy_notice(report.activity, f"{key}_again", "profile_again", "Profile it again", advice)
-    for note in report.notes:
-        if note != report.activity.note:
-            st.caption(md_escape(note, 800))
+def _metrics(report: ProfileReport) -> None:
+    """One call, its kernels, its overhead, and eager's, as four figures."""
     cols = st.columns(4)
     cols[0].metric(
-        "One call", f"{report.call_ms:.3g} ms", f"CPU {report.cpu_ms:.3g} ms", delta_color="off", delta_arrow="off",
-        help="The median profiled call, as Python sees it, and its CPU time (all threads): far below the call, it "
-        "waited for a CPU; above it, several threads worked.",
+        _("One call"), _("{ms} ms").format(ms=significant(report.call_ms)),
+        _("CPU {ms} ms").format(ms=significant(report.cpu_ms)), delta_color="off", delta_arrow="off",
+        help=_(
+            "The median profiled call, as Python sees it, and its CPU time (all threads): far below the call, it "
+            "waited for a CPU; above it, several threads worked."
+        ),
     )  # fmt: skip
     cols[1].metric(
-        "In kernels",
-        f"{report.kernel_ms:.3g} ms",
-        f"{report.kernel_ms / report.call_ms:.0%} of the call" if report.call_ms else "",
+        _("In kernels"),
+        _("{ms} ms").format(ms=significant(report.kernel_ms)),
+        _("{share} of the call").format(share=f"{report.kernel_ms / report.call_ms:.0%}") if report.call_ms else "",
         delta_color="off",
         delta_arrow="off",  # a note beside the time, not a change: no arrow (a longer time is never an "up")
     )
     cols[2].metric(
-        "Runtime overhead",
-        f"{report.overhead_ms:.3g} ms",
-        help="The call minus its kernels: scheduling, copies, Python.",
+        _("Runtime overhead"),
+        _("{ms} ms").format(ms=significant(report.overhead_ms)),
+        help=_("The call minus its kernels: scheduling, copies, Python."),
     )
     if report.eager is not None:
-        against = f"{report.eager.call_ms / report.call_ms:.1f}× ONNX Runtime's" if report.call_ms else ""
-        cols[3].metric("PyTorch eager", f"{report.eager.call_ms:.3g} ms", against, delta_color="off", delta_arrow="off")
-    st.markdown("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own.")
+        against = (
+            _("{times}× ONNX Runtime's").format(times=number(report.eager.call_ms / report.call_ms, 1))
+            if report.call_ms
+            else ""
+        )
+        eager_ms = _("{ms} ms").format(ms=significant(report.eager.call_ms))
+        cols[3].metric("PyTorch eager", eager_ms, against, delta_color="off", delta_arrow="off")
+
+
+def profile_section(report: ProfileReport, key: str, view: GraphView | None = None) -> None:
+    """One profile: headline, charts, tables, and ``view`` (the model's graph) coloured by latency, in the reader's
+    language (what the profile keeps in English is found again and translated)."""
+    st.subheader(md_escape(headline(report), 500))
+    advice = _("Profile again when the other work is done.")
+    busy_notice(report.activity, f"{key}_again", "profile_again", _("Profile it again"), advice)
+    for note in report.notes:
+        if note != report.activity.note:  # the machine's own note: in the busy notice above
+            st.caption(md_escape(shown(note, NOTES), 800))
+    _metrics(report)
+    st.markdown(_("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own."))
     st.plotly_chart(op_types_figure(report), key=f"{key}_ops", config={"displaylogo": False})
     frame = nodes_frame(report)
-    st.markdown(f"**The top nodes** of the {len(frame):,} ONNX Runtime ran ({report.level}), with what each one was.")
-    top = frame.head(20).assign(
-        share=(frame["share"].head(20) * 100).round(1), mean_ms=frame["mean_ms"].head(20).round(4)
+    st.markdown(
+        _("**The top nodes** of the {count} ONNX Runtime ran ({level}), with what each one was.").format(
+            count=number(len(frame)), level=report.level
+        )
     )
-    shown = top.rename(columns={"share": "% of call", "mean_ms": "ms per call", "op_type": "op type",
-                                "runs_per_call": "runs per call", "original_nodes": "the model's node(s)"})  # fmt: skip
-    st.dataframe(shown, hide_index=True, width="stretch")  # a grid shows text as text: nothing to escape
+    top = frame.head(20).assign(
+        share=[significant(v * 100, 3) for v in frame["share"].head(20)],
+        mean_ms=[significant(v, 4) for v in frame["mean_ms"].head(20)],
+    )
+    shown_top = top.rename(columns={
+        "node": _("node"), "op_type": _("op type"), "provider": _("provider"), "mean_ms": _("ms per call"),
+        "share": _("share of the call (%)"), "runs_per_call": _("runs per call"), "module": _("module"),
+        "original_nodes": _("the model's node(s)"), "note": _("note"), "inputs": _("inputs"), "outputs": _("outputs"),
+    })  # fmt: skip
+    st.dataframe(shown_top, hide_index=True, width="stretch")  # a grid shows text as text: nothing to escape
     rows = rows_frame(report)
     if not rows.empty:
         st.markdown(
-            "**Layer by layer**: each PyTorch layer next to the ONNX Runtime node(s) it became. Layers the exporter "
-            "folded away share the row of the layer they were folded into."
+            _(
+                "**Layer by layer**: each PyTorch layer next to the ONNX Runtime node(s) it became. Layers the "
+                "exporter folded away share the row of the layer they were folded into."
+            )
         )
         st.plotly_chart(layers_figure(rows), key=f"{key}_layers", config={"displaylogo": False})
         st.dataframe(_readable(rows), hide_index=True, width="stretch")
     if any(n.module for n in report.nodes):
-        st.markdown("**ONNX Runtime's time by module**: click a box to open it.")
+        st.markdown(_("**ONNX Runtime's time by module**: click a box to open it."))
         st.plotly_chart(treemap_figure(report), key=f"{key}_treemap", config={"displaylogo": False})
     if view is not None:
-        st.markdown("**The graph, coloured by latency**: each node by its share of the call in what it became.")
+        st.markdown(_("**The graph, coloured by latency**: each node by its share of the call in what it became."))
         draw_graph(view, key=f"{key}_graph", colourings={"latency": latency_colouring(view, report)}, colour="latency")
     left, right = st.columns(2)
     left.download_button(
-        "Download the nodes (CSV)", lambda: frame.to_csv(index=False).encode(),
+        _("Download the nodes (CSV)"), lambda: frame.to_csv(index=False).encode(),
         f"{report.model}-profile-{report.id}.csv", "text/csv", key=f"{key}_csv",
     )  # fmt: skip
     right.download_button(
-        "Download the whole profile (JSON)", lambda: json.dumps(to_data(report), indent=2).encode(),
+        _("Download the whole profile (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
         f"{report.model}-profile-{report.id}.json", "application/json", key=f"{key}_json",
     )  # fmt: skip

@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import streamlit as st
 
+from core.i18n import _, number
 from core.tables import PAGE_ROWS, RowFile, iter_rows, read_rows
 from ui import session
 
@@ -22,11 +23,18 @@ Rows = RowFile | Sequence[T]
 
 def page_of(items: Sequence[T], key: str, total: int | None = None, what: str = "rows") -> list[T]:
     """The page of ``items`` the reader chose (a page picker appears past PAGE_ROWS), and a caption that says how
-    many matched out of ``total``."""
+    many matched out of ``total`` (``what``: the rows' name, translated by the caller)."""
     pages = max(1, -(-len(items) // PAGE_ROWS))
-    page = int(st.number_input(f"Page (of {pages:,})", 1, pages, 1, key=key)) if pages > 1 else 1
-    per_page = f"; {PAGE_ROWS:,} per page" if pages > 1 else ""
-    st.caption(f"{len(items):,} of {total if total is not None else len(items):,} {what}{per_page}")
+    page = (
+        int(st.number_input(_("Page (of {pages})").format(pages=number(pages)), 1, pages, 1, key=key))
+        if pages > 1
+        else 1
+    )
+    said = {"shown": number(len(items)), "total": number(total if total is not None else len(items)), "what": what}
+    if pages > 1:
+        st.caption(_("{shown} of {total} {what}; {rows} per page").format(**said, rows=number(PAGE_ROWS)))
+    else:
+        st.caption(_("{shown} of {total} {what}").format(**said))
     return list(items[(page - 1) * PAGE_ROWS : page * PAGE_ROWS])
 
 

@@ -66,14 +66,16 @@ def backend_for(job: Job[Any, Any]) -> Backend:
     if not job.targeted or name == LOCAL:
         return session.backend()
     if joined is None:
-        raise TargetError(f"The target '{name}' cannot be used: {why}")
+        raise TargetError(_("The target “{name}” cannot be used: {why}").format(name=name, why=why))
     try:
         return joined.backend(name, session.settings())
     except TargetError:
         raise
     except Exception as exc:  # Ray's own errors when the cluster's head is lost
         raise TargetError(
-            f"The Ray cluster at {joined.address} does not answer ({exc}); pick 'this server' to run here."
+            _("The Ray cluster at {address} does not answer ({error}); pick “this server” to run here.").format(
+                address=joined.address, error=exc
+            )
         ) from exc
 
 

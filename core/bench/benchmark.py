@@ -19,18 +19,29 @@ from typing import Any
 
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
+from core.i18n import N_, _, ngettext, number, using
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
+from core.recorded import significant
+from core.runtime.activity import NOTES as ACTIVITY_NOTES
 from core.runtime.activity import ActivityMeter
-from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
+from core.runtime.harness import CUT_SHORT, NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
 from core.runtime.stats import speedup_interval
 
-__all__ = ["headline", "run_benchmark"]
+__all__ = ["NOTES", "headline", "run_benchmark"]
 
 WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is not one number
+# what a run's notes say: kept in English in the saved run, translated where shown (core.recorded)
+_NO_BASELINE = N_("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
+_NOISY = N_(
+    "Noisy: for {labels}, the 95 % CI of the median is wider than ±{percent} %, so the headline gives the interval, "
+    "not one number. Another process may have used the CPU, or the run was short: run again, with more calls or on "
+    "a quieter machine."
+)
+NOTES = (_NO_BASELINE, _NOISY, *CUT_SHORT, *ACTIVITY_NOTES)
 
 
 @dataclass(kw_only=True)
@@ -168,14 +179,14 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     )
     plan = _plan(engines, levels, providers, threads, batches, torch_source is not None)
     _validate(plan, iterations, warmup, inputs, torch_source)
-    report_progress(0.02, "Generating inputs")
+    report_progress(0.02, _("Generating inputs"))
     feeds = {batch: make_inputs(inputs, batch, seed) for batch in plan.batches}
     configs: list[Config] = []
     if "eager" in plan.engines and torch_source is not None:
-        report_progress(0.05, "Loading the PyTorch model")
+        report_progress(0.05, _("Loading the PyTorch model"))
         configs += _eager_configs(torch_source, inputs, plan, feeds)
     if "ort" in plan.engines:
-        report_progress(0.1, "Creating ONNX Runtime sessions")
+        report_progress(0.1, _("Creating ONNX Runtime sessions"))
         configs += _ort_configs(onnx_path, inputs, plan, feeds)
     notes: list[str] = []
     started_wall = time.time()
@@ -188,7 +199,7 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     finished_wall = time.time()
     if activity.busy or not activity.known:
         notes.append(activity.note)
-    report_progress(0.96, "Computing statistics")
+    report_progress(0.96, _("Computing statistics"))
     results, baseline = _results(configs, notes)
     settings = {
         "engines": plan.engines, "levels": [LEVELS[lv].name for lv in plan.levels], "providers": plan.providers,
@@ -214,7 +225,8 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         finished=finished_wall,
         activity=activity,
     )
-    report.headline = headline(report)
+    with using("en"):  # the saved run keeps its headline in English; a page writes it anew in its reader's language
+        report.headline = headline(report)
     return report
 
 
@@ -246,7 +258,7 @@ def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult]
     references = {c.batch: c for c in configs if _is_baseline(c, baseline_name)}
     if not baselines:
         baseline_name = ""
-        notes.append("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
+        notes.append(_NO_BASELINE)
     results = []
     for c in configs:
         result = result_of(c)
@@ -261,29 +273,28 @@ def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult]
         results.append(result)
     noisy = [r.label for r in results if r.noisy]
     if noisy:
-        notes.append(
-            f"Noisy: the 95 % interval of the median is wider than ±{NOISY * 50:.0f} % for {', '.join(noisy)}, so "
-            "the headline gives the interval, not one number. Another process may have used the CPU, or the run "
-            "was short: run again, with more calls or on a quieter machine."
-        )
+        notes.append(_NOISY.format(percent=f"{NOISY * 50:.0f}", labels=", ".join(noisy)))
     return results, baseline_name
 
 
 def headline(report: BenchReport) -> str:
-    """The one sentence a reader wants: the fastest ORT configuration against the baseline."""
+    """The one sentence a reader wants, in the reader's language: the fastest ORT configuration against the
+    baseline (a saved run keeps it in English; a page calls this again to show it)."""
     candidates = [r for r in report.results if r.engine == "ort" and r.speedup is not None and r.level != ""]
     if report.baseline == "ORT DISABLE_ALL":
         candidates = [r for r in candidates if r.level != "DISABLE_ALL"]
     if not candidates:
         fastest = min(report.results, key=lambda r: r.median_ms)
-        return f"{fastest.label}: median {fastest.median_ms:.3g} ms per call"
+        return _("{name}: median {ms} ms per call").format(name=fastest.label, ms=significant(fastest.median_ms))
     best = max(candidates, key=lambda r: r.speedup or 0)
     assert best.speedup is not None
-    name = f"ONNX Runtime ({best.level})" + (
-        f" at {best.threads} thread(s), batch {best.batch}"
-        if len({(r.threads, r.batch) for r in report.results}) > 1
-        else ""
-    )
+    name = _("ONNX Runtime ({level})").format(level=best.level)
+    if len({(r.threads, r.batch) for r in report.results}) > 1:
+        name = ngettext(
+            "ONNX Runtime ({level}) at {count} thread, batch {batch}",
+            "ONNX Runtime ({level}) at {count} threads, batch {batch}",
+            best.threads,
+        ).format(level=best.level, count=best.threads, batch=best.batch)
     low, high = best.speedup_low or best.speedup, best.speedup_high or best.speedup
     base = next(
         (
@@ -295,31 +306,49 @@ def headline(report: BenchReport) -> str:
     )
     busy = report.activity is not None and report.activity.busy
     noisy = busy or best.noisy or (base is not None and base.noisy) or high > low * WIDE
-    ms = f"median {best.median_ms:.3g} ms against {best.median_ms * best.speedup:.3g} ms"
+    medians = {"ms": significant(best.median_ms), "base": significant(best.median_ms * best.speedup)}
+    ms = _("median {ms} ms against {base} ms").format(**medians)
     if busy:
         assert report.activity is not None
-        ms += (
-            f"; the machine was busy: other processes kept {report.activity.others_cores:.1f} of "
-            f"{report.activity.cores} cores busy"
-        )
+        ms = _(
+            "median {ms} ms against {base} ms; the machine was busy: other processes kept {others} of {cores} cores "
+            "busy"
+        ).format(**medians, others=number(report.activity.others_cores, 1), cores=report.activity.cores)
+    said = {"name": name, "baseline": report.baseline, "ms": ms}
     if noisy:  # never a settled number that the next run may contradict: the interval is the answer
-        if low <= 1 <= high:
-            claim = f"somewhere between {1 / low:.1f}× slower and {high:.1f}× faster than" if low < 1 else ""
-            claim = claim or f"between {low:.1f}× and {high:.1f}× as fast as"
-        else:
-            claim = (
-                f"between {low:.1f}× and {high:.1f}× faster than"
-                if best.speedup >= 1
-                else f"between {1 / high:.1f}× and {1 / low:.1f}× slower than"
-            )
-        return f"Noisy run: {name} was {claim} {report.baseline} (95 % CI; {ms})"
+        return _noisy_headline(best.speedup, low, high, said)
     if low <= 1 <= high:
-        return f"{name} and {report.baseline} are as fast as each other here: 95 % CI {low:.2f}–{high:.2f}× ({ms})"
+        return _("{name} and {baseline} are as fast as each other here: 95 % CI {low}–{high}× ({ms})").format(
+            **said, low=number(low, 2), high=number(high, 2)
+        )
     if best.speedup >= 1:
-        verdict, interval = f"{best.speedup:.1f}× faster than", f"{low:.1f}–{high:.1f}×"
-    else:  # say "slower" and turn the interval round with it
-        verdict, interval = f"{1 / best.speedup:.1f}× slower than", f"{1 / high:.1f}–{1 / low:.1f}×"
-    return f"{name} is {verdict} {report.baseline}, 95 % CI {interval} ({ms})"
+        return _("{name} is {speedup}× faster than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
+            **said, speedup=number(best.speedup, 1), low=number(low, 1), high=number(high, 1)
+        )
+    # say "slower" and turn the interval round with it
+    return _("{name} is {speedup}× slower than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
+        **said, speedup=number(1 / best.speedup, 1), low=number(1 / high, 1), high=number(1 / low, 1)
+    )
+
+
+def _noisy_headline(speedup: float, low: float, high: float, said: dict[str, str]) -> str:
+    """A noisy run's headline: the interval, never one number."""
+    if low <= 1 <= high:
+        if low < 1:
+            return _(
+                "Noisy run: {name} was somewhere between {slower}× slower and {faster}× faster than {baseline} "
+                "(95 % CI; {ms})"
+            ).format(**said, slower=number(1 / low, 1), faster=number(high, 1))
+        return _("Noisy run: {name} was between {low}× and {high}× as fast as {baseline} (95 % CI; {ms})").format(
+            **said, low=number(low, 1), high=number(high, 1)
+        )
+    if speedup >= 1:
+        return _("Noisy run: {name} was between {low}× and {high}× faster than {baseline} (95 % CI; {ms})").format(
+            **said, low=number(low, 1), high=number(high, 1)
+        )
+    return _("Noisy run: {name} was between {low}× and {high}× slower than {baseline} (95 % CI; {ms})").format(
+        **said, low=number(1 / high, 1), high=number(1 / low, 1)
+    )
 
 
 def _is_baseline(item: Config | BenchResult, baseline: str) -> bool:

@@ -9,18 +9,19 @@ from pathlib import Path
 
 from core.access import ReadPath, WritePath
 from core.errors import BenchmarkError
+from core.i18n import N_
 from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput
 
 __all__ = ["NORMALISATIONS", "ImageRequest", "NpzRequest", "image_input", "image_layout", "npz_inputs"]
 
 MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
-# key -> (what the page says, mean, std) over values scaled to [0, 1]
+# key -> (what the page says, marked: translated where shown; mean, std) over values scaled to [0, 1]
 NORMALISATIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
-    "imagenet": ("scaled to [0, 1], then ImageNet's mean and std", (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
-    "unit": ("scaled to [0, 1]", (0.0,), (1.0,)),
-    "signed": ("scaled to [-1, 1]", (0.5,), (0.5,)),
-    "raw": ("pixel values 0–255", (0.0,), (1 / 255,)),
+    "imagenet": (N_("scaled to [0, 1], then ImageNet's mean and std"), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+    "unit": (N_("scaled to [0, 1]"), (0.0,), (1.0,)),
+    "signed": (N_("scaled to [-1, 1]"), (0.5,), (0.5,)),
+    "raw": (N_("pixel values 0–255"), (0.0,), (1 / 255,)),
 }
 
 

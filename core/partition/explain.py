@@ -9,42 +9,44 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.i18n import N_, _
 from core.partition.records import LevelResult, Rewrite
 
 __all__ = ["FUSIONS", "KIND_TITLES", "LevelChanges", "fusions_used", "level_changes", "rewrite_text"]
 
 # the ops ORT's transformers put in the graph, by name without domain, one line each
 FUSIONS = {
-    "QuickGelu": "x·sigmoid(α·x) in one kernel; with α = 1 it is SiLU/Swish (Sigmoid + Mul), common in YOLO and "
-    "EfficientNet.",
-    "Gelu": "the exact GELU activation (Div + Erf + Add + Mul + Mul) in one kernel.",
-    "FastGelu": "GELU by its tanh approximation in one kernel.",
-    "BiasGelu": "a bias Add followed by GELU, in one kernel.",
-    "FusedConv": "a Conv with its activation (Relu, Clip, Sigmoid, …) applied as it writes its output.",
-    "FusedGemm": "a Gemm with its activation applied as it writes its output.",
-    "FusedMatMul": "a MatMul with a transpose of an input and/or a scale folded into it.",
-    "SkipLayerNormalization": "a residual Add followed by LayerNormalization, in one kernel.",
-    "LayerNormalization": "the mean/variance/scale subgraph of a layer norm, as the one op.",
-    "SimplifiedLayerNormalization": "RMS normalization (no mean subtracted), as used by LLaMA-like models.",
-    "EmbedLayerNormalization": "BERT's word + position + segment embeddings and their layer norm, in one kernel.",
-    "Attention": "the Q/K/V projections, softmax(QKᵀ/√d)·V and the mask of self-attention, in one kernel.",
-    "MultiHeadAttention": "multi-head attention from given Q, K, V, in one kernel.",
-    "BiasSoftmax": "a bias Add followed by Softmax.",
-    "BiasDropout": "a bias Add followed by Dropout (training graphs).",
-    "NhwcConv": "a Conv computed in channels-last layout.",
-    "QLinearConv": "a quantized Conv (DequantizeLinear → Conv → QuantizeLinear) on int8 data.",
-    "QLinearMatMul": "a quantized MatMul on int8 data.",
-    "MatMulIntegerToFloat": "an int8 MatMul whose result is scaled back to float.",
-    "DynamicQuantizeMatMul": "a MatMul whose input is quantized on the fly.",
-    "ReorderInput": "converts a tensor into the blocked layout (NCHWc) the layout level's kernels use.",
-    "ReorderOutput": "converts a tensor back from the blocked layout (NCHWc).",
+    "QuickGelu": N_(
+        "x·sigmoid(α·x) in one kernel; with α = 1 it is SiLU/Swish (Sigmoid + Mul), common in YOLO and EfficientNet."
+    ),
+    "Gelu": N_("the exact GELU activation (Div + Erf + Add + Mul + Mul) in one kernel."),
+    "FastGelu": N_("GELU by its tanh approximation in one kernel."),
+    "BiasGelu": N_("a bias Add followed by GELU, in one kernel."),
+    "FusedConv": N_("a Conv with its activation (Relu, Clip, Sigmoid, …) applied as it writes its output."),
+    "FusedGemm": N_("a Gemm with its activation applied as it writes its output."),
+    "FusedMatMul": N_("a MatMul with a transpose of an input and/or a scale folded into it."),
+    "SkipLayerNormalization": N_("a residual Add followed by LayerNormalization, in one kernel."),
+    "LayerNormalization": N_("the mean/variance/scale subgraph of a layer norm, as the one op."),
+    "SimplifiedLayerNormalization": N_("RMS normalization (no mean subtracted), as used by LLaMA-like models."),
+    "EmbedLayerNormalization": N_("BERT's word + position + segment embeddings and their layer norm, in one kernel."),
+    "Attention": N_("the Q/K/V projections, softmax(QKᵀ/√d)·V and the mask of self-attention, in one kernel."),
+    "MultiHeadAttention": N_("multi-head attention from given Q, K, V, in one kernel."),
+    "BiasSoftmax": N_("a bias Add followed by Softmax."),
+    "BiasDropout": N_("a bias Add followed by Dropout (training graphs)."),
+    "NhwcConv": N_("a Conv computed in channels-last layout."),
+    "QLinearConv": N_("a quantized Conv (DequantizeLinear → Conv → QuantizeLinear) on int8 data."),
+    "QLinearMatMul": N_("a quantized MatMul on int8 data."),
+    "MatMulIntegerToFloat": N_("an int8 MatMul whose result is scaled back to float."),
+    "DynamicQuantizeMatMul": N_("a MatMul whose input is quantized on the fly."),
+    "ReorderInput": N_("converts a tensor into the blocked layout (NCHWc) the layout level's kernels use."),
+    "ReorderOutput": N_("converts a tensor back from the blocked layout (NCHWc)."),
 }
 KIND_TITLES = {
-    "fused": "fused into one kernel",
-    "replaced": "replaced",
-    "layout": "rewritten for a blocked memory layout (NCHWc)",
-    "removed": "removed",
-    "added": "added",
+    "fused": N_("fused into one kernel"),
+    "replaced": N_("replaced"),
+    "layout": N_("rewritten for a blocked memory layout (NCHWc)"),
+    "removed": N_("removed"),
+    "added": N_("added"),
 }
 _CHAIN = 4  # a rewrite of more ops than this is counted by op type, not spelled out
 
@@ -66,15 +68,17 @@ def _counted(ops: Sequence[str]) -> str:
 
 
 def rewrite_text(rewrite: Rewrite) -> str:
-    """The rewrite as ``Rewrite.text`` says it, a long chain of ops counted by op type (48 ops: Conv ×16, …)."""
+    """The rewrite as ``Rewrite.text`` says it, a long chain of ops counted by op type (48 ops: Conv ×16, …), in
+    the current language."""
     if len(rewrite.before) <= _CHAIN and len(rewrite.after) <= _CHAIN:
         return rewrite.text
-    before = f"{len(rewrite.before)} ops ({_counted(rewrite.before)})"
-    after = f"{len(rewrite.after)} ops ({_counted(rewrite.after)})"
+    ops = _("{count} ops ({ops})")
+    before = ops.format(count=len(rewrite.before), ops=_counted(rewrite.before))
+    after = ops.format(count=len(rewrite.after), ops=_counted(rewrite.after))
     if rewrite.kind == "removed":
-        return f"{before} removed"
+        return _("{ops} removed").format(ops=before)
     if rewrite.kind == "added":
-        return f"{after} added"
+        return _("{ops} added").format(ops=after)
     return f"{before} → {after}"
 
 
@@ -87,7 +91,7 @@ def level_changes(levels: Sequence[LevelResult]) -> list[LevelChanges]:
         here = Counter((r.kind, rewrite_text(r)) for r in level.rewrites)
         new = here - before
         by_kind: dict[str, list[tuple[str, int]]] = {}
-        for kind in [*KIND_TITLES, *sorted({k for k, _ in new} - set(KIND_TITLES))]:
+        for kind in [*KIND_TITLES, *sorted({k for k, _text in new} - set(KIND_TITLES))]:
             items = [(text, n) for (k, text), n in new.items() if k == kind]
             if items:
                 by_kind[kind] = sorted(items, key=lambda item: -item[1])
@@ -103,7 +107,7 @@ def level_changes(levels: Sequence[LevelResult]) -> list[LevelChanges]:
 
 def fusions_used(levels: Sequence[LevelResult]) -> dict[str, str]:
     """The ops of FUSIONS the levels put in the graph ("com.microsoft:QuickGelu" as "QuickGelu"), with their
-    line, in order of first appearance."""
+    line (in English: translated where shown), in order of first appearance."""
     found: dict[str, str] = {}
     for level in levels:
         for rewrite in level.rewrites:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import PartitionError
+from core.i18n import N_, _
 from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
 from core.model.topology import connected_groups
 from core.partition.records import LevelResult, LevelsRequest, OptimizationReport, Rewrite
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["compare_graphs", "optimize_levels"]
 
-LAYOUT_WARNING = (
+LAYOUT_WARNING = N_(
     "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
     "A saved file of these levels is specific to this kind of machine: use it only where it was made, or save "
     "at EXTENDED and let each machine apply the layout optimizations itself when it loads the model."
@@ -139,7 +140,7 @@ _MODIFIED = "GraphTransformer "
 def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
     """Names of the graph transformers whose log line says they modified the graph."""
     names: list[str] = []
-    for _, _, message in log:
+    for _sev, _where, message in log:
         if message.startswith(_MODIFIED) and " modified: 1" in message:
             name = message[len(_MODIFIED) :].split(" modified")[0]
             if name not in names:
@@ -233,10 +234,10 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
         made = [pool.submit(_optimize_at, path, key, out / f"{stem}.{key}.onnx", weight_bytes) for key in keys]
         try:
             for n, (key, files) in enumerate(zip(keys, made, strict=True)):
-                report_progress(n / len(keys), f"Optimizing at {LEVELS[key].name}")
+                report_progress(n / len(keys), _("Optimizing at {level}").format(level=LEVELS[key].name))
                 report.levels.append(_level_result(original, key, files.result(), logs[_logid(key)]))
         except BaseException:
             pool.shutdown(cancel_futures=True)  # the levels not started yet are not wanted any more
             raise
-    report_progress(1.0, "Done")
+    report_progress(1.0, _("Done"))
     return report

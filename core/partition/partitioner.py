@@ -15,8 +15,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import PartitionError
+from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.partition.records import PartitionReport, PartitionRequest, PartitionResult, Subgraph
+from core.partition.words import (
+    CALLS_INLINED,
+    CHECKER,
+    CONSTANTS,
+    COPIES,
+    DYNAMIC,
+    KERNEL_PROVIDERS,
+    REMOVED_NODES,
+    SIMULATED_TITLE,
+    THIS_MACHINE,
+    UNSUPPORTED_RANK,
+    summary,
+)
 from core.runtime.ort import LEVELS, PROVIDERS, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, Assignment, NodePlacement, assign_providers
 from core.runtime.placement import placement_lines as _placement_lines
@@ -72,43 +86,6 @@ def _subgraphs(
     return result, piece_of
 
 
-# providers that run each node with a kernel of their own: they take nodes one by one, and "partitions" are
-# only the connected runs of nodes they happen to hold (compiling providers such as TensorRT, OpenVINO, NNAPI or
-# CoreML fuse each partition into one compiled piece)
-KERNEL_PROVIDERS = {
-    "CPUExecutionProvider",
-    "CUDAExecutionProvider",
-    "ROCMExecutionProvider",
-    "XnnpackExecutionProvider",
-}
-
-
-def _summary(report: PartitionReport, node_count: int) -> str:
-    """One line over the main graph's nodes (the metrics and the share chart count the same), with the nodes of
-    subgraphs named apart."""
-    first = report.providers_requested[0] if report.providers_requested else "CPUExecutionProvider"
-    on_first = report.providers.get(first, 0)
-    pieces = sum(1 for s in report.subgraphs if s.provider == first)
-    text = f"{node_count:,} node{'s' * (node_count != 1)} in the main graph: {on_first:,} on {short_name(first)}"
-    if first not in KERNEL_PROVIDERS:
-        text += f" in {pieces} partition{'s' * (pieces != 1)}"
-    others = {p: n for p, n in report.providers.items() if p != first and n}
-    if first != "CPUExecutionProvider" and others:
-        text += ", " + ", ".join(
-            f"{n:,} fall{'s' * (n == 1)} back to {short_name(p)}" if p == "CPUExecutionProvider" else f"{n:,} on {p}"
-            for p, n in others.items()
-        )
-    elif others:
-        text += ", " + ", ".join(f"{n:,} on {short_name(p)}" for p, n in others.items())
-    idle = sum(1 for n in report.nodes if n.index >= 0 and not n.provider)
-    if idle:
-        text += f", {idle:,} run nowhere (constants and nodes the optimizer removed)"
-    inner = sum(1 for n in report.nodes if n.index < 0 and n.graph != "added by ORT")
-    if inner:
-        text += f"; {inner:,} more in subgraphs, with the provider of the node that holds them"
-    return text + (" (simulated)" if report.simulated else "")
-
-
 def _finish(report: PartitionReport, model: onnx.ModelProto, groups: list[list[int]] | None = None) -> PartitionReport:
     provider_of = {n.index: n.provider for n in report.nodes if n.index >= 0 and n.provider}
     report.subgraphs, piece_of = _subgraphs(model, provider_of, groups)
@@ -120,9 +97,10 @@ def _finish(report: PartitionReport, model: onnx.ModelProto, groups: list[list[i
         report.fallback = [
             n.name or f"{n.op_type} #{n.index}" for n in report.nodes if n.provider == "CPUExecutionProvider"
         ]
-    report.summary = _summary(report, len(model.graph.node))
     report.node_total = len(report.nodes)
     report.main_providers = [sys.intern(provider_of.get(i, "")) for i in range(len(model.graph.node))]
+    with using("en"):  # kept in English (the command line's); the page writes it in its reader's language
+        report.summary = summary(report)
     report.node_providers = sorted({n.provider for n in report.nodes})
     return report
 
@@ -131,28 +109,15 @@ def _real_notes(matched: Assignment, level: str) -> list[str]:
     notes = []
     calls = sum(1 for n in matched.placements if n.note == INLINED)
     if calls:
-        notes.append(
-            f"{calls} node(s) call local functions, which ONNX Runtime inlines: the "
-            f"{len(matched.added) - len(matched.copies)} nodes of their bodies are listed as added by ORT, and each "
-            "call is shown where its body ran."
-        )
+        notes.append(CALLS_INLINED.format(calls=calls, added=len(matched.added) - len(matched.copies)))
     constants = sum(1 for n in matched.placements if n.note == CONSTANT)
     removed = sum(1 for n in matched.placements if n.note == REMOVED)
     if constants:
-        notes.append(
-            f"{constants} Constant node(s) run nowhere: ONNX Runtime turns their values into weights when it loads "
-            "the model."
-        )
+        notes.append(CONSTANTS.format(count=constants))
     if removed:
-        notes.append(
-            f"{removed} node(s) run nowhere: the optimizer at {LEVELS[level].name} removed them before partitioning "
-            "(constant folding, Identity and other no-op eliminations). Choose DISABLE_ALL to see them placed."
-        )
+        notes.append(REMOVED_NODES.format(count=removed, level=LEVELS[level].name))
     if matched.copies:
-        notes.append(
-            f"{len(matched.copies)} copy node(s) move tensors between device and host memory where the graph "
-            "crosses from one provider to another; each costs a transfer on every run."
-        )
+        notes.append(COPIES.format(count=len(matched.copies)))
     return notes
 
 
@@ -161,7 +126,7 @@ def _real_partition(
 ) -> PartitionReport:
     matched = assign_providers(path, model, providers, level, log)
     report = PartitionReport(
-        title="This machine",
+        title=THIS_MACHINE,
         simulated=False,
         providers_requested=providers,
         providers_used=matched.providers,
@@ -222,7 +187,7 @@ def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
         for i, n in enumerate(model.graph.node)
     ]
     report = PartitionReport(
-        title=f"{short_name(provider)} (simulated)",
+        title=SIMULATED_TITLE.format(name=short_name(provider)),
         simulated=True,
         providers_requested=[provider, "CPUExecutionProvider"],
         providers_used=[provider, "CPUExecutionProvider"],
@@ -230,18 +195,12 @@ def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
         nodes=nodes,
         unsupported_ops=sorted(op.removeprefix("ai.onnx:") for op in info.unsupported_ops),
     )
-    report.notes.append(
-        f"Simulated with ONNX Runtime's own usability checker for {short_name(provider)}: it knows which ops "
-        f"the {short_name(provider)} provider takes, and groups them the way the partitioner would. Nothing "
-        "ran on such hardware."
-    )
+    report.notes.append(CHECKER.format(name=short_name(provider)))
     if info.nodes_unsupported_due_to_dynamic_input:
-        report.notes.append(
-            f"{info.nodes_unsupported_due_to_dynamic_input} node(s) have inputs of dynamic size, which "
-            f"{short_name(provider)} cannot take; fix the input shapes to move them off the CPU."
-        )
+        dynamic = info.nodes_unsupported_due_to_dynamic_input
+        report.notes.append(DYNAMIC.format(count=dynamic, name=short_name(provider)))
     if info.ops_with_unsupported_rank:
-        report.notes.append("Ops with inputs of unsupported rank: " + ", ".join(sorted(info.ops_with_unsupported_rank)))
+        report.notes.append(UNSUPPORTED_RANK.format(ops=", ".join(sorted(info.ops_with_unsupported_rank))))
     return _finish(report, model, groups)
 
 
@@ -275,13 +234,15 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     if bad:
         raise PartitionError(f"Cannot simulate {', '.join(bad)}; simulations exist for: {', '.join(SIMULATED)}.")
 
-    report_progress(0.1, "Reading the model")
+    report_progress(0.1, _("Reading the model"))
     model = onnx.load_model(path, load_external_data=False)
-    report_progress(0.3, f"Creating a session with {', '.join(short_name(p) for p in usable)}")
+    names = ", ".join(short_name(p) for p in usable)
+    report_progress(0.3, _("Creating a session with {names}").format(names=names))
     log: list[tuple[int, str, str]] = []
     reports = [_real_partition(path, model, usable, level, log)]
     for n, key in enumerate(simulate):
-        report_progress(0.5 + 0.4 * n / max(len(simulate), 1), f"Simulating {short_name(SIMULATED[key])}")
+        simulating = _("Simulating {name}").format(name=short_name(SIMULATED[key]))
+        report_progress(0.5 + 0.4 * n / max(len(simulate), 1), simulating)
         reports.append(_simulated_partition(model, key))
     if out_dir:
         for n, report in enumerate(reports):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.access import ReadPath, WritePath
+from core.i18n import _, ngettext
 from core.runtime.placement import CopyNode, NodePlacement
 from core.tables import RowFile
 
@@ -96,17 +97,21 @@ class Rewrite:
 
     @property
     def text(self) -> str:
+        """The rewrite in a line, in the current language (op types as they are)."""
         if self.kind == "removed" and self.before == ["Constant"]:
-            return "Constant removed (its value became a weight)"
+            return _("Constant removed (its value became a weight)")
         # Constant nodes that held a fused node's weights are named by count, not one by one
         ops = [op for op in self.before if op != "Constant"] or self.before
         folded = len(self.before) - len(ops)
-        extra = f" ({folded} Constant{'s' * (folded != 1)} folded in)" if folded else ""
-        if self.kind == "removed":
-            return f"{' + '.join(ops)} removed{extra}"
+        before, after = " + ".join(ops), " + ".join(self.after)
         if self.kind == "added":
-            return f"{' + '.join(self.after)} added"
-        return f"{' + '.join(ops)} → {' + '.join(self.after)}{extra}"
+            return _("{ops} added").format(ops=after)
+        if not folded:
+            return _("{ops} removed").format(ops=before) if self.kind == "removed" else f"{before} → {after}"
+        extra = ngettext("{count} Constant folded in", "{count} Constants folded in", folded).format(count=folded)
+        if self.kind == "removed":
+            return _("{ops} removed ({folded})").format(ops=before, folded=extra)
+        return _("{before} → {after} ({folded})").format(before=before, after=after, folded=extra)
 
 
 @dataclass(kw_only=True)

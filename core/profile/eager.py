@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.profile.records import EagerModule, EagerOp, EagerProfile
+from core.profile.words import NO_MODULES
 
 if TYPE_CHECKING:
     import torch
@@ -55,12 +56,7 @@ def _modules(runner: Any, tensors: list[Any], iterations: int, warmup: int) -> t
         handles = _leaf_hooks(runner, order, totals)
     except (RuntimeError, AttributeError):  # a TorchScript module takes no Python hooks
         handles = []
-    note = (
-        ""
-        if handles
-        else "This PyTorch model has no Python modules to time one by one (a TorchScript archive or a torch.export "
-        "program keeps none), so eager time is given per aten op only."
-    )
+    note = "" if handles else NO_MODULES
     try:
         with torch.inference_mode():
             for _ in range(warmup):

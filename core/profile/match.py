@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.profile.records import EagerModule, LayerRow, NodeTime
+from core.profile.words import FUSED_WITH, IN_SCOPE, INSERTED, NO_MODULE, NO_NODE, UNMATCHED
 
 if TYPE_CHECKING:
     import onnx
@@ -56,7 +57,7 @@ class Lineage:
     def originals(self, node: onnx.NodeProto) -> tuple[list[str], str]:
         """The original nodes an optimized node stands for, and a note on what ONNX Runtime did to them."""
         if node.op_type in _INSERTED:
-            return [], "inserted by ONNX Runtime (layout or copy)"
+            return [], INSERTED
         found: list[str] = []
         names = [node.name, *(node.name[: -len(s)] for s in _SUFFIXES if node.name.endswith(s))]
         for name in names:
@@ -80,7 +81,7 @@ class Lineage:
             found.insert(0, current)
         found = sorted(set(found), key=lambda n: self.order[n])
         others = [self.ops[n] for n in found if self.ops[n] != wanted]
-        note = f"fused with its {', '.join(others)}" if others and len(found) > 1 else ""
+        note = FUSED_WITH.format(ops=", ".join(others)) if others and len(found) > 1 else ""
         return found, note
 
 
@@ -137,7 +138,7 @@ def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[l
         if node.name not in used:
             rest.setdefault(_leaf_of(node.module, leaves), []).append(node)
     for scope, found in sorted(rest.items(), key=lambda kv: -sum(n.mean_ms for n in kv[1])):
-        what = f"in '{scope}' itself" if scope else "from no module the exporter named"
+        what = IN_SCOPE.format(scope=scope) if scope else NO_MODULE
         rows.append(
             LayerRow(
                 modules=[],
@@ -151,11 +152,8 @@ def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[l
     notes = []
     unmatched = [r for r in rows if r.ort_ms is None]
     if unmatched:
-        notes.append(
-            f"{len(unmatched)} eager layer(s) have no ONNX Runtime node: "
-            + ", ".join(m for r in unmatched[:8] for m in r.modules)
-            + ". The exporter fused them away or did not say where its nodes came from."
-        )
+        layers = ", ".join(m for r in unmatched[:8] for m in r.modules)
+        notes.append(UNMATCHED.format(count=len(unmatched), layers=layers))
     return rows, notes
 
 
@@ -167,5 +165,5 @@ def _row(modules: list[EagerModule], nodes: list[NodeTime]) -> LayerRow:
         eager_ms=sum(m.mean_ms for m in modules),
         ort_ms=sum(n.mean_ms for n in nodes) if nodes else None,
         nodes=[n.name for n in nodes],
-        note="; ".join(notes) if nodes else "no ONNX Runtime node came from it",
+        note="; ".join(notes) if nodes else NO_NODE,
     )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import BenchmarkError
 from core.profile.match import Lineage, lineage
 from core.profile.records import NodeTime, OpTypeTime
+from core.profile.words import FEWER_CALLS, OWN_TIME
 from core.runtime.harness import timed_session
 from core.runtime.ort import ort_message
 
@@ -80,7 +81,7 @@ def profile_ort(
     notes: list[str] = []
     limit = max(3, MAX_EVENTS // max(node_count, 1))
     if iterations > limit:
-        notes.append(f"The graph has {node_count:,} nodes, so {limit} calls were profiled instead of {iterations}.")
+        notes.append(FEWER_CALLS.format(count=f"{node_count:,}", limit=limit, asked=iterations))
         iterations = limit
     optimized = folder / "optimized.onnx"
     keep_optimized = str(optimized) if os.path.getsize(path) <= _OPTIMIZED_UP_TO else ""
@@ -177,5 +178,5 @@ def _own_times(nodes: list[NodeTime], graph: onnx.GraphProto, call_ms: float) ->
             timed = by_name[node.name]
             timed.mean_ms = max(0.0, raw[node.name] - inner)
             timed.share = timed.mean_ms / call_ms if call_ms else 0.0
-            timed.note = "its own time: the nodes of its branches or body are listed on their own"
+            timed.note = OWN_TIME
     nodes.sort(key=lambda n: -n.mean_ms)

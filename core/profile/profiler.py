@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import BenchmarkError
+from core.i18n import _, ngettext, number, pgettext, using
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
 from core.profile.records import EagerProfile, LayerRow, ProfileReport, ProfileRequest
+from core.recorded import significant
 from core.runtime.activity import ActivityMeter
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
@@ -52,14 +54,14 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
     meter = ActivityMeter()
     try:
-        report_progress(0.1, f"Profiling ONNX Runtime ({LEVELS[level].name})")
+        report_progress(0.1, _("Profiling ONNX Runtime ({level})").format(level=LEVELS[level].name))
         try:
             ort, notes = profile_ort(onnx_path, graph, feeds, level, threads, iterations, warmup, folder)
         except BenchmarkError as exc:
             raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
         eager: EagerProfile | None = None
         if torch_source is not None:
-            report_progress(0.55, "Profiling PyTorch eager")
+            report_progress(0.55, _("Profiling PyTorch eager"))
             eager = _eager(torch_source, inputs, feeds, threads, iterations, warmup)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -92,7 +94,8 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         notes=notes,
     )
     report.node_ms = ort.node_ms()
-    report.headline = headline(report, ort)
+    with using("en"):  # kept in English with the model's link; a page writes it anew in its reader's language
+        report.headline = headline(report)
     report.seconds = time.perf_counter() - began
     return report
 
@@ -119,22 +122,41 @@ def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[str]) -> 
     return matched
 
 
-def headline(report: ProfileReport, ort: OrtProfile | None = None) -> str:
-    """Where the time goes, in one sentence per engine."""
+def headline(report: ProfileReport) -> str:
+    """Where the time goes, in one sentence per engine, in the current language."""
     top = report.op_types[0] if report.op_types else None
-    text = (
-        f"ONNX Runtime ({report.level}): {report.call_ms:.3g} ms per call, {report.kernel_ms / report.call_ms:.0%} "
-        f"of it in {len(report.nodes)} kernels"
-        if report.call_ms
-        else "ONNX Runtime ran no kernel"
-    )
-    if top is not None:
-        text += f"; {top.op_type} takes the most ({top.share:.0%})"
+    if report.call_ms:
+        text = ngettext(
+            "ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernel",
+            "ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernels",
+            len(report.nodes),
+        ).format(
+            level=report.level,
+            ms=significant(report.call_ms),
+            share=f"{report.kernel_ms / report.call_ms:.0%}",
+            count=number(len(report.nodes)),
+        )
+    else:
+        text = _("ONNX Runtime ran no kernel")
+    sentences = [
+        _("{said}; {op} takes the most ({share}).").format(said=text, op=top.op_type, share=f"{top.share:.0%}")
+        if top is not None
+        else _("{said}.").format(said=text)
+    ]
     if report.eager is not None:
         eager_top = report.eager.ops[0] if report.eager.ops else None
-        text += f". PyTorch eager: {report.eager.call_ms:.3g} ms per call"
-        if eager_top is not None:
-            text += f", most in {eager_top.name} ({eager_top.share:.0%})"
+        ms = significant(report.eager.call_ms)
+        sentences.append(
+            _("PyTorch eager: {ms} ms per call, most in {op} ({share}).").format(
+                ms=ms, op=eager_top.name, share=f"{eager_top.share:.0%}"
+            )
+            if eager_top is not None
+            else _("PyTorch eager: {ms} ms per call.").format(ms=ms)
+        )
     if report.activity.busy:
-        text += f". The machine was busy: other processes kept {report.activity.others_cores:.1f} cores busy"
-    return text + "."
+        sentences.append(
+            _("The machine was busy: other processes kept {cores} cores busy.").format(
+                cores=number(report.activity.others_cores, 1)
+            )
+        )
+    return pgettext("sentences", " ").join(sentences)

@@ -13,12 +13,25 @@ import os
 import time
 from dataclasses import dataclass
 
-__all__ = ["BUSY_CORES", "MIN_SECONDS", "Activity", "ActivityMeter"]
+from core.i18n import N_
+from core.recorded import shown
+
+__all__ = ["BUSY_CORES", "MIN_SECONDS", "NOTES", "Activity", "ActivityMeter", "note_text"]
 
 # Other processes using more than this many cores' worth of CPU, or more than a quarter of the cores we did not
 # use, make a measurement "busy": its numbers are the other work's as much as the model's.
 BUSY_CORES = 0.5
 MIN_SECONDS = 0.5  # the kernel counts CPU time in ticks of 10 ms: a shorter measurement cannot be judged
+
+# what a record says about the machine: kept in English (a saved run is read in either language), shown translated
+_SHORT = N_("The measurement took {seconds} s, too short to tell what else the machine did.")
+_UNKNOWN = N_("The machine's CPU counters could not be read here, so other work is not known.")
+_BUSY = N_(
+    "Other processes kept {others} of the {cores} cores busy during the measurement (load {before} → {after}): the "
+    "numbers are theirs as much as the model's."
+)
+_QUIET = N_("The machine was quiet: other processes used {others} of {cores} cores.")
+NOTES = (_SHORT, _UNKNOWN, _BUSY, _QUIET)
 
 
 @dataclass(kw_only=True)
@@ -72,7 +85,7 @@ class ActivityMeter:
         busy_after = _busy_jiffies()
         cores = os.cpu_count() or 1
         if seconds < MIN_SECONDS:
-            short = f"The measurement took {seconds:.2f} s, too short to tell what else the machine did."
+            short = _SHORT.format(seconds=f"{seconds:.2f}")
             return Activity(
                 seconds=seconds,
                 cores=cores,
@@ -84,7 +97,7 @@ class ActivityMeter:
                 note=short,
             )
         if self._busy is None or busy_after is None:
-            unknown = "The machine's CPU counters could not be read here, so other work is not known."
+            unknown = _UNKNOWN
             return Activity(
                 seconds=seconds,
                 cores=cores,
@@ -100,10 +113,9 @@ class ActivityMeter:
         free = max(cores - own, 1.0)
         busy = others > BUSY_CORES and others > 0.25 * free
         note = (
-            f"Other processes kept {others:.1f} of the {cores} cores busy during the measurement "
-            f"(load {self._load:.1f} → {_load():.1f}): the numbers are theirs as much as the model's."
+            _BUSY.format(others=f"{others:.1f}", cores=cores, before=f"{self._load:.1f}", after=f"{_load():.1f}")
             if busy
-            else f"The machine was quiet: other processes used {others:.2f} of {cores} cores."
+            else _QUIET.format(others=f"{others:.2f}", cores=cores)
         )
         return Activity(
             seconds=seconds,
@@ -115,3 +127,8 @@ class ActivityMeter:
             busy=busy,
             note=note,
         )
+
+
+def note_text(activity: Activity) -> str:
+    """What the record says about the machine, in the reader's language."""
+    return shown(activity.note, NOTES)

@@ -11,10 +11,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.errors import BenchmarkError, RuntimeRefusedError
+from core.i18n import N_, _
 from core.runtime.ort import explain_session_error, ort_message, session_options
 from core.runtime.stats import summarize
 
-__all__ = ["MAX_SAMPLES_KEPT", "NOISY", "PER_CALL", "BenchResult", "Config", "measure", "result_of", "timed_session"]
+__all__ = [
+    "CUT_SHORT",
+    "MAX_SAMPLES_KEPT",
+    "NOISY",
+    "PER_CALL",
+    "BenchResult",
+    "Config",
+    "measure",
+    "result_of",
+    "timed_session",
+]
 
 
 ROUNDS = 10  # measurement rounds; each runs a slice of every configuration's iterations
@@ -104,6 +115,21 @@ def timed_session(
     return session, (time.perf_counter_ns() - start) / 1e6
 
 
+# the note of a run the time budget stopped, one template per English form (kept in the run, translated where shown)
+CUT_SHORT = (
+    N_(
+        "The time budget of {budget} s ran out after {rounds} round: {measured} of the {asked} calls asked for were "
+        "measured per configuration. The intervals come from those calls; raise the budget to measure them all "
+        "(more calls give tighter intervals)."
+    ),
+    N_(
+        "The time budget of {budget} s ran out after {rounds} rounds: {measured} of the {asked} calls asked for were "
+        "measured per configuration. The intervals come from those calls; raise the budget to measure them all "
+        "(more calls give tighter intervals)."
+    ),
+)
+
+
 def measure(
     configs: list[Config],
     iterations: int,
@@ -117,14 +143,16 @@ def measure(
     number of rounds; a note says so when the time budget cut them short."""
     first, last = span
     for k, config in enumerate(configs):
-        progress(first + (last - first) * 0.15 * k / len(configs), f"Warming up {config.label}")
+        progress(first + (last - first) * 0.15 * k / len(configs), _("Warming up {name}").format(name=config.label))
         start = time.perf_counter_ns()
         try:
             config.outputs = config.run()
         except Exception as exc:
-            raise BenchmarkError(f"{config.label} failed on the generated inputs: {ort_message(exc)}") from exc
+            raise BenchmarkError(
+                _("{name} failed on the generated inputs: {error}").format(name=config.label, error=ort_message(exc))
+            ) from exc
         config.first_ns = time.perf_counter_ns() - start
-        for _ in range(warmup):
+        for _run in range(warmup):
             config.run()
 
     # rounds that interleave the configurations, each round in a rotated order
@@ -134,7 +162,7 @@ def measure(
     while any(len(c.samples) < iterations for c in configs):
         order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
         for config in order:
-            for _ in range(min(chunk, iterations - len(config.samples))):
+            for _call in range(min(chunk, iterations - len(config.samples))):
                 cpu = time.process_time_ns()
                 start = time.perf_counter_ns()
                 config.run()
@@ -142,7 +170,8 @@ def measure(
                 config.cpu_samples.append(time.process_time_ns() - cpu)
         rounds += 1
         done = sum(len(c.samples) for c in configs) / (iterations * len(configs))
-        progress(first + (last - first) * (0.15 + 0.85 * done), f"Measuring: round {rounds}, {done:.0%} of the calls")
+        said = _("Measuring: round {rounds}, {done} of the calls").format(rounds=rounds, done=f"{done:.0%}")
+        progress(first + (last - first) * (0.15 + 0.85 * done), said)
         if time.perf_counter() > deadline and any(len(c.samples) < iterations for c in configs):
             notes.append(_cut_short(configs, iterations, time_budget_s, rounds))
             break
@@ -152,10 +181,9 @@ def measure(
 def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rounds: int) -> str:
     """What a run that the time budget stopped measured, and the one change that tightens its intervals."""
     measured = min(len(c.samples) for c in configs)  # every configuration gets the same calls in a round
-    return (
-        f"The time budget of {time_budget_s:g} s ran out after {rounds} round{'s' * (rounds != 1)}: {measured:,} of "
-        f"the {iterations:,} calls asked for were measured per configuration. The intervals come from those calls; "
-        "raise the budget to measure them all (more calls give tighter intervals)."
+    template = CUT_SHORT[0] if rounds == 1 else CUT_SHORT[1]  # kept in English in the run: see core.recorded
+    return template.format(
+        budget=f"{time_budget_s:g}", rounds=rounds, measured=f"{measured:,}", asked=f"{iterations:,}"
     )
 
 

@@ -5,7 +5,15 @@ from __future__ import annotations
 import platform
 from dataclasses import dataclass
 
-__all__ = ["Environment", "cpu_description", "default_threads", "environment"]
+from core.i18n import N_
+
+__all__ = ["THREADS_NOTE", "Environment", "cpu_description", "default_threads", "environment"]
+
+# kept in English in a saved run's environment, translated where shown (core.recorded)
+THREADS_NOTE = N_(
+    "intra-op threads {threads} for both engines (torch.set_num_threads and SessionOptions.intra_op_num_threads); "
+    "inter-op 1, sequential execution"
+)
 
 
 @dataclass(kw_only=True)
@@ -81,10 +89,5 @@ def environment(threads: list[int] | None = None) -> Environment:
         python=platform.python_version(),
         versions=versions,
         cpu_flags=flags,
-        threads_note=(
-            f"intra-op threads {', '.join(map(str, threads))} for both engines (torch.set_num_threads and "
-            "SessionOptions.intra_op_num_threads); inter-op 1, sequential execution"
-            if threads
-            else ""
-        ),
+        threads_note=THREADS_NOTE.format(threads=", ".join(map(str, threads))) if threads else "",
     )

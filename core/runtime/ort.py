@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     import onnxruntime
 
 from core.errors import PartitionError, WorkbenchError
+from core.i18n import N_
 
 __all__ = [
     "LEVELS",
@@ -37,7 +38,7 @@ NUMPY_TYPES = {
 
 
 class Provider(NamedTuple):
-    """An execution provider as a person knows it."""
+    """An execution provider as a person knows it (``hardware`` and ``install`` in English: translated where shown)."""
 
     short: str  # CUDA, TensorRT, ...
     hardware: str  # what it drives
@@ -52,70 +53,76 @@ class Level(NamedTuple):
 
 
 PROVIDERS: dict[str, Provider] = {
-    "CPUExecutionProvider": Provider("CPU", "Any CPU; ORT's own kernels, the fallback for every op", "built in"),
+    "CPUExecutionProvider": Provider(
+        "CPU", N_("Any CPU; ORT's own kernels, the fallback for every op"), N_("built in")
+    ),
     "CUDAExecutionProvider": Provider(
         "CUDA",
-        "NVIDIA GPUs through CUDA and cuDNN",
-        "the onnxruntime-gpu package (instead of onnxruntime) and an NVIDIA GPU with CUDA 12 and cuDNN 9",
+        N_("NVIDIA GPUs through CUDA and cuDNN"),
+        N_("the onnxruntime-gpu package (instead of onnxruntime) and an NVIDIA GPU with CUDA 12 and cuDNN 9"),
     ),
     "TensorrtExecutionProvider": Provider(
         "TensorRT",
-        "NVIDIA GPUs through TensorRT: whole subgraphs compiled into optimized engines",
-        "onnxruntime-gpu, an NVIDIA GPU and the TensorRT libraries",
+        N_("NVIDIA GPUs through TensorRT: whole subgraphs compiled into optimized engines"),
+        N_("onnxruntime-gpu, an NVIDIA GPU and the TensorRT libraries"),
     ),
     "MIGraphXExecutionProvider": Provider(
-        "MIGraphX", "AMD GPUs through MIGraphX", "a ROCm build of ONNX Runtime, AMD GPU"
+        "MIGraphX", N_("AMD GPUs through MIGraphX"), N_("a ROCm build of ONNX Runtime, AMD GPU")
     ),
     "OpenVINOExecutionProvider": Provider(
-        "OpenVINO",
-        "Intel CPUs, integrated GPUs and NPUs through OpenVINO",
-        "the onnxruntime-openvino package",
+        "OpenVINO", N_("Intel CPUs, integrated GPUs and NPUs through OpenVINO"), N_("the onnxruntime-openvino package")
     ),
     "DnnlExecutionProvider": Provider(
-        "oneDNN", "Intel CPUs through oneDNN kernels", "an ONNX Runtime built with --use_dnnl"
+        "oneDNN", N_("Intel CPUs through oneDNN kernels"), N_("an ONNX Runtime built with --use_dnnl")
     ),
     "VitisAIExecutionProvider": Provider(
-        "Vitis AI", "AMD/Xilinx FPGAs and Ryzen AI NPUs", "the Ryzen AI / Vitis AI build"
+        "Vitis AI", N_("AMD/Xilinx FPGAs and Ryzen AI NPUs"), N_("the Ryzen AI / Vitis AI build")
     ),
     "QNNExecutionProvider": Provider(
         "QNN",
-        "Qualcomm Snapdragon NPUs (Hexagon) through the QNN SDK",
-        "the onnxruntime-qnn package on a Snapdragon device",
+        N_("Qualcomm Snapdragon NPUs (Hexagon) through the QNN SDK"),
+        N_("the onnxruntime-qnn package on a Snapdragon device"),
     ),
     "NnapiExecutionProvider": Provider(
         "NNAPI",
-        "Android phones' accelerators (GPU, DSP, NPU) through Android's Neural Networks API",
-        "the onnxruntime-android package on an Android device",
+        N_("Android phones' accelerators (GPU, DSP, NPU) through Android's Neural Networks API"),
+        N_("the onnxruntime-android package on an Android device"),
     ),
     "VSINPUExecutionProvider": Provider(
-        "VSI NPU", "VeriSilicon NPUs in embedded SoCs", "a VSINPU build of ONNX Runtime"
+        "VSI NPU", N_("VeriSilicon NPUs in embedded SoCs"), N_("a VSINPU build of ONNX Runtime")
     ),
-    "JsExecutionProvider": Provider("JS", "Browsers, through ONNX Runtime Web's JavaScript kernels", "onnxruntime-web"),
+    "JsExecutionProvider": Provider(
+        "JS", N_("Browsers, through ONNX Runtime Web's JavaScript kernels"), N_("onnxruntime-web")
+    ),
     "CoreMLExecutionProvider": Provider(
         "CoreML",
-        "Apple devices (Neural Engine, GPU, CPU) through Core ML",
-        "the onnxruntime package on macOS or iOS",
+        N_("Apple devices (Neural Engine, GPU, CPU) through Core ML"),
+        N_("the onnxruntime package on macOS or iOS"),
     ),
     "DmlExecutionProvider": Provider(
         "DirectML",
-        "Any DirectX 12 GPU on Windows through DirectML",
-        "the onnxruntime-directml package on Windows",
+        N_("Any DirectX 12 GPU on Windows through DirectML"),
+        N_("the onnxruntime-directml package on Windows"),
     ),
-    "RknpuExecutionProvider": Provider("RKNPU", "Rockchip NPUs", "an RKNPU build of ONNX Runtime"),
-    "WebNNExecutionProvider": Provider("WebNN", "Browsers' Web Neural Network API (CPU, GPU, NPU)", "onnxruntime-web"),
-    "WebGpuExecutionProvider": Provider("WebGPU", "GPUs through WebGPU (browsers, Dawn natively)", "onnxruntime-web"),
+    "RknpuExecutionProvider": Provider("RKNPU", N_("Rockchip NPUs"), N_("an RKNPU build of ONNX Runtime")),
+    "WebNNExecutionProvider": Provider(
+        "WebNN", N_("Browsers' Web Neural Network API (CPU, GPU, NPU)"), N_("onnxruntime-web")
+    ),
+    "WebGpuExecutionProvider": Provider(
+        "WebGPU", N_("GPUs through WebGPU (browsers, Dawn natively)"), N_("onnxruntime-web")
+    ),
     "XnnpackExecutionProvider": Provider(
         "XNNPACK",
-        "Arm and x86 CPUs through XNNPACK, tuned for mobile and the web",
-        "an ONNX Runtime built with XNNPACK (the mobile packages)",
+        N_("Arm and x86 CPUs through XNNPACK, tuned for mobile and the web"),
+        N_("an ONNX Runtime built with XNNPACK (the mobile packages)"),
     ),
-    "CANNExecutionProvider": Provider("CANN", "Huawei Ascend NPUs through CANN", "the CANN build of ONNX Runtime"),
+    "CANNExecutionProvider": Provider(
+        "CANN", N_("Huawei Ascend NPUs through CANN"), N_("the CANN build of ONNX Runtime")
+    ),
     "AzureExecutionProvider": Provider(
-        "Azure",
-        "Not hardware: sends the model's requests to an Azure endpoint",
-        "built in (needs an endpoint)",
+        "Azure", N_("Not hardware: sends the model's requests to an Azure endpoint"), N_("built in (needs an endpoint)")
     ),
-    "ROCMExecutionProvider": Provider("ROCm", "AMD GPUs through ROCm", "a ROCm build of ONNX Runtime"),
+    "ROCMExecutionProvider": Provider("ROCm", N_("AMD GPUs through ROCm"), N_("a ROCm build of ONNX Runtime")),
 }
 
 LEVELS: dict[str, Level] = {
@@ -150,7 +157,7 @@ def provider_table(available: list[str] | None = None) -> list[ProviderInfo]:
     names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
     table = []
     for name in names:
-        known = PROVIDERS.get(name, Provider(short_name(name), "", "a build of ONNX Runtime that has it"))
+        known = PROVIDERS.get(name, Provider(short_name(name), "", N_("a build of ONNX Runtime that has it")))
         table.append(
             ProviderInfo(
                 name=name,

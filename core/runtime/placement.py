@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.i18n import N_
 from core.model.proto import walk_graphs
 from core.runtime.ort import capture_ort_log, explain_session_error, session_options
 
@@ -31,9 +32,9 @@ __all__ = [
     "placement_lines",
 ]
 
-INLINED = "calls a local function, which ORT inlines"
-CONSTANT = "a Constant: ORT holds its value as a weight"
-REMOVED = "removed by the optimizer before partitioning"
+INLINED = N_("calls a local function, which ORT inlines")  # kept in English, translated where shown
+CONSTANT = N_("a Constant: ORT holds its value as a weight")
+REMOVED = N_("removed by the optimizer before partitioning")
 
 
 @dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model

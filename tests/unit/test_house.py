@@ -21,7 +21,7 @@ CORE = ROOT / "core"
 APP = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "streamlit_app.py"]
 FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph", "upgrade"}
 LIBRARIES = {"model", "runtime"}
-BASICS = {"access", "errors", "extras", "i18n", "identity", "settings", "tables", "workspace"}
+BASICS = {"access", "errors", "extras", "i18n", "identity", "recorded", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)
 ALLOWED = {
     **{feature: LIBRARIES | BASICS for feature in FEATURES},
