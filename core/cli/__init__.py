@@ -28,7 +28,7 @@ from core.cli import (
 )
 from core.cli.common import add_language_argument, choose_language
 from core.errors import WorkbenchError
-from core.i18n import _
+from core.i18n import _, using
 
 __all__ = ["main", "parser"]
 
@@ -48,12 +48,12 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    choose_language(args)
-    try:
-        return func(args)
-    except WorkbenchError as exc:
-        print(_("error: {message}").format(message=exc), file=sys.stderr)
-        return 2
+    with using(choose_language(args)):
+        try:
+            return func(args)
+        except WorkbenchError as exc:
+            print(_("error: {message}").format(message=exc), file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":

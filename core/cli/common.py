@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import TargetError, WorkbenchError
-from core.i18n import DEFAULT, LANGUAGES, _, from_locale, number, pgettext, set_language
+from core.i18n import DEFAULT, LANGUAGES, _, from_locale, number, pgettext
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
 from core.model import cards, zoo
@@ -76,11 +76,11 @@ def environment_language(environ: Mapping[str, str] | None = None) -> str:
 
 
 def choose_language(args: argparse.Namespace) -> str:
-    """Speak --lang, else the environment's language, from here on; a command asked for --json speaks English
-    (its output is read by programs, and its text fields stay the same whatever the reader's locale)."""
-    code = DEFAULT if getattr(args, "json", False) else getattr(args, "lang", None) or environment_language()
-    set_language(code)
-    return code
+    """The language a command speaks: --lang, else the environment's; English for --json (its output is read by
+    programs, and its text fields stay the same whatever the reader's locale)."""
+    if getattr(args, "json", False):
+        return DEFAULT
+    return str(getattr(args, "lang", None) or environment_language())
 
 
 def width(text: str) -> int:
