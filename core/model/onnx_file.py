@@ -153,29 +153,33 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
                     location=brief(location), label=label
                 )
             )
-        size = current.stat().st_size
-        try:
-            offset = int(entries.get("offset", "0") or 0)
-            length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
-        except ValueError:
-            raise UnsafeModelError(
-                _("The {label} has an offset or length that is not a number.").format(label=label)
-            ) from None
-        if offset < 0 or length < 0:
-            raise UnsafeModelError(
-                _("The {label} has a negative offset ({offset}) or length ({length}).").format(
-                    label=label, offset=offset, length=length
-                )
-            )
-        if offset + length > size:
-            raise UnsafeModelError(
-                _(
-                    "The {label} wants bytes {offset}–{offset2} of '{location}', but that file has only "
-                    "{size} bytes. The data file does not belong to this model or is truncated."
-                ).format(label=label, offset=offset, offset2=offset + length, location=brief(location), size=size)
-            )
+        _check_bounds(tensor, entries, label, location, current.stat().st_size)
         files[posix] = current
     return list(files.values())
+
+
+def _check_bounds(tensor: onnx.TensorProto, entries: dict[str, str], label: str, location: str, size: int) -> None:
+    """Refuse an external tensor whose offset and length are not numbers, negative, or past its file's end."""
+    try:
+        offset = int(entries.get("offset", "0") or 0)
+        length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
+    except ValueError:
+        raise UnsafeModelError(
+            _("The {label} has an offset or length that is not a number.").format(label=label)
+        ) from None
+    if offset < 0 or length < 0:
+        raise UnsafeModelError(
+            _("The {label} has a negative offset ({offset}) or length ({length}).").format(
+                label=label, offset=offset, length=length
+            )
+        )
+    if offset + length > size:
+        raise UnsafeModelError(
+            _(
+                "The {label} wants bytes {offset}–{end} of '{location}', but that file has only {size} bytes. The "
+                "data file does not belong to this model or is truncated."
+            ).format(label=label, offset=offset, end=offset + length, location=brief(location), size=size)
+        )
 
 
 def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> ModelCounts:
