@@ -49,7 +49,7 @@ _HEADERS = {
     "cosine": N_("cosine"),
     "max abs error": N_("max abs error"),
     "mean abs error": N_("mean abs error"),
-    "smaller": N_("× smaller"),
+    "smaller": N_("smaller"),  # shown as "× smaller" (the column's label)
     "speedup vs fp32 (95 % CI)": N_("speedup vs fp32 (95 % CI)"),
     "median ms": N_("median ms"),
     "p90 ms": N_("p90 ms"),
@@ -142,7 +142,7 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         hide_index=True,
         width="stretch",
         column_config={
-            headers["smaller"]: st.column_config.NumberColumn(format="%.2f×"),
+            headers["smaller"]: st.column_config.NumberColumn(_("× smaller"), format="%.2f×"),
             headers["median ms"]: st.column_config.NumberColumn(format="%.3f"),
             headers["p90 ms"]: st.column_config.NumberColumn(format="%.3f"),
         },
