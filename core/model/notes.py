@@ -4,10 +4,8 @@ are shown by finding which sentence a note is and with what values (docs/i18n.md
 
 from __future__ import annotations
 
-import re
-from functools import cache
-
 from core.i18n import N_, _
+from core.recorded import shown
 
 __all__ = [
     "BUILT_FROM_CODE",
@@ -56,30 +54,14 @@ TEMPLATES = (
     DOMAIN_UNUSED, DOMAINS_UNUSED, SUBGRAPHS, FUNCTIONS, CONSTANT_WEIGHTS, BUILT_FROM_CODE, CODE_SHAPES,
 )  # fmt: skip
 
-_FIELD = re.compile(r"\{(\w+)\}")
-
 
 def note(template: str, **values: object) -> str:
     """The note ``template`` says with ``values``, in English: as it is kept in the record."""
     return template.format(**values)
 
 
-@cache
-def _patterns() -> list[tuple[str, re.Pattern[str]]]:
-    """Each template as a pattern that finds its values in a note kept in English."""
-    found = []
-    for template in TEMPLATES:
-        parts = _FIELD.split(template)  # literal, name, literal, name, ..., literal
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
-        found.append((template, re.compile(regex, re.DOTALL)))
-    return found
-
-
 def shown_note(text: str) -> str:
-    """A note kept in a record, in the current language: its sentence translated with its values as they are; a
-    note from no template (a sample's description is in the catalog) is looked up whole."""
-    for template, pattern in _patterns():
-        match = pattern.fullmatch(text)
-        if match is not None:
-            return _(template).format(**match.groupdict())
-    return _(text)
+    """A note kept in a record, in the current language: its sentence translated with its values as they are
+    (core.recorded); a note from no template (a sample's description is in the catalog) is looked up whole."""
+    found = shown(text, TEMPLATES)
+    return found if found != text else _(text)
