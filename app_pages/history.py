@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import WorkbenchError
+from core.i18n import _, ngettext, number
 from core.store.history import RunSummary, inputs_text
 from ui import pages, session
 from ui.bench_view import environment_section, results_frame, results_section
@@ -26,11 +27,13 @@ def _default_comparison(found: list[RunSummary], linked: RunSummary | None) -> l
     return [linked.id, *ids[at + 1 : at + 2]]
 
 
-st.title("History")
+st.title(_("History"))
 st.markdown(
-    "Every benchmark run is saved with its settings, results and the machine it ran on, from the Benchmark page "
-    "and from `python -m core bench`. Compare runs to see what a new export, another optimization level or "
-    "another machine changed. Timings from different machines compare machines, not just models."
+    _(
+        "Every benchmark run is saved with its settings, results and the machine it ran on, from the Benchmark page "
+        "and from `python -m core bench`. Compare runs to see what a new export, another optimization level or "
+        "another machine changed. Timings from different machines compare machines, not just models."
+    )
 )
 
 who = session.who()
@@ -43,11 +46,11 @@ except WorkbenchError as exc:
 if linked is not None and linked.team != who.team:
     linked = None  # another team's run: as if there were none
 if session.page_param("run") and linked is None:
-    st.warning("The run this link names is not in this history, or it is not your team's.")
+    st.warning(_("The run this link names is not in this history, or it is not your team's."))
     session.set_page_param("run", "")
 if not models:
-    st.info("No benchmark runs yet.")
-    pages.link("benchmark", "Run a benchmark")
+    st.info(_("No benchmark runs yet."))
+    pages.link("benchmark", _("Run a benchmark"))
     st.stop()
 
 current = session.current_model()
@@ -57,42 +60,47 @@ if linked is not None:
 else:
     default_models = [current.name] if current is not None and current.name in models else []  # the current model's
 chosen_models = left.multiselect(
-    "Models",
+    _("Models"),
     models,
     default=default_models,
     key="history_models",
-    placeholder="all models",
+    placeholder=_("all models"),
 )
-chosen_machines = mid.multiselect("Machines", machines, key="history_machines", placeholder="all machines")
+chosen_machines = mid.multiselect(_("Machines"), machines, key="history_machines", placeholder=_("all machines"))
 since, until = date_span(right, 365, "history_dates")
 found = store.runs(chosen_models or None, chosen_machines or None, since, until, team=who.team)
 if linked is not None and all(r.id != linked.id for r in found):
     found = [linked, *found]  # the linked run, whatever the dates
 if not found:
-    st.info("No run matches these filters.")
+    st.info(_("No run matches these filters."))
     st.stop()
 
 table = pd.DataFrame(
     {
-        "run": [r.id for r in found],
-        "when (UTC)": [r.created_at.strftime("%Y-%m-%d %H:%M") for r in found],
-        "model": [r.model for r in found],
-        "machine": [r.machine for r in found],
-        "by": [r.owner or "anonymous" for r in found],
+        _("run"): [r.id for r in found],
+        _("when (UTC)"): [r.created_at.strftime("%Y-%m-%d %H:%M") for r in found],
+        _("model"): [r.model for r in found],
+        _("machine"): [r.machine for r in found],
+        _("by"): [r.owner or _("anonymous") for r in found],
         "CPU": [r.cpu for r in found],
-        "configurations": [r.configurations for r in found],
-        "headline": [r.headline for r in found],
-        "inputs": [r.inputs for r in found],
+        _("configurations"): [r.configurations for r in found],
+        _("headline"): [r.headline for r in found],  # as saved: in English, whoever reads it
+        _("inputs"): [r.inputs for r in found],
     }
 )
-st.markdown(f"**{len(found)} run(s)**, newest first")
+st.markdown(
+    ngettext("**{count} run**, newest first", "**{count} runs**, newest first", len(found)).format(
+        count=number(len(found))
+    )
+)
 st.dataframe(table, hide_index=True, width="stretch")  # a data grid shows text as text: nothing to escape
 
 labels = {
-    r.id: f"{r.id} · {r.model} · {r.machine} · {r.owner or 'anonymous'} · {r.created_at:%Y-%m-%d %H:%M}" for r in found
+    r.id: f"{r.id} · {r.model} · {r.machine} · {r.owner or _('anonymous')} · {r.created_at:%Y-%m-%d %H:%M}"
+    for r in found
 }
 compare = st.multiselect(
-    "Runs to compare",
+    _("Runs to compare"),
     list(labels),
     default=_default_comparison(found, linked),
     format_func=lambda run_id: labels[run_id],
@@ -102,29 +110,36 @@ if compare:
     reports = [session.saved_run(run_id) for run_id in compare]
     frames = [results_frame(r).assign(run=labels[r.id]) for r in reports]
     both = pd.concat(frames, ignore_index=True).rename(columns={"label": "configuration"})
-    st.markdown("**Median latency per configuration**, one colour per run (hover for p90).")
+    st.markdown(_("**Median latency per configuration**, one colour per run (hover for p90)."))
     st.plotly_chart(
         compare_figure(both[["run", "configuration", "median_ms", "p90_ms"]]),
         key="history_chart",
         config={"displaylogo": False},
     )
-    st.markdown("**What each run measured on**")
+    st.markdown(_("**What each run measured on**"))
     st.dataframe(
-        pd.DataFrame({"run": [labels[r.id] for r in reports], "inputs": [inputs_text(r.settings) for r in reports]}),
+        pd.DataFrame(
+            {_("run"): [labels[r.id] for r in reports], _("inputs"): [inputs_text(r.settings) for r in reports]}
+        ),
         hide_index=True,
         width="stretch",
     )
     pivot = both.pivot_table(index="configuration", columns="run", values="median_ms", aggfunc="first", sort=False)
+    pivot.index.name = _("configuration")
     st.dataframe(pivot.round(4), width="stretch")
 
     opened = compare.index(linked.id) if linked is not None and linked.id in compare else 0
     shown = st.selectbox(
-        "Open a run", compare, index=opened, format_func=lambda run_id: labels[run_id], key="history_open"
+        _("Open a run"), compare, index=opened, format_func=lambda run_id: labels[run_id], key="history_open"
     )
     session.set_page_param("run", shown)  # the run's permalink is this page's address
     report = next(r for r in reports if r.id == shown)
     owner = next((r.owner for r in found if r.id == shown), "")
-    st.caption(f"Run {shown}, by {md_escape(owner or 'anonymous', 120)}. Its permalink is this page's address.")
+    st.caption(
+        _("Run {run}, by {owner}. Its permalink is this page's address.").format(
+            run=shown, owner=md_escape(owner or _("anonymous"), 120)
+        )
+    )
     with st.container(border=True):
         results_section(report, key=f"history_{report.id}")
         environment_section(report)

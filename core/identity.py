@@ -24,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.errors import IdentityRefused
+from core.i18n import DEFAULT, N_, _, language, number
 
 __all__ = [
     "ANONYMOUS",
@@ -74,9 +75,12 @@ class Identity:
 ANONYMOUS = Identity()
 
 # The way out each source of identities offers (the end of every refusal's message)
-_OIDC = "Sign in with another account, or ask whoever runs your sign-in provider to correct it."
-_PROXY = "Ask whoever runs this instance's sign-in proxy to correct it."
-_OPERATOR = "Name them as they are, or not at all."
+# the way out each refusal ends with; translated where the refusal is made (_refuse)
+_OIDC = N_("Sign in with another account, or ask whoever runs your sign-in provider to correct it.")
+_PROXY = N_("Ask whoever runs this instance's sign-in proxy to correct it.")
+_OPERATOR = N_("Name them as they are, or not at all.")
+_COMMAND_LINE = N_("the command line")
+_SIGN_IN_PROXY = N_("the sign-in proxy")
 
 # Unicode's control (Cc), format (Cf: zero-width and direction marks), private-use (Co), surrogate (Cs) and
 # unassigned (Cn) characters, and its line and paragraph separators (Zl, Zp): none is ever part of anyone's name
@@ -88,6 +92,9 @@ _EMAIL = re.compile(rf"{_LOCAL}@{_LABEL}(?:\.{_LABEL})*")
 
 
 def _nth(n: int) -> str:
+    """1st, 2nd, 3rd... in English; the number alone in a language that writes the ordinal around it (第 3 个)."""
+    if language() != DEFAULT:
+        return str(n)
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
@@ -96,29 +103,37 @@ def _problem(value: object, *, spaces: bool = False) -> str:
     character, whitespace (single plain spaces inside where ``spaces``), or text not in Unicode's composed form
     (two spellings of one name)."""
     if not isinstance(value, str):
-        return f"is not text (a {type(value).__name__})"
+        return _("is not text (a {kind})").format(kind=type(value).__name__)
     if len(value) > MAX_LENGTH:
-        return f"is {len(value):,} characters long, over the limit of {MAX_LENGTH}"
+        return _("is {count} characters long, over the limit of {most}").format(
+            count=number(len(value)), most=MAX_LENGTH
+        )
     for position, ch in enumerate(value, 1):
         category = unicodedata.category(ch)
         if category in _REFUSED_CATEGORIES:
-            kind = "an invisible or control character"
+            said = _("holds an invisible or control character (U+{code} {name}, the {nth} character)")
         elif (ch.isspace() or category == "Zs") and not (spaces and ch == " "):
-            kind = "a space" if ch == " " else "an unusual space"
+            said = (
+                _("holds a space (U+{code} {name}, the {nth} character)")
+                if ch == " "
+                else _("holds an unusual space (U+{code} {name}, the {nth} character)")
+            )
         else:
             continue
-        return f"holds {kind} (U+{ord(ch):04X} {unicodedata.name(ch, '')}, the {_nth(position)} character)"
+        return said.format(code=f"{ord(ch):04X}", name=unicodedata.name(ch, ""), nth=_nth(position))
     if spaces and (value != value.strip(" ") or "  " in value):
-        return "starts or ends with a space, or holds two in a row"
+        return _("starts or ends with a space, or holds two in a row")
     if not unicodedata.is_normalized("NFC", value):
-        return "is not in Unicode's composed form (NFC)"
+        return _("is not in Unicode's composed form (NFC)")
     return ""
 
 
 def _refuse(what: str, problem: str, way_out: str) -> IdentityRefused:
     return IdentityRefused(
-        f"{what} {problem}, so this instance cannot tell who you are: it never turns a name into another one. "
-        + way_out
+        _(
+            "{what} {problem}, so this instance cannot tell who you are: it never turns a name into another one. "
+            "{way_out}"
+        ).format(what=what, problem=problem, way_out=_(way_out))
     )
 
 
@@ -134,13 +149,15 @@ def _checked(value: object, what: str, way_out: str, *, spaces: bool = False) ->
 def _email(value: str, what: str, way_out: str) -> str:
     """The key of a checked email: the address in lower case (two spellings of one mailbox are one person)."""
     if not _EMAIL.fullmatch(value):
-        raise _refuse(what, "is not an email address (name@domain, without spaces, quotes or brackets)", way_out)
+        raise _refuse(what, _("is not an email address (name@domain, without spaces, quotes or brackets)"), way_out)
     return value.lower()
 
 
 def _team_name(value: str, what: str, way_out: str) -> str:
     if value.startswith(ALONE):
-        raise _refuse(what, f"starts with {ALONE!r}, which names a team of one here", way_out)
+        raise _refuse(
+            what, _("starts with {prefix}, which names a team of one here").format(prefix=repr(ALONE)), way_out
+        )
     return value
 
 
@@ -166,12 +183,15 @@ def _verified(claims: Mapping[str, object], issuer: str, trusted_issuers: Collec
         return
     if verified is None and issuer in trusted_issuers:
         return
-    said = "says it is not verified" if verified is not None else "does not say it is verified"
+    said = _("says it is not verified") if verified is not None else _("does not say it is verified")
     raise IdentityRefused(
-        f"Your sign-in provider gives {email} as your email but {said}, and anyone can type an address they do "
-        "not own, so this instance does not take it as who you are. Verify the address at your provider and sign "
-        "in again, or sign in with another account. (If your provider never says whether an address is verified, "
-        "the operator of this instance can name it in the setting oidc_trusted_issuers.)"
+        _(
+            "Your sign-in provider gives {email} as your email but {said}, and anyone can type "
+            "an address they do not own, so this instance does not take it as who you are. "
+            "Verify the address at your provider and sign in again, or sign in with another "
+            "account. (If your provider never says whether an address is verified, the operator "
+            "of this instance can name it in the setting oidc_trusted_issuers.)"
+        ).format(email=email, said=said)
     )
 
 
@@ -179,12 +199,15 @@ def _claimed_team(value: object, claim: str) -> str:
     """The team a claim names: one value (a text, or a list of one); "" when absent."""
     if value is None or value == "" or value == []:
         return ""
-    what = f"The team your sign-in provider names in its {claim!r} claim"
+    what = _("The team your sign-in provider names in its {claim} claim").format(claim=repr(claim))
     if isinstance(value, list | tuple):
         if len(value) != 1:
             raise IdentityRefused(
-                f"Your sign-in provider names {len(value)} teams for you in its {claim!r} claim, and on this "
-                "instance a person is in one team. Ask its operator to set team_claim to a claim that names one."
+                _(
+                    "Your sign-in provider names {count} teams for you in its {claim} claim, and on this "
+                    "instance a person is in one team. Ask its operator to set team_claim to a claim "
+                    "that names one."
+                ).format(count=len(value), claim=repr(claim))
             )
         value = value[0]
     return _team_name(_checked(value, what, _OIDC, spaces=True), what, _OIDC)
@@ -200,24 +223,31 @@ def from_claims(
     their team: the ``team_claim`` claim, else their email's domain in ``team_domains``, else a team of one.
     Raises IdentityRefused for claims that cannot name someone safely."""
     if not claims.get("iss"):
-        raise IdentityRefused(f"Your sign-in provider names no issuer (iss) in its token. {_OIDC}")
-    issuer = _checked(claims["iss"], "The issuer your sign-in provider names", _OIDC)
+        raise IdentityRefused(
+            _("Your sign-in provider names no issuer (iss) in its token. {way_out}").format(way_out=_(_OIDC))
+        )
+    issuer = _checked(claims["iss"], _("The issuer your sign-in provider names"), _OIDC)
     if "#" in issuer:  # never in an issuer (OpenID Connect Discovery); here it would shift the key's split
-        raise _refuse("The issuer your sign-in provider names", "holds a '#'", _OIDC)
+        raise _refuse(_("The issuer your sign-in provider names"), _("holds a '#'"), _OIDC)
     email = claims.get("email")
     domain = ""
     if email is not None and email != "":
-        what = "The email address your sign-in provider gives"
+        what = _("The email address your sign-in provider gives")
         user = _email(_checked(email, what, _OIDC), what, _OIDC)
         _verified(claims, issuer, trusted_issuers, user)
         domain = user.rpartition("@")[2]
     else:
-        subject = _checked(claims.get("sub"), "The subject (sub) your sign-in provider names", _OIDC, spaces=True)
+        what = _("The subject (sub) your sign-in provider names")
+        subject = _checked(claims.get("sub"), what, _OIDC, spaces=True)
         if not subject:
-            raise _refuse("The subject (sub) your sign-in provider names", "is empty", _OIDC)
+            raise _refuse(what, _("is empty"), _OIDC)
         user = f"oidc:{issuer}#{subject}"
         if len(user) > MAX_LENGTH:
-            raise _refuse("Your sign-in provider's issuer and subject", f"are over {MAX_LENGTH} characters", _OIDC)
+            raise _refuse(
+                _("Your sign-in provider's issuer and subject"),
+                _("are over {most} characters").format(most=MAX_LENGTH),
+                _OIDC,
+            )
     team = _claimed_team(claims.get(team_claim), team_claim) if team_claim else ""
     return _person(user, _greeting(claims.get("name")), team, domain, team_domains)
 
@@ -226,7 +256,7 @@ def named(
     user: str,
     team: str = "",
     team_domains: Mapping[str, str] | None = None,
-    by: str = "the command line",
+    by: str = _COMMAND_LINE,
     way_out: str = _OPERATOR,
 ) -> Identity:
     """A person named ``by`` someone trusted (a sign-in proxy, the operator on the command line): an email (kept
@@ -235,15 +265,15 @@ def named(
     someone safely."""
     if not user:
         return ANONYMOUS
-    what = f"The person {by} names"
+    what = _("The person {by} names").format(by=_(by))
     checked = _checked(user, what, way_out)
     key, domain = checked, ""
     if "@" in checked:
         key = _email(checked, what, way_out)
         domain = key.rpartition("@")[2]
     elif ":" in checked:
-        raise _refuse(what, "holds a ':', which only keys of sign-in providers hold", way_out)
-    what = f"The team {by} names"
+        raise _refuse(what, _("holds a ':', which only keys of sign-in providers hold"), way_out)
+    what = _("The team {by} names").format(by=_(by))
     given = _team_name(_checked(team, what, way_out, spaces=True), what, way_out)
     return _person(key, "", given, domain, team_domains)
 
@@ -254,12 +284,14 @@ def _single(headers: Mapping[str, Sequence[str]], header: str) -> str:
     values = [v for name, given in headers.items() if name.lower() == header.lower() for v in given]
     if len(values) > 1:
         raise IdentityRefused(
-            f"The {header} header arrived {len(values)} times, and which one the sign-in proxy set cannot be told, "
-            f"so this instance does not let you in. Ask whoever runs its sign-in proxy to make the proxy replace "
-            f"{header} on every request, never add to it."
+            _(
+                "The {header} header arrived {count} times, and which one the sign-in proxy set "
+                "cannot be told, so this instance does not let you in. Ask whoever runs its sign-in "
+                "proxy to make the proxy replace {header} on every request, never add to it."
+            ).format(header=header, count=len(values))
         )
     if values and "," in values[0]:
-        raise _refuse(f"The {header} header", "holds a list (a ',')", _PROXY)
+        raise _refuse(_("The {header} header").format(header=header), _("holds a list (a ',')"), _PROXY)
     return values[0] if values else ""
 
 
@@ -273,7 +305,7 @@ def from_headers(
     with), their team in ``team_header`` (else the map's, else alone). ANONYMOUS when the header is absent."""
     user = _single(headers, user_header) if user_header else ""
     team = _single(headers, team_header) if team_header and user else ""
-    return named(user, team, team_domains, "the sign-in proxy", _PROXY)
+    return named(user, team, team_domains, _SIGN_IN_PROXY, _PROXY)
 
 
 def domain_teams(text: str) -> dict[str, str]:

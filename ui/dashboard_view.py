@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.i18n import _
 from core.store.dashboard import Latest, Point
 from ui.charts import colour_map, escaped, plain
 
@@ -18,7 +19,7 @@ def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, dat
     """A "Dates" filter in ``container`` (the last ``days`` days by default): from the first day's start to the
     last day's end, or (None, None) while only one end is picked."""
     today = date.today()
-    span = container.date_input("Dates", (today - timedelta(days=days), today), key=key)
+    span = container.date_input(_("Dates"), (today - timedelta(days=days), today), key=key)
     if isinstance(span, tuple) and len(span) == 2:
         return datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
     return None, None
@@ -27,17 +28,17 @@ def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, dat
 def latest_frame(rows: list[Latest]) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "model": [r.model for r in rows],
-            "machine": [r.machine for r in rows],
-            "regressed": ["⚠ slower than the version before" if r.regressed else "" for r in rows],
-            "fastest": [r.fastest for r in rows],
-            "median ms": [round(r.fastest_ms, 4) for r in rows],
-            "speedup": [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
-            "version": [r.version for r in rows],
-            "by": [r.owner or "anonymous" for r in rows],
-            "when (UTC)": [r.created_at[:16].replace("T", " ") for r in rows],
-            "runs": [r.runs for r in rows],
-            "latest run": [r.run_id for r in rows],
+            _("model"): [r.model for r in rows],
+            _("machine"): [r.machine for r in rows],
+            _("regressed"): [_("⚠ slower than the version before") if r.regressed else "" for r in rows],
+            _("fastest"): [r.fastest for r in rows],
+            _("median ms"): [round(r.fastest_ms, 4) for r in rows],
+            _("speedup"): [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
+            _("version"): [r.version for r in rows],
+            _("by"): [r.owner or _("anonymous") for r in rows],
+            _("when (UTC)"): [r.created_at[:16].replace("T", " ") for r in rows],
+            _("runs"): [r.runs for r in rows],
+            _("latest run"): [r.run_id for r in rows],
         }
     )
 
@@ -52,7 +53,7 @@ def trend_frame(points: list[Point]) -> pd.DataFrame:
             "high_ms": [p.high_ms for p in points],
             "speedup": [p.speedup for p in points],
             "version": [p.version for p in points],
-            "owner": [p.owner or "anonymous" for p in points],
+            "owner": [p.owner or _("anonymous") for p in points],
             "run": [p.run_id for p in points],
         }
     )
@@ -93,9 +94,12 @@ def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
                 customdata=hover,
                 hovertemplate=(
                     "%{x|%Y-%m-%d %H:%M}<br>"
-                    + ("median %{y:.3g} ms" if latency else "%{y:.3g}× faster")
-                    + "<br>version %{customdata[0]}<br>by %{customdata[1]}<br>run %{customdata[2]}"
-                    "<extra>%{fullData.name}</extra>"
+                    + (_("median {value} ms") if latency else _("{value}× faster")).format(value="%{y:.3g}")
+                    + "<br>"
+                    + _("version {version}<br>by {owner}<br>run {run}").format(
+                        version="%{customdata[0]}", owner="%{customdata[1]}", run="%{customdata[2]}"
+                    )
+                    + "<extra>%{fullData.name}</extra>"
                 ),
             )
         )
@@ -103,7 +107,7 @@ def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
         height=380,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         yaxis={
-            "title": "milliseconds per call (median)" if value == "median_ms" else "speedup against the baseline",
+            "title": _("milliseconds per call (median)") if value == "median_ms" else _("speedup against the baseline"),
             "rangemode": "tozero",
         },
         legend={"orientation": "h", "y": -0.25},

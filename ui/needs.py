@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.export import default_options
-from core.i18n import _
+from core.i18n import N_, _
 from core.model import ModelRecord
 from ui import pages, session
 from ui.export_view import run_export
@@ -35,9 +35,9 @@ def _export_defaults(record: ModelRecord) -> None:
         options = default_options(record)
     except WorkbenchError as exc:
         stop_with_error(exc)
-    report = run_export(record, options, f"Exporting '{record.name}' with the default settings")
+    report = run_export(record, options, _("Exporting “{name}” with the default settings").format(name=record.name))
     if report.record is None or not report.usable:
-        st.error("The export did not pass its checks; open the Export page to see why and to change the settings.")
+        st.error(_("The export did not pass its checks; open the Export page to see why and to change the settings."))
 
 
 def require_pytorch(step: str) -> ModelRecord:
@@ -55,31 +55,42 @@ def require_pytorch(step: str) -> ModelRecord:
     raise AssertionError  # st.stop() does not return
 
 
+# what each page does to the model, as ui/pages.py's ``doing`` says it: marked here for the catalog, translated where
+# "… needs an ONNX model" is said
+_DOING = (N_("Export"), N_("Decoding"), N_("Partitioning"), N_("Benchmarking"), N_("Profiling"), N_("Quantizing"))
+
+
 def require_onnx(step: str) -> ModelRecord:
     """The current model if it is ONNX; otherwise explain, offer the way there, and stop page ``step``."""
-    what = pages.page(step).doing
+    what = _(pages.page(step).doing)
     record = session.current_model()
     if record is not None and record.format == "onnx":
         upgrade_section(record)  # an upgrade asked for on the last run, or the note that this is one
         return record
     if record is None:
-        st.info(f"{what} needs an ONNX model, and there is none yet.")
-        pages.link("model", "Upload a model or pick a sample")
+        st.info(_("{doing} needs an ONNX model, and there is none yet.").format(doing=what))
+        pages.link("model", _("Upload a model or pick a sample"))
         st.stop()
     assert record is not None
     if record.is_pytorch:
         st.info(
-            f"{what} needs an ONNX model; the current model, **{md_escape(record.name)}**, is a "
-            f"{record.format_label}. Export it with the default settings here (opset, shapes and dynamic axes "
-            "taken from the model), or choose them yourself on the Export page."
+            _(
+                "{doing} needs an ONNX model; the current model, **{name}**, is a {format}. Export it with the "
+                "default settings here (opset, shapes and dynamic axes taken from the model), or choose them "
+                "yourself on the Export page."
+            ).format(doing=what, name=md_escape(record.name), format=_(record.format_label))
         )
         left, right = st.columns([1, 2])
-        if left.button("Export with the defaults and continue", type="primary", key="export_defaults"):
+        if left.button(_("Export with the defaults and continue"), type="primary", key="export_defaults"):
             _export_defaults(record)
         with right:
-            pages.link("export", "Choose the export settings")
+            pages.link("export", _("Choose the export settings"))
     else:
-        st.info(f"{what} needs an ONNX model; the current model is a {record.format_label}.")
-        pages.link("model", "Upload an ONNX model")
+        st.info(
+            _("{doing} needs an ONNX model; the current model is a {format}.").format(
+                doing=what, format=_(record.format_label)
+            )
+        )
+        pages.link("model", _("Upload an ONNX model"))
     st.stop()
     raise AssertionError  # st.stop() does not return

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from core.i18n import N_, _, number, pgettext
 from core.quantize import QuantizeReport, Variant
 from ui import session
 from ui.charts import quantize_figure
@@ -20,7 +21,7 @@ def _speedup(v: Variant) -> str:
     if v.speedup is None:
         return ""
     if v.key == "fp32":
-        return "1× (baseline)"
+        return _("1× (baseline)")
     return f"{v.speedup:.2f}× ({v.speedup_low:.2f}–{v.speedup_high:.2f})"
 
 
@@ -34,10 +35,29 @@ _ACCURACY_FORMATS = {
 
 def _verdict(v: Variant) -> str:
     if v.key == "fp32":
-        return "(reference)"
+        return _("(reference)")
     if v.accuracy_ok is None:
         return ""
-    return "yes" if v.accuracy_ok else f"no: {v.accuracy_note}"
+    return _("yes") if v.accuracy_ok else _("no: {why}").format(why=v.accuracy_note)
+
+
+# the comparison's columns (their keys stay English: the chart and tests read them) → the header a reader sees
+_HEADERS = {
+    "variant": N_("variant"),
+    "within tolerance": N_("within tolerance"),
+    "top-1 agreement": N_("top-1 agreement"),
+    "cosine": N_("cosine"),
+    "max abs error": N_("max abs error"),
+    "mean abs error": N_("mean abs error"),
+    "smaller": N_("smaller"),  # shown as "× smaller" (the column's label)
+    "speedup vs fp32 (95 % CI)": N_("speedup vs fp32 (95 % CI)"),
+    "median ms": N_("median ms"),
+    "p90 ms": N_("p90 ms"),
+    "size": N_("size"),
+    "weights": N_("weights"),
+    "integer ops ORT runs": N_("integer ops ORT runs"),
+    "problem": N_("problem"),
+}
 
 
 def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
@@ -60,7 +80,7 @@ def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
                 "size": human_bytes(v.size_bytes) if v.size_bytes else "",
                 "size_mb": v.size_bytes / 1e6 if v.size_bytes else None,
                 "weights": human_bytes(v.weight_bytes) if v.size_bytes else "",
-                "integer ops ORT runs": ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()),
+                "integer ops ORT runs": pgettext("list", ", ").join(f"{op} ×{n}" for op, n in v.integer_ops.items()),
                 "problem": v.error,
             }
         )
@@ -70,18 +90,28 @@ def comparison_frame(report: QuantizeReport) -> pd.DataFrame:
 def _headline_and_notes(report: QuantizeReport, made: list[Variant]) -> None:
     for v in report.variants:
         if v.error:
-            st.warning(f"**{md_escape(v.label)}** could not be made: {md_escape(v.error, 800)}")  # the others were
+            st.warning(  # the others were
+                _("**{variant}** could not be made: {error}").format(
+                    variant=md_escape(v.label), error=md_escape(v.error, 800)
+                )
+            )
     if len(made) > 1 and report.headline:
         st.subheader(md_escape(report.headline, 400))
-    st.caption(f"Accuracy tolerance: {md_escape(report.tolerance, 400)}. A variant outside it is never recommended.")
+    st.caption(
+        _("Accuracy tolerance: {tolerance}. A variant outside it is never recommended.").format(
+            tolerance=md_escape(report.tolerance, 400)
+        )
+    )
     for v in report.variants:
         if v.kept_float32:
-            kept = "; ".join(v.kept_float32[:12]) + (
-                f"; and {len(v.kept_float32) - 12} more" if len(v.kept_float32) > 12 else ""
+            kept = pgettext("clauses", "; ").join(v.kept_float32[:12])
+            if len(v.kept_float32) > 12:
+                kept = _("{listed}; and {count} more").format(listed=kept, count=number(len(v.kept_float32) - 12))
+            st.caption(
+                _("{variant} keeps in float32: {nodes}.").format(variant=md_escape(v.label), nodes=md_escape(kept, 800))
             )
-            st.caption(f"{md_escape(v.label)} keeps in float32: {md_escape(kept, 800)}.")
         if v.size_note:
-            st.caption(f"{md_escape(v.label)}: {md_escape(v.size_note, 600)}")
+            st.caption(_("{variant}: {note}").format(variant=md_escape(v.label), note=md_escape(v.size_note, 600)))
     for note in report.notes:
         st.caption(md_escape(note, 800))
 
@@ -94,7 +124,7 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     shown = frame[frame["median_ms"].notna()]
     if not shown.empty:
         chart = shown.rename(columns={"variant": "label"})[["label", "size_mb", "median_ms", "p90_ms", "cosine"]]
-        st.markdown("**Size against latency**: lower left is better; the colour is the agreement with float32.")
+        st.markdown(_("**Size against latency**: lower left is better; the colour is the agreement with float32."))
         st.plotly_chart(quantize_figure(chart), key=f"{key}_chart", config={"displaylogo": False})
     table = frame.drop(columns=["size_mb"]).rename(columns={"median_ms": "median ms", "p90_ms": "p90 ms"})
     if table["top-1 agreement"].isna().all():  # not a classifier (or no accuracy measured): no empty column
@@ -103,42 +133,50 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         if column not in table:
             continue
         table[column] = [
-            "(reference)" if i == 0 else ("—" if pd.isna(v) else form.format(v)) for i, v in enumerate(table[column])
+            _("(reference)") if i == 0 else ("—" if pd.isna(v) else form.format(v)) for i, v in enumerate(table[column])
         ]
+    headers = {column: _(header) for column, header in _HEADERS.items()}
+    table = table.rename(columns=headers)
     st.dataframe(
         table,
         hide_index=True,
         width="stretch",
         column_config={
-            "smaller": st.column_config.NumberColumn("× smaller", format="%.2f×"),
-            "median ms": st.column_config.NumberColumn(format="%.3f"),
-            "p90 ms": st.column_config.NumberColumn(format="%.3f"),
+            headers["smaller"]: st.column_config.NumberColumn(_("× smaller"), format="%.2f×"),
+            headers["median ms"]: st.column_config.NumberColumn(format="%.3f"),
+            headers["p90 ms"]: st.column_config.NumberColumn(format="%.3f"),
         },
     )
-    st.caption(
-        f"Latency: median of {made[0].latency.n if made and made[0].latency else 0} calls per model, interleaved, "
-        f"{report.threads} thread(s), ORT at ALL. Accuracy: against the float32 model on {report.held_out}."
-        + (f" Calibration: {report.calibration}." if report.calibration else "")
-    )
+    calls = made[0].latency.n if made and made[0].latency else 0
+    measured = _(
+        "Latency: median of {calls} calls per model, interleaved, {threads} thread(s), ORT at ALL. Accuracy: against "
+        "the float32 model on {held_out}."
+    ).format(calls=number(calls), threads=number(report.threads), held_out=report.held_out)
+    if report.calibration:
+        measured = _("{measured} Calibration: {calibration}.").format(measured=measured, calibration=report.calibration)
+    st.caption(md_escape(measured, 1200))
     _where_integer_ops_ran(made)
     return _choose_variant(made, key)
 
 
 def _where_integer_ops_ran(made: list[Variant]) -> None:
-    st.markdown("**Where the integer ops ran**")
+    st.markdown(_("**Where the integer ops ran**"))
     rows = [
         (
             v.label,
-            ", ".join(f"{op} ×{n}" for op, n in v.integer_ops.items()) or "none (float kernels)",
-            ", ".join(f"{p.removesuffix('ExecutionProvider')} {n}" for p, n in v.providers.items()),
+            pgettext("list", ", ").join(f"{op} ×{n}" for op, n in v.integer_ops.items()) or _("none (float kernels)"),
+            pgettext("list", ", ").join(f"{p.removesuffix('ExecutionProvider')} {n}" for p, n in v.providers.items()),
         )
         for v in made
     ]
-    st.table(escaped_frame(pd.DataFrame(rows, columns=["variant", "integer ops after ORT's optimizer", "nodes on"])))
+    columns = [_("variant"), _("integer ops after ORT's optimizer"), _("nodes on")]
+    st.table(escaped_frame(pd.DataFrame(rows, columns=columns)))
     st.caption(
-        "ORT's optimizer turns QDQ pairs around a Conv or MatMul into one integer kernel (QLinearConv, QGemm); "
-        "dynamic quantization runs ConvInteger or MatMulInteger after quantizing each input on the fly "
-        "(DynamicQuantizeLinear). All of them have CPU kernels; other providers take fewer."
+        _(
+            "ORT's optimizer turns QDQ pairs around a Conv or MatMul into one integer kernel (QLinearConv, QGemm); "
+            "dynamic quantization runs ConvInteger or MatMulInteger after quantizing each input on the fly "
+            "(DynamicQuantizeLinear). All of them have CPU kernels; other providers take fewer."
+        )
     )
 
 
@@ -146,7 +184,7 @@ def _choose_variant(made: list[Variant], key: str) -> Variant | None:
     """A download of one variant, and a button that makes it the current model (returned when pressed)."""
     left, right = st.columns(2)
     choice = left.selectbox(
-        "Variant", [v.key for v in made], format_func=lambda k: next(v.label for v in made if v.key == k),
+        _("Variant"), [v.key for v in made], format_func=lambda k: next(v.label for v in made if v.key == k),
         key=f"{key}_variant",
     )  # fmt: skip
     chosen = next((v for v in made if v.key == choice), None)
@@ -156,14 +194,14 @@ def _choose_variant(made: list[Variant], key: str) -> Variant | None:
     with right:
         if chosen.size_bytes <= 2 * 1024**3 and path.is_file() and len(list(path.parent.glob(path.name + "*"))) == 1:
             st.download_button(
-                f"Download {path.name} ({human_bytes(chosen.size_bytes)})",
+                _("Download {file} ({size})").format(file=path.name, size=human_bytes(chosen.size_bytes)),
                 partial(session.workspace().read_file, path),  # read when clicked, only inside this session's folder
                 path.name,
                 "application/octet-stream",
                 key=f"{key}_download",
             )
         else:
-            st.caption("This variant keeps its weights in a side file; save it with `python -m core quantize`.")
-        if chosen.key != "fp32" and st.button("Make it the current model", key=f"{key}_use"):
+            st.caption(_("This variant keeps its weights in a side file; save it with `python -m core quantize`."))
+        if chosen.key != "fp32" and st.button(_("Make it the current model"), key=f"{key}_use"):
             return chosen
     return None

@@ -15,12 +15,14 @@ from core.cli.common import (
     add_target_argument,
     environment_json,
     ints,
+    padded,
     provider_names,
     split,
     target_backend,
 )
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.errors import IdentityRefused
+from core.i18n import _
 from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
@@ -66,8 +68,14 @@ def register(sub: Any) -> None:
 def _print(report: BenchReport) -> None:
     print(report.headline)
     for name, used in report.settings.get("inputs", {}).items():
-        print(f"input    {name}: {used['dtype']} {format_shape(used['shape'])}, {used['values']}")
-    print(f"{'configuration':<32} {'median':>9} {'p90':>9} {'p99':>9} {'items/s':>10} {'speedup':>15} {'max diff':>9}")
+        print(_("input    {name}: {dtype} {shape}, {values}").format(
+            name=name, dtype=used["dtype"], shape=format_shape(used["shape"]), values=used["values"]
+        ))  # fmt: skip
+    print(
+        padded(_("configuration"), 32), padded(_("median"), 9, True), padded("p90", 9, True),
+        padded("p99", 9, True), padded(_("items/s"), 10, True), padded(_("speedup"), 15, True),
+        padded(_("max diff"), 9, True),
+    )  # fmt: skip
     for r in report.results:
         speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"
         diff = f"{r.max_abs_diff:.1e}" if r.max_abs_diff is not None else "-"
@@ -76,13 +84,18 @@ def _print(report: BenchReport) -> None:
             f"{speedup:>15} {diff:>9}"
         )
     env = report.environment
-    target = f" on target {env.target}" if env.target else ""
-    print(
-        f"machine  {env.machine}{target}: {env.cpu}, {env.physical_cores} cores ({env.logical_cores} logical), {env.os}"
+    said = (
+        _("machine  {machine} on target {target}: {cpu}, {cores} cores ({logical} logical), {os}")
+        if env.target
+        else _("machine  {machine}: {cpu}, {cores} cores ({logical} logical), {os}")
     )
-    print("versions " + ", ".join(f"{k} {v}" for k, v in env.versions.items()))
+    print(said.format(
+        machine=env.machine, target=env.target, cpu=env.cpu, cores=env.physical_cores, logical=env.logical_cores,
+        os=env.os,
+    ))  # fmt: skip
+    print(_("versions {versions}").format(versions=", ".join(f"{k} {v}" for k, v in env.versions.items())))
     for note in report.notes:
-        print(f"note     {note}")
+        print(_("note     {note}").format(note=note))
 
 
 def _owner(args: argparse.Namespace) -> Identity:
@@ -122,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(report)
     if not args.no_save:
-        print(f"saved    run {report.id} in the history")
+        print(_("saved    run {run} in the history").format(run=report.id))
     return 0

@@ -3,19 +3,25 @@ comma-separated options, and printing JSON."""
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import json
+import os
 import shutil
 import sys
 import tempfile
+import unicodedata
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import TargetError, WorkbenchError
+from core.i18n import DEFAULT, LANGUAGES, _, from_locale, number, pgettext
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
 from core.model import cards, zoo
 from core.model.intake import IntakeRequest
+from core.model.notes import shown_note
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
 from core.model.zoo import SampleRequest
@@ -25,6 +31,9 @@ if TYPE_CHECKING:
     from core.jobs.cluster.client import Cluster
 
 __all__ = [
+    "add_language_argument",
+    "choose_language",
+    "environment_language",
     "add_code_arguments",
     "add_target_argument",
     "as_onnx",
@@ -33,6 +42,8 @@ __all__ = [
     "describe",
     "environment_json",
     "in_own_folder",
+    "padded",
+    "width",
     "target_backend",
     "ints",
     "parse_input",
@@ -41,6 +52,46 @@ __all__ = [
     "provider_names",
     "split",
 ]
+
+
+def add_language_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lang",
+        choices=sorted(LANGUAGES),
+        default=None,
+        help="the language of what the commands print (en or zh; default: from LC_ALL, LC_MESSAGES, LANG or "
+        "LANGUAGE, else English); --json output is English whatever the language",
+    )
+
+
+def environment_language(environ: Mapping[str, str] | None = None) -> str:
+    """The language the environment asks for: the first of LC_ALL, LC_MESSAGES, LANG and LANGUAGE that is set
+    (LANGUAGE's first entry, "zh_CN:en"); zh_* is Chinese, anything else English."""
+    env = os.environ if environ is None else environ
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
+        value = env.get(name, "").split(":")[0].split(".")[0]
+        if value:
+            return from_locale(value)
+    return DEFAULT
+
+
+def choose_language(args: argparse.Namespace) -> str:
+    """The language a command speaks: --lang, else the environment's; English for --json (its output is read by
+    programs, and its text fields stay the same whatever the reader's locale)."""
+    if getattr(args, "json", False):
+        return DEFAULT
+    return str(getattr(args, "lang", None) or environment_language())
+
+
+def width(text: str) -> int:
+    """How many columns ``text`` takes in a terminal: a Chinese character takes two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def padded(text: str, columns: int, right: bool = False) -> str:
+    """``text`` padded with spaces to ``columns`` terminal columns (on the left when ``right``)."""
+    space = " " * max(columns - width(text), 0)
+    return space + text if right else text + space
 
 
 def add_code_arguments(parser: Any) -> None:
@@ -75,7 +126,9 @@ def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
     paths = [Path(p).expanduser().resolve() for p in model.split(",")]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
-        raise WorkbenchError(f"No such file: {', '.join(missing)} (give a path to a model file, or sample:NAME).")
+        raise WorkbenchError(
+            _("No such file: {paths} (give a path to a model file, or sample:NAME).").format(paths=", ".join(missing))
+        )
     unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
     atexit.register(shutil.rmtree, unpacked, True)
     request = IntakeRequest(paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1])
@@ -105,7 +158,7 @@ def as_onnx(
         dataclasses.replace(s, shape=list[int | str](given[s.name])) if s.shape is None and s.name in given else s
         for s in record.inputs
     ]
-    print(f"exporting {record.name} to ONNX with the default settings…", file=sys.stderr)
+    print(_("exporting {name} to ONNX with the default settings…").format(name=record.name), file=sys.stderr)
     request = ExportRequest(
         source=source_of(record),
         options=default_options(dataclasses.replace(record, inputs=specs)),
@@ -115,10 +168,14 @@ def as_onnx(
     report = run(EXPORT, request)
     if report.record is None or not report.usable:
         failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
-        raise WorkbenchError(f"Exporting {record.name} to ONNX failed: {'; '.join(failed) or 'see the Export page'}")
+        raise WorkbenchError(
+            _("Exporting {name} to ONNX failed: {why}").format(
+                name=record.name, why=pgettext("clauses", "; ").join(failed) or _("see the Export page")
+            )
+        )
     unproven = unproven_warning(report.trials)
     if unproven:  # nothing failed, but a comparison tested nothing: said, and the model still measured
-        print(f"warning: {unproven}", file=sys.stderr)
+        print(_("warning: {message}").format(message=unproven), file=sys.stderr)
     return report.record, record
 
 
@@ -130,14 +187,18 @@ def ints(text: str | None, what: str) -> list[int] | None:
     try:
         return [int(v) for v in split(text)] or None
     except ValueError:
-        raise WorkbenchError(f"{what} takes whole numbers separated by commas, e.g. 1,2,4; got {text!r}") from None
+        raise WorkbenchError(
+            _("{option} takes whole numbers separated by commas, e.g. 1,2,4; got {text}").format(
+                option=what, text=repr(text)
+            )
+        ) from None
 
 
 def parse_input(text: str) -> tuple[str, list[int]]:
     """--input NAME=1,3,112,112"""
     name, sep, dims = text.partition("=")
     if not sep or not name:
-        raise WorkbenchError(f"--input {text!r}: expected NAME=1,3,112,112")
+        raise WorkbenchError(_("--input {text}: expected NAME=1,3,112,112").format(text=repr(text)))
     return name, parse_dims(dims, f"the shape of --input {name}")
 
 
@@ -160,22 +221,29 @@ def print_json(value: Any) -> None:
 
 
 def print_record(record: ModelRecord) -> None:
-    print(f"{record.name}  ({record.format_label})")
+    print(f"{record.name}  ({_(record.format_label)})")
     print(f"  id         {record.id}")
-    print(f"  size       {record.size_bytes:,} bytes")
+    print("  " + _("size       {bytes} bytes").format(bytes=number(record.size_bytes)))
     if record.parameter_count is not None:
-        print(f"  parameters {record.parameter_count:,}")
+        print("  " + _("parameters {count}").format(count=number(record.parameter_count)))
     if record.opset is not None:
-        print(f"  opset      {record.opset}   ir_version {record.ir_version}   producer {record.producer or '-'}")
+        print(
+            "  "
+            + _("opset      {opset}   ir_version {ir}   producer {producer}").format(
+                opset=record.opset, ir=record.ir_version, producer=record.producer or "-"
+            )
+        )
     if record.node_count is not None:
-        print(f"  nodes      {record.node_count:,}")
-    for label, specs in (("input ", record.inputs), ("output", record.outputs)):
+        print("  " + _("nodes      {count}").format(count=number(record.node_count)))
+    for label, specs in ((_("input "), record.inputs), (_("output"), record.outputs)):
         for spec in specs:
-            dynamic = ", ".join(f"{v} on axis {k}" for k, v in spec.dynamic_axes.items())
-            extra = f"   dynamic: {dynamic}" if dynamic else ""
+            dynamic = pgettext("list", ", ").join(
+                _("{name} on axis {axis}").format(name=v, axis=k) for k, v in spec.dynamic_axes.items()
+            )
+            extra = "   " + _("dynamic: {axes}").format(axes=dynamic) if dynamic else ""
             print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}{extra}")
     for note in record.notes:
-        print(f"  note       {note}")
+        print("  " + _("note       {note}").format(note=shown_note(note)))
 
 
 def add_target_argument(parser: Any) -> None:
@@ -195,8 +263,10 @@ def cluster_at(address: str) -> Cluster:
     cluster = connect(address)
     if cluster.insecure:
         print(
-            f"warning: the Ray cluster at {address} is used without token authentication (cluster_insecure): anyone "
-            "who reaches it can run code on its nodes.",
+            _(
+                "warning: the Ray cluster at {address} is used without token authentication (cluster_insecure): "
+                "anyone who reaches it can run code on its nodes."
+            ).format(address=address),
             file=sys.stderr,
         )
     return cluster
@@ -212,8 +282,10 @@ def target_backend(target: str | None) -> Backend | None:
     address = load_settings().cluster_address
     if not address:
         raise TargetError(
-            f"--target {target} needs a Ray cluster: set cluster_address (WORKBENCH_CLUSTER_ADDRESS) to its head's "
-            "host:port."
+            _(
+                "--target {target} needs a Ray cluster: set cluster_address (WORKBENCH_CLUSTER_ADDRESS) to its "
+                "head's host:port."
+            ).format(target=target)
         )
     return cluster_at(address).backend(target)
 
@@ -235,8 +307,10 @@ def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) 
         return record
     if record.code is not None:
         raise TargetError(
-            f"'{record.name}' is built from your own code, which runs only on this machine; measure it here, or "
-            "export it to ONNX first and send the .onnx to the target (with --no-eager)."
+            _(
+                "“{name}” is built from your own code, which runs only on this machine; measure it here, or export "
+                "it to ONNX first and send the .onnx to the target (with --no-eager)."
+            ).format(name=record.name)
         )
     import dataclasses
     import os

@@ -14,6 +14,7 @@ from core import jobs
 from core.cli.common import add_code_arguments, code_choice, describe, parse_input, print_json
 from core.errors import WorkbenchError
 from core.export import ExportOptions, ExportReport, ExportRequest, default_options
+from core.i18n import _
 from core.jobs import EXPORT
 from core.model.inputs import SCALAR_TYPES
 from core.model.records import ModelRecord
@@ -22,7 +23,9 @@ from core.model.records import ModelRecord
 def _parse_dynamic(text: str) -> tuple[str, str, str]:
     match = re.fullmatch(r"(.+):(\d+)=(\w+)", text)
     if not match:
-        raise WorkbenchError(f"--dynamic {text!r}: expected NAME:AXIS=label, e.g. input:0=batch")
+        raise WorkbenchError(
+            _("--dynamic {text}: expected NAME:AXIS=label, e.g. input:0=batch").format(text=repr(text))
+        )
     return match.group(1), match.group(2), match.group(3)
 
 
@@ -68,16 +71,20 @@ def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
     options = default_options(dataclasses.replace(record, inputs=specs), args.exporter)
     options.exporter = args.exporter
     for text in args.value:
-        name, _, value = text.partition("=")
+        name, _sep, value = text.partition("=")
         if options.input_dtypes.get(name) not in SCALAR_TYPES:
             scalars = [n for n, d in options.input_dtypes.items() if d in SCALAR_TYPES]
             raise WorkbenchError(
-                f"--value {name!r}: the model's Python scalar arguments are: {', '.join(scalars) or 'none'}"
+                _("--value {name}: the model's Python scalar arguments are: {scalars}").format(
+                    name=repr(name), scalars=", ".join(scalars) or _("none")
+                )
             )
         try:
             options.input_values[name] = float(value == "true") if value in ("true", "false") else float(value)
         except ValueError:
-            raise WorkbenchError(f"--value {text!r}: expected NAME=NUMBER, e.g. sr=16000") from None
+            raise WorkbenchError(
+                _("--value {text}: expected NAME=NUMBER, e.g. sr=16000").format(text=repr(text))
+            ) from None
     for text in args.input:
         name, shape = parse_input(text)
         if (
@@ -87,7 +94,11 @@ def _options(args: argparse.Namespace, record: ModelRecord) -> ExportOptions:
         ):
             options.input_shapes = {name: shape}
         elif name not in options.input_shapes:
-            raise WorkbenchError(f"--input names {name!r}; the model's inputs are: {', '.join(options.input_shapes)}")
+            raise WorkbenchError(
+                _("--input names {name}; the model's inputs are: {inputs}").format(
+                    name=repr(name), inputs=", ".join(options.input_shapes)
+                )
+            )
         options.input_shapes[name] = shape
     if args.dynamic or args.no_dynamic:
         options.dynamic_axes = {}
@@ -106,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
 
     record = describe(args.model, code_choice(args))
     if not record.is_pytorch:
-        raise WorkbenchError(f"'{args.model}' is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).")
+        raise WorkbenchError(
+            _("“{model}” is already ONNX; export takes a PyTorch model (sample:NAME, .pt, .pt2).").format(
+                model=args.model
+            )
+        )
     out = Path(args.output).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     # The job writes into a folder of its own beside the output, whose files are then moved next to it: the
@@ -149,17 +164,25 @@ def _moved_out(report: ExportReport, private: str) -> ExportReport:
 
 
 def _print_export(report: ExportReport) -> None:
-    mark = {True: "ok ", False: "FAIL"}
-    print(f"{report.onnx_path}  ({report.exporter} exporter, opset {report.opset_produced}, {report.seconds:.1f} s)")
+    mark = {True: _("ok "), False: _("FAIL")}
+    print(
+        _("{path}  ({exporter} exporter, opset {opset}, {seconds} s)").format(
+            path=report.onnx_path,
+            exporter=report.exporter,
+            opset=report.opset_produced,
+            seconds=f"{report.seconds:.1f}",
+        )
+    )
     if report.opset_note:
-        print(f"  note  {report.opset_note}")
+        print("  " + _("note  {note}").format(note=report.opset_note))
     for check in report.checks:
         print(f"  {mark[check.ok]}  {check.name}: {check.detail}")
     for trial in report.trials:
         worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
-        detail = trial.error or f"max abs diff {worst:.2e}"
-        print(f"  {'VOID' if trial.proves_nothing else mark[trial.ok]}  matches PyTorch at {trial.label}: {detail}")
+        detail = trial.error or _("max abs diff {value}").format(value=f"{worst:.2e}")
+        verdict = _("VOID") if trial.proves_nothing else mark[trial.ok]
+        print(f"  {verdict}  " + _("matches PyTorch at {inputs}: {detail}").format(inputs=trial.label, detail=detail))
     for change in report.changes:
-        print(f"  change  {change}")
+        print("  " + _("change  {change}").format(change=change))
     for warning in report.warnings:
-        print(f"  warning  {warning}")
+        print("  " + _("warning  {warning}").format(warning=warning))

@@ -15,6 +15,7 @@ from core.errors import WorkbenchError
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.graph.page import COLOURS, graph_page
 from core.graph.records import GraphRequest, GraphView
+from core.i18n import _, number, pgettext
 from core.jobs import GRAPH, OPTIMIZE, PARTITION
 from core.partition import LevelsRequest, PartitionRequest
 from core.settings import PROJECT_ROOT
@@ -46,7 +47,7 @@ def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[st
     if args.color == "provider":
         result = jobs.run(PARTITION, PartitionRequest(path=path, providers=provider_names(args.providers)))
         for message in result.unavailable.values():
-            print(f"note: {message}", file=sys.stderr)
+            print(_("note: {note}").format(note=message), file=sys.stderr)
         return {"provider": provider_colouring(view, result.reports[0])}
     if args.color == "level":
         with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
@@ -54,7 +55,7 @@ def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[st
         found = {key: level_colouring(levels, key) for key in LEVELS}
         colourings = {key: c for key, c in found.items() if c is not None}
         if args.level not in colourings:
-            raise WorkbenchError(f"ONNX Runtime could not optimize the model at {args.level}.")
+            raise WorkbenchError(_("ONNX Runtime could not optimize the model at {level}.").format(level=args.level))
         return colourings
     return {}
 
@@ -62,24 +63,40 @@ def _colourings(args: argparse.Namespace, view: GraphView, path: str) -> dict[st
 def run(args: argparse.Namespace) -> int:
     record = describe(args.model)
     if record.format != "onnx":
-        raise WorkbenchError(f"graph draws ONNX; '{args.model}' is a {record.format_label}. Export it first.")
+        raise WorkbenchError(
+            _("graph draws ONNX; “{model}” is a {format}. Export it first.").format(
+                model=args.model, format=_(record.format_label)
+            )
+        )
     if not BUNDLE.is_file():
-        raise WorkbenchError(f"The graph renderer {BUNDLE} is missing; rebuild it with `make graph-bundle`.")
+        raise WorkbenchError(
+            _("The graph renderer {path} is missing; rebuild it with `make graph-bundle`.").format(path=BUNDLE)
+        )
     view = jobs.run(GRAPH, GraphRequest(path=record.path))
     colourings = _colourings(args, view, record.path)
     shown = args.level if args.color == "level" else args.color
     out = Path(args.output).expanduser()
     out.write_text(graph_page(view, BUNDLE.read_text(), shown, colourings), encoding="utf-8")
     for note in view.notes:
-        print(f"note: {note}", file=sys.stderr)
-    groups = f", {len(view.groups):,} groups" if view.groups else ""
+        print(_("note: {note}").format(note=note), file=sys.stderr)
+    said = (
+        _("{path}: {nodes} nodes, {groups} groups, {folded} Constants folded, {mb} MB")
+        if view.groups
+        else _("{path}: {nodes} nodes, {folded} Constants folded, {mb} MB")
+    )
     print(
-        f"{out}: {view.node_count:,} nodes{groups}, {view.folded_constants:,} Constants folded, "
-        f"{out.stat().st_size / 1e6:.2f} MB"
+        said.format(
+            path=out,
+            nodes=number(view.node_count),
+            groups=number(len(view.groups)),
+            folded=number(view.folded_constants),
+            mb=number(out.stat().st_size / 1e6, 2),
+        )
     )
     if colourings:
         legend = colourings[shown]
         drawn = [legend.keys[n.name] for n in view.nodes if n.name in legend.keys]
         counts = {category: drawn.count(category) for category in legend.order}
-        print(f"coloured by {legend.title}: " + (", ".join(f"{k} {n:,}" for k, n in counts.items()) or "nothing"))
+        listed = pgettext("list", ", ").join(f"{k} {number(n)}" for k, n in counts.items()) or _("nothing")
+        print(_("coloured by {legend}: {counts}").format(legend=legend.title, counts=listed))
     return 0

@@ -7,7 +7,9 @@ import json
 from datetime import datetime
 from typing import Any
 
+from core.cli.common import padded, width
 from core.errors import WorkbenchError
+from core.i18n import N_, _
 from core.settings import load_settings
 
 __all__ = ["register", "run"]
@@ -29,14 +31,16 @@ def _day(text: str | None) -> datetime | None:
     try:
         return datetime.strptime(text, "%Y-%m-%d")
     except ValueError:
-        raise WorkbenchError(f"--since takes a day as YYYY-MM-DD, e.g. 2026-01-31; got {text!r}") from None
+        raise WorkbenchError(
+            _("--since takes a day as YYYY-MM-DD, e.g. 2026-01-31; got {text}").format(text=repr(text))
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
     from core.store import open_history  # SQLAlchemy: imported only by the commands that use the history
 
     if args.limit < 1:
-        raise WorkbenchError(f"--limit takes a positive number of runs; got {args.limit}")
+        raise WorkbenchError(_("--limit takes a positive number of runs; got {limit}").format(limit=args.limit))
     since = _day(args.since)
     found = open_history(load_settings()).runs(args.model, args.machine, since, limit=args.limit)
     rows: list[dict[str, Any]] = [
@@ -57,14 +61,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not rows:
-        print("no saved runs match")
+        print(_("no saved runs match"))
         return 0
     _print_table(rows)
     return 0
 
 
-_COLUMNS = (("id", "id", 32), ("when (UTC)", "created_at", 16), ("model", "model", 28), ("machine", "machine", 20),
-            ("owner", "owner", 24), ("configs", "configurations", 7), ("inputs", "inputs", 40))  # fmt: skip
+_COLUMNS = ((N_("id"), "id", 32), (N_("when (UTC)"), "created_at", 16), (N_("model"), "model", 28),
+            (N_("machine"), "machine", 20), (N_("owner"), "owner", 24), (N_("configs"), "configurations", 7),
+            (N_("inputs"), "inputs", 40))  # fmt: skip
 
 
 def _cell(value: object, width: int) -> str:
@@ -76,11 +81,15 @@ def _cell(value: object, width: int) -> str:
 def _print_table(rows: list[dict[str, Any]]) -> None:
     """One run a line; the headline last, whole."""
     cells = [
-        {**row, "created_at": row["created_at"][:16].replace("T", " "), "owner": row["owner"] or "anonymous"}
+        {**row, "created_at": row["created_at"][:16].replace("T", " "), "owner": row["owner"] or _("anonymous")}
         for row in rows
     ]
-    widths = [min(cap, max(len(title), *(len(_cell(c[key], cap)) for c in cells))) for title, key, cap in _COLUMNS]
-    print("  ".join(title.ljust(w) for (title, _, _), w in zip(_COLUMNS, widths, strict=True)) + "  headline")
+    titles = [_(title) for title, _key, _cap in _COLUMNS]
+    widths = [
+        min(cap, max(width(title), *(width(_cell(c[key], cap)) for c in cells)))
+        for title, (_title, key, cap) in zip(titles, _COLUMNS, strict=True)
+    ]
+    print("  ".join(padded(title, w) for title, w in zip(titles, widths, strict=True)) + "  " + _("headline"))
     for c in cells:
-        line = "  ".join(_cell(c[key], w).ljust(w) for (_, key, _), w in zip(_COLUMNS, widths, strict=True))
+        line = "  ".join(padded(_cell(c[key], w), w) for (_title, key, _cap), w in zip(_COLUMNS, widths, strict=True))
         print(f"{line}  {_cell(c['headline'], 500)}")

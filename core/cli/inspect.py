@@ -12,6 +12,7 @@ from core import jobs
 from core.cli.common import describe
 from core.decode import DecodedModel, DecodeRequest, summary
 from core.errors import IntakeError, WorkbenchError
+from core.i18n import _, number
 from core.jobs import DECODE
 from core.model.records import format_shape
 
@@ -26,31 +27,47 @@ def register(sub: Any) -> None:
 
 
 def _header_lines(decoded: DecodedModel) -> list[str]:
-    return [f"  byte {f.offset:<5} {f.hex:<38} field {f.number} {f.field} = {f.value}" for f in decoded.header]
+    return [
+        "  "
+        + _("byte {offset} {hex} field {number} {field} = {value}").format(
+            offset=f"{f.offset:<5}", hex=f"{f.hex:<38}", number=f.number, field=f.field, value=f.value
+        )
+        for f in decoded.header
+    ]
 
 
 def _print_decoded(name: str, decoded: DecodedModel) -> None:
-    print(
-        f"{name}  ir_version {decoded.ir_version}, producer {decoded.producer_name or '-'} "
-        f"{decoded.producer_version}".rstrip()
-    )
-    print("  opsets     " + ", ".join(f"{d} {v}" for d, v in decoded.opsets.items()))
-    for label, specs in (("input ", decoded.inputs), ("output", decoded.outputs)):
+    producer = f"{decoded.producer_name or '-'} {decoded.producer_version}".rstrip()
+    print(_("{name}  ir_version {ir}, producer {producer}").format(name=name, ir=decoded.ir_version, producer=producer))
+    print("  " + _("opsets     {opsets}").format(opsets=", ".join(f"{d} {v}" for d, v in decoded.opsets.items())))
+    for label, specs in ((_("input "), decoded.inputs), (_("output"), decoded.outputs)):
         for spec in specs:
             print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}")
-    print(
-        f"  nodes      {decoded.node_count:,} in the main graph, {decoded.total_node_count:,} in all; "
-        f"{decoded.subgraph_count} subgraph(s), {len(decoded.functions)} function(s)"
+    print("  " + _(
+        "nodes      {nodes} in the main graph, {total} in all; {subgraphs} subgraph(s), {functions} function(s)"
+    ).format(
+        nodes=number(decoded.node_count), total=number(decoded.total_node_count), subgraphs=decoded.subgraph_count,
+        functions=len(decoded.functions),
+    ))  # fmt: skip
+    print("  " + _("ops        {ops}").format(ops=", ".join(f"{op} {n}" for op, n in decoded.op_counts.items())))
+    weights = _("weights    {initializers} initializers, {parameters} parameters, {bytes} bytes").format(
+        initializers=number(decoded.initializer_count),
+        parameters=number(decoded.parameter_count),
+        bytes=number(decoded.initializer_bytes),
     )
-    print("  ops        " + ", ".join(f"{op} {n}" for op, n in decoded.op_counts.items()))
-    external = f", external: {', '.join(decoded.external_files)}" if decoded.external_files else ""
-    print(
-        f"  weights    {decoded.initializer_count:,} initializers, {decoded.parameter_count:,} parameters, "
-        f"{decoded.initializer_bytes:,} bytes{external}"
-    )
-    print(f"  checker    {'passes' if decoded.checker_ok else decoded.checker_message}")
-    print(f"  shapes     {decoded.shapes_known} of {decoded.shapes_total} intermediate tensors known")
-    print("\n".join(_header_lines(decoded) + [f"  problem    {p}" for p in decoded.problems]))
+    if decoded.external_files:
+        weights = _("{weights}, external: {files}").format(weights=weights, files=", ".join(decoded.external_files))
+    print("  " + weights)
+    checker = _("passes") if decoded.checker_ok else decoded.checker_message
+    print("  " + _("checker    {result}").format(result=checker))
+    print("  " + _("shapes     {known} of {total} intermediate tensors known").format(
+        known=number(decoded.shapes_known), total=number(decoded.shapes_total)
+    ))  # fmt: skip
+    print("\n".join(_header_lines(decoded) + [_problem(p) for p in decoded.problems]))
+
+
+def _problem(text: str) -> str:
+    return "  " + _("problem    {problem}").format(problem=text)
 
 
 def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
@@ -60,10 +77,10 @@ def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
     path = Path(args.model.split(",")[0]).expanduser().resolve()
     if type(exc) is not IntakeError or not path.is_file():
         raise exc
-    print(f"error: {exc}", file=sys.stderr)
+    print(_("error: {message}").format(message=exc), file=sys.stderr)
     header = jobs.run(DECODE, DecodeRequest(path=str(path), header_only=True))
     header.problems.append(str(exc))
-    lines = _header_lines(header) + [f"  problem    {p}" for p in header.problems]
+    lines = _header_lines(header) + [_problem(p) for p in header.problems]
     print(json.dumps(summary(header), indent=2) if args.json else "\n".join(lines))
     return 2
 
@@ -74,7 +91,11 @@ def run(args: argparse.Namespace) -> int:
     except IntakeError as exc:
         return _refused(args, exc)
     if record.format != "onnx":
-        raise WorkbenchError(f"inspect reads ONNX; '{args.model}' is a {record.format_label}. Export it first.")
+        raise WorkbenchError(
+            _("inspect reads ONNX; “{model}” is a {format}. Export it first.").format(
+                model=args.model, format=_(record.format_label)
+            )
+        )
     decoded = jobs.run(DECODE, DecodeRequest(path=record.path, with_text=False))
     if args.json:
         print(json.dumps(summary(decoded), indent=2))

@@ -21,6 +21,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
+from core.i18n import _, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.jobs.process import TypedHandle
 from core.jobs.wire import to_data
@@ -54,32 +55,41 @@ def register(sub: Any) -> None:
 
 def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> None:
     for message in result.unavailable.values():
-        print(f"note: {message}", file=sys.stderr)
+        print(_("note: {note}").format(note=message), file=sys.stderr)
     for report in result.reports:
         print(report.summary)
         for subgraph in report.subgraphs:
             ops = ", ".join(f"{op} {n}" for op, n in subgraph.ops.items())
-            print(f"  subgraph {subgraph.index:<3} {short_name(subgraph.provider):<8} {subgraph.nodes:>5} nodes  {ops}")
+            print("  " + _("subgraph {index} {provider} {nodes} nodes  {ops}").format(
+                index=f"{subgraph.index:<3}", provider=f"{short_name(subgraph.provider):<8}",
+                nodes=f"{subgraph.nodes:>5}", ops=ops,
+            ))  # fmt: skip
         if report.unsupported_ops:
-            print(f"  unsupported ops: {', '.join(report.unsupported_ops)}")
+            print("  " + _("unsupported ops: {ops}").format(ops=", ".join(report.unsupported_ops)))
         for line in report.log:
-            print(f"  ORT log  {line.strip()}")
+            print("  " + _("ORT log  {line}").format(line=line.strip()))
         for note in report.notes:
-            print(f"  note  {note}")
+            print("  " + _("note  {note}").format(note=note))
     if levels is None:
         return
-    print(f"optimization levels ({levels.original_nodes} nodes in the model):")
+    print(_("optimization levels ({count} nodes in the model):").format(count=number(levels.original_nodes)))
     for level, change in zip(levels.levels, level_changes(levels.levels), strict=True):
-        print(f"  {level.name:<12} {level.node_count:>6} nodes  {', '.join(level.transformers) or '-'}")
+        print("  " + _("{level} {count} nodes  {transformers}").format(
+            level=f"{level.name:<12}", count=f"{level.node_count:>6}", transformers=", ".join(level.transformers) or "-"
+        ))  # fmt: skip
         if change.same_as_before:
-            print(f"      the {change.same_as_before} rewrite(s) of the level before, and:" if change.by_kind else
-                  f"      the {change.same_as_before} rewrite(s) of the level before, nothing more")  # fmt: skip
+            said = (
+                _("the {count} rewrite(s) of the level before, and:")
+                if change.by_kind
+                else _("the {count} rewrite(s) of the level before, nothing more")
+            )
+            print("      " + said.format(count=change.same_as_before))
         for kind, items in change.by_kind.items():
-            print(f"      {kind:<8} {sum(n for _, n in items)}")
+            print(f"      {kind:<8} {sum(n for _text, n in items)}")
             for text, count in items:
                 print(f"        {text}" + (f" (×{count})" if count > 1 else ""))
         if saved:
-            print(f"      saved   {level.path}")
+            print("      " + _("saved   {path}").format(path=level.path))
     for op, line in fusions_used(levels.levels).items():
         print(f"  {op}: {line}")
 

@@ -9,6 +9,7 @@ from typing import Any
 from core import jobs
 from core.cli.common import in_own_folder, ints, parse_input
 from core.errors import UnsetDimError, WorkbenchError
+from core.i18n import _, number
 from core.jobs import NPZ_INPUTS, Backend
 from core.model.data import NpzRequest
 from core.model.inputs import (
@@ -49,26 +50,32 @@ def add_plan_arguments(parser: Any) -> None:
 def _assign(text: str, option: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name or not value:
-        raise WorkbenchError(f"{option} {text!r}: expected NAME=VALUE")
+        raise WorkbenchError(_("{option} {text}: expected NAME=VALUE").format(option=option, text=repr(text)))
     return name, value
 
 
 def _set_values(spec: BenchInput, text: str) -> None:
-    kind, _, bounds = text.partition(":")
+    kind, _sep, bounds = text.partition(":")
     if kind == "normal" and not bounds:
         spec.values = "normal"
     elif kind in ("uniform", "ints") and bounds:
         try:
             low, high = (float(v) for v in bounds.split(","))
         except ValueError:
-            raise WorkbenchError(f"--value {spec.name}={text}: expected {kind}:LOW,HIGH, e.g. {kind}:0,10") from None
+            raise WorkbenchError(
+                _("--value {name}={text}: expected {kind}:LOW,HIGH, e.g. {kind}:0,10").format(
+                    name=spec.name, text=text, kind=kind
+                )
+            ) from None
         spec.values, spec.low, spec.high = ("uniform" if kind == "uniform" else "integers"), low, high
     else:
         try:
             spec.values, spec.low = "constant", float(text)
         except ValueError:
             raise WorkbenchError(
-                f"--value {spec.name}={text}: give a number, normal, uniform:LOW,HIGH or ints:LOW,HIGH"
+                _("--value {name}={text}: give a number, normal, uniform:LOW,HIGH or ints:LOW,HIGH").format(
+                    name=spec.name, text=text
+                )
             ) from None
     spec.why = "set on the command line"
 
@@ -85,14 +92,22 @@ def plan_from_args(
     for text in args.dim:
         name, value = _assign(text, "--dim")
         if not value.isdigit() or not 1 <= int(value) <= MAX_DIM:
-            raise WorkbenchError(f"--dim {text!r}: the value must be a whole number from 1 to {MAX_DIM:,}")
+            raise WorkbenchError(
+                _("--dim {text}: the value must be a whole number from 1 to {most}").format(
+                    text=repr(text), most=number(MAX_DIM)
+                )
+            )
         dims[name] = int(value)
     plan = resolve_free_dims(plan, dims)
     for text in args.input:
         name, shape = parse_input(text)
         spec = _input(by_name, name, "--input")
         if len(shape) != len(spec.shape):
-            raise WorkbenchError(f"--input {name}: the model's input has {len(spec.shape)} dims, not {len(shape)}")
+            raise WorkbenchError(
+                _("--input {name}: the model's input has {dims} dims, not {given}").format(
+                    name=name, dims=len(spec.shape), given=len(shape)
+                )
+            )
         spec.shape = shape
         for dim in spec.free:
             dim.give(shape[dim.axis], "set on the command line", "the command line")
@@ -102,7 +117,7 @@ def plan_from_args(
     if args.data:
         data = Path(args.data).expanduser().resolve()  # the caller's path, not the worker's
         if not data.is_file():
-            raise WorkbenchError(f"--data {args.data!r}: no such file")
+            raise WorkbenchError(_("--data {path}: no such file").format(path=repr(args.data)))
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
         plan = jobs.run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
     _refuse_unset_dims(plan)
@@ -127,9 +142,11 @@ def _refuse_unset_dims(plan: list[BenchInput]) -> None:
             options.append(f"--input {spec.name}={shape}")
     listed = ", ".join(dim_label(s, d) for s, d in missing)
     raise UnsetDimError(
-        f"Nothing in the model says how large {listed} should be, and a made-up size would give numbers that mean "
-        f"nothing, so nothing was run. Add {' '.join(options)} (N: the size to run at, e.g. the width of your "
-        "images or the length of your sequences)."
+        _(
+            "Nothing in the model says how large {dims} should be, and a made-up size would give numbers that mean "
+            "nothing, so nothing was run. Add {options} (N: the size to run at, e.g. the width of your images or "
+            "the length of your sequences)."
+        ).format(dims=listed, options=" ".join(options))
     )
 
 
@@ -143,7 +160,11 @@ def _largest_batch(args: argparse.Namespace) -> int:
 
 def _input(by_name: dict[str, BenchInput], name: str, option: str) -> BenchInput:
     if name not in by_name:
-        raise WorkbenchError(f"{option} {name}: the model has no input of that name; it has {', '.join(by_name)}")
+        raise WorkbenchError(
+            _("{option} {name}: the model has no input of that name; it has {inputs}").format(
+                option=option, name=name, inputs=", ".join(by_name)
+            )
+        )
     return by_name[name]
 
 
@@ -158,7 +179,11 @@ def measured_model(args: argparse.Namespace, work_dir: Path, backend: Backend | 
     if args.torch:
         torch_record = describe(args.torch)
         if not torch_record.is_pytorch:
-            raise WorkbenchError(f"--torch {args.torch!r} is a {torch_record.format_label}, not a PyTorch model.")
+            raise WorkbenchError(
+                _("--torch {path} is a {format}, not a PyTorch model.").format(
+                    path=repr(args.torch), format=_(torch_record.format_label)
+                )
+            )
     if args.no_eager:
         torch_record = None
     named = torch_record.name if torch_record and args.model.startswith("sample:") else record.name

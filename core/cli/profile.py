@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, add_target_argument, environment_json, target_backend
+from core.cli.common import add_code_arguments, add_target_argument, environment_json, padded, target_backend
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.i18n import _
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
 from core.model.records import format_shape
@@ -52,26 +53,31 @@ def report_json(report: ProfileReport, plan: list[Any]) -> dict[str, Any]:
 def _print(report: ProfileReport, top: int) -> None:
     print(report.headline)
     for name, used in report.settings.get("inputs", {}).items():
-        print(f"input    {name}: {used['dtype']} {format_shape(used['shape'])}, {used['values']}")
+        print(_("input    {name}: {dtype} {shape}, {values}").format(
+            name=name, dtype=used["dtype"], shape=format_shape(used["shape"]), values=used["values"]
+        ))  # fmt: skip
+    print(_("call     {call} ms (CPU {cpu} ms): kernels {kernels} ms, overhead {overhead} ms").format(
+        call=f"{report.call_ms:.3f}", cpu=f"{report.cpu_ms:.3f}", kernels=f"{report.kernel_ms:.3f}",
+        overhead=f"{report.overhead_ms:.3f}",
+    ))  # fmt: skip
     print(
-        f"call     {report.call_ms:.3f} ms (CPU {report.cpu_ms:.3f} ms): kernels {report.kernel_ms:.3f} ms, "
-        f"overhead {report.overhead_ms:.3f} ms"
-    )
-    print(f"{'node':<40} {'op type':<18} {'ms':>8} {'share':>6}  module / note")
+        padded(_("node"), 40), padded(_("op type"), 18), padded("ms", 8, True), padded(_("share"), 6, True),
+        " " + _("module / note"),
+    )  # fmt: skip
     for node in report.nodes[:top]:
         print(
             f"{node.name[:40]:<40} {node.op_type[:18]:<18} {node.mean_ms:>8.3f} {node.share:>6.1%}  "
             f"{node.module or '-'}{'; ' + node.note if node.note else ''}"
         )
     if report.matched:
-        print(f"{'eager layer(s)':<40} {'eager ms':>9} {'ORT ms':>9}  note")
+        print(padded(_("eager layer(s)"), 40), padded("eager ms", 9, True), padded("ORT ms", 9, True), " " + _("note"))
         for row in report.matched:
             label = " + ".join(row.modules) or "(" + row.note + ")"
             eager = f"{row.eager_ms:.3f}" if row.eager_ms is not None else "-"
             ort = f"{row.ort_ms:.3f}" if row.ort_ms is not None else "-"
             print(f"{label[:40]:<40} {eager:>9} {ort:>9}  {row.note if row.modules else ''}")
     for note in report.notes:
-        print(f"note     {note}")
+        print(_("note     {note}").format(note=note))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from core import jobs
 from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
+from core.i18n import _, number, pgettext
 from core.jobs import QUANTIZE
 from core.jobs.wire import to_data
 from core.model.measured import MeasuredModel
@@ -65,8 +66,10 @@ def _variant_keys(args: argparse.Namespace) -> list[str]:
     modes = args.mode or list(MODES)
     if args.calibration and "static" not in modes:
         raise WorkbenchError(
-            "--calibration sets static quantization's scales; dynamic INT8 and FP16 use no calibration data. Add "
-            "--mode static, or leave --calibration out."
+            _(
+                "--calibration sets static quantization's scales; dynamic INT8 and FP16 use no calibration data. "
+                "Add --mode static, or leave --calibration out."
+            )
         )
     return [keys[mode] for mode in MODES if mode in modes]
 
@@ -87,7 +90,7 @@ def _calibration(text: str | None) -> tuple[str, int]:
         return "", int(text)
     path = Path(text).expanduser().resolve()
     if not path.is_file():
-        raise WorkbenchError(f"--calibration {text!r}: no such file (give a count or an .npz)")
+        raise WorkbenchError(_("--calibration {text}: no such file (give a count or an .npz)").format(text=repr(text)))
     return str(path), 32
 
 
@@ -95,37 +98,48 @@ def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
     original = report.variants[0]
     for variant in report.variants[1:]:
         if variant.error:
-            print(f"{variant.label}: not made: {variant.error}")
+            print(_("{variant}: not made: {error}").format(variant=variant.label, error=variant.error))
             continue
         assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
         acc = variant.accuracy
         print(f"{outputs[variant.key]}  ({variant.label})")
-        print(
-            f"  size      {variant.size_bytes:,} bytes, {original.size_bytes / max(variant.size_bytes, 1):.2f}× smaller"
+        print("  " + _("size      {bytes} bytes, {smaller}× smaller").format(
+            bytes=number(variant.size_bytes), smaller=f"{original.size_bytes / max(variant.size_bytes, 1):.2f}"
+        ))  # fmt: skip
+        print("  " + _(
+            "latency   median {median} ms against {original} ms: {speedup}× (95 % CI {low}–{high}), "
+            "{threads} thread(s)"
+        ).format(
+            median=f"{variant.latency.median_ms:.3f}", original=f"{original.latency.median_ms:.3f}",
+            speedup=f"{variant.speedup:.2f}", low=f"{variant.speedup_low:.2f}",
+            high=f"{variant.speedup_high:.2f}", threads=report.threads,
+        ))  # fmt: skip
+        accuracy = _("accuracy  max abs error {max}, mean {mean}, cosine {cosine} on {held_out}")
+        if acc.top1_agreement is not None:
+            accuracy = _(
+                "accuracy  max abs error {max}, mean {mean}, cosine {cosine}, top-1 agreement {top1} on {held_out}"
+            )
+        print("  " + accuracy.format(
+            max=f"{acc.max_abs_error:.2e}", mean=f"{acc.mean_abs_error:.2e}", cosine=f"{acc.cosine_similarity:.6f}",
+            top1=f"{acc.top1_agreement or 0:.1%}", held_out=report.held_out,
+        ))  # fmt: skip
+        verdict = (
+            _("within") if variant.accuracy_ok else _("OUT OF TOLERANCE ({why})").format(why=variant.accuracy_note)
         )
-        print(
-            f"  latency   median {variant.latency.median_ms:.3f} ms against {original.latency.median_ms:.3f} ms: "
-            f"{variant.speedup:.2f}× (95 % CI {variant.speedup_low:.2f}–{variant.speedup_high:.2f}), "
-            f"{report.threads} thread(s)"
-        )
-        top1 = f", top-1 agreement {acc.top1_agreement:.1%}" if acc.top1_agreement is not None else ""
-        print(
-            f"  accuracy  max abs error {acc.max_abs_error:.2e}, mean {acc.mean_abs_error:.2e}, "
-            f"cosine {acc.cosine_similarity:.6f}{top1} on {report.held_out}"
-        )
-        verdict = "within" if variant.accuracy_ok else f"OUT OF TOLERANCE ({variant.accuracy_note})"
-        print(f"  tolerance {verdict}: {report.tolerance}")
+        print("  " + _("tolerance {verdict}: {tolerance}").format(verdict=verdict, tolerance=report.tolerance))
         if variant.kept_float32:
-            print(f"  float32   kept: {'; '.join(variant.kept_float32)}")
+            kept = pgettext("clauses", "; ").join(variant.kept_float32)
+            print("  " + _("float32   kept: {nodes}").format(nodes=kept))
         if variant.size_note:
-            print(f"  size note {variant.size_note}")
-        print("  runs      " + (", ".join(f"{op} ×{n}" for op, n in variant.integer_ops.items()) or "no integer ops"))
+            print("  " + _("size note {note}").format(note=variant.size_note))
+        ops = pgettext("list", ", ").join(f"{op} ×{n}" for op, n in variant.integer_ops.items())
+        print("  " + _("runs      {ops}").format(ops=ops or _("no integer ops")))
     if report.calibration:  # only static variants are calibrated
-        print(f"calibration: {report.calibration}")
+        print(_("calibration: {calibration}").format(calibration=report.calibration))
     if len(report.variants) > 2:
         print(report.headline)
     for note in report.notes:
-        print(f"note: {note}")
+        print(_("note: {note}").format(note=note))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from core.i18n import _
 from core.model import zoo
 from core.model.records import format_shape
 
@@ -34,5 +35,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         for row in rows:
             shapes = ", ".join(f"{k} {format_shape(v)}" for k, v in row["inputs"].items())
-            print(f"{row['name']:<12} {shapes:<24} {row['description']}")
+            print(f"{row['name']:<12} {shapes:<24} {_(row['description'])}")
     return 0

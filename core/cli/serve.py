@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from core.errors import WorkbenchError
+from core.i18n import _
 from core.settings import PROJECT_ROOT, load_settings
 
 __all__ = ["register", "run", "serve_command"]
@@ -42,13 +43,20 @@ def run(args: argparse.Namespace) -> int:
     works, why = sandbox_state(settings)
     if not works and settings.require_sandbox:
         raise WorkbenchError(
-            f"This {settings.mode} instance runs untrusted models only in a sandbox, and {why}. Install it (make run "
-            "does), or for a local instance only you use, set WORKBENCH_REQUIRE_SANDBOX=false."
+            _(
+                "This {mode} instance runs untrusted models only in a sandbox, and {why}. Install it (make run "
+                "does), or for a local instance only you use, set WORKBENCH_REQUIRE_SANDBOX=false."
+            ).format(mode=settings.mode, why=why)
         )
     if not works:
-        print(f"warning: {why}; models will be opened in worker processes without a sandbox.", file=sys.stderr)
+        print(
+            _("warning: {why}; models will be opened in worker processes without a sandbox.").format(why=why),
+            file=sys.stderr,
+        )
     print(
-        f"ONNX Workbench ({settings.mode} mode) is starting: open http://localhost:{args.port} (Ctrl+C stops it)",
+        _("ONNX Workbench ({mode} mode) is starting: open http://localhost:{port} (Ctrl+C stops it)").format(
+            mode=settings.mode, port=args.port
+        ),
         file=sys.stderr,
     )
     os.chdir(PROJECT_ROOT)

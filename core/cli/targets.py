@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from core.errors import TargetError
+from core.i18n import _
 from core.settings import load_settings
 
 __all__ = ["register", "run"]
@@ -54,19 +55,20 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"cluster": address, "warning": warning, "targets": rows}, indent=2))
         return 0
     if warning:
-        print(f"warning: {warning}")
+        print(_("warning: {message}").format(message=warning))
     for row in rows:
         hw = row["hardware"] or {}
         providers = ", ".join(p.removesuffix("ExecutionProvider") for p in hw.get("providers", [])) or "-"
         flags = ", ".join(hw.get("cpu_flags", []))
         print(f"{row['name']:<16} {row['status']:<6} {row['address'] or '-':<15} {hw.get('cpu', '-')}")
         if hw:
-            gpus = f"; GPUs: {', '.join(hw['gpus'])}" if hw.get("gpus") else ""
-            gpus = gpus or (f"; {row['gpus']} GPU(s) (Ray's count)" if row["gpus"] else "")
-            print(
-                f"{'':<16} {hw['physical_cores']} cores, {hw['memory_gb']:.0f} GB, {flags or 'no vector flags'}{gpus}"
+            gpus = _("; GPUs: {gpus}").format(gpus=", ".join(hw["gpus"])) if hw.get("gpus") else ""
+            gpus = gpus or (_("; {count} GPU(s) (Ray's count)").format(count=row["gpus"]) if row["gpus"] else "")
+            line = _("{cores} cores, {memory} GB, {flags}").format(
+                cores=hw["physical_cores"], memory=f"{hw['memory_gb']:.0f}", flags=flags or _("no vector flags")
             )
-            print(f"{'':<16} providers: {providers}")
+            print(f"{'':<16} {line}{gpus}")
+            print(f"{'':<16} " + _("providers: {providers}").format(providers=providers))
     if not address:
-        print("(no cluster: set cluster_address, WORKBENCH_CLUSTER_ADDRESS, to a Ray cluster's head to add targets)")
+        print(_("(no cluster: set cluster_address, WORKBENCH_CLUSTER_ADDRESS, to a Ray cluster's head to add targets)"))
     return 0

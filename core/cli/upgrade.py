@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import describe
+from core.cli.common import describe, padded
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
+from core.i18n import _, number
 from core.jobs import UPGRADE
 from core.jobs.wire import to_data
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
@@ -45,15 +46,16 @@ def register(sub: Any) -> None:
 
 def _print(out: Path, report: UpgradeReport) -> None:
     print(f"{out}  ({report.summary})")
-    ir = f"IR version {report.ir_before} → {report.ir_after}"
-    print(f"  opset     ai.onnx {report.opset_before} → {report.opset_after}, {ir}")
+    print("  " + _("opset     ai.onnx {before} → {after}, IR version {ir_before} → {ir_after}").format(
+        before=report.opset_before, after=report.opset_after, ir_before=report.ir_before, ir_after=report.ir_after
+    ))  # fmt: skip
     for change in report.changes:
         print(f"  {change.kind:<9} {change.op} ×{change.nodes}: {change.text}")
-    print(f"  unchanged {report.unchanged_nodes} node(s)")
+    print("  " + _("unchanged {count} node(s)").format(count=number(report.unchanged_nodes)))
     for check in report.checks:
-        print(f"  {'pass' if check.ok else 'FAIL':<9} {check.name}: {check.detail}")
+        print(f"  {padded(_('pass') if check.ok else _('FAIL'), 9)} {check.name}: {check.detail}")
     for note in report.notes:
-        print(f"  note      {note}")
+        print("  " + _("note      {note}").format(note=note))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,11 +63,15 @@ def run(args: argparse.Namespace) -> int:
     record = describe(args.model)
     if record.format != "onnx":
         raise WorkbenchError(
-            f"{args.model!r} is a {record.format_label}: upgrade takes an ONNX model. Export a PyTorch model with "
-            f"`python -m core export MODEL -o OUT.onnx --opset {DEFAULT_UPGRADE_OPSET}` instead."
+            _(
+                "“{model}” is a {format}: upgrade takes an ONNX model. Export a PyTorch model with "
+                "`python -m core export MODEL -o OUT.onnx --opset {opset}` instead."
+            ).format(model=args.model, format=_(record.format_label), opset=DEFAULT_UPGRADE_OPSET)
         )
     if out.suffix != ".onnx" or out.is_dir():
-        raise WorkbenchError(f"-o {args.output!r}: give the new version's file name, ending in .onnx")
+        raise WorkbenchError(
+            _("-o {output}: give the new version's file name, ending in .onnx").format(output=repr(args.output))
+        )
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         plan = plan_from_args(record, None, args, Path(tmp))
         request = UpgradeRequest(

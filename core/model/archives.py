@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from core.errors import LimitExceededError, UnsafeModelError, UnsupportedFormatError, brief
+from core.i18n import _, number
 from core.settings import IntakeLimits
 
 __all__ = ["MAX_ZIP_ENTRIES", "MAX_ZIP_RATIO", "check_zip", "list_members", "unpack_bundle", "zip_entry_count"]
@@ -50,14 +51,20 @@ def zip_entry_count(path: Path) -> int:
 def list_members(path: Path) -> list[zipfile.ZipInfo]:
     count = zip_entry_count(path)
     if count > MAX_ZIP_ENTRIES:
-        raise LimitExceededError(f"'{brief(path.name)}' holds {count:,} files; at most {MAX_ZIP_ENTRIES:,} are read.")
+        raise LimitExceededError(
+            _("'{file}' holds {count} files; at most {max_zip_entries} are read.").format(
+                file=brief(path.name), count=number(count), max_zip_entries=number(MAX_ZIP_ENTRIES)
+            )
+        )
     try:
         with zipfile.ZipFile(path) as zf:
             return zf.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise UnsupportedFormatError(
-            f"'{brief(path.name)}' starts like a zip archive but cannot be read as one ({brief(exc, 200)}). It may "
-            "be truncated: upload it again."
+            _(
+                "'{file}' starts like a zip archive but cannot be read as one ({value}). It may be "
+                "truncated: upload it again."
+            ).format(file=brief(path.name), value=brief(exc, 200))
         ) from None
 
 
@@ -66,26 +73,41 @@ def check_zip(path: Path, limits: IntakeLimits) -> list[zipfile.ZipInfo]:
     infos = list_members(path)
     if len(infos) > MAX_ZIP_ENTRIES:
         raise LimitExceededError(
-            f"'{brief(path.name)}' holds {len(infos):,} files; at most {MAX_ZIP_ENTRIES:,} are read."
+            _("'{file}' holds {count} files; at most {max_zip_entries} are read.").format(
+                file=brief(path.name), count=number(len(infos)), max_zip_entries=number(MAX_ZIP_ENTRIES)
+            )
         )
     total = sum(i.file_size for i in infos)
     if total > limits.max_initializer_bytes + (64 << 20):
         raise LimitExceededError(
-            f"'{brief(path.name)}' would expand to {total / 2**20:,.0f} MB, more than this instance accepts "
-            f"({limits.max_initializer_bytes / 2**20:,.0f} MB of weights)."
+            _(
+                "'{file}' would expand to {total} MB, more than this instance accepts "
+                "({max_initializer_bytes} MB of weights)."
+            ).format(
+                file=brief(path.name),
+                total=number(total / 2**20, 0),
+                max_initializer_bytes=number(limits.max_initializer_bytes / 2**20, 0),
+            )
         )
     packed = sum(i.compress_size for i in infos)
     if total > BOMB_FLOOR and total > MAX_ZIP_RATIO * max(packed, 1):
         raise UnsafeModelError(
-            f"'{brief(path.name)}' is a zip bomb: its {len(infos):,} files would expand {total // max(packed, 1):,}× "
-            f"to {total / 2**20:,.0f} MB, so it was not unpacked."
+            _(
+                "'{file}' is a zip bomb: its {count} files would expand {ratio}× to {mb} MB, so it was not unpacked."
+            ).format(
+                file=brief(path.name),
+                count=number(len(infos)),
+                ratio=number(total // max(packed, 1)),
+                mb=number(total / 2**20, 0),
+            )
         )
     for info in infos:
         if info.file_size > (1 << 20) and info.file_size > MAX_ZIP_RATIO * max(info.compress_size, 1):
             ratio = info.file_size // max(info.compress_size, 1)
             raise UnsafeModelError(
-                f"'{brief(path.name)}' is a zip bomb: '{brief(info.filename)}' would expand {ratio:,}× to fill the "
-                "disk, so it was not unpacked."
+                _(
+                    "'{file}' is a zip bomb: '{member}' would expand {ratio}× to fill the disk, so it was not unpacked."
+                ).format(file=brief(path.name), member=brief(info.filename), ratio=number(ratio))
             )
     return infos
 
@@ -96,21 +118,36 @@ def _member_parts(archive: str, info: zipfile.ZipInfo, seen_files: set[str]) -> 
     name = info.filename.replace("\\", "/")
     parts = tuple(p for p in PurePosixPath(name).parts if p != ".")
     if name.startswith("/") or ".." in parts or (len(name) > 1 and name[1] == ":"):
-        raise UnsafeModelError(f"'{archive}' holds '{brief(info.filename)}', a path outside the archive's folder.")
+        raise UnsafeModelError(
+            _("'{archive}' holds '{member}', a path outside the archive's folder.").format(
+                archive=archive, member=brief(info.filename)
+            )
+        )
     if stat.S_ISLNK(info.external_attr >> 16):
-        raise UnsafeModelError(f"'{archive}' holds a link ('{brief(info.filename)}'); links are not unpacked.")
+        raise UnsafeModelError(
+            _("'{archive}' holds a link ('{member}'); links are not unpacked.").format(
+                archive=archive, member=brief(info.filename)
+            )
+        )
     if (not parts and not info.is_dir()) or len(name) > MAX_PATH or any(len(p) > MAX_NAME for p in parts):
         raise UnsafeModelError(
-            f"'{archive}' holds a member named '{brief(info.filename)}', which no folder can hold as a file "
-            f"({len(name):,} characters). It was not unpacked."
+            _(
+                "'{archive}' holds a member named '{member}', which no folder can hold as a file "
+                "({count} characters). It was not unpacked."
+            ).format(archive=archive, member=brief(info.filename), count=number(len(name)))
         )
     if any("\x00" in p or any(ord(c) < 32 for c in p) for p in parts):
-        raise UnsafeModelError(f"'{archive}' holds a member whose name has control characters; it was not unpacked.")
+        raise UnsafeModelError(
+            _("'{archive}' holds a member whose name has control characters; it was not unpacked.").format(
+                archive=archive
+            )
+        )
     for depth in range(1, len(parts)):
         if "/".join(parts[:depth]) in seen_files:
             raise UnsafeModelError(
-                f"'{archive}' holds '{brief('/'.join(parts[:depth]))}' both as a file and as a folder of other "
-                "members; it was not unpacked."
+                _(
+                    "'{archive}' holds '{path}' both as a file and as a folder of other members; it was not unpacked."
+                ).format(archive=archive, path=brief("/".join(parts[:depth])))
             )
     return parts
 
@@ -130,7 +167,11 @@ def unpack_bundle(path: Path, limits: IntakeLimits, into: Path | None = None) ->
                 continue
             out = target.joinpath(*parts)
             if out.is_dir():
-                raise UnsafeModelError(f"'{archive}' holds '{brief(info.filename)}' twice, as a folder and a file.")
+                raise UnsafeModelError(
+                    _("'{archive}' holds '{member}' twice, as a folder and a file.").format(
+                        archive=archive, member=brief(info.filename)
+                    )
+                )
             out.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as src, out.open("wb") as dst:
                 remaining = info.file_size + 1
@@ -138,7 +179,9 @@ def unpack_bundle(path: Path, limits: IntakeLimits, into: Path | None = None) ->
                     remaining -= len(chunk)
                     if remaining < 0:  # the header lied about the size
                         raise UnsafeModelError(
-                            f"'{brief(info.filename)}' in '{archive}' is larger than its header says."
+                            _("'{member}' in '{archive}' is larger than its header says.").format(
+                                member=brief(info.filename), archive=archive
+                            )
                         )
                     dst.write(chunk)
     return target

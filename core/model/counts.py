@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.errors import LimitExceededError, brief
+from core.i18n import N_, _, number
 from core.model.proto import attribute_subgraphs, walk_graphs
 from core.settings import IntakeLimits
 
@@ -37,10 +38,19 @@ _SETTINGS = {  # what -> (the IntakeLimits field, the setting that raises it)
     "value infos": ("max_value_infos", "WORKBENCH_MAX_VALUE_INFOS"),
     "node attributes": ("max_attributes", "WORKBENCH_MAX_ATTRIBUTES"),
 }
-_WHAT = {  # how a message names what a count counts
-    "initializers": "initializers (sparse ones included)",
-    "value infos": "value infos (graph inputs, outputs and value_info entries, quantization annotations, training "
-    "bindings)",
+_WHAT = {  # how a message names what a count counts (translated where the message is made)
+    "nodes": N_("nodes"),
+    "local functions": N_("local functions"),
+    "training infos": N_("training infos"),
+    "device configurations": N_("device configurations"),
+    "opset imports": N_("opset imports"),
+    "metadata entries": N_("metadata entries"),
+    "attributes on one node": N_("attributes on one node"),
+    "initializers": N_("initializers (sparse ones included)"),
+    "value infos": N_(
+        "value infos (graph inputs, outputs and value_info entries, quantization annotations, training bindings)"
+    ),
+    "node attributes": N_("node attributes"),
 }
 
 
@@ -124,7 +134,7 @@ def count_model(model: ModelProto) -> ModelCounts:
         totals["metadata"] += len(function.metadata_props)
         _count_nodes(function.node, totals)
         for node in function.node:
-            for _, sub in attribute_subgraphs(node):
+            for _attribute, sub in attribute_subgraphs(node):
                 for visit in walk_graphs(sub):
                     _count_graph(visit.graph, totals)
                     totals["subgraphs"] += 1
@@ -138,14 +148,26 @@ def _refuse(name: str, what: str, count: int, limits: IntakeLimits) -> None:
         limit = getattr(limits, field)
         if count > limit:
             raise LimitExceededError(
-                f"'{brief(name)}' holds {count:,} {_WHAT.get(what, what)}; this instance accepts at most {limit:,}. "
-                f"Its operator can raise that with the setting {setting}; a model that really has this many is "
-                "best run locally."
+                _(
+                    "'{name}' holds {count} {what}; this instance accepts at most {limit}. Its operator "
+                    "can raise that with the setting {setting}; a model that really has this many is "
+                    "best run locally."
+                ).format(
+                    name=brief(name),
+                    count=number(count),
+                    what=_(_WHAT.get(what, what)),
+                    limit=number(limit),
+                    setting=setting,
+                )
             )
     elif count > FIXED_LIMITS[what]:
         raise LimitExceededError(
-            f"'{brief(name)}' holds {count:,} {what}; no model needs more than {FIXED_LIMITS[what]:,}, so it was "
-            "not read further. The file may be crafted; re-export the model from its source."
+            _(
+                "'{name}' holds {count} {what}; no model needs more than {most}, so it was not read "
+                "further. The file may be crafted; re-export the model from its source."
+            ).format(
+                name=brief(name), count=number(count), what=_(_WHAT.get(what, what)), most=number(FIXED_LIMITS[what])
+            )
         )
 
 

@@ -8,10 +8,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from core.errors import IntakeError, LimitExceededError, UnsafeModelError, brief
+from core.i18n import N_, _, number
 from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
 from core.model.metadata import read_metadata
+from core.model.notes import CONSTANT_WEIGHTS, DOMAIN_UNUSED, DOMAINS_IN_USE, DOMAINS_UNUSED, FUNCTIONS, SUBGRAPHS, note
 from core.model.proto import (
     expanded_node_count,
     external_entries,
@@ -43,6 +45,17 @@ _TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw
 }  # fmt: skip
 
 
+_WHERE = {  # core.model.proto.iter_tensors's words for where a tensor is, as a message names it
+    "initializer": N_("initializer"),
+    "sparse initializer": N_("sparse initializer"),
+    "sparse initializer's indices": N_("sparse initializer's indices"),
+    "constant": N_("constant"),
+    "attribute": N_("attribute"),
+    "constant's indices": N_("constant's indices"),
+    "attribute's indices": N_("attribute's indices"),
+}
+
+
 def check_tensor_data(label: str, tensor: onnx.TensorProto, elements: int | None = None) -> None:
     """Refuse a tensor whose dims promise other than the data it holds (inline data only); ``elements`` is
     tensor_elements(tensor) when the caller has it already."""
@@ -51,16 +64,26 @@ def check_tensor_data(label: str, tensor: onnx.TensorProto, elements: int | None
     promised = tensor_elements(tensor) if elements is None else elements
     raw = len(tensor.raw_data)
     if raw:
-        held, expected, unit = raw, promised * itemsize(tensor.data_type), "bytes"
+        held, expected, unit = raw, promised * itemsize(tensor.data_type), _("bytes")
     else:
         field_name, per_element = _TYPED_FIELDS[tensor.data_type]
-        held, expected, unit = len(getattr(tensor, field_name)), promised * per_element, "values"
+        held, expected, unit = len(getattr(tensor, field_name)), promised * per_element, _("values")
     if held != expected:
-        dims = "×".join(str(int(d)) for d in tensor.dims) or "a scalar"
+        dims = "×".join(str(int(d)) for d in tensor.dims) or _("a scalar")
         raise IntakeError(
-            f"The {label} '{brief(tensor.name)}' has dims {brief(dims)} ({promised:,} elements, {expected:,} {unit}) "
-            f"but holds {held:,} {unit} of data. The file is damaged, or made to promise more than it holds; it was "
-            "not loaded."
+            _(
+                "The {label} '{tensor}' has dims {dims} ({promised} elements, {expected} {unit}) but "
+                "holds {held} {unit} of data. The file is damaged, or made to promise more than it "
+                "holds; it was not loaded."
+            ).format(
+                label=_(label),
+                tensor=brief(tensor.name),
+                dims=brief(dims),
+                promised=number(promised),
+                expected=number(expected),
+                unit=unit,
+                held=number(held),
+            )
         )
 
 
@@ -76,25 +99,34 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
             continue
         entries = external_entries(tensor)
         location = entries.get("location", "")
-        label = f"{where} '{brief(tensor.name)}'"
+        label = _("{kind} '{name}'").format(kind=_(_WHERE.get(where, where)), name=brief(tensor.name))
         if not location:
-            raise UnsafeModelError(f"The {label} says its data is in an external file but names none.")
+            raise UnsafeModelError(
+                _("The {label} says its data is in an external file but names none.").format(label=label)
+            )
         if len(location) > 1024 or any(ord(c) < 32 for c in location) or any(len(p) > 255 for p in location.split("/")):
             raise UnsafeModelError(
-                f"The {label} keeps its data in '{brief(location)}', which is no file name a model folder can hold "
-                f"(control characters, or {len(location):,} characters). The file was not opened."
+                _(
+                    "The {label} keeps its data in '{location}', which is no file name a model folder "
+                    "can hold (control characters, or {count} characters). The file was not opened."
+                ).format(label=label, location=brief(location), count=number(len(location)))
             )
         posix = location.replace("\\", "/")
         parts = PurePosixPath(posix).parts
         if posix.startswith("/") or (len(posix) > 1 and posix[1] == ":"):
             raise UnsafeModelError(
-                f"The {label} keeps its data at the absolute path '{brief(location)}'. External data must sit in the "
-                "model's own folder; save the model with a relative location (onnx.save(..., location='x.data'))."
+                _(
+                    "The {label} keeps its data at the absolute path '{location}'. External data must "
+                    "sit in the model's own folder; save the model with a relative location "
+                    "(onnx.save(..., location='x.data'))."
+                ).format(label=label, location=brief(location))
             )
         if ".." in parts:
             raise UnsafeModelError(
-                f"The {label} keeps its data at '{brief(location)}', outside the model's folder. External data must "
-                "sit in the model's own folder, so this file was not opened."
+                _(
+                    "The {label} keeps its data at '{location}', outside the model's folder. External "
+                    "data must sit in the model's own folder, so this file was not opened."
+                ).format(label=label, location=brief(location))
             )
         current = folder
         for part in parts:
@@ -103,33 +135,51 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
                 mode = os.lstat(current).st_mode
             except FileNotFoundError:
                 raise IntakeError(
-                    f"The model keeps the data of {label} in '{brief(location)}', which was not uploaded. Select the "
-                    ".onnx and its data file(s) together, or upload a .zip of the model's folder."
+                    _(
+                        "The model keeps the data of {label} in '{location}', which was not uploaded. Select "
+                        "the .onnx and its data file(s) together, or upload a .zip of the model's folder."
+                    ).format(label=label, location=brief(location))
                 ) from None
             if stat.S_ISLNK(mode):
                 raise UnsafeModelError(
-                    f"The data file '{brief(location)}' of {label} is a link. Links could point anywhere on this "
-                    "machine, so they are not followed; copy the real file next to the model."
+                    _(
+                        "The data file '{location}' of {label} is a link. Links could point anywhere on this "
+                        "machine, so they are not followed; copy the real file next to the model."
+                    ).format(location=brief(location), label=label)
                 )
         if not stat.S_ISREG(os.lstat(current).st_mode) or not current.resolve().is_relative_to(folder_real):
             raise UnsafeModelError(
-                f"The data location '{brief(location)}' of {label} is not a regular file in the folder."
+                _("The data location '{location}' of {label} is not a regular file in the folder.").format(
+                    location=brief(location), label=label
+                )
             )
-        size = current.stat().st_size
-        try:
-            offset = int(entries.get("offset", "0") or 0)
-            length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
-        except ValueError:
-            raise UnsafeModelError(f"The {label} has an offset or length that is not a number.") from None
-        if offset < 0 or length < 0:
-            raise UnsafeModelError(f"The {label} has a negative offset ({offset}) or length ({length}).")
-        if offset + length > size:
-            raise UnsafeModelError(
-                f"The {label} wants bytes {offset}–{offset + length} of '{brief(location)}', but that file has only "
-                f"{size} bytes. The data file does not belong to this model or is truncated."
-            )
+        _check_bounds(tensor, entries, label, location, current.stat().st_size)
         files[posix] = current
     return list(files.values())
+
+
+def _check_bounds(tensor: onnx.TensorProto, entries: dict[str, str], label: str, location: str, size: int) -> None:
+    """Refuse an external tensor whose offset and length are not numbers, negative, or past its file's end."""
+    try:
+        offset = int(entries.get("offset", "0") or 0)
+        length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
+    except ValueError:
+        raise UnsafeModelError(
+            _("The {label} has an offset or length that is not a number.").format(label=label)
+        ) from None
+    if offset < 0 or length < 0:
+        raise UnsafeModelError(
+            _("The {label} has a negative offset ({offset}) or length ({length}).").format(
+                label=label, offset=offset, length=length
+            )
+        )
+    if offset + length > size:
+        raise UnsafeModelError(
+            _(
+                "The {label} wants bytes {offset}–{end} of '{location}', but that file has only {size} bytes. The "
+                "data file does not belong to this model or is truncated."
+            ).format(label=label, offset=offset, end=offset + length, location=brief(location), size=size)
+        )
 
 
 def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> ModelCounts:
@@ -139,19 +189,32 @@ def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> Mode
     if model.functions:
         expanded = expanded_node_count(model)
         if expanded < 0:
-            raise UnsafeModelError(f"'{brief(name)}' has a local function that calls itself: it never ends.")
+            raise UnsafeModelError(
+                _("'{name}' has a local function that calls itself: it never ends.").format(name=brief(name))
+            )
         if expanded > limits.max_nodes:
             raise LimitExceededError(
-                f"'{brief(name)}' has {counts.nodes:,} nodes as written, but its local functions call each other so "
-                f"that ONNX Runtime would inline them into {expanded:,} nodes; this instance accepts at most "
-                f"{limits.max_nodes:,} (setting WORKBENCH_MAX_NODES)."
+                _(
+                    "'{name}' has {nodes} nodes as written, but its local functions call each other so "
+                    "that ONNX Runtime would inline them into {expanded} nodes; this instance accepts at "
+                    "most {max_nodes} (setting WORKBENCH_MAX_NODES)."
+                ).format(
+                    name=brief(name),
+                    nodes=number(counts.nodes),
+                    expanded=number(expanded),
+                    max_nodes=number(limits.max_nodes),
+                )
             )
     bad = non_utf8_text(model)
     if bad:
-        more = f" and {len(bad) - 1:,} more" if len(bad) > 1 else ""
+        where = bad[0]
+        if len(bad) > 1:
+            where = _("{first} and {count} more").format(first=bad[0], count=number(len(bad) - 1))
         raise IntakeError(
-            f"'{brief(name)}' holds text that is not UTF-8 ({bad[0]}{more}); ONNX requires UTF-8 names. Re-export "
-            "the model, or fix its names with onnx's Python API."
+            _(
+                "'{name}' holds text that is not UTF-8 ({where}); ONNX requires UTF-8 names. "
+                "Re-export the model, or fix its names with onnx's Python API."
+            ).format(name=brief(name), where=where)
         )
     return counts
 
@@ -165,13 +228,9 @@ def _domain_notes(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
     used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
     notes = []
     if in_use := [d for d in other if d in used]:
-        notes.append(f"Operator domains beyond the standard ones: {', '.join(in_use)}.")
+        notes.append(note(DOMAINS_IN_USE, domains=", ".join(in_use)))
     if unused := [d for d in other if d not in used]:
-        some = len(unused) > 1
-        notes.append(
-            f"Operator domain{'s' * some} declared and unused: {', '.join(unused)} (no node uses "
-            f"{'them' if some else 'it'}; nothing custom runs)."
-        )
+        notes.append(note(DOMAINS_UNUSED if len(unused) > 1 else DOMAIN_UNUSED, domains=", ".join(unused)))
     return notes
 
 
@@ -183,40 +242,52 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     except Exception as exc:
         if "MaxDepth" in str(exc) or "recursion" in str(exc).lower():
             raise IntakeError(
-                f"'{main.name}' holds subgraphs nested too deeply (If/Loop/Scan inside each other, about 30 levels or "
-                "more) for the protobuf parser to read. No real model nests this deep; the file may be crafted."
+                _(
+                    "'{main}' holds subgraphs nested too deeply (If/Loop/Scan inside each other, about "
+                    "30 levels or more) for the protobuf parser to read. No real model nests this deep; "
+                    "the file may be crafted."
+                ).format(main=main.name)
             ) from None
         raise IntakeError(
-            f"'{main.name}' looks like ONNX but could not be parsed ({type(exc).__name__}). The file may be "
-            "truncated or damaged: upload it again, or re-export it."
+            _(
+                "'{main}' looks like ONNX but could not be parsed ({kind}). The file may be "
+                "truncated or damaged: upload it again, or re-export it."
+            ).format(main=main.name, kind=type(exc).__name__)
         ) from None
     if not model.HasField("graph"):
-        raise IntakeError(f"'{main.name}' is an ONNX ModelProto with no graph in it: there is no model to run.")
+        raise IntakeError(
+            _("'{main}' is an ONNX ModelProto with no graph in it: there is no model to run.").format(main=main.name)
+        )
 
     counts = _check_size(main.name, model, limits)
     data_files = check_external_data(model, folder)
     weight_bytes = constant_weights = 0
-    labels = {"constant": "Constant value", "attribute": "node attribute's tensor"}
+    labels = {"constant": N_("Constant value"), "attribute": N_("node attribute's tensor")}
     for where, tensor in iter_tensors(model):
         count = tensor_elements(tensor)
-        check_tensor_data(labels.get(where, "weight"), tensor, count)
+        check_tensor_data(labels.get(where, N_("weight")), tensor, count)
         weight_bytes += count * itemsize(tensor.data_type)
         constant_weights += where == "constant" and count > 1
     if weight_bytes > limits.max_initializer_bytes:
         raise LimitExceededError(
-            f"The model's weights take {weight_bytes / 2**20:,.0f} MB; this instance accepts at most "
-            f"{limits.max_initializer_bytes / 2**20:,.0f} MB (setting WORKBENCH_MAX_INITIALIZER_MB)."
+            _(
+                "The model's weights take {weight_bytes} MB; this instance accepts at most "
+                "{max_initializer_bytes} MB (setting WORKBENCH_MAX_INITIALIZER_MB)."
+            ).format(
+                weight_bytes=number(weight_bytes / 2**20, 0),
+                max_initializer_bytes=number(limits.max_initializer_bytes / 2**20, 0),
+            )
         )
 
     initializer_names = {t.name for t in model.graph.initializer}
     opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
     notes = []
     if counts.subgraphs:
-        notes.append(f"{counts.subgraphs} subgraph(s) (If/Loop/Scan), {counts.nodes:,} nodes in all.")
+        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=f"{counts.nodes:,}"))
     if model.functions:
-        notes.append(f"{len(model.functions)} local function(s).")
+        notes.append(note(FUNCTIONS, count=len(model.functions)))
     if constant_weights:
-        notes.append(f"{constant_weights} weight tensor(s) are held in Constant nodes instead of initializers.")
+        notes.append(note(CONSTANT_WEIGHTS, count=constant_weights))
     notes += _domain_notes(model, opsets)
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
@@ -247,9 +318,13 @@ def describe_bundle(path: Path, name: str, limits: IntakeLimits, into: Path | No
     folder = unpack_bundle(path, limits, into)
     candidates = [p for p in sorted(folder.rglob("*")) if p.is_file() and detect_format(p) == "onnx"]
     if not candidates:
-        raise IntakeError(f"'{path.name}' holds no readable ONNX model.")
+        raise IntakeError(_("'{file}' holds no readable ONNX model.").format(file=path.name))
     if len(candidates) > 1:
         listed = ", ".join(str(p.relative_to(folder)) for p in candidates[:5])
-        raise IntakeError(f"'{path.name}' holds several ONNX models ({listed}); upload one model per archive.")
+        raise IntakeError(
+            _("'{file}' holds several ONNX models ({listed}); upload one model per archive.").format(
+                file=path.name, listed=listed
+            )
+        )
     main = candidates[0]
     return describe_onnx(main, main.parent, name or main.stem, limits)

@@ -8,10 +8,20 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import IntakeError, LimitExceededError, NoMatchingArchitectureError, UnsafeModelError
+from core.i18n import N_, _, number
 from core.model import zoo
 from core.model.archives import check_zip
 from core.model.formats import file_sha256
 from core.model.inputs import SCALAR_TYPES
+from core.model.notes import (
+    CHECKPOINT_ENTRY,
+    DATAPARALLEL,
+    LOADED_INTO,
+    PT2_EXPORTED,
+    PT2_NAMES,
+    TORCHSCRIPT_SHAPES,
+    note,
+)
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
 from core.settings import IntakeLimits
@@ -39,19 +49,21 @@ def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
         for key in ("state_dict", "model_state_dict", "model", "net"):
             inner = obj.get(key)
             if isinstance(inner, dict) and inner and all(isinstance(v, torch.Tensor) for v in inner.values()):
-                notes.append(f"Weights taken from the checkpoint's '{key}' entry.")
+                notes.append(note(CHECKPOINT_ENTRY, key=key))
                 obj = inner
                 break
     if not isinstance(obj, dict) or not obj:
         raise IntakeError(
-            f"The file holds a {type(obj).__name__}, not a state_dict (a dict of parameter name → tensor). "
-            "Save it with torch.save(model.state_dict(), 'model.pt')."
+            _(
+                "The file holds a {kind}, not a state_dict (a dict of parameter name → tensor). "
+                "Save it with torch.save(model.state_dict(), 'model.pt')."
+            ).format(kind=type(obj).__name__)
         )
     tensors = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
     if not tensors:
-        raise IntakeError("The file is a dict with no tensors in it, so it holds no weights to load.")
+        raise IntakeError(_("The file is a dict with no tensors in it, so it holds no weights to load."))
     if all(k.startswith("module.") for k in tensors):
-        notes.append("The 'module.' prefix of DataParallel was removed from every key.")
+        notes.append(DATAPARALLEL)
         tensors = {k.removeprefix("module."): v for k, v in tensors.items()}
     return tensors
 
@@ -101,15 +113,17 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
         closest = sorted(matches, key=lambda m: len(m.missing_keys) + len(m.unexpected_keys) + len(m.shape_mismatches))
         details = " | ".join(mismatch_summary(m) for m in closest[:3])
         raise NoMatchingArchitectureError(
-            f"The weights in '{main.name}' ({len(tensors)} tensors) fit none of the sample architectures, so "
-            f"there is no code to load them into. Closest: {details}. Upload an ONNX export, a TorchScript "
-            "archive or a .pt2 program of your model instead."
+            _(
+                "The weights in '{main}' ({count} tensors) fit none of the sample architectures, so "
+                "there is no code to load them into. Closest: {details}. Upload an ONNX export, a "
+                "TorchScript archive or a .pt2 program of your model instead."
+            ).format(main=main.name, count=len(tensors), details=details)
         )
     arch = good[0].architecture
     model = zoo.build_model(arch)
     model.load_state_dict(tensors, strict=True)
     sample_record = zoo.describe_sample(arch)
-    notes.append(f"Loaded into the '{arch}' architecture: every key and shape matches.")
+    notes.append(note(LOADED_INTO, arch=arch))
     return ModelRecord(
         id=file_sha256(main),
         name=name or main.stem,
@@ -147,10 +161,14 @@ def read_weights(path: Path, fmt: str, limits: IntakeLimits, notes: list[str]) -
         text = str(exc)
         if "Unsupported global" in text or "weights_only" in text.lower():
             raise UnsafeModelError(
-                f"'{path.name}' is not plain weights: it needs Python objects to be rebuilt, which could run "
-                f"code. {WHOLE_MODULE_ADVICE}"
+                _(
+                    "'{file}' is not plain weights: it needs Python objects to be rebuilt, which could "
+                    "run code. {advice}"
+                ).format(file=path.name, advice=_(WHOLE_MODULE_ADVICE))
             ) from None
-        raise IntakeError(f"'{path.name}' is a PyTorch file that could not be read ({text[:300]}).") from None
+        raise IntakeError(
+            _("'{file}' is a PyTorch file that could not be read ({text}).").format(file=path.name, text=text[:300])
+        ) from None
     return unwrap_checkpoint(obj, notes)
 
 
@@ -163,18 +181,22 @@ def _read_safetensors(path: Path, limits: IntakeLimits) -> dict[str, Any]:
     from safetensors.torch import load_file
 
     if path.stat().st_size > limits.max_initializer_bytes + (1 << 20):
-        raise LimitExceededError(f"'{path.name}' is larger than this instance's weight limit.")
+        raise LimitExceededError(_("'{file}' is larger than this instance's weight limit.").format(file=path.name))
     with path.open("rb") as fh:
         header = int.from_bytes(fh.read(8), "little")
     if header > MAX_SAFETENSORS_HEADER:
         raise LimitExceededError(
-            f"'{path.name}' has a safetensors header of {header / 2**20:,.0f} MB (the list of its tensors); real "
-            f"models need well under {MAX_SAFETENSORS_HEADER >> 20} MB, so it was not read."
+            _(
+                "'{file}' has a safetensors header of {header} MB (the list of its tensors); real "
+                "models need well under {most} MB, so it was not read."
+            ).format(file=path.name, header=number(header / 2**20, 0), most=MAX_SAFETENSORS_HEADER >> 20)
         )
     try:
         tensors: dict[str, Any] = load_file(str(path), device="cpu")
     except Exception as exc:
-        raise IntakeError(f"'{path.name}' looks like safetensors but could not be read ({exc}).") from None
+        raise IntakeError(
+            _("'{file}' looks like safetensors but could not be read ({reason}).").format(file=path.name, reason=exc)
+        ) from None
     return tensors
 
 
@@ -187,9 +209,11 @@ def refuse_code(path: Path, kind: str, limits: IntakeLimits) -> None:
     accepted (hosted mode, unless the operator allows it)."""
     if not limits.allow_code_archives:
         raise UnsafeModelError(
-            f"'{path.name}' is a {kind}, which carries code that runs when it is opened. This instance does not "
-            "accept them (its operator can set WORKBENCH_ALLOW_CODE_ARCHIVES=true). Upload an ONNX export or a "
-            "state_dict instead."
+            _(
+                "'{file}' is a {kind}, which carries code that runs when it is opened. This instance "
+                "does not accept them (its operator can set WORKBENCH_ALLOW_CODE_ARCHIVES=true). "
+                "Upload an ONNX export or a state_dict instead."
+            ).format(file=path.name, kind=_(kind))
         )
 
 
@@ -201,12 +225,14 @@ def _refuse_code_archive(path: Path, kind: str, limits: IntakeLimits) -> None:
 def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     import torch
 
-    _refuse_code_archive(path, "TorchScript archive", limits)
+    _refuse_code_archive(path, N_("TorchScript archive"), limits)
     try:
         module = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:
         raise IntakeError(
-            f"'{path.name}' is a TorchScript archive that could not be loaded ({str(exc)[:300]})."
+            _("'{file}' is a TorchScript archive that could not be loaded ({reason}).").format(
+                file=path.name, reason=str(exc)[:300]
+            )
         ) from None
     args = module.forward.schema.arguments[1:]
     inputs = [  # a Python scalar argument (int, float, bool) has no shape to give: it is a scalar
@@ -224,10 +250,7 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         inputs=inputs,
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
-        notes=[
-            "TorchScript does not record input shapes or dtypes: you give the shapes when you export "
-            "(float32 is assumed)."
-        ],
+        notes=[TORCHSCRIPT_SHAPES],
     )
 
 
@@ -278,11 +301,15 @@ def _vocabularies(program: Any, user_inputs: list[str]) -> dict[str, int]:
 def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     import torch
 
-    _refuse_code_archive(path, "torch.export program (.pt2)", limits)
+    _refuse_code_archive(path, N_("torch.export program (.pt2)"), limits)
     try:
         program = torch.export.load(str(path))
     except Exception as exc:
-        raise IntakeError(f"'{path.name}' is a .pt2 archive that could not be loaded ({str(exc)[:300]}).") from None
+        raise IntakeError(
+            _("'{file}' is a .pt2 archive that could not be loaded ({reason}).").format(
+                file=path.name, reason=str(exc)[:300]
+            )
+        ) from None
     signature = program.graph_signature
     values = {n.name: n.meta.get("val") for n in program.graph.nodes}
     examples: dict[str, Any] = {}
@@ -322,13 +349,10 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
         output_names = tuple(str(a) for a in (args if isinstance(args, (tuple, list)) else [args]))
         output_names = output_names[len(output_names) - len(signature.user_outputs) :]
     params = program.state_dict
-    notes = [f"Exported with torch {torch.__version__.split('+')[0]} or compatible; its dynamic dims stay dynamic."]
+    notes = [note(PT2_EXPORTED, version=torch.__version__.split("+")[0])]
     if names:
         named = ", ".join(f"{symbol} → {role}" for symbol, role in names.items())
-        notes.append(
-            f"A saved torch.export program keeps no names for its dynamic dims, only torch's symbols; they are named "
-            f"here by where they sit ({named}). Rename them on the Export page: the ONNX model takes those names."
-        )
+        notes.append(note(PT2_NAMES, named=named))
     return ModelRecord(
         id=file_sha256(path),
         name=name or path.stem,

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import CodeError, brief
+from core.i18n import N_
 from core.model.archives import unpack_bundle
 from core.model.code_listing import ModuleClass, module_classes, zip_package
 from core.model.formats import detect_format, sha256_files
+from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, note
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec, UserCode
 from core.model.torch_files import compare_keys, mismatch_summary, read_weights, refuse_code
 from core.settings import IntakeLimits
@@ -219,7 +221,7 @@ def describe_code(
     """The record of a model given as its code (``code_path``: a .py or a zip of a package) and its weights.
     ``request`` is (name, class, JSON arguments); the class may be "" (the one the weights fit)."""
     name, class_name, args = request
-    refuse_code(code_path, "model's own Python code", limits)
+    refuse_code(code_path, N_("model's own Python code"), limits)
     classes = module_classes(code_path, limits)  # read, not run: a syntax error is told with its line
     if zipfile.is_zipfile(code_path):
         package = zip_package(code_path)
@@ -233,10 +235,9 @@ def describe_code(
     wanted = UserCode(root=str(root), module="", class_name=class_name, args=args or "{}", package=package)
     model, code, match = _choose(classes, wanted, weights)
     notes.append(
-        f"Built {code.class_name}(**{brief(code.args.strip() or '{}', 200)}) from your code "
-        f"({code.module}) and loaded the weights: every key and shape matches."
+        note(BUILT_FROM_CODE, name=code.class_name, args=brief(code.args.strip() or "{}", 200), module=code.module)
     )
-    notes.append("Your code does not say its input shapes: give them on the Export page (float32 is assumed).")
+    notes.append(CODE_SHAPES)
     digest = hashlib.sha256(sha256_files(weights_path, [code_path]).encode())
     digest.update(f"{code.module}:{code.class_name}:{json.dumps(parse_args(code.args, ''), sort_keys=True)}".encode())
     return ModelRecord(

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from core.errors import QuantizeError
+from core.i18n import _
 from core.quantize.records import Accuracy
 from core.runtime.ort import NUMPY_TYPES
 from core.runtime.outputs import max_abs_diff
@@ -29,7 +30,7 @@ def accuracy(reference: list[list[Any]], produced: list[list[Any]]) -> Accuracy:
         a, b = _flat(ref), _flat(got)
         magnitudes.append(np.abs(a[np.isfinite(a)]))
         if a.shape != b.shape:
-            raise QuantizeError("The variant's outputs have other shapes than the original's.")
+            raise QuantizeError(_("The variant's outputs have other shapes than the original's."))
         worst = max(worst, max_abs_diff(ref, got))
         errors.append(np.abs(a - b))
         norm = float(np.linalg.norm(a) * np.linalg.norm(b))

@@ -8,6 +8,7 @@ from typing import Any
 
 from core.access import ReadPath
 from core.errors import QuantizeError
+from core.i18n import _, number, pgettext
 from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput, make_inputs
 from core.model.records import format_shape
@@ -28,15 +29,21 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
         with np.load(path, allow_pickle=False) as archive:  # pickled (object) arrays are refused, never loaded
             arrays = {name: archive[name] for name in archive.files}
     except Exception as exc:
-        raise QuantizeError(f"The calibration file is not a readable .npz archive of arrays: {exc}") from exc
+        raise QuantizeError(
+            _("The calibration file is not a readable .npz archive of arrays: {reason}").format(reason=exc)
+        ) from exc
     names = [s.name for s in specs]
     problems = []
     missing = [n for n in names if n not in arrays]
     extra = [n for n in arrays if n not in names]
     if missing:
-        problems.append(f"no array for input(s) {listed(missing)}")
+        problems.append(_("no array for input(s) {names}").format(names=listed(missing)))
     if extra:
-        problems.append(f"array(s) {listed(extra)} match no input (the inputs are: {listed(names)})")
+        problems.append(
+            _("array(s) {names} match no input (the inputs are: {inputs})").format(
+                names=listed(extra), inputs=listed(names)
+            )
+        )
     counts = set()
     for spec in specs:
         array = arrays.get(spec.name)
@@ -44,26 +51,37 @@ def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]
             continue
         if array.dtype != np.dtype(spec.dtype):
             problems.append(
-                f"'{spec.name}' is {array.dtype}, the model takes {spec.dtype} (convert with .astype(np.{spec.dtype}))"
+                _("'{name}' is {dtype}, the model takes {expected} (convert with .astype(np.{expected}))").format(
+                    name=spec.name, dtype=array.dtype, expected=spec.dtype
+                )
             )
         per_call = 1 if spec.batch_axis is not None else spec.shape[0] if spec.shape else 1
         expected = spec.shape[1:] if spec.shape else []
         if array.ndim != len(spec.shape) or list(array.shape[1:]) != expected:
             problems.append(
-                f"'{spec.name}' has shape {list(array.shape)}; expected [N, {', '.join(map(str, expected))}] "
-                "(N samples along the first axis)"
+                _("'{name}' has shape {shape}; expected [N, {dims}] (N samples along the first axis)").format(
+                    name=spec.name, shape=list(array.shape), dims=", ".join(map(str, expected))
+                )
             )
         elif array.shape[0] % per_call:
-            problems.append(f"'{spec.name}' holds {array.shape[0]} samples, not a multiple of the batch {per_call}")
+            problems.append(
+                _("'{name}' holds {count} samples, not a multiple of the batch {batch}").format(
+                    name=spec.name, count=array.shape[0], batch=per_call
+                )
+            )
         else:
             counts.add(array.shape[0] // per_call)
     if len(counts) > 1:
-        problems.append(f"the arrays hold different numbers of samples ({sorted(counts)})")
+        problems.append(_("the arrays hold different numbers of samples ({counts})").format(counts=sorted(counts)))
     if problems:
-        raise QuantizeError("The calibration data does not fit the model: " + "; ".join(problems) + ".")
+        raise QuantizeError(
+            _("The calibration data does not fit the model: {problems}.").format(
+                problems=pgettext("clauses", "; ").join(problems)
+            )
+        )
     calls = counts.pop() if counts else 0
     if calls == 0:
-        raise QuantizeError("The calibration file holds no samples.")
+        raise QuantizeError(_("The calibration file holds no samples."))
     samples = []
     for i in range(calls):
         feed = {}
@@ -133,14 +151,18 @@ def split_data(
         return data
     if not calibration_file:
         notes.append(
-            "Calibration used generated inputs: static quantization's scales are only as good as the data they "
-            "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
+            _(
+                "Calibration used generated inputs: static quantization's scales are only as good as the data they "
+                "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
+            )
         )
         fixed = [s.name for s in specs if s.kind == "data"]
         if fixed:
             notes.append(
-                f"{listed(fixed)} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy "
-                "is then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
+                _(
+                    "{names} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
+                    "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
+                ).format(names=listed(fixed))
             )
     return data
 
@@ -155,18 +177,26 @@ def _split(specs: list[BenchInput], calibration_file: str, count: int, held_out:
             return CalibrationData(
                 calibration=samples[:-cut],
                 held_out=samples[-cut:],
-                calibration_text=f"{len(samples) - cut} samples from the uploaded .npz",
-                held_out_text=f"the last {cut} samples of the uploaded .npz (kept out of calibration)",
+                calibration_text=_("{count} samples from the uploaded .npz").format(count=number(len(samples) - cut)),
+                held_out_text=_("the last {count} samples of the uploaded .npz (kept out of calibration)").format(
+                    count=number(cut)
+                ),
             )
         return CalibrationData(
             calibration=samples,
             held_out=_generated(specs, held_out, other_seed),
-            calibration_text=f"{len(samples)} samples from the uploaded .npz",
-            held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes}); the .npz is too small to split",
+            calibration_text=_("{count} samples from the uploaded .npz").format(count=number(len(samples))),
+            held_out_text=_("{count} generated inputs (seed {seed}, {shapes}); the .npz is too small to split").format(
+                count=number(held_out), seed=other_seed, shapes=shapes
+            ),
         )
     return CalibrationData(
         calibration=_generated(specs, count, seed),
         held_out=_generated(specs, held_out, other_seed),
-        calibration_text=f"{count} generated inputs (seed {seed}, {shapes})",
-        held_out_text=f"{held_out} generated inputs (seed {other_seed}, {shapes})",
+        calibration_text=_("{count} generated inputs (seed {seed}, {shapes})").format(
+            count=number(count), seed=seed, shapes=shapes
+        ),
+        held_out_text=_("{count} generated inputs (seed {seed}, {shapes})").format(
+            count=number(held_out), seed=other_seed, shapes=shapes
+        ),
     )

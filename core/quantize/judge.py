@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.i18n import _, number, pgettext
 from core.quantize.records import Accuracy, QuantizeReport, Variant
 
 __all__ = ["Tolerance", "judge", "recommend", "size_note"]
@@ -19,23 +20,32 @@ class Tolerance:
     max_relative_error: float = 0.1  # mean absolute error against the outputs' mean absolute value
 
     def describe(self) -> str:
-        return (
-            f"cosine similarity ≥ {self.min_cosine:g} with the float32 outputs, mean error ≤ "
-            f"{self.max_relative_error:.0%} of their mean magnitude, and for classifier-shaped outputs the same "
-            f"top class on ≥ {self.min_top1:.0%} of inputs"
-        )
+        return _(
+            "cosine similarity ≥ {cosine} with the float32 outputs, mean error ≤ {error} of their mean magnitude, "
+            "and for classifier-shaped outputs the same top class on ≥ {top1} of inputs"
+        ).format(cosine=f"{self.min_cosine:g}", error=f"{self.max_relative_error:.0%}", top1=f"{self.min_top1:.0%}")
 
     def failures(self, accuracy: Accuracy) -> list[str]:
         """Why ``accuracy`` is out of tolerance (empty when it is within)."""
         failed = []
         if not accuracy.cosine_similarity >= self.min_cosine:  # NaN fails too
-            failed.append(f"cosine {accuracy.cosine_similarity:.4f} < {self.min_cosine:g}")
+            failed.append(
+                _("cosine {value} < {least}").format(
+                    value=f"{accuracy.cosine_similarity:.4f}", least=f"{self.min_cosine:g}"
+                )
+            )
         if not accuracy.relative_error <= self.max_relative_error:
             failed.append(
-                f"mean error {accuracy.relative_error:.0%} of the outputs' magnitude > {self.max_relative_error:.0%}"
+                _("mean error {value} of the outputs' magnitude > {most}").format(
+                    value=f"{accuracy.relative_error:.0%}", most=f"{self.max_relative_error:.0%}"
+                )
             )
         if accuracy.top1_agreement is not None and accuracy.top1_agreement < self.min_top1:
-            failed.append(f"top-1 agreement {accuracy.top1_agreement:.0%} < {self.min_top1:.0%}")
+            failed.append(
+                _("top-1 agreement {value} < {least}").format(
+                    value=f"{accuracy.top1_agreement:.0%}", least=f"{self.min_top1:.0%}"
+                )
+            )
         return failed
 
 
@@ -46,7 +56,7 @@ def judge(variants: list[Variant], tolerance: Tolerance) -> None:
             continue
         failed = tolerance.failures(variant.accuracy)
         variant.accuracy_ok = not failed
-        variant.accuracy_note = "; ".join(failed)
+        variant.accuracy_note = pgettext("clauses", "; ").join(failed)
 
 
 def size_note(original: Variant, variant: Variant, original_nodes: int) -> str:
@@ -55,15 +65,15 @@ def size_note(original: Variant, variant: Variant, original_nodes: int) -> str:
         return ""
     nodes = sum(variant.ops.values())
     weights = (
-        f"its weights take {variant.weight_bytes:,} bytes against {original.weight_bytes:,}"
+        _("its weights take {bytes} bytes against {original}")
         if variant.weight_bytes > original.weight_bytes
-        else f"its weights shrank ({variant.weight_bytes:,} bytes against {original.weight_bytes:,})"
-    )
-    return (
-        f"Larger than the original: {weights}, and the graph has {nodes:,} nodes against {original_nodes:,}. "
-        "Each quantized tensor brings its scale and zero point and a QuantizeLinear/DequantizeLinear pair or a "
-        "Cast; on a model whose weights are small (or mostly integer), that costs more than 8-bit weights save."
-    )
+        else _("its weights shrank ({bytes} bytes against {original})")
+    ).format(bytes=number(variant.weight_bytes), original=number(original.weight_bytes))
+    return _(
+        "Larger than the original: {weights}, and the graph has {nodes} nodes against {original}. Each quantized "
+        "tensor brings its scale and zero point and a QuantizeLinear/DequantizeLinear pair or a Cast; on a model "
+        "whose weights are small (or mostly integer), that costs more than 8-bit weights save."
+    ).format(weights=weights, nodes=number(nodes), original=number(original_nodes))
 
 
 def recommend(report: QuantizeReport) -> tuple[str | None, str]:
@@ -71,10 +81,10 @@ def recommend(report: QuantizeReport) -> tuple[str | None, str]:
     fp32 = report.variants[0]
     measured = [v for v in report.variants[1:] if not v.error and v.latency is not None]
     if not measured:
-        return None, "No variant could be made and measured; the float32 model stays the one to use."
+        return None, _("No variant could be made and measured; the float32 model stays the one to use.")
     passing = [v for v in measured if v.accuracy_ok]
     if not passing:
-        return None, (
+        return None, _(
             "No variant stayed within the accuracy tolerance: keep the float32 model (static INT8 with real "
             "calibration data may do better)."
         )
@@ -82,14 +92,20 @@ def recommend(report: QuantizeReport) -> tuple[str | None, str]:
     if faster:
         best = max(faster, key=lambda v: v.speedup or 0.0)
         smaller = fp32.size_bytes / max(best.size_bytes, 1)
-        return best.key, (
-            f"Recommended: {best.label}, {best.speedup:.2f}× the float32 speed (95 % CI {best.speedup_low:.2f}–"
-            f"{best.speedup_high:.2f}) at {smaller:.1f}× smaller, within the accuracy tolerance."
+        return best.key, _(
+            "Recommended: {variant}, {speedup}× the float32 speed (95 % CI {low}–{high}) at {smaller}× smaller, "
+            "within the accuracy tolerance."
+        ).format(
+            variant=best.label,
+            speedup=f"{best.speedup:.2f}",
+            low=f"{best.speedup_low:.2f}",
+            high=f"{best.speedup_high:.2f}",
+            smaller=f"{smaller:.1f}",
         )
     small = min(passing, key=lambda v: v.size_bytes)
     if small.size_bytes < fp32.size_bytes:
-        return small.key, (
-            f"Recommended for size: {small.label}, {fp32.size_bytes / max(small.size_bytes, 1):.1f}× smaller within "
-            "the accuracy tolerance; no variant within it is surely faster on this machine."
-        )
-    return None, "No variant within the accuracy tolerance is faster or smaller here; keep the float32 model."
+        return small.key, _(
+            "Recommended for size: {variant}, {smaller}× smaller within the accuracy tolerance; no variant within "
+            "it is surely faster on this machine."
+        ).format(variant=small.label, smaller=f"{fp32.size_bytes / max(small.size_bytes, 1):.1f}")
+    return None, _("No variant within the accuracy tolerance is faster or smaller here; keep the float32 model.")

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuantizeError
+from core.i18n import _, number, pgettext
 from core.model.inputs import BenchInput, make_inputs
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
-from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, QuantizeRequest, Variant
+from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, QuantizeRequest, Variant, variant_label
 from core.quantize.variants import (
     file_size,
     make_variant,
@@ -59,9 +60,15 @@ def _runtime_ops(path: str, out: Path) -> dict[str, int]:
 def _check_request(variants: list[str], calibration_count: int, held_out: int) -> None:
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
-        raise QuantizeError(f"Unknown variant {', '.join(unknown) or '(none)'}; choose from {', '.join(VARIANTS)}.")
+        raise QuantizeError(
+            _("Unknown variant {names}; choose from {known}.").format(
+                names=", ".join(unknown) or _("(none)"), known=", ".join(VARIANTS)
+            )
+        )
     if not 1 <= calibration_count <= 10_000 or not 1 <= held_out <= 10_000:
-        raise QuantizeError("Calibration and held-out sample counts must be between 1 and 10,000.")
+        raise QuantizeError(
+            _("Calibration and held-out sample counts must be between 1 and {most}.").format(most=number(10_000))
+        )
 
 
 def _open_model(source: Path, specs: list[BenchInput]) -> bool:
@@ -78,7 +85,9 @@ def _open_model(source: Path, specs: list[BenchInput]) -> bool:
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
     if sorted(graph_inputs) != sorted(s.name for s in specs):
         raise QuantizeError(
-            f"The inputs given ({', '.join(s.name for s in specs)}) are not the model's ({', '.join(graph_inputs)})."
+            _("The inputs given ({given}) are not the model's ({inputs}).").format(
+                given=", ".join(s.name for s in specs), inputs=", ".join(graph_inputs)
+            )
         )
     return source.stat().st_size > 1 << 30 or any(
         t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer
@@ -94,7 +103,9 @@ def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Pat
         quant_pre_process(str(source), str(pre), save_as_external_data=large)
     except Exception as exc:
         reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        notes.append(f"ORT's pre-processing failed ({reason}); static variants use the model as it is.")
+        notes.append(
+            _("ORT's pre-processing failed ({reason}); static variants use the model as it is.").format(reason=reason)
+        )
         return source
     return pre
 
@@ -114,15 +125,15 @@ def _make_all(
     results = [
         Variant(
             key="fp32",
-            label="FP32 (original)",
+            label=variant_label("fp32"),
             path=str(original),
             size_bytes=file_size(original),
             weight_bytes=weight_bytes(original),
         )
     ]
     for n, key in enumerate(keys):
-        variant = Variant(key=key, label=VARIANTS[key].label)
-        progress(0.05 + 0.35 * n / len(keys), f"Making {variant.label}")
+        variant = Variant(key=key, label=variant_label(key))
+        progress(0.05 + 0.35 * n / len(keys), _("Making {variant}").format(variant=variant.label))
         started = time.perf_counter()
         try:
             target = make_variant(key, source, pre, out, calibration, large, variant.kept_float32)
@@ -160,7 +171,7 @@ def _latency(
         except Exception as exc:
             if variant is made[0]:  # the original itself: nothing to compare with (its refusal says why)
                 raise
-            variant.error = f"ONNX Runtime cannot load this variant: {str(exc)[:600]}"
+            variant.error = _("ONNX Runtime cannot load this variant: {reason}").format(reason=str(exc)[:600])
             continue
         sessions[variant.key] = session
         feed = typed(session, make_inputs(specs, 1, seed))
@@ -197,7 +208,7 @@ def _latency(
 
 def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, str], None]) -> None:
     for k, variant in enumerate(made):
-        progress(0.88 + 0.1 * k / len(made), f"Where {variant.label} runs")
+        progress(0.88 + 0.1 * k / len(made), _("Where {variant} runs").format(variant=variant.label))
         variant.runtime_ops = _runtime_ops(variant.path, out)
         variant.integer_ops = {op: n for op, n in variant.runtime_ops.items() if op in INTEGER_OPS}
         variant.providers = nodes_per_provider(variant.path, ["CPUExecutionProvider"])
@@ -206,8 +217,10 @@ def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, st
 def _cpu_note(cpu_flags: list[str]) -> str:
     vnni = [f for f in cpu_flags if "vnni" in f or f.startswith("amx")]
     if vnni:
-        return f"This CPU has VNNI or AMX instructions ({', '.join(vnni)}): int8 dot products run in one instruction."
-    return (
+        return _("This CPU has VNNI or AMX instructions ({flags}): int8 dot products run in one instruction.").format(
+            flags=pgettext("list", ", ").join(vnni)
+        )
+    return _(
         "This CPU has no VNNI or AMX instructions: int8 arithmetic is emulated with wider instructions, so int8 may "
         "be slower than float32."
     )
@@ -245,22 +258,24 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     staged = stage_source(source, out, notes)
     pre = None
     if static:
-        report_progress(0.03, "Pre-processing for static quantization (shape inference, optimization)")
+        report_progress(0.03, _("Pre-processing for static quantization (shape inference, optimization)"))
         pre = _preprocessed(staged, out, large, notes)
     results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress)
     made = [v for v in results if not v.error]
     if any(v.key.endswith("-entropy") for v in made):
         notes.append(
-            "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which leaves "
-            "nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the rarest "
-            "0.001 % of values."
+            _(
+                "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which "
+                "leaves nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the "
+                "rarest {share} of values."
+            ).format(share="0.001 %")
         )
     threads = threads or default_threads()
-    report_progress(0.42, "Creating sessions")
+    report_progress(0.42, _("Creating sessions"))
     timing = (iterations, warmup, time_budget_s)
     sessions, started, finished = _latency(made, inputs, threads, seed, timing, notes, report_progress)
     made = [v for v in results if not v.error]
-    report_progress(0.82, f"Comparing outputs on {len(data.held_out)} held-out inputs")
+    report_progress(0.82, _("Comparing outputs on {count} held-out inputs").format(count=number(len(data.held_out))))
     reference = [outputs(sessions["fp32"], feed) for feed in data.held_out]
     for variant in made[1:]:
         variant.accuracy = accuracy(reference, [outputs(sessions[variant.key], feed) for feed in data.held_out])

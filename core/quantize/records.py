@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from core.access import ReadPath, WritePath
+from core.i18n import N_, _
 from core.model.measured import MeasuredModel
 from core.runtime.harness import BenchResult
 
@@ -17,6 +18,7 @@ __all__ = [
     "QuantizeRequest",
     "Variant",
     "VariantKind",
+    "variant_label",
 ]
 
 
@@ -28,22 +30,36 @@ class VariantKind(NamedTuple):
     options: dict[str, Any]  # what ORT's tool is called with
 
 
-# key -> the variant; the keys are what the page and the command line offer
+_STATIC = N_("Static INT8, {format}, {method}")  # the format and calibration method stay ORT's names
+
+# key -> the variant; the keys are what the page and the command line offer; the labels are English (a model's name
+# in the library is made from one), translated where shown with variant_label()
 VARIANTS: dict[str, VariantKind] = {
-    "dynamic-qint8": VariantKind("Dynamic INT8 (QInt8 weights)", "dynamic", {"weight_type": "qint8"}),
-    "dynamic-quint8": VariantKind("Dynamic INT8 (QUInt8 weights)", "dynamic", {"weight_type": "quint8"}),
+    "dynamic-qint8": VariantKind(N_("Dynamic INT8 (QInt8 weights)"), "dynamic", {"weight_type": "qint8"}),
+    "dynamic-quint8": VariantKind(N_("Dynamic INT8 (QUInt8 weights)"), "dynamic", {"weight_type": "quint8"}),
     **{
         f"static-{fmt}-{method}": VariantKind(
-            f"Static INT8, {fmt_label}, {method_label}",
+            _STATIC.format(format=fmt_label, method=method_label),
             "static",
-            {"format": fmt, "method": method},
+            {"format": fmt, "method": method, "format_label": fmt_label, "method_label": method_label},
         )
         for fmt, fmt_label in (("qdq", "QDQ"), ("qoperator", "QOperator"))
         for method, method_label in (("minmax", "MinMax"), ("entropy", "Entropy"), ("percentile", "Percentile"))
     },
-    "fp16": VariantKind("FP16 (float32 inputs and outputs kept)", "fp16", {"keep_io_types": True}),
-    "fp16-all": VariantKind("FP16 (inputs and outputs in float16 too)", "fp16", {"keep_io_types": False}),
+    "fp16": VariantKind(N_("FP16 (float32 inputs and outputs kept)"), "fp16", {"keep_io_types": True}),
+    "fp16-all": VariantKind(N_("FP16 (inputs and outputs in float16 too)"), "fp16", {"keep_io_types": False}),
 }
+_ORIGINAL = N_("FP32 (original)")
+
+
+def variant_label(key: str) -> str:
+    """The label of variant ``key`` (or "fp32", the original) in the current language."""
+    if key == "fp32":
+        return _(_ORIGINAL)
+    kind = VARIANTS[key]
+    if kind.mode == "static":
+        return _(_STATIC).format(format=kind.options["format_label"], method=kind.options["method_label"])
+    return _(kind.label)
 
 
 INTEGER_OPS = {

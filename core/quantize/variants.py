@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import QuantizeError
+from core.i18n import _, number
 from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
-from core.quantize.records import INTEGER_OPS, VARIANTS
+from core.quantize.records import INTEGER_OPS, VARIANTS, variant_label
 
 if TYPE_CHECKING:
     import onnx
@@ -43,8 +44,10 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
         (staged / source.name).unlink()
         onnx.save_model(model, str(staged / source.name))
         notes.append(
-            f"{moved} weight tensor(s) were held in Constant nodes; they were turned into initializers first, "
-            "because ONNX Runtime's quantizers only quantize initializers. The outputs are the same."
+            _(
+                "{count} weight tensor(s) were held in Constant nodes; they were turned into initializers first, "
+                "because ONNX Runtime's quantizers only quantize initializers. The outputs are the same."
+            ).format(count=number(moved))
         )
     return staged / source.name
 
@@ -87,11 +90,13 @@ def refuse_unquantizable(model: onnx.ModelProto) -> None:
     quantized = sorted({n.op_type for n in model.graph.node if n.op_type in INTEGER_OPS})
     if quantized:
         raise QuantizeError(
-            f"The model is already quantized: it has {', '.join(quantized)} nodes. Quantize the float model instead."
+            _("The model is already quantized: it has {ops} nodes. Quantize the float model instead.").format(
+                ops=", ".join(quantized)
+            )
         )
     float_weights = [t for _, t in iter_tensors(model) if t.data_type in _FLOAT_TYPES and tensor_elements(t) > 1]
     if not float_weights:
-        raise QuantizeError("The model has no float weights, so there is nothing to quantize or convert.")
+        raise QuantizeError(_("The model has no float weights, so there is nothing to quantize or convert."))
 
 
 def file_size(path: Path) -> int:
@@ -117,7 +122,7 @@ def make_variant(
     FP16 lists the nodes it kept in float32 in ``kept_float32``."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
-    label, mode, options = VARIANTS[key]
+    _label, mode, options = VARIANTS[key]
     target = out / f"{source.stem}.{key}.onnx"
     if mode == "dynamic":
         weight = QuantType.QInt8 if options["weight_type"] == "qint8" else QuantType.QUInt8
@@ -138,7 +143,11 @@ def make_variant(
             kept_float32.extend(kept)
     changed = _changed_ops(source, target)
     if mode != "fp16" and not changed:
-        raise QuantizeError(f"{label}: no node was quantized. {_why_nothing_quantized(source)}")
+        raise QuantizeError(
+            _("{variant}: no node was quantized. {why}").format(
+                variant=variant_label(key), why=_why_nothing_quantized(source)
+            )
+        )
     return target
 
 
@@ -155,11 +164,13 @@ def _why_nothing_quantized(source: Path) -> str:
     )
     if inner:
         ops = ", ".join(f"{op} ×{n}" for op, n in inner.most_common())
-        return (
-            f"The ops it could quantize ({ops}) are inside If/Loop/Scan bodies, which ONNX Runtime's quantizers "
+        return _(
+            "The ops it could quantize ({ops}) are inside If/Loop/Scan bodies, which ONNX Runtime's quantizers "
             "leave as they are; FP16 converts them."
-        )
-    return "ONNX Runtime quantizes Conv, MatMul, Gemm, Attention and a few others; this model has none it could take."
+        ).format(ops=ops)
+    return _(
+        "ONNX Runtime quantizes Conv, MatMul, Gemm, Attention and a few others; this model has none it could take."
+    )
 
 
 FP16_MAX = 65504.0
@@ -185,7 +196,7 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
     if not any(t.data_type == 1 for t in model.graph.initializer) and not any(
         n.op_type == "Constant" for n in model.graph.node
     ):
-        raise QuantizeError("The model has no float32 weights to convert; it may already be in float16.")
+        raise QuantizeError(_("The model has no float32 weights to convert; it may already be in float16."))
     for index, node in enumerate(model.graph.node):
         node.name = node.name or f"{node.op_type}_{index}"  # the converter blocks nodes by name
     checked = bool(feeds) and not large
@@ -200,9 +211,12 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
         )
     onnx.save_model(converted, str(target), save_as_external_data=large)
     ops = {n.name: n.op_type for n in model.graph.node}
-    kept = [f"{ops[name]} '{name}' (its values leave float16's range)" for name in blocked]
+    kept = [_("{op} '{name}' (its values leave float16's range)").format(op=ops[name], name=name) for name in blocked]
     if retried:
-        kept += [f"{op} ×{n} (numerically sensitive: float16 lost the accuracy)" for op, n in sensitive.items()]
+        kept += [
+            _("{op} ×{count} (numerically sensitive: float16 lost the accuracy)").format(op=op, count=n)
+            for op, n in sensitive.items()
+        ]
     return kept
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.bench import BenchReport
+from core.i18n import _
 from core.runtime.harness import BenchResult
 
 __all__ = [
@@ -105,10 +106,23 @@ class Regression:
 
     @property
     def text(self) -> str:
-        of = "the PyTorch original's version" if self.engine == "eager" else "version"
-        return (
-            f"{self.configuration} on {self.machine}: {self.before_ms:.3g} → {self.after_ms:.3g} ms "
-            f"({self.ratio:.2f}×) from {of} {self.before_version} to {self.after_version}"
+        """The regression in a line, in the current language (made where it is shown, from saved numbers)."""
+        said = (
+            _(
+                "{configuration} on {machine}: {before} → {after} ms ({ratio}×) from the PyTorch original's version "
+                "{old} to {new}"
+            )
+            if self.engine == "eager"
+            else _("{configuration} on {machine}: {before} → {after} ms ({ratio}×) from version {old} to {new}")
+        )
+        return said.format(
+            configuration=self.configuration,
+            machine=self.machine,
+            before=f"{self.before_ms:.3g}",
+            after=f"{self.after_ms:.3g}",
+            ratio=f"{self.ratio:.2f}",
+            old=self.before_version,
+            new=self.after_version,
         )
 
 

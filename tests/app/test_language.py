@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from core.i18n import using
 from tests.app.conftest import APP
 
 
@@ -361,3 +362,63 @@ def test_the_three_pages_in_english_are_unchanged(tmp_path: Path, monkeypatch: p
     assert "Why ONNX Runtime is often faster" not in [h.value for h in at.header]  # shown after a run only
     at = _exported(at, "profile")
     assert at.title[0].value == "Profile" and any(b.label == "Profile" for b in at.button)
+
+
+def _seed_runs(data: Path) -> None:
+    """Two versions of TinyCNN's benchmark, the newer 1.5× slower: a regression for the Dashboard to flag."""
+    from datetime import UTC, datetime, timedelta
+
+    from core.store import Store
+    from tests.reports import made_report
+
+    old, new = made_report("r-old", when=datetime.now(UTC) - timedelta(days=2)), made_report("r-new")
+    new.model_id = "cd" * 32
+    for r in new.results:
+        r.median_ms, r.median_low_ms, r.median_high_ms = (
+            v * 1.5 for v in (r.median_ms, r.median_low_ms, r.median_high_ms)
+        )
+    store = Store(f"sqlite:///{data / 'history.sqlite'}")
+    for report in (old, new):
+        store.save(report, owner="", team="")
+
+
+def test_the_dashboard_and_history_in_chinese(tmp_path: Path, chinese: AppTest) -> None:
+    _seed_runs(tmp_path / "data")
+    at = chinese
+    at.switch_page("app_pages/dashboard.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "看板"
+    assert [h.value for h in at.header] == ["每个模型在每台机器上的最新结果", "一个模型的各个版本"]
+    latest = at.dataframe[0].value
+    assert list(latest.columns)[:3] == ["模型", "机器", "回退"] and latest["回退"].iloc[0] == "⚠ 比上一个版本慢"
+    flagged = at.warning[0].value.replace("\\", "")  # as read: the lines are shown escaped
+    assert flagged.startswith("**2 处性能回退**") and "tinycnn: ORT ALL 在 box-a 上：1 → 1.5 ms（1.50×）" in flagged
+    assert [t.label for t in at.tabs] == ["延迟", "加速比"]
+    assert english_prose(at) == []
+
+    at.switch_page("app_pages/history.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "历史记录"
+    assert "**2 次运行**，最新的在前" in [m.value for m in at.markdown]
+    assert list(at.dataframe[0].value.columns)[:4] == ["运行", "时间（UTC）", "模型", "机器"]
+    assert any(c.value.startswith("运行 r-new，由 匿名 发起") for c in at.caption)
+
+
+def test_the_quantize_page_and_its_refusals_in_chinese(chinese: AppTest) -> None:
+    at = chinese
+    at.switch_page("app_pages/quantize.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "量化"
+    assert next(b for b in at.button if b.key == "export_defaults").label == "用默认设置导出并继续"
+    assert any(i.value.startswith("量化需要 ONNX 模型；当前模型 **tinycnn** 是PyTorch 示例模型") for i in at.info)
+    at.button(key="export_defaults").click().run()
+    assert not at.exception, at.exception
+    assert at.multiselect(key="quantize_variants").label == "变体"
+    assert at.radio(key="quantize_source").options == ["按输入规格生成", "真实输入的 .npz 文件"]
+    assert any("选择变体，然后点击 **量化并比较**" in i.value for i in at.info)
+    assert english_prose(at) == []
+    # AppTest formats the widgets' options in the test's own thread: it speaks the page's language too
+    with using("zh"):
+        at.multiselect(key="quantize_variants").set_value([])
+        next(b for b in at.button if b.label == "量化并比较").click().run()
+    assert [e.value for e in at.error] == ["请至少选择一个变体。"]

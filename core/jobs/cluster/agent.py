@@ -31,6 +31,7 @@ import msgspec
 
 from core.access import READ, Access, map_paths
 from core.errors import WorkbenchError
+from core.i18n import _
 from core.jobs import wire
 from core.jobs.cluster.answers import Answer, Missing, Status, encode
 from core.jobs.process import JobHandle, JobSpec, ProcessBackend
@@ -100,7 +101,11 @@ def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, byte
                 if path.is_symlink() or not path.is_file():
                     continue
                 if len(found) >= MAX_OUTPUT_FILES:
-                    raise WorkbenchError(f"The job wrote more than {MAX_OUTPUT_FILES} files; none were sent back.")
+                    raise WorkbenchError(
+                        _("The job wrote more than {max_output_files} files; none were sent back.").format(
+                            max_output_files=MAX_OUTPUT_FILES
+                        )
+                    )
                 found.append((theirs, path.relative_to(here).as_posix(), path.read_bytes()))
     return found
 
@@ -177,7 +182,9 @@ class TargetAgent:
                 digest.update(chunk)
         if digest.hexdigest() != sha256:
             partial.unlink(missing_ok=True)
-            raise WorkbenchError(f"A file sent to target '{self.name}' arrived damaged (its sha256 differs).")
+            raise WorkbenchError(
+                _("A file sent to target '{name}' arrived damaged (its sha256 differs).").format(name=self.name)
+            )
         partial.replace(self.cache / sha256)
         return Answer()
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from core.errors import JobFailed, TargetError
+from core.i18n import _
 from core.jobs import wire
 
 __all__ = ["Answer", "Missing", "Status", "encode", "read", "read_bytes"]
@@ -60,7 +61,7 @@ def _error_types() -> dict[int, Any]:
         ErrorType.Value("NODE_DIED"): died,
         ErrorType.Value("LOCAL_RAYLET_DIED"): died,
         ErrorType.Value("OWNER_DIED"): died,
-        ErrorType.Value("ACTOR_UNAVAILABLE"): lambda: rex.ActorUnavailableError("the agent does not answer", None),
+        ErrorType.Value("ACTOR_UNAVAILABLE"): lambda: rex.ActorUnavailableError(_("the agent does not answer"), None),
         ErrorType.Value("TASK_CANCELLED"): rex.TaskCancelledError,
     }
 
@@ -73,7 +74,7 @@ def read_bytes(ref: Any, timeout: float | None = None) -> bytes:
     global_worker.check_connected()
     wait_ms = -1 if timeout is None else max(0, int(timeout * 1000))
     # the core worker's own call under ray.get, before ray.get deserializes: (data, metadata, transport) per ref
-    ((data, metadata, *_),) = global_worker.core_worker.get_objects([ref], wait_ms)  # type: ignore[attr-defined]
+    ((data, metadata, *_rest),) = global_worker.core_worker.get_objects([ref], wait_ms)  # type: ignore[attr-defined]
     kind = bytes(metadata or b"").split(b",")[0]
     if kind == _RAW:
         return b"" if data is None else bytes(data.to_pybytes())
@@ -86,8 +87,11 @@ def read_bytes(ref: Any, timeout: float | None = None) -> bytes:
             f"{int(kind)}); its error was not read. See the node's Ray logs, or run the job on another target."
         )
     raise TargetError(
-        f"A node's agent answered with a Ray object of kind {kind[:20]!r} instead of bytes; it was not read (the app "
-        "never unpickles what comes from the cluster). Check that every node runs this project's code."
+        _(
+            "A node's agent answered with a Ray object of kind {kind} instead of bytes; it was "
+            "not read (the app never unpickles what comes from the cluster). Check that every "
+            "node runs this project's code."
+        ).format(kind=repr(kind[:20]))
     )
 
 
@@ -97,7 +101,9 @@ def read(ref: Any, type_: type[T], timeout: float | None = None) -> T:
     try:
         return wire.decode(data, type_)
     except wire.WireError as exc:
-        raise TargetError(f"A node's agent sent an answer that is not a {type_.__name__}: {exc}") from None
+        raise TargetError(
+            _("A node's agent sent an answer that is not a {kind}: {value}").format(kind=type_.__name__, value=exc)
+        ) from None
 
 
 def encode(answer: Answer) -> bytes:

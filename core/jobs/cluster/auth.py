@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from core.errors import TargetError
+from core.i18n import _
 
 __all__ = [
     "MODE",
@@ -68,11 +69,15 @@ def make_token_file(path: Path) -> Path:
         info = path.lstat()
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
             raise TargetError(
-                f"The cluster's token file {path} is not a file that only its owner can read; remove it (a new "
-                "token is made) or `chmod 600` it."
+                _(
+                    "The cluster's token file {path} is not a file that only its owner can read; remove "
+                    "it (a new token is made) or `chmod 600` it."
+                ).format(path=path)
             )
         if len(path.read_text().strip()) < 2 * TOKEN_BYTES:
-            raise TargetError(f"The cluster's token file {path} holds no token; remove it and a new one is made.")
+            raise TargetError(
+                _("The cluster's token file {path} holds no token; remove it and a new one is made.").format(path=path)
+            )
         return path
     with os.fdopen(fd, "w") as fh:
         os.fchmod(fh.fileno(), 0o600)  # whatever the umask
@@ -88,13 +93,17 @@ def node_environment(token_file: Path) -> dict[str, str]:
 
 def client_token() -> str:
     """The token this process's Ray would send; TargetError saying what to set when it would send none."""
-    how = (
-        f"set {MODE}=token and {TOKEN_PATH} to a file holding the cluster's token (made with the cluster: "
+    how = _(
+        "set {mode}=token and {token_path} to a file holding the cluster's token (made with the cluster: "
         "`make cluster` keeps it in its folder), or, for a cluster on a network you trust, cluster_insecure "
         "(WORKBENCH_CLUSTER_INSECURE=true)"
-    )
+    ).format(mode=MODE, token_path=TOKEN_PATH)
     if os.environ.get(MODE, "").strip().lower() != "token":
-        raise TargetError(f"This process has no token for the Ray cluster ({MODE} is not 'token'): {how}.")
+        raise TargetError(
+            _("This process has no token for the Ray cluster ({mode} is not 'token'): {how}.").format(
+                mode=MODE, how=how
+            )
+        )
     if token := os.environ.get(TOKEN, "").strip():
         return token
     named = os.environ.get(TOKEN_PATH, "")
@@ -102,9 +111,13 @@ def client_token() -> str:
     try:
         token = path.read_text().strip()
     except OSError as exc:
-        raise TargetError(f"The cluster's token file {path} cannot be read ({exc.strerror}): {how}.") from None
+        raise TargetError(
+            _("The cluster's token file {path} cannot be read ({strerror}): {how}.").format(
+                path=path, strerror=exc.strerror, how=how
+            )
+        ) from None
     if not token:
-        raise TargetError(f"The cluster's token file {path} is empty: {how}.")
+        raise TargetError(_("The cluster's token file {path} is empty: {how}.").format(path=path, how=how))
     return token
 
 
@@ -159,7 +172,7 @@ def stop_probe(probe: subprocess.Popen[str]) -> None:
 def let_through(probe: subprocess.Popen[str]) -> bool | None:
     """Whether the head answered the probe's request without a token (None: it could not tell)."""
     try:
-        out, _ = probe.communicate(timeout=PROBE_TIMEOUT_S)
+        out, _err = probe.communicate(timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         stop_probe(probe)
         return None

@@ -25,6 +25,7 @@ from typing import Any
 
 from core.errors import JobError, TargetError
 from core.extras import require
+from core.i18n import _
 from core.jobs.cluster import auth
 from core.jobs.cluster.agent import POLICY
 from core.jobs.process import JobHandle, JobSpec
@@ -95,8 +96,11 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S, insecure: bool | N
         why = _reachable(address, timeout)
         if why:
             raise TargetError(
-                f"The Ray cluster at {address} cannot be reached ({why}). Check that it runs and that "
-                "cluster_address (WORKBENCH_CLUSTER_ADDRESS) names its head, or leave it empty to run on this server."
+                _(
+                    "The Ray cluster at {address} cannot be reached ({why}). Check that it runs and that "
+                    "cluster_address (WORKBENCH_CLUSTER_ADDRESS) names its head, or leave it empty to "
+                    "run on this server."
+                ).format(address=address, why=why)
             )
         allowed = load_settings().cluster_insecure if insecure is None else insecure
         has_token, probe = _check_token(address, allowed)
@@ -108,7 +112,11 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S, insecure: bool | N
             except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError… depending on the cause
                 if probe is not None:
                     auth.stop_probe(probe)
-                raise TargetError(f"Could not join the Ray cluster at {address}: {auth.scrub(str(exc))}") from exc
+                raise TargetError(
+                    _("Could not join the Ray cluster at {address}: {scrub}").format(
+                        address=address, scrub=auth.scrub(str(exc))
+                    )
+                ) from exc
         let_through = auth.let_through(probe) if probe is not None else not has_token
         if let_through is not False and not allowed:
             ray.shutdown()
@@ -139,13 +147,17 @@ def _check_token(address: str, insecure: bool) -> tuple[bool, Popen[str] | None]
     if has_token and auth.token_accepted(address) is False:
         auth.stop_probe(probe)
         raise TargetError(
-            f"The Ray cluster at {address} refuses this process's token: give it the token the cluster's nodes "
-            f"were started with ({auth.TOKEN_PATH} names the file it is read from)."
+            _(
+                "The Ray cluster at {address} refuses this process's token: give it the token the "
+                "cluster's nodes were started with ({token_path} names the file it is read from)."
+            ).format(address=address, token_path=auth.TOKEN_PATH)
         )
     if not has_token and auth.let_through(probe) is False:
         raise TargetError(
-            f"The Ray cluster at {address} requires its token: set {auth.MODE}=token and {auth.TOKEN_PATH} to a "
-            "file holding it."
+            _(
+                "The Ray cluster at {address} requires its token: set {mode}=token and {token_path} "
+                "to a file holding it."
+            ).format(address=address, mode=auth.MODE, token_path=auth.TOKEN_PATH)
         )
     return has_token, None if not has_token else probe
 
@@ -219,10 +231,16 @@ class Cluster:
         for target in targets:
             if target.name == name:
                 if not target.alive:
-                    raise TargetError(f"The target '{name}' is gone from the cluster; pick another one.")
+                    raise TargetError(
+                        _("The target '{name}' is gone from the cluster; pick another one.").format(name=name)
+                    )
                 return target
         names = ", ".join(t.name for t in targets if t.alive) or "none"
-        raise TargetError(f"There is no target called '{name}' in the cluster at {self.address}; targets: {names}.")
+        raise TargetError(
+            _("There is no target called '{name}' in the cluster at {address}; targets: {names}.").format(
+                name=name, address=self.address, names=names
+            )
+        )
 
     def _describe(self, alive: list[Target], deadline: float) -> dict[str, Any]:
         """Each node's hardware (by node id), from the job ``cluster.hardware`` run there once, all at once."""

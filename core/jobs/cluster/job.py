@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from core import errors
 from core.access import READ
 from core.errors import JobCancelled, JobFailed, TargetError, TargetLost, WorkbenchError
+from core.i18n import _
 from core.jobs import wire
 from core.jobs.cluster import answers
 from core.jobs.cluster.answers import Answer, Missing, Status
@@ -58,8 +59,10 @@ def _folder_files(folder: Path) -> list[Path]:
     files = sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
     if len(files) > MAX_FOLDER_FILES:
         raise TargetError(
-            f"The folder {folder} holds {len(files)} files; a job sent to a target takes at most "
-            f"{MAX_FOLDER_FILES} (keep the model and its data files in a folder of their own)."
+            _(
+                "The folder {folder} holds {count} files; a job sent to a target takes at most "
+                "{max_folder_files} (keep the model and its data files in a folder of their own)."
+            ).format(folder=folder, count=len(files), max_folder_files=MAX_FOLDER_FILES)
         )
     return files
 
@@ -175,9 +178,11 @@ class ClusterJob:
 
     def _lost(self, exc: BaseException) -> TargetLost:
         return TargetLost(
-            f"The target '{self.target.name}' was lost while it ran '{self.spec.name}' (its node died or cannot "
-            "be reached); the job did not finish. The app and the other targets keep working: run it again on "
-            "another target or on this server."
+            _(
+                "The target '{target}' was lost while it ran '{spec}' (its node died or cannot be "
+                "reached); the job did not finish. The app and the other targets keep working: run "
+                "it again on another target or on this server."
+            ).format(target=self.target.name, spec=self.spec.name)
         )
 
     def _node_alive(self) -> bool:
@@ -237,7 +242,11 @@ class ClusterJob:
         _checked(missing)
         for sha in missing.hashes:
             if sha not in by_hash:
-                raise TargetError(f"Target '{self.target.name}' asked for a file it was not offered ({sha[:12]}…).")
+                raise TargetError(
+                    _("Target '{target}' asked for a file it was not offered ({sha}…).").format(
+                        target=self.target.name, sha=sha[:12]
+                    )
+                )
             with by_hash[sha].open("rb") as fh:
                 offset, piece = 0, fh.read(PIECE_BYTES)
                 while not self._cancel.is_set():

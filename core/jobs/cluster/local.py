@@ -40,6 +40,7 @@ from pathlib import Path
 import psutil
 
 from core.errors import TargetError
+from core.i18n import _
 from core.jobs.cluster import auth
 from core.settings import PROJECT_ROOT
 
@@ -210,8 +211,11 @@ def _claim(root: Path, earlier: int | None, hold: bool) -> Slot:
                 return Slot(number)
         held = ", ".join(sorted({p.read_text() for p in registry.glob("[0-9]*")}))
     raise TargetError(
-        f"All {SLOTS} local cluster slots of this machine are taken (by the clusters in {held}); stop one with "
-        "`python -m core.jobs.cluster.local stop --root FOLDER` (`make cluster-stop` for this checkout's)."
+        _(
+            "All {slots} local cluster slots of this machine are taken (by the clusters in "
+            "{held}); stop one with `python -m core.jobs.cluster.local stop --root FOLDER` "
+            "(`make cluster-stop` for this checkout's)."
+        ).format(slots=SLOTS, held=held)
     )
 
 
@@ -326,8 +330,10 @@ def start(
     record = _record(root)
     if record.get("hold") and _alive(record["pid"]) and record["pid"] != os.getpid():
         raise TargetError(
-            f"The local cluster in {root} is in use by process {record['pid']} (a test run?); wait for it to end, "
-            f"or stop it with `python -m core.jobs.cluster.local stop --root {root}`."
+            _(
+                "The local cluster in {root} is in use by process {pid} (a test run?); wait for it "
+                "to end, or stop it with `python -m core.jobs.cluster.local stop --root {root}`."
+            ).format(root=root, pid=record["pid"])
         )
     stop(root)
     for name in names:
@@ -378,7 +384,7 @@ def status(root: Path = DEFAULT_ROOT) -> dict[str, int]:
 def _running(root: Path) -> LocalCluster:
     cluster = find(root)
     if cluster is None or not status(root)[HEAD]:
-        raise TargetError(f"No local cluster runs in {root}: start it with `make cluster`.")
+        raise TargetError(_("No local cluster runs in {root}: start it with `make cluster`.").format(root=root))
     return cluster
 
 
@@ -426,7 +432,7 @@ def _act(args: argparse.Namespace) -> int:
             command = [sys.executable, "-m", "core", "serve", "--port", str(args.port)]
             command += ["--address", cluster.app_address]
         if not command:
-            raise TargetError("exec needs a command: python -m core.jobs.cluster.local exec -- COMMAND...")
+            raise TargetError(_("exec needs a command: python -m core.jobs.cluster.local exec -- COMMAND..."))
         env = {k: v for k, v in os.environ.items() if k != auth.TOKEN} | cluster.client_env()
         os.execvpe("ip", cluster.in_namespace(command), env)
     return 0

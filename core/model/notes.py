@@ -1,0 +1,67 @@
+"""The notes a worker writes under a model's card: kept in the model's record in English (the record is shared:
+another reader may read it in the other language), made from a fixed set of sentences, and translated where they
+are shown by finding which sentence a note is and with what values (docs/i18n.md)."""
+
+from __future__ import annotations
+
+from core.i18n import N_, _
+from core.recorded import shown
+
+__all__ = [
+    "BUILT_FROM_CODE",
+    "CHECKPOINT_ENTRY",
+    "CODE_SHAPES",
+    "CONSTANT_WEIGHTS",
+    "DATAPARALLEL",
+    "DOMAINS_IN_USE",
+    "DOMAINS_UNUSED",
+    "DOMAIN_UNUSED",
+    "FUNCTIONS",
+    "LOADED_INTO",
+    "PT2_EXPORTED",
+    "PT2_NAMES",
+    "SUBGRAPHS",
+    "TEMPLATES",
+    "TORCHSCRIPT_SHAPES",
+    "note",
+    "shown_note",
+]
+
+CHECKPOINT_ENTRY = N_("Weights taken from the checkpoint's '{key}' entry.")
+DATAPARALLEL = N_("The 'module.' prefix of DataParallel was removed from every key.")
+LOADED_INTO = N_("Loaded into the '{arch}' architecture: every key and shape matches.")
+TORCHSCRIPT_SHAPES = N_(
+    "TorchScript does not record input shapes or dtypes: you give the shapes when you export (float32 is assumed)."
+)
+PT2_EXPORTED = N_("Exported with torch {version} or compatible; its dynamic dims stay dynamic.")
+PT2_NAMES = N_(
+    "A saved torch.export program keeps no names for its dynamic dims, only torch's symbols; they are named here by "
+    "where they sit ({named}). Rename them on the Export page: the ONNX model takes those names."
+)
+DOMAINS_IN_USE = N_("Operator domains beyond the standard ones: {domains}.")
+DOMAIN_UNUSED = N_("Operator domain declared and unused: {domains} (no node uses it; nothing custom runs).")
+DOMAINS_UNUSED = N_("Operator domains declared and unused: {domains} (no node uses them; nothing custom runs).")
+SUBGRAPHS = N_("{subgraphs} subgraph(s) (If/Loop/Scan), {nodes} nodes in all.")
+FUNCTIONS = N_("{count} local function(s).")
+CONSTANT_WEIGHTS = N_("{count} weight tensor(s) are held in Constant nodes instead of initializers.")
+BUILT_FROM_CODE = N_(
+    "Built {name}(**{args}) from your code ({module}) and loaded the weights: every key and shape matches."
+)
+CODE_SHAPES = N_("Your code does not say its input shapes: give them on the Export page (float32 is assumed).")
+
+TEMPLATES = (
+    CHECKPOINT_ENTRY, DATAPARALLEL, LOADED_INTO, TORCHSCRIPT_SHAPES, PT2_EXPORTED, PT2_NAMES, DOMAINS_IN_USE,
+    DOMAIN_UNUSED, DOMAINS_UNUSED, SUBGRAPHS, FUNCTIONS, CONSTANT_WEIGHTS, BUILT_FROM_CODE, CODE_SHAPES,
+)  # fmt: skip
+
+
+def note(template: str, **values: object) -> str:
+    """The note ``template`` says with ``values``, in English: as it is kept in the record."""
+    return template.format(**values)
+
+
+def shown_note(text: str) -> str:
+    """A note kept in a record, in the current language: its sentence translated with its values as they are
+    (core.recorded); a note from no template (a sample's description is in the catalog) is looked up whole."""
+    found = shown(text, TEMPLATES)
+    return found if found != text else _(text)

@@ -1,0 +1,124 @@
+"""In Chromium: every translated page opened in Chinese (?lang=zh) on the TinyCNN sample, after what each page
+needs (an ONNX export and a quantization, saved benchmark runs), and no English prose left in its main area
+outside code, tables and charts. Screenshots: test-artifacts/e2e/zh-*.png."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import shot, wait_idle
+
+pytestmark = pytest.mark.e2e
+
+# The pages crawled, in the walk-through's order: (its title in Chinese, what to do there first, a screenshot's
+# name). A page joins this list when it is translated whole (docs/i18n.md).
+PAGES: list[tuple[str, str, str]] = [
+    ("模型", "", "zh-model"),
+    ("量化", "quantize", "zh-quantize"),
+    ("历史记录", "", "zh-history"),
+    ("看板", "", "zh-dashboard"),
+]
+
+# what is not prose: code, tables, charts, the graph canvas, and Streamlit's own widget text (docs/i18n.md)
+_SKIPPED = ", ".join(
+    [
+        "pre",
+        "code",
+        "table",
+        "iframe",
+        "canvas",
+        "svg",
+        '[data-testid="stTable"]',
+        '[data-testid="stDataFrame"]',
+        '[data-testid="stPlotlyChart"]',
+        '[data-testid="stFileUploaderDropzoneInstructions"]',
+        '[data-testid="stBaseButton-secondary"][aria-label]',
+    ]
+)
+_TEXT = """(skipped) => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const blocks = main.querySelectorAll('p, li, label, button, h1, h2, h3, h4, h5, summary, [role="alert"]');
+  return [...blocks].filter(e => !e.closest(skipped)).map(e => e.innerText.trim()).filter(t => t);
+}"""
+
+# words that stay as they are in Chinese: names of tools, libraries and formats; op types, provider names, dtypes
+# and settings are CamelCase, carry digits or capitals, or a dot (file names), and are taken out before
+_NAMES = {"ONNX", "Runtime", "PyTorch", "eager", "torch", "onnx", "onnxruntime", "numpy", "Ray", "tinycnn", "TinyCNN"}
+_TOKEN = re.compile(r"\S*[./_@`]\S*|\b\w*\d\w*\b|\b[A-Z]{2,}\w*\b|\b[A-Za-z]+[A-Z]\w*\b")
+_PROSE = re.compile(r"\b[A-Za-z][a-z'’-]+(?:[ ,]+[A-Za-z][a-z'’-]+){3,}")
+
+
+def english_prose(texts: list[str]) -> list[str]:
+    """The texts with a run of four or more English words, once names, code and numbers are taken out."""
+    found = []
+    for text in texts:
+        plain = _TOKEN.sub(" ", text)
+        plain = " ".join("" if word in _NAMES else word for word in plain.split(" "))
+        if _PROSE.search(plain):
+            found.append(text)
+    return found
+
+
+def test_english_prose_is_found_and_names_are_not() -> None:
+    assert english_prose(["这里还有 an English sentence left"]) == ["这里还有 an English sentence left"]
+    assert english_prose(["量化 QLinearConv ×2, CPUExecutionProvider, model.onnx, float32 ONNX Runtime"]) == []
+    assert english_prose(["用 `python -m core quantize` 保存"]) == []
+
+
+def _seed_history(data_dir: Path) -> None:
+    """Two versions of TinyCNN's benchmark, the newer slower (a regression on the Dashboard), as saved runs."""
+    from core.store import Store
+    from tests.reports import made_report
+
+    old = made_report("zh-old", when=datetime.now(UTC) - timedelta(days=2))
+    new = made_report("zh-new")
+    new.model_id = "cd" * 32  # a new export of the same PyTorch original
+    for r in new.results:
+        r.median_ms, r.median_low_ms, r.median_high_ms = (
+            v * 1.5 for v in (r.median_ms, r.median_low_ms, r.median_high_ms)
+        )
+    store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
+    for report in (old, new):
+        store.save(report, owner="", team="")
+
+
+def _quantize(page) -> None:  # type: ignore[no-untyped-def]
+    """Export TinyCNN with the defaults, then its dynamic INT8 variant only, measured briefly."""
+    page.get_by_role("button", name="用默认设置导出并继续").click()
+    page.get_by_role("button", name="量化并比较").wait_for(timeout=120_000)
+    wait_idle(page)
+    variants = page.locator('[data-testid="stMultiSelect"]').first
+    for label in ("静态 INT8，QDQ，MinMax", "FP16（保留 float32 输入和输出）"):
+        variants.get_by_role("button", name=f"Remove {label}").click()
+    page.locator('input[aria-label="每个模型的测量调用次数"]').fill("20")
+    page.locator('input[aria-label="用于精度检查的留出样本数"]').fill("4")
+    page.get_by_role("button", name="量化并比较").click()
+    page.get_by_text("大小与延迟").wait_for(timeout=180_000)
+    wait_idle(page)
+
+
+def test_every_translated_page_reads_in_chinese(browser, app_url: str, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    _seed_history(data_dir)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN")
+    page = context.new_page()
+    try:
+        page.goto(f"{app_url}/?lang=zh&sample=tinycnn")
+        page.get_by_text("256,074").wait_for(timeout=60_000)
+        wait_idle(page)
+        found = {}
+        for title, action, name in PAGES:
+            if title != "模型":
+                page.locator('[data-testid="stSidebar"]').get_by_role("link", name=title, exact=True).click()
+                page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
+                wait_idle(page)
+            if action == "quantize":
+                _quantize(page)
+            shot(page, name)
+            found[title] = english_prose(page.evaluate(_TEXT, _SKIPPED))
+        assert found == {title: [] for title, _action, _name in PAGES}
+    finally:
+        context.close()
