@@ -9,6 +9,7 @@ from core.decode.sentences import SENTENCES
 from core.graph.colourings import latency_colouring
 from core.i18n import _
 from core.jobs import DECODE, PROFILE
+from core.recorded import shown
 from ui import jobs
 from ui.decode_view import (
     decoded_json,
@@ -20,7 +21,6 @@ from ui.decode_view import (
 )
 from ui.graph_panel import draw_graph, graph_of, node_card
 from ui.needs import next_steps, require_onnx
-from ui.sentences import shown
 from ui.text import md_escape
 
 st.title(_("Decode"))

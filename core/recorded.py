@@ -7,40 +7,60 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections.abc import Iterable
 from functools import cache
 
-from core.i18n import _, number
+from core.i18n import DEFAULT, _, language, number, pgettext
 
-__all__ = ["shown", "significant"]
+__all__ = ["shown", "shown_all", "significant"]
 
-_FIELD = re.compile(r"\{(\w+)\}")
+_FORMATTER = string.Formatter()
 
 
 @cache
-def _pattern(template: str) -> re.Pattern[str]:
-    """The template as a regular expression, each placeholder a group (the same name twice: the same text)."""
+def _pattern(template: str) -> re.Pattern[str] | None:
+    """The template as a regular expression, each placeholder a group (the same name twice: the same text); None
+    for a template without placeholders (it is compared whole)."""
     parts: list[str] = []
     seen: set[str] = set()
-    at = 0
-    for field in _FIELD.finditer(template):
-        name = field.group(1)
-        parts += [re.escape(template[at : field.start()]), f"(?P={name})" if name in seen else f"(?P<{name}>.+?)"]
+    for literal, name, _spec, _conv in _FORMATTER.parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        parts.append(f"(?P={name})" if name in seen else f"(?P<{name}>.+?)")
         seen.add(name)
-        at = field.end()
-    parts.append(re.escape(template[at:]))
-    return re.compile("".join(parts), re.DOTALL)
+    return re.compile("".join(parts), re.DOTALL) if seen else None
 
 
-def shown(text: str, templates: Iterable[str]) -> str:
+def shown(text: str, templates: Iterable[str], depth: int = 0) -> str:
     """``text`` in the reader's language when one of ``templates`` (messages marked with ``N_()``; where a count
-    decides the English form, one template per form) wrote it; else ``text`` as it is (a record written by another
-    version of the app)."""
-    for template in templates:
-        match = _pattern(template).fullmatch(text)
-        if match is not None:
-            return _(template).format(**match.groupdict())
+    decides the English form, one template per form) wrote it, each value shown the same way (a clause inside a
+    sentence), and clauses core joined with "; " each shown; else ``text`` as it is (what a library said, a record
+    written by another version of the app)."""
+    if not text or language() == DEFAULT:
+        return text
+    sentences = tuple(templates)
+    for template in sentences:
+        if text == template:
+            return _(template)
+        pattern = _pattern(template)
+        match = pattern.fullmatch(text) if pattern is not None else None
+        if match is None:
+            continue
+        values = match.groupdict()
+        if depth < 3:
+            values = {k: shown(v, sentences, depth + 1) for k, v in values.items()}
+        return _(template).format(**values)
+    if depth < 3 and "; " in text:  # clauses core joined (what changed in a node): each shown
+        return pgettext("clauses", "; ").join(shown(part, sentences, depth + 1) for part in text.split("; "))
     return text
+
+
+def shown_all(texts: Iterable[str], templates: Iterable[str]) -> list[str]:
+    """Each of ``texts`` shown, as ``shown`` does."""
+    sentences = tuple(templates)
+    return [shown(t, sentences) for t in texts]
 
 
 def significant(value: float, digits: int = 3) -> str:

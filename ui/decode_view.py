@@ -13,9 +13,9 @@ from core.decode.sentences import SENTENCES
 from core.i18n import N_, _, ngettext, number
 from core.jobs.wire import to_data
 from core.model import format_shape
+from core.recorded import shown
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
-from ui.sentences import shown
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 

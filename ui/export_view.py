@@ -14,10 +14,10 @@ from core.i18n import _, number, pgettext
 from core.jobs import EXPORT
 from core.model import ModelRecord
 from core.model.torchload import source_of
+from core.recorded import shown
 from ui import jobs, session
 from ui.charts import op_count_figure, op_count_frame
 from ui.plan_view import forget_plan, keep_export_examples
-from ui.sentences import shown
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["kept_report", "run_export", "show_report"]

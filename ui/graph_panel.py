@@ -13,10 +13,10 @@ from core.graph.records import GraphRequest
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs import GRAPH
 from core.model import ModelRecord
+from core.recorded import shown
 from ui import session
 from ui.graph_canvas import graph_canvas
 from ui.jobs import run
-from ui.sentences import shown
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card"]

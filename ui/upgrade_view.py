@@ -14,11 +14,11 @@ from core.i18n import N_, _, number
 from core.jobs import INTAKE, UPGRADE
 from core.model import ModelRecord
 from core.model.intake import IntakeRequest
+from core.recorded import shown
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
 from core.upgrade.sentences import SENTENCES
 from ui import jobs, session
 from ui.plan_view import input_plan
-from ui.sentences import shown
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["offer_upgrade", "upgrade_section"]

@@ -15,7 +15,7 @@ from core.errors import WorkbenchError
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.graph.page import COLOURS, graph_page
 from core.graph.records import GraphRequest, GraphView
-from core.i18n import _, number, pgettext
+from core.i18n import _, language, number, pgettext
 from core.jobs import GRAPH, OPTIMIZE, PARTITION
 from core.partition import LevelsRequest, PartitionRequest
 from core.settings import PROJECT_ROOT
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     colourings = _colourings(args, view, record.path)
     shown = args.level if args.color == "level" else args.color
     out = Path(args.output).expanduser()
-    out.write_text(graph_page(view, BUNDLE.read_text(), shown, colourings), encoding="utf-8")
+    out.write_text(graph_page(view, BUNDLE.read_text(), shown, colourings, language=language()), encoding="utf-8")
     for note in view.notes:
         print(_("note: {note}").format(note=note), file=sys.stderr)
     said = (

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, code_choice, describe, parse_input, split
+from core.cli.common import add_code_arguments, choose_language, code_choice, describe, parse_input, split
 from core.errors import NotebookError
-from core.i18n import LANGUAGES
+from core.i18n import LANGUAGES, _
 from core.jobs import NOTEBOOK
 from core.notebook import STEPS, NotebookRequest, default_plan, model_files, notebook_bytes
 
@@ -25,7 +25,12 @@ def register(sub: Any) -> None:
         "notebook", help="a Jupyter notebook that redoes the walk-through on a model (torch, onnx, onnxruntime only)"
     )
     parser.add_argument("model", help="an .onnx path, a PyTorch file, model.py,weights.pt, or sample:NAME")
-    parser.add_argument("--lang", default="en", choices=sorted(LANGUAGES), help="the lessons' language (default: en)")
+    parser.add_argument(  # the same --lang as before the command (it sets what the command prints too)
+        "--lang",
+        default=argparse.SUPPRESS,
+        choices=sorted(LANGUAGES),
+        help="the lessons' language",
+    )
     parser.add_argument("--steps", help=f"which steps, in any order (default: all): {','.join(STEPS)}")
     parser.add_argument(
         "-o", "--output", default="walk.ipynb", help="the .ipynb to write, or a .zip to hold it with the model's files"
@@ -45,7 +50,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.repeat < 1 or args.warmup < 0:
-        raise NotebookError("--repeat must be at least 1 and --warmup at least 0.")
+        raise NotebookError(_("--repeat must be at least 1 and --warmup at least 0."))
     record = describe(args.model, code_choice(args))
     given = dict(parse_input(text) for text in args.input)
     if given:
@@ -54,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             for s in record.inputs
         ]
         record = dataclasses.replace(record, inputs=specs)
-    plan = default_plan(record, split(args.steps) or list(STEPS), args.lang)
+    plan = default_plan(record, split(args.steps) or list(STEPS), choose_language(args))
     plan = dataclasses.replace(plan, repeat=args.repeat, warmup=args.warmup)
     output = Path(args.output).expanduser().resolve()
     files = model_files(record, plan.inputs)
@@ -64,12 +69,17 @@ def run(args: argparse.Namespace) -> int:
             made = jobs.run(NOTEBOOK, request)
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_bytes(Path(made.path).read_bytes())
-        print(f"wrote {output} ({', '.join(made.members)})")
+        print(_("wrote {path} ({members})").format(path=output, members=", ".join(made.members)))
         return 0
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_bytes(notebook_bytes(plan))
-    print(f"wrote {output} (steps: {', '.join(plan.steps)})")
+    print(_("wrote {path} (steps: {steps})").format(path=output, steps=", ".join(plan.steps)))
     if files:
         names = ", ".join(Path(f).name for f in files)
-        print(f"note: the notebook loads {names} from beside itself; copy them there, or write a .zip", file=sys.stderr)
+        print(
+            _("note: the notebook loads {names} from beside itself; copy them there, or write a .zip").format(
+                names=names
+            ),
+            file=sys.stderr,
+        )
     return 0

@@ -1,5 +1,5 @@
 """What Decode writes in English (the decoded model is kept in the session and written by `python -m core
-inspect`): each sentence a catalog entry, shown in the reader's language on the Decode page (ui.sentences)."""
+inspect`): each sentence a catalog entry, shown in the reader's language on the Decode page (core.recorded)."""
 
 from __future__ import annotations
 

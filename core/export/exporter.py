@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["SENTENCES", "export_model"]
 
 # the app's own notes among the exporter's warnings, and the opset note: English in the report, shown in the
-# reader's language (ui.sentences)
+# reader's language (core.recorded)
 _EXTERNAL = N_(
     "The weights take more than one protobuf file can hold (2 GB), so they were written to an external .onnx.data file."
 )

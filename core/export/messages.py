@@ -13,7 +13,7 @@ __all__ = ["SENTENCES", "Collect", "explain_export_failure", "plain_warnings"]
 
 # ----------------------------------------------------------------------------------------------- warnings
 # (what the exporter says, the sentence in plain words with the pattern's named groups as placeholders); the words
-# stay English in the report and are shown in the reader's language (ui.sentences)
+# stay English in the report and are shown in the reader's language (core.recorded)
 _PLAIN: list[tuple[str, str]] = [
     (
         r"legacy TorchScript-based ONNX export",
@@ -58,7 +58,7 @@ _PLAIN: list[tuple[str, str]] = [
     ),
 ]
 _REPEATED = N_("{warning} (×{count})")
-SENTENCES = (*(plain for _pattern, plain in _PLAIN), _REPEATED)  # what ui.sentences shows in the reader's language
+SENTENCES = (*(plain for _pattern, plain in _PLAIN), _REPEATED)  # what core.recorded shows in the reader's language
 
 
 # torch.onnx names an axis once per program dim and warns for every other input that has it under the same name

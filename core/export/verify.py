@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import torch
 
 # What a report says, in English (the command line, the session's kept report): the Export page shows each in the
-# reader's language (ui.sentences)
+# reader's language (core.recorded)
 EXPORT_SHAPE = N_("export shape")
 _CHECKER, _VALID = N_("onnx.checker (full check)"), N_("the model is valid ONNX")
 _STRICT, _INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")

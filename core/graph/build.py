@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_DEPTH", "SENTENCES", "SHAPE_INFERENCE_LIMIT", "view_graph"]
 
-# the view's notes: English in the view, shown in the reader's language (ui.sentences)
+# the view's notes: English in the view, shown in the reader's language (core.recorded)
 _SKIPPED = N_("shape inference skipped: {count} nodes (the limit is {limit})")
 _FAILED = N_("shape inference failed: {error}")
 _NO_STATS = N_("statistics left out for {count} weights (too many values to read)")

@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 from core.errors import NotebookError
+from core.i18n import _
 from core.notebook.builder import notebook_bytes
 from core.notebook.records import NotebookArchive, NotebookRequest
 from core.workspace import safe_filename
@@ -41,8 +42,10 @@ def notebook_archive(request: NotebookRequest) -> NotebookArchive:
         path = Path(given)
         if not path.exists():
             raise NotebookError(
-                f"A file of the model is gone ('{safe_filename(path.name)}'): its folder was cleared. Open the model "
-                "again and download once more."
+                _(
+                    "A file of the model is gone ('{name}'): its folder was cleared. Open the model again and "
+                    "download once more."
+                ).format(name=safe_filename(path.name))
             )
         members += _members(path)
     out = Path(request.out_dir)

@@ -36,7 +36,11 @@ def plan_steps(record: ModelRecord, steps: list[str] | tuple[str, ...]) -> tuple
     PyTorch model."""
     unknown = [s for s in steps if s not in STEPS]
     if unknown:
-        raise NotebookError(f"There is no step {', '.join(map(repr, unknown))}; the steps are: {', '.join(STEPS)}.")
+        raise NotebookError(
+            _("There is no step {unknown}; the steps are: {steps}.").format(
+                unknown=", ".join(map(repr, unknown)), steps=", ".join(STEPS)
+            )
+        )
     chosen = {"model", *steps}
     if record.is_pytorch and chosen & ONNX_STEPS:
         chosen.add("export")
@@ -64,9 +68,11 @@ def start_inputs(record: ModelRecord) -> list[BenchInput]:
     unknown = [s.name for s in record.inputs if s.shape is None]
     if unknown:
         raise NotebookError(
-            f"The model does not say the shape of its input {', '.join(map(repr, unknown))} (TorchScript and a "
-            "model's own code keep none). Export it first on the Export page, or give the shape on the command "
-            "line with --input NAME=1,3,224,224."
+            _(
+                "The model does not say the shape of its input {names} (TorchScript and a model's own code keep "
+                "none). Export it first on the Export page, or give the shape on the command line with --input "
+                "NAME=1,3,224,224."
+            ).format(names=", ".join(map(repr, unknown)))
         )
     plan = plan_inputs(record)
     if record.is_pytorch:

@@ -104,7 +104,11 @@ def _load_lines(record: ModelRecord) -> list[str]:
         return [f"program = torch.export.load({literal(Path(record.path).name)})", "model = program.module()"]
     if record.format == "code" and record.code is not None:
         return _user_code(record)
-    raise NotebookError(f"A notebook cannot rebuild a {record.format_label}; pick a PyTorch or an ONNX model.")
+    raise NotebookError(
+        _("A notebook cannot rebuild a {format}; pick a PyTorch or an ONNX model.").format(
+            format=_(record.format_label)
+        )
+    )
 
 
 def torch_model_cells(record: ModelRecord) -> list[Cell]:

@@ -1,6 +1,6 @@
 """What an upgrade's report says, in English (the report travels as data; the note in the new version's record
 is English for every reader): each sentence a catalog entry, shown in the reader's language on the pages
-(ui.upgrade_view through ui.sentences)."""
+(ui.upgrade_view through core.recorded)."""
 
 from __future__ import annotations
 

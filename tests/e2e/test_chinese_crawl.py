@@ -1,6 +1,7 @@
-"""In Chromium: every translated page opened in Chinese (?lang=zh) on the TinyCNN sample, after what each page
-needs (an ONNX export and a quantization, saved benchmark runs), and no English prose left in its main area
-outside code, tables and charts. Screenshots: test-artifacts/e2e/zh-*.png."""
+"""In Chromium: every page of the walk-through opened in Chinese (?lang=zh) on the TinyCNN sample, after what each
+page needs (an export, a benchmark run, a quantization, saved runs), and no English prose left in its main area
+outside code, tables and charts; the graph view's own toolbar, legend and details in Chinese too. Screenshots:
+test-artifacts/e2e/zh-*.png."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ from tests.e2e.conftest import shot, wait_idle
 pytestmark = pytest.mark.e2e
 
 # The pages crawled, in the walk-through's order: (its title in Chinese, what to do there first, a screenshot's
-# name). A page joins this list when it is translated whole (docs/i18n.md).
+# name). Every page of the walk-through is here (the classroom's are AppTests: tests/app/test_classroom_page.py).
 PAGES: list[tuple[str, str, str]] = [
     ("模型", "", "zh-model"),
+    ("导出", "export", "zh-export"),
+    ("解析", "graph", "zh-decode"),
+    ("图分区", "", "zh-partition"),
+    ("基准测试", "benchmark", "zh-benchmark"),
+    ("性能剖析", "", "zh-profile"),
     ("量化", "quantize", "zh-quantize"),
     ("历史记录", "", "zh-history"),
     ("看板", "", "zh-dashboard"),
@@ -86,11 +92,38 @@ def _seed_history(data_dir: Path) -> None:
         store.save(report, owner="", team="")
 
 
-def _quantize(page) -> None:  # type: ignore[no-untyped-def]
-    """Export TinyCNN with the defaults, then its dynamic INT8 variant only, measured briefly."""
-    page.get_by_role("button", name="用默认设置导出并继续").click()
-    page.get_by_role("button", name="量化并比较").wait_for(timeout=120_000)
+def _export(page) -> None:  # type: ignore[no-untyped-def]
+    """Export TinyCNN with the page's defaults (a dynamic batch), checked at another batch size."""
+    assert page.get_by_role("checkbox", name="轴 0 为动态轴").is_checked()
+    page.get_by_role("button", name="导出", exact=True).click()
+    page.get_by_text("导出并验证完成").wait_for(timeout=120_000)
     wait_idle(page)
+    assert page.get_by_text("在 batch = 3 下与 PyTorch 一致").is_visible()
+
+
+def _graph(page) -> None:  # type: ignore[no-untyped-def]
+    """The graph view's own words: its toolbar, legend, search and a node's details."""
+    page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=60_000)
+    wait_idle(page)
+    toolbar = page.locator(".gv-bar").inner_text()
+    assert "适应窗口" in toolbar and "全部折叠" in toolbar
+    assert page.locator(".gv-legend > b").inner_text() == "算子类型"
+    page.get_by_placeholder("按名称或算子查找节点").fill("Conv")
+    page.locator(".gv-results button").first.click()
+    wait_idle(page)
+    details = page.locator(".gv-details").inner_text()
+    assert "属性" in details and "输入" in details and "权重" in details
+
+
+def _benchmark(page) -> None:  # type: ignore[no-untyped-def]
+    """The default benchmark, to its chart."""
+    page.get_by_role("button", name="运行基准测试").click()
+    page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=180_000)
+    wait_idle(page)
+
+
+def _quantize(page) -> None:  # type: ignore[no-untyped-def]
+    """The exported TinyCNN's dynamic INT8 variant only, measured briefly."""
     variants = page.locator('[data-testid="stMultiSelect"]').first
     for label in ("静态 INT8，QDQ，MinMax", "FP16（保留 float32 输入和输出）"):
         variants.get_by_role("button", name=f"Remove {label}").click()
@@ -115,8 +148,8 @@ def test_every_translated_page_reads_in_chinese(browser, app_url: str, data_dir:
                 page.locator('[data-testid="stSidebar"]').get_by_role("link", name=title, exact=True).click()
                 page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
                 wait_idle(page)
-            if action == "quantize":
-                _quantize(page)
+            if action:
+                {"export": _export, "graph": _graph, "benchmark": _benchmark, "quantize": _quantize}[action](page)
             shot(page, name)
             found[title] = english_prose(page.evaluate(_TEXT, _SKIPPED))
         assert found == {title: [] for title, _action, _name in PAGES}

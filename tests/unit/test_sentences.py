@@ -1,12 +1,12 @@
-"""Sentences core writes in English, shown in the reader's language (ui.sentences)."""
+"""Sentences core writes in English, shown in the reader's language (core.recorded)."""
 
 from __future__ import annotations
 
 from core.decode.sentences import SENTENCES as DECODE
 from core.export.verify import SENTENCES as EXPORT
 from core.i18n import using
+from core.recorded import shown
 from core.upgrade.sentences import SENTENCES as UPGRADE
-from ui.sentences import shown
 
 
 def test_a_known_sentence_is_translated_with_its_values_and_a_clause_inside_it_too() -> None:
