@@ -60,4 +60,8 @@ if not sandboxed:
     )
 if session.settings().hosted:
     st.sidebar.caption(_("Hosted mode: uploads are limited and code archives are refused."))
+if pages.closed(page):  # typed into the address: a participant's room keeps this page shut
+    st.info(_("Your teacher has not opened this page in this room."))
+    pages.link(pages.first_open())
+    st.stop()
 page.run()

@@ -11,7 +11,7 @@ from streamlit.navigation.page import Page as StreamlitPage
 
 from core.i18n import N_, _
 
-__all__ = ["PAGES", "Page", "link", "navigation", "page"]
+__all__ = ["PAGES", "Page", "closed", "first_open", "link", "navigation", "page"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +148,19 @@ def navigation() -> StreamlitPage:
         page = st.Page(row.path, title=_(row.title), icon=row.icon, default=n == 0, visibility=visibility)
         sections.setdefault(_(row.section), []).append(page)
     return st.navigation(sections)
+
+
+def closed(page: StreamlitPage) -> bool:
+    """Whether ``page`` is one a participant's room keeps shut (its address typed in: the navigation lists only the
+    pages the teacher opened). The Classroom page says for itself when no workshop is on."""
+    shown = _shown()
+    return any(page.title == _(row.title) and row.step not in shown for row in PAGES if row.step != "classroom")
+
+
+def first_open() -> str:
+    """The first page of the walk-through a participant's room keeps open."""
+    shown = _shown()
+    return next((row.step for row in PAGES if row.step in shown), PAGES[0].step)
 
 
 def link(step: str, label: str = "", **params: str) -> None:

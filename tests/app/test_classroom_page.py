@@ -86,6 +86,9 @@ def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_l
     assert [(e.name, e.kind) for e in entries] == [(HOSTILE, "benchmark")] and entries[0].value
     teacher.run()
     assert "5.11" in texts(teacher) and "this room measured" in texts(teacher)
+    pupil.switch_page("app_pages/profile.py").run()  # a shut page, its address typed in: not shown
+    assert [i.value for i in pupil.info] == ["您的老师尚未在本课堂开放此页面。"]
+    assert not [w for w in pupil.selectbox if w.key == "profile_level"]  # nothing of the page below
     pupil.switch_page("app_pages/classroom.py").run()  # the participant sees the board, never the controls
     assert not [b for b in pupil.button if b.key in ("room_clear", "room_close")]
     assert not [t for t in pupil.text_input if t.key == "facilitator_key"]
