@@ -4,7 +4,8 @@ configurations, samples, the machine and what else it did), without measuring an
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from core.bench import BenchReport
 from core.runtime.activity import Activity
@@ -60,3 +61,19 @@ def made_report(
         finished=created.timestamp(),
         activity=Activity(seconds=3.5, cores=2, others_cores=0.1, own_cores=1.0, load_before=0.5, load_after=0.6),
     )
+
+
+def seed_regression(data_dir: Path) -> None:
+    """Two versions of TinyCNN's benchmark saved in ``data_dir``'s history, the newer (a new export of the same
+    PyTorch original) 1.5× slower: a regression for the Dashboard to flag."""
+    from core.store import Store
+
+    old, new = made_report("r-old", when=datetime.now(UTC) - timedelta(days=2)), made_report("r-new")
+    new.model_id = "cd" * 32
+    for r in new.results:
+        r.median_ms, r.median_low_ms, r.median_high_ms = (
+            v * 1.5 for v in (r.median_ms, r.median_low_ms, r.median_high_ms)
+        )
+    store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
+    for report in (old, new):
+        store.save(report, owner="", team="")

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
 from tests.app.conftest import APP
+from tests.reports import seed_regression
 
 
 @pytest.fixture
@@ -364,26 +365,8 @@ def test_the_three_pages_in_english_are_unchanged(tmp_path: Path, monkeypatch: p
     assert at.title[0].value == "Profile" and any(b.label == "Profile" for b in at.button)
 
 
-def _seed_runs(data: Path) -> None:
-    """Two versions of TinyCNN's benchmark, the newer 1.5× slower: a regression for the Dashboard to flag."""
-    from datetime import UTC, datetime, timedelta
-
-    from core.store import Store
-    from tests.reports import made_report
-
-    old, new = made_report("r-old", when=datetime.now(UTC) - timedelta(days=2)), made_report("r-new")
-    new.model_id = "cd" * 32
-    for r in new.results:
-        r.median_ms, r.median_low_ms, r.median_high_ms = (
-            v * 1.5 for v in (r.median_ms, r.median_low_ms, r.median_high_ms)
-        )
-    store = Store(f"sqlite:///{data / 'history.sqlite'}")
-    for report in (old, new):
-        store.save(report, owner="", team="")
-
-
 def test_the_dashboard_and_history_in_chinese(tmp_path: Path, chinese: AppTest) -> None:
-    _seed_runs(tmp_path / "data")
+    seed_regression(tmp_path / "data")
     at = chinese
     at.switch_page("app_pages/dashboard.py").run()
     assert not at.exception, at.exception

@@ -6,12 +6,12 @@ test-artifacts/e2e/zh-*.png."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import shot, wait_idle
+from tests.reports import seed_regression
 
 pytestmark = pytest.mark.e2e
 
@@ -75,23 +75,6 @@ def test_english_prose_is_found_and_names_are_not() -> None:
     assert english_prose(["用 `python -m core quantize` 保存"]) == []
 
 
-def _seed_history(data_dir: Path) -> None:
-    """Two versions of TinyCNN's benchmark, the newer slower (a regression on the Dashboard), as saved runs."""
-    from core.store import Store
-    from tests.reports import made_report
-
-    old = made_report("zh-old", when=datetime.now(UTC) - timedelta(days=2))
-    new = made_report("zh-new")
-    new.model_id = "cd" * 32  # a new export of the same PyTorch original
-    for r in new.results:
-        r.median_ms, r.median_low_ms, r.median_high_ms = (
-            v * 1.5 for v in (r.median_ms, r.median_low_ms, r.median_high_ms)
-        )
-    store = Store(f"sqlite:///{data_dir / 'history.sqlite'}")
-    for report in (old, new):
-        store.save(report, owner="", team="")
-
-
 def _export(page) -> None:  # type: ignore[no-untyped-def]
     """Export TinyCNN with the page's defaults (a dynamic batch), checked at another batch size."""
     assert page.get_by_role("checkbox", name="轴 0 为动态轴").is_checked()
@@ -135,7 +118,7 @@ def _quantize(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_every_translated_page_reads_in_chinese(browser, app_url: str, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
-    _seed_history(data_dir)
+    seed_regression(data_dir)
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN")
     page = context.new_page()
     try:
