@@ -30,6 +30,7 @@ from core.model.counts import check_counts
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
     GraphVisit,
+    domain_use,
     dtype_name,
     external_entries,
     itemsize,
@@ -130,22 +131,19 @@ def _model_fields(decoded: DecodedModel, model: onnx.ModelProto) -> None:
 
 
 def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
-    """Each operator domain the model declares that is neither standard nor its own functions': custom ops when a
-    node uses it, nothing at all when none does (exporters declare domains they end up not using)."""
+    """Each operator domain the model declares beyond the standard ones: custom ops when a node uses it and it is
+    neither ONNX Runtime's nor the model's own functions', nothing at all when none does (exporters declare domains
+    they end up not using); the same domains the Model card names (core.model.proto.domain_use)."""
     local = {f.domain for f in model.functions}
-    used = {node.domain for node in decoded.nodes}
-    unused = []
-    for domain in decoded.opsets:
-        if domain in _KNOWN_DOMAINS or domain in local:
-            continue
-        if domain in used:
+    in_use, unused = domain_use(model)
+    for domain in in_use:
+        if domain not in _KNOWN_DOMAINS and domain not in local:
             decoded.problems.append(say.CUSTOM_DOMAIN.format(domain=domain))
-        else:
-            unused.append(f"'{domain}'")
-    if len(unused) == 1:
-        decoded.problems.append(say.UNUSED_DOMAIN.format(domain=unused[0]))
-    elif unused:  # one sentence for all of them (a quantizer's export declares half a dozen)
-        decoded.problems.append(say.UNUSED_DOMAINS.format(domains=", ".join(unused)))
+    quoted = [f"'{domain}'" for domain in unused]
+    if len(quoted) == 1:
+        decoded.problems.append(say.UNUSED_DOMAIN.format(domain=quoted[0]))
+    elif quoted:  # one sentence for all of them (a quantizer's export declares half a dozen)
+        decoded.problems.append(say.UNUSED_DOMAINS.format(domains=", ".join(quoted)))
 
 
 def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:

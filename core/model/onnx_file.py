@@ -15,6 +15,7 @@ from core.model.formats import detect_format, sha256_files
 from core.model.metadata import read_metadata
 from core.model.notes import CONSTANT_WEIGHTS, DOMAIN_UNUSED, DOMAINS_IN_USE, DOMAINS_UNUSED, FUNCTIONS, SUBGRAPHS, note
 from core.model.proto import (
+    domain_use,
     expanded_node_count,
     external_entries,
     index_tables,
@@ -25,7 +26,6 @@ from core.model.proto import (
     tensor_elements,
     tensor_nbytes,
     value_specs,
-    walk_graphs,
 )
 from core.model.records import ModelRecord
 from core.settings import IntakeLimits
@@ -219,17 +219,14 @@ def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> Mode
     return counts
 
 
-def _domain_notes(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
+def _domain_notes(model: onnx.ModelProto) -> list[str]:
     """The operator domains beyond the standard ones, those nodes use apart from those only declared (exporters
     declare domains they end up not using: nothing custom runs for those)."""
-    other = sorted(d for d in opsets if d not in ("ai.onnx", "ai.onnx.ml"))
-    if not other:
-        return []
-    used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
+    in_use, unused = domain_use(model)
     notes = []
-    if in_use := [d for d in other if d in used]:
+    if in_use:
         notes.append(note(DOMAINS_IN_USE, domains=", ".join(in_use)))
-    if unused := [d for d in other if d not in used]:
+    if unused:
         notes.append(note(DOMAINS_UNUSED if len(unused) > 1 else DOMAIN_UNUSED, domains=", ".join(unused)))
     return notes
 
@@ -288,7 +285,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         notes.append(note(FUNCTIONS, count=len(model.functions)))
     if constant_weights:
         notes.append(note(CONSTANT_WEIGHTS, count=constant_weights))
-    notes += _domain_notes(model, opsets)
+    notes += _domain_notes(model)
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
     tables = index_tables(model.graph)

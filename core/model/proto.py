@@ -19,6 +19,7 @@ __all__ = [
     "NOT_WEIGHT_TYPES",
     "GraphVisit",
     "attribute_subgraphs",
+    "domain_use",
     "dtype_name",
     "external_entries",
     "iter_tensors",
@@ -361,3 +362,12 @@ def expanded_node_count(model: onnx.ModelProto) -> int:
                 return -1
             total += cost
     return total
+
+
+def domain_use(model: onnx.ModelProto) -> tuple[list[str], list[str]]:
+    """The operator domains ``model`` declares beyond the standard ones (ai.onnx, ai.onnx.ml), as (those a node
+    uses, in a graph, a subgraph or a local function; those only declared), each sorted: what the Model card and
+    Decode both say of them."""
+    declared = sorted({o.domain or "ai.onnx" for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"})
+    used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
+    return [d for d in declared if d in used], [d for d in declared if d not in used]
