@@ -24,6 +24,7 @@ COMMANDS = {
     "profile": [],
     "quantize": ["--mode", "dynamic", "-o", "{out}/q.onnx"],
     "upgrade": ["-o", "{out}/u.onnx"],
+    "notebook": ["-o", "{out}/walk.ipynb"],
 }
 
 

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
 from tests.app.conftest import APP
+from tests.i18n_text import english_prose as english_runs_in
 from tests.reports import seed_regression
 
 
@@ -138,7 +139,6 @@ def test_an_upload_the_worker_refuses_is_explained_in_chinese(chinese: AppTest) 
 
 # ----------------------------------------------------------------------------------------- Export, Decode, graph
 _CODE = re.compile(r"`[^`]*`")
-_ENGLISH_RUN = re.compile(r"[A-Za-z][A-Za-z'’]*(?:[\s,;:]+[A-Za-z][A-Za-z'’]*){3,}")  # four English words in a row
 
 
 def english_runs(at: AppTest) -> list[str]:
@@ -154,11 +154,7 @@ def english_runs(at: AppTest) -> list[str]:
         *(b.label for b in at.button),
         *(str(c) for t in at.table for c in t.value.columns),
     ]
-    runs = []
-    for text in said:
-        plain = _CODE.sub("", text.replace("\\", "").replace("\u200b", ""))
-        runs += [m.group(0) for m in _ENGLISH_RUN.finditer(plain)]
-    return runs
+    return english_runs_in([_CODE.sub("", text.replace("\\", "").replace("\u200b", "")) for text in said])
 
 
 def _switch_to(at: AppTest, lang: str) -> None:

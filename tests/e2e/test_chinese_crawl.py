@@ -5,12 +5,12 @@ test-artifacts/e2e/zh-*.png."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import shot, wait_idle
+from tests.i18n_text import english_prose
 from tests.reports import seed_regression
 
 pytestmark = pytest.mark.e2e
@@ -50,23 +50,6 @@ _TEXT = """(skipped) => {
   const blocks = main.querySelectorAll('p, li, label, button, h1, h2, h3, h4, h5, summary, [role="alert"]');
   return [...blocks].filter(e => !e.closest(skipped)).map(e => e.innerText.trim()).filter(t => t);
 }"""
-
-# words that stay as they are in Chinese: names of tools, libraries and formats; op types, provider names, dtypes
-# and settings are CamelCase, carry digits or capitals, or a dot (file names), and are taken out before
-_NAMES = {"ONNX", "Runtime", "PyTorch", "eager", "torch", "onnx", "onnxruntime", "numpy", "Ray", "tinycnn", "TinyCNN"}
-_TOKEN = re.compile(r"\S*[./_@`]\S*|\b\w*\d\w*\b|\b[A-Z]{2,}\w*\b|\b[A-Za-z]+[A-Z]\w*\b")
-_PROSE = re.compile(r"\b[A-Za-z][a-z'’-]+(?:[ ,]+[A-Za-z][a-z'’-]+){3,}")
-
-
-def english_prose(texts: list[str]) -> list[str]:
-    """The texts with a run of four or more English words, once names, code and numbers are taken out."""
-    found = []
-    for text in texts:
-        plain = _TOKEN.sub(" ", text)
-        plain = " ".join("" if word in _NAMES else word for word in plain.split(" "))
-        if _PROSE.search(plain):
-            found.append(text)
-    return found
 
 
 def test_english_prose_is_found_and_names_are_not() -> None:
