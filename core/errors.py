@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BenchmarkError",
     "CodeError",
+    "DeployError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -16,6 +17,7 @@ __all__ = [
     "JobOutOfMemory",
     "JobTimedOut",
     "LimitExceededError",
+    "LoadtestError",
     "MissingExtraError",
     "NoMatchingArchitectureError",
     "OldOpsetError",
@@ -114,6 +116,14 @@ class UnsetDimError(BenchmarkError):
     """An input plan with an open dim that nothing in the model sizes: it runs only once the user gives it one."""
 
 
+class DeployError(WorkbenchError):
+    """A server could not be generated for the model (a bad tuned configuration, an output folder in the way)."""
+
+
+class LoadtestError(WorkbenchError):
+    """A load test could not run: an address it may not reach, a server that did not start or answer."""
+
+
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
 
@@ -186,6 +196,8 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         RuntimeRefusedError,
         OldOpsetError,
         UpgradeError,
+        DeployError,
+        LoadtestError,
         BenchmarkError,
         PlanTooLargeError,
         UnsetDimError,

@@ -1,0 +1,95 @@
+"""What Deploy and the load test are asked and what they answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.access import ReadPath, WritePath
+from core.model.measured import MeasuredModel
+
+__all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeployRequest:
+    """Write a server for ``model`` into ``out_dir``: the FastAPI app, the model, its session options (``tuned``:
+    the session configuration Tune chose, as its JSON object; None takes ONNX Runtime's defaults), pinned
+    requirements, a Dockerfile, a README and a Triton model repository; and a zip of it all (the download)."""
+
+    model: ReadPath  # the ONNX file
+    out_dir: WritePath
+    name: str = ""  # the model's name as the README and Triton call it; else the file's
+    tuned: dict[str, Any] | None = None
+    zip: bool = True
+
+
+@dataclass(kw_only=True)
+class DeployReport:
+    out_dir: str
+    files: list[str]  # relative to out_dir
+    zip_path: str  # "" when no zip was asked for
+    inputs: list[dict[str, Any]]  # name, dtype, shape (None for an open axis) as the server checks them
+    outputs: list[dict[str, Any]]
+    session: dict[str, Any]  # the session options the server opens its session with
+    triton_name: str  # the model's folder in the Triton repository
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadtestRequest:
+    """Load a served model with ``concurrency`` workers in turn, each for ``duration_s`` seconds.
+
+    Either ``app`` (a folder Deploy wrote: the job starts it on a loopback port of its own, and stops it after)
+    or ``url`` (a server already running; local mode only: the job runner refuses a job that reaches the network
+    in hosted mode). Outputs of a sample of responses are checked against ONNX Runtime in-process, on the same
+    model, and its latency in-process is measured beside them so the HTTP overhead shows.
+    """
+
+    model: MeasuredModel
+    app: ReadPath | None = None
+    url: str = ""
+    concurrency: list[int] = field(default_factory=lambda: [1, 4, 16])
+    duration_s: float = 5.0
+    npy: bool = False  # send the one input as an .npy body instead of JSON
+    checks: int = 5  # responses checked per concurrency
+    seed: int = 0
+
+
+@dataclass(kw_only=True)
+class LoadResult:
+    concurrency: int
+    requests: int
+    errors: int
+    rps: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    p50_low_ms: float  # 95 % order-statistic intervals (core.runtime.stats)
+    p50_high_ms: float
+    p90_low_ms: float
+    p90_high_ms: float
+    p99_low_ms: float
+    p99_high_ms: float
+    checked: int  # responses whose outputs were compared with ONNX Runtime in-process
+    max_abs_diff: float | None
+    error_examples: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class LoadtestReport:
+    id: str
+    model: str
+    model_id: str
+    created_at: str  # ISO 8601, UTC
+    target: str  # the URL loaded ("the app the job started" is its loopback address)
+    started_app: bool
+    body: str  # "json" or "npy"
+    duration_s: float
+    results: list[LoadResult]
+    in_process_p50_ms: float  # the same session options, in the job's own process, one call at a time
+    in_process_low_ms: float
+    in_process_high_ms: float
+    in_process_calls: int
+    session: dict[str, Any]
+    notes: list[str]
+    seconds: float

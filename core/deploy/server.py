@@ -1,0 +1,243 @@
+"""Deploy: a folder that serves the model (a FastAPI app, its model and session options, pinned requirements, a
+Dockerfile, a README) and a Triton model repository beside it; a job, since it opens the model.
+
+The app is one fixed file (core/deploy/served_app.py, copied as app.py); what it serves travels as JSON data
+(signature.json, session.json), so nothing a model names is ever written into code. Names go into Triton's
+config.pbtxt as escaped protobuf text strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from core.deploy.records import DeployReport, DeployRequest
+from core.deploy.session import session_config
+from core.errors import DeployError
+from core.i18n import _
+from core.model.onnx_file import check_external_data
+
+__all__ = ["PINNED", "generate_server", "pbtxt_string", "triton_config"]
+
+PINNED = ("fastapi", "uvicorn", "onnxruntime", "numpy")  # the server's requirements, at the versions installed here
+MAX_BODY = 64 << 20  # bytes the generated server reads of one request
+_DTYPES = {
+    "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
+    "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int16)": "int16", "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8", "tensor(uint16)": "uint16", "tensor(uint32)": "uint32", "tensor(uint64)": "uint64",
+    "tensor(bool)": "bool",
+}  # fmt: skip
+_TRITON_TYPES = {
+    "float32": "TYPE_FP32", "float64": "TYPE_FP64", "float16": "TYPE_FP16", "int64": "TYPE_INT64",
+    "int32": "TYPE_INT32", "int16": "TYPE_INT16", "int8": "TYPE_INT8", "uint8": "TYPE_UINT8",
+    "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32", "uint64": "TYPE_UINT64", "bool": "TYPE_BOOL",
+}  # fmt: skip
+# Triton's onnxruntime backend: optimization { graph { level } } is 0 for ALL (its default), -1 BASIC, 1 EXTENDED,
+# 2 DISABLE_ALL; it has no LAYOUT level, so LAYOUT is served at ALL (the level above it)
+_TRITON_LEVELS = {"all": 0, "layout": 0, "basic": -1, "extended": 1, "disable": 2}
+_TEMPLATE = Path(__file__).with_name("served_app.py")
+
+
+def _tensors(items: list[Any], what: str) -> list[dict[str, Any]]:
+    """name, dtype and shape (None for an axis of any size) of each of the session's inputs or outputs."""
+    found = []
+    for item in items:
+        dtype = _DTYPES.get(item.type)
+        if dtype is None:
+            raise DeployError(
+                _(
+                    "The model's {what} '{name}' is a {type}; the generated server sends and takes numeric tensors "
+                    "only ({types})."
+                ).format(what=what, name=item.name[:80], type=item.type, types=", ".join(sorted(_DTYPES.values())))
+            )
+        shape = None if item.shape is None else [d if isinstance(d, int) and d >= 0 else None for d in item.shape]
+        found.append({"name": item.name, "dtype": dtype, "shape": shape})
+    return found
+
+
+def pbtxt_string(text: str) -> str:
+    """``text`` as a protobuf text-format string literal: quoted, with quotes, backslashes and every byte outside
+    printable ASCII escaped (octal), so a name cannot end the string or the line."""
+    out = []
+    for byte in text.encode("utf-8"):
+        char = chr(byte)
+        if char in '"\\':
+            out.append("\\" + char)
+        elif 32 <= byte < 127:
+            out.append(char)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _triton_tensor(spec: dict[str, Any]) -> str:
+    dims = ", ".join("-1" if d is None else str(d) for d in spec["shape"] or [-1])
+    return (
+        f"  {{\n    name: {pbtxt_string(spec['name'])}\n    data_type: {_TRITON_TYPES[spec['dtype']]}\n"
+        f"    dims: [ {dims} ]\n  }}"
+    )
+
+
+def triton_config(name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], session: dict[str, Any]) -> str:
+    """config.pbtxt for Triton's onnxruntime backend with the session options (no batching by Triton: the
+    dims are the model's own, its batch axis included)."""
+
+    def parameter(key: str, value: object) -> str:
+        return f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}'
+
+    lines = [
+        f"name: {pbtxt_string(name)}",
+        'backend: "onnxruntime"',
+        "max_batch_size: 0",
+        "input [\n" + ",\n".join(_triton_tensor(s) for s in inputs) + "\n]",
+        "output [\n" + ",\n".join(_triton_tensor(s) for s in outputs) + "\n]",
+        f"optimization {{ graph {{ level: {_TRITON_LEVELS[session['level']]} }} }}",
+        parameter("intra_op_thread_count", session["intra_op_threads"]),
+        parameter("inter_op_thread_count", session["inter_op_threads"]),
+        parameter("execution_mode", 1 if session["execution_mode"] == "parallel" else 0),
+    ]
+    kind = "KIND_GPU" if any(p in session["providers"] for p in ("CUDAExecutionProvider", "TensorrtExecutionProvider")) else "KIND_CPU"
+    lines.append(f"instance_group [ {{ count: 1 kind: {kind} }} ]")
+    return "\n".join(lines) + "\n"
+
+
+def _requirements() -> str:
+    lines = []
+    for package in PINNED:
+        try:
+            lines.append(f"{package}=={metadata.version(package)}")
+        except metadata.PackageNotFoundError:  # not installed here: the server cannot be tested either
+            raise DeployError(
+                _("{package} is not installed here, so the server cannot be pinned to a tested version.").format(
+                    package=package
+                )
+            ) from None
+    return "\n".join(lines) + "\n"
+
+
+_DOCKERFILE = """FROM python:3.11-slim
+WORKDIR /srv
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+EXPOSE 8000
+CMD ["uvicorn", "app:app", "--host", "0.0.0.0", "--port", "8000"]
+"""
+
+
+def _fence(text: str) -> str:
+    """A Markdown code fence longer than any run of backticks in ``text`` (a name cannot close it)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _readme(name: str, signature: dict[str, Any], session: dict[str, Any], triton: str) -> str:
+    listing = json.dumps({"inputs": signature["inputs"], "outputs": signature["outputs"]}, indent=2)
+    options = json.dumps(session, indent=2)
+    fence, fence2 = _fence(listing), _fence(options)
+    return f"""# A server for {re.sub(r"[^A-Za-z0-9 ._-]", "_", name)[:120]}
+
+Written by ONNX Workbench (`python -m core deploy`). Run it with
+
+    pip install -r requirements.txt
+    uvicorn app:app --host 127.0.0.1 --port 8000
+
+or with Docker: `docker build -t model-server . && docker run -p 8000:8000 model-server`.
+
+## The API
+
+- `GET /health`: `{{"status": "ok", ...}}` with the inputs, outputs and providers in use.
+- `POST /predict` with `Content-Type: application/json`: `{{"inputs": {{name: nested list}}}}`; the answer is
+  `{{"outputs": {{name: nested list}}}}`.
+- Large tensors: `Content-Type: application/x-npy` with one `.npy` file (`numpy.save`) for a model with one
+  input, or `application/x-npz` with an `.npz` (`numpy.savez`, one array per input name); arrays sent so must
+  have the input's own dtype. Send `Accept: application/x-npz` to get the outputs as an `.npz`.
+- Wrong names, dtypes or shapes are answered 422 with what the model takes; a body that is not JSON (or not
+  .npy/.npz), 400; another Content-Type, 415; a body over {MAX_BODY >> 20} MiB, 413.
+
+The model's inputs and outputs (`null` in a shape is an axis of any size):
+
+{fence}json
+{listing}
+{fence}
+
+## Session options
+
+`session.json`, as Tune chose them (or ONNX Runtime's defaults); the session is made once, at start:
+
+{fence2}json
+{options}
+{fence2}
+
+## Triton
+
+`triton/` is a model repository for Triton Inference Server's onnxruntime backend with the same options
+(`tritonserver --model-repository=triton`); the model is `{triton}`.
+"""
+
+
+def _copy_model(source: Path, folder: Path, name: str) -> None:
+    """The model as ``name`` in ``folder``, with its external data files (checked to stay in its own folder)."""
+    import onnx
+
+    model = onnx.load(str(source), load_external_data=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    for data in check_external_data(model, source.parent):
+        target = folder / data.relative_to(source.parent.resolve())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(data, target)
+    shutil.copyfile(source, folder / name)
+
+
+def _triton_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name.removesuffix(".onnx")).strip("_")[:64] or "model"
+
+
+def generate_server(request: DeployRequest) -> DeployReport:
+    """The job: write the server (and zip it when asked); see the module's docstring."""
+    import onnxruntime as ort
+
+    source = Path(request.model)
+    session = session_config(request.tuned)
+    try:
+        probe = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise DeployError(
+            _("ONNX Runtime cannot open the model, so no server can serve it: {error}").format(error=str(exc)[:300])
+        ) from exc
+    inputs, outputs = _tensors(probe.get_inputs(), _("input")), _tensors(probe.get_outputs(), _("output"))
+    name = request.name or source.name
+    root = Path(request.out_dir)
+    out = root / "server" if request.zip else root
+    if out.exists() and any(out.iterdir()):
+        raise DeployError(
+            _("The folder {folder} is not empty; give an empty or new folder for the server.").format(folder=out)
+        )
+    signature = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
+    signature["max_body_bytes"] = MAX_BODY
+    triton = _triton_name(name)
+    _copy_model(source, out, "model.onnx")
+    _copy_model(source, out / "triton" / triton / "1", "model.onnx")
+    (out / "app.py").write_text(_TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
+    (out / "signature.json").write_text(json.dumps(signature, indent=2), encoding="utf-8")
+    (out / "session.json").write_text(json.dumps(session, indent=2, sort_keys=True), encoding="utf-8")
+    (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
+    (out / "Dockerfile").write_text(_DOCKERFILE, encoding="utf-8")
+    (out / "README.md").write_text(_readme(name, signature, session, triton), encoding="utf-8")
+    (out / "triton" / triton / "config.pbtxt").write_text(triton_config(triton, inputs, outputs, session))
+    files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    zip_path = ""
+    if request.zip:
+        zip_path = str(root / "server.zip")
+        with zipfile.ZipFile(zip_path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for member in files:
+                zf.write(out / member, f"server/{member}")
+    return DeployReport(
+        out_dir=str(out), files=files, zip_path=zip_path, inputs=inputs, outputs=outputs, session=session,
+        triton_name=triton,
+    )  # fmt: skip
