@@ -13,11 +13,13 @@ from collections.abc import Callable
 
 from core.cli import (
     bench,
+    deploy,
     export,
     graph,
     history,
     info,
     inspect,
+    loadtest,
     notebook,
     partition,
     profile,
@@ -34,7 +36,7 @@ from core.i18n import _, using
 __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade, notebook]
+COMMANDS += [upgrade, notebook, deploy, loadtest]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.access import ReadPath, WritePath
 from core.model.measured import MeasuredModel
+from core.runtime.machine import Environment
 
 __all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest"]
 
@@ -53,6 +54,7 @@ class LoadtestRequest:
     npy: bool = False  # send the one input as an .npy body instead of JSON
     checks: int = 5  # responses checked per concurrency
     seed: int = 0
+    tuned: dict[str, Any] | None = None  # the in-process session's options for a URL (an app brings its own)
 
 
 @dataclass(kw_only=True)
@@ -91,5 +93,6 @@ class LoadtestReport:
     in_process_high_ms: float
     in_process_calls: int
     session: dict[str, Any]
+    environment: Environment
     notes: list[str]
     seconds: float

@@ -80,9 +80,9 @@ def _checked(spec: dict[str, Any], value: np.ndarray) -> np.ndarray:
         raise _refuse(f"input {name!r} must be numbers in nested lists of equal lengths ({spec['dtype']})")
     if dtype.kind == "b" and value.dtype.kind != "b":
         raise _refuse(f"input {name!r} takes booleans (true/false), not {value.dtype}")
-    if dtype.kind in "iu" and value.dtype.kind == "f":
-        if not np.all(np.isfinite(value)) or not np.all(value == np.round(value)):
-            raise _refuse(f"input {name!r} takes whole numbers ({spec['dtype']}); it was sent fractions")
+    fractions = dtype.kind in "iu" and value.dtype.kind == "f"
+    if fractions and not (np.all(np.isfinite(value)) and np.all(value == np.round(value))):
+        raise _refuse(f"input {name!r} takes whole numbers ({spec['dtype']}); it was sent fractions")
     if dtype.kind in "iu" and value.size and value.dtype.kind in "iuf":
         info = np.iinfo(dtype)
         if value.min() < info.min or value.max() > info.max:
@@ -100,8 +100,7 @@ def _exact(spec: dict[str, Any], value: np.ndarray) -> np.ndarray:
     """An array sent as .npy/.npz keeps its dtype: it must be the input's own."""
     if value.dtype != np.dtype(spec["dtype"]):
         raise _refuse(
-            f"input {spec['name']!r} takes {spec['dtype']}, not {value.dtype}: save it with "
-            f".astype({spec['dtype']!r})"
+            f"input {spec['name']!r} takes {spec['dtype']}, not {value.dtype}: save it with .astype({spec['dtype']!r})"
         )
     return _checked(spec, value)
 
@@ -112,7 +111,9 @@ def _named(arrays: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(arrays) - set(names))
     missing = [n for n in names if n not in arrays]
     if unknown or missing:
-        said = "; ".join(filter(None, [f"unknown {unknown}" if unknown else "", f"missing {missing}" if missing else ""]))
+        said = "; ".join(
+            filter(None, [f"unknown {unknown}" if unknown else "", f"missing {missing}" if missing else ""])
+        )
         raise _refuse(f"inputs {said}: the model takes {names}")
     return arrays
 

@@ -83,7 +83,9 @@ def _triton_tensor(spec: dict[str, Any]) -> str:
     )
 
 
-def triton_config(name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], session: dict[str, Any]) -> str:
+def triton_config(
+    name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], session: dict[str, Any]
+) -> str:
     """config.pbtxt for Triton's onnxruntime backend with the session options (no batching by Triton: the
     dims are the model's own, its batch axis included)."""
 
@@ -101,7 +103,11 @@ def triton_config(name: str, inputs: list[dict[str, Any]], outputs: list[dict[st
         parameter("inter_op_thread_count", session["inter_op_threads"]),
         parameter("execution_mode", 1 if session["execution_mode"] == "parallel" else 0),
     ]
-    kind = "KIND_GPU" if any(p in session["providers"] for p in ("CUDAExecutionProvider", "TensorrtExecutionProvider")) else "KIND_CPU"
+    kind = (
+        "KIND_GPU"
+        if any(p in session["providers"] for p in ("CUDAExecutionProvider", "TensorrtExecutionProvider"))
+        else "KIND_CPU"
+    )
     lines.append(f"instance_group [ {{ count: 1 kind: {kind} }} ]")
     return "\n".join(lines) + "\n"
 
@@ -218,7 +224,7 @@ def generate_server(request: DeployRequest) -> DeployReport:
         raise DeployError(
             _("The folder {folder} is not empty; give an empty or new folder for the server.").format(folder=out)
         )
-    signature = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
+    signature: dict[str, Any] = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
     signature["max_body_bytes"] = MAX_BODY
     triton = _triton_name(name)
     _copy_model(source, out, "model.onnx")

@@ -53,7 +53,9 @@ def session_config(tuned: dict[str, Any] | None) -> dict[str, Any]:
     if tuned is None:
         return dict(DEFAULTS)
     if not isinstance(tuned, dict):
-        raise DeployError(_("A tuned session configuration is a JSON object, not {kind}.").format(kind=type(tuned).__name__))
+        raise DeployError(
+            _("A tuned session configuration is a JSON object, not {kind}.").format(kind=type(tuned).__name__)
+        )
     unknown = sorted(set(tuned) - set(DEFAULTS))
     if unknown:
         raise DeployError(

@@ -25,7 +25,7 @@ import msgspec
 import psutil
 
 from core import i18n
-from core.errors import JobCancelled, JobFailed, WorkbenchError
+from core.errors import JobCancelled, JobError, JobFailed, WorkbenchError
 from core.jobs import outputs, sandbox, warm, wire
 from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
@@ -183,6 +183,12 @@ class _ProcessJob:
         self._counted = False  # told the pool it started (so that it is told it ended)
         self._confinement = Confinement.of(signature.paths(spec.args))
         self._sandboxed = sandbox.require_sandbox(settings)
+        if job.network and settings.hosted:
+            raise JobError(
+                f"The job {job.name} reaches other machines over the network, which this hosted instance never lets "
+                "a job do; run it from a local instance (mode = local)."
+            )
+        self._network = job.network
         if self._sandboxed:
             sandbox.refuse_wide_folders(self._confinement, settings)
         self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 - closed in _finish
@@ -269,7 +275,9 @@ class _ProcessJob:
 
     def _spawn(self, scratch: str) -> None:
         """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
-        self._proc = sandbox.start_worker(self._confinement, self._settings, scratch, self._sandboxed, self._stderr)
+        self._proc = sandbox.start_worker(
+            self._confinement, self._settings, scratch, self._sandboxed, self._stderr, network=self._network
+        )
         assert self._proc.stdin is not None
         self._proc.stdin.write(wire.encode(self._request))
         self._proc.stdin.close()

@@ -28,6 +28,7 @@ from core.errors import JobError
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
     from core.decode.records import DecodedModel, DecodeRequest
+    from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
     from core.export.options import ExportReport, ExportRequest
     from core.graph.records import GraphRequest, GraphView
     from core.model.data import ImageRequest, NpzRequest
@@ -47,12 +48,15 @@ __all__ = [
     "BENCH",
     "CALIBRATION",
     "DECODE",
+    "DEPLOY",
     "EXPORT",
     "GRAPH",
     "HARDWARE",
     "IMAGE_INPUT",
     "INTAKE",
     "JOBS",
+    "LOADTEST",
+    "LOADTEST_URL",
     "NOTEBOOK",
     "NPZ_INPUTS",
     "OPTIMIZE",
@@ -88,6 +92,8 @@ class Job(Generic[Request, Result]):
     targeted: bool = False  # may run on a target of the Ray cluster (the sidebar's "Run on")
     kept_with_link: bool = False  # its result names no file of the session's: kept with the model's link
     folder: str = ""  # in the app, the job writes into a fresh folder of the session's named so (its out_dir)
+    # keeps the host's network in its sandbox (never a pre-started worker's): refused in hosted mode
+    network: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,6 +230,18 @@ NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through
     name="notebook.archive", target="core.notebook.archive:notebook_archive", folder="notebook"
 )
 
+DEPLOY: Job[DeployRequest, DeployReport] = Job(  # opens the model to read its inputs and outputs
+    name="deploy.server", target="core.deploy.server:generate_server", folder="server"
+)
+# the load test measures: alone on the machine, as a benchmark. LOADTEST starts the server Deploy wrote on a
+# loopback port inside its own sandbox; LOADTEST_URL loads a server elsewhere, so it keeps the network (local mode)
+LOADTEST: Job[LoadtestRequest, LoadtestReport] = Job(
+    name="deploy.loadtest", target="core.deploy.loadtest:run_loadtest", exclusive=True, warm=False
+)
+LOADTEST_URL: Job[LoadtestRequest, LoadtestReport] = Job(
+    name="deploy.loadtest_url", target="core.deploy.loadtest:run_loadtest", exclusive=True, warm=False, network=True
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, DEPLOY, LOADTEST, LOADTEST_URL]
 JOBS = JobRegistry(HANDLES)

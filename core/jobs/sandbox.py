@@ -167,14 +167,22 @@ def hidden_folders(settings: Settings) -> list[Path]:
 
 
 def worker_command(
-    python: list[str], confinement: Confinement, settings: Settings, scratch: str, *, staged: bool = False
+    python: list[str],
+    confinement: Confinement,
+    settings: Settings,
+    scratch: str,
+    *,
+    staged: bool = False,
+    network: bool = False,
 ) -> list[str]:
     """bubblewrap around ``python``: the worker sees the host only as ``host_view`` shows it, its private
     ``scratch`` folder as /tmp (and its working folder), and its job's paths. ``staged`` (a worker started before
     its job, core.jobs.warm): ``scratch/in`` is shown read-only at /tmp/in, where the files of its job will be
-    linked once it comes."""
+    linked once it comes. ``network``: the host's network is kept (a job that loads a server elsewhere, local
+    mode only; the job runner refuses it in hosted mode)."""
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
+    args += ["--share-net"] if network else []
     # /tmp first: a checkout or a Python installation under /tmp is then shown inside it
     args += ["--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp", *host_view()]
     if staged:
@@ -227,13 +235,16 @@ def start_worker(
     *,
     warm: bool = False,
     torch: bool = False,
+    network: bool = False,
 ) -> subprocess.Popen[bytes]:
     """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm; ``--torch``: it
     imports torch ahead too), in its sandbox when there is one, with ``scratch`` as its private folder; its
     stdin and stdout are the job's channel."""
     flags = [*(["--warm"] if warm else []), *(["--torch"] if warm and torch else [])]
     python = [sys.executable, "-m", "core.jobs.worker", *flags]
-    command = worker_command(python, confinement, settings, scratch, staged=warm) if sandboxed else python
+    command = (
+        worker_command(python, confinement, settings, scratch, staged=warm, network=network) if sandboxed else python
+    )
     return subprocess.Popen(
         command,
         stdin=subprocess.PIPE,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Summary", "median_interval", "speedup_interval", "summarize"]
+__all__ = ["Summary", "median_interval", "quantile_interval", "speedup_interval", "summarize"]
 
 Z95 = 1.959963984540054
 
@@ -40,6 +40,18 @@ def median_interval(sorted_values: np.ndarray, z: float = Z95) -> tuple[float, f
     half = z * math.sqrt(n) / 2
     low = max(math.floor(n / 2 - half), 0)
     high = min(math.ceil(n / 2 + half), n - 1)
+    return float(sorted_values[low]), float(sorted_values[high])
+
+
+def quantile_interval(sorted_values: np.ndarray, q: float, z: float = Z95) -> tuple[float, float]:
+    """The order-statistic interval of the ``q`` quantile (0.5 for the median, 0.99 for p99): ranks
+    n·q ± z·√(n·q·(1−q)), the same distribution-free method as ``median_interval``."""
+    n = len(sorted_values)
+    if n == 0:
+        return math.nan, math.nan
+    half = z * math.sqrt(n * q * (1 - q))
+    low = min(max(math.floor(n * q - half), 0), n - 1)
+    high = min(math.ceil(n * q + half), n - 1)
     return float(sorted_values[low]), float(sorted_values[high])
 
 

@@ -19,7 +19,7 @@ from core.jobs.registry import signature_of
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 APP = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "streamlit_app.py"]
-FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph", "upgrade", "notebook"}
+FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph", "upgrade", "notebook", "deploy"}
 LIBRARIES = {"model", "runtime"}
 BASICS = {"access", "errors", "extras", "i18n", "identity", "recorded", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)
@@ -28,7 +28,7 @@ ALLOWED = {
     "model": BASICS,
     "runtime": {"model"} | BASICS,
     "jobs": {"runtime"} | BASICS,  # a cluster asks each target what it is made of (core.runtime.hardware)
-    "store": {"bench", "jobs", "runtime"} | BASICS,
+    "store": {"bench", "deploy", "jobs", "runtime"} | BASICS,  # a load test is saved as a kind of run
     # a room's tables are the store's; what it pools, a benchmark's and a quantization's reports (types only)
     "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
 }

@@ -1,0 +1,66 @@
+"""deploy: a folder that serves the model over HTTP (FastAPI, uvicorn), with a Triton model repository beside it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core import jobs
+from core.cli.common import add_code_arguments, as_onnx, code_choice
+from core.deploy import DeployRequest
+from core.deploy.session import read_tuned
+from core.errors import DeployError
+from core.i18n import _
+from core.jobs import DEPLOY
+from core.jobs.wire import to_data
+
+__all__ = ["register", "run", "tuned_options"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("deploy", help="write a FastAPI server (and a Triton repository) for the model")
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="an empty or new folder for the server")
+    parser.add_argument(
+        "--tuned", metavar="FILE.json", help="the session options Tune chose (what python -m core tune --json writes)"
+    )
+    add_code_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def tuned_options(path: str | None) -> dict[str, Any] | None:
+    """The session configuration in ``path`` (None: ONNX Runtime's defaults)."""
+    if not path:
+        return None
+    try:
+        return read_tuned(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DeployError(
+            _("Cannot read the tuned session configuration {path}: {error}").format(path=path, error=exc.strerror)
+        ) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    tuned = tuned_options(args.tuned)
+    out = Path(args.output).resolve()
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise DeployError(
+            _("{path} is not an empty folder; give an empty or new folder with -o.").format(path=args.output)
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        record, _torch = as_onnx(args.model, Path(tmp), code_choice(args))
+        request = DeployRequest(model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False)
+        report = jobs.run(DEPLOY, request)
+    if args.json:
+        print(json.dumps(to_data(report), indent=2))
+        return 0
+    print(_("wrote a server for {name} in {folder}:").format(name=record.name, folder=report.out_dir))
+    for name in report.files:
+        print(f"  {name}")
+    print(_("start it with: cd {folder} && uvicorn app:app --port 8000").format(folder=report.out_dir))
+    return 0

@@ -1,0 +1,101 @@
+"""loadtest: a served model's latency and throughput at each concurrency, beside ONNX Runtime in-process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import jobs
+from core.cli.common import add_code_arguments, ints, padded
+from core.cli.deploy import tuned_options
+from core.cli.plan import add_plan_arguments, measured_model
+from core.deploy import LoadtestRequest
+from core.errors import LoadtestError
+from core.i18n import _
+from core.jobs import LOADTEST, LOADTEST_URL
+from core.jobs.wire import to_data
+from core.recorded import significant
+from core.settings import load_settings
+
+if TYPE_CHECKING:
+    from core.deploy import LoadtestReport
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("loadtest", help="load a served model over HTTP: requests/s and latency percentiles")
+    parser.add_argument(
+        "target", help="a folder python -m core deploy wrote (started on a loopback port), or a server's URL"
+    )
+    parser.add_argument("--model", required=True, help="the model it serves: outputs are checked against it")
+    parser.add_argument("--concurrency", default="1,4,16", help="concurrent requests, in turn (default 1,4,16)")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per concurrency (default 5)")
+    parser.add_argument("--npy", action="store_true", help="send the one input as an .npy body instead of JSON")
+    parser.add_argument("--tuned", metavar="FILE.json", help="with a URL: the session options it serves with")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    add_plan_arguments(parser)
+    add_code_arguments(parser)
+    parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run, torch=None, no_eager=True)
+
+
+def _print(report: LoadtestReport) -> None:
+    from core.deploy.loadtest import headline
+
+    print(headline(report))
+    print(padded(_("concurrency"), 12), padded(_("requests/s"), 11, True), padded("p50", 22, True),
+          padded("p90", 10, True), padded("p99", 10, True), padded(_("errors"), 7, True))  # fmt: skip
+    for r in report.results:
+        p50 = f"{significant(r.p50_ms)} ({significant(r.p50_low_ms)}–{significant(r.p50_high_ms)})ms"
+        p90, p99 = significant(r.p90_ms), significant(r.p99_ms)
+        print(f"{r.concurrency:<12} {r.rps:>11,.1f} {p50:>22} {p90:>8}ms {p99:>8}ms {r.errors:>7}")
+    print(
+        _("in-process p50 {ms} ms ({calls} calls)").format(
+            ms=significant(report.in_process_p50_ms), calls=report.in_process_calls
+        )
+    )
+    for note in report.notes:
+        print(_("note     {note}").format(note=note))
+
+
+def run(args: argparse.Namespace) -> int:
+    is_url = args.target.startswith(("http://", "https://"))
+    if is_url and load_settings().hosted:
+        raise LoadtestError(
+            _(
+                "This instance is hosted: a load test may only load the server it starts itself, never an address. "
+                "Give the folder python -m core deploy wrote."
+            )
+        )
+    if not is_url and not (Path(args.target) / "app.py").is_file():
+        raise LoadtestError(
+            _("{target} is neither an http(s) address nor a folder python -m core deploy wrote.").format(
+                target=args.target
+            )
+        )
+    concurrency = ints(args.concurrency, "--concurrency") or [1]
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        model = measured_model(args, Path(tmp), None)
+        request = LoadtestRequest(
+            model=model, app=None if is_url else str(Path(args.target).resolve()), url=args.target if is_url else "",
+            concurrency=concurrency, duration_s=args.duration, npy=args.npy, seed=args.seed,
+            tuned=tuned_options(args.tuned),
+        )  # fmt: skip
+        report = jobs.run(LOADTEST_URL if is_url else LOADTEST, request)
+    if not args.no_save:
+        from core.store import open_history  # SQLAlchemy: imported only by the commands that save
+        from core.store.loadtests import bench_report_of
+
+        open_history(load_settings()).save(bench_report_of(report))
+    if args.json:
+        print(json.dumps(to_data(report), indent=2))
+        return 0
+    _print(report)
+    if not args.no_save:
+        print(_("saved    run {run} in the history").format(run=report.id))
+    return 0

@@ -1,0 +1,294 @@
+"""The load test: a served model's latency and throughput at each concurrency, beside ONNX Runtime in-process.
+
+Method: one request body is made from the model's input plan (core.model.inputs, seeded) and its outputs are
+computed in-process with the server's own session options; the in-process latency is measured one call at a time.
+Then, for each concurrency, that many workers (asyncio tasks on one httpx client with as many connections) send
+the body back to back for ``duration_s`` seconds after a short warm-up; each request's latency is timed on the
+client, and a seeded sample of responses is checked against the in-process outputs. Percentiles come with
+distribution-free order-statistic intervals (core.runtime.stats). A folder Deploy wrote is started with uvicorn on
+a loopback port of the job's own (its sandbox has no other network) and stopped after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
+from core.deploy.session import session_config, session_for
+from core.errors import LoadtestError
+from core.i18n import N_, _, number
+from core.model.inputs import make_inputs
+from core.recorded import significant
+from core.runtime.machine import environment
+from core.runtime.stats import median_interval, quantile_interval
+
+__all__ = ["NOTES", "headline", "run_loadtest", "started_app"]
+
+START_S = 60.0  # how long the app may take to answer /health
+IN_PROCESS_S = 2.0  # the in-process latency's time budget
+_ERRORS = N_("{count} of {total} requests at concurrency {concurrency} failed, e.g. {example}")
+_DIFFERS = N_(
+    "The outputs of {checked} checked responses at concurrency {concurrency} differ from ONNX Runtime in-process by "
+    "up to {diff}: the server does not run the model as it runs here."
+)
+NOTES = (_ERRORS, _DIFFERS)  # kept in English in the saved run, translated where shown (core.recorded)
+
+
+@dataclass(kw_only=True)
+class _Load:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    examples: list[str] = field(default_factory=list)
+    sampled: list[bytes] = field(default_factory=list)
+    seen: int = 0
+    elapsed_s: float = 0.0
+
+
+def _validate(request: LoadtestRequest) -> None:
+    if bool(request.app) == bool(request.url):
+        raise LoadtestError(_("Give either a served folder to start or the URL of a running server, not both."))
+    if request.url and urlsplit(request.url).scheme not in ("http", "https"):
+        raise LoadtestError(
+            _("'{url}' is not an http(s) address; give one such as http://127.0.0.1:8000.").format(
+                url=request.url[:200]
+            )
+        )
+    if not request.concurrency or any(c < 1 or c > 256 for c in request.concurrency):
+        raise LoadtestError(_("Each concurrency must be from 1 to 256, e.g. 1,4,16."))
+    if not 0.5 <= request.duration_s <= 600:
+        raise LoadtestError(_("The duration per concurrency must be from 0.5 to 600 seconds."))
+
+
+def _free_socket() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.set_inheritable(True)
+    return sock
+
+
+@contextlib.contextmanager
+def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
+    """The server Deploy wrote in ``folder``, started with uvicorn on a free loopback port (the socket is bound
+    here and handed over, so no other process can take the port meanwhile); yields its address; stopped after."""
+    import httpx
+
+    if not (Path(folder) / "app.py").is_file():
+        raise LoadtestError(
+            _("{folder} holds no app.py: give a folder that python -m core deploy wrote.").format(folder=folder)
+        )
+    sock = _free_socket()
+    host, port = sock.getsockname()
+    command = [sys.executable, "-m", "uvicorn", "app:app", "--app-dir", folder, "--fd", str(sock.fileno())]
+    command += ["--log-level", "warning", "--no-access-log"]
+    proc = subprocess.Popen(
+        command, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
+    )  # fmt: skip
+    sock.close()
+    url = f"http://{host}:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if proc.poll() is not None:
+                error = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")[-600:]
+                raise LoadtestError(_("The server did not start: {error}").format(error=error.strip()))
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/health", timeout=2, trust_env=False).json().get("status") == "ok":
+                    break
+            if time.monotonic() > deadline:
+                raise LoadtestError(_("The server did not answer /health within {s} s.").format(s=int(timeout_s)))
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _body(feeds: dict[str, np.ndarray], npy: bool) -> tuple[bytes, str]:
+    if npy:
+        if len(feeds) != 1:
+            raise LoadtestError(
+                _(".npy bodies are for a model with one input; this one has {count}.").format(count=len(feeds))
+            )
+        buffer = io.BytesIO()
+        np.save(buffer, next(iter(feeds.values())), allow_pickle=False)
+        return buffer.getvalue(), "application/x-npy"
+    return json.dumps({"inputs": {k: v.tolist() for k, v in feeds.items()}}).encode(), "application/json"
+
+
+def _in_process(session: Any, feeds: dict[str, np.ndarray]) -> list[float]:
+    for _warm in range(5):
+        session.run(None, feeds)
+    samples: list[float] = []
+    deadline = time.perf_counter() + IN_PROCESS_S
+    while len(samples) < 1000 and (len(samples) < 20 or time.perf_counter() < deadline):
+        start = time.perf_counter_ns()
+        session.run(None, feeds)
+        samples.append((time.perf_counter_ns() - start) / 1e6)
+    return samples
+
+
+async def _load(
+    url: str, body: bytes, kind: str, concurrency: int, duration_s: float, keep: int, rng: random.Random
+) -> _Load:
+    """``concurrency`` workers posting ``body`` back to back until the time is up (after one warm-up request
+    each); a reservoir sample of ``keep`` successful responses is kept for checking."""
+    import httpx
+
+    load = _Load()
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"content-type": kind}
+    async with httpx.AsyncClient(limits=limits, timeout=30.0, trust_env=False) as client:
+
+        async def post() -> tuple[float, httpx.Response | None, str]:
+            start = time.perf_counter()
+            try:
+                response = await client.post(url, content=body, headers=headers)
+                return (time.perf_counter() - start) * 1e3, response, ""
+            except httpx.HTTPError as exc:
+                return (time.perf_counter() - start) * 1e3, None, f"{type(exc).__name__}: {exc}"[:200]
+
+        await asyncio.gather(*(post() for _warm in range(concurrency)))
+        began = time.perf_counter()
+        deadline = began + duration_s
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline:
+                ms, response, error = await post()
+                if response is not None and response.status_code == 200:
+                    load.latencies_ms.append(ms)
+                    load.seen += 1
+                    if len(load.sampled) < keep:
+                        load.sampled.append(response.content)
+                    elif (slot := rng.randrange(load.seen)) < keep:
+                        load.sampled[slot] = response.content
+                    continue
+                load.errors += 1
+                if len(load.examples) < 3:
+                    said = f"HTTP {response.status_code}: {response.text[:160]}" if response is not None else error
+                    load.examples.append(said)
+
+        await asyncio.gather(*(worker() for _w in range(concurrency)))
+        load.elapsed_s = time.perf_counter() - began
+    return load
+
+
+def _max_diff(sampled: list[bytes], reference: dict[str, np.ndarray]) -> float | None:
+    worst: float | None = None
+    for content in sampled:
+        outputs = json.loads(content).get("outputs", {})
+        for name, expected in reference.items():
+            got = np.asarray(outputs.get(name), dtype=np.float64)
+            want = np.asarray(expected, dtype=np.float64)
+            diff = float(np.max(np.abs(got - want))) if got.shape == want.shape and want.size else float("inf")
+            worst = diff if worst is None else max(worst, diff)
+    return worst
+
+
+def _result(concurrency: int, load: _Load, max_diff: float | None) -> LoadResult:
+    data = np.sort(np.asarray(load.latencies_ms, dtype=np.float64))
+    nan = float("nan")
+    p50, p90, p99 = (float(np.percentile(data, q)) for q in (50, 90, 99)) if data.size else (nan, nan, nan)
+    (l50, h50), (l90, h90), (l99, h99) = (quantile_interval(data, q) for q in (0.5, 0.9, 0.99))
+    return LoadResult(
+        concurrency=concurrency, requests=len(load.latencies_ms), errors=load.errors,
+        rps=len(load.latencies_ms) / load.elapsed_s if load.elapsed_s > 0 else 0.0,
+        p50_ms=p50, p90_ms=p90, p99_ms=p99, p50_low_ms=l50, p50_high_ms=h50, p90_low_ms=l90, p90_high_ms=h90,
+        p99_low_ms=l99, p99_high_ms=h99, checked=len(load.sampled), max_abs_diff=max_diff,
+        error_examples=load.examples,
+    )  # fmt: skip
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None] | None = None) -> LoadtestReport:
+    """The job: see the module's docstring for the method."""
+    report_progress = progress or _silent
+    began = time.perf_counter()
+    _validate(request)
+    config = session_config(
+        json.loads((Path(request.app) / "session.json").read_text()) if request.app else request.tuned
+    )
+    report_progress(0.02, _("Measuring ONNX Runtime in-process"))
+    session = session_for(request.model.path, config)
+    feeds = make_inputs(request.model.inputs, 1, request.seed)
+    names = [o.name for o in session.get_outputs()]
+    reference = dict(zip(names, session.run(None, feeds), strict=True))
+    in_process = np.sort(np.asarray(_in_process(session, feeds)))
+    del session
+    body, kind = _body(feeds, request.npy)
+    rng = random.Random(request.seed)
+    results: list[LoadResult] = []
+    notes: list[str] = []
+    with contextlib.ExitStack() as stack:
+        if request.app:
+            report_progress(0.05, _("Starting the server"))
+            base = stack.enter_context(started_app(request.app))
+        else:
+            base = request.url.rstrip("/").removesuffix("/predict")
+        for i, concurrency in enumerate(request.concurrency):
+            said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
+            report_progress(0.1 + 0.85 * i / len(request.concurrency), said)
+            load = asyncio.run(
+                _load(f"{base}/predict", body, kind, concurrency, request.duration_s, request.checks, rng)
+            )
+            diff = _max_diff(load.sampled, reference)
+            results.append(_result(concurrency, load, diff))
+            total = load.errors + len(load.latencies_ms)
+            if load.errors:
+                notes.append(
+                    _ERRORS.format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0])
+                )
+            if diff is not None and diff > 1e-4:
+                notes.append(_DIFFERS.format(checked=len(load.sampled), concurrency=concurrency, diff=f"{diff:.3g}"))
+    low, high = median_interval(in_process)
+    return LoadtestReport(
+        id=uuid.uuid4().hex[:12], model=request.model.name or Path(request.model.path).name,
+        model_id=request.model.id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        target=base if request.url else "", started_app=bool(request.app), body="npy" if request.npy else "json",
+        duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
+        in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
+        environment=environment([config["intra_op_threads"]]), notes=notes, seconds=time.perf_counter() - began,
+    )  # fmt: skip
+
+
+def headline(report: LoadtestReport) -> str:
+    """The one sentence a reader wants, in the reader's language: the served p50 at the lowest concurrency
+    against in-process, and the best throughput (a saved run keeps it in English; a page writes it anew)."""
+    measured = [r for r in report.results if r.requests]
+    if not measured:
+        return _("No request was answered; see the errors.")
+    first = min(measured, key=lambda r: r.concurrency)
+    best = max(measured, key=lambda r: r.rps)
+    return _(
+        "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and "
+        "{body} cost {overhead} ms); at most {rps} requests/s, at concurrency {best}."
+    ).format(
+        p50=significant(first.p50_ms), concurrency=first.concurrency, local=significant(report.in_process_p50_ms),
+        body=report.body.upper(), overhead=significant(first.p50_ms - report.in_process_p50_ms),
+        rps=number(best.rps, 0), best=best.concurrency,
+    )  # fmt: skip

@@ -1,0 +1,66 @@
+"""A load test as the history keeps it: a kind of run (settings["kind"] == "loadtest") in the benchmark tables,
+one result per concurrency (engine "http") and the in-process latency beside them (engine "ort"), so History and
+the Dashboard list and chart it with the benchmarks and no table is added."""
+
+from __future__ import annotations
+
+import math
+
+from core.bench.records import BenchReport
+from core.deploy.loadtest import headline
+from core.deploy.records import LoadtestReport
+from core.i18n import using
+from core.runtime.harness import BenchResult
+from core.runtime.ort import LEVELS
+
+__all__ = ["KIND", "bench_report_of", "http_label"]
+
+KIND = "loadtest"
+
+
+def http_label(concurrency: int) -> str:
+    """A concurrency's configuration as the history names it (English, as every saved label)."""
+    return f"HTTP · {concurrency} concurrent"
+
+
+def bench_report_of(report: LoadtestReport) -> BenchReport:
+    """``report`` as a run of the history (see the module's docstring)."""
+    nan = math.nan
+    level = LEVELS[report.session["level"]].name
+    provider = report.session["providers"][0]
+    threads = report.session["intra_op_threads"]
+    common = {"level": level, "provider": provider, "threads": threads, "batch": 1, "load_ms": 0.0}
+    results = [
+        BenchResult(
+            label="ONNX Runtime in-process", engine="ort", n=report.in_process_calls,
+            median_ms=report.in_process_p50_ms, mean_ms=nan, p90_ms=nan, p99_ms=nan, min_ms=nan, max_ms=nan,
+            std_ms=nan, median_low_ms=report.in_process_low_ms, median_high_ms=report.in_process_high_ms,
+            throughput=1e3 / report.in_process_p50_ms if report.in_process_p50_ms > 0 else 0.0, first_run_ms=0.0,
+            **common,
+        )
+    ]  # fmt: skip
+    for r in report.results:
+        results.append(
+            BenchResult(
+                label=http_label(r.concurrency), engine="http", n=r.requests, median_ms=r.p50_ms, mean_ms=nan,
+                p90_ms=r.p90_ms, p99_ms=r.p99_ms, min_ms=nan, max_ms=nan, std_ms=nan, median_low_ms=r.p50_low_ms,
+                median_high_ms=r.p50_high_ms, throughput=r.rps, first_run_ms=0.0, max_abs_diff=r.max_abs_diff,
+                **common,
+            )
+        )  # fmt: skip
+    settings = {
+        "kind": KIND, "concurrency": [r.concurrency for r in report.results], "duration_s": report.duration_s,
+        "body": report.body, "target": report.target or "the app the load test started", "session": report.session,
+        "errors": {str(r.concurrency): r.errors for r in report.results},
+        "intervals": {
+            str(r.concurrency): {"p90": [r.p90_low_ms, r.p90_high_ms], "p99": [r.p99_low_ms, r.p99_high_ms]}
+            for r in report.results
+        },
+    }  # fmt: skip
+    with using("en"):
+        said = headline(report)
+    return BenchReport(
+        id=report.id, model=report.model, model_id=report.model_id, created_at=report.created_at, settings=settings,
+        environment=report.environment, results=results, baseline="", headline=said, notes=list(report.notes),
+        seconds=report.seconds,
+    )  # fmt: skip
