@@ -1,0 +1,196 @@
+"""Deploy: the generated server's folder, its app (through FastAPI's TestClient, and started for real by the load
+test), the tuned session options, the Triton configuration, and a load test saved as a kind of run."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from fastapi.testclient import TestClient
+from google.protobuf import text_format
+
+from core.deploy import DeployRequest, LoadResult, LoadtestReport
+from core.deploy.server import generate_server, pbtxt_string
+from core.deploy.session import read_tuned
+from core.errors import DeployError
+from core.runtime.machine import Environment
+from core.store import Store
+from core.store.loadtests import bench_report_of
+from tests.builders import mixed_inputs_model, relu_model, write
+from tests.cli import cli
+
+MACHINE = Environment(
+    machine="box-a", cpu="cpu", physical_cores=2, logical_cores=2, os="Linux", python="3.11", versions={}, cpu_flags=[]
+)
+TUNED = {"intra_op_threads": 3, "execution_mode": "parallel", "level": "disable", "providers": ["CPUExecutionProvider"]}
+
+
+def served_app(folder: Path) -> Any:
+    """The generated app.py, imported from its folder as uvicorn would (``app:app``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"served_{abs(hash(str(folder)))}", folder / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.app
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the model, the server folder Deploy wrote for it with TUNED, zipped)."""
+    root = tmp_path_factory.mktemp("deploy")
+    model = write(mixed_inputs_model(), root / "mixed.onnx")
+    report = generate_server(DeployRequest(model=str(model), out_dir=str(root / "out"), tuned=TUNED))
+    return model, Path(report.out_dir)
+
+
+def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_readme_and_triton(
+    mixed: tuple[Path, Path],
+) -> None:
+    _model, out = mixed
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert names == [
+        "Dockerfile", "README.md", "app.py", "model.onnx", "requirements.txt", "session.json", "signature.json",
+        "triton/mixed/1/model.onnx", "triton/mixed/config.pbtxt",
+    ]  # fmt: skip
+    pins = (out / "requirements.txt").read_text().split()
+    assert pins == [f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy")]
+    session = json.loads((out / "session.json").read_text())
+    assert {k: session[k] for k in TUNED} == TUNED and session["inter_op_threads"] == 0
+    config = (out / "triton" / "mixed" / "config.pbtxt").read_text()
+    assert 'backend: "onnxruntime"' in config and "optimization { graph { level: 2 } }" in config  # DISABLE_ALL
+    assert 'key: "intra_op_thread_count" value: { string_value: "3" }' in config
+    assert 'key: "execution_mode" value: { string_value: "1" }' in config  # parallel
+    assert 'name: "input_ids"\n    data_type: TYPE_INT64\n    dims: [ -1, -1 ]' in config
+    with zipfile.ZipFile(out.parent / "server.zip") as zf:
+        assert sorted(zf.namelist()) == [f"server/{n}" for n in names]
+
+
+def test_the_app_answers_as_onnx_runtime_does_in_process_in_json_and_npz(mixed: tuple[Path, Path]) -> None:
+    model, out = mixed
+    ids, mask, scale = np.array([[1, 2, 3]]), np.array([[True, False, True]]), np.array([0.5], dtype=np.float32)
+    expected = ort.InferenceSession(str(model)).run(None, {"input_ids": ids, "mask": mask, "scale": scale})[0]
+    with TestClient(served_app(out)) as client:
+        health = client.get("/health").json()
+        assert health["status"] == "ok" and [i["name"] for i in health["inputs"]] == ["input_ids", "mask", "scale"]
+        body = {"inputs": {"input_ids": ids.tolist(), "mask": mask.tolist(), "scale": scale.tolist()}}
+        answer = client.post("/predict", json=body)
+        assert answer.status_code == 200
+        np.testing.assert_array_equal(np.asarray(answer.json()["outputs"]["out"], dtype=np.float32), expected)
+        npz = io.BytesIO()
+        np.savez(npz, input_ids=ids, mask=mask, scale=scale)
+        headers = {"content-type": "application/x-npz", "accept": "application/x-npz"}
+        answer = client.post("/predict", content=npz.getvalue(), headers=headers)
+        np.testing.assert_array_equal(np.load(io.BytesIO(answer.content))["out"], expected)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "status", "said"),
+    [
+        ({"input_ids": [[1]], "mask": [[True]]}, 422, "missing ['scale']"),
+        ({"input_ids": [[1]], "mask": [[True]], "scale": [1.0], "x": [1]}, 422, "unknown ['x']"),
+        ({"input_ids": [[1.5]], "mask": [[True]], "scale": [1.0]}, 422, "takes whole numbers (int64)"),
+        ({"input_ids": [[1]], "mask": [[1]], "scale": [1.0]}, 422, "takes booleans"),
+        ({"input_ids": [[1]], "mask": [[True]], "scale": [1.0, 2.0]}, 422, "has shape [2]; the model takes [1]"),
+        ({"input_ids": [[1], [1, 2]], "mask": [[True]], "scale": [1.0]}, 422, "nested lists of equal lengths"),
+        ({"input_ids": "one", "mask": [[True]], "scale": [1.0]}, 422, "must be numbers"),
+    ],
+)
+def test_wrong_names_dtypes_and_shapes_are_answered_4xx_with_what_the_model_takes(
+    mixed: tuple[Path, Path], inputs: dict[str, Any], status: int, said: str
+) -> None:
+    with TestClient(served_app(mixed[1])) as client:
+        answer = client.post("/predict", json={"inputs": inputs})
+    assert answer.status_code == status and said in answer.json()["detail"]
+
+
+def test_bodies_that_are_not_what_they_say_are_refused(mixed: tuple[Path, Path]) -> None:
+    with TestClient(served_app(mixed[1])) as client:
+        assert client.post("/predict", content=b"{", headers={"content-type": "application/json"}).status_code == 400
+        assert client.post("/predict", content=b"x", headers={"content-type": "text/plain"}).status_code == 415
+        npy = client.post("/predict", content=b"x", headers={"content-type": "application/x-npy"})
+        assert npy.status_code == 415 and "send an .npz" in npy.json()["detail"]  # three inputs
+
+
+def test_an_npy_body_serves_a_one_input_model_and_must_have_its_dtype(tmp_path: Path) -> None:
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    out = Path(generate_server(DeployRequest(model=str(model), out_dir=str(tmp_path / "o"), zip=False)).out_dir)
+    x = np.array([[-1.0, 2.0, -3.0, 4.0]], dtype=np.float32)
+    with TestClient(served_app(out)) as client:
+        buffer = io.BytesIO()
+        np.save(buffer, x)
+        answer = client.post("/predict", content=buffer.getvalue(), headers={"content-type": "application/x-npy"})
+        assert answer.json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
+        buffer = io.BytesIO()
+        np.save(buffer, x.astype(np.float64))
+        answer = client.post("/predict", content=buffer.getvalue(), headers={"content-type": "application/x-npy"})
+        assert answer.status_code == 422 and ".astype('float32')" in answer.json()["detail"]
+
+
+def test_a_tuned_configuration_is_read_from_tunes_json_and_bad_keys_are_named() -> None:
+    assert read_tuned(json.dumps({"best": {"intra_op_threads": 2}}))["intra_op_threads"] == 2
+    with pytest.raises(DeployError, match="Unknown session configuration key threads; the keys are"):
+        read_tuned('{"threads": 2}')
+    with pytest.raises(DeployError, match="level must be one of"):
+        read_tuned('{"level": "max"}')
+
+
+def test_names_go_into_triton_config_as_escaped_strings_that_read_back() -> None:
+    for name in ['"); import os #', "a\nb", "方向", "back\\slash"]:
+        literal = pbtxt_string(name)
+        assert "\n" not in literal
+        assert text_format.Tokenizer([literal]).ConsumeString() == name
+
+
+def test_a_load_test_is_saved_as_a_kind_of_run_with_its_percentiles(tmp_path: Path) -> None:
+    result = LoadResult(
+        concurrency=4, requests=100, errors=1, rps=250.0, p50_ms=3.0, p90_ms=5.0, p99_ms=9.0, p50_low_ms=2.8,
+        p50_high_ms=3.2, p90_low_ms=4.5, p90_high_ms=5.5, p99_low_ms=8.0, p99_high_ms=11.0, checked=5, max_abs_diff=0.0,
+    )  # fmt: skip
+    report = LoadtestReport(
+        id="lt1", model="relu.onnx", model_id="abc", created_at="2026-12-02T06:00:00+00:00", target="",
+        started_app=True, body="json", duration_s=2.0, results=[result], in_process_p50_ms=0.02,
+        in_process_low_ms=0.019, in_process_high_ms=0.021, in_process_calls=500, session=read_tuned("{}"),
+        environment=MACHINE, notes=[], seconds=5.0,
+    )  # fmt: skip
+    store = Store(f"sqlite:///{tmp_path / 'h.sqlite'}")
+    store.save(bench_report_of(report))
+    saved = store.load("lt1")
+    assert saved.settings["kind"] == "loadtest" and saved.settings["concurrency"] == [4]
+    http = next(r for r in saved.results if r.engine == "http")
+    assert (http.label, http.median_ms, http.p99_ms, http.throughput) == ("HTTP · 4 concurrent", 3.0, 9.0, 250.0)
+    assert saved.headline.startswith("Served over HTTP: p50 3 ms at concurrency 4 against 0.02 ms in-process")
+    in_process = next(r for r in saved.results if r.engine == "ort")
+    assert in_process.median_ms == 0.02 and math.isnan(in_process.p99_ms)
+
+
+def test_the_commands_write_a_server_start_it_for_real_and_check_its_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_HISTORY_URL", "")
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    done = cli("deploy", str(model), "-o", str(tmp_path / "server"))
+    assert done.returncode == 0, done.stderr
+    again = cli("deploy", str(model), "-o", str(tmp_path / "server"))
+    assert again.returncode == 2 and "is not an empty folder" in again.stderr
+    done = cli("loadtest", str(tmp_path / "server"), "--model", str(model), "--concurrency", "1,2", "--duration", "0.5",
+               "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [r["concurrency"] for r in report["results"]] == [1, 2]
+    for r in report["results"]:
+        assert r["errors"] == 0 and r["requests"] > 0 and r["rps"] > 0 and r["checked"] > 0
+        assert r["max_abs_diff"] == 0.0  # the server's outputs are ONNX Runtime's in-process
+        assert r["p50_low_ms"] <= r["p50_ms"] <= r["p50_high_ms"] and r["p50_ms"] <= r["p99_ms"]
+    saved = cli("history", "--json")
+    assert [row["id"] for row in json.loads(saved.stdout)] == [report["id"]]
