@@ -1,0 +1,220 @@
+"""Sections of the Deploy page: the generated server as a download, and its latency under load (with its charts:
+latency and throughput against concurrency, ONNX Runtime in-process beside them)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.deploy import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
+from core.deploy.loadtest import NOTES, headline
+from core.errors import WorkbenchError
+from core.graph.palette import ENGINES
+from core.i18n import _, number
+from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
+from core.model.measured import MeasuredModel
+from core.recorded import shown, significant
+from core.store.loadtests import bench_report_of
+from core.workspace import open_within
+from ui import jobs, session
+from ui.charts import escaped
+from ui.text import escaped_frame, md_escape
+
+__all__ = ["deploy_section", "latency_load_figure", "load_frame", "loadtest_section", "throughput_figure"]
+
+CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
+_HTTP = "#7B3FBF"  # the served model's colour, beside ONNX Runtime's blue
+
+
+def _server(model: MeasuredModel, tuned: dict[str, Any] | None) -> DeployReport:
+    """The server of ``model`` with these options, written once per session (kept with the model)."""
+    request = DeployRequest(model=model.path, out_dir="", name=model.name, tuned=tuned)
+    said = _("Writing a server for “{name}”").format(name=model.name)
+    return jobs.run(DEPLOY, request, said, model=model.id, reuse=True)
+
+
+def _shape(shape: list[int | None] | None) -> str:
+    """A shape as the server checks it: ? for an axis of any size (or for a rank the model does not say)."""
+    return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def deploy_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None = None) -> None:
+    """The server as a .zip: a FastAPI app with the model and ``tuned`` session options (None: ONNX Runtime's
+    defaults), pinned requirements, a Dockerfile, a README and a Triton model repository."""
+    st.markdown(
+        _(
+            'A small **FastAPI** server for this model: `POST /predict` takes `{"inputs": {name: nested list}}` '
+            'and answers `{"outputs": {...}}` (an `.npy` or `.npz` body for large tensors), `GET /health` '
+            "answers, and the model's input names, dtypes and shapes are checked. The zip also holds a Triton "
+            "model repository with the same session options."
+        )
+    )
+    if not st.button(_("Prepare the server (.zip)"), key=f"{key}_make") and jobs.kept(DEPLOY, model.id) is None:
+        return
+    report = _server(model, tuned)
+    with open_within(report.zip_path, session.workspace().path) as f:
+        data = f.read()
+    st.download_button(
+        _("Download the server (.zip)"), data, file_name="server.zip", mime="application/zip", key=f"{key}_download"
+    )
+    inputs = pd.DataFrame(
+        {
+            _("input"): [i["name"] for i in report.inputs],
+            _("dtype"): [i["dtype"] for i in report.inputs],
+            _("shape"): [_shape(i["shape"]) for i in report.inputs],
+        }
+    )
+    st.table(escaped_frame(inputs))
+    st.caption(_("Session options: {options}").format(options=md_escape(json.dumps(report.session), 600)))
+    st.code("pip install -r requirements.txt\nuvicorn app:app --host 127.0.0.1 --port 8000", language="bash")
+
+
+def load_frame(report: LoadtestReport) -> pd.DataFrame:
+    """One row per concurrency: requests/s, percentiles with their intervals, errors, checked responses."""
+    rows = [
+        {
+            "concurrency": r.concurrency, "rps": r.rps, "p50_ms": r.p50_ms, "p50_low_ms": r.p50_low_ms,
+            "p50_high_ms": r.p50_high_ms, "p90_ms": r.p90_ms, "p90_low_ms": r.p90_low_ms, "p90_high_ms": r.p90_high_ms,
+            "p99_ms": r.p99_ms, "p99_low_ms": r.p99_low_ms, "p99_high_ms": r.p99_high_ms, "errors": r.errors,
+            "requests": r.requests, "checked": r.checked, "max_abs_diff": r.max_abs_diff,
+            "in_process_ms": report.in_process_p50_ms,
+        }
+        for r in report.results
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@escaped
+def latency_load_figure(frame: pd.DataFrame) -> go.Figure:
+    """p50, p90 and p99 against concurrency (each with its 95 % interval), and ONNX Runtime's p50 in-process
+    as a line, so the HTTP overhead shows. ``frame``: load_frame's."""
+    fig = go.Figure()
+    for name, dash in (("p50", "solid"), ("p90", "dash"), ("p99", "dot")):
+        column = f"{name}_ms"
+        fig.add_trace(
+            go.Scatter(
+                x=frame["concurrency"], y=frame[column], name=_("{percentile} over HTTP").format(percentile=name),
+                mode="lines+markers", line={"color": _HTTP, "dash": dash},
+                error_y={"type": "data", "symmetric": False, "array": frame[f"{name}_high_ms"] - frame[column],
+                         "arrayminus": frame[column] - frame[f"{name}_low_ms"], "thickness": 1},
+                hovertemplate=_("{percentile} {ms} ms at concurrency {count}").format(
+                    percentile=name, ms="%{y:.3g}", count="%{x}") + "<extra></extra>",
+            )
+        )  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=frame["concurrency"], y=frame["in_process_ms"], name=_("p50 in-process (ONNX Runtime)"),
+            mode="lines", line={"color": ENGINES["ort"], "width": 2},
+            hovertemplate=_("in-process {ms} ms").format(ms="%{y:.3g}") + "<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
+        xaxis={"title": _("concurrent requests"), "type": "log", "tickvals": list(frame["concurrency"])},
+        yaxis={"title": _("milliseconds per request"), "rangemode": "tozero"},
+    )  # fmt: skip
+    return fig
+
+
+@escaped
+def throughput_figure(frame: pd.DataFrame) -> go.Figure:
+    """Requests per second against concurrency, and the one-at-a-time rate in-process (1000 / its p50)."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=frame["concurrency"], y=frame["rps"], name=_("requests/s over HTTP"), mode="lines+markers",
+            line={"color": _HTTP}, text=[number(v, 0) for v in frame["rps"]], textposition="top center",
+            hovertemplate=_("{rps} requests/s at concurrency {count}").format(rps="%{y:.3g}", count="%{x}")
+            + "<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.3},
+        xaxis={"title": _("concurrent requests"), "type": "log", "tickvals": list(frame["concurrency"])},
+        yaxis={"title": _("requests per second"), "rangemode": "tozero"}, showlegend=True,
+    )  # fmt: skip
+    return fig
+
+
+def _interval(value: float, low: float, high: float) -> str:
+    return f"{significant(value)} ({significant(low)}–{significant(high)})"
+
+
+def _results(report: LoadtestReport) -> None:
+    st.success(md_escape(headline(report), 600))
+    frame = load_frame(report)
+    table = pd.DataFrame(
+        {
+            _("concurrency"): frame["concurrency"],
+            _("requests/s"): [number(v, 1) for v in frame["rps"]],
+            _("p50 ms (95 % CI)"): [_interval(*v) for v in frame[["p50_ms", "p50_low_ms", "p50_high_ms"]].values],
+            _("p90 ms (95 % CI)"): [_interval(*v) for v in frame[["p90_ms", "p90_low_ms", "p90_high_ms"]].values],
+            _("p99 ms (95 % CI)"): [_interval(*v) for v in frame[["p99_ms", "p99_low_ms", "p99_high_ms"]].values],
+            _("errors"): frame["errors"],
+            _("outputs checked"): frame["checked"],
+        }
+    )
+    st.table(table)
+    left, right = st.columns(2)
+    left.plotly_chart(latency_load_figure(frame), key="loadtest_latency")
+    right.plotly_chart(throughput_figure(frame), key="loadtest_throughput")
+    st.caption(
+        _("ONNX Runtime in-process, one call at a time: p50 {ms} ms (95 % CI {low}–{high}, {calls} calls).").format(
+            ms=significant(report.in_process_p50_ms), low=significant(report.in_process_low_ms),
+            high=significant(report.in_process_high_ms), calls=number(report.in_process_calls),
+        )
+    )  # fmt: skip
+    for note in report.notes:
+        st.warning(md_escape(shown(note, NOTES), 800))
+
+
+def _where(key: str) -> str:
+    """The address to load: "" for the server the load test starts itself (the only choice in hosted mode)."""
+    if session.settings().hosted:
+        st.caption(
+            _(
+                "On this hosted instance the load test only loads the server it starts itself, on a loopback port "
+                "inside its sandbox; it never reaches another address."
+            )
+        )
+        return ""
+    return st.text_input(
+        _("Or the address of a server already running (local mode only)"),
+        "",
+        placeholder="http://127.0.0.1:8000",
+        key=f"{key}_url",
+        help=_("Left empty, the load test starts the generated server on a loopback port of its own and stops it."),
+    ).strip()
+
+
+def loadtest_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None = None) -> None:
+    """The served model under load: workers at each concurrency for some seconds, outputs checked, saved to the
+    history (and so on the Dashboard)."""
+    concurrency = st.multiselect(_("Concurrent requests"), CONCURRENCIES, [1, 4, 16], key=f"{key}_concurrency")
+    duration = st.slider(_("Seconds per concurrency"), 1, 30, 5, key=f"{key}_duration")
+    npy = len(model.inputs) == 1 and st.toggle(_("Send the input as an .npy body"), key=f"{key}_npy")
+    url = _where(key)
+    if st.button(_("Run the load test"), key=f"{key}_run", disabled=not concurrency, type="primary"):
+        app = "" if url else _server(model, tuned).out_dir
+        request = LoadtestRequest(
+            model=model, app=app or None, url=url, concurrency=sorted(concurrency), duration_s=float(duration),
+            npy=bool(npy), tuned=tuned,
+        )  # fmt: skip
+        said = _("Load-testing the server of “{name}”").format(name=model.name)
+        report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)
+        try:
+            who = session.who()
+            session.store().save(bench_report_of(report), owner=who.user, team=who.team)
+        except WorkbenchError as exc:
+            st.warning(
+                _("The results are shown but were not saved to the history: {error}").format(
+                    error=md_escape(str(exc), 600)
+                )
+            )
+    shown_report = jobs.kept(LOADTEST, model.id) or jobs.kept(LOADTEST_URL, model.id)
+    if shown_report is not None:
+        _results(shown_report)
