@@ -84,6 +84,14 @@ def _free_socket() -> socket.socket:
     return sock
 
 
+def _dies_with_us() -> None:
+    """In the server's process before it starts: killed when the load test's process dies, however it dies."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 @contextlib.contextmanager
 def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
     """The server Deploy wrote in ``folder``, started with uvicorn on a free loopback port (the socket is bound
@@ -100,7 +108,7 @@ def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
     command += ["--log-level", "warning", "--no-access-log"]
     proc = subprocess.Popen(
         command, pass_fds=(sock.fileno(),), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}, preexec_fn=_dies_with_us,
     )  # fmt: skip
     sock.close()
     url = f"http://{host}:{port}"
