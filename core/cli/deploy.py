@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> int:
         raise DeployError(
             _("{path} is not an empty folder; give an empty or new folder with -o.").format(path=args.output)
         )
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, _torch = as_onnx(args.model, Path(tmp), code_choice(args))
+        out.mkdir(parents=True, exist_ok=True)  # after intake: a refused model leaves nothing behind
         request = DeployRequest(model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False)
         report = jobs.run(DEPLOY, request)
     if args.json:

@@ -194,3 +194,27 @@ def test_the_commands_write_a_server_start_it_for_real_and_check_its_outputs(
         assert r["p50_low_ms"] <= r["p50_ms"] <= r["p50_high_ms"] and r["p50_ms"] <= r["p99_ms"]
     saved = cli("history", "--json")
     assert [row["id"] for row in json.loads(saved.stdout)] == [report["id"]]
+
+
+def test_the_charts_draw_latency_and_throughput_against_concurrency_with_in_process_beside() -> None:
+    from ui.serve_view import latency_load_figure, load_frame, throughput_figure
+
+    results = [
+        LoadResult(
+            concurrency=c, requests=50, errors=0, rps=100.0 * c, p50_ms=2.0 * c, p90_ms=3.0 * c, p99_ms=4.0 * c,
+            p50_low_ms=1.9 * c, p50_high_ms=2.1 * c, p90_low_ms=2.8 * c, p90_high_ms=3.2 * c, p99_low_ms=3.5 * c,
+            p99_high_ms=5.0 * c, checked=5, max_abs_diff=0.0,
+        )
+        for c in (1, 4)
+    ]  # fmt: skip
+    report = LoadtestReport(
+        id="lt2", model="<b>m</b>", model_id="", created_at="2026-12-02T06:00:00+00:00", target="", started_app=True,
+        body="json", duration_s=1.0, results=results, in_process_p50_ms=0.5, in_process_low_ms=0.4,
+        in_process_high_ms=0.6, in_process_calls=100, session=read_tuned("{}"), environment=MACHINE, notes=[],
+        seconds=1.0,
+    )  # fmt: skip
+    frame = load_frame(report)
+    latency = latency_load_figure(frame)
+    assert [list(t.y) for t in latency.data] == [[2.0, 8.0], [3.0, 12.0], [4.0, 16.0], [0.5, 0.5]]
+    assert list(latency.data[0].error_y.array) == pytest.approx([0.1, 0.4])  # p50's interval, above
+    assert list(throughput_figure(frame).data[0].y) == [100.0, 400.0]
