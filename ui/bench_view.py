@@ -9,6 +9,7 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.bench.benchmark import NOTES, headline
+from core.deploy.loadtest import HEADLINE
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.recorded import shown, significant
@@ -129,7 +130,11 @@ def _agreement(baseline: str, worst: float) -> str:
 
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
-    st.subheader(md_escape(headline(report) if report.results else report.headline, 400))
+    if report.settings.get("kind") == "loadtest":  # a load test saved as a run (core/store/loadtests.py)
+        said = shown(report.headline, (HEADLINE,))
+    else:
+        said = headline(report) if report.results else report.headline
+    st.subheader(md_escape(said, 400))
     advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)
     for note in report.notes:  # kept in English in the run: shown in the reader's language

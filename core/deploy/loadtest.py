@@ -39,7 +39,7 @@ from core.recorded import significant
 from core.runtime.machine import environment
 from core.runtime.stats import median_interval, quantile_interval
 
-__all__ = ["NOTES", "headline", "run_loadtest", "started_app"]
+__all__ = ["HEADLINE", "NOTES", "headline", "run_loadtest", "started_app"]
 
 START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
@@ -49,6 +49,10 @@ _DIFFERS = N_(
     "up to {diff}: the server does not run the model as it runs here."
 )
 NOTES = (_ERRORS, _DIFFERS)  # kept in English in the saved run, translated where shown (core.recorded)
+HEADLINE = N_(
+    "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and {body} cost "
+    "{overhead} ms); at most {rps} requests/s, at concurrency {best}."
+)  # a saved run keeps it in English: History shows it again in its reader's language (core.recorded)
 
 
 @dataclass(kw_only=True)
@@ -292,10 +296,7 @@ def headline(report: LoadtestReport) -> str:
         return _("No request was answered; see the errors.")
     first = min(measured, key=lambda r: r.concurrency)
     best = max(measured, key=lambda r: r.rps)
-    return _(
-        "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and "
-        "{body} cost {overhead} ms); at most {rps} requests/s, at concurrency {best}."
-    ).format(
+    return _(HEADLINE).format(
         p50=significant(first.p50_ms), concurrency=first.concurrency, local=significant(report.in_process_p50_ms),
         body=report.body.upper(), overhead=significant(first.p50_ms - report.in_process_p50_ms),
         rps=number(best.rps, 0), best=best.concurrency,
