@@ -184,9 +184,13 @@ async def predict(request: Request) -> Response:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
         raise _refuse(f"the body is over {MAX_BODY} bytes", 413)
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise _refuse(f"the body is over {MAX_BODY} bytes", 413)
+    chunks, size = [], 0
+    async for chunk in request.stream():  # read up to the limit, never the whole of a body sent without a length
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise _refuse(f"the body is over {MAX_BODY} bytes", 413)
+        chunks.append(chunk)
+    body = b"".join(chunks)
     feeds = _from_json(body) if kind == JSON else _from_numpy(body, kind)
     try:
         outputs = await run_in_threadpool(_run, feeds)

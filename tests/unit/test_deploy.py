@@ -34,14 +34,19 @@ TUNED = {"intra_op_threads": 3, "execution_mode": "parallel", "level": "disable"
 
 
 def served_app(folder: Path) -> Any:
-    """The generated app.py, imported from its folder as uvicorn would (``app:app``)."""
+    """The generated app.py's ``app``, imported from its folder as uvicorn would (``app:app``)."""
+    return served_module(folder).app
+
+
+def served_module(folder: Path) -> Any:
+    """The generated app.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"served_{abs(hash(str(folder)))}", folder / "app.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.app
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +118,14 @@ def test_wrong_names_dtypes_and_shapes_are_answered_4xx_with_what_the_model_take
     assert answer.status_code == status and said in answer.json()["detail"]
 
 
-def test_bodies_that_are_not_what_they_say_are_refused(mixed: tuple[Path, Path]) -> None:
-    with TestClient(served_app(mixed[1])) as client:
+def test_bodies_that_are_not_what_they_say_or_too_large_are_refused(
+    mixed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = served_module(mixed[1])
+    monkeypatch.setattr(module, "MAX_BODY", 16)
+    with TestClient(module.app) as client:
+        too_large = client.post("/predict", content=b"{" * 17, headers={"content-type": "application/json"})
+        assert too_large.status_code == 413
         assert client.post("/predict", content=b"{", headers={"content-type": "application/json"}).status_code == 400
         assert client.post("/predict", content=b"x", headers={"content-type": "text/plain"}).status_code == 415
         npy = client.post("/predict", content=b"x", headers={"content-type": "application/x-npy"})
