@@ -27,6 +27,7 @@ from core.errors import JobError
 
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
+    from core.browser.payload import BrowserPayload, BrowserRequest
     from core.decode.records import DecodedModel, DecodeRequest
     from core.export.options import ExportReport, ExportRequest
     from core.graph.records import GraphRequest, GraphView
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BENCH",
+    "BROWSER",
     "CALIBRATION",
     "DECODE",
     "EXPORT",
@@ -192,6 +194,8 @@ BENCH: Job[BenchRequest, BenchReport] = Job(
     kept_with_link=True,
     torch=True,
 )
+# the model's bytes, inputs and the server's outputs, for the visitor's browser (core.browser): runs the model once
+BROWSER: Job[BrowserRequest, BrowserPayload] = Job(name="browser.payload", target="core.browser.payload:browser_payload")
 PROFILE: Job[ProfileRequest, ProfileReport] = Job(
     name="profile.run",
     target="core.profile.profiler:profile_model",
@@ -225,5 +229,5 @@ NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through
 )
 
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, BROWSER]
 JOBS = JobRegistry(HANDLES)
