@@ -136,7 +136,7 @@ def browser_report(data: Any) -> BenchReport:
     env = data.get("environment")
     env = env if isinstance(env, dict) else {}
     backend = "webgpu" if data.get("backend") == "webgpu" else "wasm"
-    threads = env.get("threads") if isinstance(env.get("threads"), int) and 0 < env["threads"] < 1024 else 1
+    threads = env["threads"] if isinstance(env.get("threads"), int) and 0 < env["threads"] < 1024 else 1
     result = _result(data, backend, threads)
     notes = [] if env.get("cross_origin_isolated") is True else [_ONE_THREAD]
     if env.get("fallback") in ("none", "noadapter", "nobuild"):

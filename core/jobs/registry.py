@@ -195,7 +195,9 @@ BENCH: Job[BenchRequest, BenchReport] = Job(
     torch=True,
 )
 # the model's bytes, inputs and the server's outputs, for the visitor's browser (core.browser): runs the model once
-BROWSER: Job[BrowserRequest, BrowserPayload] = Job(name="browser.payload", target="core.browser.payload:browser_payload")
+BROWSER: Job[BrowserRequest, BrowserPayload] = Job(
+    name="browser.payload", target="core.browser.payload:browser_payload"
+)
 PROFILE: Job[ProfileRequest, ProfileReport] = Job(
     name="profile.run",
     target="core.profile.profiler:profile_model",

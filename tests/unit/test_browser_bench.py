@@ -1,0 +1,171 @@
+"""The model in the visitor's browser (core.browser): what is sent (inputs from the plan's seed, the server's
+outputs, the size limit), a browser's result as a saved run (statistics recomputed here, hostile files refused),
+the committed ONNX Runtime Web bundle matching its sources, and every word of the runner in the catalog."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from core.browser import BrowserRequest, browser_payload, browser_report
+from core.browser.page import PAGE_WORDS, page_words
+from core.browser.payload import RUNTIME_DIR
+from core.errors import BrowserBenchError
+from core.i18n import using
+from core.model.inputs import make_inputs, plan_inputs
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
+from core.runtime.stats import summarize
+from core.settings import load_settings
+from tests import builders
+
+COMPONENT = RUNTIME_DIR.parent
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> MeasuredModel:
+    path = builders.write(builders.mixed_inputs_model(), tmp_path_factory.mktemp("browser") / "mixed.onnx")
+    return MeasuredModel(path=str(path), inputs=plan_inputs(describe_files(IntakeRequest(paths=[str(path)]))))
+
+
+def _result(**changes: Any) -> dict[str, Any]:
+    calls = [4.0, 5.0, 6.0, 5.5, 4.5, 100.0]
+    result = {
+        "format": "onnx-workbench-browser-result", "model": "mixed", "model_id": "ab" * 32, "backend": "wasm",
+        "median_ms": 1.0, "ci_ms": [0.5, 2.0], "calls_ms": calls, "max_abs_diff": 1e-7, "load_ms": 12.0,
+        "first_call_ms": 3.0, "warmup": 2, "created_at": "2026-12-02T05:54:09Z",
+        "inputs": {"x": {"dtype": "float32", "shape": [1, 4], "values": "normal"}},
+        "environment": {"browser": "Firefox", "browser_version": "140.0", "os": "Windows", "cores": 8, "simd": True,
+                        "threads": 1, "cross_origin_isolated": False, "gpu_adapter": "", "gpu_missing": "none",
+                        "fallback": "none", "ort_web": "1.30.0"},
+    }  # fmt: skip
+    return {**result, **changes}
+
+
+def test_the_browser_is_sent_the_plans_inputs_from_its_seed_and_the_servers_outputs(mixed: MeasuredModel) -> None:
+    payload = browser_payload(BrowserRequest(model=mixed, seed=3))
+    made = make_inputs(mixed.inputs, 1, 3)
+    assert [(t.name, t.dtype, t.shape) for t in payload.inputs] == [
+        ("input_ids", "int64", [1, 128]),
+        ("mask", "bool", [1, 128]),
+        ("scale", "float32", [1]),
+    ]
+    for tensor in payload.inputs:
+        assert tensor.data == made[tensor.name].tobytes()
+    (out,) = payload.reference
+    expected = made["input_ids"].astype(np.float32) * made["mask"] * made["scale"]
+    assert np.array_equal(np.frombuffer(out.data, "<f4").reshape(out.shape), expected)
+    assert payload.model == Path(mixed.path).read_bytes() and payload.plan_inputs["mask"]["dtype"] == "bool"
+
+
+def test_a_model_with_external_data_is_sent_as_one_buffer(tmp_path: Path) -> None:
+    path = builders.save_with_external_data(builders.chain_model(6), tmp_path)
+    model = MeasuredModel(path=str(path), inputs=plan_inputs(describe_files(IntakeRequest(paths=[str(path)]))))
+    payload = browser_payload(BrowserRequest(model=model))
+    import onnx
+
+    loaded = onnx.load_from_string(payload.model)
+    assert all(t.data_location != onnx.TensorProto.EXTERNAL for t in loaded.graph.initializer)
+    assert len(payload.model) > path.stat().st_size
+
+
+def test_a_model_over_browser_model_mb_is_refused_before_anything_is_sent(mixed: MeasuredModel) -> None:
+    with pytest.raises(BrowserBenchError, match="up to 0 MB .*browser_model_mb.*nothing was sent"):
+        browser_payload(BrowserRequest(model=mixed, limit_mb=0))
+
+
+def test_browser_model_mb_is_200_locally_and_50_hosted() -> None:
+    assert load_settings(environ={}).browser_model_mb == 200
+    assert load_settings(environ={"WORKBENCH_MODE": "hosted"}).browser_model_mb == 50
+
+
+def test_a_browsers_result_is_a_run_whose_statistics_are_computed_here_from_its_call_times() -> None:
+    report = browser_report(_result())
+    (result,) = report.results
+    summary = summarize([4.0, 5.0, 6.0, 5.5, 4.5, 100.0])
+    assert result.median_ms == summary.median == 5.25  # not the 1.0 the file claims
+    assert (result.median_low_ms, result.median_high_ms, result.p99_ms) == (
+        summary.median_low,
+        summary.median_high,
+        summary.p99,
+    )
+    assert result.label == "ORT Web WASM" and result.max_abs_diff == 1e-7 and result.load_ms == 12.0
+    assert report.environment.place == "Firefox 140 · Windows (browser)"
+    assert report.environment.physical_cores == 8 and report.environment.versions["onnxruntime-web"] == "1.30.0"
+    assert report.headline == "ORT Web WASM: median 5.25 ms per call"
+    assert report.created_at == "2026-12-02T05:54:09+00:00" and report.settings["inputs"]["x"]["shape"] == [1, 4]
+    assert any("one thread" in note for note in report.notes) and any("WebGPU" in note for note in report.notes)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1, 2], "not a browser benchmark's result"),
+        (_result(format="something"), "not a browser benchmark's result"),
+        (_result(calls_ms=[]), "no call times"),
+        (_result(calls_ms="1,2"), "no call times"),
+        (_result(calls_ms=[1.0, "2"]), "not a time"),
+        (_result(calls_ms=[1.0, -1.0]), "not a time"),
+        (_result(calls_ms=[True]), "not a time"),
+        (_result(calls_ms=[0.5] * 100_001), "no call times"),
+        (_result(load_ms="fast"), "load_ms is not a non-negative number"),
+        (_result(model=["x"]), "model is not text"),
+    ],
+)
+def test_a_result_file_that_is_not_one_is_refused_saying_so(data: Any, message: str) -> None:
+    with pytest.raises(BrowserBenchError, match=message):
+        browser_report(data)
+
+
+def test_text_from_a_result_file_is_cut_and_cleaned_and_a_size_mismatch_is_infinite() -> None:
+    report = browser_report(
+        _result(model="m\x1b[31m" + "x" * 500, model_id="../etc", outputs_differ_in_size=True, max_abs_diff=None)
+    )
+    assert report.model.startswith("m?[31m") and len(report.model) == 200 and report.model_id == ""
+    assert report.results[0].max_abs_diff == math.inf and any("differ in size" in n for n in report.notes)
+
+
+def _source_hash() -> str:
+    """build.mjs's sourceHash, recomputed."""
+    files = ["build.mjs", "package.json", "package-lock.json"]
+    files += [f"src/{p.name}" for p in (COMPONENT / "src").glob("*.js")]
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0".encode())
+        digest.update((COMPONENT / name).read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def test_the_committed_bundle_is_built_from_the_sources_and_pins_onnxruntime_web() -> None:
+    first = (RUNTIME_DIR / "bench.js").read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first == f"/* onnx-workbench browser bench; sources sha256 {_source_hash()} */", (
+        "ui/browser_component/dist is older than its sources: run `make browser-bundle` and commit dist/"
+    )
+    lock = json.loads((COMPONENT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/onnxruntime-web"]["version"] == "1.30.0"
+    assert '"1.30.0"' in (RUNTIME_DIR / "ort.wasm.mjs").read_text(encoding="utf-8")
+    for name in ("ort.wasm.wasm.gz", "ort.webgpu.wasm.gz"):
+        assert (RUNTIME_DIR / name).read_bytes()[:2] == b"\x1f\x8b"  # gzip, unpacked in the browser
+
+
+_SAID = re.compile(r'(?:say\(|^\s+(?:runtime|session|first|warmup|calls): )\s*("(?:[^"\\]|\\.)*"(?:\s*\+\s*"(?:[^"\\]|\\.)*")*)', re.M)
+
+
+def test_every_word_the_runner_shows_is_in_the_catalog_list_and_translated() -> None:
+    said = set()
+    for source in (COMPONENT / "src").glob("*.js"):
+        for literal in _SAID.findall(source.read_text(encoding="utf-8")):
+            said.add("".join(json.loads(part) for part in re.findall(r'"(?:[^"\\]|\\.)*"', literal)))
+    assert len(said) > 30 and said <= set(PAGE_WORDS), sorted(said - set(PAGE_WORDS))
+    bundle = (RUNTIME_DIR / "bench.js").read_text(encoding="utf-8")
+    assert [word for word in PAGE_WORDS if word not in bundle] == []
+    with using("zh"):
+        assert set(page_words()) == set(PAGE_WORDS)
