@@ -77,7 +77,7 @@ def test_a_model_with_external_data_is_sent_as_one_buffer(tmp_path: Path) -> Non
 
 
 def test_a_model_over_browser_model_mb_is_refused_before_anything_is_sent(mixed: MeasuredModel) -> None:
-    with pytest.raises(BrowserBenchError, match="up to 0 MB .*browser_model_mb.*nothing was sent"):
+    with pytest.raises(BrowserBenchError, match=r"up to 0 MB .*browser_model_mb.*nothing was sent"):
         browser_payload(BrowserRequest(model=mixed, limit_mb=0))
 
 
@@ -156,14 +156,18 @@ def test_the_committed_bundle_is_built_from_the_sources_and_pins_onnxruntime_web
         assert (RUNTIME_DIR / name).read_bytes()[:2] == b"\x1f\x8b"  # gzip, unpacked in the browser
 
 
-_SAID = re.compile(r'(?:say\(|^\s+(?:runtime|session|first|warmup|calls): )\s*("(?:[^"\\]|\\.)*"(?:\s*\+\s*"(?:[^"\\]|\\.)*")*)', re.M)
+_LITERAL = r'"(?:[^"\\]|\\.)*"'
+# a say("…" + "…") call, or a stage's words (STAGES in src/page.js)
+_SAID = re.compile(
+    rf"(?:say\(|^\s+(?:runtime|session|first|warmup|calls): )\s*({_LITERAL}(?:\s*\+\s*{_LITERAL})*)", re.M
+)
 
 
 def test_every_word_the_runner_shows_is_in_the_catalog_list_and_translated() -> None:
     said = set()
     for source in (COMPONENT / "src").glob("*.js"):
         for literal in _SAID.findall(source.read_text(encoding="utf-8")):
-            said.add("".join(json.loads(part) for part in re.findall(r'"(?:[^"\\]|\\.)*"', literal)))
+            said.add("".join(json.loads(part) for part in re.findall(_LITERAL, literal)))
     assert len(said) > 30 and said <= set(PAGE_WORDS), sorted(said - set(PAGE_WORDS))
     bundle = (RUNTIME_DIR / "bench.js").read_text(encoding="utf-8")
     assert [word for word in PAGE_WORDS if word not in bundle] == []
