@@ -110,7 +110,7 @@ function histogram(say, calls, stats) {
   add("text", { x: left, y: height - 18 }, ms(stats.min));
   add("text", { x: left + plotW, y: height - 18, "text-anchor": "end" }, highest < stats.max ? `≥ ${ms(highest)}` : ms(highest));
   add("text", { x: left + plotW / 2, y: height - 4, "text-anchor": "middle" },
-    say("milliseconds per call; red: the median, shaded: its 95 % interval"));
+    say("milliseconds per call; red: the median, shaded: its 95 % CI"));
   add("text", { x: 4, y: 20 }, String(top));
   add("text", { x: 4, y: 34 }, say("calls"));
   return svg;
@@ -143,7 +143,7 @@ function resultTable(say, result, stats) {
     [say("Warm-up calls"), `${result.warmup} (${ms(result.warmup_ms)} ms)`, true],
     [say("Timed calls"), String(stats.n), true],
     [say("Median"), `${ms(stats.median)} ms`, true],
-    [say("95 % interval of the median"), `${ms(stats.median_low)} – ${ms(stats.median_high)} ms`, true],
+    [say("95 % CI of the median"), `${ms(stats.median_low)} – ${ms(stats.median_high)} ms`, true],
     ["p90", `${ms(stats.p90)} ms`, true],
     ["p99", `${ms(stats.p99)} ms`, true],
     [say("Largest difference from the server's ONNX Runtime"), diff, true],
