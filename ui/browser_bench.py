@@ -18,7 +18,7 @@ import uuid
 import msgspec
 import streamlit as st
 
-from core.bench import BenchReport
+from core.bench import BenchReport, headline
 from core.browser import BrowserPayload, BrowserRequest, browser_report, runtime_files
 from core.browser.page import bench_message, page_words
 from core.browser.payload import RUNTIME_DIR
@@ -172,4 +172,5 @@ def browser_section(record: ModelRecord, inputs: list[BenchInput], ready: bool) 
     )
     report = _save(state.get("result"), token)
     if report is not None:
+        st.markdown(md_escape(headline(report), 400))  # the server's statistics on the browser's call times
         pages.link("history", _("Saved to the history as run {run}").format(run=report.id), run=report.id)

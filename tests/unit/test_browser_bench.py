@@ -4,6 +4,7 @@ the committed ONNX Runtime Web bundle matching its sources, and every word of th
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -173,3 +174,22 @@ def test_every_word_the_runner_shows_is_in_the_catalog_list_and_translated() -> 
     assert [word for word in PAGE_WORDS if word not in bundle] == []
     with using("zh"):
         assert set(page_words()) == set(PAGE_WORDS)
+
+
+def test_a_browser_run_is_saved_and_shown_on_the_dashboard_beside_the_server(tmp_path: Path) -> None:
+    from core.store.dashboard import Owned, latest_per_model_machine
+    from core.store.history import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    browser = browser_report(_result())
+    server = browser_report(_result())
+    server = dataclasses.replace(server, environment=dataclasses.replace(server.environment, machine="server-1"))
+    for report in (browser, server):
+        store.save(report)
+    loaded = store.load(browser.id)
+    assert loaded.results[0].samples_ms == [4.0, 5.0, 6.0, 5.5, 4.5, 100.0]
+    rows = latest_per_model_machine([Owned(store.load(browser.id)), Owned(store.load(server.id))])
+    assert [(r.machine, r.fastest, r.fastest_ms) for r in rows] == [
+        ("Firefox 140 · Windows (browser)", "ORT Web WASM", 5.25),
+        ("server-1", "ORT Web WASM", 5.25),
+    ]
