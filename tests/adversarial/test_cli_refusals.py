@@ -25,6 +25,7 @@ COMMANDS = {
     "quantize": ["--mode", "dynamic", "-o", "{out}/q.onnx"],
     "upgrade": ["-o", "{out}/u.onnx"],
     "notebook": ["-o", "{out}/walk.ipynb"],
+    "browser-bench": ["-o", "{out}/bench.html"],
 }
 
 
