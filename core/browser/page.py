@@ -36,6 +36,7 @@ PAGE_WORDS = (
     N_("milliseconds per call; red: the median, shaded: its 95 % CI"),
     N_("calls"),
     N_("the outputs differ in size"),
+    N_("Starting the runtime (compiling its WebAssembly)"),
     N_("Session creation"),
     N_("First call"),
     N_("Warm-up calls"),
@@ -55,6 +56,10 @@ PAGE_WORDS = (
     N_("This browser"),
     N_("ONNX Runtime Web failed while {stage}: {message}"),
     N_("Timings"),
+    N_(
+        "This page's clock moves in steps of {step} ms (browsers coarsen it; more so on a page that is not "
+        "cross-origin isolated), so calls this short are timed only roughly."
+    ),
     N_("The time budget ran out after {count} calls."),
     N_("Keep the result"),
     N_("Download the result (JSON)"),

@@ -28,7 +28,11 @@ _ONE_THREAD = N_(
 )
 _FALLBACK = N_("WebGPU was asked for but the browser had no GPU adapter (or no WebGPU build): the run is WASM.")
 _MISMATCH = N_("The browser's outputs differ in size from the server's: the model does not agree with itself.")
-NOTES = (_ONE_THREAD, _FALLBACK, _MISMATCH)
+_COARSE = N_(
+    "The browser's clock moved in steps of {step} ms, and the median call took {median} ms: the calls were timed "
+    "only roughly."
+)
+NOTES = (_ONE_THREAD, _FALLBACK, _MISMATCH, _COARSE)
 
 
 def _text(data: dict[str, Any], key: str, limit: int = 200) -> str:
@@ -143,6 +147,9 @@ def browser_report(data: Any) -> BenchReport:
         notes.append(_FALLBACK)
     if result.max_abs_diff == math.inf:
         notes.append(_MISMATCH)
+    step = _number(env, "clock_step_ms")
+    if step and result.median_ms < 20 * step:
+        notes.append(_COARSE.format(step=f"{step:g}", median=f"{result.median_ms:.3g}"))
     model_id = _text(data, "model_id", 64)
     inputs = data.get("inputs")
     report = BenchReport(
@@ -160,7 +167,7 @@ def browser_report(data: Any) -> BenchReport:
             "warmup": int(_number(data, "warmup") or 0),
             "seed": int(_number(data, "seed") or 0),
             "inputs": _inputs(inputs),
-            "browser": True,
+            "browser": {"runtime_ms": _number(data, "runtime_ms"), "backend": backend, "threads": threads},
         },
         environment=_environment(env, backend),
         results=[result],

@@ -24,7 +24,7 @@ SAMPLE = [3.1, 2.9, 3.0, 10.5, 3.3, 2.8, 3.05, 2.95, 4.0, 3.2, 3.15]
 def test_the_sendable_page_benchmarks_the_model_on_wasm_and_says_why_not_webgpu(browser, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     model = builders.write(builders.mixed_inputs_model(), tmp_path / "mixed.onnx")  # int64, bool and float inputs
     html = tmp_path / "bench.html"
-    made = cli("--lang", "zh", "browser-bench", str(model), "-o", str(html), "--iters", "40", "--warmup", "3")
+    made = cli("--lang", "zh", "browser-bench", str(model), "-o", str(html), "--iters", "20", "--warmup", "2")
     assert made.returncode == 0, made.stderr
 
     context = browser.new_context(viewport={"width": 1000, "height": 1200}, offline=True)
@@ -39,7 +39,7 @@ def test_the_sendable_page_benchmarks_the_model_on_wasm_and_says_why_not_webgpu(
     page.screenshot(path=str(ARTIFACTS / "80-browser-bench-zh.png"), full_page=True)
 
     assert result["backend"] == "wasm" and result["environment"]["simd"] is True
-    assert len(result["calls_ms"]) == 40 and result["max_abs_diff"] < 1e-6
+    assert len(result["calls_ms"]) == 20 and result["runtime_ms"] > 0 and result["max_abs_diff"] < 1e-6
     assert result["environment"]["gpu_adapter"] == "" and result["environment"]["threads"] == 1
     note = page.locator("[data-fallback]")
     with using("zh"):  # in the page's language, from the catalog

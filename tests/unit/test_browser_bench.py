@@ -45,7 +45,7 @@ def _result(**changes: Any) -> dict[str, Any]:
         "inputs": {"x": {"dtype": "float32", "shape": [1, 4], "values": "normal"}},
         "environment": {"browser": "Firefox", "browser_version": "140.0", "os": "Windows", "cores": 8, "simd": True,
                         "threads": 1, "cross_origin_isolated": False, "gpu_adapter": "", "gpu_missing": "none",
-                        "fallback": "none", "ort_web": "1.30.0"},
+                        "fallback": "none", "ort_web": "1.30.0", "clock_step_ms": 0.1},
     }  # fmt: skip
     return {**result, **changes}
 
@@ -103,6 +103,9 @@ def test_a_browsers_result_is_a_run_whose_statistics_are_computed_here_from_its_
     assert report.headline == "ORT Web WASM: median 5.25 ms per call"
     assert report.created_at == "2026-12-02T05:54:09+00:00" and report.settings["inputs"]["x"]["shape"] == [1, 4]
     assert any("one thread" in note for note in report.notes) and any("WebGPU" in note for note in report.notes)
+    assert not any("clock" in note for note in report.notes)  # 5.25 ms is 52 steps of 0.1 ms
+    coarse = browser_report(_result(calls_ms=[0.2, 0.3, 0.2]))
+    assert "steps of 0.1 ms, and the median call took 0.2 ms" in coarse.notes[-1]
 
 
 @pytest.mark.parametrize(

@@ -125,7 +125,7 @@ function resultOf(meta, env, backend, fallback, worker, stats) {
     created_at: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
     backend, median_ms: stats.median, ci_ms: [stats.median_low, stats.median_high], p90_ms: stats.p90,
     p99_ms: stats.p99, max_abs_diff: mismatch ? null : worker.max_abs_diff, outputs_differ_in_size: mismatch,
-    missing_output: worker.missing_output, load_ms: worker.load_ms, first_call_ms: worker.first_call_ms,
+    missing_output: worker.missing_output, runtime_ms: worker.runtime_ms, load_ms: worker.load_ms, first_call_ms: worker.first_call_ms,
     warmup: worker.warmup, warmup_ms: worker.warmup_ms, iterations: meta.iterations, cut_short: worker.cut_short,
     calls_ms: worker.calls_ms,
     environment: { ...env, backend, fallback, ort_web: worker.ort_version },
@@ -136,8 +136,9 @@ function resultTable(say, result, stats) {
   const table = el("table");
   const diff = result.outputs_differ_in_size
     ? say("the outputs differ in size")
-    : result.max_abs_diff === null ? "–" : result.max_abs_diff.toExponential(1);
+    : result.max_abs_diff === null ? "–" : result.max_abs_diff === 0 ? "0" : result.max_abs_diff.toExponential(1);
   rows(table, [
+    [say("Starting the runtime (compiling its WebAssembly)"), `${ms(result.runtime_ms)} ms`, true],
     [say("Session creation"), `${ms(result.load_ms)} ms`, true],
     [say("First call"), `${ms(result.first_call_ms)} ms`, true],
     [say("Warm-up calls"), `${result.warmup} (${ms(result.warmup_ms)} ms)`, true],
@@ -216,6 +217,11 @@ export async function benchmark(root, opts) {
   box.append(resultTable(say, result, stats));
   if (worker.cut_short) {
     box.append(el("div", { class: "note" }, say("The time budget ran out after {count} calls.", { count: stats.n })));
+  }
+  if (env.clock_step_ms > 0 && stats.median < 20 * env.clock_step_ms) {
+    box.append(el("div", { class: "note" }, say("This page's clock moves in steps of {step} ms (browsers coarsen " +
+      "it; more so on a page that is not cross-origin isolated), so calls this short are timed only roughly.",
+    { step: ms(env.clock_step_ms) })));
   }
   if (stats.n > 1) box.append(histogram(say, worker.calls_ms, stats));
   if (opts.standalone) {
