@@ -147,8 +147,9 @@ def browser_section(record: ModelRecord, inputs: list[BenchInput], ready: bool) 
     backend = left.radio(
         _("Backend"),
         ["wasm", "webgpu"],
-        format_func=lambda b: _("WASM (the CPU)") if b == "wasm" else _("WebGPU (the GPU, where the browser has one)"),
+        format_func=lambda b: "WASM" if b == "wasm" else "WebGPU",  # names, in every language
         horizontal=True,
+        help=_("WASM runs on the CPU; WebGPU on the GPU, where the browser has one (else it falls back to WASM)."),
         key="browser_backend",
     )
     iterations = mid.number_input(_("Timed calls"), 10, 10_000, 100, step=50, key="browser_iters")
