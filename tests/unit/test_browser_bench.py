@@ -196,3 +196,26 @@ def test_a_browser_run_is_saved_and_shown_on_the_dashboard_beside_the_server(tmp
         ("Firefox 140 · Windows (browser)", "ORT Web WASM", 5.25),
         ("server-1", "ORT Web WASM", 5.25),
     ]
+
+
+def test_history_imports_a_browsers_result_file_and_refuses_one_that_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli import cli
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    good = tmp_path / "mixed-browser.json"
+    good.write_text(json.dumps(_result()))
+    done = cli("history", "--import", str(good), "--json")
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout[done.stdout.index("[") :])
+    assert (run["model"], run["machine"], run["headline"]) == (
+        "mixed",
+        "Firefox 140 · Windows (browser)",
+        "ORT Web WASM: median 5.25 ms per call",
+    )
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "onnx-workbench-browser-result", "calls_ms": []}')
+    refused = cli("history", "--import", str(bad))
+    assert refused.returncode == 2 and "no call times" in refused.stderr
+    assert cli("history", "--import", str(tmp_path / "none.json")).returncode == 2
