@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 unexport PYTHONDONTWRITEBYTECODE
 COMPILE := $(PY) -m compileall -q -j 0 core ui app_pages streamlit_app.py > /dev/null
 
-.PHONY: run test lint constraints sample-cards team cluster-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle messages
+.PHONY: run test lint constraints sample-cards team cluster-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle browser-bundle messages
 
 # pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
 PIP := $(PY) -m pip install --no-input -c constraints.txt
@@ -135,3 +135,9 @@ clean:
 # so run and test never need Node. tests/unit/test_graph_view.py fails when the bundle is older than its sources.
 graph-bundle:
 	cd ui/graph_component && npm ci --no-audit --no-fund && node build.mjs
+
+# The model in the visitor's browser: the runner and ONNX Runtime Web's WASM and WebGPU builds (pinned in
+# package.json, the .wasm gzipped) in ui/browser_component/dist, committed like the graph view's bundle;
+# tests/unit/test_browser_bench.py fails when it is older than its sources.
+browser-bundle:
+	cd ui/browser_component && npm ci --no-audit --no-fund && node build.mjs

@@ -14,6 +14,7 @@ from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
 from ui import jobs, pages, session, targets, tutorial_view
 from ui.bench_view import environment_section, results_section
+from ui.browser_bench import browser_section
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.text import md_escape
@@ -124,12 +125,14 @@ def saved_run_id(run_id: str) -> bool:
 report = jobs.kept(BENCH, record.id)
 if report is None:
     st.info(_("Choose the configurations and press **Run the benchmark**."))
+    browser_section(record, inputs, plan_ready(inputs))
     st.stop()
 results_section(report, key=f"bench_{report.id}")
 tutorial_view.benchmark_figures(report)  # the tutorial's 5.11× and 17.9× beside this run's
 if saved_run_id(report.id):
     saved = _("Saved to the history as run {run}").format(run=report.id)
     pages.link("history", saved, run=report.id)  # its permalink
+browser_section(record, inputs, plan_ready(inputs))
 
 st.header(_("Why ONNX Runtime is often faster"), anchor="why")
 st.markdown(

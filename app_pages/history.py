@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
+from core.browser import browser_report
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
 from core.store.history import RunSummary, inputs_text
@@ -37,6 +40,30 @@ st.markdown(
 )
 
 who = session.who()
+with st.expander(_("Import a browser's result")):
+    st.markdown(
+        _(
+            "A page made by `python -m core browser-bench` benchmarks a model in whatever browser opens it and offers "
+            "its result as a JSON file: import it here to see it beside this server's runs."
+        )
+    )
+    uploaded = st.file_uploader(_("Result file (JSON)"), type=["json"], key="history_import")
+    if uploaded is not None and st.session_state.get("history_imported") != uploaded.file_id:
+        try:
+            imported = browser_report(json.loads(uploaded.getvalue()))
+            session.store().save(imported, owner=who.user, team=who.team)
+        except ValueError as exc:
+            st.error(_("This file is not JSON ({error}); give the result file the browser page downloaded.").format(
+                error=md_escape(str(exc), 300)
+            ))  # fmt: skip
+        except WorkbenchError as exc:
+            st.error(md_escape(str(exc), 600))
+        else:
+            st.session_state["history_imported"] = uploaded.file_id
+            session.set_page_param("run", imported.id)
+            st.success(
+                _("Saved as run {run}: {headline}").format(run=imported.id, headline=md_escape(imported.headline, 300))
+            )
 try:
     store = session.store()
     models, machines = store.distinct("model", team=who.team), store.distinct("machine", team=who.team)

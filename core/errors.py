@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "BenchmarkError",
+    "BrowserBenchError",
     "CodeError",
     "DeployError",
     "ExportError",
@@ -106,6 +107,11 @@ class UpgradeError(WorkbenchError):
 
 class BenchmarkError(WorkbenchError):
     """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
+
+
+class BrowserBenchError(BenchmarkError):
+    """The model in the visitor's browser: one too large to send (browser_model_mb), or a browser's result file
+    that is not one."""
 
 
 class PlanTooLargeError(BenchmarkError):

@@ -80,6 +80,9 @@ class Settings:
     workshop: bool = False
     facilitator_key: str = ""  # the teacher's key for the Classroom page; with workshop on and no key, it stays shut
     room_hours: float = 8.0  # a room's code expires this long after it opens (or when the teacher closes it)
+    # the largest model (with its external data) sent to a visitor's browser to run there (Benchmark's "This
+    # browser" and `python -m core browser-bench`); a larger one is refused before any byte is sent
+    browser_model_mb: int = 200
 
     @property
     def hosted(self) -> bool:
@@ -154,6 +157,7 @@ _HOSTED_DEFAULTS: dict[str, Any] = {
     "library_quota_mb": 4096,
     "max_jobs_per_session": 1,
     "require_sandbox": True,
+    "browser_model_mb": 50,
 }
 
 

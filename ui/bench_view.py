@@ -10,6 +10,7 @@ import streamlit as st
 from core.bench import BenchReport
 from core.bench.benchmark import NOTES, headline
 from core.deploy.loadtest import HEADLINE
+from core.browser.result import NOTES as BROWSER_NOTES
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.recorded import shown, significant
@@ -141,9 +142,9 @@ def results_section(report: BenchReport, key: str) -> None:
         if report.activity is not None and note == report.activity.note:
             continue
         if note.startswith(("Noisy", "The time budget")):
-            st.warning(md_escape(shown(note, NOTES), 800))
+            st.warning(md_escape(shown(note, (*NOTES, *BROWSER_NOTES)), 800))
         else:
-            st.caption(md_escape(shown(note, NOTES), 800))
+            st.caption(md_escape(shown(note, (*NOTES, *BROWSER_NOTES)), 800))
     worst = frame["max_abs_diff"].max()
     if pd.notna(worst):
         st.caption(md_escape(_agreement(report.baseline, float(worst)), 400))

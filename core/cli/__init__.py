@@ -14,6 +14,7 @@ from collections.abc import Callable
 from core.cli import (
     bench,
     deploy,
+    browser,
     export,
     graph,
     history,
@@ -36,7 +37,7 @@ from core.i18n import _, using
 __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade, notebook, deploy, loadtest]
+COMMANDS += [upgrade, notebook, deploy, loadtest, browser]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -21,6 +21,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--machine", action="append", help="only runs on this machine (repeat for several)")
     parser.add_argument("--since", help="only runs from this day on, YYYY-MM-DD (UTC)")
     parser.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+    parser.add_argument(
+        "--import",
+        dest="import_file",
+        metavar="FILE",
+        help="save a browser benchmark's result file (the JSON its page offers) in the history, then list",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -42,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise WorkbenchError(_("--limit takes a positive number of runs; got {limit}").format(limit=args.limit))
     since = _day(args.since)
+    if args.import_file:
+        _import(args.import_file)
     found = open_history(load_settings()).runs(args.model, args.machine, since, limit=args.limit)
     rows: list[dict[str, Any]] = [
         {
@@ -65,6 +73,25 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_table(rows)
     return 0
+
+
+def _import(path: str) -> None:
+    """Save a browser's result file (core.browser.result) as a run of the history."""
+    from core.browser import browser_report
+    from core.store import open_history
+
+    try:
+        with open(path, "rb") as file:
+            data = json.loads(file.read(64 << 20))
+    except (OSError, ValueError) as exc:
+        raise WorkbenchError(
+            _("{path} could not be read as JSON ({error}); give the result file the browser page downloaded.").format(
+                path=path, error=exc
+            )
+        ) from None
+    report = browser_report(data)
+    open_history(load_settings()).save(report)
+    print(_("saved    run {run} in the history: {headline}").format(run=report.id, headline=report.headline))
 
 
 _COLUMNS = ((N_("id"), "id", 32), (N_("when (UTC)"), "created_at", 16), (N_("model"), "model", 28),

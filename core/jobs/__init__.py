@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from core.jobs.process import Backend, JobHandle, JobSpec, ProcessBackend, Progress, TypedHandle, run, submit
     from core.jobs.registry import (
         BENCH,
+        BROWSER,
         CALIBRATION,
         DECODE,
         DEPLOY,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BENCH",
+    "BROWSER",
     "CALIBRATION",
     "DECODE",
     "DEPLOY",

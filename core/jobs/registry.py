@@ -27,6 +27,7 @@ from core.errors import JobError
 
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
+    from core.browser.payload import BrowserPayload, BrowserRequest
     from core.decode.records import DecodedModel, DecodeRequest
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
     from core.export.options import ExportReport, ExportRequest
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BENCH",
+    "BROWSER",
     "CALIBRATION",
     "DECODE",
     "DEPLOY",
@@ -198,6 +200,10 @@ BENCH: Job[BenchRequest, BenchReport] = Job(
     kept_with_link=True,
     torch=True,
 )
+# the model's bytes, inputs and the server's outputs, for the visitor's browser (core.browser): runs the model once
+BROWSER: Job[BrowserRequest, BrowserPayload] = Job(
+    name="browser.payload", target="core.browser.payload:browser_payload"
+)
 PROFILE: Job[ProfileRequest, ProfileReport] = Job(
     name="profile.run",
     target="core.profile.profiler:profile_model",
@@ -243,5 +249,5 @@ LOADTEST_URL: Job[LoadtestRequest, LoadtestReport] = Job(
 )
 
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, DEPLOY, LOADTEST, LOADTEST_URL]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, DEPLOY, LOADTEST, LOADTEST_URL, BROWSER]
 JOBS = JobRegistry(HANDLES)

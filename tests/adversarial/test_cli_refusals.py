@@ -26,6 +26,7 @@ COMMANDS = {
     "upgrade": ["-o", "{out}/u.onnx"],
     "notebook": ["-o", "{out}/walk.ipynb"],
     "deploy": ["-o", "{out}/server"],
+    "browser-bench": ["-o", "{out}/bench.html"],
 }
 
 

@@ -31,6 +31,8 @@ ALLOWED = {
     "store": {"bench", "deploy", "jobs", "runtime"} | BASICS,  # a load test is saved as a kind of run
     # a room's tables are the store's; what it pools, a benchmark's and a quantization's reports (types only)
     "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
+    # a browser's run is a benchmark's report (its headline, its statistics); its page embeds JSON as the graph's
+    "browser": {"bench", "graph"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}
