@@ -9,8 +9,8 @@ import streamlit as st
 
 from core.bench import BenchReport
 from core.bench.benchmark import NOTES, headline
-from core.deploy.loadtest import HEADLINE
 from core.browser.result import NOTES as BROWSER_NOTES
+from core.deploy.loadtest import HEADLINE
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.recorded import shown, significant

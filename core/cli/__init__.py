@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from core.cli import (
     bench,
-    deploy,
     browser,
+    deploy,
     export,
     graph,
     history,
