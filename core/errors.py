@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BenchmarkError",
     "CodeError",
+    "DiffError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -102,6 +103,10 @@ class UpgradeError(WorkbenchError):
     """onnx's version converter could not upgrade the model as asked."""
 
 
+class DiffError(WorkbenchError):
+    """Two models cannot be diffed: one is no ONNX model, or cannot be parsed."""
+
+
 class BenchmarkError(WorkbenchError):
     """A benchmark could not be set up or run (bad configuration, inputs that do not fit the model)."""
 
@@ -186,6 +191,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         RuntimeRefusedError,
         OldOpsetError,
         UpgradeError,
+        DiffError,
         BenchmarkError,
         PlanTooLargeError,
         UnsetDimError,

@@ -28,6 +28,7 @@ from core.errors import JobError
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
     from core.decode.records import DecodedModel, DecodeRequest
+    from core.diff.records import DiffReport, DiffRequest
     from core.export.options import ExportReport, ExportRequest
     from core.graph.records import GraphRequest, GraphView
     from core.model.data import ImageRequest, NpzRequest
@@ -47,6 +48,7 @@ __all__ = [
     "BENCH",
     "CALIBRATION",
     "DECODE",
+    "DIFF",
     "EXPORT",
     "GRAPH",
     "HARDWARE",
@@ -224,6 +226,11 @@ NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through
     name="notebook.archive", target="core.notebook.archive:notebook_archive", folder="notebook"
 )
 
+DIFF: Job[DiffRequest, DiffReport] = Job(  # two models' structural diff: parses both, reads their weights
+    name="diff.run", target="core.diff.differ:diff_models"
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
 HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
+HANDLES += [DIFF]
 JOBS = JobRegistry(HANDLES)
