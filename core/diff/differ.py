@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.diff.match import Matching, match_nodes
+from core.diff.match import Matching, match_nodes, tensor_stem
 from core.diff.records import Change, DiffReport, DiffRequest, ModelChange, NodeDiff, WeightChange
 from core.diff.weights import compare_tensors
 from core.errors import DiffError, brief
@@ -113,20 +113,42 @@ def _compare_attributes(d: _Diff, na: onnx.NodeProto, nb: onnx.NodeProto, out: N
 
 
 def _compare_inputs(d: _Diff, scope: _Scope, na: onnx.NodeProto, nb: onnx.NodeProto, out: NodeDiff) -> None:
+    """Each input slot: a weight in both is compared by value; another tensor must be the one A's maps to (or
+    keep its name). Another op's inputs mean other things: its weights pair by name, the rest is one change."""
+    if (na.op_type, na.domain) != (nb.op_type, nb.domain):
+        _other_op_inputs(d, scope, na, nb, out)
+        return
     for slot in range(max(len(na.input), len(nb.input))):
         ta = na.input[slot] if slot < len(na.input) else ""
         tb = nb.input[slot] if slot < len(nb.input) else ""
-        wa, wb = scope.inits_a.get(ta), scope.inits_b.get(tb)
-        if wa is not None and wb is not None:
-            scope.paired_a.add(ta)
-            scope.paired_b.add(tb)
-            change = d.weight(wa, wb, (ta, tb))
-            if change is not None:
-                out.weights.append(change)
-        elif scope.tensors.get(ta, ta) != tb:
+        if not _weights_pair(d, scope, ta, tb, out) and tb not in (ta, scope.tensors.get(ta)):
             out.changes.append(Change("input", str(slot), ta, tb))
     if len(na.output) != len(nb.output):
         out.changes.append(Change("output", "", str(len(na.output)), str(len(nb.output))))
+
+
+def _weights_pair(d: _Diff, scope: _Scope, ta: str, tb: str, out: NodeDiff) -> bool:
+    """Whether ``ta`` and ``tb`` are both weights (their change, if any, goes into ``out``)."""
+    wa, wb = scope.inits_a.get(ta), scope.inits_b.get(tb)
+    if wa is None or wb is None:
+        return False
+    scope.paired_a.add(ta)
+    scope.paired_b.add(tb)
+    change = d.weight(wa, wb, (ta, tb))
+    if change is not None:
+        out.weights.append(change)
+    return True
+
+
+def _other_op_inputs(d: _Diff, scope: _Scope, na: onnx.NodeProto, nb: onnx.NodeProto, out: NodeDiff) -> None:
+    stems = {tensor_stem(t): t for t in nb.input if t in scope.inits_b}
+    for ta in na.input:
+        tb = stems.get(tensor_stem(ta), "")
+        if ta in scope.inits_a and tb:
+            _weights_pair(d, scope, ta, tb, out)
+    same = all(tb in (ta, scope.tensors.get(ta)) for ta, tb in zip(na.input, nb.input, strict=False))
+    if not same or len(na.input) != len(nb.input):
+        out.changes.append(Change("input", "", ", ".join(na.input), ", ".join(nb.input)))
 
 
 @dataclass

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["Matching", "match_nodes"]
+__all__ = ["Matching", "match_nodes", "tensor_stem"]
 
 # suffixes that ORT's quantizer and the float16 converters add to the names of the nodes they replace
 _RENAMES = re.compile(r"(?:_quant|_QuantizeLinear|_DequantizeLinear|_fp16|_int8|_uint8|_float16)+$")
+_TENSOR_RENAMES = re.compile(r"(?:_quantized|_fp16|_float16|_int8|_uint8)+$")
 _ALIGN_MOST = 4_000  # the nodes left after the other steps, per side, that are aligned by their op types
 
 
@@ -48,6 +49,11 @@ class _Side:
             for slot, name in enumerate(node.input):
                 if name:
                     self.consumers[name].append((i, slot))
+
+
+def tensor_stem(name: str) -> str:
+    """A tensor's name without what a quantizer adds to it ("conv.weight_quantized" is "conv.weight")."""
+    return _TENSOR_RENAMES.sub("", name)
 
 
 def _unique(keys: Sequence[str]) -> dict[str, int]:
