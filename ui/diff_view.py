@@ -92,7 +92,7 @@ def _frame(nodes: list[NodeDiff], with_changes: bool) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _metrics(report: DiffReport) -> None:
+def _metrics(report: DiffReport, a: str, b: str) -> None:
     columns = st.columns(4)
     for column, label, count in zip(
         columns,
@@ -103,8 +103,8 @@ def _metrics(report: DiffReport) -> None:
         column.metric(label, number(count))
     said = _("{b} against {a}: {nodes_a} nodes in A, {nodes_b} in B, {weights} weight pairs compared, in {seconds} s.")
     text = said.format(
-        a=report.model_a,
-        b=report.model_b,
+        a=a,
+        b=b,
         nodes_a=number(report.nodes_a),
         nodes_b=number(report.nodes_b),
         weights=number(report.weights_compared),
@@ -172,7 +172,7 @@ def diff_section(a: ModelRecord, b: ModelRecord, key: str) -> None:
         return
     label = _("Diffing '{b}' against '{a}'").format(a=a.name, b=b.name)
     report = run(DIFF, DiffRequest(path_a=a.path, path_b=b.path), label, model=f"{a.id}:{b.id}", reuse=True)
-    _metrics(report)
+    _metrics(report, a.name, b.name)
     if report.same:
         st.success(_("The two models have the same graph, weights, opsets and metadata."))
         return
