@@ -10,7 +10,7 @@ import streamlit as st
 from core.diff import DiffReport, DiffRequest, NodeDiff, WeightChange
 from core.graph.colourings import Colouring, by_index
 from core.graph.records import GraphView
-from core.i18n import _, number, pgettext
+from core.i18n import N_, _, number, pgettext
 from core.jobs import DIFF
 from core.model import ModelRecord
 from ui.graph_panel import draw_graph, graph_of
@@ -39,7 +39,7 @@ def _weight_text(w: WeightChange) -> str:
     )
 
 
-_WHAT = {"op_type": "op", "domain": "domain", "attribute": "attribute", "input": "input", "output": "outputs"}
+_WHAT = {"op_type": N_("op"), "domain": N_("domain"), "output": N_("outputs")}
 
 
 def change_text(n: NodeDiff) -> str:
@@ -48,8 +48,10 @@ def change_text(n: NodeDiff) -> str:
     for c in n.changes:
         if c.what == "body":
             parts.append(_("its body {name} differs (listed under its path)").format(name=c.detail))
-        elif c.what == "input":
+        elif c.what == "input" and c.detail:
             parts.append(_("input {slot}: {before} → {after}").format(slot=c.detail, before=c.before, after=c.after))
+        elif c.what == "input":
+            parts.append(_("inputs: {before} → {after}").format(before=c.before, after=c.after))
         elif c.what == "attribute":
             parts.append(
                 _("attribute {name}: {before} → {after}").format(
@@ -57,7 +59,8 @@ def change_text(n: NodeDiff) -> str:
                 )
             )
         else:
-            parts.append(f"{_WHAT.get(c.what, c.what)}: {c.before or '∅'} → {c.after or '∅'}")
+            what = _(_WHAT[c.what]) if c.what in _WHAT else c.what
+            parts.append(f"{what}: {c.before or '∅'} → {c.after or '∅'}")
     parts += [_weight_text(w) for w in n.weights]
     return pgettext("list", "; ").join(parts)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.diff.records import WeightChange
+from core.i18n import _
 from core.model.proto import dtype_name, external_entries, tensor_elements
 
 if TYPE_CHECKING:
@@ -100,10 +101,10 @@ def compare_tensors(ta: onnx.TensorProto, tb: onnx.TensorProto, folder_a: Path, 
     try:
         a, b = _values(ta, folder_a), _values(tb, folder_b)
     except (ValueError, OSError, TypeError) as exc:
-        return change(count, note=f"not read: {str(exc)[:120]}")
+        return change(count, note=_("not read: {error}").format(error=str(exc)[:120]))
     if a.dtype.kind not in "fiub":
         same = bool(np.array_equal(a, b))
-        return None if same else change(int(np.count_nonzero(a != b)), note="text")
+        return None if same else change(int(np.count_nonzero(a != b)), note=_("text values differ"))
     differing, most, total, square, base = _accumulate(a, b)
     if not differing:
         return None
