@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.diff.match import Matching, match_nodes, tensor_stem
+from core.diff.match import Matching, Node, match_nodes, nodes_of, tensor_stem
 from core.diff.records import Change, DiffReport, DiffRequest, ModelChange, NodeDiff, WeightChange
 from core.diff.weights import compare_tensors
 from core.errors import DiffError, brief
 from core.i18n import _
 from core.model.counts import check_counts
 from core.model.onnx_file import check_external_data
-from core.model.proto import attribute_subgraphs, type_text, walk_graphs
+from core.model.proto import attribute_subgraphs, type_text
 from core.settings import IntakeLimits
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
-def open_model(path: str, limits: IntakeLimits) -> onnx.ModelProto:
-    """The ONNX model at ``path`` without its external data, within ``limits``, its data files checked."""
+def open_model(path: str, limits: IntakeLimits) -> tuple[onnx.ModelProto, int]:
+    """The ONNX model at ``path`` without its external data, within ``limits``, its data files checked; and its
+    node count (every graph and function)."""
     import onnx
 
     file = Path(path)
@@ -52,9 +53,9 @@ def open_model(path: str, limits: IntakeLimits) -> onnx.ModelProto:
         ) from exc
     if not model.HasField("graph"):
         raise DiffError(_("“{model}” holds no graph: there is nothing to diff.").format(model=brief(file.name)))
-    check_counts(model, file.name, limits)
+    counts = check_counts(model, file.name, limits)
     check_external_data(model, file.parent)
-    return model
+    return model, counts.nodes
 
 
 @dataclass
@@ -96,8 +97,10 @@ def _attributes(node: onnx.NodeProto) -> dict[str, Any]:
     return found
 
 
-def _compare_attributes(d: _Diff, na: onnx.NodeProto, nb: onnx.NodeProto, out: NodeDiff) -> None:
-    attrs_a, attrs_b = _attributes(na), _attributes(nb)
+def _compare_attributes(d: _Diff, na: Node, nb: Node, out: NodeDiff) -> None:
+    if not (na.bodies or nb.bodies) and na.proto.attribute == nb.proto.attribute:
+        return  # the same attributes, compared in protobuf's own code
+    attrs_a, attrs_b = _attributes(na.proto), _attributes(nb.proto)
     for name in sorted(set(attrs_a) | set(attrs_b)):
         va, vb = attrs_a.get(name), attrs_b.get(name)
         if isinstance(va, str | None) and isinstance(vb, str | None):
@@ -112,7 +115,7 @@ def _compare_attributes(d: _Diff, na: onnx.NodeProto, nb: onnx.NodeProto, out: N
                 out.weights.append(change)
 
 
-def _compare_inputs(d: _Diff, scope: _Scope, na: onnx.NodeProto, nb: onnx.NodeProto, out: NodeDiff) -> None:
+def _compare_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff) -> None:
     """Each input slot: a weight in both is compared by value; another tensor must be the one A's maps to (or
     keep its name). Another op's inputs mean other things: its weights pair by name, the rest is one change."""
     if (na.op_type, na.domain) != (nb.op_type, nb.domain):
@@ -140,7 +143,7 @@ def _weights_pair(d: _Diff, scope: _Scope, ta: str, tb: str, out: NodeDiff) -> b
     return True
 
 
-def _other_op_inputs(d: _Diff, scope: _Scope, na: onnx.NodeProto, nb: onnx.NodeProto, out: NodeDiff) -> None:
+def _other_op_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff) -> None:
     stems = {tensor_stem(t): t for t in nb.input if t in scope.inits_b}
     for ta in na.input:
         tb = stems.get(tensor_stem(ta), "")
@@ -164,13 +167,15 @@ class _Scope:
     paired_b: set[str] = field(default_factory=set)
 
 
-def _label(node: onnx.NodeProto, index: int) -> str:
+def _label(node: Node, index: int) -> str:
     name = node.name or f"{node.op_type}_{index}"
     return name if len(name) <= 60 else f"{name[:40]}… (node {index})"
 
 
-def _compare_bodies(d: _Diff, scope: _Scope, nb: onnx.NodeProto, na: onnx.NodeProto, j: int, out: NodeDiff) -> None:
-    bodies_a, bodies_b = dict(attribute_subgraphs(na)), dict(attribute_subgraphs(nb))
+def _compare_bodies(d: _Diff, scope: _Scope, nb: Node, na: Node, j: int, out: NodeDiff) -> None:
+    if not (na.bodies or nb.bodies):
+        return
+    bodies_a, bodies_b = dict(attribute_subgraphs(na.proto)), dict(attribute_subgraphs(nb.proto))
     for label in sorted(set(bodies_a) | set(bodies_b)):
         if label not in bodies_a or label not in bodies_b:
             out.changes.append(
@@ -213,7 +218,7 @@ def _io(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str) -> dict[s
     return seeds
 
 
-def _node_entry(scope: _Scope, node: onnx.NodeProto, index: int, **more: Any) -> NodeDiff:
+def _node_entry(scope: _Scope, node: Node, index: int, **more: Any) -> NodeDiff:
     return NodeDiff(
         node=node.name or f"{node.op_type}_{index}", graph=scope.path, op_type=node.op_type, index=index, **more
     )
@@ -230,10 +235,11 @@ def _diff_graph(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str, o
         inits_b={**(outer.inits_b if outer else {}), **{t.name: t for t in gb.initializer}},
         tensors={},
     )
-    matching: Matching = match_nodes(ga.node, gb.node, seeds)
+    nodes_a, nodes_b = nodes_of(ga), nodes_of(gb)
+    matching: Matching = match_nodes(nodes_a, nodes_b, seeds)
     scope.tensors = matching.tensors
     for i, (j, how) in sorted(matching.pairs.items(), key=lambda p: p[1][0]):
-        na, nb = ga.node[i], gb.node[j]
+        na, nb = nodes_a[i], nodes_b[j]
         out = _node_entry(scope, nb, j, node_a=na.name if na.name != nb.name else "", matched_by=how)
         if (na.op_type, na.domain) != (nb.op_type, nb.domain):
             out.changes.append(
@@ -249,8 +255,8 @@ def _diff_graph(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str, o
             if out.node_a:
                 d.report.renamed.append(out)
     taken = matching.matched_b()
-    d.report.removed += [_node_entry(scope, n, i) for i, n in enumerate(ga.node) if i not in matching.pairs]
-    d.report.added += [_node_entry(scope, n, j) for j, n in enumerate(gb.node) if j not in taken]
+    d.report.removed += [_node_entry(scope, n, i) for i, n in enumerate(nodes_a) if i not in matching.pairs]
+    d.report.added += [_node_entry(scope, n, j) for j, n in enumerate(nodes_b) if j not in taken]
     _initializers(d, scope, ga, gb)
     return before != (len(d.report.added), len(d.report.removed), len(d.report.changed), len(d.report.model))
 
@@ -297,10 +303,6 @@ def _model_fields(d: _Diff, ma: onnx.ModelProto, mb: onnx.ModelProto) -> None:
             )
 
 
-def _node_total(model: onnx.ModelProto) -> int:
-    return sum(len(visit.graph.node) for visit in walk_graphs(model))
-
-
 def diff_models(
     request: DiffRequest,
     progress: Callable[[float, str], None] | None = None,
@@ -311,15 +313,15 @@ def diff_models(
     report = progress or _silent
     limits = limits or IntakeLimits()
     report(0.05, _("Parsing model A (external weights are not loaded)"))
-    ma = open_model(request.path_a, limits)
+    ma, nodes_a = open_model(request.path_a, limits)
     report(0.25, _("Parsing model B (external weights are not loaded)"))
-    mb = open_model(request.path_b, limits)
+    mb, nodes_b = open_model(request.path_b, limits)
     d = _Diff(
         report=DiffReport(
             model_a=Path(request.path_a).name,
             model_b=Path(request.path_b).name,
-            nodes_a=_node_total(ma),
-            nodes_b=_node_total(mb),
+            nodes_a=nodes_a,
+            nodes_b=nodes_b,
         ),
         folder_a=Path(request.path_a).parent,
         folder_b=Path(request.path_b).parent,

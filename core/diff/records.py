@@ -77,7 +77,7 @@ class DiffReport:
 
     model_a: str  # the file names
     model_b: str
-    nodes_a: int  # nodes in every graph, bodies included
+    nodes_a: int  # nodes in every graph, bodies and local functions included
     nodes_b: int
     added: list[NodeDiff] = field(default_factory=list)
     removed: list[NodeDiff] = field(default_factory=list)
