@@ -18,6 +18,7 @@ __all__ = ["Matching", "Node", "match_nodes", "nodes_of", "tensor_stem"]
 # suffixes that ORT's quantizer and the float16 converters add to the names of the nodes they replace
 _RENAMES = re.compile(r"(?:_quant|_QuantizeLinear|_DequantizeLinear|_fp16|_int8|_uint8|_float16)+$")
 _TENSOR_RENAMES = re.compile(r"(?:_quantized|_fp16|_float16|_int8|_uint8)+$")
+_FEW = 64  # nodes left unmatched by name that are aligned by order before (instead of) a walk of the graph
 _ALIGN_MOST = 4_000  # the nodes left after the other steps, per side, that are aligned by their op types
 
 
@@ -186,7 +187,11 @@ def match_nodes(a: Sequence[Node], b: Sequence[Node], seeds: dict[str, str]) -> 
     the tensors of the graph around a body)."""
     m = Matching()
     _by_names(m, a, b)
-    if len(m.pairs) < min(len(a), len(b)):  # else every node of one side is matched already (the common case)
+    left = min(len(a), len(b)) - len(m.pairs)
+    if 0 < left <= _FEW:  # a few unnamed nodes among named ones: their order settles them, without a walk
+        _align(m, a, b)
+        left = min(len(a), len(b)) - len(m.pairs)
+    if left > 0:  # else every node of one side is matched already (the common case)
         _by_position(m, a, b, seeds)
     m.tensors.update(seeds)
     for i, (j, _how) in m.pairs.items():
