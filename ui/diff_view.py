@@ -86,10 +86,12 @@ def diff_colouring(view: GraphView, report: DiffReport) -> Colouring:
 
 def _frame(nodes: list[NodeDiff], with_changes: bool) -> pd.DataFrame:
     rows = []
+    renamed = any(n.node_a for n in nodes)
     for n in nodes[:ROWS]:
         row = {_("node"): n.node, _("op"): n.op_type, _("graph"): n.graph}
-        if with_changes:
+        if with_changes and renamed:
             row[_("name in A")] = n.node_a
+        if with_changes:
             row[_("what changed")] = change_text(n)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -123,7 +125,8 @@ def _table(title: str, frame: pd.DataFrame, total: int) -> None:
     if not total:
         return
     st.markdown(f"**{md_escape(title, 200)}**")
-    st.dataframe(frame, hide_index=True, width="stretch")
+    wide = {_("what changed"): st.column_config.TextColumn(width="large")}  # the long column gets the room
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=wide)
     if total > ROWS:
         st.caption(_("The first {shown} of {total}; `python -m core diff A B --json` lists them all.").format(
             shown=number(ROWS), total=number(total)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.diff.match import Matching, Node, match_nodes, nodes_of, tensor_stem
 from core.diff.records import Change, DiffReport, DiffRequest, ModelChange, NodeDiff, WeightChange
-from core.diff.weights import compare_tensors
+from core.diff.weights import TensorReader, compare_tensors
 from core.errors import DiffError, brief
 from core.i18n import _
 from core.model.counts import check_counts
@@ -63,14 +63,14 @@ class _Diff:
     """What the walk through both models carries: the report, the models' folders, and the weights read."""
 
     report: DiffReport
-    folder_a: Path
-    folder_b: Path
+    reader_a: TensorReader
+    reader_b: TensorReader
     weights: dict[tuple[str, str], WeightChange | None] = field(default_factory=dict)
 
     def weight(self, ta: onnx.TensorProto, tb: onnx.TensorProto, key: tuple[str, str]) -> WeightChange | None:
         if key not in self.weights:
             self.report.weights_compared += 1
-            self.weights[key] = compare_tensors(ta, tb, self.folder_a, self.folder_b)
+            self.weights[key] = compare_tensors(ta, tb, self.reader_a, self.reader_b)
         return self.weights[key]
 
 
@@ -323,11 +323,15 @@ def diff_models(
             nodes_a=nodes_a,
             nodes_b=nodes_b,
         ),
-        folder_a=Path(request.path_a).parent,
-        folder_b=Path(request.path_b).parent,
+        reader_a=TensorReader(Path(request.path_a).parent),
+        reader_b=TensorReader(Path(request.path_b).parent),
     )
     report(0.45, _("Matching the nodes and comparing their weights"))
     _model_fields(d, ma, mb)
-    _diff_graph(d, ma.graph, mb.graph, "main", None)
+    try:
+        _diff_graph(d, ma.graph, mb.graph, "main", None)
+    finally:
+        d.reader_a.close()
+        d.reader_b.close()
     d.report.seconds = time.perf_counter() - started
     return d.report

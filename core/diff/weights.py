@@ -1,20 +1,21 @@
 """How much a weight changed: its values in A and B read tensor by tensor (inline bytes without a copy, external
-data mapped from its file once core.model.onnx_file.check_external_data has passed the model) and compared a
-block at a time, so memory stays bounded by the largest block, not the model."""
+data read from its file, or mapped when large, once core.model.onnx_file.check_external_data has passed the model),
+their bytes compared first, and their values a block at a time, so memory stays bounded by the largest tensor read
+whole (64 MB) and a block, not by the model."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from core.diff.records import WeightChange
 from core.i18n import _
-from core.model.proto import dtype_name, external_entries, tensor_elements
+from core.model.proto import dtype_name, external_entries, itemsize, tensor_elements
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["compare_tensors", "shape_text"]
+__all__ = ["TensorReader", "compare_tensors", "shape_text"]
 
 BLOCK = 1 << 20  # elements compared at a time (8 MB of float64 per side)
 
@@ -23,39 +24,60 @@ def shape_text(tensor: onnx.TensorProto) -> str:
     return "×".join(str(d) for d in tensor.dims) or "scalar"
 
 
-def _values(tensor: onnx.TensorProto, folder: Path) -> Any:
-    """The tensor's values as a flat array: a view of its bytes, a map of its external file, or a copy."""
-    import numpy as np
-    import onnx
-    from onnx import helper, numpy_helper
+WHOLE = 64 << 20  # an external tensor up to this size is read at once (its bytes compared before any value)
 
-    count = tensor_elements(tensor)
-    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+
+class TensorReader:
+    """Reads tensors of one model: inline ones from their bytes, external ones from their data files (checked by
+    core.model.onnx_file.check_external_data), each file opened once."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._files: dict[str, BinaryIO] = {}
+
+    def close(self) -> None:
+        for fh in self._files.values():
+            fh.close()
+        self._files.clear()
+
+    def raw(self, tensor: onnx.TensorProto) -> bytes | None:
+        """The tensor's bytes as stored (little-endian), or None: typed fields, or external data past WHOLE."""
+        import onnx
+
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            return tensor.raw_data or None
         entries = external_entries(tensor)
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
-        if count == 0:
-            return np.zeros(0, dtype=dtype)
-        offset = int(entries.get("offset", 0) or 0)
-        return np.memmap(folder / entries["location"], dtype=dtype, mode="r", offset=offset, shape=(count,))
-    if tensor.raw_data and tensor.data_type not in (onnx.TensorProto.STRING, onnx.TensorProto.BFLOAT16):
-        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<")
-        if dtype.itemsize * count == len(tensor.raw_data) and dtype.kind in "fiub":
-            return np.frombuffer(tensor.raw_data, dtype=dtype, count=count)
-    return numpy_helper.to_array(tensor).reshape(-1)
+        length = int(entries.get("length", 0) or 0) or tensor_elements(tensor) * itemsize(tensor.data_type)
+        if length > WHOLE or tensor.data_type in (onnx.TensorProto.STRING,):
+            return None
+        location = entries["location"]
+        if location not in self._files:
+            self._files[location] = (self.folder / location).open("rb")
+        fh = self._files[location]
+        fh.seek(int(entries.get("offset", 0) or 0))
+        return fh.read(length)
 
+    def values(self, tensor: onnx.TensorProto, raw: bytes | None) -> Any:
+        """The tensor's values as a flat array: a view of ``raw``, a map of its external file, or a copy."""
+        import numpy as np
+        import onnx
+        from onnx import helper, numpy_helper
 
-def _same_bytes(ta: onnx.TensorProto, tb: onnx.TensorProto) -> bool:
-    """Inline tensors with the same bytes (the common case, settled without reading values)."""
-    import onnx
-
-    if ta.data_location == onnx.TensorProto.EXTERNAL or tb.data_location == onnx.TensorProto.EXTERNAL:
-        return False
-    if ta.raw_data or tb.raw_data:
-        return ta.raw_data == tb.raw_data
-    return ta.SerializeToString() == tb.SerializeToString() if ta.name == tb.name else _plain_equal(ta, tb)
+        count = tensor_elements(tensor)
+        kind = tensor.data_type not in (onnx.TensorProto.STRING, onnx.TensorProto.BFLOAT16)
+        dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).newbyteorder("<") if kind else None
+        if raw is not None and dtype is not None and dtype.kind in "fiub" and dtype.itemsize * count == len(raw):
+            return np.frombuffer(raw, dtype=dtype, count=count)
+        if tensor.data_location == onnx.TensorProto.EXTERNAL and dtype is not None:
+            entries = external_entries(tensor)
+            offset = int(entries.get("offset", 0) or 0)
+            path = self.folder / entries["location"]
+            return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,))
+        return numpy_helper.to_array(tensor).reshape(-1)
 
 
 def _plain_equal(ta: onnx.TensorProto, tb: onnx.TensorProto) -> bool:
+    """Tensors whose values are in typed fields (not raw bytes) with the same values."""
     fields = ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data")
     return all(list(getattr(ta, f)) == list(getattr(tb, f)) for f in fields)
 
@@ -81,7 +103,9 @@ def _accumulate(a: Any, b: Any) -> tuple[int, float, float, float, float]:
     return differing, most, total, square, base
 
 
-def compare_tensors(ta: onnx.TensorProto, tb: onnx.TensorProto, folder_a: Path, folder_b: Path) -> WeightChange | None:
+def compare_tensors(
+    ta: onnx.TensorProto, tb: onnx.TensorProto, reader_a: TensorReader, reader_b: TensorReader
+) -> WeightChange | None:
     """How ``tb`` differs from ``ta``; None when their values are the same."""
     import numpy as np
 
@@ -96,10 +120,13 @@ def compare_tensors(ta: onnx.TensorProto, tb: onnx.TensorProto, folder_a: Path, 
     if ta.data_type != tb.data_type or list(ta.dims) != list(tb.dims):
         before, after = f"{dtype_name(ta.data_type)} {shape_a}", f"{dtype_name(tb.data_type)} {shape_b}"
         return change(count, note=f"{before} → {after}")
-    if _same_bytes(ta, tb):
-        return None
     try:
-        a, b = _values(ta, folder_a), _values(tb, folder_b)
+        raw_a, raw_b = reader_a.raw(ta), reader_b.raw(tb)
+        if raw_a is not None and raw_b is not None and raw_a == raw_b:
+            return None  # the common case, settled without reading a value
+        if raw_a is None and raw_b is None and not _is_external(ta) and not _is_external(tb) and _plain_equal(ta, tb):
+            return None
+        a, b = reader_a.values(ta, raw_a), reader_b.values(tb, raw_b)
     except (ValueError, OSError, TypeError) as exc:
         return change(count, note=_("not read: {error}").format(error=str(exc)[:120]))
     if a.dtype.kind not in "fiub":
@@ -110,3 +137,7 @@ def compare_tensors(ta: onnx.TensorProto, tb: onnx.TensorProto, folder_a: Path, 
         return None
     relative = float(np.sqrt(square / base)) if base > 0 else None
     return change(differing, max_abs=most, mean_abs=total / max(count, 1), relative=relative)
+
+
+def _is_external(tensor: onnx.TensorProto) -> bool:
+    return bool(tensor.data_location == 1)  # TensorProto.EXTERNAL

@@ -221,3 +221,17 @@ def test_a_file_that_is_no_onnx_model_is_refused_with_the_way_out(models: dict[s
     other.write_bytes(b"\x00\x01 this is not a model")
     with pytest.raises(DiffError, match=r"“notes\.onnx” could not be parsed as an ONNX model .*two ONNX files"):
         diff_models(DiffRequest(path_a=str(models["a"]), path_b=str(other)))
+
+
+def test_weights_in_external_data_are_read_from_their_files_and_compared(tmp_path: Path) -> None:
+    for name, plant in (("a", None), ("b", _scale_conv)):
+        model = small_net()
+        if plant is not None:
+            plant(model)
+        onnx.save(model, tmp_path / f"{name}.onnx", save_as_external_data=True, location=f"{name}.data",
+                  size_threshold=0)  # fmt: skip
+    report = diff_models(DiffRequest(path_a=str(tmp_path / "a.onnx"), path_b=str(tmp_path / "b.onnx")))
+    (conv,) = report.changed
+    (w,) = conv.weights
+    assert (w.tensor, w.differing, w.relative) == ("conv.weight", 108, pytest.approx(1.0))
+    assert report.weights_compared == 3 and report.unchanged == 4
