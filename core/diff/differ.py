@@ -58,7 +58,11 @@ def open_model(path: str, limits: IntakeLimits) -> tuple[onnx.ModelProto, int]:
     return model, counts.nodes
 
 
-@dataclass
+def _change(what: str, detail: str, before: str, after: str) -> Change:
+    return Change(what=what, detail=detail, before=before, after=after)
+
+
+@dataclass(kw_only=True)
 class _Diff:
     """What the walk through both models carries: the report, the models' folders, and the weights read."""
 
@@ -105,9 +109,9 @@ def _compare_attributes(d: _Diff, na: Node, nb: Node, out: NodeDiff) -> None:
         va, vb = attrs_a.get(name), attrs_b.get(name)
         if isinstance(va, str | None) and isinstance(vb, str | None):
             if va != vb:
-                out.changes.append(Change("attribute", name, va or "", vb or ""))
+                out.changes.append(_change("attribute", name, va or "", vb or ""))
         elif va is None or vb is None or isinstance(va, str) or isinstance(vb, str):
-            out.changes.append(Change("attribute", name, "" if va is None else name, "" if vb is None else name))
+            out.changes.append(_change("attribute", name, "" if va is None else name, "" if vb is None else name))
         else:
             key = (f"{na.name}.{name}", f"{nb.name}.{name}")
             change = d.weight(va, vb, key)
@@ -125,9 +129,9 @@ def _compare_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff) 
         ta = na.input[slot] if slot < len(na.input) else ""
         tb = nb.input[slot] if slot < len(nb.input) else ""
         if not _weights_pair(d, scope, ta, tb, out) and tb not in (ta, scope.tensors.get(ta)):
-            out.changes.append(Change("input", str(slot), ta, tb))
+            out.changes.append(_change("input", str(slot), ta, tb))
     if len(na.output) != len(nb.output):
-        out.changes.append(Change("output", "", str(len(na.output)), str(len(nb.output))))
+        out.changes.append(_change("output", "", str(len(na.output)), str(len(nb.output))))
 
 
 def _weights_pair(d: _Diff, scope: _Scope, ta: str, tb: str, out: NodeDiff) -> bool:
@@ -151,10 +155,10 @@ def _other_op_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff)
             _weights_pair(d, scope, ta, tb, out)
     same = all(tb in (ta, scope.tensors.get(ta)) for ta, tb in zip(na.input, nb.input, strict=False))
     if not same or len(na.input) != len(nb.input):
-        out.changes.append(Change("input", "", ", ".join(na.input), ", ".join(nb.input)))
+        out.changes.append(_change("input", "", ", ".join(na.input), ", ".join(nb.input)))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Scope:
     """One pair of graphs being diffed: the initializers each sees (its own and the graphs' around it), the
     tensor names of A known in B, and the initializers a node pairs."""
@@ -179,12 +183,12 @@ def _compare_bodies(d: _Diff, scope: _Scope, nb: Node, na: Node, j: int, out: No
     for label in sorted(set(bodies_a) | set(bodies_b)):
         if label not in bodies_a or label not in bodies_b:
             out.changes.append(
-                Change("body", label, "" if label not in bodies_a else label, label if label in bodies_b else "")
+                _change("body", label, "" if label not in bodies_a else label, label if label in bodies_b else "")
             )
             continue
         path = f"{scope.path} / {_label(nb, j)} ({nb.op_type}).{label}"
         if _diff_graph(d, bodies_a[label], bodies_b[label], path, scope):
-            out.changes.append(Change("body", label, "", path))
+            out.changes.append(_change("body", label, "", path))
 
 
 def _io(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str) -> dict[str, str]:
@@ -243,7 +247,7 @@ def _diff_graph(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str, o
         out = _node_entry(scope, nb, j, node_a=na.name if na.name != nb.name else "", matched_by=how)
         if (na.op_type, na.domain) != (nb.op_type, nb.domain):
             out.changes.append(
-                Change("op_type", "", f"{na.domain}:{na.op_type}".lstrip(":"), f"{nb.domain}:{nb.op_type}".lstrip(":"))
+                _change("op_type", "", f"{na.domain}:{na.op_type}".lstrip(":"), f"{nb.domain}:{nb.op_type}".lstrip(":"))
             )
         _compare_attributes(d, na, nb, out)
         _compare_inputs(d, scope, na, nb, out)

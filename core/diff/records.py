@@ -34,7 +34,7 @@ class WeightChange:
     note: str = ""  # "float32 → int8": compared by type and shape only
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Change:
     """One thing that changed on a matched node: its op, an attribute, an input, an output, or its body."""
 
