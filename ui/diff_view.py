@@ -7,62 +7,21 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.diff import DiffReport, DiffRequest, NodeDiff, WeightChange
+from core.diff import KIND_WORDS, DiffReport, DiffRequest, NodeDiff
+from core.diff.words import change_text
 from core.graph.colourings import Colouring, by_index
 from core.graph.records import GraphView
-from core.i18n import N_, _, number, pgettext
+from core.i18n import _, number
 from core.jobs import DIFF
 from core.model import ModelRecord
 from ui.graph_panel import draw_graph, graph_of
 from ui.jobs import run
 from ui.text import md_escape
 
-__all__ = ["change_text", "diff_colouring", "diff_section"]
+__all__ = ["diff_colouring", "diff_section"]
 
 ROWS = 5_000  # rows a table shows (python -m core diff A B --json lists them all)
 ADDED, CHANGED = "#2f9e44", "#f59f00"  # green, amber: as diff tools colour them
-
-
-def _weight_text(w: WeightChange) -> str:
-    if w.note:
-        return f"{w.tensor}: {w.note}"
-    relative = f"{w.relative:.2%}" if w.relative is not None else "—"
-    return _(
-        "{tensor}: {differing} of {elements} values differ; max |Δ| {max_abs}, mean |Δ| {mean_abs}, relative {relative}"
-    ).format(
-        tensor=w.tensor,
-        differing=number(w.differing),
-        elements=number(w.elements),
-        max_abs=f"{w.max_abs:.3g}",
-        mean_abs=f"{w.mean_abs:.3g}",
-        relative=relative,
-    )
-
-
-_WHAT = {"op_type": N_("op"), "domain": N_("domain"), "output": N_("outputs")}
-
-
-def change_text(n: NodeDiff) -> str:
-    """What changed on a matched node, in one line."""
-    parts = []
-    for c in n.changes:
-        if c.what == "body":
-            parts.append(_("its body {name} differs (listed under its path)").format(name=c.detail))
-        elif c.what == "input" and c.detail:
-            parts.append(_("input {slot}: {before} → {after}").format(slot=c.detail, before=c.before, after=c.after))
-        elif c.what == "input":
-            parts.append(_("inputs: {before} → {after}").format(before=c.before, after=c.after))
-        elif c.what == "attribute":
-            parts.append(
-                _("attribute {name}: {before} → {after}").format(
-                    name=c.detail, before=c.before or "∅", after=c.after or "∅"
-                )
-            )
-        else:
-            what = _(_WHAT[c.what]) if c.what in _WHAT else c.what
-            parts.append(f"{what}: {c.before or '∅'} → {c.after or '∅'}")
-    parts += [_weight_text(w) for w in n.weights]
-    return pgettext("list", "; ").join(parts)
 
 
 def diff_colouring(view: GraphView, report: DiffReport) -> Colouring:
@@ -134,17 +93,10 @@ def _table(title: str, frame: pd.DataFrame, total: int) -> None:
 
 
 def _model_frame(report: DiffReport) -> pd.DataFrame:
-    kinds = {
-        "input": _("graph input"),
-        "output": _("graph output"),
-        "initializer": _("initializer"),
-        "opset": _("opset"),
-        "metadata": _("metadata"),
-    }
     return pd.DataFrame(
         [
             {
-                _("what"): kinds.get(m.kind, m.kind),
+                _("what"): _(KIND_WORDS[m.kind]) if m.kind in KIND_WORDS else m.kind,
                 _("name"): m.name,
                 _("in A"): m.before or "∅",
                 _("in B"): m.after or "∅",

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.diff import DiffReport, DiffRequest, NodeDiff
+from core.diff import KIND_WORDS, DiffReport, DiffRequest, NodeDiff
+from core.diff.words import change_text
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import DIFF
@@ -66,30 +67,6 @@ def report_json(report: DiffReport) -> dict[str, Any]:
     }
 
 
-def _change_text(n: NodeDiff) -> str:
-    parts = []
-    for c in n.changes:
-        if c.what == "body":
-            parts.append(_("body {name} differs").format(name=c.detail))
-        else:
-            what = f"{c.what} {c.detail}".strip()
-            parts.append(f"{what}: {c.before or '∅'} → {c.after or '∅'}")
-    for w in n.weights:
-        if w.note:
-            parts.append(f"{w.tensor}: {w.note}")
-        else:
-            parts.append(
-                _("{tensor}: {differing} of {elements} values differ, max |Δ| {max_abs}, mean |Δ| {mean_abs}").format(
-                    tensor=w.tensor,
-                    differing=number(w.differing),
-                    elements=number(w.elements),
-                    max_abs=f"{w.max_abs:.3g}",
-                    mean_abs=f"{w.mean_abs:.3g}",
-                )
-            )
-    return "; ".join(parts)
-
-
 def _print(report: DiffReport) -> None:
     print(
         _("{b} against {a}: {added} added, {removed} removed, {changed} changed, {unchanged} unchanged").format(
@@ -104,7 +81,7 @@ def _print(report: DiffReport) -> None:
     for sign, nodes in (("+", report.added), ("-", report.removed), ("~", report.changed)):
         for n in nodes[:SHOWN]:
             where = "" if n.graph == "main" else f"  [{n.graph}]"
-            text = _change_text(n) if sign == "~" else ""
+            text = change_text(n) if sign == "~" else ""
             print(f"  {sign} {n.node} ({n.op_type}){where}" + (f"  {text}" if text else ""))
         if len(nodes) > SHOWN:
             print("    " + _("… and {count} more (--json lists them all)").format(count=number(len(nodes) - SHOWN)))
@@ -114,7 +91,8 @@ def _print(report: DiffReport) -> None:
         ))  # fmt: skip
     for m in report.model:
         where = "" if m.graph == "main" else f"  [{m.graph}]"
-        print(f"  {m.kind:<11} {m.name}: {m.before or '∅'} → {m.after or '∅'}{where}")
+        kind = _(KIND_WORDS[m.kind]) if m.kind in KIND_WORDS else m.kind
+        print(f"  {kind}  {m.name}: {m.before or '∅'} → {m.after or '∅'}{where}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,6 +4,24 @@ the opsets and the metadata."""
 
 from __future__ import annotations
 
-from core.diff.records import Change, DiffReport, DiffRequest, ModelChange, NodeDiff, WeightChange
+from core.diff.records import (
+    CHANGE_WORDS,
+    KIND_WORDS,
+    Change,
+    DiffReport,
+    DiffRequest,
+    ModelChange,
+    NodeDiff,
+    WeightChange,
+)
 
-__all__ = ["Change", "DiffReport", "DiffRequest", "ModelChange", "NodeDiff", "WeightChange"]
+__all__ = [
+    "CHANGE_WORDS",
+    "KIND_WORDS",
+    "Change",
+    "DiffReport",
+    "DiffRequest",
+    "ModelChange",
+    "NodeDiff",
+    "WeightChange",
+]

@@ -6,8 +6,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.access import ReadPath
+from core.i18n import N_
 
-__all__ = ["Change", "DiffReport", "DiffRequest", "ModelChange", "NodeDiff", "WeightChange"]
+__all__ = [
+    "CHANGE_WORDS",
+    "KIND_WORDS",
+    "Change",
+    "DiffReport",
+    "DiffRequest",
+    "ModelChange",
+    "NodeDiff",
+    "WeightChange",
+]
+
+# the words for a Change's ``what`` and a ModelChange's ``kind`` (kept in English in the report, translated where
+# shown: the CLI's lines and the Compare page)
+CHANGE_WORDS = {"op_type": N_("op"), "domain": N_("domain"), "output": N_("outputs")}
+KIND_WORDS = {
+    "input": N_("graph input"),
+    "output": N_("graph output"),
+    "initializer": N_("initializer"),
+    "opset": N_("opset"),
+    "metadata": N_("metadata"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
