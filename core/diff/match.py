@@ -11,7 +11,10 @@ import re
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["Matching", "Node", "match_nodes", "nodes_of", "tensor_stem"]
 
@@ -34,7 +37,7 @@ class Node(NamedTuple):
     bodies: bool  # holds graphs (If, Loop, Scan)
 
 
-def nodes_of(graph: Any) -> list[Node]:
+def nodes_of(graph: onnx.GraphProto) -> list[Node]:
     """The nodes of an onnx.GraphProto as ``Node``s."""
     return [
         Node(
