@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.diff.match import Matching, Node, match_nodes, nodes_of, tensor_stem
 from core.diff.records import Change, DiffReport, DiffRequest, ModelChange, NodeDiff, WeightChange
-from core.diff.weights import TensorReader, compare_tensors
+from core.diff.weights import TensorReader, compare_dequantized, compare_tensors
 from core.errors import DiffError, brief
 from core.i18n import _
 from core.model.counts import check_counts
@@ -128,7 +128,9 @@ def _compare_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff) 
     for slot in range(max(len(na.input), len(nb.input))):
         ta = na.input[slot] if slot < len(na.input) else ""
         tb = nb.input[slot] if slot < len(nb.input) else ""
-        if not _weights_pair(d, scope, ta, tb, out) and tb not in (ta, scope.tensors.get(ta)):
+        if _weights_pair(d, scope, ta, tb, out) or _dequantized_pair(d, scope, ta, tb, out):
+            continue
+        if tb not in (ta, scope.tensors.get(ta)) and not scope.through_qdq(ta, tb):
             out.changes.append(_change("input", str(slot), ta, tb))
     if len(na.output) != len(nb.output):
         out.changes.append(_change("output", "", str(len(na.output)), str(len(nb.output))))
@@ -147,11 +149,51 @@ def _weights_pair(d: _Diff, scope: _Scope, ta: str, tb: str, out: NodeDiff) -> b
     return True
 
 
+# ops that take a quantized weight with its scale and zero point: the weight's, scale's and zero point's inputs
+# (and the axis a per-channel scale runs along: a Conv's output channels, a MatMul's columns)
+_QLINEAR = {"QLinearConv": (3, 4, 5, 0), "QLinearMatMul": (3, 4, 5, -1)}
+
+
+def _dequantized_pair(d: _Diff, scope: _Scope, ta: str, tb: str, out: NodeDiff, node: Node | None = None) -> bool:
+    """Whether A's float weight ``ta`` is B's quantized weight behind ``tb``: a DequantizeLinear of an integer
+    initializer (QDQ), or the weight input of a QLinear op (``node``); its change, if any, goes into ``out``."""
+    wa = scope.inits_a.get(ta)
+    if wa is None:
+        return False
+    if node is not None:
+        *slots, axis = _QLINEAR[node.op_type]
+        names = [node.input[i] if i < len(node.input) else "" for i in slots]
+    else:
+        dq = scope.dequantizer(tb)
+        if dq is None:
+            return False
+        names = [dq.input[i] if i < len(dq.input) else "" for i in range(3)]
+        axis = next((a.i for a in dq.proto.attribute if a.name == "axis"), 1)
+    q, scale, zero = (scope.inits_b.get(n) if n else None for n in names)
+    if q is None or scale is None:
+        return False
+    key = (ta, f"{names[0]} dequantized")
+    if key not in d.weights:
+        d.report.weights_compared += 1
+        d.weights[key] = compare_dequantized(wa, (q, scale, zero, axis), d.reader_a, d.reader_b)
+    change = d.weights[key]
+    if change is None:
+        return False
+    scope.paired_a.add(ta)
+    scope.paired_b.update(n for n in names if n)
+    if change.differing:
+        out.weights.append(change)
+    return True
+
+
 def _other_op_inputs(d: _Diff, scope: _Scope, na: Node, nb: Node, out: NodeDiff) -> None:
     stems = {tensor_stem(t): t for t in nb.input if t in scope.inits_b}
     for ta in na.input:
         tb = stems.get(tensor_stem(ta), "")
-        if ta in scope.inits_a and tb:
+        if ta not in scope.inits_a or not tb:
+            continue
+        qlinear = nb.op_type in _QLINEAR and nb.input[_QLINEAR[nb.op_type][0]] == tb
+        if not (qlinear and _dequantized_pair(d, scope, ta, tb, out, nb)):
             _weights_pair(d, scope, ta, tb, out)
     same = all(tb in (ta, scope.tensors.get(ta)) for ta, tb in zip(na.input, nb.input, strict=False))
     if not same or len(na.input) != len(nb.input):
@@ -169,6 +211,22 @@ class _Scope:
     tensors: dict[str, str]
     paired_a: set[str] = field(default_factory=set)
     paired_b: set[str] = field(default_factory=set)
+    nodes_b: list[Node] = field(default_factory=list)
+    dequantizers: dict[str, Node] | None = None  # B's DequantizeLinear nodes by output, found when first asked
+
+    def dequantizer(self, tensor: str, op: str = "DequantizeLinear") -> Node | None:
+        """B's DequantizeLinear (or QuantizeLinear) node that writes ``tensor``."""
+        if self.dequantizers is None:
+            quantizers = ("QuantizeLinear", "DequantizeLinear")
+            self.dequantizers = {n.output[0]: n for n in self.nodes_b if n.op_type in quantizers and n.output}
+        found = self.dequantizers.get(tensor)
+        return found if found is not None and found.op_type == op else None
+
+    def through_qdq(self, ta: str, tb: str) -> bool:
+        """Whether B's ``tb`` is A's ``ta`` quantized and dequantized again (a QDQ model's activations)."""
+        dq = self.dequantizer(tb)
+        q = self.dequantizer(dq.input[0], "QuantizeLinear") if dq is not None and dq.input else None
+        return q is not None and bool(q.input) and q.input[0] in (ta, self.tensors.get(ta))
 
 
 def _label(node: Node, index: int) -> str:
@@ -240,6 +298,7 @@ def _diff_graph(d: _Diff, ga: onnx.GraphProto, gb: onnx.GraphProto, path: str, o
         tensors={},
     )
     nodes_a, nodes_b = nodes_of(ga), nodes_of(gb)
+    scope.nodes_b = nodes_b
     matching: Matching = match_nodes(nodes_a, nodes_b, seeds)
     scope.tensors = matching.tensors
     for i, (j, how) in sorted(matching.pairs.items(), key=lambda p: p[1][0]):

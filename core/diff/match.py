@@ -134,8 +134,13 @@ def _link(m: Matching, sa: _Side, sb: _Side, ta: str, tb: str, queue: deque[tupl
             if len(found) == 1 and len(other) == 1:
                 _pair(m, queue, found[0], other[0], taken)
     pa, pb = sa.producer.get(ta), sb.producer.get(tb)
-    if pa and pb and pa[0] not in m.pairs and pb[0] not in taken and pa[1] == pb[1]:
+    if pa and pb and pa[0] not in m.pairs and pb[0] not in taken and pa[1] == pb[1] and _same_op(sa, sb, pa, pb):
         _pair(m, queue, pa[0], pb[0], taken)
+
+
+def _same_op(sa: _Side, sb: _Side, pa: tuple[int, int], pb: tuple[int, int]) -> bool:
+    na, nb = sa.nodes[pa[0]], sb.nodes[pb[0]]
+    return (na.op_type, na.domain) == (nb.op_type, nb.domain)
 
 
 def _propagate(m: Matching, sa: _Side, sb: _Side, seeds: dict[str, str]) -> None:

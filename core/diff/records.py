@@ -53,6 +53,7 @@ class WeightChange:
     mean_abs: float = 0.0  # the mean |b − a| over every element
     relative: float | None = None  # ‖b − a‖ / ‖a‖ (L2); None when A's values are all zero
     note: str = ""  # "float32 → int8": compared by type and shape only
+    dequantized: str = ""  # "int8": B stores it quantized; the statistics compare its dequantized values with A's
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,7 +15,7 @@ from core.model.proto import dtype_name, external_entries, itemsize, tensor_elem
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["TensorReader", "compare_tensors", "shape_text"]
+__all__ = ["TensorReader", "compare_dequantized", "compare_tensors", "shape_text"]
 
 BLOCK = 1 << 20  # elements compared at a time (8 MB of float64 per side)
 
@@ -141,3 +141,42 @@ def compare_tensors(
 
 def _is_external(tensor: onnx.TensorProto) -> bool:
     return bool(tensor.data_location == 1)  # TensorProto.EXTERNAL
+
+
+def compare_dequantized(
+    ta: onnx.TensorProto, quantized: tuple[Any, Any, Any, int], reader_a: TensorReader, reader_b: TensorReader
+) -> WeightChange | None:
+    """How the float weight ``ta`` of A differs from B's quantized one, (q − zero point) × scale: ``quantized`` is
+    B's (q, scale, zero point or None, axis) tensors; None when the tensors do not fit together."""
+    import numpy as np
+
+    q, scale, zero, axis = quantized
+    if list(ta.dims) != list(q.dims) or not list(q.dims):
+        return None
+    try:
+        a = reader_a.values(ta, reader_a.raw(ta))
+        values = reader_b.values(q, reader_b.raw(q)).astype(np.float32).reshape(list(q.dims))
+        s = np.asarray(reader_b.values(scale, reader_b.raw(scale)), dtype=np.float32)
+        z = np.asarray(reader_b.values(zero, reader_b.raw(zero)), dtype=np.float32) if zero is not None else 0.0
+    except (ValueError, OSError, TypeError):
+        return None
+    if a.dtype.kind != "f" or (s.size > 1 and s.size != values.shape[axis % values.ndim]):
+        return None
+    if s.size > 1:  # one scale per channel along ``axis``
+        shape = [1] * values.ndim
+        shape[axis % values.ndim] = -1
+        s = s.reshape(shape)
+        z = z.reshape(shape) if isinstance(z, np.ndarray) and z.size > 1 else z
+    dequantized = ((values - z) * s).reshape(-1)
+    differing, most, total, square, base = _accumulate(a, dequantized)
+    return WeightChange(
+        tensor=q.name,
+        tensor_a=ta.name,
+        shape=shape_text(q),
+        elements=int(dequantized.size),
+        differing=differing,
+        max_abs=most,
+        mean_abs=total / max(dequantized.size, 1),
+        relative=float(np.sqrt(square / base)) if base > 0 else None,
+        dequantized=dtype_name(q.data_type),
+    )

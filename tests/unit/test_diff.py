@@ -235,3 +235,29 @@ def test_weights_in_external_data_are_read_from_their_files_and_compared(tmp_pat
     (w,) = conv.weights
     assert (w.tensor, w.differing, w.relative) == ("conv.weight", 108, pytest.approx(1.0))
     assert report.weights_compared == 3 and report.unchanged == 4
+
+
+@pytest.mark.parametrize("form", ["QDQ", "QOperator"])
+def test_a_statically_quantized_weight_is_compared_dequantized_with_the_float_one(
+    form: str, models: dict[str, Path], tmp_path: Path
+) -> None:
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Calibration(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.batches = iter([{"x": np.random.default_rng(i).random((1, 3, 8, 8), np.float32)} for i in range(2)])
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.batches, None)
+
+    quantized = tmp_path / "static.onnx"
+    quantize_static(str(models["a"]), str(quantized), Calibration(), quant_format=QuantFormat[form],
+                    per_channel=True, weight_type=QuantType.QInt8)  # fmt: skip
+    report = diff_models(DiffRequest(path_a=str(models["a"]), path_b=str(quantized)))
+    weights = {w.tensor_a: w for n in report.changed for w in n.weights}
+    conv, fc = weights["conv.weight"], weights["fc.weight"]
+    assert (conv.dequantized, conv.tensor, fc.dequantized) == ("int8", "conv.weight_quantized", "int8")
+    original = numpy_helper.to_array(small_net().graph.initializer[0])
+    per_channel_step = np.abs(original).reshape(4, -1).max(axis=1).max() / 127
+    assert 0 < conv.max_abs <= per_channel_step / 2 + 1e-7  # rounding to the nearest step, no more
+    assert 0 < fc.relative < 0.02
