@@ -122,8 +122,10 @@ def _selected(report: DiffReport, name: str) -> None:
 
 
 def diff_section(a: ModelRecord, b: ModelRecord, key: str) -> None:
-    """The diff of model ``b`` against model ``a`` (both ONNX), run once per pair in a session; ``key`` keeps
-    its graph view apart from the page's other elements."""
+    """The diff of model ``b`` against model ``a`` (both ONNX: two uploads, library models, a model and its
+    quantized variant or upgrade), run once per pair in a session; ``key`` keeps its graph view apart from the
+    page's other elements. Its permalink is the page's address, where the page names the two models; the node
+    selected on B's graph is kept there too (``?node=``, as every graph view does)."""
     st.subheader(_("What changed in the graph"))
     if a.format != "onnx" or b.format != "onnx" or not a.path or not b.path:
         st.info(_("The structural diff compares two ONNX models: export a PyTorch model first."))
