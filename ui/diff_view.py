@@ -84,7 +84,8 @@ def _table(title: str, frame: pd.DataFrame, total: int) -> None:
     if not total:
         return
     st.markdown(f"**{md_escape(title, 200)}**")
-    wide = {_("what changed"): st.column_config.TextColumn(width="large")}  # the long column gets the room
+    small = st.column_config.TextColumn(width="small")
+    wide = {_("what changed"): st.column_config.TextColumn(width="large"), _("op"): small, _("graph"): small}
     st.dataframe(frame, hide_index=True, width="stretch", column_config=wide)
     if total > ROWS:
         st.caption(_("The first {shown} of {total}; `python -m core diff A B --json` lists them all.").format(
