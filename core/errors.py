@@ -7,6 +7,7 @@ __all__ = [
     "BrowserBenchError",
     "CodeError",
     "DeployError",
+    "DiffError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -103,6 +104,10 @@ class OldOpsetError(RuntimeRefusedError):
 
 class UpgradeError(WorkbenchError):
     """onnx's version converter could not upgrade the model as asked."""
+
+
+class DiffError(WorkbenchError):
+    """Two models cannot be diffed: one is no ONNX model, or cannot be parsed."""
 
 
 class BenchmarkError(WorkbenchError):
@@ -204,6 +209,7 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         UpgradeError,
         DeployError,
         LoadtestError,
+        DiffError,
         BenchmarkError,
         PlanTooLargeError,
         UnsetDimError,

@@ -15,6 +15,7 @@ from core.cli import (
     bench,
     browser,
     deploy,
+    diff,
     export,
     graph,
     history,
@@ -37,7 +38,7 @@ from core.i18n import _, using
 __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade, notebook, deploy, loadtest, browser]
+COMMANDS += [upgrade, notebook, deploy, loadtest, browser, diff]
 
 
 def parser() -> argparse.ArgumentParser:

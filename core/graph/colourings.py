@@ -91,6 +91,8 @@ class Colouring:
     rest: str = "—"  # the legend's name for the nodes ``keys`` does not name
     title_id: str = ""  # the title's catalog entry, when ``title`` fills one with ``title_values``
     title_values: dict[str, str] = field(default_factory=dict)
+    # categories a closed group shows when it holds a node of one (the first it holds), not its most frequent
+    marked: list[str] = field(default_factory=list)
 
 
 # the words of the colourings' legends and titles (catalog entries: colouring_json shows them in the reader's
@@ -124,6 +126,7 @@ def colouring_json(c: Colouring) -> dict[str, Any]:
         "colours": {_word(k): colour for k, colour in c.colours.items()},
         "scale": c.scale,
         "rest": _(c.rest) if c.rest in _TITLES else c.rest,
+        "marked": [_word(k) for k in c.marked],
     }
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from core.browser.payload import BrowserPayload, BrowserRequest
     from core.decode.records import DecodedModel, DecodeRequest
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
+    from core.diff.records import DiffReport, DiffRequest
     from core.export.options import ExportReport, ExportRequest
     from core.graph.records import GraphRequest, GraphView
     from core.model.data import ImageRequest, NpzRequest
@@ -51,6 +52,7 @@ __all__ = [
     "CALIBRATION",
     "DECODE",
     "DEPLOY",
+    "DIFF",
     "EXPORT",
     "GRAPH",
     "HARDWARE",
@@ -248,6 +250,22 @@ LOADTEST_URL: Job[LoadtestRequest, LoadtestReport] = Job(
     name="deploy.loadtest_url", target="core.deploy.loadtest:run_loadtest", exclusive=True, warm=False, network=True
 )
 
+DIFF: Job[DiffRequest, DiffReport] = Job(  # two models' structural diff: parses both, reads their weights
+    name="diff.run", target="core.diff.differ:diff_models"
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, DEPLOY, LOADTEST, LOADTEST_URL, BROWSER]
+HANDLES += [
+    UPGRADE,
+    CALIBRATION,
+    IMAGE_INPUT,
+    NPZ_INPUTS,
+    HARDWARE,
+    NOTEBOOK,
+    DEPLOY,
+    LOADTEST,
+    LOADTEST_URL,
+    BROWSER,
+    DIFF,
+]
 JOBS = JobRegistry(HANDLES)

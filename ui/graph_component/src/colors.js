@@ -1,5 +1,5 @@
 // Colour keys: by op type (the most frequent ops get their own colour), by dtype (fixed colours), or by a
-// colouring from Python ({title, keys: {nodeName: category}, order, colours, scale}): its categories in its
+// colouring from Python ({title, keys: {nodeName: category}, order, colours, scale, marked}): its categories in its
 // order (else by count), its colours (else the palette, or a light-to-dark red heat scale when it is a scale).
 
 const PALETTE = [
@@ -93,7 +93,22 @@ function customKeys(graph, colouring) {
   }
   const nodeColour = new Array(count);
   for (let i = 0; i < count; i++) nodeColour[i] = pseudo[i] ? IO_COLOUR : colour.get(category[i]);
-  return { nodeColour, legend, groupColour: dominant(graph, nodeColour) };
+  const groupColour = dominant(graph, nodeColour);
+  return { nodeColour, legend, groupColour: marking(graph, category, colour, colouring.marked, groupColour) };
+}
+
+// A closed group that holds a node of a marked category (a diff's "added" or "changed") takes that category's
+// colour, the first one of ``marked`` it holds, whatever most of its nodes are: a change is never hidden in it.
+function marking(graph, category, colour, marked, groupColour) {
+  if (!marked || !marked.length) return groupColour;
+  const rank = new Map(marked.map((c, r) => [String(c), r]));
+  const best = new Array(graph.groupCount).fill(marked.length);
+  for (let i = 0; i < graph.count; i++) {
+    const r = rank.get(category[i]);
+    if (r === undefined) continue;
+    for (let gi = graph.data.n.group[i]; gi >= 0; gi = graph.data.g.parent[gi]) best[gi] = Math.min(best[gi], r);
+  }
+  return groupColour.map((c, gi) => (best[gi] < marked.length ? colour.get(String(marked[best[gi]])) || c : c));
 }
 
 // The most frequent colour inside each group, for its collapsed box.
