@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -164,6 +165,17 @@ def _run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return list(binding.copy_outputs_to_cpu())
 
 
+def _npz(arrays: dict[str, np.ndarray]) -> bytes:
+    """The arrays as an .npz file, by name (written entry by entry: ``np.savez(**arrays)`` fails on an output
+    named ``file`` or ``allow_pickle``)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, value in arrays.items():
+            with archive.open(f"{name}.npy", "w") as entry:
+                np.lib.format.write_array(entry, np.asarray(value), allow_pickle=False)
+    return buffer.getvalue()
+
+
 @app.get("/health")
 def health() -> dict[str, Any]:
     session = state.get("session")
@@ -198,8 +210,6 @@ async def predict(request: Request) -> Response:
         raise _refuse(f"the model could not run on these inputs: {exc}") from exc
     names = [o["name"] for o in SIGNATURE["outputs"]]
     if NPZ in request.headers.get("accept", ""):
-        buffer = io.BytesIO()
-        np.savez(buffer, **dict(zip(names, outputs, strict=True)))
-        return Response(buffer.getvalue(), media_type=NPZ)
+        return Response(_npz(dict(zip(names, outputs, strict=True))), media_type=NPZ)
     answer = {"outputs": {n: np.asarray(v).tolist() for n, v in zip(names, outputs, strict=True)}}
     return Response(json.dumps(answer), media_type=JSON)

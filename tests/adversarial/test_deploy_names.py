@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import io
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from onnx import TensorProto, helper
@@ -28,7 +30,9 @@ TEMPLATE = Path(__file__).resolve().parents[2] / "core" / "deploy" / "served_app
 def test_a_hostile_input_name_is_data_in_the_server_never_code(tmp_path: Path) -> None:
     x = helper.make_tensor_value_info(HOSTILE, TensorProto.FLOAT, [1, 2])
     y = helper.make_tensor_value_info("y\n`'\"", TensorProto.FLOAT, [1, 2])
-    graph = helper.make_graph([helper.make_node("Relu", [HOSTILE], ["y\n`'\""])], "g", [x], [y])
+    file = helper.make_tensor_value_info("file", TensorProto.FLOAT, [1, 2])  # np.savez's own argument's name
+    nodes = [helper.make_node("Relu", [HOSTILE], ["y\n`'\""]), helper.make_node("Identity", ["y\n`'\""], ["file"])]
+    graph = helper.make_graph(nodes, "g", [x], [y, file])
     model = write(helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)]), tmp_path / "m.onnx")
     out = Path(generate_server(DeployRequest(model=str(model), out_dir=str(tmp_path / "out"), zip=False)).out_dir)
     assert (out / "app.py").read_bytes() == TEMPLATE.read_bytes()  # the same code for every model
@@ -38,7 +42,11 @@ def test_a_hostile_input_name_is_data_in_the_server_never_code(tmp_path: Path) -
     spec.loader.exec_module(module)
     with TestClient(module.app) as client:
         answer = client.post("/predict", json={"inputs": {HOSTILE: [[-1.0, 3.0]]}})
-    assert answer.json() == {"outputs": {"y\n`'\"": [[0.0, 3.0]]}}
+        npz = client.post(
+            "/predict", json={"inputs": {HOSTILE: [[-1.0, 3.0]]}}, headers={"accept": "application/x-npz"}
+        )
+    assert answer.json() == {"outputs": {"y\n`'\"": [[0.0, 3.0]], "file": [[0.0, 3.0]]}}
+    assert np.load(io.BytesIO(npz.content))["file"].tolist() == [[0.0, 3.0]]
     assert not Path("/tmp/pwned").exists()
     config = next((out / "triton").glob("*/config.pbtxt")).read_text()
     assert HOSTILE not in config and r'name: "\"); import os; os.system(\"touch /tmp/pwned\") #"' in config
