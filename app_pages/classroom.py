@@ -23,11 +23,11 @@ if not config.workshop:
 
 place = classroom_view.joined()
 if place is not None:  # a participant: their room's pooled results, nothing else
-    joined_room = classroom_view.room_of(place["code"])
+    joined_room = classroom_view.seen_room(place["code"])
     if joined_room is None:
         st.info(_("Room {code} has closed.").format(code=place["code"]))
         st.stop()
-    classroom_view.board(joined_room)
+    classroom_view.board(joined_room, shared=True)
     st.stop()
 
 if not config.facilitator_key:
@@ -111,8 +111,10 @@ left.download_button(
 )
 if mid.button(_("Clear the results"), key="room_clear"):
     classroom_view.rooms().clear(room.code)
+    classroom_view.forget(room.code)  # the participants' boards empty at their next page run
     st.rerun()
 if right.button(_("Close the room"), key="room_close"):
     classroom_view.rooms().close(room.code)
+    classroom_view.forget(room.code)  # the participants' pages open up at their next run
     del st.session_state["teacher_room"]
     st.rerun()

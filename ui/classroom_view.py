@@ -5,8 +5,10 @@ room board the teacher projects."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -14,6 +16,7 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.classroom import (
+    Entry,
     Room,
     Rooms,
     Spread,
@@ -37,10 +40,53 @@ from ui import session, targets
 from ui.charts import escaped
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["board", "board_figure", "joined", "pool", "room_of", "rooms", "sidebar", "visible"]
+__all__ = ["board", "board_figure", "forget", "joined", "pool", "room_of", "rooms", "seen_room", "sidebar", "visible"]
 
 _JOINED = "classroom"  # session_state: {"code", "name", "participant"} once joined
-_SEEN_S = 5.0  # how long a room's pages, as read, are taken as they are (a closed room shows within this)
+# How long a room and its board, as read, serve every participant's page runs: thirty participants clicking need
+# not each ask the database several times a run. A teacher's change on this server shows at once (forget); one
+# made elsewhere (another server of a team, a room that expires) within this.
+_SEEN_S = 2.0
+_T = TypeVar("_T")
+
+
+class _Seen:
+    """The rooms and boards as last read, shared by every session of this server: (store, what, code) -> (when
+    read, what was read)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.found: dict[tuple[str, str, str], tuple[float, Any]] = {}
+
+
+@st.cache_resource
+def _seen() -> _Seen:
+    return _Seen()
+
+
+def _shared(what: str, code: str, read: Callable[[], _T]) -> _T:
+    """``read()``, as read at most _SEEN_S ago by any session."""
+    key, cache, now = (session.settings().store_url, what, code), _seen(), time.monotonic()
+    with cache.lock:
+        hit = cache.found.get(key)
+    if hit is not None and now - hit[0] < _SEEN_S:
+        found: _T = hit[1]
+        return found
+    value = read()
+    with cache.lock:
+        for stale in [k for k, (when, _value) in cache.found.items() if now - when >= _SEEN_S]:
+            del cache.found[stale]  # rooms closed long ago are not kept
+        cache.found[key] = (now, value)
+    return value
+
+
+def forget(code: str) -> None:
+    """Drop what was read of room ``code`` (the teacher opened, cleared or closed it; a result was pooled): every
+    participant's next page run reads it again."""
+    cache = _seen()
+    with cache.lock:
+        for key in [k for k in cache.found if k[2] == code]:
+            del cache.found[key]
 
 
 @st.cache_resource
@@ -66,15 +112,10 @@ def room_of(code: str) -> Room | None:
         return None
 
 
-def _room_seen(code: str) -> Room | None:
-    """The participant's room as read at most a few seconds ago: the navigation and every link ask for it on
-    each run, and thirty participants' runs need not each ask the database several times."""
-    seen = st.session_state.get("classroom_seen")
-    if seen is not None and seen[0] == code and time.monotonic() - seen[2] < _SEEN_S:
-        return seen[1]
-    room = room_of(code)
-    st.session_state["classroom_seen"] = (code, room, time.monotonic())
-    return room
+def seen_room(code: str) -> Room | None:
+    """A participant's room as read at most a few seconds ago (by any session): the navigation, the sidebar and
+    every link ask for it on each run. The teacher's page reads it afresh (room_of)."""
+    return _shared("room", code, lambda: room_of(code))
 
 
 def visible(rows: tuple[Any, ...]) -> list[Any]:
@@ -82,7 +123,7 @@ def visible(rows: tuple[Any, ...]) -> list[Any]:
     if not session.settings().workshop:
         return [r for r in rows if r.step != "classroom"]
     place = joined()
-    room = _room_seen(place["code"]) if place else None
+    room = seen_room(place["code"]) if place else None
     if room is None or not room.setup.pages:
         return list(rows)
     return [r for r in rows if r.step in room.setup.pages or r.step == "classroom"]
@@ -117,7 +158,7 @@ def sidebar() -> None:
         return
     place = joined()
     if place is not None:
-        if room_of(place["code"]) is None:
+        if seen_room(place["code"]) is None:
             st.sidebar.warning(_("Room {code} has closed; your results stay on its board.").format(code=place["code"]))
         else:
             st.sidebar.caption(
@@ -166,6 +207,7 @@ def pool(job: Job[Any, Any], result: Any) -> None:
         return
     try:
         rooms().add(place["code"], entry)
+        forget(place["code"])  # the participant sees their result on the board at once
     except (SQLAlchemyError, WorkbenchError) as exc:
         st.warning(_("Your result could not be added to the room board: {reason}").format(reason=md_escape(str(exc))))
 
@@ -212,9 +254,14 @@ def board_figure(rows: list[Spread]) -> go.Figure:
     return fig
 
 
-def board(room: Room) -> None:
-    """The room board: pooled results only (display names as text, never a model)."""
-    entries = rooms().entries(room.code)
+def board(room: Room, shared: bool = False) -> None:
+    """The room board: pooled results only (display names as text, never a model). ``shared``: as read at most a
+    few seconds ago by any participant (the teacher's board reads them afresh)."""
+
+    def read() -> list[Entry]:
+        return rooms().entries(room.code)
+
+    entries = _shared("entries", room.code, read) if shared else read()
     rows = spread(entries)
     st.subheader(md_escape(range_sentence(rows), 300), anchor=False)
     if rows:

@@ -169,6 +169,7 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
     try:
         with st.status(label, expanded=False) as status:
             bar = st.progress(0.0, text=_("starting the worker…"))
+            shown: tuple[float, str] = (0.0, "")  # what the bar says: sent to the browser only when it changes
             while not handle.done():
                 position = handle.queue_position
                 if position is not None:
@@ -182,14 +183,17 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
                     wait = _durations().wait(job.name, position + 1)  # the ones ahead and the one running
                     if wait is not None:  # each job ahead takes about as long as the last ones did
                         text += " · " + _("about {seconds} s to wait").format(seconds=f"{max(wait, 1):.0f}")
-                    bar.progress(0.0, text=text)
-                    status.update(label=f"{label} ({text})")
+                    if (0.0, text) != shown:  # a place in the queue changes seldom: thirty waiting pages
+                        status.update(label=f"{label} ({text})")  # each sending ten a second kept the server busy
+                    now = (0.0, text)
                 elif handle.progress is not None:
                     elapsed = time.monotonic() - started
-                    bar.progress(handle.progress.fraction, text=f"{handle.progress.message} ({elapsed:.0f} s)")
+                    now = (round(handle.progress.fraction, 2), f"{handle.progress.message} ({elapsed:.0f} s)")
                 else:
-                    seconds = f"{time.monotonic() - started:.0f}"
-                    bar.progress(0.0, text=_("working… {seconds} s").format(seconds=seconds))
+                    now = (0.0, _("working… {seconds} s").format(seconds=f"{time.monotonic() - started:.0f}"))
+                if now != shown:
+                    bar.progress(now[0], text=now[1])
+                    shown = now
                 time.sleep(0.1)
             try:
                 result = handle.result()

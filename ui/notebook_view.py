@@ -118,7 +118,12 @@ def notebook_downloads() -> None:
     step = current_step()
     try:
         page_plan = walk_plan((step,)) if step in STEPS else None
-        whole = walk_plan(tuple(STEPS))
+        # the whole walk-through differs from this page's plan only in its steps: built once, not twice a run
+        whole = (
+            dataclasses.replace(page_plan, steps=plan_steps(page_plan.model, tuple(STEPS)))
+            if page_plan is not None
+            else walk_plan(tuple(STEPS))
+        )
     except WorkbenchError:
         return  # a plan with an open size: its page says so; a notebook waits until it runs
     if whole is None:

@@ -41,5 +41,11 @@ def human_bytes(size: int) -> str:
 
 
 def escaped_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """A copy for st.table, which renders Markdown in cells: every text cell escaped."""
-    return frame.map(lambda v: md_escape(v, 500) if isinstance(v, str) else v)
+    """A copy for st.table, which renders Markdown in cells: every text cell escaped. Column by column, leaving
+    numeric ones as they are (DataFrame.map, cell by cell, was a tenth of a page run's time on the Model page)."""
+    out = frame.copy()
+    for i in range(frame.shape[1]):
+        column = frame.iloc[:, i]
+        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_datetime64_any_dtype(column)):
+            out.isetitem(i, [md_escape(v, 500) if isinstance(v, str) else v for v in column])
+    return out

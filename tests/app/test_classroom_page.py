@@ -13,6 +13,7 @@ from core.classroom import Entry, Rooms
 from core.settings import load_settings
 from core.store import open_history
 from tests.app.pages import open_page, run_benchmark, texts
+from ui import classroom_view
 
 KEY = "correct horse battery staple"
 HOSTILE = "<img src=x onerror=alert(1)>**Eve**"
@@ -65,7 +66,9 @@ def test_the_teacher_needs_the_key_opens_a_room_and_projects_its_pooled_results(
     assert _rooms().room(code) is None
 
 
-def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_lands_on_the_board() -> None:
+def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_lands_on_the_board(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     teacher = open_page()
     code = _teacher_opens_a_room(teacher, ["model", "export", "benchmark"])
 
@@ -92,6 +95,14 @@ def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_l
     pupil.switch_page("app_pages/classroom.py").run()  # the participant sees the board, never the controls
     assert not [b for b in pupil.button if b.key in ("room_clear", "room_close")]
     assert not [t for t in pupil.text_input if t.key == "facilitator_key"]
+
+    # participants' pages read the room as any of them read it lately (a shared cache); the teacher's close
+    # reaches the next one at once, however long that cache is kept
+    monkeypatch.setattr(classroom_view, "_SEEN_S", 3600.0)
+    pupil.run()
+    teacher.button(key="room_close").click().run()
+    pupil.run()
+    assert any(code in w.value and "已关闭" in w.value for w in pupil.warning), [w.value for w in pupil.warning]
 
 
 def run_benchmark_in_chinese(at: AppTest) -> None:
