@@ -28,6 +28,7 @@ __all__ = [
     "StoreError",
     "TargetError",
     "TargetLost",
+    "TuneError",
     "UnknownSampleError",
     "UnsafeModelError",
     "UnsetDimError",
@@ -116,6 +117,10 @@ class UnsetDimError(BenchmarkError):
 
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
+
+
+class TuneError(WorkbenchError):
+    """A tuning run cannot be set up as asked, or a session configuration is not one ONNX Runtime can take."""
 
 
 class MissingExtraError(WorkbenchError):
