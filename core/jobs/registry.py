@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from core.quantize.calibration import CalibrationRequest
     from core.quantize.records import QuantizeReport, QuantizeRequest
     from core.runtime.hardware import Hardware, HardwareRequest
+    from core.tune.records import TuneReport, TuneRequest
     from core.upgrade.records import UpgradeReport, UpgradeRequest
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "PROFILE",
     "QUANTIZE",
     "SAMPLE",
+    "TUNE",
     "UPGRADE",
     "Job",
     "JobRegistry",
@@ -224,6 +226,16 @@ NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through
     name="notebook.archive", target="core.notebook.archive:notebook_archive", folder="notebook"
 )
 
+TUNE: Job[TuneRequest, TuneReport] = Job(  # measures: alone on the machine (or the target), as BENCH
+    name="tune.run",
+    target="core.tune.tuner:run_tune",
+    exclusive=True,
+    warm=False,  # its result names the variants' files in its folder
+    targeted=True,
+    folder="tuned",
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
 HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
+HANDLES += [TUNE]
 JOBS = JobRegistry(HANDLES)

@@ -3,5 +3,7 @@
 from __future__ import annotations
 
 from core.tune.config import SessionConfig
+from core.tune.records import Candidate, TuneReport, TuneRequest
+from core.tune.tuner import run_tune
 
-__all__ = ["SessionConfig"]
+__all__ = ["Candidate", "SessionConfig", "TuneReport", "TuneRequest", "run_tune"]

@@ -31,6 +31,8 @@ ALLOWED = {
     "store": {"bench", "jobs", "runtime"} | BASICS,
     # a room's tables are the store's; what it pools, a benchmark's and a quantization's reports (types only)
     "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
+    # Tune measures with Benchmark's harness and saves as a benchmark run (its types); its variants are Quantize's
+    "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}
