@@ -23,13 +23,13 @@ from core.cli.common import (
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.i18n import _
 from core.jobs import TUNE
-from core.jobs.wire import to_data
 from core.recorded import significant
 from core.settings import load_settings
 from core.tune import TuneRequest
+from core.tune.saved import report_data
 
 if TYPE_CHECKING:
-    from core.tune import Candidate, TuneReport
+    from core.tune import TuneReport
 
 __all__ = ["register", "run"]
 
@@ -56,45 +56,6 @@ def register(sub: Any) -> None:
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run, torch=None, no_eager=True)
-
-
-def candidate_json(c: Candidate) -> dict[str, Any]:
-    """A candidate as --json gives it: its settings, median and interval per sample, and why it was left out."""
-    measured = c.measured
-    return {
-        "label": c.label,
-        "stage": c.stage,
-        "settings": c.config.to_data(),
-        "median_ms": c.median_ms if measured else None,
-        "ci_ms": list(c.ci_ms) if measured else None,
-        "p90_ms": c.result.p90_ms / c.config.batch if measured and c.result else None,
-        "p99_ms": c.result.p99_ms / c.config.batch if measured and c.result else None,
-        "calls": c.result.n if c.result else 0,
-        "accuracy_ok": c.accuracy_ok,
-        "accuracy_note": c.accuracy_note,
-        "cosine": c.cosine,
-        "error": c.error,
-    }
-
-
-def report_json(report: TuneReport) -> dict[str, Any]:
-    return {
-        "id": report.id,
-        "model": report.model,
-        "model_id": report.model_id,
-        "headline": report.headline,
-        "default": candidate_json(report.default),
-        "best": candidate_json(report.best),
-        "changed": report.best is not report.default,
-        "per_sample": report.per_sample,
-        "candidates": [candidate_json(c) for c in report.candidates],
-        "not_tried": report.not_tried,
-        "notes": report.notes,
-        "tolerance": report.tolerance,
-        "budget_s": report.budget_s,
-        "seconds": report.seconds,
-        "environment": to_data(report.environment),
-    }
 
 
 def _print(report: TuneReport) -> None:
@@ -147,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
 
         open_history(load_settings()).save(as_run(report))
     if args.json:
-        data = report_json(report)
+        data = report_data(report)
         data["inputs"] = plan_json(model.inputs)
         data["environment"] = environment_json(data["environment"], args.target)
         print(json.dumps(data, indent=2))

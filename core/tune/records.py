@@ -95,3 +95,12 @@ class TuneReport:
     # the best other configuration when it did not win the final round (then ``best`` is the default)
     runner_up: Candidate | None = None
     final_round: dict[str, int] = field(default_factory=dict)  # iterations, warmup, rounds and seed of the final round
+
+    @property
+    def changed(self) -> bool:
+        """Whether another configuration than the defaults won (surely faster in the final round)."""
+        return self.best.config != self.default.config
+
+    def is_winner(self, candidate: Candidate) -> bool:
+        """Whether ``candidate`` is the winner's final-round measurement (never the defaults)."""
+        return self.changed and candidate.stage == "final" and candidate.config == self.best.config
