@@ -32,7 +32,7 @@ st.markdown(
 st.markdown(
     _(
         "**Tune** tries them one at a time, the most promising first, each timed beside the best so far with the "
-        "Benchmark page's harness; a change is kept only when its median's 95 % interval lies wholly below. A "
+        "Benchmark page's harness; a change is kept only when the 95 % CI of its median lies wholly below. A "
         "variant must first pass the Quantize page's accuracy tolerance. At the end, the winner is timed again beside "
         "ONNX Runtime's defaults: it is chosen only when surely faster, so the answer is never slower than the "
         "defaults."
