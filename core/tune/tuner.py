@@ -45,6 +45,7 @@ __all__ = ["run_tune"]
 
 FINAL_SHARE = 0.25  # of the budget, kept for the final round: the defaults beside the winner
 MIN_STAGE_S = 0.3  # a stage with less time than this left is not started
+MIN_CALLS = 10  # per configuration: fewer give no interval worth comparing
 Progress = Callable[[float, str], None]
 
 
@@ -132,7 +133,7 @@ class _Search:
         if not configs:
             return {}
         per_round = sum(self.call_ms * c.config.batch for c, _cfg in configs)
-        iterations = int(min(2000, max(10, 0.7 * seconds * 1000 / per_round)))
+        iterations = int(min(2000, max(MIN_CALLS, 0.7 * seconds * 1000 / per_round)))
         warmup = min(10, max(1, iterations // 20))
         try:
             timed = [cfg for _c, cfg in configs]
@@ -184,9 +185,13 @@ class _Search:
                 c.accuracy_ok, c.accuracy_note, c.cosine, c.max_abs_error = (
                     known.accuracy_ok, known.accuracy_note, known.cosine, known.max_abs_error
                 )  # fmt: skip
+        seconds = self.left() / stages_left
+        if (len(configs) + 1) * (MIN_CALLS + 2) * self.call_ms / 1000 > max(seconds, self.left()):
+            self.not_tried.append(not_tried_text(BUDGET_OUT, stage))  # a slow model: not even the fewest calls fit
+            return incumbent
         again = Candidate(config=incumbent.config, label=incumbent.label, stage=stage)
         self.progress(span[0], _("Trying {stage}").format(stage=_(STAGES[stage])))
-        self.measure([again, *candidates], self.left() / stages_left, span, [])
+        self.measure([again, *candidates], seconds, span, [])
         if again.measured:
             for c in candidates:
                 c.against, c.against_ms = again.label, (again.median_ms, *again.ci_ms)
