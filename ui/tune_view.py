@@ -12,7 +12,6 @@ from core.i18n import _, pgettext
 from core.quantize.records import VARIANTS, variant_label
 from core.recorded import shown_all, significant
 from core.runtime.activity import NOTES as ACTIVITY_NOTES
-from core.runtime.harness import CUT_SHORT
 from core.tune import Candidate, SessionConfig, TuneReport
 from core.tune.saved import report_data
 from core.tune.search import STAGES, config_label
@@ -23,7 +22,7 @@ from ui.text import md_escape
 
 __all__ = ["candidates_frame", "chosen_section", "ort_code", "report_json", "results_section", "table_frame"]
 
-_NOTES = (*CUT_SHORT, *ACTIVITY_NOTES)  # kept in English in the run; a variant's notes come in the worker's language
+_NOTES = ACTIVITY_NOTES  # kept in English in the run; a variant's notes come in the worker's language
 
 
 def _name(c: Candidate, report: TuneReport) -> str:
@@ -93,6 +92,7 @@ def table_frame(report: TuneReport) -> pd.DataFrame:
                 _("configuration"): _name(c, report),
                 _("stage"): _("final round") if c.stage == "final" else _(STAGES.get(c.stage, c.stage)),
                 _("median ms (95 % CI)"): median,
+                _("calls"): c.result.n if c.result is not None else 0,
                 _("best so far, same rounds"): against,
                 _("accuracy"): _accuracy(c),
                 _("problem"): "" if c.accuracy_ok is False else c.error[:300],

@@ -219,9 +219,8 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
     final = Candidate(config=best.config, label=best.label, stage="final")
     report_progress(0.78, _("Final round: the best beside ONNX Runtime's defaults"))
     seconds = max(search.deadline - time.perf_counter(), MIN_STAGE_S)
-    notes: list[str] = []
     pair = [default] if final.config == default.config else [default, final]
-    final_round = search.measure(pair, seconds, (0.78, 0.98), notes)
+    final_round = search.measure(pair, seconds, (0.78, 0.98), [])  # bounded on purpose: its calls are in the table
     if not default.measured:
         said = _("The model could not be measured at ONNX Runtime's defaults: {error}")
         raise TuneError(said.format(error=default.error))
@@ -238,7 +237,7 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         candidates=[default, *search.tried],
         headline="",
         not_tried=search.not_tried,
-        notes=search.notes + notes + ([activity.note] if activity.busy or not activity.known else []),
+        notes=search.notes + ([activity.note] if activity.busy or not activity.known else []),
         tolerance=Tolerance(min_cosine=request.min_cosine).describe(),
         budget_s=request.budget_s,
         seconds=time.perf_counter() - search.began,
