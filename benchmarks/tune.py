@@ -3,10 +3,11 @@ packaged model: the latency of what each chose, measured side by side by our har
 decide.
 
 Run: nice -n 19 .venv/bin/python benchmarks/tune.py [--budget 20] [--models tinycnn,transformer,ocr_cls]
-For each model: Tune (core.tune.run_tune, in this process) with --budget seconds; Olive 0.13's
+For each model: Tune (core.tune.run_tune, in this process) with --budget seconds, and again on the session settings
+alone (no variants, batch 1: what Olive searches); Olive 0.13's
 OrtSessionParamsTuning pass, run from Python as a workflow (its sequential search over intra/inter threads,
 execution mode and optimization level, judged by Olive's own latency metric) with max_time = the same budget;
-then ONNX Runtime's defaults, Tune's choice and Olive's choice opened afresh and timed in the same interleaved
+then ONNX Runtime's defaults, Tune's two choices and Olive's choice opened afresh and timed in the same interleaved
 rounds by core.runtime.harness (15 s). Prints each one's median with its 95 % interval (per sample where Tune chose
 a batch) and the seconds each tool took to decide. No network: Olive runs on the local system with dummy data.
 """
@@ -32,7 +33,7 @@ from core.tune import SessionConfig, TuneReport, TuneRequest, run_tune
 from core.tune.records import Candidate
 from core.tune.sessions import harness_config
 
-SAMPLES = ("tinycnn", "transformer")
+SAMPLES = ("tinycnn", "mlp")
 REAL = ("ocr_cls",)
 
 
@@ -133,10 +134,10 @@ def _olive_config(settings: dict[str, Any]) -> SessionConfig:
 
 
 def _side_by_side(
-    path: Path, plan: list[BenchInput], report: TuneReport, olive: SessionConfig, seconds: float
+    path: Path, plan: list[BenchInput], report: TuneReport, plain: SessionConfig, olive: SessionConfig, seconds: float
 ) -> dict[str, Candidate]:
-    """The defaults, Tune's choice and Olive's choice, opened afresh and timed in the same rounds."""
-    chosen = {"ORT defaults": SessionConfig(), "Tune": report.best.config, "Olive": olive}
+    """The defaults, Tune's choices and Olive's choice, opened afresh and timed in the same rounds."""
+    chosen = {"ORT defaults": SessionConfig(), "Tune": report.best.config, "Tune, sessions": plain, "Olive": olive}
     candidates = {name: Candidate(config=c, label=name, stage="final") for name, c in chosen.items()}
     configs: list[tuple[Candidate, Config]] = []
     for c in candidates.values():
@@ -167,24 +168,26 @@ def main() -> None:
             path = _onnx(name, work)
             plan = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
             make_inputs(plan, 1)  # refuses a plan with an open size before any tool starts
+            model = MeasuredModel(path=str(path), inputs=plan, name=name)
             started = time.perf_counter()
-            report = run_tune(
+            report = run_tune(TuneRequest(model=model, out_dir=str(work / f"{name}-tuned"), budget_s=args.budget))
+            tune_s = time.perf_counter() - started
+            started = time.perf_counter()  # sessions alone, as Olive searches them: no variants, no batch
+            plain = run_tune(
                 TuneRequest(
-                    model=MeasuredModel(path=str(path), inputs=plan, name=name),
-                    out_dir=str(work / f"{name}-tuned"),
-                    budget_s=args.budget,
+                    model=model, out_dir=str(work / f"{name}-plain"), budget_s=args.budget, variants=[], batches=[1]
                 )
             )
-            tune_s = time.perf_counter() - started
+            plain_s = time.perf_counter() - started
             olive_settings, olive_s = _olive(path, plan, args.budget, work / name)
             olive = _olive_config(olive_settings)
-            measured = _side_by_side(path, plan, report, olive, args.measure)
-            _print(name, report, tune_s, olive_s, measured)
+            measured = _side_by_side(path, plan, report, plain.best.config, olive, args.measure)
+            _print(name, report, {"Tune": tune_s, "Tune, sessions": plain_s, "Olive": olive_s}, measured)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _print(name: str, report: TuneReport, tune_s: float, olive_s: float, measured: dict[str, Candidate]) -> None:
+def _print(name: str, report: TuneReport, took: dict[str, float], measured: dict[str, Candidate]) -> None:
     from core.tune.search import config_label
 
     print(f"\n== {name} (budget {report.budget_s:g} s) ==")
@@ -192,9 +195,9 @@ def _print(name: str, report: TuneReport, tune_s: float, olive_s: float, measure
     for label, c in measured.items():
         low, high = c.ci_ms
         unit = "ms per sample" if c.config.batch > 1 else "ms"
-        decide = {"Tune": f", decided in {tune_s:.1f} s", "Olive": f", decided in {olive_s:.1f} s"}.get(label, "")
+        decide = f", decided in {took[label]:.1f} s" if label in took else ""
         print(
-            f"  {label:<13} {config_label(c.config):<40} median {c.median_ms:.4f} {unit} "
+            f"  {label:<15} {config_label(c.config):<40} median {c.median_ms:.4f} {unit} "
             f"(95 % CI {low:.4f}–{high:.4f}){decide}"
         )
 
