@@ -88,12 +88,14 @@ def make_variants(
     keys: list[str],
     source: Path,
     out: Path,
-    held_out: list[dict[str, Any]],
+    feeds: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     tolerance: Tolerance,
     deadline: float,
 ) -> tuple[list[Candidate], dict[str, str], list[str]]:
-    """Each variant made with Quantize's tools and judged on ``held_out`` by Quantize's tolerance, while time is
-    left before ``deadline``: (one candidate per variant made or refused, their files, the notes)."""
+    """Each variant made with Quantize's tools (FP16 checks its range on the first of ``feeds``) and judged on the
+    second, held out, by Quantize's tolerance, while time is left before ``deadline``: (one candidate per variant
+    made or refused, their files, the notes)."""
+    seen, held_out = feeds
     notes: list[str] = []
     try:
         large = _large(source)
@@ -109,7 +111,7 @@ def make_variants(
         for key in keys:
             if time.perf_counter() > deadline:
                 break
-            made.append(_judged(key, staged, out, held_out, expected, tolerance, large, paths))
+            made.append(_judged(key, staged, out, (seen, held_out), expected, tolerance, large, paths))
     finally:
         unstage_source(out)
     return made, paths, notes
@@ -119,7 +121,7 @@ def _judged(
     key: str,
     staged: Path,
     out: Path,
-    held_out: list[dict[str, Any]],
+    feeds: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     expected: list[list[Any]],
     tolerance: Tolerance,
     large: bool,
@@ -127,8 +129,9 @@ def _judged(
 ) -> Candidate:
     config = SessionConfig(variant=key)
     candidate = Candidate(config=config, label=english_label(config), stage="variant")
+    seen, held_out = feeds
     try:
-        target = make_variant(key, staged, None, out, held_out, large)
+        target = make_variant(key, staged, None, out, seen, large)
         session, _load = open_session(str(target), SessionConfig())
         measured = accuracy(expected, [outputs(session, feed) for feed in held_out])
     except (QuantizeError, TuneError) as exc:

@@ -11,6 +11,7 @@ A quarter of the budget is kept for that round; the stages share the rest, and t
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -45,6 +46,7 @@ __all__ = ["run_tune"]
 
 FINAL_SHARE = 0.25  # of the budget, kept for the final round: the defaults beside the winner
 MIN_STAGE_S = 0.3  # a stage with less time than this left is not started
+VARIANT_SHARE = 0.3  # of the search's time, left at least before variants are made (ORT's tools take seconds)
 MIN_CALLS = 10  # per configuration: fewer give no interval worth comparing
 Progress = Callable[[float, str], None]
 
@@ -153,15 +155,19 @@ class _Search:
         if not keys:
             self.not_tried.append(not_tried_text(NOT_ASKED, "variant"))
             return []
+        if self.left() < VARIANT_SHARE * (request.budget_s - self.reserve):  # making them takes seconds
+            self.not_tried.append(not_tried_text(BUDGET_OUT, "variant"))
+            return []
         held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(request.held_out)]
         tolerance = Tolerance(min_cosine=request.min_cosine)
         deadline = self.deadline - self.reserve
+        seen = [make_inputs(request.model.inputs, 1, request.seed + 10_000 + k) for k in range(2)]  # FP16's range
         made, self.paths, notes = make_variants(
-            keys, Path(request.model.path), Path(request.out_dir), held_out, tolerance, deadline
+            keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
         )
         self.notes += notes
         passing = tuple(c.config.variant for c in made if c.accuracy_ok)
-        self.space = Space(**{**self.space.__dict__, "variants": passing})
+        self.space = dataclasses.replace(self.space, variants=passing)
         if not passing:
             self.not_tried.append(not_tried_text(NO_VARIANT, "variant"))
         return made
