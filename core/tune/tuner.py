@@ -48,6 +48,7 @@ FINAL_SHARE = 0.25  # of the budget, kept for the final round: the defaults besi
 MIN_STAGE_S = 0.3  # a stage with less time than this left is not started
 VARIANT_SHARE = 0.3  # of the search's time, left at least before variants are made (ORT's tools take seconds)
 MIN_CALLS = 10  # per configuration: fewer give no interval worth comparing
+PROBES = 5  # calls at the defaults whose fastest sizes the first stage's rounds
 Progress = Callable[[float, str], None]
 
 
@@ -111,13 +112,16 @@ class _Search:
         model = self.request.model
         session, _load = open_session(model.path, SessionConfig())
         feed = make_inputs(model.inputs, 1, self.request.seed)
+        took = []
         try:
             session.run(None, feed)  # the first call pays for allocations
-            start = time.perf_counter()
-            session.run(None, feed)
+            for _call in range(PROBES):  # a call preempted on a busy machine would make every stage look too long
+                start = time.perf_counter()
+                session.run(None, feed)
+                took.append(time.perf_counter() - start)
         except Exception as exc:
             raise TuneError(_("The model failed on the plan's inputs: {error}").format(error=str(exc)[:600])) from exc
-        return max((time.perf_counter() - start) * 1000, 0.001)
+        return max(min(took) * 1000, 0.001)
 
     def measure(
         self, candidates: list[Candidate], seconds: float, span: tuple[float, float], notes: list[str]
@@ -199,6 +203,7 @@ class _Search:
         self.progress(span[0], _("Trying {stage}").format(stage=_(STAGES[stage])))
         self.measure([again, *candidates], seconds, span, [])
         if again.measured:
+            self.call_ms = again.median_ms  # what a call costs now: sizes the next stages' rounds
             for c in candidates:
                 c.against, c.against_ms = again.label, (again.median_ms, *again.ci_ms)
         self.tried += candidates

@@ -60,6 +60,11 @@ def headline(report: TuneReport) -> str:
             + per_sample
         )
     tried = sum(1 for c in report.candidates if c.measured and c.config != default.config)
+    if not tried:
+        return _(
+            "ONNX Runtime's defaults stay: no other configuration could be measured within the time budget; give it "
+            "more time."
+        )
     return (
         _(
             "ONNX Runtime's defaults stay: none of the {count} other configurations measured was surely faster than "
