@@ -129,7 +129,8 @@ def _agreement(baseline: str, worst: float) -> str:
 
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
-    st.subheader(md_escape(headline(report) if report.results else report.headline, 400))
+    tuned = report.settings.get("kind") == "tune"  # a Tune run (core.tune.saved): its verdict as saved, in English
+    st.subheader(md_escape(headline(report) if report.results and not tuned else report.headline, 400))
     advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)
     for note in report.notes:  # kept in English in the run: shown in the reader's language
