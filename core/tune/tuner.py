@@ -136,6 +136,7 @@ class _Search:
                 configs.append((c, harness_config(c, path, model.inputs, self.request.seed)))
             except WorkbenchError as exc:
                 c.error = str(exc)
+        configs = self._affordable(configs, seconds)
         if not configs:
             return {}
         per_round = sum(self.call_ms * c.config.batch for c, _cfg in configs)
@@ -151,6 +152,27 @@ class _Search:
         for c, cfg in configs:
             c.result = result_of(cfg)
         return {"iterations": iterations, "warmup": warmup, "rounds": rounds, "seed": self.request.seed}
+
+    def _affordable(self, configs: list[tuple[Candidate, Config]], seconds: float) -> list[tuple[Candidate, Config]]:
+        """The configurations whose one call leaves room for the fewest calls in ``seconds`` (a setting can make a
+        call far slower: parallel execution on a busy machine); the others say how long their call took. Sizes the
+        rounds by the slowest kept."""
+        kept, slowest = [], 0.0
+        for c, cfg in configs:
+            start = time.perf_counter()
+            try:
+                cfg.run()
+            except Exception:  # the harness's first run says why, in its words
+                kept.append((c, cfg))
+                continue
+            ms = (time.perf_counter() - start) * 1000 / c.config.batch
+            if c is not configs[0][0] and ms * c.config.batch * MIN_CALLS > seconds * 1000:
+                c.error = _("Too slow to measure within the budget: one call took {ms} ms.").format(ms=f"{ms:.3g}")
+                continue
+            kept.append((c, cfg))
+            slowest = max(slowest, ms)
+        self.call_ms = max(self.call_ms, min(slowest, 10 * self.call_ms)) if slowest else self.call_ms
+        return kept
 
     def variants(self) -> list[Candidate]:
         """Quantize's variants, made and judged while time is left; the ones within tolerance join the space."""

@@ -103,6 +103,7 @@ def test_a_change_is_kept_only_when_its_interval_lies_wholly_below() -> None:
     assert stage_winner(best, [out_of_tolerance]) is best
 
 
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
 def test_the_defaults_are_a_candidate_and_the_answer_is_never_slower(strict: TuneReport) -> None:
     assert strict.candidates[0].config == SessionConfig() and strict.default.config == SessionConfig()
     assert strict.default.measured
@@ -115,6 +116,7 @@ def test_the_defaults_are_a_candidate_and_the_answer_is_never_slower(strict: Tun
     assert {"threads", "variant"} <= tried, strict.not_tried
 
 
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
 def test_a_variant_outside_the_tolerance_is_judged_and_never_timed(strict: TuneReport) -> None:
     variants = [c for c in strict.candidates if c.config.variant != "fp32"]
     assert {c.config.variant for c in variants} == {"dynamic-qint8", "fp16"}
@@ -124,6 +126,7 @@ def test_a_variant_outside_the_tolerance_is_judged_and_never_timed(strict: TuneR
     assert "variant" in " ".join(strict.not_tried) or any("variants" in line for line in strict.not_tried)
 
 
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
 def test_tune_stops_near_its_budget_and_names_what_it_did_not_try(short: TuneReport) -> None:
     assert short.seconds < short.budget_s + 1.5
     assert short.default.measured
