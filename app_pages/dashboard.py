@@ -7,9 +7,9 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
-from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, regressions, trend
+from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, latest_tuned, regressions, trend
 from ui import pages, session
-from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame
+from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame, tuned_frame
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
 from ui.text import md_escape
@@ -70,7 +70,10 @@ if len(found) == MAX_RUNS:
 
 st.header(_("Latest per model and machine"))
 latest = latest_per_model_machine(runs)
-st.dataframe(latest_frame(latest), hide_index=True, width="stretch")  # a data grid shows text as text
+if latest:
+    st.dataframe(latest_frame(latest), hide_index=True, width="stretch")  # a data grid shows text as text
+else:
+    st.caption(_("No benchmark run matches these filters; their tuning runs are under Tuned configurations."))
 flagged = regressions(runs)
 if flagged:
     said = ngettext(
@@ -100,6 +103,18 @@ if busy:
             len(busy),
         ).format(count=number(len(busy)))
     )
+
+tuned = latest_tuned(runs)
+if tuned:
+    st.header(_("Tuned configurations"))
+    st.caption(
+        _(
+            "The newest Tune run of each model on each machine (the Deploy page, or `python -m core tune`): the "
+            "session configuration it chose and its median per sample in the final round, beside ONNX Runtime's "
+            "defaults measured in the same rounds. Where the defaults stayed, nothing tried was surely faster."
+        )
+    )
+    st.dataframe(tuned_frame(tuned), hide_index=True, width="stretch")
 
 st.header(_("A model across its versions"))
 names = sorted({run.report.model for run in runs})

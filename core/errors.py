@@ -32,6 +32,7 @@ __all__ = [
     "StoreError",
     "TargetError",
     "TargetLost",
+    "TuneError",
     "UnknownSampleError",
     "UnsafeModelError",
     "UnsetDimError",
@@ -137,6 +138,10 @@ class LoadtestError(WorkbenchError):
 
 class QuantizeError(WorkbenchError):
     """The model cannot be quantized as asked, or the calibration data does not fit it."""
+
+
+class TuneError(WorkbenchError):
+    """A tuning run cannot be set up as asked, or a session configuration is not one ONNX Runtime can take."""
 
 
 class MissingExtraError(WorkbenchError):

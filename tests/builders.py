@@ -27,6 +27,25 @@ def relu_model() -> onnx.ModelProto:
     return _model(graph, producer_name="tests")
 
 
+def mlp_model(width: int = 64) -> onnx.ModelProto:
+    """A small two-layer perceptron with float weights and an open batch axis: quantizable, fast to run."""
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((width, 2 * width)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((2 * width, 10)).astype(np.float32), "w2")
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+            helper.make_node("Relu", ["h"], ["r"], name="relu"),
+            helper.make_node("MatMul", ["r", "w2"], ["y"], name="fc2"),
+        ],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 10])],
+        [w1, w2],
+    )
+    return _model(graph, producer_name="tests")
+
+
 def constant_weights_model() -> onnx.ModelProto:
     """Weights in Constant nodes instead of initializers, as Paddle and TF exports do."""
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "w_value")

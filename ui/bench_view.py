@@ -131,10 +131,13 @@ def _agreement(baseline: str, worst: float) -> str:
 
 def results_section(report: BenchReport, key: str) -> None:
     frame = results_frame(report)
-    if report.settings.get("kind") == "loadtest":  # a load test saved as a run (core/store/loadtests.py)
+    kind = report.settings.get("kind")
+    if kind == "loadtest":  # a load test saved as a run (core/store/loadtests.py)
         said = shown(report.headline, (HEADLINE,))
+    elif kind == "tune" or not report.results:  # a Tune run (core.tune.saved): its verdict as saved
+        said = report.headline
     else:
-        said = headline(report) if report.results else report.headline
+        said = headline(report)
     st.subheader(md_escape(said, 400))
     advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)

@@ -217,9 +217,9 @@ LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕"), "beyond"
 
 
 @escaped
-def latency_figure(frame: pd.DataFrame) -> go.Figure:
+def latency_figure(frame: pd.DataFrame, axis: str = "") -> go.Figure:
     """Median per configuration (bar, with its 95 % interval) and p90/p99 markers. ``frame``: label, engine,
-    median_ms, median_low_ms, median_high_ms, p90_ms, p99_ms."""
+    median_ms, median_low_ms, median_high_ms, p90_ms, p99_ms; ``axis``: the x axis's title, if not per call."""
     fig = go.Figure()
     fig.add_trace(
         go.Bar(
@@ -264,7 +264,7 @@ def latency_figure(frame: pd.DataFrame) -> go.Figure:
     fig.update_layout(
         height=120 + 48 * len(frame),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={"title": _("milliseconds per call"), "range": [0, edge]},
+        xaxis={"title": axis or _("milliseconds per call"), "range": [0, edge]},
         yaxis={"type": "category", "autorange": "reversed"},
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02},  # above the first bar, not on it
     )

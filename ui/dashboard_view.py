@@ -8,11 +8,13 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.errors import WorkbenchError
 from core.i18n import _
-from core.store.dashboard import Latest, Point
+from core.recorded import significant
+from core.store.dashboard import Latest, Point, Tuned
 from ui.charts import colour_map, escaped, plain
 
-__all__ = ["date_span", "latest_frame", "trend_figure", "trend_frame"]
+__all__ = ["date_span", "latest_frame", "trend_figure", "trend_frame", "tuned_frame"]
 
 
 def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, datetime | None]:
@@ -33,6 +35,37 @@ def latest_frame(rows: list[Latest]) -> pd.DataFrame:
             _("regressed"): [_("⚠ slower than the version before") if r.regressed else "" for r in rows],
             _("fastest"): [r.fastest for r in rows],
             _("median ms"): [round(r.fastest_ms, 4) for r in rows],
+            _("speedup"): [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
+            _("version"): [r.version for r in rows],
+            _("by"): [r.owner or _("anonymous") for r in rows],
+            _("when (UTC)"): [r.created_at[:16].replace("T", " ") for r in rows],
+            _("runs"): [r.runs for r in rows],
+            _("latest run"): [r.run_id for r in rows],
+        }
+    )
+
+
+def _chosen(row: Tuned) -> str:
+    """The configuration a tuning run chose, in the reader's language (from its saved settings)."""
+    from core.tune.config import SessionConfig
+    from core.tune.search import config_label
+
+    try:
+        return config_label(SessionConfig.from_data(row.settings))
+    except (WorkbenchError, TypeError):  # saved by another version of the app: its words as saved
+        return row.chosen
+
+
+def tuned_frame(rows: list[Tuned]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            _("model"): [r.model for r in rows],
+            _("machine"): [r.machine for r in rows],
+            _("chosen"): [_chosen(r) for r in rows],
+            _("median ms (95 % CI)"): [
+                f"{significant(r.median_ms)} ({significant(r.low_ms)}–{significant(r.high_ms)})" for r in rows
+            ],
+            _("defaults ms"): [significant(r.default_ms) for r in rows],
             _("speedup"): [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
             _("version"): [r.version for r in rows],
             _("by"): [r.owner or _("anonymous") for r in rows],

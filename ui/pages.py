@@ -99,6 +99,16 @@ PAGES: tuple[Page, ...] = (
         doing="Quantizing",
     ),
     Page(
+        step="deploy",
+        path="app_pages/deploy.py",
+        title=N_("Deploy"),
+        icon=":material/rocket_launch:",
+        section=WALK_THROUGH,
+        link=N_("Deploy: the fastest session settings, surely faster than the defaults"),
+        needs="onnx",
+        doing="Tuning",
+    ),
+    Page(
         step="history",
         path="app_pages/history.py",
         title=N_("History"),

@@ -29,6 +29,7 @@ from core.cli import (
     samples,
     serve,
     targets,
+    tune,
     upgrade,
 )
 from core.cli.common import add_language_argument, choose_language
@@ -39,6 +40,7 @@ __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
 COMMANDS += [upgrade, notebook, deploy, loadtest, browser, diff]
+COMMANDS += [tune]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from core.quantize.calibration import CalibrationRequest
     from core.quantize.records import QuantizeReport, QuantizeRequest
     from core.runtime.hardware import Hardware, HardwareRequest
+    from core.tune.records import TuneReport, TuneRequest
     from core.upgrade.records import UpgradeReport, UpgradeRequest
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "PROFILE",
     "QUANTIZE",
     "SAMPLE",
+    "TUNE",
     "UPGRADE",
     "Job",
     "JobRegistry",
@@ -254,6 +256,15 @@ DIFF: Job[DiffRequest, DiffReport] = Job(  # two models' structural diff: parses
     name="diff.run", target="core.diff.differ:diff_models"
 )
 
+TUNE: Job[TuneRequest, TuneReport] = Job(  # measures: alone on the machine (or the target), as BENCH
+    name="tune.run",
+    target="core.tune.tuner:run_tune",
+    exclusive=True,
+    warm=False,  # its result names the variants' files in its folder
+    targeted=True,
+    folder="tuned",
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
 HANDLES += [
     UPGRADE,
@@ -268,4 +279,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
+HANDLES += [TUNE]
 JOBS = JobRegistry(HANDLES)

@@ -65,7 +65,8 @@ def cpu_description() -> tuple[str, list[str]]:
     return cpu, flags
 
 
-def environment(threads: list[int] | None = None) -> Environment:
+def environment(threads: list[int] | None = None, torch: bool = True) -> Environment:
+    """This machine; ``torch``: with PyTorch's version (importing it, seconds of CPU, when nothing did yet)."""
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -75,9 +76,10 @@ def environment(threads: list[int] | None = None) -> Environment:
     versions = {"python": platform.python_version(), "onnx": onnx.__version__, "onnxruntime": ort.__version__}
     versions["numpy"] = np.__version__
     try:
-        import torch
+        if torch:
+            import torch as torch_module
 
-        versions["torch"] = str(torch.__version__)
+            versions["torch"] = str(torch_module.__version__)
     except ImportError:
         pass
     return Environment(

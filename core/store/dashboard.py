@@ -22,12 +22,15 @@ __all__ = [
     "Owned",
     "Point",
     "Regression",
+    "Tuned",
     "busy_runs",
     "latest_per_model_machine",
+    "latest_tuned",
     "regressions",
     "trend",
 ]
 
+TUNE_KIND = "tune"  # settings["kind"] of a tuning run (core.tune.saved.KIND)
 SLOWER = 1.05  # a version is flagged when its interval lies wholly above the one before's and it is 5 % slower
 
 
@@ -42,6 +45,11 @@ class Owned:
     def version(self) -> str:
         """The ONNX model's version: its sha256, shortened."""
         return self.report.model_id[:12] or "?"
+
+    @property
+    def tuned(self) -> bool:
+        """A tuning run (kind "tune", core.tune.saved), not a benchmark."""
+        return self.report.settings.get("kind") == TUNE_KIND
 
     @property
     def busy(self) -> bool:
@@ -136,7 +144,8 @@ def latest_per_model_machine(runs: Iterable[Owned]) -> list[Latest]:
     version regressed against the version before it."""
     groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
     for run in runs:
-        groups[(run.report.model, run.report.environment.place)].append(run)
+        if not run.tuned:  # a tuning run's answer is its own table's (latest_tuned)
+            groups[(run.report.model, run.report.environment.place)].append(run)
     flagged = {r.after_run for r in regressions([run for group in groups.values() for run in group])}
     rows = []
     for (model, machine), group in sorted(groups.items()):
@@ -226,3 +235,57 @@ def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regressio
                     )
                 )
     return sorted(found, key=lambda g: (g.model, g.machine, g.configuration, g.after_run))
+
+
+@dataclass(kw_only=True)
+class Tuned:
+    """The newest tuning run of a model on a machine: the configuration it chose against the defaults."""
+
+    model: str
+    machine: str
+    run_id: str
+    created_at: str
+    owner: str
+    version: str
+    chosen: str  # the chosen configuration's label, in English as saved ("ORT defaults" when they stayed)
+    settings: dict[str, object]  # its SessionConfig, as JSON data
+    median_ms: float  # per sample, in the final round
+    low_ms: float
+    high_ms: float
+    default_ms: float  # the defaults' median, in the same rounds
+    speedup: float | None  # default / chosen; None when the defaults stayed
+    runs: int  # tuning runs of this model on this machine
+
+
+def latest_tuned(runs: Iterable[Owned]) -> list[Tuned]:
+    """The newest tuning run of each model on each machine, with the configuration it chose."""
+    groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
+    for run in runs:
+        if run.tuned and run.report.results:
+            groups[(run.report.model, run.report.environment.place)].append(run)
+    rows = []
+    for (model, machine), group in sorted(groups.items()):
+        newest = max(group, key=lambda r: r.report.created_at)
+        settings = newest.report.settings
+        default = newest.report.results[0]  # the final round's defaults come first
+        label = str(settings.get("best_label") or default.label)
+        chosen = next((r for r in newest.report.results if r.label == label), default)
+        rows.append(
+            Tuned(
+                model=model,
+                machine=machine,
+                run_id=newest.report.id,
+                created_at=newest.report.created_at,
+                owner=newest.owner,
+                version=newest.version,
+                chosen=chosen.label,
+                settings=dict(settings.get("best") or {}),
+                median_ms=chosen.median_ms / chosen.batch,
+                low_ms=chosen.median_low_ms / chosen.batch,
+                high_ms=chosen.median_high_ms / chosen.batch,
+                default_ms=default.median_ms / default.batch,
+                speedup=chosen.speedup if chosen is not default else None,
+                runs=len(group),
+            )
+        )
+    return rows

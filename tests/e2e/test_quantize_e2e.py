@@ -1,15 +1,16 @@
-"""In Chromium: quantize TinyCNN dynamically and see the comparison with the float32 original."""
+"""In Chromium: quantize TinyCNN dynamically and see the comparison with the float32 original, then tune its
+session settings on the Deploy page."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import go_to, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 
 
-def test_dynamic_int8_of_tinycnn(page) -> None:  # type: ignore[no-untyped-def]
+def test_dynamic_int8_of_tinycnn_then_its_tuned_session_settings(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_text("256,074").wait_for(timeout=60_000)
     page.get_by_role("link", name="Quantize", exact=True).click()
     page.get_by_role("button", name="Export with the defaults and continue").click()
@@ -28,3 +29,21 @@ def test_dynamic_int8_of_tinycnn(page) -> None:  # type: ignore[no-untyped-def]
     assert page.locator('[data-testid="stTable"]').get_by_text("ConvInteger").first.is_visible()
     assert page.get_by_role("button", name="Make it the current model").count() == 0  # fp32 is chosen first
     shot(page, "60-quantize-dynamic")
+    # then the Deploy page on the same export: its session settings tuned within a short budget, no variants
+    go_to(page, "Deploy")
+    page.get_by_role("button", name="Tune", exact=True).wait_for(timeout=60_000)
+    variants = page.locator('[data-testid="stMultiSelect"]').first
+    for label in ("Dynamic INT8 (QInt8 weights)", "FP16 (float32 inputs and outputs kept)"):
+        variants.get_by_role("button", name=f"Remove {label}").click()
+    budget = page.get_by_label("Time budget (s)")
+    budget.fill("5")
+    budget.press("Enter")
+    page.get_by_role("button", name="Tune", exact=True).click()
+    page.get_by_role("heading", name="Tuned session settings").wait_for(timeout=120_000)
+    wait_idle(page)
+    shot(page, "65-deploy-tuned")
+    stay, use = "ONNX Runtime's defaults stay", "as fast as ONNX Runtime's defaults"
+    assert page.get_by_text(stay).or_(page.get_by_text(use)).first.is_visible()
+    assert page.locator('[data-testid="stPlotlyChart"]').first.is_visible()  # every candidate's median
+    assert page.get_by_text("The chosen configuration").is_visible()
+    assert page.get_by_text('"intra_op_threads"').first.is_visible()

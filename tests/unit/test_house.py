@@ -34,6 +34,8 @@ ALLOWED = {
     "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
     # a browser's run is a benchmark's report (its headline, its statistics); its page embeds JSON as the graph's
     "browser": {"bench", "graph"} | LIBRARIES | BASICS,
+    # Tune measures with Benchmark's harness and saves as a benchmark run (its types); its variants are Quantize's
+    "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}

@@ -1,0 +1,119 @@
+"""tune: the fastest session configuration surely faster than ONNX Runtime's defaults, within a time budget, as
+the Deploy page finds it; saved to the history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import jobs
+from core.cli.common import (
+    add_code_arguments,
+    add_target_argument,
+    environment_json,
+    ints,
+    padded,
+    split,
+    target_backend,
+)
+from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.i18n import _
+from core.jobs import TUNE
+from core.recorded import significant
+from core.settings import load_settings
+from core.tune import TuneRequest
+from core.tune.saved import report_data
+
+if TYPE_CHECKING:
+    from core.tune import TuneReport
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "tune", help="the fastest ONNX Runtime session settings surely faster than the defaults, within a budget"
+    )
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds to search, all in (default 60)")
+    parser.add_argument(
+        "--variants",
+        default="dynamic-qint8,fp16",
+        help="Quantize's variants to try, comma-separated ('' for none; default dynamic-qint8,fp16)",
+    )
+    parser.add_argument("--batch", help="batch sizes to try when the batch axis is open (default 8)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument(
+        "-o", "--output", help="write the chosen configuration (SessionConfig JSON) here, and its variant beside it"
+    )
+    add_plan_arguments(parser)
+    add_code_arguments(parser)
+    parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
+    add_target_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run, torch=None, no_eager=True)
+
+
+def _print(report: TuneReport) -> None:
+    from core.tune.search import config_label
+    from core.tune.words import headline, shown_not_tried
+
+    print(headline(report))
+    print(padded(_("configuration"), 44), padded(_("median"), 10, True), padded(_("95 % CI"), 21, True))
+    for c in report.candidates:
+        name = config_label(c.config)
+        if c.measured:
+            low, high = c.ci_ms
+            interval = f"{significant(low)}–{significant(high)}"
+            print(padded(name, 44), padded(significant(c.median_ms), 10, True), padded(interval, 21, True))
+        else:
+            print(padded(name, 44), c.accuracy_note or c.error)
+    for line in shown_not_tried(report.not_tried):
+        print(_("not tried {line}").format(line=line))
+    for note in report.notes:
+        print(_("note     {note}").format(note=note))
+
+
+def _write(report: TuneReport, output: Path) -> None:
+    """The chosen configuration as JSON at ``output``; its variant's model beside it (NAME.KEY.onnx)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report.best.config.to_json() + "\n")
+    made = report.variant_paths.get(report.best.config.variant)
+    if made:
+        shutil.copyfile(made, output.with_name(f"{output.stem}.{report.best.config.variant}.onnx"))
+
+
+def run(args: argparse.Namespace) -> int:
+    backend = target_backend(args.target)  # a target that is not there, before any work
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        model = measured_model(args, Path(tmp), backend)
+        request = TuneRequest(
+            model=model,
+            out_dir=str(Path(tmp) / "tuned"),
+            budget_s=args.budget,
+            variants=split(args.variants),
+            batches=ints(args.batch, "--batch"),
+            seed=args.seed,
+        )
+        report = jobs.run(TUNE, request, backend)
+        if args.output:
+            _write(report, Path(args.output).resolve())
+    if not args.no_save:
+        from core.store import open_history  # SQLAlchemy: imported only by the commands that save
+        from core.tune.saved import as_run
+
+        open_history(load_settings()).save(as_run(report))
+    if args.json:
+        data = report_data(report)
+        data["inputs"] = plan_json(model.inputs)
+        data["environment"] = environment_json(data["environment"], args.target)
+        print(json.dumps(data, indent=2))
+        return 0
+    _print(report)
+    if not args.no_save:
+        print(_("saved    run {run} in the history").format(run=report.id))
+    return 0

@@ -1,0 +1,144 @@
+"""A session configuration as Tune chooses it and Deploy uses it: one small frozen record, its JSON form, and the
+ONNX Runtime options it stands for."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from core.errors import TuneError
+from core.i18n import _, pgettext
+from core.runtime.ort import LEVELS
+
+if TYPE_CHECKING:
+    import onnxruntime
+
+__all__ = ["EXECUTION_MODES", "SessionConfig"]
+
+EXECUTION_MODES = ("sequential", "parallel")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionConfig:
+    """How to open and call an ONNX Runtime session; the defaults are ONNX Runtime's own.
+
+    Fields:
+        intra_op_threads: threads inside one operator (``SessionOptions.intra_op_num_threads``); 0 lets ORT choose
+            (one per physical core).
+        inter_op_threads: threads running independent operators at once in parallel mode
+            (``inter_op_num_threads``); 0 lets ORT choose.
+        execution_mode: "sequential" or "parallel" (``ExecutionMode.ORT_SEQUENTIAL`` / ``ORT_PARALLEL``).
+        level: graph optimization level, a key of ``core.runtime.ort.LEVELS``: "disable", "basic", "extended",
+            "layout" or "all".
+        providers: execution providers in order of preference, as ORT names them; CPU is the last fallback.
+        io_binding: call through ``session.io_binding()`` with inputs and outputs bound to the first provider's
+            device, instead of ``session.run`` (it saves copies on a GPU).
+        variant: which file of the model to load: "fp32" (the model as it is) or a key of Quantize's variants
+            (``core.quantize.records.VARIANTS``, e.g. "dynamic-qint8", "fp16") that stayed within its tolerance.
+        batch: requests per call; above 1 only where the model's batch axis is open (latency is then per sample).
+
+    JSON form (``to_json``/``from_json``): an object with exactly these keys, ``providers`` a list, e.g.
+    ``{"intra_op_threads": 1, "inter_op_threads": 0, "execution_mode": "sequential", "level": "all",
+    "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1}``. Keys left out take
+    their defaults; unknown keys and bad values raise TuneError.
+    """
+
+    intra_op_threads: int = 0
+    inter_op_threads: int = 0
+    execution_mode: str = "sequential"
+    level: str = "all"
+    providers: tuple[str, ...] = ("CPUExecutionProvider",)
+    io_binding: bool = False
+    variant: str = "fp32"
+    batch: int = 1
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name in ("intra_op_threads", "inter_op_threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1024:
+                problems.append(
+                    _("{name} must be a whole number from 0 (ORT chooses) to 1024, not {value}").format(
+                        name=name, value=repr(value)
+                    )
+                )
+        if self.execution_mode not in EXECUTION_MODES:
+            problems.append(
+                _("execution_mode must be one of {modes}, not {value}").format(
+                    modes=", ".join(EXECUTION_MODES), value=repr(self.execution_mode)
+                )
+            )
+        if self.level not in LEVELS:
+            problems.append(
+                _("level must be one of {levels}, not {value}").format(levels=", ".join(LEVELS), value=repr(self.level))
+            )
+        if not self.providers or not all(isinstance(p, str) and p for p in self.providers):
+            problems.append(
+                _("providers must name at least one execution provider, not {value}").format(value=repr(self.providers))
+            )
+        if not isinstance(self.io_binding, bool):
+            problems.append(_("io_binding must be true or false, not {value}").format(value=repr(self.io_binding)))
+        if not isinstance(self.variant, str) or not self.variant:
+            problems.append(
+                _("variant must be fp32 or a Quantize variant's key, not {value}").format(value=repr(self.variant))
+            )
+        if isinstance(self.batch, bool) or not isinstance(self.batch, int) or not 1 <= self.batch <= 4096:
+            problems.append(
+                _("batch must be a whole number from 1 to 4096, not {value}").format(value=repr(self.batch))
+            )
+        if problems:
+            raise TuneError(
+                _("Not a session configuration: {problems}.").format(problems=pgettext("clauses", "; ").join(problems))
+            )
+
+    def to_session_options(self) -> onnxruntime.SessionOptions:
+        """ORT's SessionOptions for this configuration (the providers go to InferenceSession beside them)."""
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[self.level].value)
+        options.intra_op_num_threads = self.intra_op_threads
+        options.inter_op_num_threads = self.inter_op_threads
+        options.execution_mode = (
+            ort.ExecutionMode.ORT_PARALLEL if self.execution_mode == "parallel" else ort.ExecutionMode.ORT_SEQUENTIAL
+        )
+        return options
+
+    def session_providers(self) -> list[str]:
+        """The providers to give InferenceSession: these, with CPU last as the fallback for what they lack."""
+        return list(dict.fromkeys([*self.providers, "CPUExecutionProvider"]))
+
+    def to_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["providers"] = list(self.providers)
+        return data
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_data(), sort_keys=True)
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> SessionConfig:
+        if not isinstance(data, dict):
+            raise TuneError(_("A session configuration is a JSON object, not {kind}.").format(kind=type(data).__name__))
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise TuneError(
+                _("Unknown session configuration key {names}; the keys are {keys}.").format(
+                    names=", ".join(unknown), keys=", ".join(sorted(known))
+                )
+            )
+        values = dict(data)
+        if "providers" in values:
+            providers = values["providers"]
+            values["providers"] = tuple(providers) if isinstance(providers, list | tuple) else providers
+        return cls(**values)
+
+    @classmethod
+    def from_json(cls, text: str) -> SessionConfig:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TuneError(_("A session configuration must be JSON: {error}.").format(error=exc)) from exc
+        return cls.from_data(data)

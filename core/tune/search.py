@@ -1,0 +1,105 @@
+"""What Tune tries, in which order, and when one configuration is surely faster than another. Pure: no sessions.
+
+The search is greedy, one setting at a time, the most promising first: each stage changes one setting of the
+best configuration so far, and a change is kept only when its median's 95 % interval lies wholly below the best's,
+measured side by side in the same rounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from core.i18n import N_, _, pgettext, using
+from core.runtime.ort import LEVELS, short_name
+from core.tune.config import SessionConfig
+from core.tune.records import Candidate
+
+__all__ = ["STAGES", "Space", "config_label", "english_label", "stage_configs", "stage_winner", "surely_faster"]
+
+# the stages, the most promising first (kept in English in a saved run, translated where shown)
+STAGES = {
+    "providers": N_("execution providers"),
+    "threads": N_("intra-op threads"),
+    "variant": N_("quantized and FP16 variants"),
+    "batch": N_("batch size"),
+    "io_binding": N_("IO binding"),
+    "level": N_("optimization level"),
+    "mode": N_("parallel execution"),
+}
+_LEVELS_TRIED = ("extended", "basic", "disable")  # ALL is the default; LAYOUT only differs from ALL on some EPs
+NOT_HARDWARE = {"CPUExecutionProvider", "AzureExecutionProvider"}  # Azure sends requests away: not a device
+GPU_PROVIDERS = {"CUDAExecutionProvider", "TensorrtExecutionProvider", "DmlExecutionProvider", "ROCMExecutionProvider"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Space:
+    """What this machine and this model allow: the settings each stage may try."""
+
+    physical_cores: int
+    providers: tuple[str, ...]  # the accelerators' providers present (CPU and Azure left out)
+    variants: tuple[str, ...]  # the variants made that passed the tolerance
+    batches: tuple[int, ...]  # above 1, when the batch axis is open
+
+
+def stage_configs(stage: str, best: SessionConfig, space: Space) -> list[SessionConfig]:
+    """The configurations stage ``stage`` tries: ``best`` with that one setting changed."""
+    change = dataclasses.replace
+    if stage == "providers":
+        return [change(best, providers=(p, "CPUExecutionProvider")) for p in space.providers]
+    if stage == "threads":
+        counts = sorted({1, max(1, space.physical_cores // 2)} - {space.physical_cores, best.intra_op_threads})
+        return [change(best, intra_op_threads=n) for n in counts]
+    if stage == "variant":
+        return [change(best, variant=v) for v in space.variants if v != best.variant]
+    if stage == "batch":
+        return [change(best, batch=b) for b in space.batches if b != best.batch]
+    if stage == "io_binding":
+        return [] if best.io_binding or best.providers[0] not in GPU_PROVIDERS else [change(best, io_binding=True)]
+    if stage == "level":
+        return [change(best, level=level) for level in _LEVELS_TRIED if level != best.level]
+    if stage == "mode":
+        return [] if best.execution_mode == "parallel" else [change(best, execution_mode="parallel")]
+    raise ValueError(stage)
+
+
+def surely_faster(a: Candidate, b: Candidate) -> bool:
+    """Whether ``a``'s median per sample is below ``b``'s with their 95 % intervals apart."""
+    if not (a.measured and b.measured):
+        return False
+    return a.ci_ms[1] < b.ci_ms[0]
+
+
+def stage_winner(incumbent: Candidate, tried: list[Candidate]) -> Candidate:
+    """The fastest of ``tried`` that is surely faster than ``incumbent`` (measured in the same rounds), else
+    ``incumbent``; a variant must have passed the tolerance."""
+    faster = [c for c in tried if c.accuracy_ok is not False and surely_faster(c, incumbent)]
+    return min(faster, key=lambda c: c.median_ms) if faster else incumbent
+
+
+def config_label(config: SessionConfig) -> str:
+    """What sets ``config`` apart from ONNX Runtime's defaults, in the reader's language (the defaults alone:
+    "ORT defaults")."""
+    default = SessionConfig()
+    parts = []
+    if config.providers != default.providers:
+        parts.append(pgettext("list", ", ").join(short_name(p) for p in config.providers))
+    if config.intra_op_threads != default.intra_op_threads:
+        parts.append(_("intra-op {count}").format(count=config.intra_op_threads))
+    if config.execution_mode != default.execution_mode:
+        parts.append(_("parallel, inter-op {count}").format(count=config.inter_op_threads or _("auto")))
+    if config.level != default.level:
+        parts.append(LEVELS[config.level].name)
+    if config.io_binding:
+        parts.append(_("IO binding"))
+    if config.variant != default.variant:
+        parts.append(config.variant)
+    if config.batch != default.batch:
+        parts.append(_("batch {batch}").format(batch=config.batch))
+    return " · ".join(parts) or _("ORT defaults")
+
+
+def english_label(config: SessionConfig) -> str:
+    """``config_label`` in English, as a saved run keeps it."""
+    with using("en"):
+        return config_label(config)

@@ -1,0 +1,289 @@
+"""Tune: search ONNX Runtime's session settings for this model on this machine, within a time budget, and keep a
+configuration only when it is surely faster than the defaults. Runs in the worker under the machine-wide lock.
+
+Method: the search (core.tune.search) goes one setting at a time, the most promising first; each stage times its
+candidates beside the best so far with the benchmark harness (core.runtime.harness: cold run, warm-up, rounds that
+interleave them) and keeps a change only when its median's 95 % interval lies below the best's. Variants are
+Quantize's, made by its tools and judged by its tolerance (core.quantize). A final round times the winner beside
+ONNX Runtime's defaults, both opened afresh; the winner replaces the defaults only when the intervals are apart.
+A quarter of the budget is kept for that round; the stages share the rest, and those it does not reach are named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.errors import TuneError, WorkbenchError
+from core.i18n import _, number, using
+from core.model.inputs import make_inputs, plan_summary
+from core.quantize.judge import Tolerance
+from core.quantize.records import VARIANTS
+from core.runtime.activity import ActivityMeter
+from core.runtime.harness import Config, measure, result_of
+from core.runtime.machine import environment
+from core.tune.config import SessionConfig
+from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
+from core.tune.search import NOT_HARDWARE, STAGES, Space, english_label, stage_configs, stage_winner, surely_faster
+from core.tune.sessions import harness_config, make_variants, open_session
+from core.tune.words import (
+    BUDGET_OUT,
+    FIXED_BATCH,
+    NO_ACCELERATOR,
+    NO_GPU,
+    NO_VARIANT,
+    NOT_ASKED,
+    NOTHING_LEFT,
+    headline,
+    not_tried_text,
+)
+
+__all__ = ["run_tune"]
+
+FINAL_SHARE = 0.25  # of the budget, kept for the final round: the defaults beside the winner
+MIN_STAGE_S = 0.3  # a stage with less time than this left is not started
+VARIANT_SHARE = 0.3  # of the search's time, left at least before variants are made (ORT's tools take seconds)
+MIN_CALLS = 10  # per configuration: fewer give no interval worth comparing
+PROBES = 5  # calls at the defaults whose fastest sizes the first stage's rounds
+Progress = Callable[[float, str], None]
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def _validate(request: TuneRequest) -> None:
+    if not 1 <= request.budget_s <= 24 * 3600:
+        raise TuneError(_("The time budget must be between 1 s and 24 hours."))
+    keys = request.variants if request.variants is not None else list(DEFAULT_VARIANTS)
+    unknown = [k for k in keys if k not in VARIANTS]
+    static = [k for k in keys if k in VARIANTS and VARIANTS[k].mode == "static"]
+    if unknown or static:
+        raise TuneError(
+            _("Tune tries dynamic INT8 and FP16 variants ({known}), not {names}; static INT8 needs calibration data: "
+              "make it on the Quantize page.").format(
+                known=", ".join(k for k, v in VARIANTS.items() if v.mode != "static"), names=", ".join(unknown + static)
+            )
+        )  # fmt: skip
+    if any(not 1 <= b <= 4096 for b in request.batches or []):
+        raise TuneError(_("Batch sizes must be between 1 and 4096."))
+    if not 1 <= request.held_out <= 1000:
+        raise TuneError(_("Held-out samples for accuracy must be between 1 and 1,000."))
+
+
+def _space(request: TuneRequest, not_tried: list[str]) -> Space:
+    import onnxruntime as ort
+    import psutil
+
+    providers = tuple(p for p in ort.get_available_providers() if p not in NOT_HARDWARE)
+    if not providers:
+        not_tried.append(not_tried_text(NO_ACCELERATOR, "providers"))
+    open_batch = any(s.batch_axis is not None for s in request.model.inputs)
+    batches = tuple(sorted({b for b in (request.batches or [8]) if b > 1})) if open_batch else ()
+    if not open_batch:
+        not_tried.append(not_tried_text(FIXED_BATCH, "batch"))
+    return Space(physical_cores=psutil.cpu_count(logical=False) or 1, providers=providers, variants=(), batches=batches)
+
+
+class _Search:
+    """One tuning run's state: the clock, the candidates so far and what was left out."""
+
+    def __init__(self, request: TuneRequest, progress: Progress) -> None:
+        self.request, self.progress = request, progress
+        self.began = time.perf_counter()
+        self.deadline = self.began + request.budget_s
+        self.reserve = request.budget_s * FINAL_SHARE
+        self.not_tried: list[str] = []
+        self.notes: list[str] = []
+        self.tried: list[Candidate] = []
+        self.paths: dict[str, str] = {}
+        self.space = _space(request, self.not_tried)
+        self.call_ms = self._probe()
+
+    def left(self) -> float:
+        return self.deadline - self.reserve - time.perf_counter()
+
+    def _probe(self) -> float:
+        """About how long one call at the defaults takes (ms): what sizes each stage's rounds."""
+        model = self.request.model
+        session, _load = open_session(model.path, SessionConfig())
+        feed = make_inputs(model.inputs, 1, self.request.seed)
+        took = []
+        try:
+            session.run(None, feed)  # the first call pays for allocations
+            for _call in range(PROBES):  # a call preempted on a busy machine would make every stage look too long
+                start = time.perf_counter()
+                session.run(None, feed)
+                took.append(time.perf_counter() - start)
+        except Exception as exc:
+            raise TuneError(_("The model failed on the plan's inputs: {error}").format(error=str(exc)[:600])) from exc
+        return max(min(took) * 1000, 0.001)
+
+    def measure(
+        self, candidates: list[Candidate], seconds: float, span: tuple[float, float], notes: list[str]
+    ) -> dict[str, int]:
+        """Time ``candidates`` side by side for about ``seconds`` with the harness; each gets its result, or the
+        reason it could not be opened. Returns how: iterations, warmup, rounds and seed."""
+        configs: list[tuple[Candidate, Config]] = []
+        model = self.request.model
+        for c in candidates:
+            path = self.paths.get(c.config.variant, model.path)
+            try:
+                configs.append((c, harness_config(c, path, model.inputs, self.request.seed)))
+            except WorkbenchError as exc:
+                c.error = str(exc)
+        configs = self._affordable(configs, seconds)
+        if not configs:
+            return {}
+        per_round = sum(self.call_ms * c.config.batch for c, _cfg in configs)
+        iterations = int(min(2000, max(MIN_CALLS, 0.7 * seconds * 1000 / per_round)))
+        warmup = min(10, max(1, iterations // 20))
+        try:
+            timed = [cfg for _c, cfg in configs]
+            rounds = measure(timed, iterations, warmup, round(0.8 * seconds, 1), notes, self.progress, span)
+        except WorkbenchError as exc:  # one configuration failed on the inputs: the stage is left out
+            for c, _cfg in configs:
+                c.error = str(exc)
+            return {}
+        for c, cfg in configs:
+            c.result = result_of(cfg)
+        return {"iterations": iterations, "warmup": warmup, "rounds": rounds, "seed": self.request.seed}
+
+    def _affordable(self, configs: list[tuple[Candidate, Config]], seconds: float) -> list[tuple[Candidate, Config]]:
+        """The configurations whose one call leaves room for the fewest calls in ``seconds`` (a setting can make a
+        call far slower: parallel execution on a busy machine); the others say how long their call took. Sizes the
+        rounds by the slowest kept."""
+        kept, slowest = [], 0.0
+        for c, cfg in configs:
+            start = time.perf_counter()
+            try:
+                cfg.run()
+            except Exception:  # the harness's first run says why, in its words
+                kept.append((c, cfg))
+                continue
+            ms = (time.perf_counter() - start) * 1000 / c.config.batch
+            if c is not configs[0][0] and ms * c.config.batch * MIN_CALLS > seconds * 1000:
+                c.error = _("Too slow to measure within the budget: one call took {ms} ms.").format(ms=f"{ms:.3g}")
+                continue
+            kept.append((c, cfg))
+            slowest = max(slowest, ms)
+        self.call_ms = max(self.call_ms, min(slowest, 10 * self.call_ms)) if slowest else self.call_ms
+        return kept
+
+    def variants(self) -> list[Candidate]:
+        """Quantize's variants, made and judged while time is left; the ones within tolerance join the space."""
+        request = self.request
+        keys = request.variants if request.variants is not None else list(DEFAULT_VARIANTS)
+        if not keys:
+            self.not_tried.append(not_tried_text(NOT_ASKED, "variant"))
+            return []
+        if self.left() < VARIANT_SHARE * (request.budget_s - self.reserve):  # making them takes seconds
+            self.not_tried.append(not_tried_text(BUDGET_OUT, "variant"))
+            return []
+        held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(request.held_out)]
+        tolerance = Tolerance(min_cosine=request.min_cosine)
+        deadline = self.deadline - self.reserve
+        seen = [make_inputs(request.model.inputs, 1, request.seed + 10_000 + k) for k in range(2)]  # FP16's range
+        made, self.paths, notes = make_variants(
+            keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
+        )
+        self.notes += notes
+        passing = tuple(c.config.variant for c in made if c.accuracy_ok)
+        self.space = dataclasses.replace(self.space, variants=passing)
+        if not passing:
+            self.not_tried.append(not_tried_text(NO_VARIANT, "variant"))
+        return made
+
+    def stage(self, stage: str, incumbent: Candidate, span: tuple[float, float], stages_left: int) -> Candidate:
+        """Try stage ``stage`` against ``incumbent``; returns the winner (``incumbent`` unless one is surely
+        faster)."""
+        judged = {c.config.variant: c for c in self.variants()} if stage == "variant" else {}
+        self.tried += [j for j in judged.values() if not j.accuracy_ok]  # shown with why they were left out
+        configs = stage_configs(stage, incumbent.config, self.space)
+        if not configs:
+            if stage == "io_binding":
+                self.not_tried.append(not_tried_text(NO_GPU, stage))
+            elif stage in ("threads", "level", "mode"):
+                self.not_tried.append(not_tried_text(NOTHING_LEFT, stage))
+            return incumbent
+        candidates = [Candidate(config=c, label=english_label(c), stage=stage) for c in configs]
+        for c in candidates:  # a variant keeps the accuracy it was judged with
+            known = judged.get(c.config.variant)
+            if known is not None:
+                c.accuracy_ok, c.accuracy_note, c.cosine, c.max_abs_error = (
+                    known.accuracy_ok, known.accuracy_note, known.cosine, known.max_abs_error
+                )  # fmt: skip
+        seconds = self.left() / stages_left
+        if (len(configs) + 1) * (MIN_CALLS + 2) * self.call_ms / 1000 > max(seconds, self.left()):
+            self.not_tried.append(not_tried_text(BUDGET_OUT, stage))  # a slow model: not even the fewest calls fit
+            return incumbent
+        again = Candidate(config=incumbent.config, label=incumbent.label, stage=stage)
+        self.progress(span[0], _("Trying {stage}").format(stage=_(STAGES[stage])))
+        self.measure([again, *candidates], seconds, span, [])
+        if again.measured:
+            self.call_ms = again.median_ms  # what a call costs now: sizes the next stages' rounds
+            for c in candidates:
+                c.against, c.against_ms = again.label, (again.median_ms, *again.ci_ms)
+        self.tried += candidates
+        winner = stage_winner(again, candidates)
+        return winner if winner is not again else incumbent
+
+
+def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneReport:
+    """Search, then the final round, then the answer; see the module's docstring for the method."""
+    _validate(request)
+    report_progress = progress or _silent
+    report_progress(0.01, _("Opening the model at ONNX Runtime's defaults"))
+    search = _Search(request, report_progress)
+    started_wall, meter = time.time(), ActivityMeter()
+    default = Candidate(config=SessionConfig(), label=english_label(SessionConfig()), stage="final")
+    best = default
+    stages = list(STAGES)
+    for k, stage in enumerate(stages):
+        if search.left() < MIN_STAGE_S:
+            search.not_tried += [not_tried_text(BUDGET_OUT, s) for s in stages[k:]]
+            break
+        span = (0.05 + 0.7 * k / len(stages), 0.05 + 0.7 * (k + 1) / len(stages))
+        best = search.stage(stage, best, span, len(stages) - k)
+    final = Candidate(config=best.config, label=best.label, stage="final")
+    report_progress(0.78, _("Final round: the best beside ONNX Runtime's defaults"))
+    seconds = max(search.deadline - time.perf_counter(), MIN_STAGE_S)
+    pair = [default] if final.config == default.config else [default, final]
+    final_round = search.measure(pair, seconds, (0.78, 0.98), [])  # bounded on purpose: its calls are in the table
+    if not default.measured:
+        said = _("The model could not be measured at ONNX Runtime's defaults: {error}")
+        raise TuneError(said.format(error=default.error))
+    activity = meter.stop()
+    wins = final.config != default.config and surely_faster(final, default)
+    report = TuneReport(
+        id=uuid.uuid4().hex[:12],
+        model=request.model.name or Path(request.model.path).name,
+        model_id=request.model.id,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        default=default,
+        best=final if wins else default,
+        runner_up=None if wins or final.config == default.config else final,
+        candidates=[default, *search.tried],
+        headline="",
+        not_tried=search.not_tried,
+        notes=search.notes + ([activity.note] if activity.busy or not activity.known else []),
+        tolerance=Tolerance(min_cosine=request.min_cosine).describe(),
+        budget_s=request.budget_s,
+        seconds=time.perf_counter() - search.began,
+        per_sample=any(c.config.batch > 1 for c in search.tried if c.measured),
+        environment=environment(torch=False),  # Tune never runs PyTorch: not imported for its version
+        inputs=plan_summary(request.model.inputs),
+        variant_paths=search.paths,
+        started=started_wall,
+        finished=time.time(),
+        activity=activity,
+        final_round=final_round,
+    )
+    with using("en"):  # kept in English; a page writes it anew in its reader's language
+        report.headline = headline(report)
+    report_progress(1.0, _("Done in {seconds} s").format(seconds=number(report.seconds, 1)))
+    return report

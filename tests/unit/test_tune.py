@@ -1,0 +1,198 @@
+"""Tune: session configurations searched within a budget with the benchmark harness, a winner only when surely
+faster than ONNX Runtime's defaults, variants only within Quantize's tolerance, the run in the history and on the
+Dashboard, the command line's JSON, and the SessionConfig that Deploy reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.errors import TuneError
+from core.jobs import JOBS
+from core.jobs.wire import decode, encode
+from core.model.inputs import BenchInput
+from core.model.measured import MeasuredModel
+from core.runtime.harness import BenchResult
+from core.store import Store
+from core.store.dashboard import Owned, latest_per_model_machine, latest_tuned
+from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest, run_tune
+from core.tune.saved import as_run
+from core.tune.search import stage_winner, surely_faster
+from core.tune.words import BUDGET_OUT, not_tried_text
+from tests import builders
+from tests.cli import cli
+from ui.charts import latency_figure
+from ui.tune_view import candidates_frame, ort_code, table_frame
+
+PLAN = [BenchInput(name="x", dtype="float32", shape=[1, 64], batch_axis=0)]
+
+
+@pytest.fixture(scope="module")
+def mlp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return builders.write(builders.mlp_model(), tmp_path_factory.mktemp("mlp") / "mlp.onnx")
+
+
+@pytest.fixture(scope="module")
+def strict(mlp: Path, tmp_path_factory: pytest.TempPathFactory) -> TuneReport:
+    """A run that reaches the variants, with a tolerance no variant can pass (cosine above 1)."""
+    request = TuneRequest(
+        model=MeasuredModel(path=str(mlp), inputs=PLAN, name="mlp", id="a" * 64),
+        out_dir=str(tmp_path_factory.mktemp("tuned")),
+        budget_s=4.0,
+        batches=[4],
+        held_out=2,
+        min_cosine=1.01,
+    )
+    return decode(encode(run_tune(request)), TuneReport)  # as it comes back from the worker
+
+
+@pytest.fixture(scope="module")
+def short(mlp: Path, tmp_path_factory: pytest.TempPathFactory) -> TuneReport:
+    """A run with a budget too short for every stage."""
+    request = TuneRequest(
+        model=MeasuredModel(path=str(mlp), inputs=PLAN), out_dir=str(tmp_path_factory.mktemp("short")), budget_s=1.0
+    )
+    return run_tune(request)
+
+
+def test_a_session_config_round_trips_through_json_and_gives_ort_its_options() -> None:
+    import onnxruntime as ort
+
+    config = SessionConfig(intra_op_threads=1, execution_mode="parallel", level="basic", variant="fp16", batch=8)
+    assert SessionConfig.from_json(config.to_json()) == config
+    assert json.loads(config.to_json())["providers"] == ["CPUExecutionProvider"]
+    options = config.to_session_options()
+    assert options.intra_op_num_threads == 1
+    assert options.execution_mode == ort.ExecutionMode.ORT_PARALLEL
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    assert SessionConfig.from_json("{}") == SessionConfig()  # ORT's defaults
+
+
+def test_a_bad_session_config_says_what_is_wrong_and_what_it_may_be() -> None:
+    with pytest.raises(TuneError, match="level must be one of disable, basic, extended, layout, all"):
+        SessionConfig.from_json('{"level": "fastest"}')
+    with pytest.raises(TuneError, match="Unknown session configuration key threads; the keys are"):
+        SessionConfig.from_json('{"threads": 2}')
+    with pytest.raises(TuneError, match="batch must be a whole number from 1 to 4096"):
+        SessionConfig(batch=0)
+
+
+def _measured(config: SessionConfig, median: float, low: float, high: float) -> Candidate:
+    stats = {"n": 100, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high, "min_ms": low}
+    stats |= {"max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
+    result = BenchResult(
+        label="", engine="ort", level="ALL", provider="CPU", threads=0, batch=config.batch, load_ms=0, first_run_ms=0,
+        **stats,
+    )  # fmt: skip
+    return Candidate(config=config, label="", stage="threads", result=result)
+
+
+def test_a_change_is_kept_only_when_its_interval_lies_wholly_below() -> None:
+    best = _measured(SessionConfig(), 1.0, 0.95, 1.05)
+    overlapping = _measured(SessionConfig(intra_op_threads=1), 0.9, 0.8, 0.96)
+    apart = _measured(SessionConfig(intra_op_threads=2), 0.93, 0.9, 0.94)
+    assert not surely_faster(overlapping, best) and surely_faster(apart, best)
+    assert stage_winner(best, [overlapping]) is best
+    assert stage_winner(best, [overlapping, apart]) is apart
+    batched = _measured(SessionConfig(batch=8), 4.0, 3.9, 4.1)  # 0.5 ms per sample
+    assert surely_faster(batched, best)
+    out_of_tolerance = _measured(SessionConfig(variant="fp16"), 0.5, 0.4, 0.6)
+    out_of_tolerance.accuracy_ok = False
+    assert stage_winner(best, [out_of_tolerance]) is best
+
+
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
+def test_the_defaults_are_a_candidate_and_the_answer_is_never_slower(strict: TuneReport) -> None:
+    assert strict.candidates[0].config == SessionConfig() and strict.default.config == SessionConfig()
+    assert strict.default.measured
+    if strict.changed:  # the winner's interval lies below the defaults', measured in the same rounds
+        assert strict.best.ci_ms[1] < strict.default.ci_ms[0]
+        assert strict.headline.startswith("Use ")
+    else:
+        assert strict.best.config == SessionConfig() and strict.headline.startswith("ONNX Runtime's defaults stay")
+    tried = {c.stage for c in strict.candidates}
+    assert {"threads", "variant"} <= tried, strict.not_tried
+
+
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
+def test_a_variant_outside_the_tolerance_is_judged_and_never_timed(strict: TuneReport) -> None:
+    variants = [c for c in strict.candidates if c.config.variant != "fp32"]
+    assert {c.config.variant for c in variants} == {"dynamic-qint8", "fp16"}
+    for c in variants:
+        assert c.accuracy_ok is False and "cosine" in c.accuracy_note and not c.measured
+    assert strict.best.config.variant == "fp32"
+    assert "variant" in " ".join(strict.not_tried) or any("variants" in line for line in strict.not_tried)
+
+
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
+def test_tune_stops_near_its_budget_and_names_what_it_did_not_try(short: TuneReport) -> None:
+    assert short.seconds < short.budget_s + 1.5
+    assert short.default.measured
+    out_of_time = [line for line in short.not_tried if line == not_tried_text(BUDGET_OUT, "mode")]
+    assert out_of_time, short.not_tried  # the least promising stage comes last and is the first left out
+    assert not short.per_sample or short.best.config.batch > 1
+
+
+def test_the_page_charts_every_candidate_per_sample_with_its_interval(strict: TuneReport) -> None:
+    frame = candidates_frame(strict)
+    assert frame["label"].iloc[0].startswith("ORT defaults") and frame["label"].is_unique
+    assert (frame["median_low_ms"] <= frame["median_ms"]).all() and (
+        frame["median_ms"] <= frame["median_high_ms"]
+    ).all()
+    batched = [c for c in strict.candidates if c.config.batch == 4 and c.measured]
+    for c in batched:  # per sample: the call's median over its batch
+        assert c.result is not None and c.median_ms == pytest.approx(c.result.median_ms / 4)
+    figure = latency_figure(frame, "milliseconds per sample")
+    assert figure.layout.xaxis.title.text == "milliseconds per sample"
+    table = table_frame(strict)
+    assert len(table) == len(frame) + sum(1 for c in strict.candidates if not c.measured)
+    assert "ort.InferenceSession('mlp.onnx'" in ort_code(strict.best.config, "mlp.onnx")
+
+
+def test_a_tuning_run_is_saved_to_the_history_and_shown_on_the_dashboard(strict: TuneReport, tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
+    store.save(as_run(strict), owner="ada@example.com", team="t")
+    saved = store.load(strict.id)
+    assert saved.settings["kind"] == "tune" and saved.settings["best"] == strict.best.config.to_data()
+    assert saved.results[0].label == "ORT defaults" and saved.results[0].p99_ms > 0
+    runs = [Owned(saved, "ada@example.com")]
+    assert latest_per_model_machine(runs) == []  # a tuning run is not a benchmark's latest
+    (row,) = latest_tuned(runs)
+    assert row.model == "mlp" and row.run_id == strict.id
+    assert row.default_ms == pytest.approx(strict.default.median_ms)
+    assert SessionConfig.from_data(row.settings) == strict.best.config
+
+
+def test_the_command_line_gives_default_best_and_candidates_and_writes_the_config(
+    mlp: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_HISTORY_URL", "")
+    out = tmp_path / "tuned" / "session.json"
+    done = cli("tune", str(mlp), "--budget", "1", "--variants", "", "--json", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    for side in ("default", "best"):
+        assert set(data[side]) >= {"settings", "median_ms", "ci_ms"}
+        low, high = data[side]["ci_ms"]
+        assert low <= data[side]["median_ms"] <= high
+    assert data["default"]["settings"] == SessionConfig().to_data()
+    assert data["candidates"][0]["settings"] == SessionConfig().to_data()
+    assert SessionConfig.from_json(out.read_text()).to_data() == data["best"]["settings"]
+    history = Store(f"sqlite:///{tmp_path / 'data' / 'history.sqlite'}")
+    assert [r.id for r in history.runs()] == [data["id"]]
+
+
+def test_tune_runs_alone_like_a_benchmark() -> None:
+    job = JOBS.get("tune.run")
+    assert job.exclusive and job.folder == "tuned"
+
+
+def test_static_variants_and_bad_budgets_are_refused_with_the_way_out(mlp: Path, tmp_path: Path) -> None:
+    model = MeasuredModel(path=str(mlp), inputs=PLAN)
+    with pytest.raises(TuneError, match="make it on the Quantize page"):
+        run_tune(TuneRequest(model=model, out_dir=str(tmp_path), variants=["static-qdq-minmax"]))
+    with pytest.raises(TuneError, match="between 1 s and 24 hours"):
+        run_tune(TuneRequest(model=model, out_dir=str(tmp_path), budget_s=0.1))
