@@ -4,15 +4,17 @@ board beside the tutorial's figure."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.classroom import Entry, Rooms
+from core.classroom import Entry, Rooms, browser_entry
 from core.settings import load_settings
 from core.store import open_history
 from tests.app.pages import open_page, run_benchmark, texts
+from tests.unit.test_classroom_devices import browser_run
 
 KEY = "correct horse battery staple"
 HOSTILE = "<img src=x onerror=alert(1)>**Eve**"
@@ -53,10 +55,22 @@ def test_the_teacher_needs_the_key_opens_a_room_and_projects_its_pooled_results(
         entry = Entry(name=name, participant=who, kind="benchmark", created_at=when, value=value, low=value - 0.3,
                       high=value + 0.3, machine="lab-07")  # fmt: skip
         _rooms().add(code, entry)
+    hostile_device = browser_run([5.0, 5.1, 4.9], browser="<b>=cmd</b>", os="Linux")
+    for name, who, run in ((HOSTILE, "p3", hostile_device), ("Bob", "p2", browser_run([7.0, 7.2, 6.9]))):
+        _rooms().add(code, browser_entry(run, name, who))  # type: ignore[arg-type]
     teacher.run()
     assert "this room measured 4.2–7.9×" in texts(teacher)
     chart = teacher.get("plotly_chart")[0].proto.spec
     assert "&lt;img src=x" in chart and "<img" not in chart  # the hostile name is text on the board
+    devices = json.loads(teacher.get("plotly_chart")[1].proto.spec)  # the browsers, by device, with the count
+    assert set(devices["data"][1]["y"]) == {
+        "Chrome 156 · Linux · 8 cores · WASM (1 participant)",
+        "&lt;b&gt;=cmd&lt;/b&gt; 156 · Linux · 8 cores · WASM (1 participant)",  # text, never markup
+    }
+    table = next(t.value for t in teacher.table if "device" in t.value.columns)
+    assert table["participants"].tolist() == [1, 1]
+    assert r"\<b\>=cmd\</b\> 156 · Linux · 8 cores · WASM" in table["device"].tolist()  # as text, never markup
+    assert not [m for m in teacher.markdown if "<b>" in m.value]
     csv = next(b for b in teacher.get("download_button")).proto
     assert csv is not None
     teacher.button(key="room_clear").click().run()
