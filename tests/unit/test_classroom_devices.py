@@ -29,7 +29,7 @@ def browser_run(calls: list[float], **env: Any) -> Any:
             "warmup": 2,
             "created_at": "2026-12-02T05:54:09Z",
             "environment": environment,
-        }  # fmt: skip
+        }
     )
 
 
