@@ -280,6 +280,7 @@ def device_figure(groups: list[DeviceGroup]) -> go.Figure:
         xaxis_title=_("median call time (ms)"),
         xaxis_rangemode="tozero",
         yaxis_title=None,
+        yaxis_autorange="reversed",  # the fastest device on top, as in the table below
         height=max(240, 40 * len(groups) + 140),
         showlegend=False,
     )
