@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.classroom import Entry, Rooms, browser_entry
+from core.classroom import Entry, Rooms, RoomSetup, browser_entry
 from core.settings import load_settings
 from core.store import open_history
 from tests.app.pages import open_page, run_benchmark, texts
@@ -118,3 +118,28 @@ def run_benchmark_in_chinese(at: AppTest) -> None:
         submit.click()
         at.run()
     assert not at.exception, at.exception
+
+
+def _browser_result_arrives() -> None:
+    """The Benchmark page's "In this browser" section as the browser's result comes back, and a rerun after it."""
+    import streamlit as st
+
+    from ui import browser_bench
+
+    for _run in range(2):
+        browser_bench._save(st.session_state["browser_result"], "tok")
+
+
+def test_a_participants_run_in_this_browser_pools_once_into_their_room_with_its_device() -> None:
+    code = _rooms().open(RoomSetup(name="Browsers", model="sample:tinycnn", pages=(), language=""), hours=1).code
+    result = {"format": "onnx-workbench-browser-result", "token": "tok", "model": "tinycnn", "backend": "webgpu",
+              "calls_ms": [3.0, 3.2, 2.9], "environment": {"browser": "Edge", "browser_version": "150.2",
+              "os": "Windows", "cores": 12, "gpu_adapter": "<i>Intel</i>"}}  # fmt: skip
+    at = AppTest.from_function(_browser_result_arrives, default_timeout=60)
+    at.session_state["classroom"] = {"code": code, "name": "Ada", "participant": "p1"}
+    at.session_state["browser_result"] = json.dumps(result)
+    at.run()
+    assert not at.exception, at.exception
+    [entry] = _rooms().entries(code)
+    assert (entry.name, entry.kind, entry.machine) == ("Ada", "browser", "Edge 150 · Windows · 12 cores · WebGPU")
+    assert entry.value == 3.0 and entry.detail["adapter"] == "<i>Intel</i>"  # kept as given; shown only as text
