@@ -129,6 +129,9 @@ def _save(value: object, token: str) -> BenchReport | None:
         st.warning(
             _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
         )
+    from ui.classroom_view import pool_browser  # lazy, as ui/jobs.py: the classroom uses this page's session
+
+    pool_browser(report)  # a workshop participant's run goes to the room board, once per run
     return report
 
 

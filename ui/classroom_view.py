@@ -16,14 +16,17 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.classroom import (
+    DeviceGroup,
     Entry,
     Room,
     Rooms,
     Spread,
     bench_entry,
+    browser_entry,
     choices,
     clean_code,
     clean_name,
+    device_groups,
     machines,
     new_participant,
     quantize_entry,
@@ -31,7 +34,7 @@ from core.classroom import (
     spread,
 )
 from core.errors import RoomError, WorkbenchError
-from core.i18n import LANGUAGES, _
+from core.i18n import LANGUAGES, _, ngettext, number
 from core.jobs import BENCH, QUANTIZE
 from core.jobs.cluster.client import LOCAL
 from core.jobs.registry import Job
@@ -40,7 +43,21 @@ from ui import session, targets
 from ui.charts import escaped
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["board", "board_figure", "forget", "joined", "pool", "room_of", "rooms", "seen_room", "sidebar", "visible"]
+__all__ = [
+    "board",
+    "board_figure",
+    "device_figure",
+    "devices_board",
+    "forget",
+    "joined",
+    "pool",
+    "pool_browser",
+    "room_of",
+    "rooms",
+    "seen_room",
+    "sidebar",
+    "visible",
+]
 
 _JOINED = "classroom"  # session_state: {"code", "name", "participant"} once joined
 # How long a room and its board, as read, serve every participant's page runs: thirty participants clicking need
@@ -212,6 +229,23 @@ def pool(job: Job[Any, Any], result: Any) -> None:
         st.warning(_("Your result could not be added to the room board: {reason}").format(reason=md_escape(str(exc))))
 
 
+def pool_browser(report: Any) -> None:
+    """A joined participant's "In this browser" run goes to the room board (called once per run where
+    ui/browser_bench.py saves it): the median with its interval and the kind of device, never the model."""
+    place = joined()
+    if place is None:
+        return
+    entry = browser_entry(report, place["name"], place["participant"])
+    if entry is None:
+        return
+    try:
+        rooms().add(place["code"], entry)
+    except (SQLAlchemyError, WorkbenchError) as exc:
+        st.warning(_("Your result could not be added to the room board: {reason}").format(reason=md_escape(str(exc))))
+    else:
+        forget(place["code"])  # the participant sees their result on the board at once
+
+
 def _labels(rows: list[Spread]) -> list[str]:
     """One label a participant: the display name, numbered where two typed the same one."""
     seen: dict[str, int] = {}
@@ -254,6 +288,70 @@ def board_figure(rows: list[Spread]) -> go.Figure:
     return fig
 
 
+def _device_label(group: DeviceGroup) -> str:
+    count = ngettext("{n} participant", "{n} participants", group.count).format(n=group.count)
+    return f"{group.device} ({count})"
+
+
+@escaped
+def device_figure(groups: list[DeviceGroup]) -> go.Figure:
+    """The browsers' results by device: each participant's median as a point on their device's row (the spread),
+    the device's middle as a diamond, and the count of participants in the row's label."""
+    labels = [_device_label(g) for g in groups]
+    ys = [label for g, label in zip(groups, labels, strict=True) for _m in g.medians]
+    fig = go.Figure(
+        go.Scatter(
+            x=[m for g in groups for m in g.medians],
+            y=ys,
+            mode="markers",
+            marker={"size": 10, "opacity": 0.7},
+            hovertext=[f"{n}: {m:.3g} ms" for g in groups for n, m in zip(g.names, g.medians, strict=True)],
+            hoverinfo="text",
+            name=_("participants"),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[g.middle for g in groups],
+            y=labels,
+            mode="markers",
+            marker={"size": 14, "symbol": "diamond-open", "line": {"width": 2}},
+            hovertext=[f"{label}: {g.middle:.3g} ms" for g, label in zip(groups, labels, strict=True)],
+            hoverinfo="text",
+            name=_("the device's median"),
+        )
+    )
+    fig.update_layout(
+        title=_("In this browser: each participant's median call time, by device"),
+        xaxis_title=_("median call time (ms)"),
+        xaxis_rangemode="tozero",
+        yaxis_title=None,
+        yaxis_autorange="reversed",  # the fastest device on top, as in the table below
+        height=max(240, 40 * len(groups) + 140),
+        showlegend=False,
+    )
+    return fig
+
+
+def devices_board(entries: list[Any]) -> None:
+    """The participants' browser runs, grouped by the kind of device (browser, OS, cores, backend), with the spread
+    and the count of each group; nothing when no one ran in a browser."""
+    groups = device_groups(entries)
+    if not groups:
+        return
+    st.markdown("**" + _("In their browsers, by device") + "**")
+    st.plotly_chart(device_figure(groups), key="board_devices", config={"displaylogo": False})
+    frame = pd.DataFrame(
+        {
+            _("device"): [g.device for g in groups],
+            _("participants"): [g.count for g in groups],
+            _("median (ms)"): [number(g.middle, 2) for g in groups],
+            _("fastest–slowest (ms)"): [f"{number(min(g.medians), 2)}–{number(max(g.medians), 2)}" for g in groups],
+        }
+    )
+    st.table(escaped_frame(frame), hide_index=True)
+
+
 def board(room: Room, shared: bool = False) -> None:
     """The room board: pooled results only (display names as text, never a model). ``shared``: as read at most a
     few seconds ago by any participant (the teacher's board reads them afresh)."""
@@ -266,6 +364,7 @@ def board(room: Room, shared: bool = False) -> None:
     st.subheader(md_escape(range_sentence(rows), 300), anchor=False)
     if rows:
         st.plotly_chart(board_figure(rows), key=f"board_{room.code}", config={"displaylogo": False})
+    devices_board(entries)
     left, right = st.columns(2)
     picked, where = choices(entries), machines(entries)
     with left:

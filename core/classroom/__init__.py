@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from core.classroom.board import Spread, bench_entry, choices, machines, quantize_entry, range_sentence, spread, to_csv
+from core.classroom.devices import BROWSER, DeviceGroup, browser_entry, device_groups, device_key
 from core.classroom.rooms import Entry, Room, Rooms, RoomSetup, clean_code, clean_name, new_code, new_participant
 
 __all__ = [
+    "BROWSER",
+    "DeviceGroup",
     "Entry",
     "Room",
     "RoomSetup",
     "Rooms",
     "Spread",
     "bench_entry",
+    "browser_entry",
     "choices",
     "clean_code",
     "clean_name",
+    "device_groups",
+    "device_key",
     "machines",
     "new_code",
     "new_participant",

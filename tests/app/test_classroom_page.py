@@ -4,15 +4,17 @@ board beside the tutorial's figure."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.classroom import Entry, Rooms
+from core.classroom import Entry, Rooms, RoomSetup, browser_entry
 from core.settings import load_settings
 from core.store import open_history
 from tests.app.pages import open_page, run_benchmark, texts
+from tests.unit.test_classroom_devices import browser_run
 from ui import classroom_view
 
 KEY = "correct horse battery staple"
@@ -54,10 +56,22 @@ def test_the_teacher_needs_the_key_opens_a_room_and_projects_its_pooled_results(
         entry = Entry(name=name, participant=who, kind="benchmark", created_at=when, value=value, low=value - 0.3,
                       high=value + 0.3, machine="lab-07")  # fmt: skip
         _rooms().add(code, entry)
+    hostile_device = browser_run([5.0, 5.1, 4.9], browser="<b>=cmd</b>", os="Linux")
+    for name, who, run in ((HOSTILE, "p3", hostile_device), ("Bob", "p2", browser_run([7.0, 7.2, 6.9]))):
+        _rooms().add(code, browser_entry(run, name, who))  # type: ignore[arg-type]
     teacher.run()
     assert "this room measured 4.2–7.9×" in texts(teacher)
     chart = teacher.get("plotly_chart")[0].proto.spec
     assert "&lt;img src=x" in chart and "<img" not in chart  # the hostile name is text on the board
+    devices = json.loads(teacher.get("plotly_chart")[1].proto.spec)  # the browsers, by device, with the count
+    assert set(devices["data"][1]["y"]) == {
+        "Chrome 156 · Linux · 8 cores · WASM (1 participant)",
+        "&lt;b&gt;=cmd&lt;/b&gt; 156 · Linux · 8 cores · WASM (1 participant)",  # text, never markup
+    }
+    table = next(t.value for t in teacher.table if "device" in t.value.columns)
+    assert table["participants"].tolist() == [1, 1]
+    assert r"\<b\>=cmd\</b\> 156 · Linux · 8 cores · WASM" in table["device"].tolist()  # as text, never markup
+    assert not [m for m in teacher.markdown if "<b>" in m.value]
     csv = next(b for b in teacher.get("download_button")).proto
     assert csv is not None
     teacher.button(key="room_clear").click().run()
@@ -115,3 +129,28 @@ def run_benchmark_in_chinese(at: AppTest) -> None:
         submit.click()
         at.run()
     assert not at.exception, at.exception
+
+
+def _browser_result_arrives() -> None:
+    """The Benchmark page's "In this browser" section as the browser's result comes back, and a rerun after it."""
+    import streamlit as st
+
+    from ui import browser_bench
+
+    for _run in range(2):
+        browser_bench._save(st.session_state["browser_result"], "tok")
+
+
+def test_a_participants_run_in_this_browser_pools_once_into_their_room_with_its_device() -> None:
+    code = _rooms().open(RoomSetup(name="Browsers", model="sample:tinycnn", pages=(), language=""), hours=1).code
+    result = {"format": "onnx-workbench-browser-result", "token": "tok", "model": "tinycnn", "backend": "webgpu",
+              "calls_ms": [3.0, 3.2, 2.9], "environment": {"browser": "Edge", "browser_version": "150.2",
+              "os": "Windows", "cores": 12, "gpu_adapter": "<i>Intel</i>"}}  # fmt: skip
+    at = AppTest.from_function(_browser_result_arrives, default_timeout=60)
+    at.session_state["classroom"] = {"code": code, "name": "Ada", "participant": "p1"}
+    at.session_state["browser_result"] = json.dumps(result)
+    at.run()
+    assert not at.exception, at.exception
+    [entry] = _rooms().entries(code)
+    assert (entry.name, entry.kind, entry.machine) == ("Ada", "browser", "Edge 150 · Windows · 12 cores · WebGPU")
+    assert entry.value == 3.0 and entry.detail["adapter"] == "<i>Intel</i>"  # kept as given; shown only as text
