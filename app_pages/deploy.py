@@ -96,7 +96,7 @@ if submitted or st.session_state.pop("tune_again", False):  # the button, or "Tu
 
 report: TuneReport | None = jobs.kept(TUNE, record.id)
 served = measured_model(record, inputs)
-tuned: dict[str, Any] | None = None
+options: dict[str, Any] | None = None
 if report is None:
     st.info(_("Set the time budget and press **Tune**. The model is not changed."))
 else:
@@ -105,14 +105,14 @@ else:
     chosen_section(report, key=f"tune_{report.id}")
     if st.session_state.get("tune_saved") == report.id:
         pages.link("history", _("Saved to the history as run {run}").format(run=report.id), run=report.id)
-    tuned = report.best.config.to_data()
+    options = report.best.config.to_data()
     variant = report.best.config.variant
     if variant != "fp32" and variant in report.variant_paths:  # the server serves the variant Tune chose
         label = _("{name} ({variant})").format(name=served.name or record.name, variant=variant_label(variant))
         served = dataclasses.replace(served, path=report.variant_paths[variant], name=label)
 
 st.header(_("Serve it"), anchor="serve")
-if tuned is None:
+if options is None:
     st.caption(
         _(
             "Not tuned yet: the server uses ONNX Runtime's defaults. Press **Tune** above first to serve the tuned "
@@ -121,8 +121,8 @@ if tuned is None:
     )
 else:
     st.caption(_("The server uses the settings Tune chose above, and the variant it chose."))
-deploy_section(served, key="deploy_server", tuned=tuned)
+deploy_section(served, key="deploy_server", tuned=options)
 st.subheader(_("Under load"), anchor="load")
-loadtest_section(served, key="deploy_load", tuned=tuned)
+loadtest_section(served, key="deploy_load", tuned=options)
 
 next_steps("history", "dashboard")
