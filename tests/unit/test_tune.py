@@ -49,11 +49,13 @@ def strict(mlp: Path, tmp_path_factory: pytest.TempPathFactory) -> TuneReport:
 
 
 @pytest.fixture(scope="module")
-def short(mlp: Path, tmp_path_factory: pytest.TempPathFactory) -> TuneReport:
-    """A run with a budget too short for every stage."""
-    request = TuneRequest(
-        model=MeasuredModel(path=str(mlp), inputs=PLAN), out_dir=str(tmp_path_factory.mktemp("short")), budget_s=1.0
-    )
+def short(tmp_path_factory: pytest.TempPathFactory) -> TuneReport:
+    """A run with a budget too short for every stage: the shortest budget (1 s) on a perceptron whose call is a
+    gigaflop at batch 64 (tens of ms here, several even on a fast machine), so that no machine fits every stage."""
+    folder = tmp_path_factory.mktemp("short")
+    wide = builders.write(builders.mlp_model(width=2048), folder / "wide.onnx")
+    plan = [BenchInput(name="x", dtype="float32", shape=[64, 2048], batch_axis=0)]
+    request = TuneRequest(model=MeasuredModel(path=str(wide), inputs=plan), out_dir=str(folder), budget_s=1.0)
     return run_tune(request)
 
 
