@@ -1,5 +1,5 @@
 """In Chromium: quantize TinyCNN dynamically and see the comparison with the float32 original, then tune its
-session settings on the Deploy page."""
+session settings on the Deploy page, download a server for it and load it."""
 
 from __future__ import annotations
 
@@ -47,3 +47,19 @@ def test_dynamic_int8_of_tinycnn_then_its_tuned_session_settings(page) -> None: 
     assert page.locator('[data-testid="stPlotlyChart"]').first.is_visible()  # every candidate's median
     assert page.get_by_text("The chosen configuration").is_visible()
     assert page.get_by_text('"intra_op_threads"').first.is_visible()
+    # the server for it, as a zip, and its latency under load at one concurrency for a second
+    page.get_by_role("button", name="Prepare the server (.zip)").click()
+    with page.expect_download(timeout=120_000) as download:
+        page.get_by_role("button", name="Download the server (.zip)").click(timeout=120_000)
+    assert download.value.suggested_filename == "server.zip"
+    load = page.locator('[data-testid="stMultiSelect"]').filter(has_text="16")
+    for n in ("4", "16"):
+        load.get_by_role("button", name=f"Remove {n}").click()
+    page.get_by_role("slider", name="Seconds per concurrency").press("Home")  # 1 s
+    page.get_by_role("button", name="Run the load test").click()
+    page.get_by_text("ONNX Runtime in-process, one call at a time").wait_for(timeout=120_000)
+    wait_idle(page)
+    shot(page, "66-deploy-load")
+    table = page.locator('[data-testid="stTable"]').filter(has_text="requests/s")
+    assert table.get_by_text("0", exact=True).count() >= 1  # no errors
+    assert page.locator('[data-testid="stPlotlyChart"]').count() >= 3  # the candidates, latency and throughput
