@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BenchmarkError",
     "CodeError",
+    "CompareError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -112,6 +113,10 @@ class PlanTooLargeError(BenchmarkError):
 
 class UnsetDimError(BenchmarkError):
     """An input plan with an open dim that nothing in the model sizes: it runs only once the user gives it one."""
+
+
+class CompareError(WorkbenchError):
+    """Two models cannot be compared as asked (no tensor in common, inputs that differ, a level not known)."""
 
 
 class QuantizeError(WorkbenchError):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from core.cli import (
     bench,
+    compare,
     export,
     graph,
     history,
@@ -34,7 +35,7 @@ from core.i18n import _, using
 __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade, notebook]
+COMMANDS += [upgrade, notebook, compare]
 
 
 def parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from core.jobs.registry import (
         BENCH,
         CALIBRATION,
+        COMPARE,
         DECODE,
         EXPORT,
         GRAPH,
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BENCH",
     "CALIBRATION",
+    "COMPARE",
     "DECODE",
     "EXPORT",
     "GRAPH",

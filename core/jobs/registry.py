@@ -27,6 +27,7 @@ from core.errors import JobError
 
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
+    from core.compare.records import CompareReport, CompareRequest
     from core.decode.records import DecodedModel, DecodeRequest
     from core.export.options import ExportReport, ExportRequest
     from core.graph.records import GraphRequest, GraphView
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BENCH",
     "CALIBRATION",
+    "COMPARE",
     "DECODE",
     "EXPORT",
     "GRAPH",
@@ -224,6 +226,10 @@ NOTEBOOK: Job[NotebookRequest, NotebookArchive] = Job(  # the whole walk-through
     name="notebook.archive", target="core.notebook.archive:notebook_archive", folder="notebook"
 )
 
+COMPARE: Job[CompareRequest, CompareReport] = Job(  # two models tensor by tensor, on one machine's ORT
+    name="compare.run", target="core.compare.engine:compare_models", targeted=True, kept_with_link=True
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
-HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK]
+HANDLES += [UPGRADE, CALIBRATION, IMAGE_INPUT, NPZ_INPUTS, HARDWARE, NOTEBOOK, COMPARE]
 JOBS = JobRegistry(HANDLES)
