@@ -10,8 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, padded, provider_names
-from core.cli.common import target_backend
+from core.cli.common import (
+    add_target_argument,
+    as_onnx,
+    environment_json,
+    in_own_folder,
+    padded,
+    provider_names,
+    target_backend,
+)
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.compare import CompareRequest, CompareSide
 from core.errors import WorkbenchError

@@ -23,6 +23,7 @@ CAUSES = {
     "weight": N_("a changed weight"),
     "op": N_("another op"),
     "fp16-range": N_("float16's range"),
+    "fp16-rounding": N_("float16's rounding"),
     "quantized": N_("INT8 quantization"),
     "fused": N_("a fused op"),
     "rounding": N_("rounding"),
@@ -121,19 +122,29 @@ def _why(graph: Graph, index: int, outputs: list[TensorError], context: dict[str
     """The likely causes, most likely first, as (the first one's key, sentences)."""
     found: list[tuple[str, str]] = []
     op = graph.ops[index]
-    for name, diff in context["weights"](index):
-        found.append(("weight", _("Its weight '{name}' differs between the two models (by up to {diff}).").format(
-            name=name, diff=f"{diff:.3g}"
-        )))  # fmt: skip
+    for name, diff, largest in context["weights"](index):
+        if context["kind"] == "fp16" and largest > FP16_MAX:
+            found.insert(0, ("fp16-range", _(
+                "Its weight '{name}' reaches {largest}, beyond float16's largest number (65,504): in the float16 "
+                "model it is infinite."
+            ).format(name=name, largest=f"{largest:.4g}")))  # fmt: skip
+        elif context["kind"] == "fp16":
+            found.append(("fp16-rounding", _("Its weight '{name}' is rounded to float16 (by up to {diff}).").format(
+                name=name, diff=f"{diff:.3g}"
+            )))  # fmt: skip
+        else:
+            found.append(("weight", _("Its weight '{name}' differs between the two models (by up to {diff}).").format(
+                name=name, diff=f"{diff:.3g}"
+            )))  # fmt: skip
     worst = max(outputs, key=lambda e: e.relative)
     b_op = context["b_ops"].get(worst.name, "")
     if b_op and b_op != op:
         found.append(("op", _("The second model computes it with {b_op} where the first has {op}.").format(
             b_op=b_op, op=op
         )))  # fmt: skip
-    if context["b_types"].get(worst.name) == "float16" or context["kind"] == "fp16":
-        if worst.reference_max > FP16_MAX or worst.nonfinite:
-            found.append(("fp16-range", _(
+    half = context["b_types"].get(worst.name) == "float16" or context["kind"] == "fp16"
+    if half and worst.nonfinite:
+        found.insert(0, ("fp16-range", _(
                 "Its values reach {largest} in the first model, beyond float16's largest number (65,504): in float16 "
                 "they become infinite ({count} values)."
             ).format(largest=f"{worst.reference_max:.4g}", count=number(worst.nonfinite))))  # fmt: skip

@@ -41,7 +41,7 @@ __all__ = ["compare_models"]
 FUSED_AWAY = N_("fused or folded away by ONNX Runtime at the first model's level")
 NOT_IN_B = N_("not computed by the second model (fused, renamed or removed there)")
 NOT_COMPARABLE = N_("another shape or type in the two models (a re-laid-out or converted tensor)")
-_FIRST_GROUP, _MOST = 64, 8192  # tensors in the first group (to learn their size), and in any group
+_FIRST_GROUP, _MOST = 16, 8192  # tensors in the first group (to learn their size), and in any group
 
 
 def _silent(fraction: float, message: str) -> None:
@@ -86,10 +86,14 @@ class _Weights:
         found = {t.name: t for t in model.graph.initializer}
         for node in model.graph.node:
             if node.op_type == "Constant" and node.output:
-                found.update({node.output[0]: a.t for a in node.attribute if a.name == "value"})
+                for attribute in node.attribute:
+                    if attribute.name == "value":
+                        found[node.output[0]] = attribute.t
         return found
 
-    def __call__(self, index: int) -> list[tuple[str, float]]:
+    def __call__(self, index: int) -> list[tuple[str, float, float]]:
+        """(name, largest difference, largest magnitude in the reference) of each weight of node ``index`` that
+        differs (the difference is infinite where the second model's weight is not finite)."""
         import numpy as np
         from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
         from onnx.numpy_helper import to_array
@@ -107,10 +111,11 @@ class _Weights:
                     load_external_data_for_tensor(copy, folder)
                     tensor = copy
                 arrays.append(np.asarray(to_array(tensor), dtype=np.float64))
+            largest = float(np.abs(arrays[0]).max()) if arrays[0].size else 0.0
             if arrays[0].shape != arrays[1].shape:
-                differ.append((name, float("inf")))
+                differ.append((name, float("inf"), largest))
             elif not np.array_equal(arrays[0], arrays[1]):
-                differ.append((name, float(np.abs(arrays[0] - arrays[1]).max())))
+                differ.append((name, float(np.abs(arrays[0] - arrays[1]).max()), largest))
         return differ
 
 

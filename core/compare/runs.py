@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Prepared", "feeds_for", "prepare", "run_group"]
 
 _DATA = "weights.data"
+_CAST = "InsertedPrecisionFreeCast_"
 
 
 @dataclass(kw_only=True)
@@ -36,6 +37,7 @@ class Prepared:
     producers: dict[str, tuple[str, str, str]]  # tensor -> (node name, op type, domain) in the optimized graph
     outputs: list[str]  # the model's outputs, in order
     input_types: dict[str, str]  # input -> numpy dtype
+    aliases: dict[str, str]  # a tensor -> the name ORT gave it (where it computes a float16 node in float32)
 
 
 def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
@@ -70,9 +72,17 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
             if tensor:
                 producers[tensor] = (node.name or f"{node.op_type}_{position}", node.op_type, node.domain)
     outputs = [o.name for o in model.graph.output]
+    # a provider without a float16 kernel for a node computes it in float32 between Casts ORT inserts, and the
+    # node's output is renamed: the tensor is still the node's, in float32
+    aliases = {}
+    for tensor in list(producers):
+        base = tensor.removeprefix(_CAST)
+        if base != tensor and base not in producers:
+            producers[base], aliases[base] = producers[tensor], tensor
     return Prepared(
-        folder=folder, model=model, provider=provider, producers=producers, outputs=outputs, input_types=input_types
-    )
+        folder=folder, model=model, provider=provider, producers=producers, outputs=outputs,
+        input_types=input_types, aliases=aliases,
+    )  # fmt: skip
 
 
 def feeds_for(side: Prepared, arrays: dict[str, Any]) -> dict[str, Any]:
@@ -101,12 +111,12 @@ def run_group(side: Prepared, names: list[str], feeds: dict[str, Any]) -> Iterat
     model.CopyFrom(side.model)
     del model.graph.output[:]
     for name in names:
-        model.graph.output.append(onnx.ValueInfoProto(name=name))
+        model.graph.output.append(onnx.ValueInfoProto(name=side.aliases.get(name, name)))
     path = side.folder / "group.onnx"
     onnx.save_model(model, str(path))  # beside the weights' file, which it names
     try:
         session = ort.InferenceSession(str(path), session_options("disable"), providers=[side.provider])
-        values = session.run(names, feeds)
+        values = session.run([side.aliases.get(name, name) for name in names], feeds)
     except Exception as exc:
         raise explain_session_error(exc, _("run the model")) from None
     del session
