@@ -57,7 +57,15 @@ def require_pytorch(step: str) -> ModelRecord:
 
 # what each page does to the model, as ui/pages.py's ``doing`` says it: marked here for the catalog, translated where
 # "… needs an ONNX model" is said
-_DOING = (N_("Export"), N_("Decoding"), N_("Partitioning"), N_("Benchmarking"), N_("Profiling"), N_("Quantizing"))
+_DOING = (
+    N_("Export"),
+    N_("Decoding"),
+    N_("Partitioning"),
+    N_("Benchmarking"),
+    N_("Profiling"),
+    N_("Quantizing"),
+    N_("Comparing"),
+)
 
 
 def require_onnx(step: str) -> ModelRecord:

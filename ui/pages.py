@@ -99,6 +99,16 @@ PAGES: tuple[Page, ...] = (
         doing="Quantizing",
     ),
     Page(
+        step="compare",
+        path="app_pages/compare.py",
+        title=N_("Compare"),
+        icon=":material/difference:",
+        section=WALK_THROUGH,
+        link=N_("Compare: where two models part ways, tensor by tensor"),
+        needs="onnx",
+        doing="Comparing",
+    ),
+    Page(
         step="history",
         path="app_pages/history.py",
         title=N_("History"),
