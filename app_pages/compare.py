@@ -11,15 +11,16 @@ from core.compare import CompareReport, CompareRequest, CompareSide
 from core.errors import WorkbenchError
 from core.i18n import _
 from core.jobs import COMPARE, QUANTIZE
+from core.quantize import VARIANTS, QuantizeRequest
 from core.quantize.records import variant_label
 from core.runtime.ort import LEVELS
 from core.workspace import safe_filename
 from ui import jobs, session
-from ui.compare_view import compare_section
+from ui.compare_view import compare_section, fix_verdict
 from ui.graph_panel import graph_of
 from ui.jobs import stop_with_error
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import plan_ready, plan_section
+from ui.plan_view import measured_model, plan_ready, plan_section
 from ui.text import md_escape
 
 st.title(_("Compare"))
@@ -107,6 +108,7 @@ if submitted:
         inputs=inputs,
         rtol=float(rtol),
     )
+    st.session_state["compare_b_variant"] = str(variant) if against == "variant" else ""  # what "make it again" makes
     label = _("Comparing “{a}” with “{b}”").format(a=record.name, b=b_label)
     jobs.run(COMPARE, request, label, model=record.id)
 
@@ -118,4 +120,14 @@ st.subheader(_("{a} against {b}").format(a=md_escape(report.a, 120), b=md_escape
 if (st.session_state.get("link") or {}).get("model") == record.id:
     st.caption(_("The comparison is kept with the model: this page's address opens it again."))
 compare_section(report, key=f"compare_{record.id[:12]}", view=graph_of(record))
+remake = st.session_state.get("compare_b_variant", "")
+if report.keep_float32 and remake in VARIANTS:
+    asked = _("Make {variant} again with these nodes left out, and judge it").format(variant=variant_label(remake))
+    if st.button(asked, key="compare_remake"):
+        request_fix = QuantizeRequest(
+            model=measured_model(record, inputs), out_dir="", variants=[remake], keep_float32=report.keep_float32
+        )
+        label = _("Making {variant} of “{name}” again").format(variant=variant_label(remake), name=record.name)
+        fixed = jobs.run(QUANTIZE, request_fix, label, model=record.id)
+        fix_verdict(fixed.variants[-1], fixed.tolerance)
 next_steps("quantize", "profile", "benchmark")

@@ -15,11 +15,12 @@ from core.graph import GraphView
 from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
+from core.quantize import Variant
 from core.recorded import significant
 from ui.graph_panel import draw_graph
 from ui.text import md_escape
 
-__all__ = ["compare_section", "nodes_frame", "tensors_frame"]
+__all__ = ["compare_section", "fix_verdict", "nodes_frame", "tensors_frame"]
 
 SHOWN_NODES = 200  # rows of the node table (the download has them all)
 
@@ -155,3 +156,20 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
         _("Download the comparison (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
         "compare.json", "application/json", key=f"{key}_json",
     )  # fmt: skip
+
+
+def fix_verdict(variant: Variant, tolerance: str) -> None:
+    """The variant made again with Compare's nodes left out, judged by Quantize's tolerance gate."""
+    if variant.error:
+        st.error(md_escape(variant.error, 800))
+    elif variant.accuracy_ok:
+        st.success(
+            _("{variant}, made again: within Quantize's tolerance ({tolerance}). The Quantize page lists it.").format(
+                variant=variant.label, tolerance=md_escape(tolerance, 400)
+            )
+        )
+    else:
+        st.warning(
+            _("{variant}, made again: still out of Quantize's tolerance ({why}). Compare it again for the next node.")
+            .format(variant=variant.label, why=md_escape(variant.accuracy_note, 400))
+        )  # fmt: skip

@@ -137,3 +137,14 @@ def test_the_command_prints_the_json_the_issue_asks_for(cnn: Path, tmp_path: Pat
     assert data["first_divergence"]["node"] == "/stem/conv1/Relu" and data["first_divergence"]["op_type"] == "Relu"
     assert {"node", "op_type", "module", "max_abs", "mean_abs", "relative", "cosine", "within"} <= set(data["nodes"][0])
     assert data["matched"] == len(model.graph.node) and np.isclose(data["tolerance"]["rtol"], 1e-3)
+
+
+def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant_again(tmp_path: Path) -> None:
+    from core.quantize.variants import make_variant
+
+    source = write(range_model(3000.0), tmp_path / "ranges.onnx")
+    kept: list[str] = []
+    made = make_variant("fp16", source, None, tmp_path, [], False, kept, keep=["shrink"])
+    node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
+    divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
+    assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
