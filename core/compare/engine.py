@@ -41,7 +41,7 @@ __all__ = ["compare_models"]
 FUSED_AWAY = N_("fused or folded away by ONNX Runtime at the first model's level")
 NOT_IN_B = N_("not computed by the second model (fused, renamed or removed there)")
 NOT_COMPARABLE = N_("another shape or type in the two models (a re-laid-out or converted tensor)")
-_FIRST_GROUP, _MOST = 16, 8192  # tensors in the first group (to learn their size), and in any group
+_FIRST_GROUP = 16  # tensors in the first group, to learn their size (each group costs a session of each model)
 
 
 def _silent(fraction: float, message: str) -> None:
@@ -167,8 +167,11 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         shared, uncompared = _plan(graph, pa, pb)
         if not shared and not pa.outputs:
             raise CompareError(_("The two models have no tensor in common to compare."))
-        outputs = _outputs(pa, pb, fa, fb, request)
         measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress)
+        if all(name in measured for name in pa.outputs):  # the outputs were among the shared tensors
+            outputs = [measured[name] for name in pa.outputs]
+        else:  # named otherwise in the second model: by position, in a run of their own
+            outputs = _outputs(pa, pb, fa, fb, request)
     reached = taint(graph, measured)
     found_at = stats["times"]
     b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
@@ -238,7 +241,7 @@ def _measure_all(
         now = time.perf_counter()
         times.update(dict.fromkeys(names, now))
         groups, peak, start = groups + 1, max(peak, held), start + len(names)
-        count = max(1, min(_MOST, int(budget / max(held / len(names), 1))))
+        count = max(1, int(budget / max(held / len(names), 1)))
         progress(0.05 + 0.9 * start / len(shared), _("{done} of {total} tensors compared").format(
             done=start, total=len(shared)
         ))  # fmt: skip
