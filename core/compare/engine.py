@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from core.compare.divergence import first_divergence, introducing, model_kind, node_errors, taint
 from core.compare.measures import Graph, graph_of, measure
 from core.compare.records import CompareReport, CompareRequest, TensorError, Uncompared
-from core.compare.runs import Prepared, feeds_for, prepare, run_group
+from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
 from core.errors import CompareError
 from core.i18n import N_, _
 from core.model.inputs import describe_values, make_inputs
@@ -151,6 +151,22 @@ def _outputs(
     return compared
 
 
+def _next_group(shared: list[str], start: int, sizes: dict[str, int], average: float, budget: int) -> list[str]:
+    """The tensors of the next group: as many as fit in ``budget`` bytes by the sizes the optimized graph gives
+    (else the average of those measured so far); a few to learn their size when neither is known."""
+    names: list[str] = []
+    total = 0.0
+    for name in shared[start:]:
+        size = sizes.get(name) or average
+        if not size:
+            return names or shared[start : start + _FIRST_GROUP]
+        if names and total + size > budget:
+            break
+        names.append(name)
+        total += size
+    return names
+
+
 def compare_models(request: CompareRequest, progress: Callable[[float, str], None] | None = None) -> CompareReport:
     """Run both models on the plan's inputs (batch 1, seeded) and measure every tensor they share."""
     progress = progress or _silent
@@ -164,6 +180,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         pa = prepare(request.a.path, request.a.level, request.a.provider, Path(tmp) / "a")
         pb = prepare(request.b.path, request.b.level, request.b.provider, Path(tmp) / "b")
         fa, fb = feeds_for(pa, arrays), feeds_for(pb, arrays)
+        learn_sizes(pa, fa)
         shared, uncompared = _plan(graph, pa, pb)
         if not shared and not pa.outputs:
             raise CompareError(_("The two models have no tensor in common to compare."))
@@ -224,9 +241,9 @@ def _measure_all(
     b_types: dict[str, str] = {}
     times: dict[str, float] = {}
     lost: list[str] = []
-    start, count, groups, peak = 0, _FIRST_GROUP, 0, 0
+    start, groups, peak, average = 0, 0, 0, 0.0
     while start < len(shared):
-        names = shared[start : start + count]
+        names = _next_group(shared, start, pa.sizes, average, budget)
         values_a = dict(run_group(pa, names, fa))
         held = sum(v.nbytes for v in values_a.values() if hasattr(v, "nbytes"))
         for name, value_b in run_group(pb, names, fb):
@@ -241,7 +258,7 @@ def _measure_all(
         now = time.perf_counter()
         times.update(dict.fromkeys(names, now))
         groups, peak, start = groups + 1, max(peak, held), start + len(names)
-        count = max(1, int(budget / max(held / len(names), 1)))
+        average = max(held / len(names), 1.0)
         progress(0.05 + 0.9 * start / len(shared), _("{done} of {total} tensors compared").format(
             done=start, total=len(shared)
         ))  # fmt: skip

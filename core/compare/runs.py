@@ -21,7 +21,7 @@ from core.i18n import _
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["Prepared", "feeds_for", "prepare", "run_group"]
+__all__ = ["Prepared", "feeds_for", "learn_sizes", "prepare", "run_group"]
 
 _DATA = "weights.data"
 _CAST = "InsertedPrecisionFreeCast_"
@@ -38,6 +38,7 @@ class Prepared:
     outputs: list[str]  # the model's outputs, in order
     input_types: dict[str, str]  # input -> numpy dtype
     aliases: dict[str, str]  # a tensor -> the name ORT gave it (where it computes a float16 node in float32)
+    sizes: dict[str, int]  # tensor -> its bytes, where the optimized graph gives its whole shape
 
 
 def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
@@ -81,8 +82,44 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
             producers[base], aliases[base] = producers[tensor], tensor
     return Prepared(
         folder=folder, model=model, provider=provider, producers=producers, outputs=outputs,
-        input_types=input_types, aliases=aliases,
+        input_types=input_types, aliases=aliases, sizes={},
     )  # fmt: skip
+
+
+def learn_sizes(side: Prepared, feeds: dict[str, Any]) -> None:
+    """The bytes of each tensor whose whole shape onnx's shape inference finds, at the shapes of ``feeds`` (what
+    groups are sized by; the others are sized by the average of those measured)."""
+    import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    model = onnx.ModelProto()
+    model.CopyFrom(side.model)
+    for given in model.graph.input:
+        if given.name in feeds:
+            shape = given.type.tensor_type.shape
+            del shape.dim[:]
+            for size in feeds[given.name].shape:
+                shape.dim.add().dim_value = int(size)
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # a graph onnx cannot follow: sized by what is measured
+        return
+    sizes = {}
+    for info in model.graph.value_info:
+        tensor = info.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tensor.shape.dim]
+        if not tensor.HasField("shape") or min(dims, default=0) < 0:
+            continue
+        try:
+            itemsize = tensor_dtype_to_np_dtype(tensor.elem_type).itemsize
+        except (KeyError, TypeError):
+            continue
+        count = 1
+        for dim in dims:
+            count *= dim
+        sizes[info.name] = count * itemsize
+    sizes.update({base: sizes[alias] for base, alias in side.aliases.items() if alias in sizes})
+    side.sizes.update(sizes)
 
 
 def feeds_for(side: Prepared, arrays: dict[str, Any]) -> dict[str, Any]:
