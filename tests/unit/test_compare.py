@@ -68,6 +68,16 @@ def test_a_conv_whose_weights_were_scaled_is_the_first_divergence_and_its_weight
     assert report.matched == len(_cnn().graph.node) and report.groups > 1  # bounded groups, every tensor compared
 
 
+def test_the_module_is_read_from_the_name_scopes_torch_2_13s_exporter_writes(tmp_path: Path) -> None:
+    model = detector_model()
+    relu = next(n for n in model.graph.node if n.op_type == "Relu")
+    scopes = relu.metadata_props.add()  # as torch.onnx.export(..., dynamo=True) writes it on each node
+    scopes.key, scopes.value = "pkg.torch.onnx.name_scopes", "['', 'backbone', 'backbone.act', 'relu']"
+    path = write(model, tmp_path / "scoped.onnx")
+    report = _compare(path, path, [BenchInput(name="x", dtype="float32", shape=[1, 3, 16, 16], batch_axis=0)])
+    assert {n.node: n.module for n in report.nodes}["relu_0"] == "backbone.act"
+
+
 def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
     model = detector_model()
     for node in model.graph.node:
@@ -148,3 +158,4 @@ def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant
     node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
     divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
     assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
+
