@@ -158,4 +158,3 @@ def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant
     node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
     divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
     assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
-
