@@ -51,12 +51,12 @@ with st.form("compare_form"):
     against = st.radio(
         _("Compare the current model (A) with B:"), choices, format_func=CHOICES.__getitem__, key="compare_against"
     )
-    variant = st.selectbox(
-        _("The variant (when B is a variant)"),
-        list(variants),
-        format_func=variant_label,
-        disabled=not variants,
-        key="compare_variant",
+    variant = (
+        st.selectbox(
+            _("The variant (when B is a variant)"), list(variants), format_func=variant_label, key="compare_variant"
+        )
+        if variants
+        else None
     )
     upload = st.file_uploader(_("The other ONNX file (when B is another file)"), type=["onnx"], key="compare_upload")
     left, mid, right = st.columns(3)

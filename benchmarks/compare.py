@@ -120,10 +120,9 @@ def main() -> None:
             wall, peak, out = _peak([sys.executable, "-c", script])
             ours = json.loads(out.strip().splitlines()[-1])
             ours.update(wall=wall, peak_mb=peak / 2**20, growth_mb=(peak - ours.pop("before")) / 2**20)
-            line = {"case": case, "nodes": nodes, "ours": ours}
+            print(json.dumps({"case": case, "nodes": nodes, "ours": ours}, indent=1), flush=True)
             if not args.no_polygraphy:
-                line["polygraphy"] = _polygraphy(a, b, options, folder)
-            print(json.dumps(line, indent=1), flush=True)
+                print(json.dumps({"case": case, "polygraphy": _polygraphy(a, b, options, folder)}), flush=True)
 
 
 if __name__ == "__main__":

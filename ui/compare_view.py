@@ -17,6 +17,7 @@ from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.quantize import Variant
 from core.recorded import significant
+from ui import session
 from ui.graph_panel import draw_graph
 from ui.text import md_escape
 
@@ -146,6 +147,9 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
         relative = {n.index: n.relative for n in report.nodes}
         first = report.first_divergence.index if report.first_divergence else None
         colouring = error_colouring(view, relative, first)
+        marked = next((n.name for n in view.nodes if first is not None and n.index == first), "")
+        if marked and not session.page_param("node"):  # the graph opens on the first divergence
+            session.set_page_param("node", marked)
         draw_graph(view, key=f"{key}_graph", colourings={"error": colouring}, colour="error")
     left, right = st.columns(2)
     left.download_button(
