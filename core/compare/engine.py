@@ -157,7 +157,7 @@ def _next_group(shared: list[str], start: int, sizes: dict[str, int], average: f
     names: list[str] = []
     total = 0.0
     for name in shared[start:]:
-        size = sizes.get(name) or average
+        size = sizes.get(name) or average or (total / len(names) if names else 0)  # else like the others
         if not size:
             return names or shared[start : start + _FIRST_GROUP]
         if names and total + size > budget:
