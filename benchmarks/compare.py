@@ -53,7 +53,8 @@ print(json.dumps({{"before": before, "seconds": report.seconds, "to_divergence":
 def _peak(command: list[str], timeout: float = 1800) -> tuple[float, int, str]:
     """(wall seconds, peak resident bytes of the process and its children, stdout)."""
     started = time.perf_counter()
-    process = psutil.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (a pipe would fill up with Polygraphy's lines)
+    process = psutil.Popen(command, stdout=out_file, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     peak = 0
     while process.poll() is None:
         try:
@@ -65,8 +66,9 @@ def _peak(command: list[str], timeout: float = 1800) -> tuple[float, int, str]:
             process.kill()
             break
         time.sleep(0.02)
-    out = process.stdout.read() if process.stdout else ""
-    return time.perf_counter() - started, peak, out
+    wall = time.perf_counter() - started
+    out_file.seek(0)
+    return wall, peak, out_file.read()
 
 
 def _pair(case: str, folder: Path) -> tuple[Path, Path, list[dict[str, object]], list[str]]:
