@@ -8,6 +8,7 @@ __all__ = [
     "CodeError",
     "DeployError",
     "DiffError",
+    "CompareError",
     "ExportError",
     "IdentityRefused",
     "IntakeError",
@@ -134,6 +135,10 @@ class DeployError(WorkbenchError):
 
 class LoadtestError(WorkbenchError):
     """A load test could not run: an address it may not reach, a server that did not start or answer."""
+
+
+class CompareError(WorkbenchError):
+    """Two models cannot be compared as asked (no tensor in common, inputs that differ, a level not known)."""
 
 
 class QuantizeError(WorkbenchError):

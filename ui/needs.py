@@ -64,8 +64,9 @@ _DOING: tuple[str, ...] = (
     N_("Benchmarking"),
     N_("Profiling"),
     N_("Quantizing"),
+    N_("Comparing"),
+    N_("Tuning"),
 )
-_DOING += (N_("Tuning"),)
 
 
 def require_onnx(step: str) -> ModelRecord:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from core.cli import (
     bench,
     browser,
+    compare,
     deploy,
     diff,
     export,
@@ -40,7 +41,7 @@ __all__ = ["main", "parser"]
 
 COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
 COMMANDS += [upgrade, notebook, deploy, loadtest, browser, diff]
-COMMANDS += [tune]
+COMMANDS += [tune, compare]
 
 
 def parser() -> argparse.ArgumentParser:

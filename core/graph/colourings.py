@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.graph.palette import DONE, LATENCY, PROVIDERS
+from core.graph.palette import DONE, ERRORS, LATENCY, PROVIDERS
 from core.graph.records import GraphView
 from core.i18n import N_, _
 
@@ -59,12 +59,15 @@ class OptimizedLevels(Protocol):
 
 
 __all__ = [
+    "ERROR_BINS",
+    "FIRST_DIVERGENCE",
     "LATENCY_BINS",
     "NOT_TIMED",
     "NOWHERE",
     "Colouring",
     "by_index",
     "colouring_json",
+    "error_colouring",
     "latency_colouring",
     "latency_colours",
     "level_colouring",
@@ -75,6 +78,14 @@ __all__ = [
 NOWHERE = N_("runs nowhere")
 LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
 NOT_TIMED = N_("not timed (folded or constant)")  # these names have fixed colours in ui.charts
+# a node's relative error against the reference (Compare), worst first; the node that brings the error in
+ERROR_BINS = [
+    (0.1, N_("relative error ≥ 0.1")),
+    (0.01, N_("0.01–0.1")),
+    (0.001, N_("0.001–0.01")),
+    (0.0, N_("< 0.001")),
+]
+FIRST_DIVERGENCE = N_("the first divergence")
 # what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
 _DONE = DONE
 
@@ -97,14 +108,16 @@ class Colouring:
 
 # the words of the colourings' legends and titles (catalog entries: colouring_json shows them in the reader's
 # language; a provider's or op's name stays as it is)
-_WORDS = frozenset([NOWHERE, NOT_TIMED, *(label for _low, label in LATENCY_BINS), *DONE])
+_WORDS = frozenset([NOWHERE, NOT_TIMED, *(label for _low, label in LATENCY_BINS), *DONE, FIRST_DIVERGENCE])
+_WORDS |= {label for _low, label in ERROR_BINS}
 _PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE = (
     N_("execution provider"),
     N_("what {level} did"),
     N_("latency at {level}"),
 )
 _IN_A_BODY, _KEPT = N_("inside a body"), N_("kept as it is")
-_TITLES = frozenset([_PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE, _IN_A_BODY, _KEPT])
+_ERROR_TITLE, _NOT_COMPARED = N_("error against the first model"), N_("not compared")
+_TITLES = frozenset([_PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE, _IN_A_BODY, _KEPT, _ERROR_TITLE, _NOT_COMPARED])
 
 
 _TOP_BIN = N_("≥ {share} of the call")  # the top bin's words (a "%" in a catalog entry reads as a format)
@@ -200,4 +213,25 @@ def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
         colours=colours,
         scale=True,
         rest=_IN_A_BODY,
+    )
+
+
+def error_colouring(view: GraphView, relative: dict[int, float], first: int | None) -> Colouring:
+    """The graph view's nodes by their outputs' relative error against the first model (main-graph node index ->
+    error), a heat scale; the first divergence (its index) in a colour of its own. Nodes not compared keep the
+    neutral colour."""
+    categories = {f"n{i}": next(label for low, label in ERROR_BINS if error >= low) for i, error in relative.items()}
+    if first is not None:
+        categories[f"n{first}"] = FIRST_DIVERGENCE
+    keys = by_index(view, categories)
+    present = set(keys.values())
+    order = [FIRST_DIVERGENCE] if FIRST_DIVERGENCE in present else []
+    order += [label for _low, label in ERROR_BINS if label in present]
+    return Colouring(
+        title=_ERROR_TITLE,
+        keys=keys,
+        order=order,
+        colours={label: ERRORS[label] for label in order},
+        scale=True,
+        rest=_NOT_COMPARED,
     )

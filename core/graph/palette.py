@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from core.i18n import N_
 
-__all__ = ["DONE", "ENGINES", "FIXED", "LATENCY", "LEVELS", "PROVIDERS", "engine_colour"]
+__all__ = ["DONE", "ENGINES", "ERRORS", "FIXED", "LATENCY", "LEVELS", "PROVIDERS", "engine_colour"]
 
 # the two engines Benchmark measures (core.bench's engine field), on every chart of the page
 ENGINES = {"eager": "#EE4C2C", "ort": "#005CED"}
@@ -44,6 +44,14 @@ LATENCY = {
     "1–5 %": "#FDDBC7",
     "< 1 %": "#D1E5F0",
     N_("not timed (folded or constant)"): "#BBBBBB",
+}
+# a node's relative error in Compare (the bins of core.graph.colourings), worst darkest; the first divergence apart
+ERRORS = {
+    N_("the first divergence"): "#6A1B9A",
+    N_("relative error ≥ 0.1"): "#B2182B",
+    N_("0.01–0.1"): "#EF8A62",
+    N_("0.001–0.01"): "#FDDBC7",
+    N_("< 0.001"): "#D1E5F0",
 }
 # every name with a colour of its own, whatever the chart
 FIXED = {"input": "#222222", "output": "#222222", **LATENCY, **PROVIDERS}

@@ -28,6 +28,7 @@ from core.errors import JobError
 if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
     from core.browser.payload import BrowserPayload, BrowserRequest
+    from core.compare.records import CompareReport, CompareRequest
     from core.decode.records import DecodedModel, DecodeRequest
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
     from core.diff.records import DiffReport, DiffRequest
@@ -51,6 +52,7 @@ __all__ = [
     "BENCH",
     "BROWSER",
     "CALIBRATION",
+    "COMPARE",
     "DECODE",
     "DEPLOY",
     "DIFF",
@@ -265,6 +267,10 @@ TUNE: Job[TuneRequest, TuneReport] = Job(  # measures: alone on the machine (or 
     folder="tuned",
 )
 
+COMPARE: Job[CompareRequest, CompareReport] = Job(  # two models tensor by tensor, on one machine's ORT
+    name="compare.run", target="core.compare.engine:compare_models", targeted=True, kept_with_link=True
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
 HANDLES += [
     UPGRADE,
@@ -279,5 +285,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
-HANDLES += [TUNE]
+HANDLES += [TUNE, COMPARE]
 JOBS = JobRegistry(HANDLES)

@@ -118,6 +118,7 @@ def _make_all(
     calibration: list[dict[str, Any]],
     large: bool,
     progress: Callable[[float, str], None],
+    keep: list[str],
 ) -> list[Variant]:
     """The fp32 original and every variant asked for (made from ``source``, the original as staged for ORT's
     tools); one that cannot be made says why, the others are made."""
@@ -136,7 +137,7 @@ def _make_all(
         progress(0.05 + 0.35 * n / len(keys), _("Making {variant}").format(variant=variant.label))
         started = time.perf_counter()
         try:
-            target = make_variant(key, source, pre, out, calibration, large, variant.kept_float32)
+            target = make_variant(key, source, pre, out, calibration, large, variant.kept_float32, keep)
             variant.path, variant.size_bytes, variant.weight_bytes = (
                 str(target),
                 file_size(target),
@@ -260,7 +261,7 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     if static:
         report_progress(0.03, _("Pre-processing for static quantization (shape inference, optimization)"))
         pre = _preprocessed(staged, out, large, notes)
-    results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress)
+    results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress, request.keep_float32)
     made = [v for v in results if not v.error]
     if any(v.key.endswith("-entropy") for v in made):
         notes.append(

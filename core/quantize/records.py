@@ -88,6 +88,7 @@ class QuantizeRequest:
     time_budget_s: float = 60.0
     seed: int = 0
     min_cosine: float = 0.99
+    keep_float32: list[str] = field(default_factory=list)  # nodes left out: not quantized, or kept in float32 (FP16)
 
 
 @dataclass(kw_only=True)

@@ -117,16 +117,21 @@ def make_variant(
     calibration: list[dict[str, Any]],
     large: bool,
     kept_float32: list[str] | None = None,
+    keep: list[str] | None = None,
 ) -> Path:
     """Write variant ``key`` of ``source`` into ``out`` (static variants start from the pre-processed ``pre``).
-    FP16 lists the nodes it kept in float32 in ``kept_float32``."""
+    FP16 lists the nodes it kept in float32 in ``kept_float32``. The nodes ``keep`` names stay as they are: not
+    quantized, or in float32 (what Compare advises)."""
+    keep = keep or []
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
     _label, mode, options = VARIANTS[key]
     target = out / f"{source.stem}.{key}.onnx"
     if mode == "dynamic":
         weight = QuantType.QInt8 if options["weight_type"] == "qint8" else QuantType.QUInt8
-        quantize_dynamic(str(source), str(target), weight_type=weight, use_external_data_format=large)
+        quantize_dynamic(
+            str(source), str(target), weight_type=weight, use_external_data_format=large, nodes_to_exclude=keep
+        )
     elif mode == "static":
         assert pre is not None
         method = {"minmax": CalibrationMethod.MinMax, "entropy": CalibrationMethod.Entropy,
@@ -135,10 +140,10 @@ def make_variant(
         quantize_static(
             str(pre), str(target), CalibrationReader(calibration), quant_format=fmt, calibrate_method=method,
             activation_type=QuantType.QUInt8 if fmt == QuantFormat.QOperator else QuantType.QInt8,
-            weight_type=QuantType.QInt8, use_external_data_format=large,
+            weight_type=QuantType.QInt8, use_external_data_format=large, nodes_to_exclude=keep,
         )  # fmt: skip
     else:
-        kept = _to_float16(source, target, options["keep_io_types"], calibration[:2], large)
+        kept = _to_float16(source, target, options["keep_io_types"], calibration[:2], large, keep)
         if kept_float32 is not None:
             kept_float32.extend(kept)
     changed = _changed_ops(source, target)
@@ -184,7 +189,9 @@ SENSITIVE_OPS = [
 ]  # fmt: skip
 
 
-def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dict[str, Any]], large: bool) -> list[str]:
+def _to_float16(
+    source: Path, target: Path, keep_io_types: bool, feeds: list[dict[str, Any]], large: bool, keep: list[str]
+) -> list[str]:
     """ORT's float16 converter with its block list of ops that have no float16 kernel; every node whose float32
     values on the calibration inputs leave float16's range (and the nodes that read them) kept in float32; and
     when the outputs are then still out of tolerance on those inputs, the numerically sensitive ops too.
@@ -201,6 +208,7 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
         node.name = node.name or f"{node.op_type}_{index}"  # the converter blocks nodes by name
     checked = bool(feeds) and not large
     blocked = _out_of_range(model, feeds) if checked else []
+    blocked += [name for name in keep if name not in blocked]
     original = model.SerializeToString()
     converted = _convert(onnx.load_from_string(original), keep_io_types, DEFAULT_OP_BLOCK_LIST, blocked)
     sensitive = Counter(n.op_type for n in model.graph.node if n.op_type in SENSITIVE_OPS)
@@ -211,7 +219,12 @@ def _to_float16(source: Path, target: Path, keep_io_types: bool, feeds: list[dic
         )
     onnx.save_model(converted, str(target), save_as_external_data=large)
     ops = {n.name: n.op_type for n in model.graph.node}
-    kept = [_("{op} '{name}' (its values leave float16's range)").format(op=ops[name], name=name) for name in blocked]
+    kept = [
+        (
+            _("{op} '{name}' (as asked)") if name in keep else _("{op} '{name}' (its values leave float16's range)")
+        ).format(op=ops.get(name, "?"), name=name)
+        for name in blocked
+    ]
     if retried:
         kept += [
             _("{op} ×{count} (numerically sensitive: float16 lost the accuracy)").format(op=op, count=n)

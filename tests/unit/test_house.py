@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 APP = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "streamlit_app.py"]
 FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph", "upgrade", "notebook", "deploy"}
-FEATURES |= {"diff"}
+FEATURES |= {"diff", "compare"}
 LIBRARIES = {"model", "runtime"}
 BASICS = {"access", "errors", "extras", "i18n", "identity", "recorded", "settings", "tables", "workspace"}
 # what each part of core may import from core (besides itself)

@@ -1,0 +1,131 @@
+"""Compare at scale, beside Polygraphy's own way on the same pair (issue #29).
+
+Run: nice -n 19 .venv/bin/python benchmarks/compare.py [--cases resnet50,wide] [--no-polygraphy]
+
+Two pairs, each a model and a copy with one planted fault, built in code (no weights downloaded):
+- resnet50: tests.graph_models.classic_cnn((3, 4, 6, 3), width=64), ResNet-50's stages and channels (25.6 M
+  parameters, 224×224), one Conv of layer3 with its weights scaled by 3;
+- wide: tests.graph_models.transformer_like(1500), 30,003 nodes, one Sigmoid of layer 700 swapped for a Relu.
+Ours: core.compare.compare_models in a process of its own (what a worker does), at DISABLE_ALL on both sides: the
+time to the first divergence and in all, and the process's peak memory above what it held before comparing.
+Polygraphy: ``polygraphy run A --onnxrt --onnx-outputs mark all --save-inputs --save-outputs``, then
+``polygraphy run B ... --load-inputs --load-outputs`` (its comparison), each process's time and peak memory.
+Goals: the first divergence in under 60 s on two cores, and a tenth of Polygraphy's memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import onnx
+import psutil
+from onnx import numpy_helper
+
+from tests.graph_models import classic_cnn, transformer_like
+
+ROOT = Path(__file__).resolve().parent.parent
+POLYGRAPHY = str(Path(sys.executable).parent / "polygraphy")
+
+_OURS = """
+import json, sys, time, psutil
+sys.path.insert(0, {root!r})
+from core.compare import CompareRequest, CompareSide, compare_models
+from core.model.inputs import BenchInput
+plan = [BenchInput(**spec) for spec in json.loads({plan!r})]
+request = CompareRequest(a=CompareSide(path={a!r}), b=CompareSide(path={b!r}), inputs=plan)
+before = psutil.Process().memory_info().rss
+report = compare_models(request)
+found = report.first_divergence
+print(json.dumps({{"before": before, "seconds": report.seconds, "to_divergence": report.seconds_to_divergence,
+    "node": found.node if found else None, "op": found.op_type if found else None, "matched": report.matched,
+    "groups": report.groups, "peak_group_mb": report.peak_group_mb}}))
+"""
+
+
+def _peak(command: list[str], timeout: float = 1800) -> tuple[float, int, str]:
+    """(wall seconds, peak resident bytes of the process and its children, stdout)."""
+    started = time.perf_counter()
+    out_file = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (a pipe would fill up with Polygraphy's lines)
+    process = psutil.Popen(command, stdout=out_file, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    peak = 0
+    while process.poll() is None:
+        try:
+            rss = process.memory_info().rss + sum(c.memory_info().rss for c in process.children(recursive=True))
+            peak = max(peak, rss)
+        except psutil.Error:
+            pass
+        if time.perf_counter() - started > timeout:
+            process.kill()
+            break
+        time.sleep(0.02)
+    wall = time.perf_counter() - started
+    out_file.seek(0)
+    return wall, peak, out_file.read()
+
+
+def _pair(case: str, folder: Path) -> tuple[Path, Path, list[dict[str, object]], list[str]]:
+    """The model, its faulty copy, our plan and Polygraphy's input options."""
+    if case == "resnet50":
+        model = classic_cnn((3, 4, 6, 3), width=64)
+        a = folder / "a.onnx"
+        onnx.save(model, str(a))
+        weight = next(t for t in model.graph.initializer if t.name == "layer3.layer3.2.conv2.weight")
+        weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 3, weight.name))
+        plan = [{"name": "image", "dtype": "float32", "shape": [1, 3, 224, 224], "batch_axis": 0}]
+        options = ["--input-shapes", "image:[1,3,224,224]"]
+    else:
+        model = transformer_like(1500)
+        a = folder / "a.onnx"
+        onnx.save(model, str(a))
+        next(n for n in model.graph.node if n.name == "/encoder/layer.700/mlp/act/Sigmoid").op_type = "Relu"
+        plan = [{"name": "ids", "dtype": "int64", "shape": [1, 16], "batch_axis": 0, "values": "integers", "high": 10}]
+        options = ["--input-shapes", "ids:[1,16]", "--val-range", "ids:[0,10]"]
+    b = folder / "b.onnx"
+    onnx.save(model, str(b))
+    return a, b, plan, options
+
+
+def _polygraphy(a: Path, b: Path, options: list[str], folder: Path) -> dict[str, object]:
+    common = ["--onnxrt", "--onnx-outputs", "mark", "all", *options]
+    first = [POLYGRAPHY, "run", str(a), *common, "--save-inputs", str(folder / "inputs.json")]
+    first += ["--save-outputs", str(folder / "a_outputs.json")]
+    second = [POLYGRAPHY, "run", str(b), *common, "--load-inputs", str(folder / "inputs.json")]
+    second += ["--load-outputs", str(folder / "a_outputs.json")]
+    s1, p1, _out = _peak(first)
+    s2, p2, _out2 = _peak(second)
+    return {
+        "seconds": s1 + s2,
+        "peak_mb": max(p1, p2) / 2**20,
+        "outputs_file_mb": (folder / "a_outputs.json").stat().st_size / 2**20,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", default="resnet50,wide")
+    parser.add_argument("--no-polygraphy", action="store_true")
+    args = parser.parse_args()
+    for case in args.cases.split(","):
+        with tempfile.TemporaryDirectory(prefix=f"compare-{case}-") as tmp:
+            folder = Path(tmp)
+            a, b, plan, options = _pair(case, folder)
+            nodes = len(onnx.load(str(a), load_external_data=False).graph.node)
+            script = _OURS.format(root=str(ROOT), plan=json.dumps(plan), a=str(a), b=str(b))
+            wall, peak, out = _peak([sys.executable, "-c", script])
+            ours = json.loads(out.strip().splitlines()[-1])
+            ours.update(wall=wall, peak_mb=peak / 2**20, growth_mb=(peak - ours.pop("before")) / 2**20)
+            print(json.dumps({"case": case, "nodes": nodes, "ours": ours}, indent=1), flush=True)
+            if not args.no_polygraphy:
+                print(json.dumps({"case": case, "polygraphy": _polygraphy(a, b, options, folder)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

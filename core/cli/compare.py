@@ -1,0 +1,126 @@
+"""compare: two models on the same inputs, every tensor they share measured, and the node that brings the error in,
+as the Compare page does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import jobs
+from core.cli.common import (
+    add_target_argument,
+    as_onnx,
+    environment_json,
+    in_own_folder,
+    padded,
+    provider_names,
+    target_backend,
+)
+from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
+from core.compare import CompareRequest, CompareSide
+from core.errors import WorkbenchError
+from core.i18n import _, number
+from core.jobs import COMPARE
+from core.jobs.wire import to_data
+
+if TYPE_CHECKING:
+    from core.compare import CompareReport
+
+__all__ = ["register", "run"]
+
+SHOWN = 15  # nodes printed, worst first
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("compare", help="two models tensor by tensor: errors, and the node that first diverges")
+    parser.add_argument("a", help="the reference: an .onnx path, or a PyTorch model (compared through its export)")
+    parser.add_argument("b", help="the model compared with it: a variant, another version, the same at another level")
+    parser.add_argument("--level-a", default="disable", help="A's ORT optimization level (default disable)")
+    parser.add_argument("--level-b", default="disable", help="B's ORT optimization level (default disable)")
+    parser.add_argument("--provider-a", default="cpu", help="A's execution provider (default cpu)")
+    parser.add_argument("--provider-b", default="cpu", help="B's execution provider (default cpu)")
+    parser.add_argument(
+        "--tolerance", type=float, default=1e-3, metavar="RTOL", help="a tensor is within when max |a - b| <= "
+        "ATOL + RTOL * max |a| (default 1e-3)",
+    )  # fmt: skip
+    parser.add_argument("--atol", type=float, default=1e-5, help="the absolute part of the tolerance (default 1e-5)")
+    parser.add_argument("--group-mb", type=int, default=32, help="the most one group of tensors holds (default 32)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    add_plan_arguments(parser)
+    add_target_argument(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def _level(text: str) -> str:
+    return text.lower().removesuffix("_all")
+
+
+def _provider(text: str) -> str:
+    return (provider_names(text) or ["CPUExecutionProvider"])[0]
+
+
+def _print(report: CompareReport) -> None:
+    print(_("A  {a} at {level}").format(a=report.a, level=report.a_level))
+    print(_("B  {b} at {level}").format(b=report.b, level=report.b_level))
+    print(_("tolerance  {tolerance}").format(tolerance=report.tolerance))
+    print(_("compared   {count} tensors in {groups} run(s) of each model, {seconds} s").format(
+        count=number(report.matched), groups=report.groups, seconds=f"{report.seconds:.1f}"
+    ))  # fmt: skip
+    for lost in report.uncompared:
+        print(_("not compared  {count}: {reason}").format(count=number(lost.count), reason=_(lost.reason)))
+    for out in report.outputs:
+        verdict = _("within") if out.within else _("OUT")
+        print(_("output {name}: max abs {max}, cosine {cosine}, {verdict}").format(
+            name=out.name, max=f"{out.max_abs:.3g}", cosine=f"{out.cosine:.6f}", verdict=verdict
+        ))  # fmt: skip
+    found = report.first_divergence
+    if found is None:
+        print(_("No node leaves the tolerance."))
+    else:
+        module = f" ({found.module})" if found.module else ""
+        print(_("first divergence  {op} '{node}'{module}").format(op=found.op_type, node=found.node, module=module))
+        for why in found.why:
+            print("  " + why)
+        print("  " + _("path: {path}").format(path=" → ".join(found.path[-8:])))
+    if report.keep_float32:
+        print(_("keep in float32 / exclude from quantization: {nodes}").format(nodes=", ".join(report.keep_float32)))
+    print(padded(_("node"), 40), padded(_("op"), 20), padded(_("max abs"), 10, True), padded(_("relative"), 10, True))
+    worst = sorted(report.nodes, key=lambda n: -n.relative)[:SHOWN]
+    for node in worst:
+        mark = "" if node.within else " ✗"
+        print(f"{node.node[:40]:<40} {node.op_type:<20} {node.max_abs:>10.3g} {node.relative:>10.3g}{mark}")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.tolerance < 0 or args.atol < 0:
+        raise WorkbenchError(_("--tolerance and --atol must be zero or more."))
+    backend = target_backend(args.target)  # a target that is not there, before any work
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        (Path(tmp) / "a").mkdir()
+        (Path(tmp) / "b").mkdir()
+        a_record, torch_record = as_onnx(args.a, Path(tmp) / "a")
+        b_record, _torch_b = as_onnx(args.b, Path(tmp) / "b")
+        plan = plan_from_args(a_record, torch_record, args, Path(tmp))
+        a_record = in_own_folder(a_record, Path(tmp) / "a", backend)
+        b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
+        request = CompareRequest(
+            a=CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
+                          provider=_provider(args.provider_a)),
+            b=CompareSide(path=b_record.path, label=b_record.name, level=_level(args.level_b),
+                          provider=_provider(args.provider_b)),
+            inputs=plan, seed=args.seed, rtol=args.tolerance, atol=args.atol, group_mb=args.group_mb,
+        )  # fmt: skip
+        report = jobs.run(COMPARE, request, backend)
+    if args.json:
+        data = to_data(report)
+        data["tolerance"] = {"rtol": report.rtol, "atol": report.atol, "rule": report.tolerance}
+        data["inputs"] = plan_json(plan)
+        data["environment"] = environment_json(None, args.target)
+        print(json.dumps(data, indent=2))
+    else:
+        _print(report)
+    return 0

@@ -1,0 +1,165 @@
+"""Where the error comes from: the first node whose output leaves the tolerance while its inputs are within it
+(the node that brings the error in, not the ones that carry it on), the path to it, and why it is likely."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.compare.measures import Graph
+from core.compare.records import Divergence, NodeError, TensorError
+from core.i18n import N_, _, number
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["FP16_MAX", "first_divergence", "introducing", "model_kind", "node_errors", "taint"]
+
+FP16_MAX = 65504.0
+_INT8_OPS = {
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ConvInteger", "MatMulInteger", "QLinearConv",
+    "QLinearMatMul", "QGemm", "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "QAttention",
+}  # fmt: skip
+CAUSES = {
+    "weight": N_("a changed weight"),
+    "op": N_("another op"),
+    "fp16-range": N_("float16's range"),
+    "fp16-rounding": N_("float16's rounding"),
+    "quantized": N_("INT8 quantization"),
+    "fused": N_("a fused op"),
+    "rounding": N_("rounding"),
+}
+
+
+def node_errors(graph: Graph, measured: dict[str, TensorError], b_ops: dict[str, str]) -> list[NodeError]:
+    """Every node of the reference with a compared output, by its worst output, in graph order."""
+    rows = []
+    for index, outputs in enumerate(graph.outputs):
+        found = [measured[t] for t in outputs if t in measured]
+        if not found:
+            continue
+        worst = max(found, key=lambda e: (not e.within, e.relative))
+        b_op = b_ops.get(worst.name, "")
+        rows.append(
+            NodeError(
+                node=graph.names[index], op_type=graph.ops[index], module=graph.modules[index], index=index,
+                outputs=[e.name for e in found], max_abs=worst.max_abs, mean_abs=worst.mean_abs,
+                relative=worst.relative, cosine=min(e.cosine for e in found), within=all(e.within for e in found),
+                b_op_type=b_op if b_op != graph.ops[index] else "",
+            )
+        )  # fmt: skip
+    return rows
+
+
+def taint(graph: Graph, measured: dict[str, TensorError]) -> list[bool]:
+    """For each node, whether error reaches it through its inputs: a compared input out of tolerance, or an input
+    that was not compared and is written by a node error reaches (passed on through what was fused away)."""
+    carries: dict[str, bool] = {}
+    reached = []
+    for index, inputs in enumerate(graph.inputs):
+        inbound = any(carries.get(t, False) for t in inputs)
+        reached.append(inbound)
+        for tensor in graph.outputs[index]:
+            carries[tensor] = not measured[tensor].within if tensor in measured else inbound
+    return reached
+
+
+def introducing(graph: Graph, measured: dict[str, TensorError], reached: list[bool]) -> list[int]:
+    """The nodes that bring error in: out of tolerance, none reaching them through their inputs."""
+    return [
+        index
+        for index, outputs in enumerate(graph.outputs)
+        if not reached[index] and any(t in measured and not measured[t].within for t in outputs)
+    ]
+
+
+def _path(graph: Graph, index: int, limit: int = 40) -> list[str]:
+    """The nodes from an input of the model to node ``index``, following each node's first computed input."""
+    path = [index]
+    while len(path) < limit:
+        feeding = [graph.producer[t] for t in graph.inputs[path[-1]] if t in graph.producer]
+        if not feeding:
+            break
+        path.append(feeding[0])
+    return [graph.names[i] for i in reversed(path)]
+
+
+def model_kind(model: onnx.ModelProto) -> str:
+    """ "fp16" for a float16 variant, "int8" for a quantized one, else ""."""
+    if any(n.op_type in _INT8_OPS for n in model.graph.node):
+        return "int8"
+    if any(t.data_type == 10 for t in model.graph.initializer) or any(
+        n.op_type == "Cast" and any(a.name == "to" and a.i == 10 for a in n.attribute) for n in model.graph.node
+    ):
+        return "fp16"
+    return ""
+
+
+def first_divergence(
+    graph: Graph,
+    measured: dict[str, TensorError],
+    reached: list[bool],
+    context: dict[str, Any],
+) -> Divergence | None:
+    """The first node that brings error in, with its inputs' and outputs' errors and the likely causes.
+    ``context``: ``b_ops`` (tensor -> b's op for it, before optimization), ``b_fused`` (tensor -> the op that
+    computes it in b's optimized graph), ``b_types`` (tensor -> b's dtype), ``weights`` (a function giving the
+    names of the node's weights that differ, with how much), ``kind`` (b's model_kind)."""
+    nodes = introducing(graph, measured, reached)
+    if not nodes:
+        return None
+    index = nodes[0]
+    outputs = [measured[t] for t in graph.outputs[index] if t in measured]
+    inputs = [measured[t] for t in graph.inputs[index] if t in measured]
+    uncompared = [t for t in graph.inputs[index] if t not in measured and t in graph.producer]
+    cause, why = _why(graph, index, outputs, context)
+    return Divergence(
+        node=graph.names[index], op_type=graph.ops[index], module=graph.modules[index], index=index, inputs=inputs,
+        outputs=outputs, why=why, cause=cause, path=_path(graph, index), uncompared_inputs=uncompared,
+    )  # fmt: skip
+
+
+def _why(graph: Graph, index: int, outputs: list[TensorError], context: dict[str, Any]) -> tuple[str, list[str]]:
+    """The likely causes, most likely first, as (the first one's key, sentences)."""
+    found: list[tuple[str, str]] = []
+    op = graph.ops[index]
+    for name, diff, largest in context["weights"](index):
+        if context["kind"] == "fp16" and largest > FP16_MAX:
+            found.insert(0, ("fp16-range", _(
+                "Its weight '{name}' reaches {largest}, beyond float16's largest number (65,504): in the float16 "
+                "model it is infinite."
+            ).format(name=name, largest=f"{largest:.4g}")))  # fmt: skip
+        elif context["kind"] == "fp16":
+            found.append(("fp16-rounding", _("Its weight '{name}' is rounded to float16 (by up to {diff}).").format(
+                name=name, diff=f"{diff:.3g}"
+            )))  # fmt: skip
+        else:
+            found.append(("weight", _("Its weight '{name}' differs between the two models (by up to {diff}).").format(
+                name=name, diff=f"{diff:.3g}"
+            )))  # fmt: skip
+    worst = max(outputs, key=lambda e: e.relative)
+    b_op = context["b_ops"].get(worst.name, "")
+    if b_op and b_op != op:
+        found.append(("op", _("The second model computes it with {b_op} where the first has {op}.").format(
+            b_op=b_op, op=op
+        )))  # fmt: skip
+    half = context["b_types"].get(worst.name) == "float16" or context["kind"] == "fp16"
+    if half and worst.nonfinite:
+        found.insert(0, ("fp16-range", _(
+                "Its values reach {largest} in the first model, beyond float16's largest number (65,504): in float16 "
+                "they become infinite ({count} values)."
+            ).format(largest=f"{worst.reference_max:.4g}", count=number(worst.nonfinite))))  # fmt: skip
+    if context["kind"] == "int8":
+        found.append(("quantized", _(
+            "The second model is quantized: its inputs or weights are rounded to 8-bit integers here."
+        )))  # fmt: skip
+    fused = context["b_fused"].get(worst.name, "")
+    if fused and fused not in (op, b_op):
+        found.append(("fused", _(
+            "ONNX Runtime computes it with {fused} in the second model: a fused op, whose arithmetic differs."
+        ).format(fused=fused)))  # fmt: skip
+    if not found:
+        found.append(("rounding", _(
+            "Nothing changed in the node itself: its arithmetic rounds differently (another kernel, another order of "
+            "summation). If the error is small, a looser tolerance may be right."
+        )))  # fmt: skip
+    return found[0][0], [sentence for _key, sentence in found]

@@ -1,0 +1,266 @@
+"""Compare two models tensor by tensor, on one input plan, in bounded memory.
+
+How (and why it stays bounded and honest):
+
+1. Each side is optimized once by ONNX Runtime at the level it is compared at, and the optimized graph is saved
+   (core.compare.runs). Only tensors that the optimized graphs of *both* sides still compute are compared, matched
+   by name (the float16 converter and the quantizers keep the names of the tensors they convert; the exporter's
+   node scopes name the PyTorch module of each node). A tensor a fusion took away is not recomputed unfused to
+   get at it: that would compare another model than the one asked. The report says which tensors could not be
+   compared, and why.
+2. The shared tensors are taken in the reference's graph order, in groups; each group is one run of each
+   optimized graph with that group as its outputs. Each pair is measured as soon as both sides have it and both
+   arrays are dropped, so at most one group per side is held (``group_mb``; the next group is sized from the bytes
+   the last one took). Time grows with the tensors' total bytes over ``group_mb`` runs; memory does not.
+3. Each node of the reference is within the tolerance when all its compared outputs are. The first divergence is
+   the earliest node out of tolerance that no error reaches through its inputs (core.compare.divergence).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.compare.divergence import first_divergence, introducing, model_kind, node_errors, taint
+from core.compare.measures import Graph, graph_of, measure
+from core.compare.records import CompareReport, CompareRequest, TensorError, Uncompared
+from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
+from core.errors import CompareError
+from core.i18n import N_, _
+from core.model.inputs import describe_values, make_inputs
+from core.runtime.ort import LEVELS
+
+if TYPE_CHECKING:
+    import onnx
+
+__all__ = ["compare_models"]
+
+FUSED_AWAY = N_("fused or folded away by ONNX Runtime at the first model's level")
+NOT_IN_B = N_("not computed by the second model (fused, renamed or removed there)")
+NOT_COMPARABLE = N_("another shape or type in the two models (a re-laid-out or converted tensor)")
+_FIRST_GROUP = 16  # tensors in the first group, to learn their size (each group costs a session of each model)
+
+
+def _silent(fraction: float, message: str) -> None:
+    pass
+
+
+def _load(path: str) -> onnx.ModelProto:
+    import onnx
+
+    try:
+        return onnx.load_model(path, load_external_data=False)
+    except Exception as exc:
+        raise CompareError(
+            _("{path} is not an ONNX model onnx can read: {error}").format(path=path, error=exc)
+        ) from None
+
+
+def _check(request: CompareRequest) -> None:
+    for side in (request.a, request.b):
+        if side.level not in LEVELS:
+            raise CompareError(
+                _("Unknown optimization level {level}; choose one of {levels}.").format(
+                    level=repr(side.level), levels=", ".join(LEVELS)
+                )
+            )
+    if not (request.rtol >= 0 and request.atol >= 0):
+        raise CompareError(_("The tolerances must be zero or more."))
+    if request.group_mb < 1:
+        raise CompareError(_("A group must be allowed at least 1 MiB."))
+
+
+class _Weights:
+    """The weights of a node of the reference that differ in the second model (initializers or Constant nodes of
+    the same name), read one tensor at a time."""
+
+    def __init__(self, a: onnx.ModelProto, b: onnx.ModelProto, a_path: str, b_path: str, graph: Graph) -> None:
+        self.sources = [(self._tensors(a), str(Path(a_path).parent)), (self._tensors(b), str(Path(b_path).parent))]
+        self.graph = graph
+
+    @staticmethod
+    def _tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
+        found = {t.name: t for t in model.graph.initializer}
+        for node in model.graph.node:
+            if node.op_type == "Constant" and node.output:
+                for attribute in node.attribute:
+                    if attribute.name == "value":
+                        found[node.output[0]] = attribute.t
+        return found
+
+    def __call__(self, index: int) -> list[tuple[str, float, float]]:
+        """(name, largest difference, largest magnitude in the reference) of each weight of node ``index`` that
+        differs (the difference is infinite where the second model's weight is not finite)."""
+        import numpy as np
+        from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+        from onnx.numpy_helper import to_array
+
+        (a, a_dir), (b, b_dir) = self.sources
+        differ = []
+        for name in self.graph.inputs[index]:
+            if name not in a or name not in b:
+                continue
+            arrays = []
+            for tensor, folder in ((a[name], a_dir), (b[name], b_dir)):
+                if uses_external_data(tensor):
+                    copy = type(tensor)()
+                    copy.CopyFrom(tensor)
+                    load_external_data_for_tensor(copy, folder)
+                    tensor = copy
+                arrays.append(np.asarray(to_array(tensor), dtype=np.float64))
+            largest = float(np.abs(arrays[0]).max()) if arrays[0].size else 0.0
+            if arrays[0].shape != arrays[1].shape:
+                differ.append((name, float("inf"), largest))
+            elif not np.array_equal(arrays[0], arrays[1]):
+                differ.append((name, float(np.abs(arrays[0] - arrays[1]).max()), largest))
+        return differ
+
+
+def _plan(graph: Graph, pa: Prepared, pb: Prepared) -> tuple[list[str], list[Uncompared]]:
+    """The tensors both optimized graphs compute, in the reference's order, and those that could not be compared."""
+    shared, lost_a, lost_b = [], [], []
+    for outputs in graph.outputs:
+        for tensor in outputs:
+            if tensor not in pa.producers:
+                lost_a.append(tensor)
+            elif tensor not in pb.producers:
+                lost_b.append(tensor)
+            else:
+                shared.append(tensor)
+    uncompared = [
+        Uncompared(reason=r, count=len(t), examples=t[:8]) for r, t in ((FUSED_AWAY, lost_a), (NOT_IN_B, lost_b)) if t
+    ]
+    return shared, uncompared
+
+
+def _outputs(
+    pa: Prepared, pb: Prepared, fa: dict[str, Any], fb: dict[str, Any], request: CompareRequest
+) -> list[TensorError]:
+    """The models' outputs, by name when the second model has them all, else by position."""
+    names_b = pa.outputs if set(pa.outputs) <= set(pb.outputs) else pb.outputs[: len(pa.outputs)]
+    values_a = dict(run_group(pa, pa.outputs, fa))
+    values_b = dict(run_group(pb, names_b, fb))
+    compared = []
+    for name, name_b in zip(pa.outputs, names_b, strict=False):
+        found = measure(name, values_a.pop(name), values_b.pop(name_b), request.rtol, request.atol)
+        if found is not None:
+            compared.append(found)
+    return compared
+
+
+def _next_group(shared: list[str], start: int, sizes: dict[str, int], average: float, budget: int) -> list[str]:
+    """The tensors of the next group: as many as fit in ``budget`` bytes by the sizes the optimized graph gives
+    (else the average of those measured so far); a few to learn their size when neither is known."""
+    names: list[str] = []
+    total = 0.0
+    for name in shared[start:]:
+        size = sizes.get(name) or average or (total / len(names) if names else 0)  # else like the others
+        if not size:
+            return names or shared[start : start + _FIRST_GROUP]
+        if names and total + size > budget:
+            break
+        names.append(name)
+        total += size
+    return names
+
+
+def compare_models(request: CompareRequest, progress: Callable[[float, str], None] | None = None) -> CompareReport:
+    """Run both models on the plan's inputs (batch 1, seeded) and measure every tensor they share."""
+    progress = progress or _silent
+    started = time.perf_counter()
+    _check(request)
+    a_model, b_model = _load(request.a.path), _load(request.b.path)
+    graph, b_graph = graph_of(a_model), graph_of(b_model)
+    arrays = make_inputs(request.inputs, 1, request.seed)
+    with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
+        progress(0.02, _("optimizing both models at their levels"))
+        pa = prepare(request.a.path, request.a.level, request.a.provider, Path(tmp) / "a")
+        pb = prepare(request.b.path, request.b.level, request.b.provider, Path(tmp) / "b")
+        fa, fb = feeds_for(pa, arrays), feeds_for(pb, arrays)
+        learn_sizes(pa, fa)
+        shared, uncompared = _plan(graph, pa, pb)
+        if not shared and not pa.outputs:
+            raise CompareError(_("The two models have no tensor in common to compare."))
+        measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress)
+        if all(name in measured for name in pa.outputs):  # the outputs were among the shared tensors
+            outputs = [measured[name] for name in pa.outputs]
+        else:  # named otherwise in the second model: by position, in a run of their own
+            outputs = _outputs(pa, pb, fa, fb, request)
+    reached = taint(graph, measured)
+    found_at = stats["times"]
+    b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
+    b_fused = {t: op for t, (_n, op, _d) in pb.producers.items()}
+    kind = model_kind(b_model)
+    context = {
+        "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind,
+        "weights": _Weights(a_model, b_model, request.a.path, request.b.path, graph),
+    }  # fmt: skip
+    divergence = first_divergence(graph, measured, reached, context)
+    lost = [Uncompared(reason=NOT_COMPARABLE, count=len(stats["lost"]), examples=stats["lost"][:8])]
+    keep = [graph.names[i] for i in introducing(graph, measured, reached)] if kind else []
+    return CompareReport(
+        a=request.a.label or Path(request.a.path).name,
+        b=request.b.label or Path(request.b.path).name,
+        a_level=LEVELS[request.a.level].name,
+        b_level=LEVELS[request.b.level].name,
+        tolerance=_("max |a − b| ≤ {atol} + {rtol} × max |a|, with no infinity or NaN where a has none").format(
+            atol=f"{request.atol:g}", rtol=f"{request.rtol:g}"
+        ),
+        rtol=request.rtol,
+        atol=request.atol,
+        inputs={s.name: f"{s.dtype} {list(s.shape)}, {describe_values(s)}" for s in request.inputs},
+        outputs=outputs,
+        nodes=node_errors(graph, measured, b_ops),
+        matched=len(measured),
+        uncompared=uncompared + (lost if stats["lost"] else []),
+        first_divergence=divergence,
+        b_kind=kind,
+        keep_float32=keep[:50],
+        groups=stats["groups"],
+        peak_group_mb=stats["peak"] / 2**20,
+        seconds=time.perf_counter() - started,
+        seconds_to_divergence=(found_at[divergence.outputs[0].name] - started) if divergence else None,
+        b_path=request.b.path,
+    )
+
+
+def _measure_all(
+    shared: list[str],
+    pa: Prepared,
+    pb: Prepared,
+    fa: dict[str, Any],
+    fb: dict[str, Any],
+    request: CompareRequest,
+    progress: Callable[[float, str], None],
+) -> tuple[dict[str, TensorError], dict[str, str], dict[str, Any]]:
+    """Every shared tensor measured, a group at a time (each array dropped once measured)."""
+    budget = request.group_mb << 20
+    measured: dict[str, TensorError] = {}
+    b_types: dict[str, str] = {}
+    times: dict[str, float] = {}
+    lost: list[str] = []
+    start, groups, peak, average = 0, 0, 0, 0.0
+    while start < len(shared):
+        names = _next_group(shared, start, pa.sizes, average, budget)
+        values_a = dict(run_group(pa, names, fa))
+        held = sum(v.nbytes for v in values_a.values() if hasattr(v, "nbytes"))
+        for name, value_b in run_group(pb, names, fb):
+            value_a = values_a.pop(name)
+            b_types[name] = str(getattr(value_b, "dtype", ""))
+            found = measure(name, value_a, value_b, request.rtol, request.atol)
+            del value_a, value_b
+            if found is None:
+                lost.append(name)
+            else:
+                measured[name] = found
+        now = time.perf_counter()
+        times.update(dict.fromkeys(names, now))
+        groups, peak, start = groups + 1, max(peak, held), start + len(names)
+        average = max(held / len(names), 1.0)
+        progress(0.05 + 0.9 * start / len(shared), _("{done} of {total} tensors compared").format(
+            done=start, total=len(shared)
+        ))  # fmt: skip
+    return measured, b_types, {"times": times, "lost": lost, "groups": groups, "peak": peak}

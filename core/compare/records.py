@@ -1,0 +1,120 @@
+"""What Compare is asked and what it answers: two models run on one input plan, every tensor they share
+measured, and the node that first leaves the tolerance."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.access import ReadPath
+from core.model.inputs import BenchInput
+from core.model.torchload import TorchSource
+
+__all__ = ["CompareReport", "CompareRequest", "CompareSide", "Divergence", "NodeError", "TensorError", "Uncompared"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareSide:
+    """One of the two models: an ONNX file run by ONNX Runtime at ``level`` on ``provider``, or (with
+    ``torch_source``) the PyTorch model that ``path`` was exported from, run eagerly module by module."""
+
+    path: ReadPath  # the ONNX file (for a PyTorch side: its export, whose node scopes name the modules)
+    label: str = ""  # as the report names it; else the file's name
+    level: str = "disable"  # a key of core.runtime.ort.LEVELS
+    provider: str = "CPUExecutionProvider"
+    torch_source: TorchSource | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareRequest:
+    """Run ``a`` (the reference) and ``b`` on the same inputs and measure every tensor they share: within the
+    tolerance when its max absolute error ≤ ``atol`` + ``rtol`` × the reference's largest magnitude."""
+
+    a: CompareSide
+    b: CompareSide
+    inputs: list[BenchInput]
+    seed: int = 0
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    group_mb: int = 32  # the most the tensors of one side held at once take, in MiB (memory stays bounded)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorError:
+    """One tensor of both models, measured (the errors of ``b`` against ``a``, in float64)."""
+
+    name: str
+    shape: list[int]
+    max_abs: float
+    mean_abs: float
+    relative: float  # max_abs against the reference's largest magnitude
+    cosine: float
+    within: bool
+    nonfinite: int = 0  # values of b that are inf or NaN where a's are finite
+    reference_max: float = 0.0  # the reference's largest magnitude
+
+
+@dataclass(frozen=True, kw_only=True)
+class NodeError:
+    """A node of ``a`` whose output(s) were compared: its worst output's errors."""
+
+    node: str
+    op_type: str
+    module: str  # the PyTorch module it came from ("" when the exporter did not say)
+    index: int  # its position in a's graph (topological)
+    outputs: list[str]
+    max_abs: float
+    mean_abs: float
+    relative: float
+    cosine: float
+    within: bool
+    b_op_type: str = ""  # what ran in b for the same output, when it is another op (fused, quantized, swapped)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Divergence:
+    """The earliest node whose output leaves the tolerance while its inputs are within it."""
+
+    node: str
+    op_type: str
+    module: str
+    index: int
+    inputs: list[TensorError]  # its inputs' errors (those compared; graph inputs and weights are the same)
+    outputs: list[TensorError]
+    why: list[str]  # the likely causes, in words
+    cause: str  # "fp16-range", "weight", "op", "fused", "quantized", "rounding"
+    path: list[str]  # the nodes from an input of the model to it, in order
+    uncompared_inputs: list[str] = field(default_factory=list)  # inputs fused away: the cause may lie before it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Uncompared:
+    """Tensors of ``a`` that could not be compared, and why (fused away at the level compared, renamed...)."""
+
+    reason: str
+    count: int
+    examples: list[str]
+
+
+@dataclass(kw_only=True)
+class CompareReport:
+    a: str  # the two sides' labels
+    b: str
+    a_level: str
+    b_level: str
+    tolerance: str  # in words
+    rtol: float
+    atol: float
+    inputs: dict[str, str]  # input -> "float32 [1, 3, 8, 8], normal"
+    outputs: list[TensorError]  # the model outputs, by name (else by position)
+    nodes: list[NodeError]  # every node of a with a compared output, in graph order
+    matched: int  # tensors compared
+    uncompared: list[Uncompared]
+    first_divergence: Divergence | None
+    b_kind: str  # "fp16", "int8" or "" (what b is, for the advice)
+    keep_float32: list[str]  # fp16: the nodes to keep in float32; int8: the nodes to exclude from quantization
+    groups: int  # how many runs each side took (the tensors held at once are bounded by group_mb)
+    peak_group_mb: float  # the most one group of one side held
+    seconds: float
+    seconds_to_divergence: float | None  # when the first divergence was known
+    notes: list[str] = field(default_factory=list)
+    b_path: str = ""  # B's file, for the structural diff beside the comparison

@@ -1,0 +1,40 @@
+"""The Compare page through AppTest: the current model against a copy with one op swapped, uploaded as B; the first
+divergence named with its cause, the nodes by error, and the graph coloured by error with that node marked."""
+
+from __future__ import annotations
+
+from core.graph.colourings import FIRST_DIVERGENCE, error_colouring
+from core.jobs import COMPARE, GRAPH
+from tests.app.pages import open_page, texts
+from tests.graph_models import classic_cnn
+
+
+def _models() -> tuple[bytes, bytes]:
+    model = classic_cnn((1, 1, 1, 1), width=4)
+    for dim in model.graph.input[0].type.tensor_type.shape.dim[2:]:
+        dim.dim_value = 32
+    original = model.SerializeToString()
+    next(n for n in model.graph.node if n.name == "/layer1/layer1.0/conv2/Relu").op_type = "Sigmoid"
+    return original, model.SerializeToString()
+
+
+def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node_on_the_page_and_in_the_graph() -> None:
+    original, swapped = _models()
+    at = open_page("compare", model=("cnn.onnx", original), timeout=240)
+    assert "Choose B and press Compare" in "".join(i.value for i in at.info).replace("*", "")
+    at.radio(key="compare_against").set_value("upload")
+    at.file_uploader(key="compare_upload").set_value(("cnn_swapped.onnx", swapped, "application/octet-stream"))
+    at.selectbox(key="compare_level_b").set_value("disable")
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    report = at.session_state[COMPARE.name][1]
+    assert report.first_divergence is not None and report.first_divergence.node == "/layer1/layer1.0/conv2/Relu"
+    said = "".join(e.value for e in at.error).replace("\\", "")
+    assert "first divergence" in said and "/layer1/layer1.0/conv2/Relu" in said and "another op" in said
+    assert "Sigmoid" in texts(at)
+    nodes = next(d.value for d in at.dataframe if "module" in d.value.columns)
+    assert nodes.iloc[0]["within"] == "no" and (nodes["within"] == "yes").any()
+    view = at.session_state[GRAPH.name][1]
+    colouring = error_colouring(view, {n.index: n.relative for n in report.nodes}, report.first_divergence.index)
+    assert colouring.order[0] == FIRST_DIVERGENCE and list(colouring.keys.values()).count(FIRST_DIVERGENCE) == 1

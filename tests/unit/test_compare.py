@@ -1,0 +1,160 @@
+"""Compare, proved on planted faults: a Conv's weights scaled, an op swapped, a float16 variant with a node out of
+its range, a fused level against DISABLE_ALL (rounding only), and the command line's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from core.compare import CompareReport, CompareRequest, CompareSide, compare_models
+from core.errors import CompareError
+from core.model.inputs import BenchInput
+from tests.builders import write
+from tests.cli import cli
+from tests.graph_models import classic_cnn
+from tests.wild import detector_model, range_model
+
+SCALED = "layer2.layer2.0.conv2.weight"  # the weight of /layer2/layer2.0/conv2/Conv
+
+
+def _cnn(size: int = 32) -> onnx.ModelProto:
+    model = classic_cnn((1, 1, 1, 1), width=4)
+    for dim in model.graph.input[0].type.tensor_type.shape.dim[2:]:
+        dim.dim_value = size
+    return model
+
+
+def _compare(a: Path, b: Path, inputs: list[BenchInput], **options: object) -> CompareReport:
+    levels = {k: options.pop(k) for k in ("a_level", "b_level") if k in options}
+    return compare_models(
+        CompareRequest(
+            a=CompareSide(path=str(a), level=str(levels.get("a_level", "disable"))),
+            b=CompareSide(path=str(b), level=str(levels.get("b_level", "disable"))),
+            inputs=inputs,
+            **options,  # type: ignore[arg-type]
+        )
+    )
+
+
+IMAGE = [BenchInput(name="image", dtype="float32", shape=[1, 3, 32, 32], batch_axis=0)]
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write(_cnn(), tmp_path_factory.mktemp("cnn") / "cnn.onnx")
+
+
+def test_a_conv_whose_weights_were_scaled_is_the_first_divergence_and_its_weight_is_named(tmp_path: Path) -> None:
+    model = _cnn(128)  # its tensors take 3.4 MiB in all: groups of at most 1 MiB
+    original = write(model, tmp_path / "cnn128.onnx")
+    weight = next(t for t in model.graph.initializer if t.name == SCALED)
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 3, SCALED))
+    plan = [BenchInput(name="image", dtype="float32", shape=[1, 3, 128, 128], batch_axis=0)]
+    report = _compare(original, write(model, tmp_path / "scaled.onnx"), plan, group_mb=1)
+    found = report.first_divergence
+    assert found is not None and (found.node, found.op_type) == ("/layer2/layer2.0/conv2/Conv", "Conv")
+    assert found.module == "layer2.layer2.0.conv2"  # from the exporter-style node name
+    assert found.cause == "weight" and SCALED in found.why[0]
+    assert all(e.within for e in found.inputs) and not found.outputs[0].within
+    assert found.path[0] == "/stem/conv1/Conv" and found.path[-1] == found.node
+    upstream = [n for n in report.nodes if n.index < found.index]
+    assert upstream and all(n.within for n in upstream)  # the nodes before it agree exactly
+    assert not next(n for n in report.nodes if n.node == "/layer2/layer2.0/Add").within  # and the error carries on
+    assert report.matched == len(model.graph.node) and report.groups > 1 and report.peak_group_mb <= 1.0
+
+
+def test_the_module_is_read_from_the_name_scopes_torch_2_13s_exporter_writes(tmp_path: Path) -> None:
+    model = detector_model()
+    relu = next(n for n in model.graph.node if n.op_type == "Relu")
+    scopes = relu.metadata_props.add()  # as torch.onnx.export(..., dynamo=True) writes it on each node
+    scopes.key, scopes.value = "pkg.torch.onnx.name_scopes", "['', 'backbone', 'backbone.act', 'relu']"
+    path = write(model, tmp_path / "scoped.onnx")
+    report = _compare(path, path, [BenchInput(name="x", dtype="float32", shape=[1, 3, 16, 16], batch_axis=0)])
+    assert {n.node: n.module for n in report.nodes}["relu_0"] == "backbone.act"
+
+
+def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
+    model = detector_model()
+    for node in model.graph.node:
+        if node.output[0] == "conv2d_395.w_0":
+            value = node.attribute[0].t
+            value.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(value) * 5, value.name))
+    a, b = write(detector_model(), tmp_path / "det.onnx"), write(model, tmp_path / "det_scaled.onnx")
+    report = _compare(a, b, [BenchInput(name="x", dtype="float32", shape=[1, 3, 16, 16], batch_axis=0)])
+    found = report.first_divergence
+    assert found is not None and (found.node, found.cause) == ("conv2d_395", "weight")
+
+
+def test_an_op_swapped_from_relu_to_sigmoid_is_the_first_divergence(cnn: Path, tmp_path: Path) -> None:
+    model = _cnn()
+    swapped = next(n for n in model.graph.node if n.name == "/layer1/layer1.0/conv1/Relu")
+    swapped.op_type = "Sigmoid"
+    report = _compare(cnn, write(model, tmp_path / "swapped.onnx"), IMAGE)
+    found = report.first_divergence
+    assert found is not None and (found.node, found.op_type, found.cause) == (swapped.name, "Relu", "op")
+    assert "Sigmoid" in found.why[0]
+    assert not report.outputs[0].within or report.outputs[0].reference_max == 0  # the head's weights are zeros
+
+
+def test_a_float16_variant_diverges_where_a_value_leaves_its_range_and_that_node_is_the_one_to_keep(
+    tmp_path: Path,
+) -> None:
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    original = write(range_model(3000.0), tmp_path / "ranges.onnx")
+    half = write(convert_float_to_float16(range_model(3000.0), keep_io_types=True), tmp_path / "ranges.fp16.onnx")
+    plan = [BenchInput(name="x", dtype="float32", shape=[1, 256], batch_axis=0)]
+    report = _compare(original, half, plan, rtol=1e-2)  # float16 keeps about three digits
+    found = report.first_divergence
+    # the divisor, 3e5, is infinite in float16; the CPU computes the float16 Mul and MatMul in float32 between
+    # Casts (no float16 kernel), so their outputs, renamed by ORT, are compared and only round
+    assert found is not None and (found.node, found.op_type, found.cause) == ("shrink", "Div", "fp16-range")
+    assert "'down'" in found.why[0] and all(e.within for e in found.inputs) and found.inputs
+    assert report.b_kind == "fp16" and report.keep_float32 == ["shrink"]
+    assert not report.outputs[0].within and report.matched == 3
+
+
+def test_a_fused_level_against_disable_all_only_rounds_within_the_tolerance(cnn: Path) -> None:
+    report = _compare(cnn, cnn, IMAGE, b_level="extended")
+    assert report.first_divergence is None and all(o.within for o in report.outputs)
+    assert report.b_level == "EXTENDED" and all(n.within for n in report.nodes)
+    fused = [u for u in report.uncompared if u.count]
+    assert fused and "stem.conv1.c" in fused[0].examples  # Conv+BatchNorm+Relu fused: not recomputed unfused
+
+
+def test_nothing_diverges_between_a_model_and_itself_and_bad_tolerances_are_refused(cnn: Path) -> None:
+    report = _compare(cnn, cnn, IMAGE)
+    assert report.first_divergence is None and report.matched == len(_cnn().graph.node)
+    assert all(n.max_abs == 0.0 for n in report.nodes)
+    with pytest.raises(CompareError, match="zero or more"):
+        _compare(cnn, cnn, IMAGE, rtol=-1.0)
+    with pytest.raises(CompareError, match="choose one of"):
+        _compare(cnn, cnn, IMAGE, b_level="fastest")
+
+
+def test_the_command_prints_the_json_the_issue_asks_for(cnn: Path, tmp_path: Path) -> None:
+    model = _cnn()
+    next(n for n in model.graph.node if n.name == "/stem/conv1/Relu").op_type = "Sigmoid"
+    done = cli("compare", str(cnn), str(write(model, tmp_path / "b.onnx")), "--input", "image=1,3,32,32", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {"tolerance", "outputs", "nodes", "matched", "first_divergence"} <= set(data)
+    assert data["first_divergence"]["node"] == "/stem/conv1/Relu" and data["first_divergence"]["op_type"] == "Relu"
+    assert {"node", "op_type", "module", "max_abs", "mean_abs", "relative", "cosine", "within"} <= set(data["nodes"][0])
+    assert data["matched"] == len(model.graph.node) and np.isclose(data["tolerance"]["rtol"], 1e-3)
+
+
+def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant_again(tmp_path: Path) -> None:
+    from core.quantize.variants import make_variant
+
+    source = write(range_model(3000.0), tmp_path / "ranges.onnx")
+    kept: list[str] = []
+    made = make_variant("fp16", source, None, tmp_path, [], False, kept, keep=["shrink"])
+    node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
+    divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
+    assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
