@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 unexport PYTHONDONTWRITEBYTECODE
 COMPILE := $(PY) -m compileall -q -j 0 core ui app_pages streamlit_app.py > /dev/null
 
-.PHONY: run test lint constraints sample-cards team cluster-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle browser-bundle messages
+.PHONY: run test lint constraints sample-cards team cluster-extras bench-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle browser-bundle messages
 
 # pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
 PIP := $(PY) -m pip install --no-input -c constraints.txt
@@ -37,6 +37,10 @@ $(VENV)/.cluster: requirements-cluster.txt constraints.txt $(VENV)/.runtime
 
 team: $(VENV)/.team
 cluster-extras: $(VENV)/.cluster
+
+# what benchmarks/compare.py and benchmarks/tune.py measure the app against (Polygraphy, Olive); the tests never need them
+bench-extras: $(VENV)/.dev
+	$(PIP) --quiet -r requirements-bench.txt
 
 $(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VENV)/.team $(VENV)/.cluster
 	@echo "Installing what the tests need (requirements-dev.txt, and the packaged models of requirements-models.txt)"
