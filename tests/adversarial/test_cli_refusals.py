@@ -27,6 +27,7 @@ COMMANDS = {
     "notebook": ["-o", "{out}/walk.ipynb"],
     "deploy": ["-o", "{out}/server"],
     "browser-bench": ["-o", "{out}/bench.html"],
+    "tune": ["--budget", "5", "--no-save"],
 }
 
 
