@@ -3,12 +3,12 @@ node writes it, its op, the PyTorch module it came from."""
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.compare.records import TensorError
+from core.model.proto import module_of
 
 if TYPE_CHECKING:
     import onnx
@@ -54,23 +54,6 @@ def measure(name: str, a: Any, b: Any, rtol: float, atol: float) -> TensorError 
         nonfinite=nonfinite,
         reference_max=reference_max,
     )
-
-
-def module_of(node: onnx.NodeProto) -> str:
-    """The PyTorch module an ONNX node came from ("" when the exporter did not say): torch's dynamo exporter writes
-    ``pkg.torch.onnx.name_scopes`` (['', 'block', 'block.conv', 'conv2d']: the module is the last but one), the
-    legacy exporter names nodes after the scope ("/layer1/conv/Conv")."""
-    for prop in node.metadata_props:
-        if prop.key == "pkg.torch.onnx.name_scopes":
-            try:
-                scopes = ast.literal_eval(prop.value)
-            except (ValueError, SyntaxError):
-                return ""
-            modules = [s for s in scopes[1:-1] if isinstance(s, str)]
-            return modules[-1] if modules else ""
-    if node.name.startswith("/"):
-        return ".".join(part for part in node.name.strip("/").split("/")[:-1] if part)
-    return ""
 
 
 @dataclass(kw_only=True)

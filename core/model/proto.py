@@ -5,6 +5,7 @@ Nothing here opens a file; callers hand in protos they loaded (always with ``loa
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ __all__ = [
     "dtype_name",
     "external_entries",
     "iter_tensors",
+    "module_of",
     "parameter_count",
     "tensor_elements",
     "tensor_nbytes",
@@ -371,3 +373,20 @@ def domain_use(model: onnx.ModelProto) -> tuple[list[str], list[str]]:
     declared = sorted({o.domain or "ai.onnx" for o in model.opset_import} - {"ai.onnx", "ai.onnx.ml"})
     used = {node.domain or "ai.onnx" for visit in walk_graphs(model, functions=True) for node in visit.graph.node}
     return [d for d in declared if d in used], [d for d in declared if d not in used]
+
+
+def module_of(node: onnx.NodeProto) -> str:
+    """The PyTorch module an ONNX node came from ("" when the exporter did not say): torch's dynamo exporter writes
+    ``pkg.torch.onnx.name_scopes`` (['', 'block', 'block.conv', 'conv2d']: the module is the last but one), the
+    legacy exporter names nodes after the scope ("/layer1/conv/Conv")."""
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            try:
+                scopes = ast.literal_eval(prop.value)
+            except (ValueError, SyntaxError):
+                return ""
+            modules = [s for s in scopes[1:-1] if isinstance(s, str)]
+            return modules[-1] if modules else ""
+    if node.name.startswith("/"):
+        return ".".join(part for part in node.name.strip("/").split("/")[:-1] if part)
+    return ""

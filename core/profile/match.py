@@ -11,12 +11,12 @@ names ("/layer1/conv/Conv").
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from core.model.proto import module_of
 from core.profile.records import EagerModule, LayerRow, NodeTime
 from core.profile.words import FUSED_WITH, IN_SCOPE, INSERTED, NO_MODULE, NO_NODE, UNMATCHED
 
@@ -27,21 +27,6 @@ __all__ = ["Lineage", "layer_rows", "lineage", "module_of"]
 
 _INSERTED = {"ReorderInput", "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"}
 _SUFFIXES = ("_nchwc",)
-
-
-def module_of(node: onnx.NodeProto) -> str:
-    """The PyTorch module path an ONNX node came from ("" when the exporter did not say)."""
-    for prop in node.metadata_props:
-        if prop.key == "pkg.torch.onnx.name_scopes":
-            try:
-                scopes = ast.literal_eval(prop.value)
-            except (ValueError, SyntaxError):
-                return ""
-            modules = [s for s in scopes[1:-1] if isinstance(s, str)]
-            return modules[-1] if modules else ""
-    if node.name.startswith("/"):
-        return ".".join(part for part in node.name.strip("/").split("/")[:-1] if part)
-    return ""
 
 
 @dataclass(kw_only=True)
