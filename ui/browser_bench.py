@@ -155,8 +155,8 @@ def browser_section(record: ModelRecord, inputs: list[BenchInput], ready: bool) 
         help=_("WASM runs on the CPU; WebGPU on the GPU, where the browser has one (else it falls back to WASM)."),
         key="browser_backend",
     )
-    iterations = mid.number_input(_("Timed calls"), 10, 10_000, 100, step=50, key="browser_iters")
-    warmup = right.number_input(_("Warm-up calls"), 0, 1000, 10, key="browser_warmup")
+    iterations = mid.number_input(_("Timed calls in the browser"), 10, 10_000, 100, step=50, key="browser_iters")
+    warmup = right.number_input(_("Warm-up calls in the browser"), 0, 1000, 10, key="browser_warmup")
     allowed = _limits(record)
     if st.button(_("Run it in this browser"), disabled=not (allowed and ready), key="browser_run"):
         seed = int(st.session_state.get("bench_seed", 0))

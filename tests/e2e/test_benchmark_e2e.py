@@ -31,7 +31,7 @@ def test_default_benchmark_of_tinycnn_and_its_history(page) -> None:  # type: ig
     shot(page, "50-benchmark-tinycnn")
 
     # the same model in this browser (ONNX Runtime Web on WASM: headless Chromium has no GPU adapter), saved too
-    calls = page.get_by_label("Timed calls")
+    calls = page.get_by_label("Timed calls in the browser")
     calls.fill("10")
     calls.press("Tab")
     wait_idle(page)
