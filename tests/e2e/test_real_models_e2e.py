@@ -29,7 +29,7 @@ def test_the_ocr_detector_through_every_page(page) -> None:  # type: ignore[no-u
         if step == "Benchmark":
             go_to(page, "Benchmark")
             page.get_by_label("Measured calls per configuration").fill("20")
-            page.get_by_label("Warm-up calls").fill("2")
+            page.get_by_label("Warm-up calls", exact=True).fill("2")
             page.get_by_role("button", name="Run the benchmark").click()
             page.get_by_text("95 % CI").first.wait_for(timeout=300_000)
             wait_idle(page, timeout=300_000)

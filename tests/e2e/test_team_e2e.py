@@ -26,7 +26,7 @@ def _benchmark(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("button", name="Run the benchmark").wait_for(timeout=120_000)
     wait_idle(page)
     page.get_by_label("Measured calls per configuration").fill("10")  # who sees whose runs, not how fast
-    page.get_by_label("Warm-up calls").fill("2")
+    page.get_by_label("Warm-up calls", exact=True).fill("2")
     page.get_by_role("button", name="Run the benchmark").click()
     page.get_by_role("link", name=re.compile("Saved to the history as run")).wait_for(timeout=180_000)
     wait_idle(page)
