@@ -101,7 +101,7 @@ async def _one_user(
         iterations = page.get_by_label("Measured calls per configuration")
         await iterations.wait_for(timeout=300_000)
         await iterations.fill("50")
-        await page.get_by_label("Warm-up calls").fill("5")
+        await page.get_by_label("Warm-up calls", exact=True).fill("5")
         await ready.wait()  # everyone presses at once: the benchmarks must queue, however fast each one is
         start = time.monotonic()
         await page.get_by_role("button", name="Run the benchmark").click()

@@ -25,7 +25,7 @@ def _profile(page, calls: int = 100) -> None:  # type: ignore[no-untyped-def]
         wait_idle(page)
     if calls != 100:
         page.get_by_label("Profiled calls per engine").fill(str(calls))
-        page.get_by_label("Warm-up calls").fill("2")
+        page.get_by_label("Warm-up calls", exact=True).fill("2")
     page.get_by_role("button", name="Profile", exact=True).click()
     page.get_by_text(re.compile(r"^ONNX Runtime \(ALL\): .* ms per call")).wait_for(timeout=180_000)
     wait_idle(page)
