@@ -102,13 +102,15 @@ lint: $(VENV)/.dev
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
 
-# Two parts: most tests on two processes at once (lint beside them: mypy from cold takes a core for a minute or
-# more, while the tests start), then the ones that need a quiet machine (tests/conftest.py)
+# Two parts: most tests on four processes at once (two cores: most of a test's time is spent waiting on a worker, a
+# server or the browser, and four keep both cores busy where two left a third of them idle; the longest files go
+# first, tests/conftest.py), with lint beside them (mypy from cold takes a core for a minute or more), then the
+# ones that need a quiet machine, one at a time
 test: $(VENV)/.dev chromium cjk-font sandbox postgres netns
 	@mkdir -p test-artifacts
 	@$(COMPILE)
 	@$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
-	  $(PY) -m pytest -q -n 2 --dist loadfile -m "not quiet"; tests=$$?; \
+	  $(PY) -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder -m "not quiet"; tests=$$?; \
 	  wait $$lint; linted=$$?; cat test-artifacts/lint.log; \
 	  if [ $$linted -ne 0 ]; then echo "make test: lint failed (above)"; exit 1; fi; \
 	  exit $$tests
