@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,6 +87,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(_made, "")
     if home:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _main_module_kept() -> Iterator[None]:
+    """Streamlit runs a page as the module ``__main__`` and leaves it in ``sys.modules``; a later test in the same
+    process that starts a ``spawn`` process (its child re-runs the parent's ``__main__`` file) would start the
+    app there instead. Each test gets back the ``__main__`` it began with."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(autouse=True, scope="session")
