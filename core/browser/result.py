@@ -14,9 +14,8 @@ from core.bench.benchmark import headline
 from core.bench.records import BenchReport
 from core.errors import BrowserBenchError
 from core.i18n import N_, using
-from core.runtime.harness import MAX_SAMPLES_KEPT, NOISY, BenchResult
+from core.runtime.harness import BenchResult, timed_fields
 from core.runtime.machine import Environment
-from core.runtime.stats import summarize
 
 __all__ = ["FORMAT", "NOTES", "browser_report", "machine_name"]
 
@@ -99,8 +98,6 @@ def _environment(env: dict[str, Any], backend: str) -> Environment:
 
 
 def _result(data: dict[str, Any], backend: str, threads: int) -> BenchResult:
-    calls = _calls(data)
-    summary = summarize(calls)
     diff = _number(data, "max_abs_diff")
     if data.get("outputs_differ_in_size") is True:
         diff = math.inf
@@ -111,22 +108,10 @@ def _result(data: dict[str, Any], backend: str, threads: int) -> BenchResult:
         provider=backend,
         threads=threads,
         batch=1,
-        n=summary.n,
-        median_ms=summary.median,
-        mean_ms=summary.mean,
-        p90_ms=summary.p90,
-        p99_ms=summary.p99,
-        min_ms=summary.min,
-        max_ms=summary.max,
-        std_ms=summary.std,
-        median_low_ms=summary.median_low,
-        median_high_ms=summary.median_high,
-        throughput=1000 / summary.median if summary.median > 0 else math.nan,
         load_ms=_number(data, "load_ms") or 0.0,
         first_run_ms=_number(data, "first_call_ms") or 0.0,
         max_abs_diff=diff,
-        noisy=summary.relative_interval > NOISY,
-        samples_ms=calls[:MAX_SAMPLES_KEPT],
+        **timed_fields(_calls(data)),
     )
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "Config",
     "measure",
     "result_of",
+    "timed_fields",
     "timed_session",
 ]
 
@@ -187,10 +188,30 @@ def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rou
     )
 
 
+def timed_fields(calls_ms: list[float], batch: int = 1) -> dict[str, Any]:
+    """The fields of a BenchResult that a configuration's call times decide, whoever timed them (this harness,
+    or a browser): the statistics, the throughput of ``batch`` samples a call, whether the interval is too wide,
+    and the calls kept."""
+    summary = summarize(calls_ms)
+    return {
+        "n": summary.n,
+        "median_ms": summary.median,
+        "mean_ms": summary.mean,
+        "p90_ms": summary.p90,
+        "p99_ms": summary.p99,
+        "min_ms": summary.min,
+        "max_ms": summary.max,
+        "std_ms": summary.std,
+        "median_low_ms": summary.median_low,
+        "median_high_ms": summary.median_high,
+        "throughput": batch / (summary.median / 1000) if summary.median > 0 else math.nan,
+        "noisy": summary.relative_interval > NOISY,
+        "samples_ms": calls_ms[:MAX_SAMPLES_KEPT],
+    }
+
+
 def result_of(c: Config) -> BenchResult:
     """The statistics of one configuration's calls (speedup and agreement are filled in by the caller)."""
-    ms = [s / 1e6 for s in c.samples]
-    summary = summarize(ms)
     return BenchResult(
         label=c.label,
         engine=c.engine,
@@ -198,21 +219,9 @@ def result_of(c: Config) -> BenchResult:
         provider=c.provider,
         threads=c.threads,
         batch=c.batch,
-        n=summary.n,
-        median_ms=summary.median,
-        mean_ms=summary.mean,
-        p90_ms=summary.p90,
-        p99_ms=summary.p99,
-        min_ms=summary.min,
-        max_ms=summary.max,
-        std_ms=summary.std,
-        median_low_ms=summary.median_low,
-        median_high_ms=summary.median_high,
-        throughput=c.batch / (summary.median / 1000) if summary.median > 0 else math.nan,
         load_ms=c.load_ms,
         first_run_ms=c.first_ns / 1e6,
-        noisy=summary.relative_interval > NOISY,
-        samples_ms=ms[:MAX_SAMPLES_KEPT],
+        **timed_fields([s / 1e6 for s in c.samples], c.batch),
         cpu_median_ms=float(statistics.median(c.cpu_samples)) / 1e6 if c.cpu_samples else None,
         cpu_samples_ms=[s / 1e6 for s in c.cpu_samples[:MAX_SAMPLES_KEPT]],
     )
