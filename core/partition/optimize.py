@@ -26,9 +26,8 @@ from core.runtime.ort import LEVELS, capture_session_logs, explain_session_error
 
 if TYPE_CHECKING:
     import onnx
-    from google.protobuf.internal.containers import RepeatedCompositeFieldContainer
 
-__all__ = ["compare_graphs", "optimize_levels"]
+__all__ = ["compare_graphs", "node_keys", "optimize_levels"]
 
 LAYOUT_WARNING = N_(
     "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
@@ -47,29 +46,40 @@ def _op(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}"
 
 
-def _key(node: onnx.NodeProto) -> tuple[str, str, tuple[str, ...]]:
+_Key = tuple[str, str, tuple[str, ...]]
+
+
+def _key(node: onnx.NodeProto) -> _Key:
     return (node.domain or "", node.op_type, tuple(node.output))
 
 
-def _unmatched(
-    nodes: RepeatedCompositeFieldContainer[onnx.NodeProto], kept: Counter[tuple[str, str, tuple[str, ...]]]
-) -> list[int]:
+def node_keys(graph: onnx.GraphProto) -> list[_Key]:
+    """Each node's domain, op and outputs: what tells a node the optimizer kept from one it made."""
+    return [_key(node) for node in graph.node]
+
+
+def _unmatched(keys: list[_Key], kept: Counter[_Key]) -> list[int]:
     """Indexes of the nodes left over once ``kept`` (node keys in both graphs, with counts) is used up."""
     remaining = Counter(kept)
     left: list[int] = []
-    for i, node in enumerate(nodes):
-        if remaining[_key(node)] > 0:
-            remaining[_key(node)] -= 1
+    for i, key in enumerate(keys):
+        if remaining[key] > 0:
+            remaining[key] -= 1
         else:
             left.append(i)
     return left
 
 
-def compare_graphs(original: onnx.GraphProto, optimized: onnx.GraphProto) -> list[Rewrite]:
-    """The rewrites that turn ``original`` (a GraphProto) into ``optimized``."""
-    kept = Counter(_key(n) for n in optimized.node) & Counter(_key(n) for n in original.node)
-    removed = _unmatched(original.node, kept)
-    new = _unmatched(optimized.node, kept)
+def compare_graphs(
+    original: onnx.GraphProto, optimized: onnx.GraphProto, original_keys: list[_Key] | None = None
+) -> list[Rewrite]:
+    """The rewrites that turn ``original`` (a GraphProto) into ``optimized``; ``original_keys``, when given, are
+    ``node_keys(original)`` (reading them from the protobuf costs seconds on a large graph, once per level)."""
+    old_keys = original_keys if original_keys is not None else node_keys(original)
+    new_keys = node_keys(optimized)
+    kept = Counter(new_keys) & Counter(old_keys)
+    removed = _unmatched(old_keys, kept)
+    new = _unmatched(new_keys, kept)
 
     # connected groups of new nodes (through tensors they pass to each other)
     producer_new = {out: j for j in new for out in optimized.node[j].output if out}
@@ -185,7 +195,11 @@ def _optimize_at(path: str, key: str, target: Path, weight_bytes: int) -> list[s
 
 
 def _level_result(
-    original: onnx.ModelProto, key: str, files: list[str], log: list[tuple[int, str, str]]
+    original: onnx.ModelProto,
+    original_keys: list[_Key],
+    key: str,
+    files: list[str],
+    log: list[tuple[int, str, str]],
 ) -> LevelResult:
     """What the optimized model of one level, written in ``files``, changed from ``original``."""
     import onnx
@@ -197,7 +211,7 @@ def _level_result(
         name=LEVELS[key].name,
         node_count=len(optimized.graph.node),
         op_counts=dict(Counter(_op(node) for node in optimized.graph.node)),
-        rewrites=compare_graphs(original.graph, optimized.graph),
+        rewrites=compare_graphs(original.graph, optimized.graph, original_keys),
         transformers=_transformers(log),
         path=files[0],
         files=[f for f in files if Path(f).exists()],
@@ -226,6 +240,7 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
         original_ops=dict(Counter(_op(n) for n in original.graph.node)),
         original_subgraph_nodes=_subgraph_nodes(original),
     )
+    original_keys = node_keys(original.graph)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = Path(path).stem
@@ -235,7 +250,7 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
         try:
             for n, (key, files) in enumerate(zip(keys, made, strict=True)):
                 report_progress(n / len(keys), _("Optimizing at {level}").format(level=LEVELS[key].name))
-                report.levels.append(_level_result(original, key, files.result(), logs[_logid(key)]))
+                report.levels.append(_level_result(original, original_keys, key, files.result(), logs[_logid(key)]))
         except BaseException:
             pool.shutdown(cancel_futures=True)  # the levels not started yet are not wanted any more
             raise
