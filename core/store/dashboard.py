@@ -139,17 +139,24 @@ def _fastest(results: list[BenchResult]) -> BenchResult | None:
     return min(ort, key=lambda r: r.median_ms) if ort else None
 
 
+def _per_model_machine(runs: Iterable[Owned]) -> list[tuple[str, str, list[Owned], Owned]]:
+    """``runs`` grouped by model and machine, in that order: each group's model, machine, runs and newest run."""
+    groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
+    for run in runs:
+        groups[(run.report.model, run.report.environment.place)].append(run)
+    return [
+        (model, machine, group, max(group, key=lambda r: r.report.created_at))
+        for (model, machine), group in sorted(groups.items())
+    ]
+
+
 def latest_per_model_machine(runs: Iterable[Owned]) -> list[Latest]:
     """The newest run of each model on each machine, with its fastest configuration; flagged when that run's
     version regressed against the version before it."""
-    groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
-    for run in runs:
-        if not run.tuned:  # a tuning run's answer is its own table's (latest_tuned)
-            groups[(run.report.model, run.report.environment.place)].append(run)
-    flagged = {r.after_run for r in regressions([run for group in groups.values() for run in group])}
+    measured = [run for run in runs if not run.tuned]  # a tuning run's answer is its own table's (latest_tuned)
+    flagged = {r.after_run for r in regressions(measured)}
     rows = []
-    for (model, machine), group in sorted(groups.items()):
-        newest = max(group, key=lambda r: r.report.created_at)
+    for model, machine, group, newest in _per_model_machine(measured):
         best = _fastest(newest.report.results)
         if best is None:
             continue
@@ -259,13 +266,8 @@ class Tuned:
 
 def latest_tuned(runs: Iterable[Owned]) -> list[Tuned]:
     """The newest tuning run of each model on each machine, with the configuration it chose."""
-    groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
-    for run in runs:
-        if run.tuned and run.report.results:
-            groups[(run.report.model, run.report.environment.place)].append(run)
     rows = []
-    for (model, machine), group in sorted(groups.items()):
-        newest = max(group, key=lambda r: r.report.created_at)
+    for model, machine, group, newest in _per_model_machine(run for run in runs if run.tuned and run.report.results):
         settings = newest.report.settings
         default = newest.report.results[0]  # the final round's defaults come first
         label = str(settings.get("best_label") or default.label)
