@@ -108,6 +108,7 @@ left.download_button(
     to_csv(room.code, classroom_view.rooms().entries(room.code)),
     file_name=f"room-{room.code}.csv",
     mime="text/csv",
+    on_click="ignore",
 )
 if mid.button(_("Clear the results"), key="room_clear"):
     classroom_view.rooms().clear(room.code)

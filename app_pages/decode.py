@@ -113,12 +113,15 @@ with st.expander(_("The text form (onnx.printer; large weight values left out)")
     )
 left, right = st.columns(2)
 # downloads are made when clicked, not on every run: a large model's JSON is tens of megabytes
-left.download_button(_("Download the text form"), decoded.text.encode, f"{record.name}.onnx.txt", "text/plain")
+left.download_button(
+    _("Download the text form"), decoded.text.encode, f"{record.name}.onnx.txt", "text/plain", on_click="ignore"
+)
 right.download_button(
     _("Download the decoded model (JSON)"),
     lambda: decoded_json(decoded),
     f"{record.name}.decoded.json",
     "application/json",
+    on_click="ignore",
 )
 
 next_steps("partition", "benchmark", "quantize")

@@ -186,6 +186,7 @@ def nodes_section(decoded: DecodedModel) -> None:
         ),
         f"{Path(decoded.path).stem}.nodes.csv",
         "text/csv",
+        on_click="ignore",
     )
     st.plotly_chart(histogram_figure(decoded.op_counts, _("Op types in the main graph")), key="op_histogram")
 

@@ -178,6 +178,7 @@ def show_report(report: ExportReport) -> None:
                 file_name=path.name,
                 mime="application/octet-stream",
                 key=f"download_{path.name}",
+                on_click="ignore",
             )
     st.markdown(_("The Python that reproduces this exact export:"))
     st.code(report.code, language="python")

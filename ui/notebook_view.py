@@ -110,6 +110,7 @@ def _zip(plan: NotebookPlan) -> None:
         file_name="walk-through.zip",
         mime="application/zip",
         key="notebook_zip_download",
+        on_click="ignore",
     )
 
 
@@ -138,6 +139,7 @@ def notebook_downloads() -> None:
             mime="application/x-ipynb+json",
             help=_("An .ipynb that redoes this page on your model with torch, onnx and onnxruntime only."),
             key="notebook_page_download",
+            on_click="ignore",
         )
     with right:
         _zip(whole)

@@ -270,6 +270,7 @@ def levels_section(report: OptimizationReport, name: str, key: str) -> None:
             f"{name}.{level.key}.onnx",
             "application/octet-stream",
             key=f"{key}_download",
+            on_click="ignore",
         )
 
 

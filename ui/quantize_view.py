@@ -199,6 +199,7 @@ def _choose_variant(made: list[Variant], key: str) -> Variant | None:
                 path.name,
                 "application/octet-stream",
                 key=f"{key}_download",
+                on_click="ignore",
             )
         else:
             st.caption(_("This variant keeps its weights in a side file; save it with `python -m core quantize`."))

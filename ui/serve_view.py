@@ -59,7 +59,12 @@ def deploy_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None 
     with open_within(report.zip_path, session.workspace().path) as f:
         data = f.read()
     st.download_button(
-        _("Download the server (.zip)"), data, file_name="server.zip", mime="application/zip", key=f"{key}_download"
+        _("Download the server (.zip)"),
+        data,
+        file_name="server.zip",
+        mime="application/zip",
+        key=f"{key}_download",
+        on_click="ignore",
     )
     inputs = pd.DataFrame(
         {

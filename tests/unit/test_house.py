@@ -203,3 +203,17 @@ def test_every_page_is_in_the_table_of_pages_and_links_through_it() -> None:
     for path in APP:
         if path.name != "pages.py":
             assert "app_pages/" not in path.read_text(), f"{path.relative_to(ROOT)} links a page by its path"
+
+
+def test_every_download_button_leaves_the_page_as_it_is() -> None:
+    """A download button that reruns the page on its click races the rerun: a deferred file's callable is
+    registered again under a new id while the browser asks for the old one, and on a busy server the download
+    never comes. Each passes on_click="ignore": the browser downloads, and nothing runs."""
+    rerunning = []
+    for path in APP:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "download_button":
+                ignore = [k for k in node.keywords if k.arg == "on_click"]
+                if not ignore or not (isinstance(ignore[0].value, ast.Constant) and ignore[0].value.value == "ignore"):
+                    rerunning.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not rerunning, rerunning
