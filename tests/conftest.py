@@ -44,6 +44,7 @@ LONGEST_FIRST = (
     "tests/app/test_language.py",
     "tests/e2e/test_hostile_e2e.py",
     "tests/e2e/test_chinese_crawl.py",
+    "tests/e2e/test_team_e2e.py",  # one walk, 50-110 s: a hosted server whose workers start ahead with torch
     "tests/app/test_export_page.py",
     "tests/e2e/test_model_page_e2e.py",
     "tests/e2e/test_benchmark_e2e.py",
@@ -58,6 +59,8 @@ LONGEST_FIRST = (
     "tests/e2e/test_real_models_e2e.py",
     "tests/e2e/test_graph_html_e2e.py",
     "tests/app/test_partition_page.py",
+    "tests/e2e/test_classroom_e2e.py",
+    "tests/e2e/test_export_e2e.py",
 )
 ROOT = Path(__file__).resolve().parent.parent
 
