@@ -179,11 +179,11 @@ def results_section(report: BenchReport, key: str) -> None:
     left, right = st.columns(2)
     left.download_button(
         _("Download the results (CSV)"), lambda: frame.to_csv(index=False).encode(),
-        f"{report.model}-bench-{report.id}.csv", "text/csv", key=f"{key}_csv",on_click="ignore"
+        f"{report.model}-bench-{report.id}.csv", "text/csv", key=f"{key}_csv", on_click="ignore",
     )  # fmt: skip
     right.download_button(
         _("Download the whole run (JSON, with every call's time)"), lambda: report_json(report),
-        f"{report.model}-bench-{report.id}.json", "application/json", key=f"{key}_json",on_click="ignore"
+        f"{report.model}-bench-{report.id}.json", "application/json", key=f"{key}_json", on_click="ignore",
     )  # fmt: skip
 
 

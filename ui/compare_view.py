@@ -154,11 +154,11 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
     left, right = st.columns(2)
     left.download_button(
         _("Download the nodes (CSV)"), lambda: frame.to_csv(index=False).encode(), "compare-nodes.csv", "text/csv",
-        key=f"{key}_csv",on_click="ignore"
+        key=f"{key}_csv", on_click="ignore",
     )  # fmt: skip
     right.download_button(
         _("Download the comparison (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
-        "compare.json", "application/json", key=f"{key}_json",on_click="ignore"
+        "compare.json", "application/json", key=f"{key}_json", on_click="ignore",
     )  # fmt: skip
 
 

@@ -247,9 +247,9 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
     left, right = st.columns(2)
     left.download_button(
         _("Download the nodes (CSV)"), lambda: frame.to_csv(index=False).encode(),
-        f"{report.model}-profile-{report.id}.csv", "text/csv", key=f"{key}_csv",on_click="ignore"
+        f"{report.model}-profile-{report.id}.csv", "text/csv", key=f"{key}_csv", on_click="ignore",
     )  # fmt: skip
     right.download_button(
         _("Download the whole profile (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
-        f"{report.model}-profile-{report.id}.json", "application/json", key=f"{key}_json",on_click="ignore"
+        f"{report.model}-profile-{report.id}.json", "application/json", key=f"{key}_json", on_click="ignore",
     )  # fmt: skip

@@ -179,9 +179,9 @@ def chosen_section(report: TuneReport, key: str) -> None:
     left, right = st.columns(2)
     left.download_button(
         _("Download the configuration (JSON)"), config.to_json() + "\n", "session_config.json", "application/json",
-        key=f"{key}_config",on_click="ignore"
+        key=f"{key}_config", on_click="ignore",
     )  # fmt: skip
     right.download_button(
         _("Download the whole run (JSON)"), lambda: report_json(report), f"{report.model}-tune-{report.id}.json",
-        "application/json", key=f"{key}_json",on_click="ignore"
+        "application/json", key=f"{key}_json", on_click="ignore",
     )  # fmt: skip
