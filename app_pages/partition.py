@@ -10,7 +10,7 @@ from core.jobs import OPTIMIZE, PARTITION
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
 from core.partition.words import title_text
 from core.runtime.ort import LEVELS, PROVIDERS, ProviderInfo, provider_table, short_name
-from ui import jobs, session, targets
+from ui import jobs, partition_view, session, targets
 from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of
 from ui.needs import next_steps, require_onnx
@@ -139,11 +139,26 @@ st.markdown(
         "activation) save a pass over memory per node they replace."
     )
 )
-if levels is None:  # its output folder is made only when the job runs
+# five sessions of ONNX Runtime over the whole graph: on a very large model that is minutes of a small
+# machine's time, so there it waits to be asked for, and the partition above does not wait for it
+asked = (record.node_count or 0) <= partition_view.LEVELS_ON_REQUEST or st.button(
+    _("Optimize at every level"),
+    key=f"levels_go_{record.id[:12]}",
+    help=_("Builds the graph five times with ONNX Runtime; on a model this size that takes minutes"),
+)
+if levels is None and not asked:
+    st.info(
+        _(
+            "This model has {count} nodes: optimizing it at each of the five levels takes minutes on a small machine, "
+            "so it starts when you ask."
+        ).format(count=number(record.node_count or 0))
+    )
+elif levels is None:  # its output folder is made only when the job runs
     label = _("Optimizing “{name}” at every level").format(name=record.name)
     levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path), label, model=record.id)
     if view is not None:
         st.rerun()  # the graph above can now show what each level did
-levels_section(levels, record.name, key=f"levels_{record.id[:12]}")
+if levels is not None:
+    levels_section(levels, record.name, key=f"levels_{record.id[:12]}")
 
 next_steps("benchmark", "quantize")

@@ -33,6 +33,7 @@ from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
+    "LEVELS_ON_REQUEST",
     "levels_frame",
     "levels_section",
     "placement_frame",
@@ -41,6 +42,10 @@ __all__ = [
     "report_section",
     "share_frame",
 ]
+
+# nodes; on a larger model the optimization levels (five ONNX Runtime sessions over the whole graph, minutes on a
+# small machine) wait for a click, and the partition above them does not wait for them
+LEVELS_ON_REQUEST = 50_000
 
 
 def providers_section(table: list[ProviderInfo]) -> None:

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from core.jobs import PARTITION
+from core.jobs import OPTIMIZE, PARTITION
 from tests import builders
 from tests.app.pages import open_page, texts
+from ui import partition_view
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,19 @@ def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypa
     at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()
     assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on NNAPI in 1 partition (simulated)"]
     assert "usability checker" in texts(at)
+
+
+def test_on_a_very_large_model_the_levels_wait_for_a_click(
+    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(partition_view, "LEVELS_ON_REQUEST", 7)  # TinyCNN's 8 nodes count as very large
+    at = open_partition(tinycnn_bytes, monkeypatch)
+    assert any("This model has 8 nodes" in i.value and "starts when you ask" in i.value for i in at.info)
+    assert OPTIMIZE.name not in at.session_state and "Conv + Relu" not in texts(at)
+    next(b for b in at.button if b.label == "Optimize at every level").click().run()
+    assert not at.exception
+    assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)
+    assert not any("starts when you ask" in i.value for i in at.info)
 
 
 def test_an_unavailable_provider_gets_a_warning_not_a_crash(
