@@ -23,6 +23,7 @@ from ui.compare_view import compare_section, fix_verdict
 from ui.diff_view import diff_section
 from ui.graph_panel import graph_of
 from ui.jobs import stop_with_error
+from ui.library_view import other_versions, version_label
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_ready, plan_section
 from ui.text import md_escape
@@ -44,12 +45,17 @@ quantized = jobs.kept(QUANTIZE, record.id)
 variants = {
     v.key: v for v in (quantized.variants[1:] if quantized else []) if not v.error and v.path and Path(v.path).is_file()
 }
+versions = other_versions(record)
 CHOICES = {
     "level": _("The same model at another optimization level"),
     "variant": _("A variant made on the Quantize page"),
+    "version": _("Another version from your library (a model you kept, one a History run measured)"),
     "upload": _("Another ONNX file (another version, another export)"),
 }
-choices = [c for c in CHOICES if c != "variant" or variants]
+choices = [c for c in CHOICES if (c != "variant" or variants) and (c != "version" or versions)]
+wanted = session.page_param("b")  # a link that names B (History's "compare with this run's version")
+if wanted in versions and st.session_state.get("compare_b_asked") != wanted:
+    st.session_state.update(compare_against="version", compare_version=wanted, compare_b_asked=wanted)
 
 with st.form("compare_form"):
     against = st.radio(
@@ -60,6 +66,16 @@ with st.form("compare_form"):
             _("The variant (when B is a variant)"), list(variants), format_func=variant_label, key="compare_variant"
         )
         if variants
+        else None
+    )
+    version = (
+        st.selectbox(
+            _("The version (when B is from your library)"),
+            list(versions),
+            format_func=lambda model_id: version_label(versions[model_id]),
+            key="compare_version",
+        )
+        if versions
         else None
     )
     upload = st.file_uploader(_("The other ONNX file (when B is another file)"), type=["onnx"], key="compare_upload")
@@ -92,6 +108,9 @@ def other_model() -> tuple[str, str]:
     if against == "variant":
         chosen = variants[str(variant)]
         return chosen.path, chosen.label
+    if against == "version":
+        kept = versions[str(version)].kept
+        return kept.record.path, f"{kept.label} ({kept.record.id[:8]})"
     if against == "upload":
         if upload is None:
             raise WorkbenchError(_("Upload the other ONNX file, or choose another B."))
@@ -113,6 +132,7 @@ if submitted:
         rtol=float(rtol),
     )
     st.session_state["compare_b_variant"] = str(variant) if against == "variant" else ""  # what "make it again" makes
+    session.set_page_param("b", str(version) if against == "version" else "")  # the address says which B
     label = _("Comparing “{a}” with “{b}”").format(a=record.name, b=b_label)
     jobs.run(COMPARE, request, label, model=record.id)
 

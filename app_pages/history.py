@@ -16,6 +16,7 @@ from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
 from ui.dashboard_view import date_span
 from ui.jobs import stop_with_error
+from ui.library_view import other_versions
 from ui.needs import next_steps
 from ui.text import md_escape
 
@@ -167,6 +168,11 @@ if compare:
             run=shown, owner=md_escape(owner or _("anonymous"), 120)
         )
     )
+    measured = report.model_id
+    if current is not None and current.format == "onnx" and measured and measured in other_versions(current):
+        pages.link(  # another version of the model, kept in the library: tensor by tensor against the current one
+            "compare", _("Compare the current model with the version this run measured"), b=measured
+        )
     with st.container(border=True):
         results_section(report, key=f"history_{report.id}")
         environment_section(report)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -14,12 +15,12 @@ from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
 from core.jobs import BENCH
 from core.model.library import Entry
-from core.model.records import FORMAT_LABELS
+from core.model.records import FORMAT_LABELS, ModelRecord
 from ui import language, session
 from ui.jobs import show_error
 from ui.text import human_bytes, md_escape
 
-__all__ = ["library_section", "permalink"]
+__all__ = ["library_section", "other_versions", "permalink", "version_label"]
 
 
 def permalink(model_id: str, key: str) -> str:
@@ -52,6 +53,34 @@ def _when(epoch: float) -> str:
     if seconds < 86400:
         return _("{hours} h ago").format(hours=f"{seconds // 3600:.0f}")
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d")
+
+
+def other_versions(record: ModelRecord) -> dict[str, Entry]:
+    """The ONNX models of this person's library (and their team's shared ones) other than ``record``, by model
+    id: what Compare may take as B. Those with ``record``'s name come first (its other versions: a re-export, a
+    retrained model, the one a History run measured), then the rest, each newest first; bytes kept twice once."""
+    mine, team = session.library().entries(session.who(), session.kept_keys())
+    found: dict[str, Entry] = {}
+    same = {record.name}  # its names: the file's, and what its keepings were renamed to
+    for entry in (*mine, *team):
+        kept = entry.kept.record
+        if kept.id == record.id:
+            same.add(entry.kept.label)
+        elif kept.format == "onnx" and Path(kept.path).is_file():
+            found.setdefault(kept.id, entry)
+
+    def order(entry: Entry) -> tuple[bool, float]:
+        return entry.kept.record.name not in same and entry.kept.label not in same, -entry.used_at
+
+    ordered = sorted(found.values(), key=order)
+    return {e.kept.record.id: e for e in ordered}
+
+
+def version_label(entry: Entry) -> str:
+    """One kept model in a list to choose from: its name, when it was last used, its size and its id's start
+    (two versions of a model often share its name)."""
+    kept = entry.kept
+    return f"{kept.label} · {_when(entry.used_at)} · {human_bytes(kept.record.size_bytes)} · {kept.record.id[:8]}"
 
 
 def _frame(entries: list[Entry], with_owner: bool) -> pd.DataFrame:

@@ -3,10 +3,15 @@ divergence named with its cause, the nodes by error, and the graph coloured by e
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from core.graph.colourings import FIRST_DIVERGENCE, error_colouring
 from core.jobs import COMPARE, GRAPH
-from tests.app.pages import open_page, texts
+from core.store import Store
+from tests.app.pages import open_page, texts, upload
 from tests.graph_models import classic_cnn
+from tests.reports import made_report
 
 
 def _models() -> tuple[bytes, bytes]:
@@ -38,3 +43,42 @@ def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node_on_the_page_an
     view = at.session_state[GRAPH.name][1]
     colouring = error_colouring(view, {n.index: n.relative for n in report.nodes}, report.first_divergence.index)
     assert colouring.order[0] == FIRST_DIVERGENCE and list(colouring.keys.values()).count(FIRST_DIVERGENCE) == 1
+
+
+def test_an_earlier_version_from_the_library_is_b_and_a_history_run_of_it_links_here(tmp_path: Path) -> None:
+    """Two versions of cnn.onnx uploaded one after the other: the earlier one, kept in the library, is offered as
+    B (and nothing else in the library is ONNX); a History run that measured it links to Compare with it chosen."""
+    original, swapped = _models()
+    at = open_page(model=("cnn.onnx", original), timeout=240)
+    upload(at, "cnn.onnx", swapped)  # the new version is the current model now
+    earlier = hashlib.sha256(original).hexdigest()
+    store = Store(f"sqlite:///{tmp_path / 'data' / 'history.sqlite'}")
+    run = made_report("r-earlier", model="cnn.onnx")
+    run.model_id = earlier
+    store.save(run)
+
+    at.switch_page("app_pages/history.py").run()
+    at.multiselect(key="history_compare").set_value(["r-earlier"]).run()
+    assert not at.exception, at.exception
+    (link,) = [p for p in at.get("page_link") if "version this run measured" in p.proto.label]
+    assert link.proto.page.endswith("compare") and f"b={earlier}" in link.proto.query_string
+
+    at.query_params["b"] = earlier  # what following the link does
+    at.switch_page("app_pages/compare.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="compare_against").value == "version"
+    assert at.selectbox(key="compare_version").options[0].startswith("cnn · ")
+    assert at.selectbox(key="compare_version").value == earlier
+    at.selectbox(key="compare_level_b").set_value("disable")
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    report = at.session_state[COMPARE.name][1]
+    assert report.b == f"cnn ({earlier[:8]})"
+    assert report.first_divergence is not None and report.first_divergence.node == "/layer1/layer1.0/conv2/Relu"
+    assert at.query_params["b"] == earlier  # the address keeps which B
+
+
+def test_without_another_model_in_the_library_no_version_is_offered() -> None:
+    page = open_page("compare", model=("cnn.onnx", _models()[0]), timeout=240)
+    assert "version" not in page.radio(key="compare_against").options
