@@ -14,6 +14,7 @@ from core.errors import WorkbenchError
 from core.i18n import _
 from core.jobs import COMPARE, QUANTIZE
 from core.model.records import ModelRecord
+from core.model.torchload import source_of
 from core.quantize import VARIANTS, QuantizeRequest
 from core.quantize.records import variant_label
 from core.runtime.ort import LEVELS
@@ -46,13 +47,17 @@ variants = {
     v.key: v for v in (quantized.variants[1:] if quantized else []) if not v.error and v.path and Path(v.path).is_file()
 }
 versions = other_versions(record)
+original = session.torch_model()  # the PyTorch model the current one was exported from, when there is one
+original = original if original is not None and original.is_pytorch else None
 CHOICES = {
+    "eager": _("Its PyTorch original, run eagerly: each module's output against this export (A is PyTorch)"),
     "level": _("The same model at another optimization level"),
     "variant": _("A variant made on the Quantize page"),
     "version": _("Another version from your library (a model you kept, one a History run measured)"),
     "upload": _("Another ONNX file (another version, another export)"),
 }
-choices = [c for c in CHOICES if (c != "variant" or variants) and (c != "version" or versions)]
+offered = {"eager": original is not None, "variant": bool(variants), "version": bool(versions)}
+choices = [c for c in CHOICES if offered.get(c, True)]
 wanted = session.page_param("b")  # a link that names B (History's "compare with this run's version")
 if wanted in versions and st.session_state.get("compare_b_asked") != wanted:
     st.session_state.update(compare_against="version", compare_version=wanted, compare_b_asked=wanted)
@@ -81,7 +86,11 @@ with st.form("compare_form"):
     upload = st.file_uploader(_("The other ONNX file (when B is another file)"), type=["onnx"], key="compare_upload")
     left, mid, right = st.columns(3)
     level_a = left.selectbox(
-        _("A's optimization level"), list(LEVELS), format_func=lambda k: LEVELS[k].name, key="compare_level_a"
+        _("A's optimization level"),
+        list(LEVELS),
+        format_func=lambda k: LEVELS[k].name,
+        key="compare_level_a",
+        help=_("Not used when A is the PyTorch original: it runs eagerly."),
     )
     level_b = mid.selectbox(
         _("B's optimization level"),
@@ -125,8 +134,12 @@ if submitted:
         b_path, b_label = other_model()
     except WorkbenchError as exc:
         stop_with_error(exc)
+    a_side = CompareSide(path=record.path, label=record.name, level=level_a)
+    if against == "eager" and original is not None:  # the modules are found through this export's node scopes
+        label_a = _("{name} (PyTorch eager)").format(name=original.name)
+        a_side = CompareSide(path=record.path, label=label_a, torch_source=source_of(original))
     request = CompareRequest(
-        a=CompareSide(path=record.path, label=record.name, level=level_a),
+        a=a_side,
         b=CompareSide(path=b_path, label=b_label, level=level_b),
         inputs=inputs,
         rtol=float(rtol),

@@ -25,6 +25,7 @@ from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import COMPARE
 from core.jobs.wire import to_data
+from core.model.torchload import source_of
 
 if TYPE_CHECKING:
     from core.compare import CompareReport
@@ -38,6 +39,10 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("compare", help="two models tensor by tensor: errors, and the node that first diverges")
     parser.add_argument("a", help="the reference: an .onnx path, or a PyTorch model (compared through its export)")
     parser.add_argument("b", help="the model compared with it: a variant, another version, the same at another level")
+    parser.add_argument(
+        "--eager", action="store_true", help="run A, a PyTorch model, eagerly module by module (each module's output "
+        "against the tensor of B, its export, that leaves the module), instead of A's own export",
+    )  # fmt: skip
     parser.add_argument("--level-a", default="disable", help="A's ORT optimization level (default disable)")
     parser.add_argument("--level-b", default="disable", help="B's ORT optimization level (default disable)")
     parser.add_argument("--provider-a", default="cpu", help="A's execution provider (default cpu)")
@@ -107,9 +112,16 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_from_args(a_record, torch_record, args, Path(tmp))
         a_record = in_own_folder(a_record, Path(tmp) / "a", backend)
         b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
+        a_side = CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
+                             provider=_provider(args.provider_a))  # fmt: skip
+        if args.eager:
+            if torch_record is None:
+                raise WorkbenchError(_("--eager runs A as PyTorch: A must be a PyTorch model (sample:NAME or a file)."))
+            source = source_of(in_own_folder(torch_record, Path(tmp) / "a", backend))
+            # the modules are found in B, the export compared: its node scopes name them, its tensors are B's
+            a_side = CompareSide(path=b_record.path, label=f"{torch_record.name} (PyTorch eager)", torch_source=source)
         request = CompareRequest(
-            a=CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
-                          provider=_provider(args.provider_a)),
+            a=a_side,
             b=CompareSide(path=b_record.path, label=b_record.name, level=_level(args.level_b),
                           provider=_provider(args.provider_b)),
             inputs=plan, seed=args.seed, rtol=args.tolerance, atol=args.atol, group_mb=args.group_mb,

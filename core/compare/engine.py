@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.compare.divergence import first_divergence, introducing, model_kind, node_errors, taint
+from core.compare.eager import INSIDE_MODULE, EagerSide, eager_feeds, prepare_eager
 from core.compare.measures import Graph, graph_of, measure
-from core.compare.records import CompareReport, CompareRequest, TensorError, Uncompared
+from core.compare.records import CompareReport, CompareRequest, CompareSide, TensorError, Uncompared
 from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
 from core.errors import CompareError
 from core.i18n import N_, _
@@ -119,7 +120,29 @@ class _Weights:
         return differ
 
 
-def _plan(graph: Graph, pa: Prepared, pb: Prepared) -> tuple[list[str], list[Uncompared]]:
+Side = Prepared | EagerSide
+
+
+def _prepare(side: CompareSide, request: CompareRequest, arrays: dict[str, Any], folder: Path) -> Side:
+    """One side made ready: its export run eagerly module by module, or its ONNX file optimized at its level."""
+    if side.torch_source is not None:
+        return prepare_eager(side.path, side.torch_source, request.inputs, arrays)
+    return prepare(side.path, side.level, side.provider, folder)
+
+
+def _level_name(side: CompareSide) -> str:
+    return "PyTorch eager" if side.torch_source is not None else LEVELS[side.level].name
+
+
+def _feeds(side: Side, arrays: dict[str, Any]) -> dict[str, Any]:
+    return eager_feeds(side, arrays) if isinstance(side, EagerSide) else feeds_for(side, arrays)
+
+
+def _run(side: Side, names: list[str], feeds: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    return side.run(names, feeds) if isinstance(side, EagerSide) else run_group(side, names, feeds)
+
+
+def _plan(graph: Graph, pa: Side, pb: Side) -> tuple[list[str], list[Uncompared]]:
     """The tensors both optimized graphs compute, in the reference's order, and those that could not be compared."""
     shared, lost_a, lost_b = [], [], []
     for outputs in graph.outputs:
@@ -130,19 +153,21 @@ def _plan(graph: Graph, pa: Prepared, pb: Prepared) -> tuple[list[str], list[Unc
                 lost_b.append(tensor)
             else:
                 shared.append(tensor)
+    reasons = (
+        INSIDE_MODULE if isinstance(pa, EagerSide) else FUSED_AWAY,
+        INSIDE_MODULE if isinstance(pb, EagerSide) else NOT_IN_B,
+    )
     uncompared = [
-        Uncompared(reason=r, count=len(t), examples=t[:8]) for r, t in ((FUSED_AWAY, lost_a), (NOT_IN_B, lost_b)) if t
+        Uncompared(reason=r, count=len(t), examples=t[:8]) for r, t in zip(reasons, (lost_a, lost_b), strict=True) if t
     ]
     return shared, uncompared
 
 
-def _outputs(
-    pa: Prepared, pb: Prepared, fa: dict[str, Any], fb: dict[str, Any], request: CompareRequest
-) -> list[TensorError]:
+def _outputs(pa: Side, pb: Side, fa: dict[str, Any], fb: dict[str, Any], request: CompareRequest) -> list[TensorError]:
     """The models' outputs, by name when the second model has them all, else by position."""
     names_b = pa.outputs if set(pa.outputs) <= set(pb.outputs) else pb.outputs[: len(pa.outputs)]
-    values_a = dict(run_group(pa, pa.outputs, fa))
-    values_b = dict(run_group(pb, names_b, fb))
+    values_a = dict(_run(pa, pa.outputs, fa))
+    values_b = dict(_run(pb, names_b, fb))
     compared = []
     for name, name_b in zip(pa.outputs, names_b, strict=False):
         found = measure(name, values_a.pop(name), values_b.pop(name_b), request.rtol, request.atol)
@@ -177,9 +202,9 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     arrays = make_inputs(request.inputs, 1, request.seed)
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
         progress(0.02, _("optimizing both models at their levels"))
-        pa = prepare(request.a.path, request.a.level, request.a.provider, Path(tmp) / "a")
-        pb = prepare(request.b.path, request.b.level, request.b.provider, Path(tmp) / "b")
-        fa, fb = feeds_for(pa, arrays), feeds_for(pb, arrays)
+        pa = _prepare(request.a, request, arrays, Path(tmp) / "a")
+        pb = _prepare(request.b, request, arrays, Path(tmp) / "b")
+        fa, fb = _feeds(pa, arrays), _feeds(pb, arrays)
         learn_sizes(pa, fa)
         shared, uncompared = _plan(graph, pa, pb)
         if not shared and not pa.outputs:
@@ -192,7 +217,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     reached = taint(graph, measured)
     found_at = stats["times"]
     b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
-    b_fused = {t: op for t, (_n, op, _d) in pb.producers.items()}
+    b_fused = {} if isinstance(pb, EagerSide) else {t: op for t, (_n, op, _d) in pb.producers.items()}
     kind = model_kind(b_model)
     context = {
         "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind,
@@ -204,8 +229,8 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     return CompareReport(
         a=request.a.label or Path(request.a.path).name,
         b=request.b.label or Path(request.b.path).name,
-        a_level=LEVELS[request.a.level].name,
-        b_level=LEVELS[request.b.level].name,
+        a_level=_level_name(request.a),
+        b_level=_level_name(request.b),
         tolerance=_("max |a − b| ≤ {atol} + {rtol} × max |a|, with no infinity or NaN where a has none").format(
             atol=f"{request.atol:g}", rtol=f"{request.rtol:g}"
         ),
@@ -229,8 +254,8 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
 
 def _measure_all(
     shared: list[str],
-    pa: Prepared,
-    pb: Prepared,
+    pa: Side,
+    pb: Side,
     fa: dict[str, Any],
     fb: dict[str, Any],
     request: CompareRequest,
@@ -245,9 +270,9 @@ def _measure_all(
     start, groups, peak, average = 0, 0, 0, 0.0
     while start < len(shared):
         names = _next_group(shared, start, pa.sizes, average, budget)
-        values_a = dict(run_group(pa, names, fa))
+        values_a = dict(_run(pa, names, fa))
         held = sum(v.nbytes for v in values_a.values() if hasattr(v, "nbytes"))
-        for name, value_b in run_group(pb, names, fb):
+        for name, value_b in _run(pb, names, fb):
             value_a = values_a.pop(name)
             b_types[name] = str(getattr(value_b, "dtype", ""))
             found = measure(name, value_a, value_b, request.rtol, request.atol)

@@ -21,6 +21,8 @@ from core.i18n import _
 if TYPE_CHECKING:
     import onnx
 
+    from core.compare.eager import EagerSide
+
 __all__ = ["Prepared", "feeds_for", "learn_sizes", "prepare", "run_group"]
 
 _DATA = "weights.data"
@@ -86,7 +88,7 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     )  # fmt: skip
 
 
-def learn_sizes(side: Prepared, feeds: dict[str, Any]) -> None:
+def learn_sizes(side: Prepared | EagerSide, feeds: dict[str, Any]) -> None:
     """The bytes of each tensor whose whole shape onnx's shape inference finds, at the shapes of ``feeds`` (what
     groups are sized by; the others are sized by the average of those measured)."""
     import onnx

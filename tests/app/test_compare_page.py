@@ -82,3 +82,18 @@ def test_an_earlier_version_from_the_library_is_b_and_a_history_run_of_it_links_
 def test_without_another_model_in_the_library_no_version_is_offered() -> None:
     page = open_page("compare", model=("cnn.onnx", _models()[0]), timeout=240)
     assert "version" not in page.radio(key="compare_against").options
+
+
+def test_a_pytorch_model_run_eagerly_against_its_export_on_the_page() -> None:
+    at = open_page("compare", timeout=240)  # the start sample, TinyCNN in PyTorch: exported in one click
+    at.button(key="export_defaults").click().run()
+    assert not at.exception, at.exception
+    assert at.radio(key="compare_against").value == "eager"  # the first question after an export
+    at.selectbox(key="compare_level_b").set_value("disable")  # ALL fuses most of TinyCNN: fewer tensors to compare
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    report = at.session_state[COMPARE.name][1]
+    assert report.a_level == "PyTorch eager" and report.a.endswith("(PyTorch eager)")
+    assert report.first_divergence is None and report.matched >= 6
+    assert any("No node leaves the tolerance" in s.value for s in at.success)
