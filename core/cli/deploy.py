@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 from core import jobs
 from core.cli.common import add_code_arguments, as_onnx, code_choice
+from core.cli.plan import add_plan_arguments, plan_from_args
 from core.deploy import DeployRequest
 from core.deploy.session import read_tuned
 from core.errors import DeployError
@@ -28,6 +30,8 @@ def register(sub: Any) -> None:
         "--tuned", metavar="FILE.json", help="the session options Tune chose (what python -m core tune --json writes)"
     )
     add_code_arguments(parser)
+    add_plan_arguments(parser)  # the inputs a variant Tune chose is made on, when its file is not beside --tuned
+    parser.add_argument("--seed", type=int, default=0, help="the seed tune was given (default 0)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -52,9 +56,17 @@ def run(args: argparse.Namespace) -> int:
             _("{path} is not an empty folder; give an empty or new folder with -o.").format(path=args.output)
         )
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        record, _torch = as_onnx(args.model, Path(tmp), code_choice(args))
-        out.mkdir(parents=True, exist_ok=True)  # after intake: a refused model leaves nothing behind
+        record, torch_record = as_onnx(args.model, Path(tmp), code_choice(args))
         request = DeployRequest(model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False)
+        variant = (tuned or {}).get("variant", "fp32")
+        beside = Path(args.tuned).with_name(f"{Path(args.tuned).stem}.{variant}.onnx") if args.tuned else None
+        if beside is not None and variant != "fp32" and beside.is_file():  # what tune -o wrote: what Tune measured
+            print(_("serving the {variant} variant Tune chose: {path}").format(variant=variant, path=beside))
+            request = dataclasses.replace(request, model=str(beside), name=f"{record.name} ({variant})")
+        elif variant != "fp32":  # made again from the model, as Tune made it
+            plan = plan_from_args(record, torch_record, args, Path(tmp))
+            request = dataclasses.replace(request, remake_variant=True, inputs=plan, seed=args.seed)
+        out.mkdir(parents=True, exist_ok=True)  # after intake: a refused model leaves nothing behind
         report = jobs.run(DEPLOY, request)
     if args.json:
         print(json.dumps(to_data(report), indent=2))

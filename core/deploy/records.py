@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.access import ReadPath, WritePath
+from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.runtime.machine import Environment
 
@@ -23,6 +24,11 @@ class DeployRequest:
     name: str = ""  # the model's name as the README and Triton call it; else the file's
     tuned: dict[str, Any] | None = None
     zip: bool = True
+    # the command line given only the float32 model: make the variant the tuned configuration names from it first,
+    # as Tune made it (Quantize's tools; FP16's range checked on the plan's inputs at Tune's seeds)
+    remake_variant: bool = False
+    inputs: list[BenchInput] = field(default_factory=list)
+    seed: int = 0
 
 
 @dataclass(kw_only=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -142,11 +143,61 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _readme(name: str, signature: dict[str, Any], session: dict[str, Any], triton: str) -> str:
+def _served(session: dict[str, Any], made_from: str) -> str:
+    """What the README says of the model served and of the batch Tune chose."""
+    from core.quantize.records import VARIANTS
+
+    said = []
+    variant = session["variant"]
+    if variant != "fp32":
+        label = VARIANTS[variant].label if variant in VARIANTS else variant
+        origin = f", made again from `{_plain(made_from)}` with Quantize's tools as Tune made it" if made_from else ""
+        said.append(
+            f"`model.onnx` is the {label} variant Tune chose (it passed Quantize's accuracy gate there){origin}."
+        )
+    if session["batch"] > 1:
+        said.append(
+            f"Tune measured the lowest latency per sample at batch {session['batch']}: send {session['batch']} samples "
+            "per request (along the batch axis) where you can; the server runs whatever batch a request holds."
+        )
+    return ("\n" + "\n\n".join(said) + "\n") if said else ""
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9 ._-]", "_", text)[:120]
+
+
+def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
+    """Variant ``key`` of ``source``, made as Tune makes it (core.tune.sessions), into the job's folder."""
+    from core.model.inputs import make_inputs
+    from core.quantize.records import VARIANTS
+    from core.quantize.variants import make_variant, stage_source, unstage_source
+    from core.tune.sessions import is_large
+
+    if key not in VARIANTS or VARIANTS[key].mode == "static":
+        raise DeployError(
+            _(
+                "The tuned configuration names the variant {variant}, which Tune does not make; serve a variant's file "
+                "as the model instead."
+            ).format(variant=repr(key)[:60])
+        )
+    if not request.inputs:
+        raise DeployError(_("Making the {variant} variant needs the model's input plan.").format(variant=key))
+    notes: list[str] = []
+    staged = stage_source(source, out, notes)
+    seen = [make_inputs(request.inputs, 1, request.seed + 10_000 + k) for k in range(2)]  # Tune's seeds
+    try:
+        return make_variant(key, staged, None, out, seen, is_large(source))
+    finally:
+        unstage_source(out)
+
+
+def _readme(name: str, signature: dict[str, Any], session: dict[str, Any], triton: str, made_from: str = "") -> str:
     listing = json.dumps({"inputs": signature["inputs"], "outputs": signature["outputs"]}, indent=2)
     options = json.dumps(session, indent=2)
     fence, fence2 = _fence(listing), _fence(options)
-    return f"""# A server for {re.sub(r"[^A-Za-z0-9 ._-]", "_", name)[:120]}
+    served = _served(session, made_from)
+    return f"""# A server for {_plain(name)}
 
 Written by ONNX Workbench (`python -m core deploy`). Run it with
 
@@ -179,7 +230,7 @@ The model's inputs and outputs (`null` in a shape is an axis of any size):
 {fence2}json
 {options}
 {fence2}
-
+{served}
 ## Triton
 
 `triton/` is a model repository for Triton Inference Server's onnxruntime backend with the same options
@@ -206,10 +257,18 @@ def _triton_name(name: str) -> str:
 
 def generate_server(request: DeployRequest) -> DeployReport:
     """The job: write the server (and zip it when asked); see the module's docstring."""
+    with tempfile.TemporaryDirectory(prefix="workbench-deploy-") as scratch:  # a variant made first lies here
+        return _generate(request, Path(scratch))
+
+
+def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
     import onnxruntime as ort
 
     source = Path(request.model)
     session = session_config(request.tuned)
+    made_from = ""
+    if request.remake_variant and session["variant"] != "fp32":
+        made_from, source = source.name, _variant(source, session["variant"], request, scratch)
     try:
         probe = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
     except Exception as exc:
@@ -234,7 +293,7 @@ def generate_server(request: DeployRequest) -> DeployReport:
     (out / "session.json").write_text(json.dumps(session, indent=2, sort_keys=True), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     (out / "Dockerfile").write_text(_DOCKERFILE, encoding="utf-8")
-    (out / "README.md").write_text(_readme(name, signature, session, triton), encoding="utf-8")
+    (out / "README.md").write_text(_readme(name, signature, session, triton, made_from), encoding="utf-8")
     (out / "triton" / triton / "config.pbtxt").write_text(triton_config(triton, inputs, outputs, session))
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     zip_path = ""

@@ -20,7 +20,7 @@ from core.tune.config import SessionConfig
 from core.tune.records import Candidate
 from core.tune.search import english_label
 
-__all__ = ["harness_config", "make_variants", "open_session"]
+__all__ = ["harness_config", "is_large", "make_variants", "open_session"]
 
 
 def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
@@ -75,7 +75,9 @@ def harness_config(candidate: Candidate, path: str, specs: list[BenchInput], see
     )
 
 
-def _large(source: Path) -> bool:
+def is_large(source: Path) -> bool:
+    """Whether a variant of ``source`` must keep its weights in external data (refusing a model no quantizer
+    takes)."""
     import onnx
 
     model = onnx.load_model(str(source), load_external_data=False)
@@ -98,7 +100,7 @@ def make_variants(
     seen, held_out = feeds
     notes: list[str] = []
     try:
-        large = _large(source)
+        large = is_large(source)
     except QuantizeError as exc:
         return [], {}, [_("No variant: {reason}").format(reason=str(exc))]
     out.mkdir(parents=True, exist_ok=True)

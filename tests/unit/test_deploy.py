@@ -24,7 +24,7 @@ from core.errors import DeployError
 from core.runtime.machine import Environment
 from core.store import Store
 from core.store.loadtests import bench_report_of
-from tests.builders import mixed_inputs_model, relu_model, write
+from tests.builders import mixed_inputs_model, mlp_model, relu_model, write
 from tests.cli import cli
 
 MACHINE = Environment(
@@ -229,3 +229,30 @@ def test_the_charts_draw_latency_and_throughput_against_concurrency_with_in_proc
     assert [list(t.y) for t in latency.data] == [[2.0, 8.0], [3.0, 12.0], [4.0, 16.0], [0.5, 0.5]]
     assert list(latency.data[0].error_y.array) == pytest.approx([0.1, 0.4])  # p50's interval, above
     assert list(throughput_figure(frame).data[0].y) == [100.0, 400.0]
+
+
+def test_a_tuned_variant_is_served_from_beside_the_tuned_file_or_made_again_as_tune_made_it(tmp_path: Path) -> None:
+    """Tune chose dynamic INT8: the server serves that variant, never the float32 model the command was given."""
+    import onnx
+
+    model = write(mlp_model(), tmp_path / "mlp.onnx")
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text(json.dumps({"intra_op_threads": 1, "variant": "dynamic-qint8", "batch": 8}))
+
+    done = cli("deploy", str(model), "--tuned", str(tuned), "-o", str(tmp_path / "made"))  # made again
+    assert done.returncode == 0, done.stderr
+    served = onnx.load(str(tmp_path / "made" / "model.onnx"))
+    assert any(n.op_type in ("MatMulInteger", "DynamicQuantizeLinear") for n in served.graph.node)
+    readme = (tmp_path / "made" / "README.md").read_text()
+    assert "Dynamic INT8" in readme and "made again from `mlp.onnx`" in readme and "at batch 8" in readme
+
+    beside = tmp_path / "tuned.dynamic-qint8.onnx"  # what tune -o writes beside its JSON
+    beside.write_bytes((tmp_path / "made" / "model.onnx").read_bytes())
+    done = cli("deploy", str(model), "--tuned", str(tuned), "-o", str(tmp_path / "beside"))
+    assert done.returncode == 0, done.stderr
+    assert "serving the dynamic-qint8 variant Tune chose" in done.stdout
+    assert (tmp_path / "beside" / "model.onnx").read_bytes() == beside.read_bytes()
+
+    tuned.write_text(json.dumps({"variant": "static-qdq-minmax"}))
+    refused = cli("deploy", str(model), "--tuned", str(tuned), "-o", str(tmp_path / "static"))
+    assert refused.returncode != 0 and "which Tune does not make" in refused.stderr
