@@ -134,7 +134,8 @@ if submitted:
         b_path, b_label = other_model()
     except WorkbenchError as exc:
         stop_with_error(exc)
-    a_side = CompareSide(path=record.path, label=record.name, level=level_a)
+    a_label = f"{record.name} ({record.id[:8]})" if against == "version" else record.name  # two of one name
+    a_side = CompareSide(path=record.path, label=a_label, level=level_a)
     if against == "eager" and original is not None:  # the modules are found through this export's node scopes
         label_a = _("{name} (PyTorch eager)").format(name=original.name)
         a_side = CompareSide(path=record.path, label=label_a, torch_source=source_of(original))
