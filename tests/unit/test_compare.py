@@ -90,6 +90,28 @@ def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_
     assert found is not None and (found.node, found.cause) == ("conv2d_395", "weight")
 
 
+def test_a_real_packaged_detector_with_one_conv_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
+    """PaddleOCR's text detector (rapidocr's package, 672 nodes, its weights in Constant nodes) at a real image
+    size, one Conv half-way in scaled by 1.5: that Conv is the first divergence, for its weight."""
+    from tests.real_models import real_model
+
+    source = real_model("ocr_det")
+    model = onnx.load(str(source))
+    convs = [n for n in model.graph.node if n.op_type == "Conv"]
+    planted = convs[len(convs) // 2]
+    weight = next(  # Paddle's export holds its weights in Constant nodes
+        a.t for n in model.graph.node if n.output == [planted.input[1]] for a in n.attribute if a.name == "value"
+    )
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * np.float32(1.5), weight.name))
+    faulty = write(model, tmp_path / "det_scaled.onnx")
+    image = [BenchInput(name="x", dtype="float32", shape=[1, 3, 320, 320], batch_axis=0)]
+    report = _compare(source, faulty, image)
+    found = report.first_divergence
+    assert found is not None and found.node == planted.name and found.cause == "weight"
+    assert report.matched > 300 and not report.outputs[0].within
+    assert all(n.within for n in report.nodes if n.index < found.index)  # nothing before it goes wrong
+
+
 def test_an_op_swapped_from_relu_to_sigmoid_is_the_first_divergence(cnn: Path, tmp_path: Path) -> None:
     model = _cnn()
     swapped = next(n for n in model.graph.node if n.name == "/layer1/layer1.0/conv1/Relu")
