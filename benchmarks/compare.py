@@ -1,6 +1,6 @@
 """Compare at scale, beside Polygraphy's own way on the same pair (issue #29).
 
-Run: nice -n 19 .venv/bin/python benchmarks/compare.py [--cases resnet50,wide] [--no-polygraphy]
+Run: nice -n 19 .venv/bin/python benchmarks/compare.py [--cases resnet50,wide] [--no-polygraphy] [--server]
 
 Two pairs, each a model and a copy with one planted fault, built in code (no weights downloaded):
 - resnet50: tests.graph_models.classic_cnn((3, 4, 6, 3), width=64), ResNet-50's stages and channels (25.6 M
@@ -10,7 +10,10 @@ Ours: core.compare.compare_models in a process of its own (what a worker does), 
 time to the first divergence and in all, and the process's peak memory above what it held before comparing.
 Polygraphy: ``polygraphy run A --onnxrt --onnx-outputs mark all --save-inputs --save-outputs``, then
 ``polygraphy run B ... --load-inputs --load-outputs`` (its comparison), each process's time and peak memory.
-Goals: the first divergence in under 60 s on two cores, and a tenth of Polygraphy's memory.
+With --server, the same pair through the Compare page (AppTest, in a process of its own, as the server runs it):
+how much the server grows from A uploaded to the comparison shown (B's upload, the graph view coloured by error and
+the report included; the comparison itself runs in its worker). Goals: the first divergence in under 60 s on two
+cores, a tenth of Polygraphy's memory, and the server growing by less than 200 MB on the 30,003-node pair.
 """
 
 from __future__ import annotations
@@ -47,6 +50,36 @@ found = report.first_divergence
 print(json.dumps({{"before": before, "seconds": report.seconds, "to_divergence": report.seconds_to_divergence,
     "node": found.node if found else None, "op": found.op_type if found else None, "matched": report.matched,
     "groups": report.groups, "peak_group_mb": report.peak_group_mb}}))
+"""
+
+
+_SERVER = """
+import gc, json, os, sys, time, psutil
+sys.path.insert(0, {root!r})
+os.chdir({root!r})
+os.environ.update(WORKBENCH_DATA_DIR={data!r}, WORKBENCH_START_SAMPLE="", WORKBENCH_WARM_WORKERS="0")
+from streamlit.testing.v1 import AppTest
+from core.jobs import COMPARE
+at = AppTest.from_file("streamlit_app.py", default_timeout=1800).run()
+with open({a!r}, "rb") as fh:
+    at.file_uploader(key="uploads").set_value(("a.onnx", fh.read(), "application/octet-stream")).run()
+gc.collect()
+before = psutil.Process().memory_info().rss
+started = time.perf_counter()
+at.switch_page("app_pages/compare.py").run()
+at.radio(key="compare_against").set_value("upload")
+with open({b!r}, "rb") as fh:
+    at.file_uploader(key="compare_upload").set_value(("b.onnx", fh.read(), "application/octet-stream"))
+at.selectbox(key="compare_level_a").set_value("disable")
+at.selectbox(key="compare_level_b").set_value("disable")
+next(x for x in at.button if x.label == "Compare").click()
+at.run()
+seconds = time.perf_counter() - started
+gc.collect()
+report = at.session_state[COMPARE.name][1]
+found = report.first_divergence
+print(json.dumps({{"growth_mb": (psutil.Process().memory_info().rss - before) / 2**20, "seconds": seconds,
+    "exception": [str(e.value)[:300] for e in at.exception], "node": found.node if found else None}}))
 """
 
 
@@ -112,6 +145,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", default="resnet50,wide")
     parser.add_argument("--no-polygraphy", action="store_true")
+    parser.add_argument("--server", action="store_true", help="also through the Compare page: the server's growth")
     args = parser.parse_args()
     for case in args.cases.split(","):
         with tempfile.TemporaryDirectory(prefix=f"compare-{case}-") as tmp:
@@ -123,6 +157,10 @@ def main() -> None:
             ours = json.loads(out.strip().splitlines()[-1])
             ours.update(wall=wall, peak_mb=peak / 2**20, growth_mb=(peak - ours.pop("before")) / 2**20)
             print(json.dumps({"case": case, "nodes": nodes, "ours": ours}, indent=1), flush=True)
+            if args.server:
+                page = _SERVER.format(root=str(ROOT), data=str(folder / "data"), a=str(a), b=str(b))
+                _wall, _server_peak, out = _peak([sys.executable, "-c", page])
+                print(json.dumps({"case": case, "server": json.loads(out.strip().splitlines()[-1])}), flush=True)
             if not args.no_polygraphy:
                 print(json.dumps({"case": case, "polygraphy": _polygraphy(a, b, options, folder)}), flush=True)
 

@@ -78,9 +78,18 @@ class _Weights:
     """The weights of a node of the reference that differ in the second model (initializers or Constant nodes of
     the same name), read one tensor at a time."""
 
-    def __init__(self, a: onnx.ModelProto, b: onnx.ModelProto, a_path: str, b_path: str, graph: Graph) -> None:
-        self.sources = [(self._tensors(a), str(Path(a_path).parent)), (self._tensors(b), str(Path(b_path).parent))]
+    def __init__(self, a_path: str, b_path: str, graph: Graph) -> None:
+        self.paths = (a_path, b_path)
         self.graph = graph
+        self._sources: list[tuple[dict[str, onnx.TensorProto], str]] = []
+
+    @property
+    def sources(self) -> list[tuple[dict[str, onnx.TensorProto], str]]:
+        """Both models' weights, read again when a divergence's cause is asked (not held while the tensors are
+        compared: a model's weights embedded in its file would be in memory twice beside ONNX Runtime's)."""
+        if not self._sources:
+            self._sources = [(self._tensors(_load(path)), str(Path(path).parent)) for path in self.paths]
+        return self._sources
 
     @staticmethod
     def _tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
@@ -199,6 +208,8 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     _check(request)
     a_model, b_model = _load(request.a.path), _load(request.b.path)
     graph, b_graph = graph_of(a_model), graph_of(b_model)
+    kind = model_kind(b_model)
+    del a_model, b_model  # their structure is in the graphs; the weights are read again only for a cause
     arrays = make_inputs(request.inputs, 1, request.seed)
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
         progress(0.02, _("optimizing both models at their levels"))
@@ -218,10 +229,9 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     found_at = stats["times"]
     b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
     b_fused = {} if isinstance(pb, EagerSide) else {t: op for t, (_n, op, _d) in pb.producers.items()}
-    kind = model_kind(b_model)
     context = {
         "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind,
-        "weights": _Weights(a_model, b_model, request.a.path, request.b.path, graph),
+        "weights": _Weights(request.a.path, request.b.path, graph),
     }  # fmt: skip
     divergence = first_divergence(graph, measured, reached, context)
     lost = [Uncompared(reason=NOT_COMPARABLE, count=len(stats["lost"]), examples=stats["lost"][:8])]
