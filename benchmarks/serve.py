@@ -9,20 +9,28 @@ HTTP and encoding overhead), and requests/s at each concurrency. Models: a tiny 
 1×4 floats, where the overhead is HTTP alone), the zoo's TinyCNN (1×3×112×112 floats: JSON costs) and a real
 packaged model (RapidOCR's text-direction classifier, 1×3×48×192 floats), each with a JSON and an .npy body.
 
+First, the floor: the load test's own client against a server that answers at once (a FastAPI app returning a
+constant, under the same uvicorn), with aiohttp (the load test's client) and with httpx's async client (its client
+until 2026-12), so that the overhead below can be read against what the client and HTTP cost by themselves.
+
 Run (on a quiet machine; it uses two cores): nice -n 19 .venv/bin/python benchmarks/serve.py [--duration 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import random
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.deploy import DeployRequest, LoadtestRequest
-from core.deploy.loadtest import run_loadtest
+from core.deploy.loadtest import _load, run_loadtest, started_app
 from core.deploy.server import generate_server
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
@@ -40,6 +48,50 @@ def _models(folder: Path) -> list[tuple[str, Path, list[BenchInput]]]:
     ]
 
 
+_NULL_APP = """
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+app = FastAPI()
+
+
+@app.get("/health")
+def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@app.post("/predict")
+async def predict(request: Request) -> Response:
+    await request.body()
+    return Response(content=b'{"outputs": {"y": [[0.0, 1.0, 2.0, 3.0]]}}', media_type="application/json")
+"""
+
+
+async def _httpx_p50(url: str, body: bytes, seconds: float) -> float:
+    import httpx
+
+    async with httpx.AsyncClient(trust_env=False) as client:
+        times: list[float] = []
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            await client.post(url, content=body, headers={"content-type": "application/json"})
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times[10:])
+
+
+def _floor(folder: Path, seconds: float) -> None:
+    """The client and HTTP alone: p50 at concurrency 1 against a server that does nothing."""
+    folder.mkdir()
+    (folder / "app.py").write_text(_NULL_APP)
+    body = b'{"inputs": {"x": [[0.1, 0.2, 0.3, 0.4]]}}'
+    with started_app(str(folder)) as url:
+        load = asyncio.run(_load(f"{url}/predict", body, "application/json", 1, seconds, 0, random.Random(0)))
+        ours = statistics.median(load.latencies_ms)
+        theirs = asyncio.run(_httpx_p50(f"{url}/predict", body, seconds))
+    print(f"{'null server (floor)':<24} {'json':<5} aiohttp {ours:.2f} ms, httpx async {theirs:.2f} ms a request")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--duration", type=float, default=5.0, help="seconds per concurrency")
@@ -48,6 +100,7 @@ def main() -> None:
     concurrency = [int(c) for c in args.concurrency.split(",")]
     print(f"{'model':<24} {'body':<5} {'HTTP p50':>16} {'in-process':>11} {'overhead':>9}  requests/s by concurrency")
     with tempfile.TemporaryDirectory() as tmp:
+        _floor(Path(tmp) / "null", args.duration)
         for name, path, inputs in _models(Path(tmp)):
             folder = Path(tmp) / f"server-{path.stem}"
             tuned = {"intra_op_threads": 1}
