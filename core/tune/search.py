@@ -48,7 +48,9 @@ def stage_configs(stage: str, best: SessionConfig, space: Space) -> list[Session
     if stage == "providers":
         return [change(best, providers=(p, "CPUExecutionProvider")) for p in space.providers]
     if stage == "threads":
-        counts = sorted({1, max(1, space.physical_cores // 2)} - {space.physical_cores, best.intra_op_threads})
+        # every core named explicitly is a configuration of its own: left at 0, ONNX Runtime takes as many threads
+        # but also pins them to cores (its threading docs), which on a shared machine can be the slower of the two
+        counts = sorted({1, max(1, space.physical_cores // 2), space.physical_cores} - {best.intra_op_threads})
         return [change(best, intra_op_threads=n) for n in counts]
     if stage == "variant":
         return [change(best, variant=v) for v in space.variants if v != best.variant]

@@ -50,6 +50,14 @@ def headline(report: TuneReport) -> str:
             + per_sample
         )
     runner_up = report.runner_up
+    if runner_up is not None and runner_up.measured and default.measured and runner_up.ci_ms[0] > default.ci_ms[1]:
+        return (
+            _(
+                "ONNX Runtime's defaults stay: {name}, the best other configuration, was slower when timed beside "
+                "them (median {ms} ms, 95 % CI {low}–{high}, against {base_ms} ms, {base_low}–{base_high})."
+            ).format(name=config_label(runner_up.config), **_figures(runner_up), **base)
+            + per_sample
+        )
     if runner_up is not None and runner_up.measured and default.measured:
         return (
             _(

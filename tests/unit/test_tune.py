@@ -19,7 +19,7 @@ from core.store import Store
 from core.store.dashboard import Owned, latest_per_model_machine, latest_tuned
 from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest, run_tune
 from core.tune.saved import as_run
-from core.tune.search import stage_winner, surely_faster
+from core.tune.search import Space, stage_configs, stage_winner, surely_faster
 from core.tune.words import BUDGET_OUT, not_tried_text
 from tests import builders
 from tests.cli import cli
@@ -198,3 +198,26 @@ def test_static_variants_and_bad_budgets_are_refused_with_the_way_out(mlp: Path,
         run_tune(TuneRequest(model=model, out_dir=str(tmp_path), variants=["static-qdq-minmax"]))
     with pytest.raises(TuneError, match="between 1 s and 24 hours"):
         run_tune(TuneRequest(model=model, out_dir=str(tmp_path), budget_s=0.1))
+
+
+def test_the_threads_stage_names_every_core_too_since_ort_pins_its_own_default_threads() -> None:
+    def tried(cores: int) -> list[int]:
+        space = Space(physical_cores=cores, providers=(), variants=(), batches=())
+        return [c.intra_op_threads for c in stage_configs("threads", SessionConfig(), space)]
+
+    assert tried(2) == [1, 2] and tried(8) == [1, 4, 8] and tried(1) == [1]
+
+
+def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_overlap_only_when_it_did() -> None:
+    from types import SimpleNamespace
+
+    from core.tune.words import headline
+
+    default = _measured(SessionConfig(), 5.77, 5.56, 5.86)
+    for runner_up, said in (
+        (_measured(SessionConfig(intra_op_threads=1), 7.79, 7.69, 7.91), "was slower when timed beside them"),
+        (_measured(SessionConfig(intra_op_threads=1), 5.7, 5.5, 5.9), "the intervals overlap"),
+    ):
+        report = SimpleNamespace(best=default, default=default, runner_up=runner_up, per_sample=False, candidates=[])
+        text = headline(report)  # type: ignore[arg-type]
+        assert said in text and "intra-op 1" in text
