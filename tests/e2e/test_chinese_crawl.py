@@ -25,6 +25,8 @@ PAGES: list[tuple[str, str, str]] = [
     ("基准测试", "benchmark", "zh-benchmark"),
     ("性能剖析", "", "zh-profile"),
     ("量化", "quantize", "zh-quantize"),
+    ("对比", "compare", "zh-compare"),
+    ("部署", "", "zh-deploy"),
     ("历史记录", "", "zh-history"),
     ("看板", "", "zh-dashboard"),
 ]
@@ -100,6 +102,16 @@ def _quantize(page) -> None:  # type: ignore[no-untyped-def]
     wait_idle(page)
 
 
+def _compare(page) -> None:  # type: ignore[no-untyped-def]
+    """The exported TinyCNN against its PyTorch original run eagerly (the first choice after an export)."""
+    page.get_by_role("button", name="对比", exact=True).click()
+    page.get_by_text("没有节点超出容差").wait_for(timeout=180_000)
+    wait_idle(page)
+
+
+ACTIONS = {"export": _export, "graph": _graph, "benchmark": _benchmark, "quantize": _quantize, "compare": _compare}
+
+
 def test_every_translated_page_reads_in_chinese(browser, app_url: str, data_dir: Path) -> None:  # type: ignore[no-untyped-def]
     seed_regression(data_dir)
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale="zh-CN")
@@ -115,7 +127,7 @@ def test_every_translated_page_reads_in_chinese(browser, app_url: str, data_dir:
                 page.get_by_role("heading", name=title, exact=True).wait_for(timeout=60_000)
                 wait_idle(page)
             if action:
-                {"export": _export, "graph": _graph, "benchmark": _benchmark, "quantize": _quantize}[action](page)
+                ACTIONS[action](page)
             shot(page, name)
             found[title] = english_prose(page.evaluate(_TEXT, _SKIPPED))
         assert found == {title: [] for title, _action, _name in PAGES}
