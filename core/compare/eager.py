@@ -142,7 +142,7 @@ def _prefixes(path: str) -> list[str]:
     return [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Call:
     kind: str  # the module's class
     before: str  # the module whose output its first input is ("" when none, or another structure)
@@ -168,7 +168,7 @@ def _trace(module: Any, tensors: list[Any]) -> tuple[dict[str, _Call], Any]:
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         maker = made.get(id(first)) if first is not None else None
         before = maker[0] if maker is not None and maker[1]() is first else ""
-        calls[name] = _Call(kind, before, isinstance(out, torch.Tensor))
+        calls[name] = _Call(kind=kind, before=before, tensor=isinstance(out, torch.Tensor))
         if isinstance(out, torch.Tensor):
             made[id(out)] = (name, weakref.ref(out))
 

@@ -171,8 +171,7 @@ def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
     """Variant ``key`` of ``source``, made as Tune makes it (core.tune.sessions), into the job's folder."""
     from core.model.inputs import make_inputs
     from core.quantize.records import VARIANTS
-    from core.quantize.variants import make_variant, stage_source, unstage_source
-    from core.tune.sessions import is_large
+    from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
 
     if key not in VARIANTS or VARIANTS[key].mode == "static":
         raise DeployError(

@@ -20,7 +20,15 @@ if TYPE_CHECKING:
 
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
-__all__ = ["file_size", "make_variant", "refuse_unquantizable", "stage_source", "unstage_source", "weight_bytes"]
+__all__ = [
+    "file_size",
+    "is_large",
+    "make_variant",
+    "refuse_unquantizable",
+    "stage_source",
+    "unstage_source",
+    "weight_bytes",
+]
 
 
 def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
@@ -97,6 +105,17 @@ def refuse_unquantizable(model: onnx.ModelProto) -> None:
     float_weights = [t for _, t in iter_tensors(model) if t.data_type in _FLOAT_TYPES and tensor_elements(t) > 1]
     if not float_weights:
         raise QuantizeError(_("The model has no float weights, so there is nothing to quantize or convert."))
+
+
+def is_large(source: Path) -> bool:
+    """Whether a variant of ``source`` must keep its weights in external data (refusing a model no quantizer
+    takes)."""
+    import onnx
+
+    model = onnx.load_model(str(source), load_external_data=False)
+    refuse_unquantizable(model)
+    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    return external or source.stat().st_size > 1 << 30
 
 
 def file_size(path: Path) -> int:

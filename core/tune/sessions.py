@@ -13,14 +13,14 @@ from core.i18n import _
 from core.model.inputs import BenchInput, make_inputs
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.judge import Tolerance
-from core.quantize.variants import make_variant, refuse_unquantizable, stage_source, unstage_source
+from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
 from core.runtime.harness import Config
 from core.runtime.ort import explain_session_error, ort_message
 from core.tune.config import SessionConfig
 from core.tune.records import Candidate
 from core.tune.search import english_label
 
-__all__ = ["harness_config", "is_large", "make_variants", "open_session"]
+__all__ = ["harness_config", "make_variants", "open_session"]
 
 
 def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
@@ -73,17 +73,6 @@ def harness_config(candidate: Candidate, path: str, specs: list[BenchInput], see
         run=run,
         load_ms=load_ms,
     )
-
-
-def is_large(source: Path) -> bool:
-    """Whether a variant of ``source`` must keep its weights in external data (refusing a model no quantizer
-    takes)."""
-    import onnx
-
-    model = onnx.load_model(str(source), load_external_data=False)
-    refuse_unquantizable(model)
-    external = any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
-    return external or source.stat().st_size > 1 << 30
 
 
 def make_variants(

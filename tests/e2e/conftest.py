@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
@@ -171,6 +172,21 @@ def upload(page, *paths: Path, timeout: float = 120_000) -> None:  # type: ignor
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files([str(p) for p in paths])
     page.wait_for_timeout(500)
     wait_idle(page, timeout=timeout)
+
+
+def choose(page, box: str, option: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick ``option`` in the select box labelled ``box``. Right after a file was put in a form's uploader, the
+    first click on a select box of that form can go to the uploader's input, not open the list: it is clicked
+    again until the list is open."""
+    wanted = page.get_by_role("option", name=option, exact=True)
+    for _attempt in range(3):
+        page.get_by_role("combobox", name=box).click()
+        try:
+            wanted.wait_for(timeout=3_000)
+            break
+        except PlaywrightTimeout:
+            continue
+    wanted.click()
 
 
 def go_to(page, name: str, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-def]

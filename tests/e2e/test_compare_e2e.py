@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.builders import write
-from tests.e2e.conftest import go_to, shot, upload, wait_idle
+from tests.e2e.conftest import choose, go_to, shot, upload, wait_idle
 from tests.graph_models import classic_cnn
 
 pytestmark = pytest.mark.e2e
@@ -30,8 +30,7 @@ def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node(page, tmp_path
     page.get_by_text("Another ONNX file (another version, another export)").click()
     page.locator('[data-testid="stForm"] input[type="file"]').set_input_files(str(swapped))
     page.wait_for_timeout(500)
-    page.get_by_role("combobox", name="B's optimization level").click()
-    page.get_by_role("option", name="DISABLE_ALL").click()
+    choose(page, "B's optimization level", "DISABLE_ALL")
     page.get_by_role("button", name="Compare", exact=True).click()
     page.get_by_text("The first divergence").first.wait_for(timeout=120_000)
     wait_idle(page)

@@ -23,7 +23,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     assert page.get_by_text("starts with this sample").is_visible()
     assert "tinycnn" in sidebar_text(page)
     assert page.locator('[data-testid="stTable"]').get_by_text("1×3×112×112").is_visible()
-    assert page.get_by_role("link", name="Next: export it to ONNX").is_visible()
+    page.get_by_role("link", name="Next: export it to ONNX").wait_for(timeout=30_000)  # the footer comes last
     shot(page, "01-start-tinycnn")
 
     page.get_by_role("tab", name="Pick a sample").click()

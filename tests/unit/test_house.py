@@ -36,6 +36,8 @@ ALLOWED = {
     "browser": {"bench", "graph"} | LIBRARIES | BASICS,
     # Tune measures with Benchmark's harness and saves as a benchmark run (its types); its variants are Quantize's
     "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
+    # a server for the variant Tune chose, made with Quantize's tools when only the float32 model is given
+    "deploy": {"quantize"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}
