@@ -13,6 +13,7 @@ from core import jobs
 from core.cli.common import (
     add_target_argument,
     as_onnx,
+    describe,
     environment_json,
     in_own_folder,
     padded,
@@ -107,19 +108,22 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         (Path(tmp) / "a").mkdir()
         (Path(tmp) / "b").mkdir()
-        a_record, torch_record = as_onnx(args.a, Path(tmp) / "a")
         b_record, _torch_b = as_onnx(args.b, Path(tmp) / "b")
-        plan = plan_from_args(a_record, torch_record, args, Path(tmp))
-        a_record = in_own_folder(a_record, Path(tmp) / "a", backend)
-        b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
-        a_side = CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
-                             provider=_provider(args.provider_a))  # fmt: skip
-        if args.eager:
-            if torch_record is None:
+        if args.eager:  # A runs module by module through B's node scopes: it needs no export of its own
+            original = describe(args.a)
+            if not original.is_pytorch:
                 raise WorkbenchError(_("--eager runs A as PyTorch: A must be a PyTorch model (sample:NAME or a file)."))
-            source = source_of(in_own_folder(torch_record, Path(tmp) / "a", backend))
-            # the modules are found in B, the export compared: its node scopes name them, its tensors are B's
-            a_side = CompareSide(path=b_record.path, label=f"{torch_record.name} (PyTorch eager)", torch_source=source)
+            plan = plan_from_args(b_record, original, args, Path(tmp))
+            b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
+            source = source_of(in_own_folder(original, Path(tmp) / "a", backend))
+            a_side = CompareSide(path=b_record.path, label=f"{original.name} (PyTorch eager)", torch_source=source)
+        else:
+            a_record, torch_record = as_onnx(args.a, Path(tmp) / "a")
+            plan = plan_from_args(a_record, torch_record, args, Path(tmp))
+            a_record = in_own_folder(a_record, Path(tmp) / "a", backend)
+            b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
+            a_side = CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
+                                 provider=_provider(args.provider_a))  # fmt: skip
         request = CompareRequest(
             a=a_side,
             b=CompareSide(path=b_record.path, label=b_record.name, level=_level(args.level_b),
