@@ -169,9 +169,8 @@ def _plain(text: str) -> str:
 
 def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
     """Variant ``key`` of ``source``, made as Tune makes it (core.tune.sessions), into the job's folder."""
-    from core.model.inputs import make_inputs
     from core.quantize.records import VARIANTS
-    from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
+    from core.quantize.variants import is_large, make_variant, range_inputs, stage_source, unstage_source
 
     if key not in VARIANTS or VARIANTS[key].mode == "static":
         raise DeployError(
@@ -184,9 +183,8 @@ def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
         raise DeployError(_("Making the {variant} variant needs the model's input plan.").format(variant=key))
     notes: list[str] = []
     staged = stage_source(source, out, notes)
-    seen = [make_inputs(request.inputs, 1, request.seed + 10_000 + k) for k in range(2)]  # Tune's seeds
     try:
-        return make_variant(key, staged, None, out, seen, is_large(source))
+        return make_variant(key, staged, None, out, range_inputs(request.inputs, request.seed), is_large(source))
     finally:
         unstage_source(out)
 

@@ -18,12 +18,15 @@ from core.quantize.records import INTEGER_OPS, VARIANTS, variant_label
 if TYPE_CHECKING:
     import onnx
 
+    from core.model.inputs import BenchInput
+
 _FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
 __all__ = [
     "file_size",
     "is_large",
     "make_variant",
+    "range_inputs",
     "refuse_unquantizable",
     "stage_source",
     "unstage_source",
@@ -105,6 +108,14 @@ def refuse_unquantizable(model: onnx.ModelProto) -> None:
     float_weights = [t for _, t in iter_tensors(model) if t.data_type in _FLOAT_TYPES and tensor_elements(t) > 1]
     if not float_weights:
         raise QuantizeError(_("The model has no float weights, so there is nothing to quantize or convert."))
+
+
+def range_inputs(specs: list[BenchInput], seed: int) -> list[dict[str, Any]]:
+    """The inputs FP16's range is checked on when Tune makes a variant, and when Deploy makes the one Tune chose
+    again: two, at seeds of their own (the held-out inputs that judge it start at ``seed + 1``)."""
+    from core.model.inputs import make_inputs
+
+    return [make_inputs(specs, 1, seed + 10_000 + k) for k in range(2)]
 
 
 def is_large(source: Path) -> bool:

@@ -23,6 +23,7 @@ from core.i18n import _, number, using
 from core.model.inputs import make_inputs, plan_summary
 from core.quantize.judge import Tolerance
 from core.quantize.records import VARIANTS
+from core.quantize.variants import range_inputs
 from core.runtime.activity import ActivityMeter
 from core.runtime.harness import Config, measure, result_of
 from core.runtime.machine import environment
@@ -187,7 +188,7 @@ class _Search:
         held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(request.held_out)]
         tolerance = Tolerance(min_cosine=request.min_cosine)
         deadline = self.deadline - self.reserve
-        seen = [make_inputs(request.model.inputs, 1, request.seed + 10_000 + k) for k in range(2)]  # FP16's range
+        seen = range_inputs(request.model.inputs, request.seed)
         made, self.paths, notes = make_variants(
             keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
         )
