@@ -141,12 +141,12 @@ st.markdown(
 )
 # five sessions of ONNX Runtime over the whole graph: on a very large model that is minutes of a small
 # machine's time, so there it waits to be asked for, and the partition above does not wait for it
-asked = (record.node_count or 0) <= partition_view.LEVELS_ON_REQUEST or st.button(
+waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
+if waits and not st.button(
     _("Optimize at every level"),
     key=f"levels_go_{record.id[:12]}",
     help=_("Builds the graph five times with ONNX Runtime; on a model this size that takes minutes"),
-)
-if levels is None and not asked:
+):
     st.info(
         _(
             "This model has {count} nodes: optimizing it at each of the five levels takes minutes on a small machine, "

@@ -53,6 +53,7 @@ def test_on_a_very_large_model_the_levels_wait_for_a_click(
     assert not at.exception
     assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)
     assert not any("starts when you ask" in i.value for i in at.info)
+    assert not any(b.label == "Optimize at every level" for b in at.button)  # done: nothing left to ask for
 
 
 def test_an_unavailable_provider_gets_a_warning_not_a_crash(
