@@ -8,6 +8,7 @@ config.pbtxt as escaped protobuf text strings.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -26,6 +27,8 @@ from core.model.onnx_file import check_external_data
 __all__ = ["PINNED", "generate_server", "pbtxt_string", "triton_config"]
 
 PINNED = ("fastapi", "uvicorn", "onnxruntime", "numpy")  # the server's requirements, at the versions installed here
+# uvicorn's fast parts, pinned when installed here (the server works without them, slower): with the marker they need
+FAST = {"uvloop": '; sys_platform != "win32"', "httptools": ""}
 MAX_BODY = 64 << 20  # bytes the generated server reads of one request
 _DTYPES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
@@ -124,6 +127,9 @@ def _requirements() -> str:
                     package=package
                 )
             ) from None
+    for package, marker in FAST.items():
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            lines.append(f"{package}=={metadata.version(package)}{marker}")
     return "\n".join(lines) + "\n"
 
 

@@ -68,7 +68,14 @@ def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_read
         "triton/mixed/1/model.onnx", "triton/mixed/config.pbtxt",
     ]  # fmt: skip
     pins = (out / "requirements.txt").read_text().split()
-    assert pins == [f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy")]
+    assert pins == [
+        *(f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy")),
+        f"uvloop=={metadata.version('uvloop')};",
+        "sys_platform",
+        "!=",
+        '"win32"',
+        f"httptools=={metadata.version('httptools')}",
+    ]  # uvicorn's fast parts, with the marker uvloop needs
     session = json.loads((out / "session.json").read_text())
     assert {k: session[k] for k in TUNED} == TUNED and session["inter_op_threads"] == 0
     config = (out / "triton" / "mixed" / "config.pbtxt").read_text()
@@ -145,6 +152,33 @@ def test_an_npy_body_serves_a_one_input_model_and_must_have_its_dtype(tmp_path: 
         np.save(buffer, x.astype(np.float64))
         answer = client.post("/predict", content=buffer.getvalue(), headers={"content-type": "application/x-npy"})
         assert answer.status_code == 422 and ".astype('float32')" in answer.json()["detail"]
+
+
+def test_short_calls_run_on_the_event_loop_and_long_ones_in_a_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    module = served_module(
+        Path(generate_server(DeployRequest(model=str(model), out_dir=str(tmp_path / "o"), zip=False)).out_dir)
+    )
+    handed: list[object] = []
+    threadpool = module.run_in_threadpool
+
+    async def counted(function: Any, *args: Any) -> Any:
+        handed.append(function)
+        return await threadpool(function, *args)
+
+    monkeypatch.setattr(module, "run_in_threadpool", counted)
+    body = {"inputs": {"x": [[-1.0, 2.0, -3.0, 4.0]]}}
+    with TestClient(module.app) as client:
+        for _call in range(3):  # the first goes to a thread (nothing is known yet); the relu then takes microseconds
+            assert client.post("/predict", json=body).json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
+        assert len(handed) == 1 and module.state["typical_s"] < module.INLINE_BELOW_S
+        module.state["typical_s"] = 0.01  # a model whose calls take 10 ms
+        client.post("/predict", json=body)
+        assert len(handed) == 2
+        wrong = client.post("/predict", json={"inputs": {"x": [[1.0, 2.0]]}})  # refused before the model runs
+        assert wrong.status_code == 422 and "has shape [1, 2]" in wrong.json()["detail"]
 
 
 def test_a_tuned_configuration_is_read_from_tunes_json_and_bad_keys_are_named() -> None:
