@@ -38,11 +38,18 @@ LEVELS = {
 }
 
 
-def _session(path: str, level: Any, spin: bool) -> ort.InferenceSession:
+MODES = {  # how a session's intra-op threads wait for work
+    "spin": {},  # ONNX Runtime's default: they spin for a while after each call
+    "stop": {"session.force_spinning_stop": "1"},  # they spin during a call and stop when it returns
+    "never": {"session.intra_op.allow_spinning": "0"},  # they never spin
+}
+
+
+def _session(path: str, level: Any, mode: str) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.graph_optimization_level = level
-    if not spin:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    for key, value in MODES[mode].items():
+        options.add_session_config_entry(key, value)
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
@@ -52,9 +59,9 @@ def _timed(session: ort.InferenceSession, feed: dict[str, np.ndarray]) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def measure(path: str, feed: dict[str, np.ndarray], spin: bool, rounds: int) -> tuple[list[float], list[float]]:
+def measure(path: str, feed: dict[str, np.ndarray], mode: str, rounds: int) -> tuple[list[float], list[float]]:
     """Each level's median alone (its calls back to back), then interleaved (one call each, rotated order)."""
-    sessions = [_session(path, level, spin) for level in LEVELS.values()]
+    sessions = [_session(path, level, mode) for level in LEVELS.values()]
     for session in sessions:
         for _warm in range(5):
             session.run(None, feed)
@@ -81,10 +88,10 @@ def main() -> None:
         print(f"{'model':<22} {'spinning':<9} " + " ".join(f"{name:>22}" for name in LEVELS))
         for name, path, input_name, shape in models:
             feed = {input_name: rng.standard_normal(shape).astype(np.float32)}
-            for spin in (True, False):
-                alone, mixed = measure(path, feed, spin, args.rounds)
+            for mode in MODES:
+                alone, mixed = measure(path, feed, mode, args.rounds)
                 cells = " ".join(f"{a:6.2f} → {m:6.2f} ({m / a:4.2f}×)" for a, m in zip(alone, mixed, strict=True))
-                print(f"{name:<22} {'on' if spin else 'off':<9} {cells}")
+                print(f"{name:<22} {mode:<9} {cells}")
         print("each cell: median ms alone → interleaved (interleaved / alone)")
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from core.errors import DeployError
 from core.i18n import _
-from core.runtime.ort import LEVELS
+from core.runtime.ort import LEVELS, stop_spinning
 
 __all__ = ["DEFAULTS", "read_tuned", "session_config", "session_for"]
 
@@ -96,6 +96,7 @@ def session_for(path: str, config: dict[str, Any]) -> Any:
     options.inter_op_num_threads = config["inter_op_threads"]
     parallel = config["execution_mode"] == "parallel"
     options.execution_mode = ort.ExecutionMode.ORT_PARALLEL if parallel else ort.ExecutionMode.ORT_SEQUENTIAL
+    stop_spinning(options)  # as Tune measured it
     available = ort.get_available_providers()
     providers = list(dict.fromkeys([*(p for p in config["providers"] if p in available), "CPUExecutionProvider"]))
     return ort.InferenceSession(path, options, providers=providers)

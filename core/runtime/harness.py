@@ -12,7 +12,7 @@ from typing import Any
 
 from core.errors import BenchmarkError, RuntimeRefusedError
 from core.i18n import N_, _
-from core.runtime.ort import explain_session_error, ort_message, session_options
+from core.runtime.ort import explain_session_error, ort_message, session_options, stop_spinning
 from core.runtime.stats import summarize
 
 __all__ = [
@@ -98,7 +98,7 @@ def timed_session(
     optimized graph saved (at ``optimized_path``) to trace its nodes back."""
     import onnxruntime as ort
 
-    options = session_options(level, threads)
+    options = stop_spinning(session_options(level, threads))  # sessions timed in turn must not slow each other
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.enable_profiling = bool(profile_prefix)

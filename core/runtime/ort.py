@@ -16,6 +16,7 @@ from core.i18n import N_
 
 __all__ = [
     "LEVELS",
+    "STOP_SPINNING",
     "Level",
     "Provider",
     "NUMPY_TYPES",
@@ -28,6 +29,7 @@ __all__ = [
     "provider_table",
     "session_options",
     "short_name",
+    "stop_spinning",
 ]
 
 # a session input's type, as ORT names it -> the numpy dtype to feed it
@@ -168,6 +170,21 @@ def provider_table(available: list[str] | None = None) -> list[ProviderInfo]:
             )
         )
     return table
+
+
+# Each call's intra-op threads spin while the call runs, as ONNX Runtime's default has them, but stop when it returns
+# (the default keeps them spinning a while after). Several sessions alive in one process, timed one call each in
+# turn (the benchmark harness, Tune), otherwise slow each other: on two cores ocr_cls's levels took 1.6-2.9x their
+# time alone, TinyCNN's 1.3-1.9x, and ALL's speedup over DISABLE_ALL on ocr_cls read 2.6x where alone it is 1.8x;
+# with this, 1.1-1.4x (that speedup 1.6x), and a session alone is as fast (benchmarks/interleaved_sessions.py).
+# The server Deploy writes makes its session the same way.
+STOP_SPINNING = ("session.force_spinning_stop", "1")
+
+
+def stop_spinning(options: onnxruntime.SessionOptions) -> onnxruntime.SessionOptions:
+    """``options`` with the threads' spinning stopped at the end of each call (STOP_SPINNING)."""
+    options.add_session_config_entry(*STOP_SPINNING)
+    return options
 
 
 def session_options(level: str = "all", threads: int = 0) -> onnxruntime.SessionOptions:

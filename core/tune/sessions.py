@@ -15,7 +15,7 @@ from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.judge import Tolerance
 from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
 from core.runtime.harness import Config
-from core.runtime.ort import explain_session_error, ort_message
+from core.runtime.ort import explain_session_error, ort_message, stop_spinning
 from core.tune.config import SessionConfig
 from core.tune.records import Candidate
 from core.tune.search import english_label
@@ -24,12 +24,14 @@ __all__ = ["harness_config", "make_variants", "open_session"]
 
 
 def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
-    """An InferenceSession of ``path`` opened as ``config`` says, and how long it took (ms)."""
+    """An InferenceSession of ``path`` opened as ``config`` says, and how long it took (ms). Its threads stop
+    spinning when a call returns (core.runtime.ort.STOP_SPINNING): Tune times several sessions in turn."""
     import onnxruntime as ort
 
     start = time.perf_counter_ns()
     try:
-        session = ort.InferenceSession(path, config.to_session_options(), providers=config.session_providers())
+        options = stop_spinning(config.to_session_options())
+        session = ort.InferenceSession(path, options, providers=config.session_providers())
     except Exception as exc:
         error = explain_session_error(exc, "create a session for this model", path)
         raise (error if isinstance(error, RuntimeRefusedError) else TuneError(str(error))) from exc

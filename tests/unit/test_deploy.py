@@ -174,6 +174,8 @@ def test_short_calls_run_on_the_event_loop_and_long_ones_in_a_thread(
         for _call in range(3):  # the first goes to a thread (nothing is known yet); the relu then takes microseconds
             assert client.post("/predict", json=body).json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
         assert len(handed) == 1 and module.state["typical_s"] < module.INLINE_BELOW_S
+        options = module.state["session"].get_session_options()  # made as Tune measured it
+        assert options.get_session_config_entry("session.force_spinning_stop") == "1"
         module.state["typical_s"] = 0.01  # a model whose calls take 10 ms
         client.post("/predict", json=body)
         assert len(handed) == 2

@@ -221,3 +221,19 @@ def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_ov
         report = SimpleNamespace(best=default, default=default, runner_up=runner_up, per_sample=False, candidates=[])
         text = headline(report)  # type: ignore[arg-type]
         assert said in text and "intra-op 1" in text
+
+
+def test_the_sessions_timed_in_turn_stop_spinning_when_a_call_returns(mlp: Path) -> None:
+    """Sessions alive together in one process, timed one call each in turn, slow each other while their threads
+    spin after a call (1.3-2.9x on two cores: benchmarks/interleaved_sessions.py); the benchmark harness's and
+    Tune's sessions stop spinning when a call returns, and keep ONNX Runtime's other settings."""
+    from core.runtime.harness import timed_session
+    from core.runtime.ort import STOP_SPINNING
+    from core.tune.sessions import open_session
+
+    key, value = STOP_SPINNING
+    benchmark, _ms = timed_session(str(mlp), "basic", "CPUExecutionProvider", 1)
+    tuned, _ms = open_session(str(mlp), SessionConfig(intra_op_threads=2, level="extended"))
+    for session in (benchmark, tuned):
+        assert session.get_session_options().get_session_config_entry(key) == value
+    assert tuned.get_session_options().intra_op_num_threads == 2
