@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.deploy import DeployRequest, LoadtestRequest
-from core.deploy.loadtest import _load, run_loadtest, started_app
+from core.deploy.loadtest import _load, run_client, run_loadtest, started_app
 from core.deploy.server import generate_server
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
@@ -86,7 +86,7 @@ def _floor(folder: Path, seconds: float) -> None:
     (folder / "app.py").write_text(_NULL_APP)
     body = b'{"inputs": {"x": [[0.1, 0.2, 0.3, 0.4]]}}'
     with started_app(str(folder)) as url:
-        load = asyncio.run(_load(f"{url}/predict", body, "application/json", 1, seconds, 0, random.Random(0)))
+        load = run_client(_load(f"{url}/predict", body, "application/json", 1, seconds, 0, random.Random(0)))
         ours = statistics.median(load.latencies_ms)
         theirs = asyncio.run(_httpx_p50(f"{url}/predict", body, seconds))
     print(f"{'null server (floor)':<24} {'json':<5} aiohttp {ours:.2f} ms, httpx async {theirs:.2f} ms a request")

@@ -2,7 +2,7 @@
 packaged model: the latency of what each chose, measured side by side by our harness, and the time each took to
 decide.
 
-Run: nice -n 19 .venv/bin/python benchmarks/tune.py [--budget 20] [--models tinycnn,transformer,ocr_cls]
+Run: nice -n 19 .venv/bin/python benchmarks/tune.py [--budget 20] [--models tinycnn,mlp,ocr_cls]
 For each model: Tune (core.tune.run_tune, in this process) with --budget seconds, and again on the session settings
 alone (no variants, batch 1: what Olive searches); Olive 0.13's
 OrtSessionParamsTuning pass, run from Python as a workflow (its sequential search over intra/inter threads,

@@ -21,11 +21,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -39,7 +39,9 @@ from core.recorded import significant
 from core.runtime.machine import environment
 from core.runtime.stats import median_interval, quantile_interval
 
-__all__ = ["HEADLINE", "NOTES", "headline", "run_loadtest", "started_app"]
+T = TypeVar("T")
+
+__all__ = ["HEADLINE", "NOTES", "headline", "run_client", "run_loadtest", "started_app"]
 
 START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
@@ -160,6 +162,16 @@ def _in_process(session: Any, feeds: dict[str, np.ndarray]) -> list[float]:
     return samples
 
 
+def run_client(client: Coroutine[Any, Any, T]) -> T:
+    """The client's coroutine run on uvloop's event loop where it is installed (not on Windows), which costs a
+    request ~0.1 ms less than asyncio's own (benchmarks/serve.py's floor: 0.58-0.69 against 0.65-0.73 ms)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(client)
+    return uvloop.run(client)
+
+
 async def _load(
     url: str, body: bytes, kind: str, concurrency: int, duration_s: float, keep: int, rng: random.Random
 ) -> _Load:
@@ -267,7 +279,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         for i, concurrency in enumerate(request.concurrency):
             said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
             report_progress(0.1 + 0.85 * i / len(request.concurrency), said)
-            load = asyncio.run(
+            load = run_client(
                 _load(f"{base}/predict", body, kind, concurrency, request.duration_s, request.checks, rng)
             )
             diff = _max_diff(load.sampled, reference)
