@@ -16,7 +16,7 @@ that is not what its Content-Type says, 400; another Content-Type, 415; a body o
 A call to the model runs in a worker thread, so that the server goes on reading other requests while ONNX Runtime
 works; a model whose recent calls took less than handing a call to a thread costs (0.1-0.2 ms) is run on the event
 loop instead. Serve it with uvicorn's fast parts (``uvloop`` and ``httptools``, in requirements.txt: uvicorn uses
-them when they are installed), which halve what HTTP costs a small request.
+them when they are installed), which take a third off what HTTP costs a small request (1.25 -> 0.80 ms).
 """
 
 from __future__ import annotations

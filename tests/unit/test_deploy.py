@@ -67,15 +67,12 @@ def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_read
         "Dockerfile", "README.md", "app.py", "model.onnx", "requirements.txt", "session.json", "signature.json",
         "triton/mixed/1/model.onnx", "triton/mixed/config.pbtxt",
     ]  # fmt: skip
-    pins = (out / "requirements.txt").read_text().split()
+    pins = (out / "requirements.txt").read_text().splitlines()
     assert pins == [
         *(f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy")),
-        f"uvloop=={metadata.version('uvloop')};",
-        "sys_platform",
-        "!=",
-        '"win32"',
+        f'uvloop=={metadata.version("uvloop")}; sys_platform != "win32"',  # uvicorn's fast parts, with uvloop's marker
         f"httptools=={metadata.version('httptools')}",
-    ]  # uvicorn's fast parts, with the marker uvloop needs
+    ]
     session = json.loads((out / "session.json").read_text())
     assert {k: session[k] for k in TUNED} == TUNED and session["inter_op_threads"] == 0
     config = (out / "triton" / "mixed" / "config.pbtxt").read_text()
