@@ -8,6 +8,12 @@ whose tests all need it is listed here; a test that needs it in a file of others
 The default data folder is the user's own (core.settings.user_data_folder: under $XDG_DATA_HOME). Tests set
 WORKBENCH_DATA_DIR where they use one; for any that does not, $XDG_DATA_HOME points into a folder of this run's,
 made by the first pytest process (its xdist workers inherit it) and removed by it at the end.
+
+With WORKBENCH_TEST_CPU=FILE, each test appends a line to FILE: its id, the CPU-seconds it cost with everything it
+started (the servers, workers and browsers of the fixtures it set up first: counted in a cgroup of the test
+process's own where it may make one, as root), and its wall seconds;
+`benchmarks/suite_cpu.py FILE` sums them by file. The parallel part is CPU-bound on two cores, so CPU, not wall
+time, says what a test costs the suite.
 """
 
 from __future__ import annotations
@@ -65,6 +71,66 @@ LONGEST_FIRST = (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _own_cgroup() -> Path | None:
+    """A CPU-accounting cgroup of this test process's own, which everything it starts is born into (a sandboxed
+    worker is reaped outside this process's tree, so only a cgroup sees all its CPU), or None where none can be
+    made (not root, no cgroup file system)."""
+    pid = str(os.getpid())
+    for base, usage in ((Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage"), (Path("/sys/fs/cgroup"), "cpu.stat")):
+        if not (base / usage).exists() or not os.access(base, os.W_OK):
+            continue
+        group = base / f"workbench-test-{pid}"
+        try:
+            group.mkdir(exist_ok=True)
+            (group / "cgroup.procs").write_text(pid)
+        except OSError:
+            continue
+        return group / usage
+    return None
+
+
+_usage_file: list[Path | None] = []
+
+
+def _cpu_so_far() -> float:
+    """CPU-seconds of this process and everything it started: from its own cgroup where one could be made, else
+    from the process tree (which misses what was reaped outside it)."""
+    if not _usage_file:
+        _usage_file.append(_own_cgroup())
+    usage = _usage_file[0]
+    if usage is not None:
+        text = usage.read_text()
+        if usage.name == "cpu.stat":
+            return int(text.split("usage_usec", 1)[1].split()[0]) / 1e6
+        return int(text) / 1e9
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for proc in (me, *me.children(recursive=True)):
+        try:
+            t = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    log = os.environ.get("WORKBENCH_TEST_CPU")
+    if not log:
+        yield
+        return
+    import time
+
+    cpu, wall = _cpu_so_far(), time.monotonic()
+    yield
+    line = f"{item.nodeid}\t{_cpu_so_far() - cpu:.2f}\t{time.monotonic() - wall:.2f}\n"
+    with open(log, "a", encoding="utf-8") as out:  # one short append per test: the xdist workers' lines never mix
+        out.write(line)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
     where = {id(item): Path(str(item.path)).resolve().relative_to(ROOT).as_posix() for item in items}
@@ -87,6 +153,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _usage_file and _usage_file[0] is not None:  # back to where it was, and the emptied group removed
+        group = _usage_file[0].parent
+        try:
+            (group.parent / "cgroup.procs").write_text(str(os.getpid()))
+            group.rmdir()
+        except OSError:
+            pass
     home = config.stash.get(_made, "")
     if home:
         shutil.rmtree(home, ignore_errors=True)
