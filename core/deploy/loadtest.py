@@ -41,7 +41,7 @@ from core.runtime.stats import median_interval, quantile_interval
 
 T = TypeVar("T")
 
-__all__ = ["HEADLINE", "NOTES", "headline", "run_client", "run_loadtest", "started_app"]
+__all__ = ["HEADLINE", "JSON_COSTS_MS", "NOTES", "headline", "json_costs", "run_client", "run_loadtest", "started_app"]
 
 START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
@@ -50,7 +50,13 @@ _DIFFERS = N_(
     "The outputs of {checked} checked responses at concurrency {concurrency} differ from ONNX Runtime in-process by "
     "up to {diff}: the server does not run the model as it runs here."
 )
-NOTES = (_ERRORS, _DIFFERS)  # kept in English in the saved run, translated where shown (core.recorded)
+_JSON_COSTS = N_(
+    "HTTP and JSON took {overhead} ms of the {p50} ms at concurrency {concurrency}: the input's {count} numbers are "
+    "written and parsed as JSON text on every request. Send the input as an .npy body (the toggle on the Deploy page, "
+    "or --npy on the command line) to measure the server without that cost, as a client sending large tensors should."
+)
+NOTES = (_ERRORS, _DIFFERS, _JSON_COSTS)  # kept in English in the saved run, translated where shown (core.recorded)
+JSON_COSTS_MS = 5.0  # HTTP and JSON past this, and past the call itself, are mostly the body's text: .npy is said
 HEADLINE = N_(
     "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and {body} cost "
     "{overhead} ms); at most {rps} requests/s, at concurrency {best}."
@@ -291,6 +297,8 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
                 )
             if diff is not None and diff > 1e-4:
                 notes.append(_DIFFERS.format(checked=len(load.sampled), concurrency=concurrency, diff=f"{diff:.3g}"))
+    if note := json_costs(results, float(np.median(in_process)), feeds, request.npy):
+        notes.append(note)
     low, high = median_interval(in_process)
     return LoadtestReport(
         id=uuid.uuid4().hex[:12], model=request.model.name or Path(request.model.path).name,
@@ -299,6 +307,23 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
         in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
         environment=environment([config["intra_op_threads"]]), notes=notes, seconds=time.perf_counter() - began,
+    )  # fmt: skip
+
+
+def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str, np.ndarray], npy: bool) -> str:
+    """The note that says .npy, when a JSON body of the one input cost more than JSON_COSTS_MS and more than the
+    call itself at the lowest concurrency (a 1x3x224x224 image: 106 ms of HTTP and JSON against an 8 ms call), else
+    "" (an .npy body, a small input, a model of several inputs: the load test sends .npy for one input only)."""
+    measured = [r for r in results if r.requests]
+    if npy or len(feeds) != 1 or not measured:
+        return ""
+    first = min(measured, key=lambda r: r.concurrency)
+    overhead = first.p50_ms - in_process_ms
+    if overhead <= max(JSON_COSTS_MS, in_process_ms):
+        return ""
+    return _JSON_COSTS.format(
+        overhead=significant(overhead), p50=significant(first.p50_ms), concurrency=first.concurrency,
+        count=number(next(iter(feeds.values())).size),
     )  # fmt: skip
 
 

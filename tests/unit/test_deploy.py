@@ -289,3 +289,31 @@ def test_a_tuned_variant_is_served_from_beside_the_tuned_file_or_made_again_as_t
     tuned.write_text(json.dumps({"variant": "static-qdq-minmax"}))
     refused = cli("deploy", str(model), "--tuned", str(tuned), "-o", str(tmp_path / "static"))
     assert refused.returncode != 0 and "which Tune does not make" in refused.stderr
+
+
+def test_a_json_body_that_costs_more_than_the_call_says_to_send_npy_and_reads_in_chinese() -> None:
+    from core.deploy.loadtest import NOTES, json_costs
+    from core.i18n import using
+    from core.recorded import shown
+
+    def at(p50_ms: float) -> list[LoadResult]:
+        return [
+            LoadResult(
+                concurrency=c, requests=50, errors=0, rps=10.0, p50_ms=p50_ms * c, p90_ms=p50_ms * c, p99_ms=p50_ms * c,
+                p50_low_ms=p50_ms, p50_high_ms=p50_ms, p90_low_ms=p50_ms, p90_high_ms=p50_ms, p99_low_ms=p50_ms,
+                p99_high_ms=p50_ms, checked=1, max_abs_diff=0.0,
+            )
+            for c in (4, 1)
+        ]  # fmt: skip
+
+    image = {"x": np.zeros((1, 3, 224, 224), np.float32)}
+    with using("en"):  # as the job writes it into the saved run
+        note = json_costs(at(114.0), 8.07, image, npy=False)
+    assert note.startswith("HTTP and JSON took 106 ms of the 114 ms at concurrency 1: the input's 150,528 numbers")
+    assert ".npy" in note and "--npy" in note
+    with using("zh"):
+        assert "150,528" in shown(note, NOTES) and "JSON" in shown(note, NOTES) and "took" not in shown(note, NOTES)
+    assert json_costs(at(114.0), 8.07, image, npy=True) == ""  # already .npy
+    assert json_costs(at(3.0), 0.5, {"x": np.zeros((1, 4), np.float32)}, npy=False) == ""  # HTTP's floor, not JSON
+    assert json_costs(at(12.0), 8.0, image, npy=False) == ""  # the call costs more than HTTP and JSON
+    assert json_costs(at(114.0), 8.07, {**image, "y": np.zeros(3, np.float32)}, npy=False) == ""  # .npy: one input
