@@ -75,7 +75,7 @@ def _accuracy(c: Candidate) -> str:
 
 
 def table_frame(report: TuneReport) -> pd.DataFrame:
-    """Every candidate, in the order tried: its stage, median and interval, what it had to beat, its accuracy."""
+    """Every candidate, in the order tried: its stage, median and interval, its accuracy, what it had to beat."""
     order = _measured(report) + [c for c in report.candidates if not c.measured]
     rows = []
     for c in order:
@@ -92,9 +92,9 @@ def table_frame(report: TuneReport) -> pd.DataFrame:
                 _("configuration"): _name(c, report),
                 _("stage"): _("final round") if c.stage == "final" else _(STAGES.get(c.stage, c.stage)),
                 _("median ms (95 % CI)"): median,
+                _("accuracy"): _accuracy(c),  # beside the time: a variant is chosen on both
                 _("calls"): c.result.n if c.result is not None else 0,
                 _("best so far, same rounds"): against,
-                _("accuracy"): _accuracy(c),
                 _("problem"): "" if c.accuracy_ok is False else c.error[:300],
             }
         )
@@ -155,7 +155,10 @@ def results_section(report: TuneReport, key: str) -> None:
         )
     )
     st.markdown(_("**Every candidate**"))
-    st.dataframe(table_frame(report), hide_index=True, width="stretch")  # a data grid shows text as text
+    st.dataframe(  # a data grid shows text as text; the accuracy verdict wide enough to be read whole
+        table_frame(report), hide_index=True, width="stretch",
+        column_config={_("accuracy"): st.column_config.TextColumn(width="large")},
+    )  # fmt: skip
     st.caption(
         _("Variants must keep, on held-out inputs: {tolerance}.").format(tolerance=md_escape(report.tolerance, 400))
     )
