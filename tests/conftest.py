@@ -72,12 +72,15 @@ LONGEST_FIRST = (
 ROOT = Path(__file__).resolve().parent.parent
 
 
+_CGROUPS = ((Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage"), (Path("/sys/fs/cgroup"), "cpu.stat"))  # v1, v2
+
+
 def _own_cgroup() -> Path | None:
     """A CPU-accounting cgroup of this test process's own, which everything it starts is born into (a sandboxed
     worker is reaped outside this process's tree, so only a cgroup sees all its CPU), or None where none can be
     made (not root, no cgroup file system)."""
     pid = str(os.getpid())
-    for base, usage in ((Path("/sys/fs/cgroup/cpuacct"), "cpuacct.usage"), (Path("/sys/fs/cgroup"), "cpu.stat")):
+    for base, usage in _CGROUPS:
         if not (base / usage).exists() or not os.access(base, os.W_OK):
             continue
         group = base / f"workbench-test-{pid}"
@@ -161,12 +164,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             group.rmdir()
         except OSError:  # a process it started is still ending: the first pytest process removes it below
             pass
-    if config.stash.get(_made, "") and os.environ.get("WORKBENCH_TEST_CPU"):
-        for base in (Path("/sys/fs/cgroup/cpuacct"), Path("/sys/fs/cgroup")):
+    home = config.stash.get(_made, "")
+    if home and os.environ.get("WORKBENCH_TEST_CPU"):
+        for base, _usage in _CGROUPS:
             for group in base.glob("workbench-test-*"):
                 with contextlib.suppress(OSError):  # only an empty one goes: a live test process is in its own
                     group.rmdir()
-    home = config.stash.get(_made, "")
     if home:
         shutil.rmtree(home, ignore_errors=True)
 

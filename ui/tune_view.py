@@ -155,12 +155,12 @@ def results_section(report: TuneReport, key: str) -> None:
         )
     )
     st.markdown(_("**Every candidate**"))
+    verdicts = [(_name(c, report), said) for c in report.candidates if (said := _accuracy(c))]
     table, accuracy = table_frame(report), _("accuracy")
     widths = {accuracy: st.column_config.TextColumn(width="large")}  # the variants' verdicts, read whole
-    if not table[accuracy].astype(bool).any():  # no variant was tried: nothing to judge, no empty column
+    if not verdicts:  # no variant was tried: nothing to judge, no empty column
         table, widths = table.drop(columns=accuracy), {}
     st.dataframe(table, hide_index=True, width="stretch", column_config=widths)  # a data grid shows text as text
-    verdicts = [(_name(c, report), _accuracy(c)) for c in report.candidates if c.config.variant != "fp32"]
     if verdicts:  # a grid cuts long text at its edge: each variant's verdict again, whole
         st.markdown("\n".join(f"- **{md_escape(name, 200)}**: {md_escape(said, 600)}" for name, said in verdicts))
     st.caption(

@@ -310,14 +310,18 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     )  # fmt: skip
 
 
+def _lowest_answered(results: list[LoadResult]) -> LoadResult | None:
+    """The result at the lowest concurrency that answered a request (the one compared with in-process), or None."""
+    return min((r for r in results if r.requests), key=lambda r: r.concurrency, default=None)
+
+
 def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str, np.ndarray], npy: bool) -> str:
     """The note that says .npy, when a JSON body of the one input cost more than JSON_COSTS_MS and more than the
     call itself at the lowest concurrency (a 1x3x224x224 image: 106 ms of HTTP and JSON against an 8 ms call), else
     "" (an .npy body, a small input, a model of several inputs: the load test sends .npy for one input only)."""
-    measured = [r for r in results if r.requests]
-    if npy or len(feeds) != 1 or not measured:
+    first = _lowest_answered(results)
+    if npy or len(feeds) != 1 or first is None:
         return ""
-    first = min(measured, key=lambda r: r.concurrency)
     overhead = first.p50_ms - in_process_ms
     if overhead <= max(JSON_COSTS_MS, in_process_ms):
         return ""
@@ -330,11 +334,10 @@ def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str,
 def headline(report: LoadtestReport) -> str:
     """The one sentence a reader wants, in the reader's language: the served p50 at the lowest concurrency
     against in-process, and the best throughput (a saved run keeps it in English; a page writes it anew)."""
-    measured = [r for r in report.results if r.requests]
-    if not measured:
+    first = _lowest_answered(report.results)
+    if first is None:
         return _("No request was answered; see the errors.")
-    first = min(measured, key=lambda r: r.concurrency)
-    best = max(measured, key=lambda r: r.rps)
+    best = max((r for r in report.results if r.requests), key=lambda r: r.rps)
     return _(HEADLINE).format(
         p50=significant(first.p50_ms), concurrency=first.concurrency, local=significant(report.in_process_p50_ms),
         body=report.body.upper(), overhead=significant(first.p50_ms - report.in_process_p50_ms),
