@@ -50,7 +50,15 @@ __all__ = [
     "worker_preexec",
 ]
 
-_PASSED_ON = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "TZ")
+_PASSED_ON = (
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "LANG",
+    "TZ",
+)
 _PR_SET_PDEATHSIG = 1
 _HIDDEN_SIZE = 1 << 20  # bytes: an empty folder that hides the data folder holds the job's links, nothing more
 
@@ -115,6 +123,10 @@ def worker_environment(scratch: str = "/tmp") -> dict[str, str]:
     env["LOGNAME"] = "worker"
     env.update({k: os.environ[k] for k in _PASSED_ON if k in os.environ})
     env.setdefault("LANG", "C.UTF-8")
+    # numpy's OpenBLAS starts a thread per core when imported (a sixth of a CPU-second in every worker, most of
+    # what importing numpy costs) for matrix products no job makes with numpy: ONNX Runtime and torch keep threads
+    # of their own. Its idle threads would also spin beside a benchmark's session.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return env
 
 

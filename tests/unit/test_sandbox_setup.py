@@ -101,6 +101,15 @@ def test_the_workers_environment_carries_no_secrets(monkeypatch: pytest.MonkeyPa
     assert "secret" not in " ".join(env.values()) and set(env) >= {"PATH", "PYTHONPATH", "HOME"}
 
 
+def test_numpys_blas_in_a_worker_has_one_thread_unless_the_operator_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    assert worker_environment()["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert worker_environment()["OPENBLAS_NUM_THREADS"] == "4"
+
+
 def test_a_job_is_never_given_a_home_tmp_the_project_or_code_as_a_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
