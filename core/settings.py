@@ -11,7 +11,7 @@ from typing import Any
 
 from core.identity import domain_teams
 
-__all__ = ["IntakeLimits", "Settings", "load_settings", "user_data_folder"]
+__all__ = ["IntakeLimits", "Settings", "load_settings", "user_cache_folder", "user_data_folder"]
 
 ENV_PREFIX = "WORKBENCH_"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +47,8 @@ class Settings:
     worker_timeout_s: float = 600.0
     # workspaces, kept models, locks and the default history; "" is this user's data folder (user_data_folder)
     data_dir: str = ""
+    # what is made once and reused (the samples' exports); "" is this user's cache folder (user_cache_folder)
+    cache_dir: str = ""
     workspace_max_age_h: float = 24.0
     workspace_quota_mb: int = 20480  # what one browser session may keep on disk (uploads, exports, results)
     library_max_age_h: float = 720.0  # a signed-in person's kept model, unused this long, is forgotten
@@ -169,6 +171,14 @@ def user_data_folder() -> str:
     return platformdirs.user_data_dir(APP_NAME, appauthor=False)
 
 
+def user_cache_folder() -> str:
+    """The default cache folder: this user's own (``~/.cache/onnx-workbench`` on Linux, or under
+    ``$XDG_CACHE_HOME``; platformdirs' user cache dir). Whatever lies there can be made again."""
+    import platformdirs
+
+    return platformdirs.user_cache_dir(APP_NAME, appauthor=False)
+
+
 def _coerce(name: str, raw: Any, kind: type) -> Any:
     if kind is bool and isinstance(raw, str):
         lowered = raw.strip().lower()
@@ -224,6 +234,7 @@ def load_settings(
         raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")
     _check_auth(values)
     values["data_dir"] = str(values.get("data_dir") or "").strip() or user_data_folder()
+    values["cache_dir"] = str(values.get("cache_dir") or "").strip() or user_cache_folder()
     return Settings(**values)
 
 

@@ -153,6 +153,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     home = tempfile.mkdtemp(prefix="workbench-tests-data-")
     os.environ[_OWN_DATA_HOME] = os.environ["XDG_DATA_HOME"] = home
+    # the default cache folder too (the samples' exports, core.export.reuse): shared by the run's tests, as by a
+    # server's sessions, and gone with the run
+    os.environ["XDG_CACHE_HOME"] = os.path.join(home, "cache")
     config.stash[_made] = home
 
 

@@ -96,7 +96,15 @@ def _headline(report: ExportReport) -> None:
     unproven = _unproven(report.trials)
     failed = total - passed - sum(bool(t.proves_nothing) for t in report.trials)
     seconds = number(report.seconds, 1)
-    if report.ok:
+    if report.reused:  # only verified exports of samples are reused (core.export.reuse)
+        st.success(
+            _(
+                "Exported and verified: all {total} checks pass; the ONNX model matches PyTorch at {where}. This "
+                "sample was exported with the same settings on this machine before (in {seconds} s), so that export "
+                "and its checks were copied instead of being made again."
+            ).format(seconds=seconds, total=total, where=where)
+        )
+    elif report.ok:
         st.success(
             _(
                 "Exported and verified in {seconds} s: all {total} checks pass; the ONNX model matches PyTorch at "

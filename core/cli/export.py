@@ -175,6 +175,8 @@ def _print_export(report: ExportReport) -> None:
     )
     if report.opset_note:
         print("  " + _("note  {note}").format(note=report.opset_note))
+    if report.reused:
+        print("  " + _("reused  an export of this sample with the same settings, made on this machine before"))
     for check in report.checks:
         print(f"  {mark[check.ok]}  {check.name}: {check.detail}")
     for trial in report.trials:

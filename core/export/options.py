@@ -107,6 +107,7 @@ class ExportReport:
     seconds: float
     record: ModelRecord | None = None
     traced_shapes: dict[str, list[int]] = field(default_factory=dict)  # what the exporter saw, when it differs
+    reused: bool = False  # a copy of an earlier export of the same sample with the same settings (core.export.reuse)
 
     @property
     def usable(self) -> bool:

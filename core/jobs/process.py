@@ -461,7 +461,12 @@ class TypedHandle(Generic[Result]):
 
 
 def submit(job: Job[Request, Result], request: Request, backend: Backend | None = None) -> TypedHandle[Result]:
-    """Start ``job`` on ``request`` (on a local worker process by default) and return its handle at once."""
+    """Start ``job`` on ``request`` (on a local worker process by default) and return its handle at once; a job
+    that reuses results (``Job.reuse``) is answered at once when the same request was answered before."""
+    if job.reuse:
+        from core.jobs.reused import submit_reusing
+
+        return submit_reusing(job, request, backend)
     return TypedHandle(submit_spec(JobSpec(name=job.name, args={"request": request}), backend))
 
 

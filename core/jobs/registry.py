@@ -102,6 +102,9 @@ class Job(Generic[Request, Result]):
     folder: str = ""  # in the app, the job writes into a fresh folder of the session's named so (its out_dir)
     # keeps the host's network in its sandbox (never a pre-started worker's): refused in hosted mode
     network: bool = False
+    # a module with ``earlier(request, cache_dir)`` and ``keep(request, result, cache_dir)``: a result made before from
+    # the same request is returned without a worker (the samples' exports, core.export.reuse)
+    reuse: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +189,11 @@ SAMPLE: Job[SampleRequest, ModelRecord] = Job(
     name="intake.describe_sample", target="core.model.zoo:sample_record", torch=True
 )
 EXPORT: Job[ExportRequest, ExportReport] = Job(
-    name="export.run", target="core.export.exporter:export_model", folder="export", torch=True
+    name="export.run",
+    target="core.export.exporter:export_model",
+    folder="export",
+    torch=True,
+    reuse="core.export.reuse",
 )
 DECODE: Job[DecodeRequest, DecodedModel] = Job(
     name="decode.run", target="core.decode.decoder:decode_model", folder="decode"

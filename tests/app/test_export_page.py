@@ -52,6 +52,15 @@ def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> 
     assert "dynamic_shapes=({0: 'batch', 1: 'seq'},)" in app.code[0].value
     assert app.session_state["model"].inputs[0].shape == ["batch", "seq", 64]
 
+    # another session exporting the same sample with the same settings gets a copy at once: a file of its own with
+    # the same bytes (the id is their sha256; core.export.reuse)
+    again = open_page("export")
+    again.button(key="export_button").click().run()
+    assert not again.exception
+    assert "copied instead of being made again" in again.success[0].value
+    first, second = app.session_state["model"], again.session_state["model"]
+    assert first.path != second.path and Path(second.path).is_file() and first.id == second.id
+
 
 def test_an_export_whose_outputs_are_all_zero_says_it_proves_nothing_and_still_becomes_current(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path

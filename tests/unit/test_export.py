@@ -2,24 +2,37 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import onnx
 import onnxruntime as ort
 import pytest
 import torch
 
 from core.errors import ExportError
-from core.export import ExportOptions, ExportRequest, choose_exporter, default_options, export_model, plain_warnings
+from core.export import (
+    ExportOptions,
+    ExportReport,
+    ExportRequest,
+    choose_exporter,
+    default_options,
+    export_model,
+    plain_warnings,
+    reuse,
+)
+from core.jobs import EXPORT, JobHandle, JobSpec, run
 from core.model import zoo
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import TorchSource
-from core.settings import PROJECT_ROOT
+from core.settings import PROJECT_ROOT, load_settings
 from tests.cli import cli
 from ui.charts import op_count_figure, op_count_frame
 
@@ -338,3 +351,78 @@ def test_what_changed_names_the_identity_nodes_a_legacy_export_leaves() -> None:
     notes = describe_changes({"Conv2d": 20, "BatchNorm2d": 20}, {"Conv": 20, "Identity": 16})
     assert any(n.startswith("16 Identity node(s) were left by the exporter") for n in notes)
     assert not any("Identity" in n for n in describe_changes({"Identity": 2}, {"Identity": 2}))  # the model's own
+
+
+class _NoWorkers:
+    """A backend that must not be asked: the job is answered from the cache."""
+
+    def __init__(self, cache: Path) -> None:
+        self.settings = dataclasses.replace(load_settings(environ={}), cache_dir=str(cache))
+
+    def submit(self, spec: JobSpec) -> JobHandle:
+        raise AssertionError(f"a worker was asked for {spec.name}")
+
+
+def test_an_export_of_a_sample_is_reused_with_the_same_settings_and_only_then(tmp_path: Path) -> None:
+    first = tmp_path / "first"
+    report = run_export(first, "tinycnn")
+    request = ExportRequest(
+        source=TorchSource(kind="sample", name="tinycnn"),
+        options=default_options(zoo.describe_sample("tinycnn")),
+        out_dir=str(first),
+        file_name="tinycnn.onnx",
+    )
+    cache = tmp_path / "cache"
+    reuse.keep(request, report, str(cache))
+    made = (first / "tinycnn.onnx").read_bytes()
+    shutil.rmtree(first)  # the cache holds its own copy
+
+    backend = _NoWorkers(cache)
+    second = tmp_path / "second"
+    again = run(EXPORT, dataclasses.replace(request, out_dir=str(second)), backend)
+    assert again.reused and again.ok and not report.reused
+    assert (second / "tinycnn.onnx").read_bytes() == made
+    assert again.onnx_path == str(second / "tinycnn.onnx") and again.files == [again.onnx_path]
+    assert again.record is not None and again.record.path == again.onnx_path and again.record.id == report.record.id
+    assert str(first) not in json.dumps(dataclasses.asdict(again))
+
+    # another opset, another file name or a model of the user's own: made afresh, never kept
+    other = dataclasses.replace(request, options=dataclasses.replace(request.options, opset=17))
+    assert reuse.earlier(dataclasses.replace(other, out_dir=str(tmp_path / "o")), str(cache)) is None
+    assert reuse.key_of(dataclasses.replace(request, file_name="x.onnx")) != reuse.key_of(request)
+    own = dataclasses.replace(request, source=TorchSource(kind="state_dict", name="tinycnn", path=str(tmp_path)))
+    assert reuse.key_of(own) is None
+    reuse.keep(own, again, str(cache))
+    assert len(list((cache / "sample-exports").iterdir())) == 1
+
+    # an entry that lost a file is a miss, and a job that does run is kept for the next one
+    entry = next((cache / "sample-exports").iterdir())
+    (entry / "files" / "tinycnn.onnx").unlink()
+    assert reuse.earlier(dataclasses.replace(request, out_dir=str(tmp_path / "t")), str(cache)) is None
+    shutil.rmtree(entry)
+
+    class _Answers(_NoWorkers):
+        def submit(self, spec: JobSpec) -> JobHandle:
+            answered = tmp_path / "answered"
+            shutil.copytree(second, answered)
+            moved = json.dumps(dataclasses.asdict(again)).replace(str(second), str(answered))
+            return _Done(dataclasses.replace(msgspec.json.decode(moved, type=ExportReport), reused=False))
+
+    third = run(EXPORT, dataclasses.replace(request, out_dir=str(tmp_path / "answered")), _Answers(cache))
+    assert not third.reused and reuse.earlier(dataclasses.replace(request, out_dir=str(tmp_path / "4")), str(cache))
+
+
+class _Done:
+    state, queue_position, progress, warnings = "done", None, None, ()
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def done(self) -> bool:
+        return True
+
+    def cancel(self) -> None:
+        pass
+
+    def result(self, timeout: float | None = None) -> object:
+        return self.value
