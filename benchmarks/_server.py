@@ -22,7 +22,8 @@ def running_app(data_dir: Path, root: Path = ROOT, **settings: str) -> Iterator[
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir))
+    # a cache of its own, empty at first (core.export.reuse): the first export of a sample is made, as on a new machine
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir), WORKBENCH_CACHE_DIR=str(data_dir / "cache"))
     env.update({f"WORKBENCH_{name.upper()}": value for name, value in settings.items()})
     server = subprocess.Popen(
         [sys.executable, "-m", "core", "serve", "--port", str(port), "--address", "127.0.0.1"],
