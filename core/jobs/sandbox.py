@@ -270,7 +270,56 @@ def start_worker(
 
 def tree_usage(ps: psutil.Process) -> tuple[int, int]:
     """The memory (RSS) and the number of processes of a worker and everything it started (with bubblewrap
-    around it): what its limits are checked against, from outside."""
+    around it): what its limits are checked against, from outside, twenty times a second per running job.
+
+    On Linux it walks the tree down from the worker through each thread's ``children`` file in /proc: two small
+    reads per process of the tree. psutil's ``children()`` reads the status of every process on the machine to
+    find the parents: 3 ms of the server's CPU per call beside 70 processes, and a fifth of a classroom server's
+    time (py-spy) with a few jobs running."""
+    if not _CHILDREN_FILES:
+        return _tree_usage_psutil(ps)
+    total, count = 0, 0
+    todo, seen = [ps.pid], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        rss = _rss(pid)
+        if rss is None:  # gone
+            continue
+        total += rss
+        count += 1
+        todo.extend(_children(pid))
+    return total, max(count, 1)
+
+
+def _rss(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    """The pids of a process's children, from each of its threads (a process forked from any thread is listed
+    under that thread)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+        except (OSError, ValueError):
+            continue  # the thread ended
+    return found
+
+
+def _tree_usage_psutil(ps: psutil.Process) -> tuple[int, int]:
     total, count = 0, 1
     try:
         total += ps.memory_info().rss
@@ -282,3 +331,8 @@ def tree_usage(ps: psutil.Process) -> tuple[int, int]:
     except psutil.Error:
         pass
     return total, count
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+# CONFIG_PROC_CHILDREN: every kernel Debian, Ubuntu and Fedora ship has it; elsewhere (no /proc) psutil's way
+_CHILDREN_FILES = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")

@@ -184,12 +184,11 @@ class ModelLibrary:
         their team shares with them."""
         mine: list[Entry] = []
         team: list[Entry] = []
-        for link, kept in self._all():
-            entry = Entry(kept, _mtime(link), _size(link.parent.parent))
+        for link, kept in self._all():  # sized only when shown: a room's library holds everyone's models
             if kept.owner == who.user and (keys is None or kept.key in keys):
-                mine.append(entry)
+                mine.append(Entry(kept, _mtime(link), _size(link.parent.parent)))
             elif who.signed_in and kept.shared and kept.team == who.team:
-                team.append(entry)
+                team.append(Entry(kept, _mtime(link), _size(link.parent.parent)))
         return _newest_first(mine), _newest_first(team)
 
     def usage(self, who: Identity, keys: Collection[str] | None = None) -> int:

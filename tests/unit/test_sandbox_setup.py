@@ -121,3 +121,35 @@ def test_a_job_is_never_given_a_home_tmp_the_project_or_code_as_a_folder(
         with pytest.raises(JobError, match="cannot"):
             refuse_wide_folders(Confinement((), (str(folder),)), settings)
     refuse_wide_folders(Confinement((), (str(tmp_path / "home" / "results"),)), settings)  # a folder of its own
+
+
+def test_a_workers_tree_is_measured_from_proc_as_psutil_measures_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The limits' watcher walks a worker's tree through /proc's children files (a process forked from a thread
+    included) and finds what psutil's walk over every process finds: the same processes, the same memory."""
+    import subprocess
+    import threading
+    import time
+
+    import psutil
+
+    tree = subprocess.Popen(["bash", "-c", "sleep 60 & (sleep 60 & wait) & wait"])
+    forked: list[subprocess.Popen[bytes]] = []
+    thread = threading.Thread(target=lambda: forked.append(subprocess.Popen(["sleep", "60"])))
+    try:
+        thread.start()
+        thread.join()
+        deadline = time.monotonic() + 10
+        while len(psutil.Process(tree.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for ps, least in ((psutil.Process(tree.pid), 4), (psutil.Process(), 6)):  # bash, sleep, bash, sleep
+            walked, everyone = sandbox_module.tree_usage(ps), sandbox_module._tree_usage_psutil(ps)
+            assert walked[1] == everyone[1] and walked[1] >= least
+            assert abs(walked[0] - everyone[0]) < 16 << 20  # the same processes, read a moment apart
+        monkeypatch.setattr(sandbox_module, "_CHILDREN_FILES", False)  # a kernel without them: psutil's way
+        assert sandbox_module.tree_usage(psutil.Process(tree.pid))[1] == 4
+    finally:
+        for proc in (tree, *forked):
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                child.kill()
+            proc.kill()
+            proc.wait()
