@@ -24,11 +24,12 @@ def register(sub: Any) -> None:
 
 
 def serve_command(port: int, address: str) -> list[str]:
-    """The streamlit command for these settings: its upload limit follows max_upload_mb, and hosted mode shows
+    """The streamlit command for these settings (Streamlit's own, through ui.server, which imports the pages'
+    modules before it listens): its upload limit follows max_upload_mb, and hosted mode shows
     no error details (Streamlit reads both at start, before any page runs)."""
     settings = load_settings()
     return [
-        sys.executable, "-m", "streamlit", "run", "streamlit_app.py",
+        sys.executable, "-m", "ui.server", "run", "streamlit_app.py",
         "--server.port", str(port), "--server.address", address, "--server.headless", "true",
         "--server.maxUploadSize", str(settings.max_upload_mb),
         "--client.showErrorDetails", "none" if settings.hosted else "full",

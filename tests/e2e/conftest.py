@@ -66,7 +66,7 @@ def serve_app(log_dir: Path, env: dict[str, str], *args: str, script: str = "str
         [
             sys.executable,
             "-m",
-            "streamlit",
+            "ui.server",  # as `python -m core serve` starts it
             "run",
             script,
             "--server.port",

@@ -1,0 +1,61 @@
+"""``python -m ui.server run streamlit_app.py [options]``: Streamlit's own server (the same command line as
+``python -m streamlit``), with the pages' modules imported before it starts to listen.
+
+On a quiet two-core machine the imports were 2 s of the first page (pandas, plotly, SQLAlchemy and ours) and
+more for each page opened for the first time; here they are paid once, before anyone waits on them, and never
+in a page run that could race them (two threads importing modules that import each other can stop each other
+with Python's "deadlock detected"). ``python -m core serve`` starts the app this way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import sys
+import time
+
+from core.i18n import _
+
+# Streamlit warns when a cached function is declared before its runtime exists; the cache itself is made on the
+# first call, inside the runtime, so the warning says nothing here
+_CACHE_WARNS = "streamlit.runtime.caching.cache_data_api"
+
+
+def import_the_pages() -> list[str]:
+    """Import every module of ui/ (which import what the pages need); the names of those that failed, which say
+    so again when their page opens."""
+    began = time.monotonic()
+    import streamlit.runtime.caching  # noqa: F401 - Streamlit sets its loggers' levels as it makes them
+
+    import ui
+
+    warns = logging.getLogger(_CACHE_WARNS)
+    level = warns.level
+    warns.setLevel(logging.ERROR)
+    failed = []
+    try:
+        for module in pkgutil.iter_modules(ui.__path__):
+            try:
+                importlib.import_module(f"ui.{module.name}")
+            except Exception:  # the page that needs it shows the error to its visitor
+                failed.append(f"ui.{module.name}")
+    finally:
+        warns.setLevel(level)
+    seconds = f"{time.monotonic() - began:.1f}"
+    print(_("The pages' modules were imported in {seconds} s.").format(seconds=seconds), file=sys.stderr)
+    for name in failed:
+        print(_("{module} could not be imported; its page will say why.").format(module=name), file=sys.stderr)
+    return failed
+
+
+def main() -> int:
+    import_the_pages()
+    from streamlit.web.cli import main as streamlit
+
+    sys.argv[0] = "streamlit"
+    return int(streamlit(prog_name="streamlit") or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
