@@ -15,7 +15,7 @@ import pkgutil
 import sys
 import time
 
-from core.i18n import _
+from core.i18n import _, number
 
 # Streamlit warns when a cached function is declared before its runtime exists; the cache itself is made on the
 # first call, inside the runtime, so the warning says nothing here
@@ -42,7 +42,7 @@ def import_the_pages() -> list[str]:
                 failed.append(f"ui.{module.name}")
     finally:
         warns.setLevel(level)
-    seconds = f"{time.monotonic() - began:.1f}"
+    seconds = number(time.monotonic() - began, 1)
     print(_("The pages' modules were imported in {seconds} s.").format(seconds=seconds), file=sys.stderr)
     for name in failed:
         print(_("{module} could not be imported; its page will say why.").format(module=name), file=sys.stderr)
