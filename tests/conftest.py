@@ -39,12 +39,12 @@ QUIET = {
     "tests/adversarial/test_leftovers.py",  # files any test run leaves in /tmp
     "tests/adversarial/test_orphans.py",  # worker processes left behind
     "tests/adversarial/test_million_initializers.py",  # a refusal within 10 s, on two cores
-    "tests/cluster/test_cluster.py",  # two benchmarks at once on a two-node Ray cluster (two more servers' worth)
 }
 # The files that take longest (the sum of their tests' wall times in `make test`'s parallel part, largest first):
 # they are handed out first, so that no long file starts last and runs alone while the other processes are done.
 # Every other file follows in its own order. Re-measure with `--durations=0` when the suite changes much.
 LONGEST_FIRST = (
+    "tests/cluster/test_cluster.py",  # 110-130 s: a two-node Ray cluster, started once for the file
     "tests/adversarial/test_hostile_inputs.py",  # 290 s, of which the 100,001-node page 100-140 s
     "tests/app/test_real_models_pages.py",
     "tests/unit/test_export.py",
