@@ -1,6 +1,6 @@
 """What every test shares: which tests need the machine to themselves, and a data folder that is never the user's.
 
-`make test` runs the suite in two parts: first every other test on two processes at once (most of their time is
+`make test` runs the suite in two parts: first every other test on four processes at once (most of their time is
 spent waiting on a worker, a server or the browser), then these, one at a time, on a quiet machine: they measure
 time or what else the machine does, or look for processes and files that any other test could leave. A file
 whose tests all need it is listed here; a test that needs it in a file of others is marked `@pytest.mark.quiet`.
@@ -44,7 +44,7 @@ QUIET = {
 # they are handed out first, so that no long file starts last and runs alone while the other processes are done.
 # Every other file follows in its own order. Re-measure with `--durations=0` when the suite changes much.
 LONGEST_FIRST = (
-    "tests/cluster/test_cluster.py",  # 110-130 s: a two-node Ray cluster, started once for the file
+    "tests/cluster/test_cluster.py",  # 200-240 s here (140 CPU-s): a two-node Ray cluster, started once for the file
     "tests/adversarial/test_hostile_inputs.py",  # 290 s, of which the 100,001-node page 100-140 s
     "tests/app/test_real_models_pages.py",
     "tests/unit/test_export.py",
