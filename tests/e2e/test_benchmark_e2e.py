@@ -39,10 +39,12 @@ def test_default_benchmark_of_tinycnn_and_its_history(page) -> None:  # type: ig
     page.get_by_text(re.compile(r"ORT Web WASM: median [\d.]+ ms per call")).wait_for(timeout=120_000)
     component = page.locator(".browser-bench")
     assert "no GPU adapter" in component.inner_text() and "Timed calls" in component.inner_text()
-    assert page.get_by_role("link", name=re.compile("Saved to the history as run")).count() == 2
+    saved = page.get_by_role("link", name=re.compile("Saved to the history as run"))
+    saved.nth(1).wait_for(timeout=30_000)  # the link streams in just after the headline above it
+    assert saved.count() == 2
     shot(page, "52-benchmark-in-this-browser")
 
-    page.get_by_role("link", name=re.compile("Saved to the history as run")).first.click()
+    saved.first.click()
     page.get_by_text("Runs to compare").wait_for(timeout=60_000)
     wait_idle(page)
     assert page.get_by_text("tinycnn").first.is_visible()
