@@ -1,5 +1,5 @@
-"""In Chromium: markup in every string of a model stays text on every page, hostile uploads are refused, and
-the app keeps serving other users meanwhile."""
+"""In Chromium: hostile uploads are refused, and the app keeps serving other users meanwhile (markup in a model's
+strings is crawled across every page in test_markup_crawl_e2e)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.adversarial import hostile
-from tests.e2e.conftest import go_to, shot, upload, wait_idle
+from tests.e2e.conftest import shot, upload, wait_idle
 
 pytestmark = pytest.mark.e2e
 
@@ -19,24 +19,6 @@ def _clear_uploads(page) -> None:  # type: ignore[no-untyped-def]
         buttons.first.click()
         page.wait_for_timeout(300)
     wait_idle(page)
-
-
-def test_markup_in_a_model_stays_text_on_every_page(page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    title = page.title()
-    upload(page, *hostile.script_names(tmp_path))
-    page.get_by_text("document.title='pwned'").first.wait_for(timeout=60_000)
-    for name in ("Decode", "Partition"):
-        go_to(page, name)
-        page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=60_000)
-        page.get_by_placeholder("Find a node by name or op").fill("pwned")  # the graph view finds them by name
-        assert "pwned" in page.locator(".gv-results").inner_text()
-        assert page.get_by_text("pwned").count() > 0  # the names are shown...
-        assert page.title() == title and dialogs == []  # ...and never run
-        assert page.locator("img[src=x]").count() == 0
-        assert page.locator("script", has_text="pwned").count() == 0
-        shot(page, f"70-hostile-names-{name.lower()}")
 
 
 def test_hostile_uploads_are_refused_and_others_keep_working(browser, app_url: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

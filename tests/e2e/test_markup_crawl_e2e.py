@@ -1,5 +1,6 @@
-"""A crawl of every page in Chromium with Markdown and HTML in every string a model, an archive and the shared
-history can carry: nothing becomes a live link, an image, a style or a script; the text is shown as text."""
+"""A crawl of every page in Chromium with Markdown, HTML and scripts in every string a model, an archive and the
+shared history can carry: nothing becomes a live link, an image, a style or a script, nothing runs; the text is
+shown as text, and the graph view finds nodes by those names."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from core.bench import BenchRequest, run_benchmark
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.store import Store
+from tests.adversarial.hostile import SCRIPT
 from tests.e2e.conftest import go_to, shot, upload, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -23,7 +25,8 @@ pytestmark = pytest.mark.e2e
 EVIL = "evil.example"
 MARKUP = (
     f"[md](https://{EVIL}/m) ![pic](https://{EVIL}/p.png) <a href=https://{EVIL}/a>link</a> "
-    f'<span style="color:rgb(255,0,1)">styled</span> <img src=https://{EVIL}/i.png> <b>bold</b> **strong**'
+    f'<span style="color:rgb(255,0,1)">styled</span> <img src=https://{EVIL}/i.png> <b>bold</b> **strong** '
+    + SCRIPT  # sets the title to "pwned" and opens a dialog, if it ever runs
 )
 PAGES = ["Decode", "Partition", "Benchmark", "Quantize", "History"]
 
@@ -35,7 +38,8 @@ _FIND_LIVE = """() => {
       i.getAttribute('src') || i.getAttribute('href') || '').filter(s => s.includes('EVIL'));
   const styled = [...document.querySelectorAll('[style]')].filter(e =>
       e.getAttribute('style').replace(/ /g, '').includes('rgb(255,0,1)')).length;
-  return {links, images, styled};
+  const scripts = [...document.querySelectorAll('script')].filter(s => s.textContent.includes('pwned')).length;
+  return {links, images, styled, scripts, title: document.title === 'pwned' ? 1 : 0};
 }""".replace("EVIL", EVIL)
 
 
@@ -86,6 +90,10 @@ def test_no_markup_from_a_model_or_the_history_is_live_on_any_page(page, data_di
         if name == "History":
             page.get_by_text("Median latency per configuration").wait_for(timeout=60_000)
             wait_idle(page)
+        if name in ("Decode", "Partition"):  # the graph view shows the names and finds the node by them
+            page.locator(".graph-canvas[data-ready='true']").wait_for(timeout=60_000)
+            page.get_by_placeholder("Find a node by name or op").fill("pwned")
+            assert "pwned" in page.locator(".gv-results").inner_text(), name
         seen[name] = page.evaluate(_FIND_LIVE)
         shot(page, f"75-markup-{name.lower()}")
         assert page.get_by_text(EVIL, exact=False).count() > 0, f"{name} does not show the names"
