@@ -276,7 +276,7 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         budget_s=request.budget_s,
         seconds=time.perf_counter() - search.began,
         per_sample=any(c.config.batch > 1 for c in search.tried if c.measured),
-        environment=environment(torch=False),  # Tune never runs PyTorch: not imported for its version
+        environment=environment(torch=False),  # Tune never runs PyTorch: its version is not part of what it measured
         inputs=plan_summary(request.model.inputs),
         variant_paths=search.paths,
         started=started_wall,

@@ -1,6 +1,6 @@
 """A crawl of every page in Chromium with Markdown, HTML and scripts in every string a model, an archive and the
-shared history can carry: nothing becomes a live link, an image, a style or a script, nothing runs; the text is
-shown as text, and the graph view finds nodes by those names."""
+shared history can carry: nothing becomes a live link (not even a bare address), an image, bold text, a style or a
+script, and nothing runs; the text is shown as text, and the graph view finds nodes by those names."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ EVIL = "evil.example"
 MARKUP = (
     f"[md](https://{EVIL}/m) ![pic](https://{EVIL}/p.png) <a href=https://{EVIL}/a>link</a> "
     f'<span style="color:rgb(255,0,1)">styled</span> <img src=https://{EVIL}/i.png> <b>bold</b> **strong** '
+    f"https://{EVIL}/bare "  # a bare address, which Markdown would make a link
     + SCRIPT  # sets the title to "pwned" and opens a dialog, if it ever runs
 )
 PAGES = ["Decode", "Partition", "Benchmark", "Quantize", "History"]
@@ -35,11 +36,13 @@ _FIND_LIVE = """() => {
       .map(a => a.getAttribute('href') || a.getAttribute('xlink:href') || '')
       .filter(h => h.includes('EVIL') || h.startsWith('javascript:'));
   const images = [...document.querySelectorAll('img, image')].map(i =>
-      i.getAttribute('src') || i.getAttribute('href') || '').filter(s => s.includes('EVIL'));
+      i.getAttribute('src') || i.getAttribute('href') || '').filter(s => s.includes('EVIL') || s === 'x');
+  const bold = [...document.querySelectorAll('strong, b')].filter(e =>
+      ['strong', 'bold'].includes(e.textContent.trim())).length;
   const styled = [...document.querySelectorAll('[style]')].filter(e =>
       e.getAttribute('style').replace(/ /g, '').includes('rgb(255,0,1)')).length;
   const scripts = [...document.querySelectorAll('script')].filter(s => s.textContent.includes('pwned')).length;
-  return {links, images, styled, scripts, title: document.title === 'pwned' ? 1 : 0};
+  return {links, images, styled, bold, scripts, title: document.title === 'pwned' ? 1 : 0};
 }""".replace("EVIL", EVIL)
 
 
