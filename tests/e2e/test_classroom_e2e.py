@@ -48,7 +48,8 @@ def _join(browser, url: str, code: str, name: str):  # type: ignore[no-untyped-d
 
 def test_a_teacher_and_two_participants_share_a_board_that_shows_names_as_text(browser, workshop) -> None:  # type: ignore[no-untyped-def]
     url, data = workshop
-    teacher = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    teachers = browser.new_context(viewport={"width": 1400, "height": 1000})
+    teacher = teachers.new_page()
     teacher.goto(f"{url}/classroom")
     teacher.get_by_role("textbox", name="Facilitator key").fill(KEY)
     teacher.get_by_role("button", name="Open the Classroom page").click()
@@ -76,5 +77,5 @@ def test_a_teacher_and_two_participants_share_a_board_that_shows_names_as_text(b
     teacher.locator('[data-testid="stPlotlyChart"]').get_by_text(HOSTILE).first.wait_for(timeout=60_000)
     assert teacher.locator("img[src='x']").count() == 0
     shot(teacher, "classroom-01-teacher")
-    for context in contexts:
+    for context in (teachers, *contexts):
         context.close()

@@ -79,13 +79,14 @@ def test_a_reload_keeps_the_uploaded_model_and_its_link_opens_it_elsewhere(page,
     assert "kept_model" in sidebar_text(page) and "tinycnn" not in sidebar_text(page)
     shot(page, "04-after-reload")
 
-    teammate = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()  # a teammate given the link
+    teammates, strangers = browser.new_context(viewport={"width": 1400, "height": 1000}), browser.new_context()
+    teammate = teammates.new_page()  # a teammate given the link
     teammate.goto(link)
     wait_idle(teammate)
     assert "kept_model" in sidebar_text(teammate)
-    stranger = browser.new_context().new_page()  # the same id with a guessed key: nothing
+    stranger = strangers.new_page()  # the same id with a guessed key: nothing
     stranger.goto(link.split("key=")[0] + "key=guessed")
     wait_idle(stranger)
     assert "kept_model" not in sidebar_text(stranger) and stranger.get_by_text("not here any more").is_visible()
-    teammate.context.close()
-    stranger.context.close()
+    teammates.close()  # back to the pool (page.context would close Chromium's own context)
+    strangers.close()
