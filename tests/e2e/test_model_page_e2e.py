@@ -41,6 +41,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     model = builders.write(builders.mixed_inputs_model(), tmp_path / "bert_like.onnx")
     upload(page, model)
     page.get_by_text("input_ids").first.wait_for(timeout=60_000)
+    wait_idle(page)  # the sidebar and the next steps come later in the same run
     sidebar = sidebar_text(page)
     assert "bert_like" in sidebar and "opset 17" in sidebar and "ONNX model" in sidebar
     assert page.get_by_role("link", name="Next: decode it, from the first bytes to the graph").is_visible()
