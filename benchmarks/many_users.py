@@ -29,6 +29,11 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+# Measured calls per configuration: each user's benchmark must last about a second (a small model's call takes
+# ~0.1 ms, two configurations), or the queue drains before the last of the simultaneous clicks lands, which on a
+# busy machine is up to a second after the first. With 50 calls a benchmark took 0.4 s once it stopped importing
+# PyTorch, and the queue of four was never seen holding two.
+CALLS = 5000
 
 
 @dataclass
@@ -100,7 +105,7 @@ async def _one_user(
         await page.get_by_role("link", name="Benchmark", exact=True).click()
         iterations = page.get_by_label("Measured calls per configuration")
         await iterations.wait_for(timeout=300_000)
-        await iterations.fill("50")
+        await iterations.fill(str(CALLS))
         await page.get_by_label("Warm-up calls", exact=True).fill("5")
         await ready.wait()  # everyone presses at once: the benchmarks must queue, however fast each one is
         start = time.monotonic()
