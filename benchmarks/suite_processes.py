@@ -1,6 +1,6 @@
 """Where a command's CPU goes, by kind of process: job workers, Chromium, Python processes, Ray, PostgreSQL.
 
-    sudo .venv/bin/python benchmarks/suite_processes.py            # the suite's parallel part, as make test runs it
+    sudo .venv/bin/python benchmarks/suite_processes.py            # make test
     sudo .venv/bin/python benchmarks/suite_processes.py -- CMD...  # any command
     .venv/bin/python benchmarks/suite_processes.py --read FILE     # an accounting file kept with --keep FILE
 
@@ -24,15 +24,12 @@ import ctypes
 import os
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PARALLEL = [sys.executable, "-m", "pytest", "-q", "-n", "4", "--dist", "loadfile", "--no-loadscope-reorder"]
-PARALLEL += ["-m", "not quiet"]
 _RECORD = struct.Struct("<BBHIIIIIIf8H16s")  # struct acct_v3: 64 bytes
 
 
@@ -77,9 +74,12 @@ _RAY = ("ray::", "raylet", "gcs_", "grpc_", "resolver-execut", "default-executo"
 _RAY += ("timer_manager", "PipeReaderThd", "PipeDumpThd", "nexting_thread", "task_event_buff", "worker.user_obj")
 
 
+WORKERS = "job workers (sandboxed)"
+
+
 def kind(process: Process) -> str:
     if process.name.startswith("python") and process.parent is not None and process.parent.name == "bwrap":
-        return "job workers (sandboxed)"
+        return WORKERS
     node: Process | None = process
     while node is not None:
         if node.name.startswith(_CHROMIUM):
@@ -103,13 +103,14 @@ def report(records: list[Process]) -> None:
     print(f"{len(records)} processes ended, {total:.0f} CPU-s in all")
     cpu: collections.Counter[str] = collections.Counter()
     count: collections.Counter[str] = collections.Counter()
-    for record in records:
-        cpu[kind(record)] += record.cpu
-        count[kind(record)] += 1
+    kinds = [(kind(record), record) for record in records]  # each walks up its ancestry once
+    for name, record in kinds:
+        cpu[name] += record.cpu
+        count[name] += 1
     print(f"{'CPU-s':>7} {'share':>6} {'count':>6}  kind")
     for name, seconds in cpu.most_common():
         print(f"{seconds:7.1f} {seconds / max(total, 1e-9):6.1%} {count[name]:6d}  {name}")
-    workers = sorted(r.cpu for r in records if kind(r) == "job workers (sandboxed)")
+    workers = sorted(record.cpu for name, record in kinds if name == WORKERS)
     if workers:
         print(f"\njob workers: median {workers[len(workers) // 2]:.2f} CPU-s; by CPU each:")
         for low, high in ((0, 0.3), (0.3, 0.5), (0.5, 1), (1, 2), (2, 4), (4, 1e9)):
@@ -127,7 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--read", type=Path, help="report on an accounting file kept before")
     parser.add_argument("--keep", type=Path, help="keep the accounting file here")
-    parser.add_argument("command", nargs="*", help="the command to run (default: the suite's parallel part)")
+    parser.add_argument("command", nargs="*", help="the command to run (default: make test)")
     args = parser.parse_args()
     if args.read:
         report(read(args.read))
@@ -138,7 +139,7 @@ def main() -> None:
         _acct(path)
         began = time.monotonic()
         try:
-            code = subprocess.call(args.command or PARALLEL, cwd=ROOT)
+            code = subprocess.call(args.command or ["make", "test"], cwd=ROOT)
         finally:
             _acct(None)
         print(f"the command ended with {code} after {time.monotonic() - began:.0f} s")
