@@ -47,7 +47,8 @@ _FIND_LIVE = """() => {
 
 
 def _hostile_archive(folder: Path) -> Path:
-    """A model with markup in its names, doc strings, metadata and a custom op, zipped under a markup name."""
+    """A model with markup in its names, doc strings and metadata (a megabyte of each), zipped under a markup
+    name."""
     w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w " + MARKUP)
     x = helper.make_tensor_value_info("x " + MARKUP, TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y " + MARKUP, TensorProto.FLOAT, [1, 4])
@@ -55,7 +56,8 @@ def _hostile_archive(folder: Path) -> Path:
     graph = helper.make_graph([node], "graph " + MARKUP, [x], [y], [w])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name=MARKUP)
     model.ir_version = 8
-    helper.set_model_props(model, {"author": MARKUP})
+    model.doc_string = MARKUP + "A" * 1_000_000  # a megabyte of doc string and of metadata value, shown in full
+    helper.set_model_props(model, {"author": MARKUP, "notes " + MARKUP: "B" * 1_000_000})
     archive = folder / "hostile.zip"
     with zipfile.ZipFile(archive, "w") as zf:
         zf.writestr("<b>zip<b>[l](javascript:alert(1)) <img src=x>.onnx", model.SerializeToString())
