@@ -9,7 +9,7 @@ from ui import auth, classroom_view, language, pages, session, targets
 from ui.cards import sidebar_model
 
 session.freeze_imports()  # what was imported stays out of the garbage collector's walk after every run
-st.set_page_config(page_title="ONNX Workbench", page_icon="🧪", layout="wide")
+st.set_page_config(page_title="ONNX Workbench", page_icon=pages.PAGE_ICON, layout="wide")
 
 # Hosted: a crash shows a generic message, never a traceback (paths, code); local: everything, for debugging.
 st.set_option("client.showErrorDetails", "none" if session.settings().hosted else "full")

@@ -113,6 +113,7 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
                 st.code(shown, language=None, wrap_lines=True)  # a code block shows text as text
 
 
+_HEX = frozenset("0123456789abcdef")
 _SHOWN_CHARS = 160  # of one metadata value in the table
 _SHOWN_CLASSES = 12
 
@@ -201,7 +202,9 @@ def model_card(record: ModelRecord) -> None:
         cols[3].metric(_("Nodes"), number(record.node_count) if record.node_count is not None else "—")
         signature_tables(record.inputs, record.outputs)
         st.caption(_("sha256 of the model's bytes (its identity in the history and the caches)"))
-        st.code(record.id, language=None)
+        # inline code, not st.code: a code block makes the browser load Streamlit's syntax highlighter (1.5 MB of
+        # JavaScript, half a second of a new visitor's first page) to show 64 hex digits
+        st.markdown(f"`{''.join(c for c in record.id if c in _HEX)}`")
         details: dict[str, str] = {}
         if record.ir_version is not None:
             details["ir_version"] = str(record.ir_version)

@@ -194,7 +194,7 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
                 if now != shown:
                     bar.progress(now[0], text=now[1])
                     shown = now
-                time.sleep(0.1)
+                handle.wait(0.1)  # a tenth of a second at most, and no longer once the job has ended
             try:
                 result = handle.result()
             except Exception:

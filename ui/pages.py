@@ -11,7 +11,7 @@ from streamlit.navigation.page import Page as StreamlitPage
 
 from core.i18n import N_, _
 
-__all__ = ["PAGES", "Page", "closed", "first_open", "link", "navigation", "page"]
+__all__ = ["PAGES", "PAGE_ICON", "Page", "closed", "first_open", "link", "navigation", "page"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +144,7 @@ PAGES: tuple[Page, ...] = (
     ),
 )
 _BY_STEP = {p.step: p for p in PAGES}
+PAGE_ICON = "🧪"  # the browser tab's
 
 
 def page(step: str) -> Page:

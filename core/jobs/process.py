@@ -88,6 +88,10 @@ class JobHandle(Protocol):
 
     def done(self) -> bool: ...
 
+    def wait(self, timeout: float) -> bool:
+        """Whether the job has ended, waiting at most ``timeout`` seconds for it to (a page's progress loop
+        wakes the moment its job ends rather than at its next tick)."""
+
     def cancel(self) -> None: ...
 
     def result(self, timeout: float | None = None) -> Any:
@@ -309,6 +313,9 @@ class _ProcessJob:
     def done(self) -> bool:
         return self._finished.is_set()
 
+    def wait(self, timeout: float) -> bool:
+        return self._finished.wait(timeout)
+
     def cancel(self) -> None:
         self._kill("cancelled")
 
@@ -451,6 +458,9 @@ class TypedHandle(Generic[Result]):
 
     def done(self) -> bool:
         return self.handle.done()
+
+    def wait(self, timeout: float) -> bool:
+        return self.handle.wait(timeout)
 
     def cancel(self) -> None:
         self.handle.cancel()

@@ -43,6 +43,9 @@ class _Reused:
     def done(self) -> bool:
         return True
 
+    def wait(self, timeout: float) -> bool:
+        return True
+
     def cancel(self) -> None:
         pass
 

@@ -421,6 +421,9 @@ class _Done:
     def done(self) -> bool:
         return True
 
+    def wait(self, timeout: float) -> bool:
+        return True
+
     def cancel(self) -> None:
         pass
 

@@ -141,8 +141,9 @@ def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
 
 def test_cancel_stops_the_worker(backend: ProcessBackend) -> None:
     handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 60}), backend)
-    time.sleep(0.5)
+    assert not handle.wait(0.5)  # waits, and says the job goes on
     handle.cancel()
+    assert handle.wait(10) and handle.done()  # the page's loop wakes as soon as the job has ended
     with pytest.raises(JobCancelled):
         handle.result(timeout=10)
     assert handle.state == "cancelled"

@@ -50,7 +50,7 @@ def _ready(backend: ProcessBackend, torch: bool = False) -> ProcessBackend:
 @pytest.fixture(scope="module")
 def pool_backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessBackend]:
     """Sandboxed where this machine has the sandbox (the unsandboxed worker has its own test below)."""
-    backend = _warm_backend(tmp_path_factory.mktemp("warm") / "data", sandbox=SANDBOX, size=2)
+    backend = _warm_backend(tmp_path_factory.mktemp("warm") / "data", sandbox=SANDBOX, size=1)
     yield backend
     assert backend.pool is not None
     backend.pool.close()
@@ -108,6 +108,20 @@ def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
         time.sleep(0.01)
     assert handle.result() == 20 and handle.started_warm  # type: ignore[attr-defined]
     assert "step 20 of 20" in seen
+
+
+def test_two_jobs_in_a_row_both_start_warm(warm: ProcessBackend) -> None:
+    """As Decode runs its decoding and then its graph's layout: two workers without torch wait (a used one's
+    replacement is not ready in time for the next job), and the pool's one thread never started more."""
+    assert warm.pool is not None and warm.pool.wanted(torch=False) == 2 and warm.pool.wanted(torch=True) == 1
+    deadline = time.monotonic() + 90
+    while warm.pool.ready_count() < 2:
+        assert time.monotonic() < deadline, "the second worker did not get ready"
+        time.sleep(0.05)
+    handles = [submit_spec(JobSpec(name="test.calls"), warm) for _ in range(2)]
+    assert [h.result(timeout=120) for h in handles] == [1, 1]
+    assert all(h.started_warm for h in handles)  # type: ignore[attr-defined]
+    assert warm.pool.ready_count() <= 2
 
 
 def test_only_the_jobs_that_use_torch_go_to_a_worker_that_imported_it(warm: ProcessBackend) -> None:

@@ -138,6 +138,9 @@ class ClusterJob:
     def done(self) -> bool:
         return self._finished.is_set()
 
+    def wait(self, timeout: float) -> bool:
+        return self._finished.wait(timeout)
+
     def cancel(self) -> None:
         self._cancel.set()
 
