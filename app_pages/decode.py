@@ -19,7 +19,7 @@ from ui.decode_view import (
     nodes_section,
     weights_section,
 )
-from ui.graph_panel import draw_graph, graph_of, node_card
+from ui.graph_panel import draw_graph, graph_of, node_card, start_graph
 from ui.needs import next_steps, require_onnx
 from ui.text import md_escape
 
@@ -35,6 +35,7 @@ st.markdown(
 record = require_onnx("decode")
 
 label = _("Decoding '{name}'").format(name=record.name)
+start_graph(record)  # section 3's graph, laid out while the model is decoded
 decoded = jobs.run(DECODE, DecodeRequest(path=record.path), label, model=record.id, reuse=True)
 for problem in decoded.problems:
     st.warning(md_escape(shown(problem, SENTENCES), 600))

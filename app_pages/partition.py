@@ -12,7 +12,7 @@ from core.partition.words import title_text
 from core.runtime.ort import LEVELS, PROVIDERS, ProviderInfo, provider_table, short_name
 from ui import jobs, partition_view, session, targets
 from ui.charts import provider_share_figure
-from ui.graph_panel import graph_of
+from ui.graph_panel import graph_of, start_graph
 from ui.needs import next_steps, require_onnx
 from ui.partition_view import (
     levels_section,
@@ -91,6 +91,7 @@ with st.form("partition_form"):
 session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
 request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate)
 label = _("Partitioning “{name}”").format(name=record.name)
+start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
 result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
 for provider in result.unavailable:  # said here, in the reader's language (the result keeps the CLI's English)

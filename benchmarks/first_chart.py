@@ -13,7 +13,6 @@ a fresh interpreter's import of onnx, onnxruntime and numpy, measured in the sam
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -21,43 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._page import ARGS, CHROMIUM, new_page, now, open_page, settled
 from benchmarks._server import ROOT, running_app
 from benchmarks._unit import machine, measure_unit, report, unit_samples
-
-CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# In every page, before Streamlit's own scripts: the page's clock (ms from the navigation) when the app last
-# finished a run, so that a step ends when its last run ended, not when the walk noticed it after its pause.
-LAST_RUN_ENDED = """
-new MutationObserver((changes) => {
-  for (const c of changes) {
-    if (c.target.getAttribute("data-test-script-state") === "notRunning") window.__lastRunEnded = performance.now();
-  }
-}).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-test-script-state"]});
-"""
-
-
-def _settled(page, shown: float = 0.0, timeout: float = 300_000) -> float:  # type: ignore[no-untyped-def]
-    """Seconds on the page's clock (from its navigation) when its last run ended, once no run follows it within
-    300 ms (a click starts a run a moment after it), or when what the step waits for was ``shown``, if later (the
-    browser may still be loading the code that draws an element after the run that sent it has ended)."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=timeout)
-    return max(shown, float(page.evaluate("window.__lastRunEnded")) / 1000)
-
-
-def _now(page) -> float:  # type: ignore[no-untyped-def]
-    return float(page.evaluate("performance.now()")) / 1000
-
-
-def _open(page, name: str) -> float:  # type: ignore[no-untyped-def]
-    """Seconds from the click on ``name``'s link to the end of the page's last run."""
-    began = _now(page)
-    page.get_by_role("link", name=name, exact=True).click()
-    page.get_by_role("heading", name=name, exact=True).wait_for(timeout=120_000)
-    return _settled(page) - began
 
 
 def one_walk(url: str) -> dict[str, float]:
@@ -67,25 +32,23 @@ def one_walk(url: str) -> dict[str, float]:
     times: dict[str, float] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.add_init_script(LAST_RUN_ENDED)
-        page = context.new_page()
+        page = new_page(browser)
         page.goto(url)  # the page's clock starts at its navigation
         page.get_by_text("256,074").wait_for(timeout=120_000)  # the start sample's card
-        times["first page"] = _settled(page, shown=_now(page))
-        _open(page, "Benchmark")
-        step = _now(page)
+        times["first page"] = settled(page, shown=now(page))
+        open_page(page, "Benchmark")
+        step = now(page)
         page.get_by_role("button", name="Export with the defaults and continue").click()
         page.get_by_role("button", name="Run the benchmark").wait_for(timeout=300_000)
-        times["one-click export"] = _settled(page) - step
-        step = _now(page)
+        times["one-click export"] = settled(page) - step
+        step = now(page)
         page.get_by_role("button", name="Run the benchmark").click()
         page.locator('[data-testid="stPlotlyChart"]').first.wait_for(timeout=600_000)
-        chart = _settled(page, shown=_now(page))
+        chart = settled(page, shown=now(page))
         times["benchmark to its chart"] = chart - step
         times["open to first chart"] = chart
         for name in ("Decode", "Partition"):
-            times[f"{name} answers"] = _open(page, name)
+            times[f"{name} answers"] = open_page(page, name)
         browser.close()
     return times
 

@@ -1,5 +1,6 @@
 """How long the pages take to show a large model's graph: a 30,000-node transformer-like model uploaded in
-Chromium, then Decode and Partition until the graph view has drawn its first frame, and the server's memory;
+Chromium, then Decode and Partition until the graph view has drawn its first frame and until the page's last
+run ended (on the page's own clock: benchmarks/_page.py), and the server's memory;
 then the command line's `partition --levels` of the same model.
 
 Run: .venv/bin/python benchmarks/graph_pages.py [--layers 1500] [--root OTHER_CHECKOUT] [--no-cli]
@@ -23,14 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._page import ARGS, CHROMIUM, IDLE, graph_drawn, new_page, now, settled
 from benchmarks._server import ROOT, running_app
 from benchmarks._unit import machine, measure_unit, report, unit_samples
-
-CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-READY = ".graph-canvas[data-ready='true']"
 
 
 def _rss_mb(pid: int) -> float:
@@ -46,22 +42,20 @@ def walk(url: str, pid: int, model: Path) -> list[tuple[str, float, float]]:
     steps = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        page = new_page(browser)
         page.goto(url)
         page.wait_for_selector(IDLE, timeout=120_000)
-        began = time.monotonic()
+        began = now(page)
         page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files([str(model)])
         page.get_by_role("heading", name=model.stem).first.wait_for(timeout=120_000)  # its model card
-        page.wait_for_timeout(300)
-        page.wait_for_selector(IDLE, timeout=300_000)
-        steps.append(("upload and model card", time.monotonic() - began, _rss_mb(pid)))
+        steps.append(("upload and model card", settled(page, shown=now(page)) - began, _rss_mb(pid)))
         for name in ("Decode", "Partition"):
-            began = time.monotonic()
+            began = now(page)
             page.get_by_role("link", name=name, exact=True).click()
-            page.wait_for_selector(READY, timeout=300_000)
-            steps.append((f"{name}: graph drawn", time.monotonic() - began, _rss_mb(pid)))
-            page.wait_for_selector(IDLE, timeout=300_000)
-            steps.append((f"{name}: page finished", time.monotonic() - began, _rss_mb(pid)))
+            page.get_by_role("heading", name=name, exact=True).wait_for(timeout=120_000)
+            drawn = graph_drawn(page, since=began)  # this page's graph view, not the last page's still shown
+            steps.append((f"{name}: graph drawn", drawn - began, _rss_mb(pid)))
+            steps.append((f"{name}: page finished", settled(page, shown=drawn) - began, _rss_mb(pid)))
         browser.close()
     return steps
 

@@ -24,7 +24,7 @@ from core.jobs.wire import WireError, decode, encode
 from ui import session, targets
 from ui.text import md_escape
 
-__all__ = ["SessionJobs", "kept", "run", "show_error", "stop_with_error"]
+__all__ = ["SessionJobs", "kept", "run", "show_error", "start", "stop_with_error"]
 
 
 class SessionJobs:
@@ -46,10 +46,22 @@ class SessionJobs:
         try:
             yield
         finally:
-            with self._lock:
-                self.running[session_id] -= 1
-                if self.running[session_id] <= 0:
-                    del self.running[session_id]
+            self.release(session_id)
+
+    def spare(self, session_id: str, limit: int) -> bool:
+        """Take a slot for a job started ahead (``start``) only if one is left beside it for the job the page
+        waits on first; whether it was taken (``release`` gives it back)."""
+        with self._lock:
+            if self.running[session_id] + 2 > limit:
+                return False
+            self.running[session_id] += 1
+            return True
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            self.running[session_id] -= 1
+            if self.running[session_id] <= 0:
+                del self.running[session_id]
 
 
 class Durations:
@@ -81,6 +93,70 @@ def _durations() -> Durations:
 def _session_jobs() -> SessionJobs:
     """One counter per server: it holds session ids and counts, nothing of any user's data."""
     return SessionJobs()
+
+
+@st.cache_resource
+def _started() -> tuple[threading.Lock, dict[tuple[str, str], tuple[tuple[str, bytes], Any]]]:
+    """One per server: the jobs started ahead (``start``) by (session id, job name), with what they were asked;
+    handles hold threads, so they are kept here rather than in a session's state."""
+    return threading.Lock(), {}
+
+
+def _session_id() -> str:
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx else ""
+
+
+def _asked(job: Job[Any, Any], request: Any, model: str) -> tuple[str, bytes]:
+    place = targets.chosen() if job.targeted else LOCAL  # a result from another target is not this one
+    return (model, encode([request, place]))  # the request and where it runs, as bytes
+
+
+def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
+    """Start ``job`` on ``request`` now without waiting for it: the page's later ``run`` of the same job and
+    request for ``model`` (with ``reuse``) waits on it instead of starting it then. A page calls it for a job
+    that does not depend on the one it waits on first (Decode lays out the graph while the model is decoded), so
+    that both run side by side. Nothing starts when the result is kept already, when the job writes files, or
+    when the session has no slot to spare beside the next job (that ``run`` then starts it, as before); a job
+    started and never waited on (the person left the page) is kept for the next visit, and ends on its own."""
+    if job.folder:
+        return
+    asked = _asked(job, request, model)
+    found = _kept_entry(job, model)
+    if found is not None and found[0] == asked:
+        return
+    sid = _session_id()
+    lock, started = _started()
+    with lock:
+        earlier = started.get((sid, job.name))
+        if earlier is not None and earlier[0] == asked:
+            return
+    if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
+        return
+    handle = submit(job, request, targets.backend_for(job))
+    threading.Thread(target=_release_when_done, args=(handle, sid), name="started job", daemon=True).start()
+    with lock:
+        earlier = started.get((sid, job.name))
+        started[(sid, job.name)] = (asked, handle)
+    if earlier is not None:
+        earlier[1].cancel()  # asked something else since: nobody will wait on it
+
+
+def _release_when_done(handle: Any, session_id: str) -> None:
+    handle.wait(None)
+    _session_jobs().release(session_id)
+
+
+def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> Any | None:
+    """The handle of ``job`` started ahead for exactly ``asked`` in this session, taken out; else None."""
+    lock, started = _started()
+    key = (_session_id(), job.name)
+    with lock:
+        found = started.get(key)
+        if found is None or found[0] != asked:
+            return None
+        del started[key]
+    return found[1]
 
 
 def show_error(exc: WorkbenchError) -> None:
@@ -121,17 +197,18 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
     # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
     # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
     slot = st.container()
-    place = targets.chosen() if job.targeted else LOCAL  # a result from another target is not this one
-    asked = (model, encode([request, place]))  # the request and where it runs, as bytes
+    asked = _asked(job, request, model)
+    ahead = None
     if reuse:
         found = _kept_entry(job, model)
         if found is not None and found[0] == asked:
             return found[1]
+        ahead = _take_started(job, asked)
     out = session.workspace().new_folder(job.folder) if job.folder else None
     sent = dataclasses.replace(request, out_dir=str(out)) if out is not None else request  # type: ignore[type-var]
     try:
         with slot:
-            result = _with_slot(job, sent, label)
+            result = _run(job, sent, label, ahead) if ahead is not None else _with_slot(job, sent, label)
     except WorkbenchError as exc:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
@@ -155,17 +232,18 @@ def kept(job: Job[Any, Result], model: str) -> Result | None:
 def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Result:
     """Streamlit stops this script when the user clicks anything (that is how "Cancel" works); the
     ``finally`` of ``_run`` then kills the worker, so nothing keeps running for a page nobody is looking at."""
-    ctx = get_script_run_ctx()
-    with _session_jobs().slot(ctx.session_id if ctx else "", session.settings().max_jobs_per_session):
+    with _session_jobs().slot(_session_id(), session.settings().max_jobs_per_session):
         return _run(job, request, label)
 
 
-def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
+def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | None = None) -> Result:
+    """Wait on the job with a status box: on ``ahead`` (a handle of ``start``'s, which holds its own slot of
+    the session's), else on a job submitted now."""
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
-    handle = submit(job, request, targets.backend_for(job))
+    handle = ahead if ahead is not None else submit(job, request, targets.backend_for(job))
     local = targets.chosen() == LOCAL or not job.targeted
     where = _("the machine") if local else _("target {name}").format(name=targets.chosen())
-    started = ran_from = time.monotonic()  # submitted; and when it stopped waiting in the queue
+    began = ran_from = time.monotonic()  # submitted; and when it stopped waiting in the queue
     try:
         with st.status(label, expanded=False) as status:
             bar = st.progress(0.0, text=_("starting the worker…"))
@@ -187,10 +265,10 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
                         status.update(label=f"{label} ({text})")  # each sending ten a second kept the server busy
                     now = (0.0, text)
                 elif handle.progress is not None:
-                    elapsed = time.monotonic() - started
+                    elapsed = time.monotonic() - began
                     now = (round(handle.progress.fraction, 2), f"{handle.progress.message} ({elapsed:.0f} s)")
                 else:
-                    now = (0.0, _("working… {seconds} s").format(seconds=f"{time.monotonic() - started:.0f}"))
+                    now = (0.0, _("working… {seconds} s").format(seconds=f"{time.monotonic() - began:.0f}"))
                 if now != shown:
                     bar.progress(now[0], text=now[1])
                     shown = now
@@ -200,8 +278,9 @@ def _run(job: Job[Request, Result], request: Request, label: str) -> Result:
             except Exception:
                 status.update(label=_("{label}: failed").format(label=label), state="error")
                 raise
-            seconds = f"{time.monotonic() - started:.1f}"
-            _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
+            seconds = f"{time.monotonic() - began:.1f}"
+            if ahead is None:  # a job started ahead ran for longer than this page waited on it
+                _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
             bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))
             status.update(
                 label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds), state="complete"

@@ -88,9 +88,9 @@ class JobHandle(Protocol):
 
     def done(self) -> bool: ...
 
-    def wait(self, timeout: float) -> bool:
-        """Whether the job has ended, waiting at most ``timeout`` seconds for it to (a page's progress loop
-        wakes the moment its job ends rather than at its next tick)."""
+    def wait(self, timeout: float | None) -> bool:
+        """Whether the job has ended, waiting at most ``timeout`` seconds (None: as long as it runs) for it to (a
+        page's progress loop wakes the moment its job ends rather than at its next tick)."""
 
     def cancel(self) -> None: ...
 
@@ -313,7 +313,7 @@ class _ProcessJob:
     def done(self) -> bool:
         return self._finished.is_set()
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         return self._finished.wait(timeout)
 
     def cancel(self) -> None:
@@ -459,7 +459,7 @@ class TypedHandle(Generic[Result]):
     def done(self) -> bool:
         return self.handle.done()
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         return self.handle.wait(timeout)
 
     def cancel(self) -> None:

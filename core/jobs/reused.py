@@ -43,7 +43,7 @@ class _Reused:
     def done(self) -> bool:
         return True
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         return True
 
     def cancel(self) -> None:

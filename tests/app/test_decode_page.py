@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,57 @@ def test_identity_nodes_of_weights_are_folded_and_listed_under_the_graph() -> No
     assert any("2 Identity nodes that pass on a weight folded into" in c.value for c in at.caption)
     listed = next(t.value for t in at.table if "Identity node: input → output" in t.value.columns)
     assert len(listed) == 2 and "share\\_0" in listed.iloc[0, 0]
+
+
+def _job_events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the pages ask of the job backend, in order: "submit NAME" and "result NAME"."""
+    import ui.jobs
+    from core.jobs.process import submit
+
+    events: list[str] = []
+
+    def recorded(job, request, backend=None):  # type: ignore[no-untyped-def]
+        handle = submit(job, request, backend)
+        events.append(f"submit {job.name}")
+        read = handle.result
+
+        def result(timeout=None):  # type: ignore[no-untyped-def]
+            events.append(f"result {job.name}")
+            return read(timeout)
+
+        handle.result = result
+        return handle
+
+    monkeypatch.setattr(ui.jobs, "submit", recorded)
+    return events
+
+
+def test_the_graph_is_laid_out_while_the_model_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two workers side by side: the graph's job is started before the page waits on the decoding, and waited on
+    after; a second visit starts neither (both results are kept)."""
+    events = _job_events(monkeypatch)
+    at = open_decode(builders.chain_model(30).SerializeToString())
+    mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
+    assert mine == ["submit graph.view", "submit decode.run", "result decode.run", "result graph.view"]
+    assert at.session_state[GRAPH.name][1].node_count == 30
+    events.clear()
+    at.switch_page("app_pages/model.py").run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and not [e for e in events if e.startswith("submit")]
+    from ui.jobs import _session_jobs
+
+    deadline = time.monotonic() + 10
+    while _session_jobs().running:  # the slot the graph's job held is given back once it has ended
+        assert time.monotonic() < deadline, _session_jobs().running
+        time.sleep(0.05)
+
+
+def test_with_one_job_per_session_the_graph_waits_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a session may run one job at a time (hosted), nothing is started ahead: the page runs its jobs one
+    after the other, as before, and never refuses its own second job."""
+    monkeypatch.setenv("WORKBENCH_MAX_JOBS_PER_SESSION", "1")
+    events = _job_events(monkeypatch)
+    at = open_decode(builders.chain_model(30).SerializeToString())
+    mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
+    assert mine == ["submit decode.run", "result decode.run", "submit graph.view", "result graph.view"]
+    assert not at.error and at.session_state[GRAPH.name][1].node_count == 30

@@ -421,7 +421,7 @@ class _Done:
     def done(self) -> bool:
         return True
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         return True
 
     def cancel(self) -> None:

@@ -138,7 +138,7 @@ class ClusterJob:
     def done(self) -> bool:
         return self._finished.is_set()
 
-    def wait(self, timeout: float) -> bool:
+    def wait(self, timeout: float | None) -> bool:
         return self._finished.wait(timeout)
 
     def cancel(self) -> None:
