@@ -1,60 +1,85 @@
 """The headless command line, ``python -m core COMMAND``: the same jobs as the pages, one module per command.
 
-Each command module has ``register(subparsers)``, which adds its arguments, and ``run(args) -> exit code``.
-Errors a user can fix print one line on stderr and exit 2. What a person reads is in the language ``--lang`` or
-the environment names (core.cli.common.choose_language); --json output and --help stay English.
+Each command module has ``register(parser)``, which adds its arguments to the command's parser, and
+``run(args) -> exit code``. Errors a user can fix print one line on stderr and exit 2. What a person reads is in
+the language ``--lang`` or the environment names (core.cli.common.choose_language); --json output and --help
+stay English.
+
+Only the module of the command given is imported (``python -m core samples`` does not import numpy, ONNX Runtime
+or the benchmark's code for the other nineteen): the commands and their one-line help are listed here.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 
-from core.cli import (
-    bench,
-    browser,
-    compare,
-    deploy,
-    diff,
-    export,
-    graph,
-    history,
-    info,
-    inspect,
-    loadtest,
-    notebook,
-    partition,
-    profile,
-    quantize,
-    samples,
-    serve,
-    targets,
-    tune,
-    upgrade,
-)
 from core.cli.common import add_language_argument, choose_language
 from core.errors import WorkbenchError
 from core.i18n import _, using
 
-__all__ = ["main", "parser"]
+__all__ = ["COMMANDS", "main", "parser"]
 
-COMMANDS = [samples, info, inspect, graph, export, partition, bench, history, profile, quantize, serve, targets]
-COMMANDS += [upgrade, notebook, deploy, loadtest, browser, diff]
-COMMANDS += [tune, compare]
+# name: (its module in core.cli, its line in --help), in the order --help lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "samples": ("samples", "list the built-in sample models"),
+    "info": ("info", "recognise a model file and print its record"),
+    "inspect": ("inspect", "decode an ONNX model: header bytes, opsets, nodes, weights"),
+    "graph": ("graph", "draw a model's graph into one HTML file that works offline"),
+    "export": ("export", "export a PyTorch model to ONNX and verify it"),
+    "partition": ("partition", "which execution provider runs which node; optimization levels"),
+    "bench": ("bench", "PyTorch eager against ONNX Runtime: latency, throughput, speedup"),
+    "history": ("history", "list the saved benchmark runs, newest first"),
+    "profile": ("profile", "where the time goes: per ONNX Runtime node and per PyTorch layer"),
+    "quantize": ("quantize", "INT8 and FP16 variants, with size, latency and accuracy"),
+    "serve": ("serve", "start the web app with the upload limit and error details of the settings"),
+    "targets": ("targets", "where jobs can run: the targets of the Ray cluster (cluster_address), with their hardware"),
+    "upgrade": ("upgrade", "an old model brought to a newer opset, checked against the original"),
+    "notebook": (
+        "notebook",
+        "a Jupyter notebook that redoes the walk-through on a model (torch, onnx, onnxruntime only)",
+    ),
+    "deploy": ("deploy", "write a FastAPI server (and a Triton repository) for the model"),
+    "loadtest": ("loadtest", "load a served model over HTTP: requests/s and latency percentiles"),
+    "browser-bench": (
+        "browser",
+        "write one HTML file that benchmarks the model in the browser that opens it (ONNX Runtime Web)",
+    ),
+    "diff": ("diff", "what differs between two ONNX models, node by node"),
+    "tune": ("tune", "the fastest ONNX Runtime session settings surely faster than the defaults, within a budget"),
+    "compare": ("compare", "two models tensor by tensor: errors, and the node that first diverges"),
+}
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line: every command with its arguments; with ``only``, the arguments of that command alone
+    (the others are listed, their modules not imported; "" for none)."""
     top = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     add_language_argument(top)
     sub = top.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(sub)
+    for name, (module, help_) in COMMANDS.items():
+        command = sub.add_parser(name, help=help_)
+        if only is None or only == name:
+            importlib.import_module(f"core.cli.{module}").register(command)
     return top
 
 
+def _command_in(argv: list[str]) -> str:
+    """The command ``argv`` names ("" when none is known: argparse then says what is wrong, or prints help)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--lang":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else ""
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(_command_in(argv)).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     with using(choose_language(args)):
         try:

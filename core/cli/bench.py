@@ -36,8 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("bench", help="PyTorch eager against ONNX Runtime: latency, throughput, speedup")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
     parser.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")

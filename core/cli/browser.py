@@ -20,11 +20,7 @@ from core.settings import load_settings
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "browser-bench",
-        help="write one HTML file that benchmarks the model in the browser that opens it (ONNX Runtime Web)",
-    )
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("-o", "--output", default="bench.html", help="the HTML file to write (bench.html)")
     parser.add_argument("--iters", type=int, default=200, help="timed calls in the browser (default 200)")

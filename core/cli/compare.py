@@ -36,8 +36,7 @@ __all__ = ["register", "run"]
 SHOWN = 15  # nodes printed, worst first
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("compare", help="two models tensor by tensor: errors, and the node that first diverges")
+def register(parser: Any) -> None:
     parser.add_argument("a", help="the reference: an .onnx path, or a PyTorch model (compared through its export)")
     parser.add_argument("b", help="the model compared with it: a variant, another version, the same at another level")
     parser.add_argument(

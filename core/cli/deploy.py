@@ -22,8 +22,7 @@ from core.jobs.wire import to_data
 __all__ = ["register", "run", "tuned_options"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("deploy", help="write a FastAPI server (and a Triton repository) for the model")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("-o", "--output", required=True, metavar="DIR", help="an empty or new folder for the server")
     parser.add_argument(

@@ -21,8 +21,7 @@ __all__ = ["register", "report_json", "run"]
 SHOWN = 30  # nodes of each kind printed (--json has them all)
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("diff", help="what differs between two ONNX models, node by node")
+def register(parser: Any) -> None:
     parser.add_argument("a", help="the model before (.onnx)")
     parser.add_argument("b", help="the model after (.onnx): a new version, its quantized variant, a re-export")
     parser.add_argument("--json", action="store_true", help="print JSON")

@@ -32,8 +32,7 @@ def _parse_dynamic(text: str) -> tuple[str, str, str]:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("export", help="export a PyTorch model to ONNX and verify it")
+def register(parser: Any) -> None:
     parser.add_argument(
         "model",
         help="sample:NAME, a state_dict/safetensors file, a TorchScript archive, a .pt2, or a model's code and its "

@@ -26,8 +26,7 @@ BUNDLE = PROJECT_ROOT / "ui" / "graph_component" / "dist" / "graph.js"  # built 
 LEVELS = ("basic", "extended", "layout", "all")
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("graph", help="draw a model's graph into one HTML file that works offline")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path ('model.onnx,model.onnx.data' with external data)")
     parser.add_argument("-o", "--output", default="graph.html", help="the HTML file to write (graph.html)")
     parser.add_argument(

@@ -15,8 +15,7 @@ from core.settings import load_settings
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("history", help="list the saved benchmark runs, newest first")
+def register(parser: Any) -> None:
     parser.add_argument("--model", action="append", help="only this model's runs (repeat for several)")
     parser.add_argument("--machine", action="append", help="only runs on this machine (repeat for several)")
     parser.add_argument("--since", help="only runs from this day on, YYYY-MM-DD (UTC)")

@@ -11,8 +11,7 @@ from core.cli.common import add_code_arguments, code_choice, describe, print_rec
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("info", help="recognise a model file and print its record")
+def register(parser: Any) -> None:
     parser.add_argument(
         "model", help="a path, 'model.onnx,model.onnx.data', 'model.py,weights.pt' (a model's code) or sample:NAME"
     )

@@ -19,8 +19,7 @@ from core.model.records import format_shape
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("inspect", help="decode an ONNX model: header bytes, opsets, nodes, weights")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path ('model.onnx,model.onnx.data' with external data)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)

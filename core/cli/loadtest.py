@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("loadtest", help="load a served model over HTTP: requests/s and latency percentiles")
+def register(parser: Any) -> None:
     parser.add_argument(
         "target", help="a folder python -m core deploy wrote (started on a loopback port), or a server's URL"
     )

@@ -20,10 +20,7 @@ from core.notebook import STEPS, NotebookRequest, default_plan, model_files, not
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "notebook", help="a Jupyter notebook that redoes the walk-through on a model (torch, onnx, onnxruntime only)"
-    )
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, a PyTorch file, model.py,weights.pt, or sample:NAME")
     parser.add_argument(  # the same --lang as before the command (it sets what the command prints too)
         "--lang",

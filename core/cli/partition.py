@@ -40,8 +40,7 @@ __all__ = ["register", "run"]
 _log = logging.getLogger(__name__)
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("partition", help="which execution provider runs which node; optimization levels")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("--providers", help="in order of preference, e.g. cuda,cpu (default: cpu)")
     parser.add_argument("--level", default="all", choices=["disable", "basic", "extended", "layout", "all"])

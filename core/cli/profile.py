@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("profile", help="where the time goes: per ONNX Runtime node and per PyTorch layer")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
     parser.add_argument("--no-eager", action="store_true", help="profile ONNX Runtime only")

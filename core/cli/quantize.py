@@ -28,8 +28,7 @@ __all__ = ["register", "run"]
 MODES = ("dynamic", "static", "fp16")  # the Quantize page makes one variant of each by default
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("quantize", help="INT8 and FP16 variants, with size, latency and accuracy")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument(
         "--mode",

@@ -13,8 +13,7 @@ from core.model.records import format_shape
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("samples", help="list the built-in sample models")
+def register(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 

@@ -14,8 +14,7 @@ from core.settings import PROJECT_ROOT, load_settings
 __all__ = ["register", "run", "serve_command"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("serve", help="start the web app with the upload limit and error details of the settings")
+def register(parser: Any) -> None:
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument(
         "--address", default="127.0.0.1", help="where to listen (default: this machine only; 0.0.0.0 for every network)"

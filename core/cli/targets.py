@@ -13,10 +13,7 @@ from core.settings import load_settings
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "targets", help="where jobs can run: the targets of the Ray cluster (cluster_address), with their hardware"
-    )
+def register(parser: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 

@@ -34,10 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "tune", help="the fastest ONNX Runtime session settings surely faster than the defaults, within a budget"
-    )
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds to search, all in (default 60)")
     parser.add_argument(

@@ -22,8 +22,7 @@ from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
 __all__ = ["register", "run"]
 
 
-def register(sub: Any) -> None:
-    parser = sub.add_parser("upgrade", help="an old model brought to a newer opset, checked against the original")
+def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path (several joined by ',' for a model with its data files)")
     parser.add_argument(
         "--opset",
