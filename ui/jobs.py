@@ -117,8 +117,9 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
     request for ``model`` (with ``reuse``) waits on it instead of starting it then. A page calls it for a job
     that does not depend on the one it waits on first (Decode lays out the graph while the model is decoded), so
     that both run side by side. Nothing starts when the result is kept already, when the job writes files, or
-    when the session has no slot to spare beside the next job (that ``run`` then starts it, as before); a job
-    started and never waited on (the person left the page) is kept for the next visit, and ends on its own."""
+    when the session has no slot to spare beside the next job (that ``run`` then starts it, as before). A job
+    started and never waited on (the person left the page) runs to its end, and its result waits a minute
+    (``STARTED_KEPT_S``) for a visit that takes it."""
     if job.folder:
         return
     asked = _asked(job, request, model)
@@ -134,17 +135,27 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
     if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
         return
     handle = submit(job, request, targets.backend_for(job))
-    threading.Thread(target=_release_when_done, args=(handle, sid), name="started job", daemon=True).start()
     with lock:
         earlier = started.get((sid, job.name))
-        started[(sid, job.name)] = (asked, handle)
+        started[(sid, job.name)] = entry = (asked, handle)
+    threading.Thread(target=_end_of_started, args=(entry, (sid, job.name)), name="started job", daemon=True).start()
     if earlier is not None:
         earlier[1].cancel()  # asked something else since: nobody will wait on it
 
 
-def _release_when_done(handle: Any, session_id: str) -> None:
-    handle.wait(None)
-    _session_jobs().release(session_id)
+STARTED_KEPT_S = 60.0
+
+
+def _end_of_started(entry: tuple[tuple[str, bytes], Any], key: tuple[str, str]) -> None:
+    """Once the job has ended: its slot back to the session; a minute later, its result dropped if no page took
+    it (a result can be a large model's graph)."""
+    entry[1].wait(None)
+    _session_jobs().release(key[0])
+    time.sleep(STARTED_KEPT_S)
+    lock, started = _started()
+    with lock:
+        if started.get(key) is entry:
+            del started[key]
 
 
 def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> Any | None:

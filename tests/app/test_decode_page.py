@@ -173,3 +173,27 @@ def test_with_one_job_per_session_the_graph_waits_its_turn(monkeypatch: pytest.M
     mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
     assert mine == ["submit decode.run", "result decode.run", "submit graph.view", "result graph.view"]
     assert not at.error and at.session_state[GRAPH.name][1].node_count == 30
+
+
+def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The person left before the page waited on it: the slot comes back when the job ends, the result goes a
+    while later (it can be a large model's graph), and one taken meanwhile is not touched."""
+    import ui.jobs
+
+    class Ended:
+        def wait(self, timeout: float | None) -> bool:
+            return True
+
+    monkeypatch.setattr(ui.jobs, "STARTED_KEPT_S", 0.0)
+    sessions = ui.jobs._session_jobs()
+    _lock, started = ui.jobs._started()
+    assert sessions.spare("left", 2)
+    entry = (("model", b"asked"), Ended())
+    started[("left", GRAPH.name)] = entry
+    ui.jobs._end_of_started(entry, ("left", GRAPH.name))
+    assert ("left", GRAPH.name) not in started and not sessions.running["left"]
+    newer = (("model", b"asked again"), Ended())
+    started[("left", GRAPH.name)] = newer
+    assert sessions.spare("left", 2)
+    ui.jobs._end_of_started(entry, ("left", GRAPH.name))  # the older one's end leaves the newer one alone
+    assert started.pop(("left", GRAPH.name)) is newer
