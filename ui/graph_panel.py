@@ -22,13 +22,16 @@ from ui.text import escaped_frame, md_escape
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card", "start_graph"]
 
 MAX_VIEW_NODES = 100_000  # larger graphs are listed in the node tables, not drawn
+# beyond this, two workers reading the model side by side would hold it twice: the layout waits its turn
+START_AHEAD_MAX_BYTES = 256 * 2**20
 
 
 def start_graph(record: ModelRecord) -> None:
     """Start laying out ``record``'s graph in a worker of its own while the page waits on its first job, which
     does not need it (``graph_of`` later waits on it): on two cores the 30,003-node model's Decode takes the
-    longer of the two jobs (1.5 and 1.8 s) rather than both."""
-    if (record.node_count or 0) <= MAX_VIEW_NODES:
+    longer of the two jobs (1.5 and 1.8 s) rather than both. Not for a model so large that two workers reading
+    it at once would hold its weights twice."""
+    if (record.node_count or 0) <= MAX_VIEW_NODES and record.size_bytes <= START_AHEAD_MAX_BYTES:
         start(GRAPH, GraphRequest(path=record.path), model=record.id)
 
 

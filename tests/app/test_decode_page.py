@@ -197,3 +197,14 @@ def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.M
     assert sessions.spare("left", 2)
     ui.jobs._end_of_started(entry, ("left", GRAPH.name))  # the older one's end leaves the newer one alone
     assert started.pop(("left", GRAPH.name)) is newer
+
+
+def test_a_model_too_large_to_hold_twice_is_laid_out_after_it_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ui.graph_panel
+
+    monkeypatch.setattr(ui.graph_panel, "START_AHEAD_MAX_BYTES", 100)  # the chain of 30 is a few kB
+    events = _job_events(monkeypatch)
+    at = open_decode(builders.chain_model(30).SerializeToString())
+    mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
+    assert mine == ["submit decode.run", "result decode.run", "submit graph.view", "result graph.view"]
+    assert not at.exception
