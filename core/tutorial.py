@@ -149,7 +149,7 @@ def _shown(fig: Figure, value: float) -> str:
     return number(value)
 
 
-def comparison(key: str, yours: float, *, same_model: bool = True) -> tuple[str, list[str]]:
+def comparison(key: str, yours: float) -> tuple[str, list[str]]:
     """A sentence putting ``yours`` beside the tutorial's figure ``key``, and why they differ (translated). The
     parameter count is on the model's card just above, so its sentence does not repeat it."""
     fig = FIGURES[key]
@@ -162,16 +162,7 @@ def comparison(key: str, yours: float, *, same_model: bool = True) -> tuple[str,
     sentence = _("The tutorial measured {theirs} for {what} ({details}); you measured {yours}.").format(
         theirs=_shown(fig, fig.value), what=_(fig.what), details=_(fig.details), yours=_shown(fig, yours)
     )
-    reasons = _reasons(fig)
-    if not same_model:
-        reasons.insert(
-            0,
-            _(
-                "Another model: yours is not the tutorial's small CNN, so the two figures measure different work; "
-                "the tutorial's is a point of reference, not a target."
-            ),
-        )
-    return sentence, reasons
+    return sentence, _reasons(fig)
 
 
 def _reasons(fig: Figure) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 
 from core.jobs import BENCH
 from tests import builders
-from tests.app.pages import open_page, run_benchmark
+from tests.app.pages import open_page, run_benchmark, texts
 
 
 def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
@@ -20,6 +20,7 @@ def test_default_benchmark_of_the_start_sample_is_shown_and_saved() -> None:
     assert list(table["configuration"]) == ["PyTorch eager", "ORT DISABLE_ALL", "ORT ALL"]
     assert at.session_state["bench_saved"] == at.session_state[BENCH.name][1].id
     assert any(h.value == "The machine" for h in at.header)
+    assert "The tutorial measured 5.11×" in texts(at)  # the tutorial's CNN: its figure beside this run's
 
     at.switch_page("app_pages/history.py").run()
     assert not at.exception
@@ -81,6 +82,7 @@ def test_a_detector_is_benchmarked_on_a_real_image_at_its_plans_size(monkeypatch
     assert not at.exception
     used = at.session_state[BENCH.name][1].settings["inputs"]["x"]
     assert used["shape"] == [1, 3, 640, 640] and used["values"].startswith("real data: photo.png")
+    assert "The tutorial measured" not in texts(at)  # the small CNN's figures say nothing of a detector
 
 
 def test_real_inputs_from_an_npz_replace_the_generated_ones(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -182,6 +182,7 @@ def test_the_export_page_and_its_report_read_in_chinese_and_again_in_english(chi
         assert words in said, words
     assert "个 BatchNorm 层被折叠进前面 Conv 的权重" in said  # a sentence core wrote in English, shown in Chinese
     assert list(at.table[0].value.columns) == ["形状", "最大绝对误差", "最大相对误差", "结果"]
+    assert set(at.table[0].value["结果"]) == {"相符"}  # a verdict, not the card's column heading "是否相符"
     assert english_runs(at) == []
 
     _switch_to(at, "en")  # the kept report, read again in English
