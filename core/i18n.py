@@ -22,6 +22,7 @@ __all__ = [
     "LOCALE_DIR",
     "N_",
     "_",
+    "bounds",
     "from_locale",
     "language",
     "ngettext",
@@ -102,6 +103,16 @@ def pgettext(context: str, message: str) -> str:
     """``message`` in the current language, told apart by ``context`` from the same words elsewhere (a list's
     separator ", " is "、" in Chinese, where a clause's comma is "，")."""
     return translations(_current.get()).pgettext(context, message)
+
+
+def bounds(low: float, high: float, digits: int = 1) -> tuple[str, str]:
+    """An interval's ends with ``digits`` decimals, or more (up to three) where fewer would print the same
+    number twice ("between 5.4× and 5.4×" reads as a mistake; 5.38× and 5.44× does not)."""
+    for shown in range(digits, max(digits, 3) + 1):
+        ends = number(low, shown), number(high, shown)
+        if ends[0] != ends[1]:
+            return ends
+    return number(low, digits), number(high, digits)  # the same number: more decimals would not tell them apart
 
 
 def number(value: float, digits: int | None = None) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
-from core.i18n import N_, _, ngettext, number, using
+from core.i18n import N_, _, bounds, ngettext, number, using
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.recorded import significant
@@ -318,16 +318,19 @@ def headline(report: BenchReport) -> str:
     if noisy:  # never a settled number that the next run may contradict: the interval is the answer
         return _noisy_headline(best.speedup, low, high, said)
     if low <= 1 <= high:
+        lo, hi = bounds(low, high, 2)
         return _("{name} and {baseline} are as fast as each other here: 95 % CI {low}–{high}× ({ms})").format(
-            **said, low=number(low, 2), high=number(high, 2)
+            **said, low=lo, high=hi
         )
     if best.speedup >= 1:
+        lo, hi = bounds(low, high)
         return _("{name} is {speedup}× faster than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
-            **said, speedup=number(best.speedup, 1), low=number(low, 1), high=number(high, 1)
+            **said, speedup=number(best.speedup, 1), low=lo, high=hi
         )
     # say "slower" and turn the interval round with it
+    lo, hi = bounds(1 / high, 1 / low)
     return _("{name} is {speedup}× slower than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
-        **said, speedup=number(1 / best.speedup, 1), low=number(1 / high, 1), high=number(1 / low, 1)
+        **said, speedup=number(1 / best.speedup, 1), low=lo, high=hi
     )
 
 
@@ -339,15 +342,18 @@ def _noisy_headline(speedup: float, low: float, high: float, said: dict[str, str
                 "Noisy run: {name} was somewhere between {slower}× slower and {faster}× faster than {baseline} "
                 "(95 % CI; {ms})"
             ).format(**said, slower=number(1 / low, 1), faster=number(high, 1))
+        lo, hi = bounds(low, high)
         return _("Noisy run: {name} was between {low}× and {high}× as fast as {baseline} (95 % CI; {ms})").format(
-            **said, low=number(low, 1), high=number(high, 1)
+            **said, low=lo, high=hi
         )
     if speedup >= 1:
+        lo, hi = bounds(low, high)
         return _("Noisy run: {name} was between {low}× and {high}× faster than {baseline} (95 % CI; {ms})").format(
-            **said, low=number(low, 1), high=number(high, 1)
+            **said, low=lo, high=hi
         )
+    lo, hi = bounds(1 / high, 1 / low)
     return _("Noisy run: {name} was between {low}× and {high}× slower than {baseline} (95 % CI; {ms})").format(
-        **said, low=number(1 / high, 1), high=number(1 / low, 1)
+        **said, low=lo, high=hi
     )
 
 

@@ -255,6 +255,12 @@ def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> N
         result.noisy = False
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.02, 0.95, 1.1
     assert "as fast as each other here: 95 % CI 0.95–1.10×" in headline(report)
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 5.41, 5.38, 5.44  # narrow, on a busy machine
+    ort_all.noisy = True
+    assert "between 5.38× and 5.44× faster" in headline(report)  # never "between 5.4× and 5.4×"
+    ort_all.noisy = False
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.3, 1.27, 1.33
+    assert "1.3× faster than ORT DISABLE_ALL, 95 % CI 1.27–1.33×" in headline(report)
 
 
 # -- the lock --------------------------------------------------------------------------------------------------
