@@ -89,6 +89,9 @@ def _durations() -> Durations:
     return Durations()
 
 
+TOAST_AFTER_S = 3.0  # a job still running after this is announced in a toast, which shows wherever one has scrolled
+
+
 @st.cache_resource
 def _session_jobs() -> SessionJobs:
     """One counter per server: it holds session ids and counts, nothing of any user's data."""
@@ -259,16 +262,17 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
         with st.status(label, expanded=False) as status:
             bar = st.progress(0.0, text=_("starting the worker…"))
             shown: tuple[float, str] = (0.0, "")  # what the bar says: sent to the browser only when it changes
+            told = False  # whether a toast said the job runs
             while not handle.done():
                 position = handle.queue_position
                 if position is not None:
                     ran_from = time.monotonic()
-                    ahead = ngettext(
+                    queued = ngettext(
                         "waiting for {where}: {count} job ahead of yours",
                         "waiting for {where}: {count} jobs ahead of yours",
                         position,
                     )
-                    text = md_escape(ahead.format(where=where, count=position), 300)
+                    text = md_escape(queued.format(where=where, count=position), 300)
                     wait = _durations().wait(job.name, position + 1)  # the ones ahead and the one running
                     if wait is not None:  # each job ahead takes about as long as the last ones did
                         text += " · " + _("about {seconds} s to wait").format(seconds=f"{max(wait, 1):.0f}")
@@ -283,11 +287,16 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
                 if now != shown:
                     bar.progress(now[0], text=now[1])
                     shown = now
+                if not told and time.monotonic() - began > TOAST_AFTER_S:
+                    told = True  # the box may be below the window's edge, under the button that was clicked
+                    st.toast(_("{label}: running; its box on the page shows how far it has got.").format(label=label))
                 handle.wait(0.1)  # a tenth of a second at most, and no longer once the job has ended
             try:
                 result = handle.result()
             except Exception:
                 status.update(label=_("{label}: failed").format(label=label), state="error")
+                if told:
+                    st.toast(_("{label}: failed").format(label=label), icon=":material/error:")
                 raise
             seconds = f"{time.monotonic() - began:.1f}"
             if ahead is None:  # a job started ahead ran for longer than this page waited on it
@@ -296,6 +305,10 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
             status.update(
                 label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds), state="complete"
             )
+            if told:
+                st.toast(
+                    _("{label}: done in {seconds} s").format(label=label, seconds=seconds), icon=":material/check:"
+                )
         for warning in handle.warnings:  # beside the closed status box, where it is seen
             st.warning(md_escape(warning, 2000))
         return result

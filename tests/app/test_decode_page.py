@@ -208,3 +208,23 @@ def test_a_model_too_large_to_hold_twice_is_laid_out_after_it_is_decoded(monkeyp
     mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
     assert mine == ["submit decode.run", "result decode.run", "submit graph.view", "result graph.view"]
     assert not at.exception
+
+
+def test_a_long_job_is_announced_in_a_toast_and_so_is_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A status box may be below the window's edge (under a long form's button): a job still running after a few
+    seconds says so in a toast, which shows wherever the person has scrolled, and says when it is done."""
+    import ui.jobs
+
+    monkeypatch.setattr(ui.jobs, "TOAST_AFTER_S", 0.0)
+    at = open_decode(builders.chain_model(30).SerializeToString(), name="chain.onnx")
+    said = [t.value for t in at.toast]
+    assert "Decoding 'chain': running; its box on the page shows how far it has got." in said
+    assert any(s.startswith("Decoding 'chain': done in ") for s in said)
+
+
+def test_a_quick_job_has_no_toast(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ui.jobs
+
+    monkeypatch.setattr(ui.jobs, "TOAST_AFTER_S", 3600.0)  # quicker than this, however busy the machine
+    at = open_decode(builders.chain_model(30).SerializeToString())
+    assert not at.toast
