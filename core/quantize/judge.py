@@ -102,10 +102,26 @@ def recommend(report: QuantizeReport) -> tuple[str | None, str]:
             high=f"{best.speedup_high:.2f}",
             smaller=f"{smaller:.1f}",
         )
-    small = min(passing, key=lambda v: v.size_bytes)
+    # the smallest, or the fastest of those within 5 % of its size (two INT8 variants are about as small; a
+    # dynamic one that quantizes every activation on each call can be several times slower than a static one)
+    smallest = min(v.size_bytes for v in passing)
+    small = max((v for v in passing if v.size_bytes <= smallest * 1.05), key=lambda v: v.speedup or 0.0)
     if small.size_bytes < fp32.size_bytes:
+        times = f"{fp32.size_bytes / max(small.size_bytes, 1):.1f}"
+        if small.speedup is not None and small.speedup_high is not None and small.speedup_high < 1.0:
+            return small.key, _(
+                "Recommended for size only: {variant}, {smaller}× smaller within the accuracy tolerance, but "
+                "{slower}× slower than float32 on this machine (95 % CI {low}–{high}×); keep float32 where speed "
+                "matters more than size."
+            ).format(
+                variant=small.label,
+                smaller=times,
+                slower=f"{1 / small.speedup:.1f}",
+                low=f"{1 / small.speedup_high:.1f}",
+                high=f"{1 / (small.speedup_low or small.speedup):.1f}",
+            )
         return small.key, _(
             "Recommended for size: {variant}, {smaller}× smaller within the accuracy tolerance; no variant within "
             "it is surely faster on this machine."
-        ).format(variant=small.label, smaller=f"{fp32.size_bytes / max(small.size_bytes, 1):.1f}")
+        ).format(variant=small.label, smaller=times)
     return None, _("No variant within the accuracy tolerance is faster or smaller here; keep the float32 model.")

@@ -218,9 +218,11 @@ def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, st
 def _cpu_note(cpu_flags: list[str]) -> str:
     vnni = [f for f in cpu_flags if "vnni" in f or f.startswith("amx")]
     if vnni:
-        return _("This CPU has VNNI or AMX instructions ({flags}): int8 dot products run in one instruction.").format(
-            flags=pgettext("list", ", ").join(vnni)
-        )
+        return _(
+            "This CPU has VNNI or AMX instructions ({flags}): int8 dot products run in one instruction. A variant "
+            "can still be slower than float32: dynamic INT8 quantizes each activation on every call, and the "
+            "conversions between int8 and float32 around ops that stay in float cost time too."
+        ).format(flags=pgettext("list", ", ").join(vnni))
     return _(
         "This CPU has no VNNI or AMX instructions: int8 arithmetic is emulated with wider instructions, so int8 may "
         "be slower than float32."

@@ -263,3 +263,29 @@ def test_cli_quantize_makes_the_pages_three_variants_by_default_and_dynamic_spea
     assert "calibrat" not in dynamic.stdout.lower() and "cosine" in dynamic.stdout
     counted = cli("quantize", str(model), "--mode", "dynamic", "--calibration", "8", "-o", str(tmp_path / "x.onnx"))
     assert counted.returncode == 2 and "dynamic INT8 and FP16 use no calibration data" in counted.stderr
+
+
+def test_for_size_the_fastest_of_the_smallest_is_recommended_and_a_slower_one_says_so() -> None:
+    """An OCR detector: dynamic INT8 3.9× smaller at 0.15× the speed, static INT8 3.86× smaller at 0.90×. Both
+    are about as small, so the faster one is recommended; and a recommendation for size that is surely slower
+    says by how much."""
+    from core.quantize.judge import recommend
+    from core.quantize.records import Variant
+
+    def variant(key: str, size: int, speedup: float, low: float, high: float) -> Variant:
+        made = Variant(key=key, label=key, size_bytes=size, speedup=speedup, speedup_low=low, speedup_high=high)
+        made.latency, made.accuracy_ok = object(), True  # type: ignore[assignment]  # measured, within tolerance
+        return made
+
+    fp32 = Variant(key="fp32", label="FP32 (original)", size_bytes=4_700_000)
+    dynamic = variant("dynamic-qint8", 1_205_000, 0.15, 0.15, 0.15)
+    static = variant("static-qdq-minmax", 1_217_000, 0.90, 0.88, 0.92)
+    report = QuantizeReport(model="det", variants=[fp32, dynamic, static], calibration="", held_out="", threads=1,
+                            notes=[], cpu_flags=[])  # fmt: skip
+    key, headline = recommend(report)
+    assert key == "static-qdq-minmax"
+    assert headline.startswith("Recommended for size only: static-qdq-minmax, 3.9× smaller")
+    assert "1.1× slower" in headline
+    report.variants = [fp32, dynamic]
+    key, headline = recommend(report)
+    assert key == "dynamic-qint8" and "6.7× slower than float32" in headline and "95 % CI 6.7–6.7×" in headline
