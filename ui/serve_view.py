@@ -21,7 +21,7 @@ from core.recorded import shown, significant
 from core.store.loadtests import bench_report_of
 from core.workspace import open_within
 from ui import jobs, session
-from ui.charts import escaped
+from ui.charts import escaped, log_ticks
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["deploy_section", "latency_load_figure", "load_frame", "loadtest_section", "throughput_figure"]
@@ -117,10 +117,13 @@ def latency_load_figure(frame: pd.DataFrame) -> go.Figure:
             hovertemplate=_("in-process {ms} ms").format(ms="%{y:.3g}") + "<extra></extra>",
         )
     )  # fmt: skip
+    values = [v for c in ("p50_low_ms", "p99_high_ms", "in_process_ms") for v in frame[c] if v > 0]
+    ticks = log_ticks(min(values), max(values)) if values else []  # every tick written out, never a bare "2 5"
     fig.update_layout(
         height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
         xaxis={"title": _("concurrent requests"), "type": "log", "tickvals": list(frame["concurrency"])},
-        yaxis={"title": _("milliseconds per request"), "type": "log"},  # in-process is often 1000× below HTTP
+        yaxis={"title": _("milliseconds per request"), "type": "log",  # in-process is often 1000× below HTTP
+               "tickvals": ticks or None, "ticktext": [f"{t:g}" for t in ticks] or None},
     )  # fmt: skip
     return fig
 

@@ -261,6 +261,8 @@ def test_the_charts_draw_latency_and_throughput_against_concurrency_with_in_proc
     latency = latency_load_figure(frame)
     assert [list(t.y) for t in latency.data] == [[2.0, 8.0], [3.0, 12.0], [4.0, 16.0], [0.5, 0.5]]
     assert list(latency.data[0].error_y.array) == pytest.approx([0.1, 0.4])  # p50's interval, above
+    # 0.5 ms in-process to 20 ms: every tick written out (a bare "2" beside 0.5 ms read as 2 ms)
+    assert list(latency.layout.yaxis.ticktext) == ["0.5", "1", "2", "5", "10", "20"]
     assert list(throughput_figure(frame).data[0].y) == [100.0, 400.0]
 
 
