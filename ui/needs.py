@@ -23,10 +23,8 @@ def next_steps(*steps: str) -> None:
     """Where to go from here: the end of every page."""
     st.divider()
     st.markdown("**" + _("Next") + "**")  # the links are the table's words, translated (ui/pages.py)
-    columns = st.columns(len(steps))
-    for column, step in zip(columns, steps, strict=True):
-        with column:
-            pages.link(step)
+    for step in steps:  # one under the other: side by side, a link's words were cut off at its column's edge
+        pages.link(step)
     notebook_downloads()  # this page's step as a notebook, and the whole walk-through (ui/notebook_view.py)
 
 
