@@ -138,10 +138,13 @@ def treemap_figure(report: ProfileReport) -> go.Figure:
     ids = [top, *totals]
     parents = ["", *(k.rpartition(".")[0] or top for k in totals)]
     values = [sum(n.mean_ms for n in report.nodes), *totals.values()]
+    # a module inside a Sequential is named by its index ("features.5"): its kind says what it is ("5 · MaxPool2d"),
+    # and the kinds of the layers an exporter folded into one node with it ("1 · Conv2d + BatchNorm2d + ReLU")
+    kinds = {m: " + ".join(k for k in row.kinds if k) for row in report.matched for m in row.modules if any(row.kinds)}
     fig = go.Figure(
         go.Treemap(
             ids=ids,
-            labels=[i.rpartition(".")[2] for i in ids],
+            labels=[f"{i.rpartition('.')[2]} · {kinds[i]}" if i in kinds else i.rpartition(".")[2] for i in ids],
             parents=parents,
             values=values,
             branchvalues="total",

@@ -91,6 +91,13 @@ def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
     assert {"name", "op_type", "provider", "mean_ms", "share"} <= set(data["nodes"][0])
     assert data["op_types"][0]["op_type"] == "Conv" and data["eager"]["modules"] and data["eager"]["ops"]
     assert data["inputs"][0]["shape"] == [1, 3, 112, 112]
+    from core.jobs.wire import from_data
+    from core.profile.records import ProfileReport
+    from ui.profile_view import treemap_figure
+
+    labels = list(treemap_figure(from_data(data, ProfileReport)).data[0].labels)  # a Sequential's modules: indices
+    assert "3 · MaxPool2d" in labels and "9 · Linear" in labels
+    assert any(label.endswith(" · Conv2d + BatchNorm2d + ReLU") for label in labels)  # one node made of three
     text = cli("profile", model, "--iters", "5", "--warmup", "1", "--level", "extended")
     assert text.returncode == 0 and "FusedConv" in text.stdout and "eager" not in text.stdout.split("\n")[0]
 
