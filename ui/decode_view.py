@@ -200,7 +200,7 @@ def weights_section(decoded: DecodedModel) -> None:
     cols[0].metric(
         _("Weight tensors"),
         number(len(weights)),
-        help=_("int64 and int32 tensors (shapes, axes, indices) are not counted"),
+        help=_("int64 and int32 tensors (shapes, axes, indices) and scalars (an epsilon, a 0.5) are not counted"),
     )
     cols[1].metric(_("Weight bytes"), human_bytes(sum(t.bytes for t in weights)))
     cols[2].metric(_("Stored outside the file"), ", ".join(decoded.external_files) or _("none"))

@@ -60,8 +60,9 @@ class TensorInfo:
 
     @property
     def is_weight(self) -> bool:
-        """Integer index and shape tensors (int64, int32) are not learned weights."""
-        return self.dtype not in NOT_WEIGHTS
+        """Integer index and shape tensors (int64, int32) are not learned weights, nor a scalar (an epsilon, a
+        0.5): the Model page's card counts Constant-held weights the same way."""
+        return self.dtype not in NOT_WEIGHTS and self.elements > 1
 
 
 @dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model

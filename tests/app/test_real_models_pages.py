@@ -145,7 +145,7 @@ def test_a_layout_detector_with_its_weights_in_constant_nodes_reads_the_same_on_
     shown = texts(at)
     assert "10 class names (`character`): text, title, figure, figure_caption" in shown, shown[:3000]
     assert "Operator domain declared and unused: Paddle (no node uses it; nothing custom runs)." in shown
-    assert "500 weight tensor(s) are held in Constant nodes" in shown
+    assert "488 weight tensor(s) are held in Constant nodes" in shown
     assert _metric(at, "Parameters") == "1,820,488"
     at.switch_page("app_pages/decode.py").run()
     _no_failure(at, "decode")
