@@ -284,13 +284,17 @@ def _level_lines(change: LevelChanges, report: OptimizationReport) -> None:
     head = ngettext("**{level}** ({count} node)", "**{level}** ({count} nodes)", change.node_count).format(
         level=change.name, count=number(change.node_count)
     )
-    same = (
-        ngettext(
+    same = ""
+    if change.same_as_before and change.same_as_before < change.before_total:  # some undone: say which share is kept
+        same = ngettext(
+            "{count} of the {total} rewrite of the level before",
+            "{count} of the {total} rewrites of the level before",
+            change.before_total,
+        ).format(count=number(change.same_as_before), total=number(change.before_total))
+    elif change.same_as_before:
+        same = ngettext(
             "the {count} rewrite of the level before", "the {count} rewrites of the level before", change.same_as_before
         ).format(count=number(change.same_as_before))
-        if change.same_as_before
-        else ""
-    )
     if not change.by_kind:
         said = _("{head}: no further change ({same}).") if same else _("{head}: no change.")
         st.markdown(said.format(head=head, same=same))

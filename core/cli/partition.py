@@ -77,12 +77,15 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
             level=f"{level.name:<12}", count=f"{level.node_count:>6}", transformers=", ".join(level.transformers) or "-"
         ))  # fmt: skip
         if change.same_as_before:
-            said = (
-                _("the {count} rewrite(s) of the level before, and:")
-                if change.by_kind
-                else _("the {count} rewrite(s) of the level before, nothing more")
+            kept = (
+                _("{count} of the {total} rewrite(s) of the level before").format(
+                    count=change.same_as_before, total=change.before_total
+                )
+                if change.same_as_before < change.before_total
+                else _("the {count} rewrite(s) of the level before").format(count=change.same_as_before)
             )
-            print("      " + said.format(count=change.same_as_before))
+            said = _("{kept}, and:") if change.by_kind else _("{kept}, nothing more")
+            print("      " + said.format(kept=kept))
         for kind, items in change.by_kind.items():
             print(f"      {kind:<8} {sum(n for _text, n in items)}")
             for text, count in items:

@@ -59,7 +59,8 @@ class LevelChanges:
     name: str
     node_count: int
     by_kind: dict[str, list[tuple[str, int]]]
-    same_as_before: int  # rewrites the level before already made
+    same_as_before: int  # rewrites the level before already made, that this one makes too
+    before_total: int = 0  # every rewrite the level before made (a level may undo one: a Constant folded, not removed)
 
 
 def _counted(ops: Sequence[str]) -> str:
@@ -98,9 +99,10 @@ def level_changes(levels: Sequence[LevelResult]) -> list[LevelChanges]:
         same = sum((here & before).values())
         result.append(
             LevelChanges(
-                key=level.key, name=level.name, node_count=level.node_count, by_kind=by_kind, same_as_before=same
+                key=level.key, name=level.name, node_count=level.node_count, by_kind=by_kind, same_as_before=same,
+                before_total=sum(before.values()),
             )
-        )
+        )  # fmt: skip
         before = here
     return result
 

@@ -28,6 +28,14 @@ def test_each_level_shows_only_what_it_adds_over_the_level_before_grouped_by_kin
     assert list(every.by_kind) == ["layout"] and every.same_as_before == 4
 
 
+def test_a_level_that_undoes_a_rewrite_keeps_a_share_of_the_level_befores() -> None:
+    """DISABLE_ALL removes 342 Constants; BASIC folds ten of them into what uses them: it keeps 332 of the 342,
+    and the page says so rather than "the 332 rewrites of the level before" after a list of 342."""
+    levels = [_level("disable", [GONE] * 5), _level("basic", [GONE] * 3 + [SILU])]
+    _plain, basic = level_changes(levels)
+    assert (basic.same_as_before, basic.before_total) == (3, 5) and basic.by_kind == {"fused": [(SILU.text, 1)]}
+
+
 def test_a_long_chain_of_ops_is_counted_by_op_not_spelled_out() -> None:
     text = rewrite_text(LAYOUT)
     assert text.startswith("50 ops (Conv ×25, Relu ×25) → 26 ops") and " + " not in text
