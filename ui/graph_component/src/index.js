@@ -104,8 +104,24 @@ export function mount(root, data, options = {}) {
     let k = Math.min(1.4, across, (view.height - 90) / (maxY - minY || 1));
     if (readable && k < 0.75) k = Math.max(0.75, Math.min(1, across));
     view.k = Math.max(k, 0.01);
-    const wide = (maxX - minX) * view.k > view.width - 40;
-    view.tx = wide ? 20 - minX * view.k : view.width / 2 - ((minX + maxX) / 2) * view.k;
+    let left = minX;
+    let right = maxX;
+    const bottom = minY + (view.height - 90) / view.k;
+    if (readable && maxY > bottom) {
+      // opened at its top, the rest below: centre what the first screen shows (a detector's input and first
+      // convolutions sit right of the middle of branches that spread wide further down, and opened against the
+      // right edge under the legend, with the left half of the view empty)
+      left = Infinity;
+      right = -Infinity;
+      for (const b of view.layoutState.box.values()) {
+        if (b.y > bottom) continue;
+        left = Math.min(left, b.x);
+        right = Math.max(right, b.x + b.w);
+      }
+      if (!Number.isFinite(left)) [left, right] = [minX, maxX];
+    }
+    const wide = (right - left) * view.k > view.width - 40;
+    view.tx = wide ? 20 - left * view.k : view.width / 2 - ((left + right) / 2) * view.k;
     view.ty = 70 - minY * view.k;
     request();
   }
