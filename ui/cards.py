@@ -96,11 +96,15 @@ def dim_name_captions(specs: list[TensorSpec]) -> list[str]:
 
 def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> None:
     """Inputs and outputs side by side; under them, what generated dim names mean and the shapes cut short."""
-    left, right = st.columns(2)
-    for column, title, specs in ((left, _("Inputs"), inputs), (right, _("Outputs"), outputs)):
-        with column:
+    frames = [(_("Inputs"), signature_frame(inputs)), (_("Outputs"), signature_frame(outputs))]
+    # side by side unless a cell holds a long unbroken run of characters (paddle2onnx's dim names): half the page
+    # cannot wrap "p2o.DynamicDimension.3 (axis 0)", and the table's last column was cut off at its edge
+    longest = max((len(word) for _t, f in frames for v in f.to_numpy().ravel() for word in str(v).split()), default=0)
+    places = st.columns(2) if longest <= _SIDE_BY_SIDE_WORD else [st.container(), st.container()]
+    for place, (title, frame) in zip(places, frames, strict=True):
+        with place:
             st.markdown(f"**{title}**")
-            st.table(escaped_frame(signature_frame(specs)), hide_index=True)
+            st.table(escaped_frame(frame), hide_index=True)
     for caption in dim_name_captions(inputs + outputs):
         st.caption(caption)
     cut = long_shapes(inputs + outputs)
@@ -114,6 +118,7 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
 
 
 _HEX = frozenset("0123456789abcdef")
+_SIDE_BY_SIDE_WORD = 16  # characters: longer unbroken words put the inputs and outputs one under the other
 _SHOWN_CHARS = 160  # of one metadata value in the table
 _SHOWN_CLASSES = 12
 

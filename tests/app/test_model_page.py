@@ -70,6 +70,24 @@ def test_uploading_an_onnx_model_shows_its_card(app: AppTest) -> None:
     assert app.table[0].value["shape"].tolist() == [r"batch×\-1", "?×?", "1"]
     assert f"`{app.session_state['model'].id}`" in [m.value for m in app.markdown]  # the whole sha256, as code
     assert not app.code  # no code block: the browser would load its syntax highlighter for the first page
+    assert any(any(m.value == "**Inputs**" for m in c.markdown) for c in app.columns)  # side by side
+
+
+def test_inputs_and_outputs_with_long_dim_names_are_one_under_the_other(app: AppTest) -> None:
+    """paddle2onnx names every open dim "p2o.DynamicDimension.N": half the page cannot wrap that, and the outputs'
+    last column was cut off at its edge."""
+    from onnx import TensorProto, helper
+
+    dims = [f"p2o.DynamicDimension.{k}" for k in range(3)]
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "paddle",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [dims[0], 3, dims[1], dims[2]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [dims[0], 3, dims[1], dims[2]])],
+    )  # fmt: skip
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    app.file_uploader(key="uploads").set_value(("det.onnx", data, "application/octet-stream")).run()
+    assert not app.exception and len(app.table) >= 2
+    assert not any(any(m.value in ("**Inputs**", "**Outputs**") for m in c.markdown) for c in app.columns)
 
 
 def test_onnx_with_its_data_file_uploaded_together(app: AppTest, tmp_path: Path) -> None:
