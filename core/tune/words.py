@@ -42,6 +42,16 @@ def headline(report: TuneReport) -> str:
     base = {f"base_{k}": v for k, v in _figures(default).items()} if default.measured else {}
     if best.config != default.config and best.measured and default.measured:
         speedup = default.median_ms / best.median_ms
+        if best.config.batch > default.config.batch:  # faster per sample, slower per call: say what it trades
+            per_sample = " " + _(
+                "That is per sample: one call at batch {batch} serves {batch} requests and takes {call} ms, against "
+                "{base_call} ms for one request with the defaults. It raises throughput, and a request that has to "
+                "wait for its batch is answered later; where each request must be answered at once, keep batch 1."
+            ).format(
+                batch=best.config.batch,
+                call=significant(best.median_ms * best.config.batch),
+                base_call=significant(default.median_ms * default.config.batch),
+            )
         return (
             _(
                 "Use {name}: {speedup}× as fast as ONNX Runtime's defaults, median {ms} ms (95 % CI {low}–{high}) "

@@ -225,6 +225,21 @@ def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_ov
         assert said in text and "intra-op 1" in text
 
 
+def test_a_batch_that_wins_per_sample_says_what_it_costs_each_request() -> None:
+    """Batch 8 at 0.231 ms per sample beat the defaults' 0.283 ms; a call of 8 takes 1.85 ms, and a request that
+    waits for its batch is answered later: the headline says so, not only "1.23× as fast"."""
+    from types import SimpleNamespace
+
+    from core.tune.words import headline
+
+    default = _measured(SessionConfig(), 0.283, 0.28, 0.29)
+    best = _measured(SessionConfig(batch=8), 1.85, 1.82, 1.87)
+    report = SimpleNamespace(best=best, default=default, runner_up=best, per_sample=True, candidates=[])
+    text = headline(report)  # type: ignore[arg-type]
+    assert text.startswith("Use batch 8: 1.22× as fast") and "takes 1.85 ms, against 0.283 ms" in text
+    assert "where each request must be answered at once, keep batch 1" in text
+
+
 def test_the_sessions_timed_in_turn_stop_spinning_when_a_call_returns(mlp: Path) -> None:
     """Sessions alive together in one process, timed one call each in turn, slow each other while their threads
     spin after a call (1.3-2.9x on two cores: benchmarks/interleaved_sessions.py); the benchmark harness's and
