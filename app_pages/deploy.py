@@ -49,7 +49,7 @@ batch_open = any(i.batch_axis is not None for i in inputs)
 choices = [k for k, v in VARIANTS.items() if v.mode != "static"]  # static INT8 needs calibration: Quantize's page
 
 with st.form("deploy_form"):
-    left, mid, right = st.columns(3)
+    left, mid, right = st.columns([1, 2, 1])  # the variants' labels are long: two chips must show side by side
     longest = max(10, int(session.settings().worker_timeout_s * 0.8))  # a job is stopped at the worker's limit
     budget = left.number_input(_("Time budget (s)"), 5, longest, min(60, longest), step=15, key="deploy_budget")
     variants = mid.multiselect(
