@@ -137,7 +137,11 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
             return
     if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
         return
-    handle = submit(job, request, targets.backend_for(job))
+    try:
+        handle = submit(job, request, targets.backend_for(job))
+    except Exception:  # the page's own run of it will say what is wrong
+        _session_jobs().release(sid)
+        return
     with lock:
         earlier = started.get((sid, job.name))
         started[(sid, job.name)] = entry = (asked, handle)

@@ -228,3 +228,24 @@ def test_a_quick_job_has_no_toast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ui.jobs, "TOAST_AFTER_S", 3600.0)  # quicker than this, however busy the machine
     at = open_decode(builders.chain_model(30).SerializeToString())
     assert not at.toast
+
+
+def test_a_job_that_cannot_start_ahead_gives_its_slot_back_and_runs_in_its_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ui.jobs
+    from core.errors import JobError
+    from core.jobs.process import submit
+
+    refused = []
+
+    def once(job, request, backend=None):  # type: ignore[no-untyped-def]
+        if job.name == GRAPH.name and not refused:
+            refused.append(job.name)
+            raise JobError("no worker now")
+        return submit(job, request, backend)
+
+    monkeypatch.setattr(ui.jobs, "submit", once)
+    at = open_decode(builders.chain_model(30).SerializeToString())
+    assert refused and at.session_state[GRAPH.name][1].node_count == 30 and not at.error
+    assert not ui.jobs._session_jobs().running  # the slot start took came back at once
