@@ -113,7 +113,8 @@ def latency_load_figure(frame: pd.DataFrame) -> go.Figure:
     fig.add_trace(
         go.Scatter(
             x=frame["concurrency"], y=frame["in_process_ms"], name=_("p50 in-process (ONNX Runtime)"),
-            mode="lines", line={"color": ENGINES["ort"], "width": 2},
+            mode="lines" if len(frame) > 1 else "markers",  # a line of one point is not drawn at all
+            line={"color": ENGINES["ort"], "width": 2}, marker={"color": ENGINES["ort"], "symbol": "diamond"},
             hovertemplate=_("in-process {ms} ms").format(ms="%{y:.3g}") + "<extra></extra>",
         )
     )  # fmt: skip

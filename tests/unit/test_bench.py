@@ -56,6 +56,23 @@ def test_median_interval_covers_the_true_median_about_95_percent_of_the_time() -
     assert 0.93 <= hits / 2000 <= 0.985
 
 
+def test_a_quantiles_interval_holds_its_estimate_and_covers_the_true_p90() -> None:
+    """16 requests: their p99's interval was [max, max], below its own estimate; it holds it now, and a p90's
+    interval still covers the true one about 95 % of the time."""
+    from core.runtime.stats import quantile_interval
+
+    sixteen = np.sort(np.random.default_rng(3).exponential(50.0, 16))
+    low, high = quantile_interval(sixteen, 0.99)
+    assert low <= np.percentile(sixteen, 99) <= high and high == sixteen[-1]
+    rng = np.random.default_rng(4)
+    hits = 0
+    for _ in range(2000):
+        sample = np.sort(rng.exponential(1.0, 200))
+        low, high = quantile_interval(sample, 0.9)
+        hits += low <= math.log(10) <= high
+    assert 0.93 <= hits / 2000 <= 0.985
+
+
 def test_speedup_interval_holds_the_ratio_of_medians() -> None:
     rng = np.random.default_rng(2)
     slow = rng.normal(10.0, 0.5, 400)

@@ -263,6 +263,7 @@ def test_the_charts_draw_latency_and_throughput_against_concurrency_with_in_proc
     assert list(latency.data[0].error_y.array) == pytest.approx([0.1, 0.4])  # p50's interval, above
     # 0.5 ms in-process to 20 ms: every tick written out (a bare "2" beside 0.5 ms read as 2 ms)
     assert list(latency.layout.yaxis.ticktext) == ["0.5", "1", "2", "5", "10", "20"]
+    assert latency.data[3].mode == "lines" and latency_load_figure(frame.head(1)).data[3].mode == "markers"
     assert list(throughput_figure(frame).data[0].y) == [100.0, 400.0]
 
 
