@@ -95,10 +95,13 @@ with st.form("compare_form"):
     level_b = mid.selectbox(
         _("B's optimization level"),
         list(LEVELS),
-        index=list(LEVELS).index("all"),
         format_func=lambda k: LEVELS[k].name,
         key="compare_level_b",
-        help=_("Tensors fused away at a level are not recomputed unfused: that would compare another model."),
+        help=_(
+            "Tensors fused away at a level are not recomputed unfused: that would compare another model. At A's "
+            "level a variant's or a version's differences are its own, not the optimizer's; the same model at the "
+            "same level runs at ALL."
+        ),
     )
     rtol = right.number_input(
         _("Relative tolerance"),
@@ -135,6 +138,9 @@ if submitted:
     except WorkbenchError as exc:
         stop_with_error(exc)
     a_label = f"{record.name} ({record.id[:8]})" if against == "version" else record.name  # two of one name
+    if against == "level" and level_b == level_a:  # the same model at the same level would be itself
+        level_b = "all" if level_a != "all" else "disable"
+        st.caption(_("B runs at {level}: at A's level it would be the same model.").format(level=LEVELS[level_b].name))
     a_side = CompareSide(path=record.path, label=a_label, level=level_a)
     if against == "eager" and original is not None:  # the modules are found through this export's node scopes
         label_a = _("{name} (PyTorch eager)").format(name=original.name)

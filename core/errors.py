@@ -226,8 +226,15 @@ _BY_NAME: dict[str, type[WorkbenchError]] = {
         QuantizeError,
         StoreError,
         MissingExtraError,
+        CompareError,
+        TuneError,
+        BrowserBenchError,
+        NotebookError,
+        ResultFileError,
+        RoomError,
+        TargetError,
     )
-}
+}  # a user's error a worker raises comes back as itself; the Job* ones are the backend's, never a job's
 
 
 def brief(text: object, limit: int = 80) -> str:

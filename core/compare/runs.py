@@ -48,7 +48,7 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     import onnx
     import onnxruntime as ort
 
-    from core.runtime.ort import NUMPY_TYPES, explain_session_error, session_options
+    from core.runtime.ort import LEVELS, NUMPY_TYPES, explain_session_error, session_options
 
     folder.mkdir(parents=True, exist_ok=True)
     options = session_options(level)
@@ -69,6 +69,16 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     input_types = {i.name: NUMPY_TYPES.get(i.type, "float32") for i in session.get_inputs()}
     del session
     model = onnx.load_model(str(folder / "optimized.onnx"), load_external_data=False)
+    foreign = _attributes_beyond_opset(model)
+    if foreign:  # ORT's own optimizer wrote them; a new session refuses them, and every group would fail
+        raise CompareError(
+            _(
+                "ONNX Runtime's graph of this model at {level} cannot be run again to read its tensors: its optimizer "
+                "gave {ops} an attribute that the model's opset {opset} does not have, and a new session refuses it. "
+                "Compare this model at a lower level (a quantized model's QDQ nodes are rewritten this way at the "
+                "higher levels)."
+            ).format(level=LEVELS[level].name, ops=", ".join(foreign), opset=_default_opset(model))
+        )
     producers = {}
     for position, node in enumerate(model.graph.node):
         for tensor in node.output:
@@ -86,6 +96,29 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
         folder=folder, model=model, provider=provider, producers=producers, outputs=outputs,
         input_types=input_types, aliases=aliases, sizes={},
     )  # fmt: skip
+
+
+def _default_opset(model: Any) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def _attributes_beyond_opset(model: Any) -> list[str]:
+    """The standard ops of ``model``'s main graph that carry an attribute their schema at the model's opset lacks
+    ("DequantizeLinear (axis)" at opset 11), as ORT's optimizer may write them."""
+    import onnx
+
+    opset, found = _default_opset(model), set()
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        try:
+            known = onnx.defs.get_schema(node.op_type, opset, "").attributes
+        except onnx.defs.SchemaError:
+            continue
+        extra = sorted(a.name for a in node.attribute if a.name not in known)
+        if extra:
+            found.add(f"{node.op_type} ({', '.join(extra)})")
+    return sorted(found)
 
 
 def learn_sizes(side: Prepared | EagerSide, feeds: dict[str, Any]) -> None:

@@ -97,3 +97,18 @@ def test_a_pytorch_model_run_eagerly_against_its_export_on_the_page() -> None:
     assert report.a_level == "PyTorch eager" and report.a.endswith("(PyTorch eager)")
     assert report.first_divergence is None and report.matched >= 6
     assert any("No node leaves the tolerance" in s.value for s in at.success)
+
+
+def test_the_same_model_at_another_level_with_the_defaults_runs_b_at_all_and_a_variant_at_as_level() -> None:
+    """B's level starts at A's, so a variant's differences are its own; the same model at the same level would
+    be itself, so that choice runs B at ALL and says so."""
+    original, _swapped = _models()
+    at = open_page("compare", model=("cnn.onnx", original), timeout=240)
+    assert at.selectbox(key="compare_level_b").value == at.selectbox(key="compare_level_a").value == "disable"
+    at.radio(key="compare_against").set_value("level")
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    report = at.session_state[COMPARE.name][1]
+    assert (report.a_level, report.b_level) == ("DISABLE_ALL", "ALL"), (report.a_level, report.b_level)
+    assert "B runs at ALL: at A's level it would be the same model." in [c.value for c in at.caption]

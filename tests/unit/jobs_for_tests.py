@@ -85,6 +85,13 @@ def raise_intake_error() -> None:
     raise IntakeError("the file is not a model")
 
 
+def raise_user_error(name: str) -> None:
+    """Raise the user-facing error class ``name`` (core.errors), as a job of the app would."""
+    import core.errors
+
+    raise getattr(core.errors, name)(f"a {name} the person can act on")
+
+
 def with_progress(steps: int, progress: Callable[[float, str], None]) -> int:
     for i in range(steps):
         progress((i + 1) / steps, f"step {i + 1} of {steps}")

@@ -180,3 +180,22 @@ def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant
     node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
     divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
     assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
+
+
+def test_an_optimized_graph_a_new_session_refuses_is_said_in_words(tmp_path: Path) -> None:
+    """ORT's ALL level gives an opset-11 model's DequantizeLinear an ``axis`` (opset 13's): read back to reach
+    its tensors, every run failed with ONNX Runtime's raw "Unrecognized attribute". It is named, with the way
+    out, before anything runs."""
+    from onnx import TensorProto, helper
+
+    from core.compare.runs import _attributes_beyond_opset
+
+    node = helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1)
+    graph = helper.make_graph(
+        [node], "qdq", [helper.make_tensor_value_info("q", TensorProto.INT8, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    old = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    assert _attributes_beyond_opset(old) == ["DequantizeLinear (axis)"]
+    new = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    assert _attributes_beyond_opset(new) == []

@@ -37,6 +37,7 @@ TEST_JOBS = JOBS.with_jobs(
             "huge_allocation",
             "raise_value_error",
             "raise_intake_error",
+            "raise_user_error",
             "with_progress",
             "noisy",
             "span",
@@ -126,6 +127,30 @@ def test_unexpected_exception_is_a_failure_with_details(backend: ProcessBackend)
 def test_user_facing_errors_keep_their_class_across_the_process_boundary(backend: ProcessBackend) -> None:
     with pytest.raises(IntakeError, match="the file is not a model"):
         run_spec("test.raise_intake_error", backend=backend)
+
+
+def test_every_error_a_job_may_raise_comes_back_as_itself() -> None:
+    """Compare's and Tune's own errors came back as "The job 'compare.run' failed: Error: …", a failure with a
+    traceback, not the sentence the person can act on: every user-facing class is known by name (the Job* ones
+    are the backend's, and a sign-in refusal is the server's)."""
+    import core.errors
+    from core.errors import WorkbenchError, error_class
+
+    def subclasses(cls: type) -> list[type]:
+        return [c for s in cls.__subclasses__() for c in (s, *subclasses(s))]
+
+    backend_own = {"JobError", "JobFailed", "JobCrashed", "JobTimedOut", "JobOutOfMemory", "JobCancelled"}
+    server_own = {"IdentityRefused", "TargetLost"}
+    for cls in subclasses(WorkbenchError):
+        if cls.__module__ == core.errors.__name__ and cls.__name__ not in backend_own | server_own:
+            assert error_class(cls.__name__) is cls, cls.__name__
+
+
+def test_a_compare_error_in_a_worker_is_a_compare_error(backend: ProcessBackend) -> None:
+    from core.errors import CompareError
+
+    with pytest.raises(CompareError, match=r"^a CompareError the person can act on$"):
+        run_spec("test.raise_user_error", {"name": "CompareError"}, backend=backend)
 
 
 def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
