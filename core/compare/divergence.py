@@ -73,13 +73,15 @@ def introducing(graph: Graph, measured: dict[str, TensorError], reached: list[bo
 
 
 def _path(graph: Graph, index: int, limit: int = 40) -> list[str]:
-    """The nodes from an input of the model to node ``index``, following each node's first computed input."""
+    """The nodes from an input of the model to node ``index``, following each node's first computed input; a
+    weight a Constant node holds is not followed (a Paddle export's path read "Constant_136 → Conv@0")."""
     path = [index]
     while len(path) < limit:
         feeding = [graph.producer[t] for t in graph.inputs[path[-1]] if t in graph.producer]
-        if not feeding:
+        computed = [i for i in feeding if graph.ops[i] != "Constant" and graph.inputs[i]]
+        if not computed:
             break
-        path.append(feeding[0])
+        path.append(computed[0])
     return [graph.names[i] for i in reversed(path)]
 
 

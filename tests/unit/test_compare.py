@@ -88,6 +88,8 @@ def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_
     report = _compare(a, b, [BenchInput(name="x", dtype="float32", shape=[1, 3, 16, 16], batch_axis=0)])
     found = report.first_divergence
     assert found is not None and (found.node, found.cause) == ("conv2d_395", "weight")
+    held = {n.name or f"Constant_{k}" for k, n in enumerate(model.graph.node) if n.op_type == "Constant"}
+    assert found.path[-1] == "conv2d_395" and not held & set(found.path), found.path  # from the input, not a weight
 
 
 def test_a_real_packaged_detector_with_one_conv_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
