@@ -112,7 +112,10 @@ def first_divergence(
     index = nodes[0]
     outputs = [measured[t] for t in graph.outputs[index] if t in measured]
     inputs = [measured[t] for t in graph.inputs[index] if t in measured]
-    uncompared = [t for t in graph.inputs[index] if t not in measured and t in graph.producer]
+    uncompared = [
+        t for t in graph.inputs[index]
+        if t not in measured and t in graph.producer and graph.ops[graph.producer[t]] != "Constant"  # a weight
+    ]  # fmt: skip
     cause, why = _why(graph, index, outputs, context)
     return Divergence(
         node=graph.names[index], op_type=graph.ops[index], module=graph.modules[index], index=index, inputs=inputs,

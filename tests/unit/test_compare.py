@@ -90,6 +90,8 @@ def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_
     assert found is not None and (found.node, found.cause) == ("conv2d_395", "weight")
     held = {n.name or f"Constant_{k}" for k, n in enumerate(model.graph.node) if n.op_type == "Constant"}
     assert found.path[-1] == "conv2d_395" and not held & set(found.path), found.path  # from the input, not a weight
+    assert not found.uncompared_inputs  # its weight is compared as a weight, never "fused away"
+    assert not any("fused or folded away" in u.reason for u in report.uncompared)  # at DISABLE_ALL nothing is
 
 
 def test_a_real_packaged_detector_with_one_conv_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
