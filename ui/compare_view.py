@@ -16,6 +16,7 @@ from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.quantize import Variant
+from core.quantize.judge import Tolerance
 from core.recorded import significant
 from ui import session
 from ui.graph_panel import draw_graph
@@ -79,6 +80,20 @@ def _metrics(report: CompareReport) -> None:
             tolerance=md_escape(report.tolerance), groups=report.groups, mb=f"{report.peak_group_mb:.1f}",
         )
     )  # fmt: skip
+    if report.b_kind and within < len(report.outputs):  # a variant Quantize may well have judged within its gate
+        st.caption(
+            _(
+                "Quantize judges a variant by its outputs as a whole: their cosine with float32's (at least "
+                "{cosine}), their mean error and the top-1 agreement; here the outputs' cosine is {seen}. This "
+                "page's tolerance bounds every value, and a {kind} variant rounds every value: it shows where the "
+                "variant departs most, not whether it passes. Raise the relative tolerance (0.01 for float16) to "
+                "see only the largest departures."
+            ).format(
+                cosine=f"{Tolerance().min_cosine:g}",
+                seen=f"{min(o.cosine for o in report.outputs):.6f}",
+                kind="FP16" if report.b_kind == "fp16" else "INT8",
+            )
+        )
 
 
 def _divergence(found: Divergence) -> None:

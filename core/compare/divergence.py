@@ -21,7 +21,7 @@ _INT8_OPS = {
 }  # fmt: skip
 CAUSES = {
     "weight": N_("a changed weight"),
-    "op": N_("another op"),
+    "op": N_("a different op in the second model"),
     "fp16-range": N_("float16's range"),
     "fp16-rounding": N_("float16's rounding"),
     "quantized": N_("INT8 quantization"),
@@ -153,9 +153,14 @@ def _why(graph: Graph, index: int, outputs: list[TensorError], context: dict[str
                 "Its values reach {largest} in the first model, beyond float16's largest number (65,504): in float16 "
                 "they become infinite ({count} values)."
             ).format(largest=f"{worst.reference_max:.4g}", count=number(worst.nonfinite))))  # fmt: skip
-    if context["kind"] == "int8":
-        found.append(("quantized", _(
+    if context["kind"] == "int8":  # the cause; its other ops (ConvInteger, the Mul by the scale) follow from it
+        found.insert(0, ("quantized", _(
             "The second model is quantized: its inputs or weights are rounded to 8-bit integers here."
+        )))  # fmt: skip
+    if context["kind"] == "fp16" and not any(key.startswith("fp16") for key, _s in found):
+        found.append(("fp16-rounding", _(
+            "The second model computes it in float16, which keeps about three significant digits: every value is "
+            "rounded there, and the rounding adds up along the graph."
         )))  # fmt: skip
     fused = context["b_fused"].get(worst.name, "")
     if fused and fused not in (op, b_op):

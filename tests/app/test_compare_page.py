@@ -36,7 +36,8 @@ def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node_on_the_page_an
     report = at.session_state[COMPARE.name][1]
     assert report.first_divergence is not None and report.first_divergence.node == "/layer1/layer1.0/conv2/Relu"
     said = "".join(e.value for e in at.error).replace("\\", "")
-    assert "first divergence" in said and "/layer1/layer1.0/conv2/Relu" in said and "another op" in said
+    assert "first divergence" in said and "/layer1/layer1.0/conv2/Relu" in said
+    assert "a different op in the second model" in said
     assert "Sigmoid" in texts(at)
     nodes = next(d.value for d in at.dataframe if "module" in d.value.columns)
     assert nodes.iloc[0]["within"] == "no" and (nodes["within"] == "yes").any()

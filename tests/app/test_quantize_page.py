@@ -42,6 +42,17 @@ def test_variants_are_compared_and_one_becomes_current(tmp_path: Path, monkeypat
     assert table["cosine"].iloc[0] == "(reference)" and float(table["cosine"].iloc[1]) > 0.95
     assert any("MatMulInteger" in str(v) or "DynamicQuantizeMatMul" in str(v) for v in table["integer ops ORT runs"])
 
+    # Compare with the INT8 variant: its per-value tolerance is not Quantize's gate, and the page says so
+    at.switch_page("app_pages/compare.py").run()
+    at.radio(key="compare_against").set_value("variant")
+    at.selectbox(key="compare_variant").set_value("dynamic-qint8")
+    at.number_input(key="compare_rtol").set_value(0.0)  # every value within 1e-5: an INT8 variant never is
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("Quantize judges a variant by its outputs as a whole") for c in at.caption)
+    at.switch_page("app_pages/quantize.py").run()
+
     at.selectbox(key=next(s.key for s in at.selectbox if s.key and s.key.endswith("_variant"))).set_value("fp16").run()
     next(b for b in at.button if b.label == "Make it the current model").click()
     at.run()

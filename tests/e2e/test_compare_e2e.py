@@ -35,7 +35,7 @@ def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node(page, tmp_path
     page.get_by_text("The first divergence").first.wait_for(timeout=120_000)
     wait_idle(page)
     said = page.locator('[data-testid="stAlertContentError"]').first.inner_text()
-    assert SWAPPED in said and "another op" in said
+    assert SWAPPED in said and "a different op in the second model" in said
     page.locator(".graph-canvas[data-ready='true']").first.wait_for(timeout=30_000)
     assert page.get_by_text("the first divergence", exact=True).first.is_visible()  # the graph's legend
     shot(page, "85-compare-swapped-op")

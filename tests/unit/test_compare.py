@@ -203,3 +203,14 @@ def test_an_optimized_graph_a_new_session_refuses_is_said_in_words(tmp_path: Pat
     assert _attributes_beyond_opset(old) == ["DequantizeLinear (axis)"]
     new = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     assert _attributes_beyond_opset(new) == []
+
+
+def test_a_dynamic_int8_variant_diverges_by_its_quantization_first(cnn: Path, tmp_path: Path) -> None:
+    """Its Conv's output comes out of a Mul by the scale in the variant; the cause said first is the rounding to
+    8-bit integers, not "another op"."""
+    from core.quantize.variants import make_variant
+
+    made = make_variant("dynamic-qint8", cnn, None, tmp_path, [], False, [])
+    report = _compare(cnn, Path(made), IMAGE)
+    found = report.first_divergence
+    assert report.b_kind == "int8" and found is not None and found.cause == "quantized", found
