@@ -25,6 +25,8 @@ _WHY = (
     N_("image width: {value}, what the model was made for"),
     N_("text line height: {value}, what text recognisers take (PaddleOCR's take {height}×{width})"),
     N_("text line width: {value}, what text recognisers take (PaddleOCR's take {height}×{width})"),
+    N_("text line height: {value}, what PaddleOCR's text direction classifier takes ({height}×{width})"),
+    N_("text line width: {value}, what PaddleOCR's text direction classifier takes ({height}×{width})"),
     N_("image height: {value}, as its fixed width (a square image)"),
     N_("image width: {value}, as its fixed height (a square image)"),
     N_("image height: {value}, a classifier's usual input (one output of scores)"),
@@ -52,6 +54,7 @@ _SOURCES = (
     N_("the kind of input"),
     N_("the kind of input (an image)"),
     N_("the kind of input (a line of text)"),
+    N_("the kind of model (a PaddlePaddle classifier of two classes: a text line's direction, 0° or 180°)"),
     N_("the kind of input (streaming audio)"),
     N_("its place (axis 1 of a sequence)"),
 )

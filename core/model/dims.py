@@ -27,6 +27,7 @@ NO_HINT = "no hint"  # the source of a dim nothing explains: the plan cannot run
 IMAGE_CHANNELS = {1, 2, 3, 4}
 CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
 TEXT_HEIGHT, TEXT_WIDTH = 48, 320  # a line of text as PaddleOCR's recognisers take it
+DIRECTION_HEIGHT, DIRECTION_WIDTH = 48, 192  # a line of text as PaddleOCR's direction classifier (0° or 180°) takes it
 TEXT_MAX_HEIGHT = 64  # an image this low with a free width is a line of text (CRNN: 32, PaddleOCR: 48, ddddocr: 64)
 FRAMES, SECOND_OF_AUDIO = 100, 16_000  # a second of 10 ms frames; a second of samples at 16 kHz
 SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
@@ -123,6 +124,20 @@ def is_audio(record: ModelRecord) -> bool:
     return rate or bool(waves and (state or any(_AUDIO.search(s.name) for s in waves)))
 
 
+def _text_direction(record: ModelRecord) -> bool:
+    """PaddleOCR's text direction classifier, as rapidocr and PaddleOCR ship it: a PaddlePaddle export whose one
+    output scores two classes (the line is upright or upside down). It takes a line of text, 48×192, not a
+    classifier's 224×224 (5.4 times the pixels)."""
+    outputs = record.outputs
+    return (
+        (record.producer or "").startswith("PaddlePaddle")
+        and len(outputs) == 1
+        and outputs[0].shape is not None
+        and len(outputs[0].shape) == 2
+        and outputs[0].shape[1] == 2
+    )
+
+
 def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: ModelRecord) -> tuple[int, str, str]:
     """The size of an image input's free height or width: what its metadata says it was made for, a line of text's,
     a square's when the other side is fixed, else a classifier's or a detector's usual side."""
@@ -143,6 +158,14 @@ def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: M
         return value, why, kind if not named else f"{named}, {kind}"
     if fixed is not None:
         return fixed, f"image {side}: {fixed}, as its fixed {other_side} (a square image)", named or "the kind of input"
+    if _text_direction(record):
+        value = DIRECTION_HEIGHT if side == "height" else DIRECTION_WIDTH
+        why = (
+            f"text line {side}: {value}, what PaddleOCR's text direction classifier takes "
+            f"({DIRECTION_HEIGHT}×{DIRECTION_WIDTH})"
+        )
+        kind = "the kind of model (a PaddlePaddle classifier of two classes: a text line's direction, 0° or 180°)"
+        return value, why, named or kind
     classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
     value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
     kind = "a classifier's usual input (one output of scores)" if classifier else "a detector's usual input"

@@ -48,8 +48,9 @@ def test_silero_vad_runs_at_16_khz_and_sweeps_its_state_with_the_batch() -> None
 def test_the_ocr_detector_classifier_and_recogniser_get_real_image_sizes() -> None:
     _, (det,) = _plan("ocr_det")
     assert det.shape == [1, 3, 640, 640] and det.batch_axis == 0 and "detector" in det.free[1].why
-    _, (cls,) = _plan("ocr_cls")
-    assert cls.shape == [1, 3, 224, 224] and cls.batch_axis == 0 and "classifier" in cls.free[1].why
+    _, (cls,) = _plan("ocr_cls")  # PaddleOCR's text direction classifier: a line of text, not a 224×224 photo
+    assert cls.shape == [1, 3, 48, 192] and cls.batch_axis == 0 and "text direction classifier" in cls.free[1].why
+    assert cls.free[1].source.startswith("the kind of model (a PaddlePaddle classifier of two classes")
     record, (rec,) = _plan("ocr_rec")  # its 6,623 characters in the metadata make it a text recogniser
     assert record.metadata.class_count == 6623 and record.metadata.text_line
     assert rec.shape == [1, 3, 48, 320] and rec.free[1].source == "metadata 'character' (a text recogniser)"
