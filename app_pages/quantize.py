@@ -30,8 +30,8 @@ st.markdown(
         "converts the weights ahead of time and quantizes each activation on the fly, with no data needed. **Static** "
         "quantization also fixes the activations' ranges ahead of time, from calibration data you provide, and saves "
         "the on-the-fly work. **Quantization-aware training** (QAT) learns with the rounding in the loop and is the "
-        "most accurate, but it happens in training, not here. **FP16** halves the size with little loss; its speed "
-        "depends on the hardware having float16 arithmetic."
+        "most accurate, but it happens in training, not here. **FP16** halves the weights' size with little loss; its "
+        "speed depends on the hardware having float16 arithmetic."
     )
 )
 st.markdown(

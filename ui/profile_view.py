@@ -191,7 +191,10 @@ def _metrics(report: ProfileReport) -> None:
     cols[2].metric(
         _("Runtime overhead"),
         _("{ms} ms").format(ms=significant(report.overhead_ms)),
-        help=_("The call minus its kernels: scheduling, copies, Python."),
+        help=_(
+            "The call minus its kernels: scheduling, copies, Python, and the profiler's own bookkeeping, which "
+            "makes a profiled call slower than the Benchmark page's (its times are the ones to quote)."
+        ),
     )
     if report.eager is not None:
         against = (

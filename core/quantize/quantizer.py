@@ -102,9 +102,13 @@ def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Pat
     try:
         quant_pre_process(str(source), str(pre), save_as_external_data=large)
     except Exception as exc:
-        reason = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        said = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
+        reason = said or _("one of ORT's own checks failed, without a message")  # a bare AssertionError said nothing
         notes.append(
-            _("ORT's pre-processing failed ({reason}); static variants use the model as it is.").format(reason=reason)
+            _(
+                "ORT's pre-processing for static INT8 (shape inference and a clean-up of the graph) could not handle "
+                "this model ({reason}); the static variants are made from the model as it is."
+            ).format(reason=reason)
         )
         return source
     return pre
