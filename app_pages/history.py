@@ -121,7 +121,15 @@ st.markdown(
         count=number(len(found))
     )
 )
-st.dataframe(table, hide_index=True, width="stretch")  # a data grid shows text as text: nothing to escape
+st.dataframe(  # a data grid shows text as text: nothing to escape
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={  # sized to their header, two models' names read "ch_PP-OCR" and "ch_ppocr_"
+        _("model"): st.column_config.TextColumn(width="medium"),
+        _("headline"): st.column_config.TextColumn(width="large"),
+    },
+)
 
 labels = {
     r.id: f"{r.id} · {r.model} · {r.machine} · {r.owner or _('anonymous')} · {r.created_at:%Y-%m-%d %H:%M}"
