@@ -74,6 +74,11 @@ def _metrics(report: DiffReport, a: str, b: str) -> None:
         weights=number(report.weights_compared),
         seconds=f"{report.seconds:.1f}",
     )
+    if any(report.constant_weights):
+        text += " " + _(
+            "Weights held in Constant nodes ({a_count} in A, {b_count} in B) were diffed as the initializers they "
+            "become when a model is loaded or quantized."
+        ).format(a_count=number(report.constant_weights[0]), b_count=number(report.constant_weights[1]))
     if report.renamed:
         text += " " + _("{count} nodes matched under another name (by position or through a quantizer's renames) "
                         "are otherwise the same.").format(count=number(len(report.renamed)))  # fmt: skip

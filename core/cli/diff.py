@@ -62,6 +62,7 @@ def report_json(report: DiffReport) -> dict[str, Any]:
         "unchanged": report.unchanged,
         "model": to_data(report.model),
         "weights_compared": report.weights_compared,
+        "constant_weights": report.constant_weights,
         "seconds": round(report.seconds, 3),
     }
 

@@ -108,6 +108,7 @@ class DiffReport:
     unchanged: int = 0  # matched nodes with nothing changed (renamed ones included)
     model: list[ModelChange] = field(default_factory=list)
     weights_compared: int = 0  # weight pairs whose values were read
+    constant_weights: list[int] = field(default_factory=lambda: [0, 0])  # A's and B's, diffed as initializers
     seconds: float = 0.0
 
     @property

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     import onnx
 
 __all__ = [
+    "FLOAT_TYPES",
     "NOT_WEIGHT_TYPES",
+    "constants_to_initializers",
     "GraphVisit",
     "attribute_subgraphs",
     "domain_use",
@@ -390,3 +392,31 @@ def module_of(node: onnx.NodeProto) -> str:
     if node.name.startswith("/"):
         return ".".join(part for part in node.name.strip("/").split("/")[:-1] if part)
     return ""
+
+
+FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
+
+
+def constants_to_initializers(model: onnx.ModelProto) -> int:
+    """Move the float tensors of the main graph's Constant nodes (more than one element) into initializers
+    named after the node's output; returns how many moved. Quantize does it (ORT's quantizers quantize only
+    initializers), and so does diff, so that a Paddle export and its variant hold their weights alike."""
+    import onnx
+
+    kept, moved = [], 0
+    tensor_type = onnx.AttributeProto.TENSOR
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value" and a.type == tensor_type), None)
+        weight = value is not None and value.data_type in FLOAT_TYPES and tensor_elements(value) > 1
+        if weight and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(value)
+            tensor.name = node.output[0]
+            model.graph.initializer.append(tensor)
+            moved += 1
+            continue
+        kept.append(node)
+    if moved:
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+    return moved

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import QuantizeError
 from core.i18n import _, number
-from core.model.proto import iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
+from core.model.proto import constants_to_initializers, iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
@@ -71,30 +71,6 @@ def unstage_source(out: Path) -> None:
         link.unlink()
     if staged.is_dir() and not any(p.is_file() for p in staged.rglob("*")):
         shutil.rmtree(staged)
-
-
-def constants_to_initializers(model: onnx.ModelProto) -> int:
-    """Move the float tensors of the main graph's Constant nodes (more than one element) into initializers
-    named after the node's output; returns how many moved."""
-    import onnx
-
-    kept, moved = [], 0
-    tensor_type = onnx.AttributeProto.TENSOR
-    for node in model.graph.node:
-        value = next((a.t for a in node.attribute if a.name == "value" and a.type == tensor_type), None)
-        weight = value is not None and value.data_type in _FLOAT_TYPES and tensor_elements(value) > 1
-        if weight and node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
-            tensor = onnx.TensorProto()
-            tensor.CopyFrom(value)
-            tensor.name = node.output[0]
-            model.graph.initializer.append(tensor)
-            moved += 1
-            continue
-        kept.append(node)
-    if moved:
-        del model.graph.node[:]
-        model.graph.node.extend(kept)
-    return moved
 
 
 def refuse_unquantizable(model: onnx.ModelProto) -> None:

@@ -261,3 +261,26 @@ def test_a_statically_quantized_weight_is_compared_dequantized_with_the_float_on
     per_channel_step = np.abs(original).reshape(4, -1).max(axis=1).max() / 127
     assert 0 < conv.max_abs <= per_channel_step / 2 + 1e-7  # rounding to the nearest step, no more
     assert 0 < fc.relative < 0.02
+
+
+def test_weights_a_constant_node_holds_are_diffed_as_weights(tmp_path: Path) -> None:
+    """A Paddle export against the variant Quantize made of it, which moved its Constant-held weights into
+    initializers: no Constant node is "removed", and the weight that changed is compared as a weight."""
+    from core.model.proto import constants_to_initializers
+    from tests.builders import constant_weights_model
+
+    paddle = constant_weights_model()
+    a = tmp_path / "paddle.onnx"
+    onnx.save(paddle, a)
+    moved = onnx.ModelProto()
+    moved.CopyFrom(paddle)
+    assert constants_to_initializers(moved) == 2
+    w = next(t for t in moved.graph.initializer if t.name == "w")
+    w.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(w) * 1.5, "w"))
+    b = tmp_path / "variant.onnx"
+    onnx.save(moved, b)
+    report = diff_models(DiffRequest(path_a=str(a), path_b=str(b)))
+    assert not report.removed and not report.added and not report.model, (report.removed, report.model)
+    assert report.constant_weights == [2, 0] and report.weights_compared >= 1
+    (matmul,) = [n for n in report.changed if n.node == "matmul"]
+    assert [weight.tensor for weight in matmul.weights] == ["w"]
