@@ -98,11 +98,11 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     )  # fmt: skip
 
 
-def _default_opset(model: Any) -> int:
+def _default_opset(model: onnx.ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
-def _attributes_beyond_opset(model: Any) -> list[str]:
+def _attributes_beyond_opset(model: onnx.ModelProto) -> list[str]:
     """The standard ops of ``model``'s main graph that carry an attribute their schema at the model's opset lacks
     ("DequantizeLinear (axis)" at opset 11), as ORT's optimizer may write them."""
     import onnx
