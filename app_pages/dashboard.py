@@ -9,7 +9,7 @@ from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
 from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, latest_tuned, regressions, trend
 from ui import pages, session
-from ui.dashboard_view import date_span, latest_frame, trend_figure, trend_frame, tuned_frame
+from ui.dashboard_view import date_span, latest_frame, same_file_notes, trend_figure, trend_frame, tuned_frame
 from ui.jobs import stop_with_error
 from ui.needs import next_steps
 from ui.text import md_escape
@@ -72,6 +72,8 @@ st.header(_("Latest per model and machine"))
 latest = latest_per_model_machine(runs)
 if latest:
     st.dataframe(latest_frame(latest), hide_index=True, width="stretch")  # a data grid shows text as text
+    for line in same_file_notes(latest):
+        st.caption(line)
 else:
     st.caption(_("No benchmark run matches these filters; their tuning runs are under Tuned configurations."))
 flagged = regressions(runs)

@@ -14,7 +14,7 @@ from core.recorded import significant
 from core.store.dashboard import Latest, Point, Tuned
 from ui.charts import colour_map, escaped, plain
 
-__all__ = ["date_span", "latest_frame", "trend_figure", "trend_frame", "tuned_frame"]
+__all__ = ["date_span", "latest_frame", "same_file_notes", "trend_figure", "trend_frame", "tuned_frame"]
 
 
 def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, datetime | None]:
@@ -25,6 +25,25 @@ def date_span(container: Any, days: int, key: str) -> tuple[datetime | None, dat
     if isinstance(span, tuple) and len(span) == 2:
         return datetime.combine(span[0], time.min), datetime.combine(span[1], time.max)
     return None, None
+
+
+def same_file_notes(rows: list[Latest]) -> list[str]:
+    """One line (Markdown, escaped) per version the table lists under several model names: the same bytes
+    uploaded under another name (方向分类.onnx, a copy of ch_ppocr_mobile_v2.0_cls_infer.onnx) are rows of
+    their own, a model being its name here; the line says they measure one file."""
+    from ui.text import md_escape
+
+    names: dict[str, list[str]] = {}
+    for row in rows:
+        if row.version and row.model not in names.setdefault(row.version, []):
+            names[row.version].append(row.model)
+    return [
+        _("{names} are one file under {count} names (version {version}): their rows measure the same model.").format(
+            names=", ".join(f"**{md_escape(n, 80)}**" for n in shared), count=len(shared), version=version
+        )
+        for version, shared in names.items()
+        if len(shared) > 1
+    ]
 
 
 def latest_frame(rows: list[Latest]) -> pd.DataFrame:

@@ -100,6 +100,20 @@ def test_the_latest_run_per_model_and_machine_with_its_fastest_configuration() -
     assert (rows[1].fastest, rows[1].fastest_ms, rows[1].speedup) == ("ORT ALL", 3.0, 10 / 3)
 
 
+def test_one_file_under_two_names_is_said_to_be_one_model() -> None:
+    from ui.dashboard_view import same_file_notes
+
+    rows = latest_per_model_machine(
+        [_run("r1", "01", "aaaa", 2.0, model="cls"), _run("r2", "02", "aaaa", 2.1, model="方向分类")]
+    )
+    (line,) = same_file_notes(rows)
+    assert (
+        line
+        == "**cls**, **方向分类** are one file under 2 names (version aaaaaaaaaaaa): their rows measure the same model."
+    )
+    assert same_file_notes(latest_per_model_machine([_run("r3", "03", "bbbb", 1.0, model="det")])) == []
+
+
 def test_a_trend_is_every_configuration_of_every_run_oldest_first() -> None:
     points = trend([_run("r2", "08", "bbbb", 3.0, torch="t1"), _run("r1", "01", "aaaa", 2.0, torch="t1")])
     assert [(p.run_id, p.configuration, p.version) for p in points] == [
