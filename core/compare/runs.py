@@ -49,6 +49,7 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     import onnxruntime as ort
 
     from core.runtime.ort import LEVELS, NUMPY_TYPES, explain_session_error, session_options
+    from core.runtime.refusals import standard_opset
 
     folder.mkdir(parents=True, exist_ok=True)
     options = session_options(level)
@@ -77,7 +78,7 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
                 "gave {ops} an attribute that the model's opset {opset} does not have, and a new session refuses it. "
                 "Compare this model at a lower level (a quantized model's QDQ nodes are rewritten this way at the "
                 "higher levels)."
-            ).format(level=LEVELS[level].name, ops=", ".join(foreign), opset=_default_opset(model))
+            ).format(level=LEVELS[level].name, ops=", ".join(foreign), opset=standard_opset(model))
         )
     producers = {}
     for position, node in enumerate(model.graph.node):
@@ -98,16 +99,14 @@ def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
     )  # fmt: skip
 
 
-def _default_opset(model: onnx.ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-
-
 def _attributes_beyond_opset(model: onnx.ModelProto) -> list[str]:
     """The standard ops of ``model``'s main graph that carry an attribute their schema at the model's opset lacks
     ("DequantizeLinear (axis)" at opset 11), as ORT's optimizer may write them."""
     import onnx
 
-    opset, found = _default_opset(model), set()
+    from core.runtime.refusals import standard_opset
+
+    opset, found = standard_opset(model) or 0, set()
     for node in model.graph.node:
         if node.domain not in ("", "ai.onnx"):
             continue

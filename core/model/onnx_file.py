@@ -15,6 +15,7 @@ from core.model.formats import detect_format, sha256_files
 from core.model.metadata import read_metadata
 from core.model.notes import CONSTANT_WEIGHTS, DOMAIN_UNUSED, DOMAINS_IN_USE, DOMAINS_UNUSED, FUNCTIONS, SUBGRAPHS, note
 from core.model.proto import (
+    NOT_WEIGHT_TYPES,
     domain_use,
     expanded_node_count,
     external_entries,
@@ -37,7 +38,6 @@ __all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "descr
 
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
-_INDEX_TYPES = (6, 7)  # TensorProto.INT32, INT64: shapes, axes and indices, not weights
 _TYPED_FIELDS = {  # TensorProto data type -> (field holding the values when raw_data is empty, values per element)
     1: ("float_data", 1), 14: ("float_data", 2), 2: ("int32_data", 1), 3: ("int32_data", 1), 4: ("int32_data", 1),
     5: ("int32_data", 1), 6: ("int32_data", 1), 9: ("int32_data", 1), 10: ("int32_data", 1), 16: ("int32_data", 1),
@@ -266,7 +266,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         check_tensor_data(labels.get(where, N_("weight")), tensor, count)
         weight_bytes += count * itemsize(tensor.data_type)
         # as Decode counts weights (core.decode.records.TensorInfo.is_weight): no scalar, no shape or index tensor
-        constant_weights += where == "constant" and count > 1 and tensor.data_type not in _INDEX_TYPES
+        constant_weights += where == "constant" and count > 1 and tensor.data_type not in NOT_WEIGHT_TYPES
     if weight_bytes > limits.max_initializer_bytes:
         raise LimitExceededError(
             _(

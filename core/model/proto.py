@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 NOT_WEIGHT_TYPES = (6, 7)  # INT32, INT64: shapes, axes and indices, not learned weights
+FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16: the weights Quantize converts
 _SMALL_FLOAT_TYPES = range(16, 27)  # bf16 and the 8-, 4- and 2-bit types: at least a byte each when counted
 
 
@@ -392,9 +393,6 @@ def module_of(node: onnx.NodeProto) -> str:
     if node.name.startswith("/"):
         return ".".join(part for part in node.name.strip("/").split("/")[:-1] if part)
     return ""
-
-
-FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
 
 def constants_to_initializers(model: onnx.ModelProto) -> int:

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from core.errors import QuantizeError
 from core.i18n import _, number
-from core.model.proto import constants_to_initializers, iter_tensors, tensor_elements, tensor_nbytes, walk_graphs
+from core.model.proto import (
+    FLOAT_TYPES,
+    constants_to_initializers,
+    iter_tensors,
+    tensor_elements,
+    tensor_nbytes,
+    walk_graphs,
+)
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
@@ -20,7 +27,6 @@ if TYPE_CHECKING:
 
     from core.model.inputs import BenchInput
 
-_FLOAT_TYPES = {1, 10, 11, 16}  # FLOAT, FLOAT16, DOUBLE, BFLOAT16 (TensorProto data types)
 
 __all__ = [
     "file_size",
@@ -81,7 +87,7 @@ def refuse_unquantizable(model: onnx.ModelProto) -> None:
                 ops=", ".join(quantized)
             )
         )
-    float_weights = [t for _, t in iter_tensors(model) if t.data_type in _FLOAT_TYPES and tensor_elements(t) > 1]
+    float_weights = [t for _, t in iter_tensors(model) if t.data_type in FLOAT_TYPES and tensor_elements(t) > 1]
     if not float_weights:
         raise QuantizeError(_("The model has no float weights, so there is nothing to quantize or convert."))
 
