@@ -25,10 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+from benchmarks._page import ARGS, CHROMIUM, IDLE  # noqa: E402
+
 # Measured calls per configuration: each user's benchmark must last about a second (a small model's call takes
 # ~0.1 ms, two configurations), or the queue drains before the last of the simultaneous clicks lands, which on a
 # busy machine is up to a second after the first. With 50 calls a benchmark took 0.4 s once it stopped importing

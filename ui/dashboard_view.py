@@ -13,6 +13,7 @@ from core.i18n import _
 from core.recorded import significant
 from core.store.dashboard import Latest, Point, Tuned
 from ui.charts import colour_map, escaped, plain
+from ui.text import md_escape
 
 __all__ = ["date_span", "latest_frame", "same_file_notes", "trend_figure", "trend_frame", "tuned_frame"]
 
@@ -31,8 +32,6 @@ def same_file_notes(rows: list[Latest]) -> list[str]:
     """One line (Markdown, escaped) per version the table lists under several model names: the same bytes
     uploaded under another name (方向分类.onnx, a copy of ch_ppocr_mobile_v2.0_cls_infer.onnx) are rows of
     their own, a model being its name here; the line says they measure one file."""
-    from ui.text import md_escape
-
     names: dict[str, list[str]] = {}
     for row in rows:
         if row.version and row.model not in names.setdefault(row.version, []):

@@ -9,11 +9,13 @@ with Python's "deadlock detected"). ``python -m core serve`` starts the app this
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import pkgutil
 import sys
 import time
+from collections.abc import Iterator
 
 from core.i18n import _, number
 
@@ -24,6 +26,18 @@ _CACHE_WARNS = "streamlit.runtime.caching.cache_data_api"
 _NO_RUN_WARNS = "streamlit.runtime.scriptrunner_utils.script_run_context"
 
 
+@contextlib.contextmanager
+def _quiet(logger: str) -> Iterator[None]:
+    """Streamlit's ``logger`` says only errors while the block runs (its warnings say nothing before a runtime)."""
+    warns = logging.getLogger(logger)
+    level = warns.level
+    warns.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        warns.setLevel(level)
+
+
 def import_the_pages() -> list[str]:
     """Import every module of ui/ (which import what the pages need); the names of those that failed, which say
     so again when their page opens."""
@@ -32,18 +46,13 @@ def import_the_pages() -> list[str]:
 
     import ui
 
-    warns = logging.getLogger(_CACHE_WARNS)
-    level = warns.level
-    warns.setLevel(logging.ERROR)
     failed = []
-    try:
+    with _quiet(_CACHE_WARNS):
         for module in pkgutil.iter_modules(ui.__path__):
             try:
                 importlib.import_module(f"ui.{module.name}")
             except Exception:  # the page that needs it shows the error to its visitor
                 failed.append(f"ui.{module.name}")
-    finally:
-        warns.setLevel(level)
     seconds = number(time.monotonic() - began, 1)
     print(_("The pages' modules were imported in {seconds} s.").format(seconds=seconds), file=sys.stderr)
     for name in failed:
@@ -74,13 +83,8 @@ def pay_first_run_costs() -> None:
     is_emoji(PAGE_ICON)
     if hasattr(delta_generator, "_use_warning_has_been_displayed"):  # a private name: a later Streamlit may lack it
         delta_generator._use_warning_has_been_displayed = True
-    warns = logging.getLogger(_NO_RUN_WARNS)
-    level = warns.level
-    warns.setLevel(logging.ERROR)
-    try:
+    with _quiet(_NO_RUN_WARNS):
         session.sandbox()
-    finally:
-        warns.setLevel(level)
     session.freeze_imports()
 
 
