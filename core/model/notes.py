@@ -1,11 +1,11 @@
-"""The notes a worker writes under a model's card: kept in the model's record in English (the record is shared:
-another reader may read it in the other language), made from a fixed set of sentences, and translated where they
-are shown by finding which sentence a note is and with what values (docs/i18n.md)."""
+"""The notes a worker writes under a model's card: kept in the model's record as data (a template of this fixed set
+and its values: the record is shared, another reader may read it in the other language) and said in the reader's
+language where they are shown (core.notes.say; docs/i18n.md)."""
 
 from __future__ import annotations
 
-from core.i18n import N_, _
-from core.recorded import shown
+from core.i18n import N_
+from core.notes import Note, note
 
 __all__ = [
     "BUILT_FROM_CODE",
@@ -16,6 +16,7 @@ __all__ = [
     "DOMAINS_IN_USE",
     "DOMAINS_UNUSED",
     "DOMAIN_UNUSED",
+    "EXPORTED_FROM",
     "FUNCTIONS",
     "LOADED_INTO",
     "PT2_EXPORTED",
@@ -23,8 +24,8 @@ __all__ = [
     "SUBGRAPHS",
     "TEMPLATES",
     "TORCHSCRIPT_SHAPES",
+    "Note",
     "note",
-    "shown_note",
 ]
 
 CHECKPOINT_ENTRY = N_("Weights taken from the checkpoint's '{key}' entry.")
@@ -47,21 +48,11 @@ CONSTANT_WEIGHTS = N_("{count} weight tensor(s) are held in Constant nodes inste
 BUILT_FROM_CODE = N_(
     "Built {name}(**{args}) from your code ({module}) and loaded the weights: every key and shape matches."
 )
+EXPORTED_FROM = N_("Exported from {kind} '{name}' by the {exporter} exporter.")
 CODE_SHAPES = N_("Your code does not say its input shapes: give them on the Export page (float32 is assumed).")
 
 TEMPLATES = (
     CHECKPOINT_ENTRY, DATAPARALLEL, LOADED_INTO, TORCHSCRIPT_SHAPES, PT2_EXPORTED, PT2_NAMES, DOMAINS_IN_USE,
     DOMAIN_UNUSED, DOMAINS_UNUSED, SUBGRAPHS, FUNCTIONS, CONSTANT_WEIGHTS, BUILT_FROM_CODE, CODE_SHAPES,
+    EXPORTED_FROM,
 )  # fmt: skip
-
-
-def note(template: str, **values: object) -> str:
-    """The note ``template`` says with ``values``, in English: as it is kept in the record."""
-    return template.format(**values)
-
-
-def shown_note(text: str) -> str:
-    """A note kept in a record, in the current language: its sentence translated with its values as they are
-    (core.recorded); a note from no template (a sample's description is in the catalog) is looked up whole."""
-    found = shown(text, TEMPLATES)
-    return found if found != text else _(text)

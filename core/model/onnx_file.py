@@ -13,7 +13,16 @@ from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
 from core.model.metadata import read_metadata
-from core.model.notes import CONSTANT_WEIGHTS, DOMAIN_UNUSED, DOMAINS_IN_USE, DOMAINS_UNUSED, FUNCTIONS, SUBGRAPHS, note
+from core.model.notes import (
+    CONSTANT_WEIGHTS,
+    DOMAIN_UNUSED,
+    DOMAINS_IN_USE,
+    DOMAINS_UNUSED,
+    FUNCTIONS,
+    SUBGRAPHS,
+    Note,
+    note,
+)
 from core.model.proto import (
     NOT_WEIGHT_TYPES,
     domain_use,
@@ -220,15 +229,28 @@ def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> Mode
     return counts
 
 
-def _domain_notes(model: onnx.ModelProto) -> list[str]:
+MAX_DOMAINS_SAID = 4  # a model declares as many domains as it likes: a note names these first ones and counts the rest
+MAX_DOMAIN_CHARS = 48
+
+
+def _domains_said(domains: list[str]) -> str:
+    """``domains`` as a note keeps them: the first few, each cut short, and how many more (a model's choice of
+    names is never kept whole: a 480 KB list of domains is a few lines, not a page)."""
+    said = ", ".join(brief(d, MAX_DOMAIN_CHARS) for d in domains[:MAX_DOMAINS_SAID])
+    if len(domains) > MAX_DOMAINS_SAID:
+        said += f" (+{len(domains) - MAX_DOMAINS_SAID:,})"
+    return said
+
+
+def _domain_notes(model: onnx.ModelProto) -> list[Note]:
     """The operator domains beyond the standard ones, those nodes use apart from those only declared (exporters
     declare domains they end up not using: nothing custom runs for those)."""
     in_use, unused = domain_use(model)
     notes = []
     if in_use:
-        notes.append(note(DOMAINS_IN_USE, domains=", ".join(in_use)))
+        notes.append(note(DOMAINS_IN_USE, domains=_domains_said(in_use)))
     if unused:
-        notes.append(note(DOMAINS_UNUSED if len(unused) > 1 else DOMAIN_UNUSED, domains=", ".join(unused)))
+        notes.append(note(DOMAINS_UNUSED if len(unused) > 1 else DOMAIN_UNUSED, domains=_domains_said(unused)))
     return notes
 
 
@@ -280,9 +302,9 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
 
     initializer_names = {t.name for t in model.graph.initializer}
     opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
-    notes = []
+    notes: list[Note] = []
     if counts.subgraphs:
-        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=f"{counts.nodes:,}"))
+        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=counts.nodes))
     if model.functions:
         notes.append(note(FUNCTIONS, count=len(model.functions)))
     if constant_weights:

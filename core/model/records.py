@@ -8,6 +8,7 @@ from pathlib import Path
 from core.access import ReadPath
 from core.i18n import N_
 from core.model.metadata import ModelMetadata
+from core.notes import Note
 
 __all__ = [
     "FORMAT_LABELS",
@@ -92,7 +93,7 @@ class ModelRecord:
     architecture: str = ""  # zoo architecture (samples and state_dicts)
     architecture_matches: list[ArchitectureMatch] = field(default_factory=list)
     external_data: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note | str] = field(default_factory=list)  # str: a sentence an earlier version kept, shown as it is
     metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
     code: UserCode | None = None  # a model built from its own code (format "code")
 

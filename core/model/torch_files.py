@@ -20,6 +20,7 @@ from core.model.notes import (
     PT2_EXPORTED,
     PT2_NAMES,
     TORCHSCRIPT_SHAPES,
+    Note,
     note,
 )
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
+def unwrap_checkpoint(obj: Any, notes: list[Note]) -> dict[str, Any]:
     import torch
 
     if isinstance(obj, dict):
@@ -63,7 +64,7 @@ def unwrap_checkpoint(obj: Any, notes: list[str]) -> dict[str, Any]:
     if not tensors:
         raise IntakeError(_("The file is a dict with no tensors in it, so it holds no weights to load."))
     if all(k.startswith("module.") for k in tensors):
-        notes.append(DATAPARALLEL)
+        notes.append(note(DATAPARALLEL))
         tensors = {k.removeprefix("module."): v for k, v in tensors.items()}
     return tensors
 
@@ -106,7 +107,7 @@ def mismatch_summary(match: ArchitectureMatch) -> str:
     return f"{match.architecture}: " + "; ".join(parts)
 
 
-def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name: str, notes: list[str]) -> ModelRecord:
+def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name: str, notes: list[Note]) -> ModelRecord:
     matches = match_architectures({k: tuple(v.shape) for k, v in tensors.items()})
     good = [m for m in matches if m.matches]
     if not good:
@@ -140,7 +141,7 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
     )
 
 
-def read_weights(path: Path, fmt: str, limits: IntakeLimits, notes: list[str]) -> dict[str, Any]:
+def read_weights(path: Path, fmt: str, limits: IntakeLimits, notes: list[Note]) -> dict[str, Any]:
     """The tensors of a state_dict file (torch.save, with ``weights_only``) or a safetensors file, unwrapped from
     a checkpoint dict; what was done to them is added to ``notes``."""
     if fmt == "safetensors":
@@ -173,7 +174,7 @@ def read_weights(path: Path, fmt: str, limits: IntakeLimits, notes: list[str]) -
 
 
 def describe_torch_pickle(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
-    notes: list[str] = []
+    notes: list[Note] = []
     return _record_from_state_dict(read_weights(path, fmt, limits, notes), path, "state_dict", name, notes)
 
 
@@ -250,7 +251,7 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         inputs=inputs,
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
-        notes=[TORCHSCRIPT_SHAPES],
+        notes=[note(TORCHSCRIPT_SHAPES)],
     )
 
 

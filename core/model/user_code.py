@@ -18,7 +18,7 @@ from core.i18n import N_
 from core.model.archives import unpack_bundle
 from core.model.code_listing import ModuleClass, module_classes, zip_package
 from core.model.formats import detect_format, sha256_files
-from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, note
+from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, Note, note
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec, UserCode
 from core.model.torch_files import compare_keys, mismatch_summary, read_weights, refuse_code
 from core.settings import IntakeLimits
@@ -229,7 +229,7 @@ def describe_code(
     else:
         package, root = "", code_path  # the file itself: the sandbox shows a job it, not its whole folder
     unpacked = sorted(str(p) for p in root.rglob("*") if p.is_file()) if root.is_dir() else []  # kept with it
-    notes: list[str] = []
+    notes: list[Note] = []
     weights = read_weights(weights_path, detect_format(weights_path), limits, notes)
     parse_args(args, class_name or "the classes")
     wanted = UserCode(root=str(root), module="", class_name=class_name, args=args or "{}", package=package)
@@ -237,7 +237,7 @@ def describe_code(
     notes.append(
         note(BUILT_FROM_CODE, name=code.class_name, args=brief(code.args.strip() or "{}", 200), module=code.module)
     )
-    notes.append(CODE_SHAPES)
+    notes.append(note(CODE_SHAPES))
     digest = hashlib.sha256(sha256_files(weights_path, [code_path]).encode())
     digest.update(f"{code.module}:{code.class_name}:{json.dumps(parse_args(code.args, ''), sort_keys=True)}".encode())
     return ModelRecord(
