@@ -219,3 +219,17 @@ def test_every_download_button_leaves_the_page_as_it_is() -> None:
                 if not ignore or not (isinstance(ignore[0].value, ast.Constant) and ignore[0].value.value == "ignore"):
                     rerunning.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not rerunning, rerunning
+
+
+def test_the_job_handles_are_listed_once_in_the_job_table() -> None:
+    """core.jobs offers the table's handles without naming them again: a new job is one line in the registry."""
+    import core.jobs
+
+    handles = {name for name, value in vars(registry).items() if isinstance(value, registry.Job)}
+    source = (CORE / "jobs" / "__init__.py").read_text()
+    named = {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)} | _strings(
+        CORE / "jobs" / "__init__.py"
+    )
+    assert len(handles) == len(JOBS.names()) and not handles & named
+    assert set(registry.__all__) <= set(core.jobs.__all__)
+    assert all(getattr(core.jobs, name) is getattr(registry, name) for name in handles)
