@@ -228,10 +228,6 @@ def load_settings(
         raw = lookup(name)
         if raw is not None:
             values[name] = _coerce(name, raw, kinds[name])
-    from core.model.zoo import SAMPLES  # light: the zoo imports torch only when a model is built
-
-    if values.get("start_sample") and values["start_sample"] not in SAMPLES:
-        raise ValueError(f"setting start_sample={values['start_sample']!r}: expected one of {', '.join(SAMPLES)} or ''")
     _check_auth(values)
     values["data_dir"] = str(values.get("data_dir") or "").strip() or user_data_folder()
     values["cache_dir"] = str(values.get("cache_dir") or "").strip() or user_cache_folder()

@@ -21,7 +21,7 @@ from core.identity import ANONYMOUS, Identity
 from core.jobs import SAMPLE, ProcessBackend, run
 from core.model import ModelRecord, cards
 from core.model.library import LibraryFull, ModelLibrary
-from core.model.zoo import SampleRequest
+from core.model.zoo import SampleRequest, check_start_sample
 from core.settings import Settings, load_settings
 from core.store import Store, open_history
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
@@ -71,8 +71,11 @@ def freeze_imports() -> None:
 
 @st.cache_resource
 def settings() -> Settings:
-    """Read once per server process (restart the app to apply a change)."""
-    return load_settings()
+    """Read once per server process (restart the app to apply a change); a start sample that is no sample is
+    refused here, as a setting out of its range is by load_settings."""
+    found = load_settings()
+    check_start_sample(found.start_sample)
+    return found
 
 
 @st.cache_resource

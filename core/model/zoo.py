@@ -19,6 +19,7 @@ __all__ = [
     "Sample",
     "SampleRequest",
     "build_model",
+    "check_start_sample",
     "describe_sample",
     "example_inputs",
     "get_sample",
@@ -88,6 +89,13 @@ SAMPLES: dict[str, Sample] = {
         ),
     )
 }
+
+
+def check_start_sample(name: str) -> None:
+    """Refuse a ``start_sample`` setting that names no sample ("" starts with none): read where the app reads its
+    settings (core.settings knows no sample: the zoo is above it)."""
+    if name and name not in SAMPLES:
+        raise ValueError(f"setting start_sample={name!r}: expected one of {', '.join(SAMPLES)} or ''")
 
 
 def get_sample(name: str) -> Sample:

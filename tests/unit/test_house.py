@@ -233,3 +233,9 @@ def test_the_job_handles_are_listed_once_in_the_job_table() -> None:
     assert len(handles) == len(JOBS.names()) and not handles & named
     assert set(registry.__all__) <= set(core.jobs.__all__)
     assert all(getattr(core.jobs, name) is getattr(registry, name) for name in handles)
+
+
+def test_settings_stand_below_every_feature_and_the_zoo() -> None:
+    """Every part of core reads its settings: core.settings itself reads nothing above it (the zoo checks the start
+    sample where the app reads them, ui.session.settings)."""
+    assert _core_imports(CORE / "settings.py") <= BASICS - {"settings"}

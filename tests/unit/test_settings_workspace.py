@@ -64,6 +64,15 @@ def test_bad_values_name_the_setting(tmp_path: Path) -> None:
         load_settings(environ={"WORKBENCH_MODE": "public"}, secrets_path=tmp_path / "x")
 
 
+def test_a_start_sample_that_is_no_sample_is_refused_naming_the_samples_there_are() -> None:
+    from core.model.zoo import check_start_sample
+
+    with pytest.raises(ValueError, match=r"start_sample='resnet9000': expected one of tinycnn, .* or ''"):
+        check_start_sample("resnet9000")
+    check_start_sample("")  # no start sample
+    check_start_sample("mlp")
+
+
 def test_workspace_is_removed_when_the_session_object_goes(tmp_path: Path) -> None:
     ws = Workspace(tmp_path)
     folder = ws.new_folder("upload")
