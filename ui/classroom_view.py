@@ -41,6 +41,7 @@ from core.jobs.registry import Job
 from core.tutorial import SPEEDUP
 from ui import session, targets
 from ui.charts import escaped
+from ui.hooks import PAGES_SHOWN, RESULT_KEPT
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
@@ -135,6 +136,7 @@ def seen_room(code: str) -> Room | None:
     return _shared("room", code, lambda: room_of(code))
 
 
+@PAGES_SHOWN.register
 def visible(rows: tuple[Any, ...]) -> list[Any]:
     """The pages to list: the Classroom page only with a workshop on; a participant's room, only its pages."""
     if not session.settings().workshop:
@@ -208,9 +210,11 @@ def _place(job: Job[Any, Any]) -> str:
     return chosen if chosen != LOCAL else socket.gethostname()
 
 
+@RESULT_KEPT.register
 def pool(job: Job[Any, Any], result: Any) -> None:
     """A joined participant's benchmark or quantization goes to the room board (called where ui.jobs.run keeps a
-    result): the speedup with its interval, the quantization chosen, and where it ran; never the model."""
+    result: ui.hooks.RESULT_KEPT): the speedup with its interval, the quantization chosen, and where it ran; never
+    the model."""
     place = joined()
     if place is None or job.name not in (BENCH.name, QUANTIZE.name):
         return

@@ -15,13 +15,14 @@ from typing import Any, NoReturn
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.errors import JobError, JobFailed, OldOpsetError, WorkbenchError
+from core.errors import JobError, JobFailed, WorkbenchError
 from core.i18n import _, ngettext
 from core.jobs.cluster.client import LOCAL
 from core.jobs.process import submit
 from core.jobs.registry import Job, Request, Result, signature_of
 from core.jobs.wire import WireError, decode, encode
 from ui import session, targets
+from ui.hooks import ERROR_SHOWN, RESULT_KEPT
 from ui.text import md_escape
 
 __all__ = ["SessionJobs", "kept", "run", "show_error", "start", "stop_with_error"]
@@ -179,7 +180,8 @@ def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> Any | None:
 
 def show_error(exc: WorkbenchError) -> None:
     """A user's error, escaped (model text can hold Markdown and HTML); in local mode an unexpected failure
-    also shows its traceback, as code; a model too old for ONNX Runtime gets the offer to upgrade it."""
+    also shows its traceback, as code; then what the views registered offers beneath it (ui.hooks.ERROR_SHOWN: a
+    model too old for ONNX Runtime gets the offer to upgrade it)."""
     message = str(exc).strip()
     first, _newline, rest = message.partition("\n")  # a message that carries a traceback or a log: its first line,
     st.error(md_escape(first, 2000))  # escaped, and the rest as code (never as Markdown, which would eat it)
@@ -187,10 +189,8 @@ def show_error(exc: WorkbenchError) -> None:
     if details and not session.settings().hosted:
         with st.expander(_("Technical details")):
             st.code(details[-20_000:], language=None)
-    if isinstance(exc, OldOpsetError):  # the way out, one click away
-        from ui.upgrade_view import offer_upgrade
-
-        offer_upgrade()
+    for offer in ERROR_SHOWN:  # the way out, one click away
+        offer(exc)
 
 
 def stop_with_error(exc: WorkbenchError) -> NoReturn:
@@ -235,9 +235,8 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
         session.workspace().prune(job.folder, keep={out, *session.paths_in_use()})
     st.session_state[job.name] = (asked, result)
     _keep(job, model, result)
-    from ui.classroom_view import pool  # lazy: the classroom uses this module's session
-
-    pool(job, result)  # a workshop participant's benchmark or quantization goes to the room board
+    for kept_hook in RESULT_KEPT:  # a workshop participant's benchmark or quantization goes to the room board
+        kept_hook(job, result)
     return result
 
 

@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.navigation.page import Page as StreamlitPage
 
 from core.i18n import N_, _
+from ui.hooks import PAGES_SHOWN
 
 __all__ = ["PAGES", "PAGE_ICON", "Page", "closed", "first_open", "link", "navigation", "page"]
 
@@ -153,10 +154,12 @@ def page(step: str) -> Page:
 
 
 def _shown() -> set[str]:
-    """The pages listed and linked: in a workshop's room, the pages its teacher opened (ui.classroom_view)."""
-    from ui.classroom_view import visible
-
-    return {row.step for row in visible(PAGES)}
+    """The pages listed and linked: those every hook of ui.hooks.PAGES_SHOWN keeps (the classroom's: the Classroom
+    page only with a workshop on; in a workshop's room, the pages its teacher opened)."""
+    rows: list[Page] = list(PAGES)
+    for keep in PAGES_SHOWN:
+        rows = keep(tuple(rows))
+    return {row.step for row in rows}
 
 
 def navigation() -> StreamlitPage:

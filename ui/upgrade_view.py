@@ -9,7 +9,7 @@ import dataclasses
 import pandas as pd
 import streamlit as st
 
-from core.errors import WorkbenchError
+from core.errors import OldOpsetError, WorkbenchError
 from core.i18n import N_, _, number
 from core.jobs import INTAKE, UPGRADE
 from core.model import ModelRecord
@@ -18,10 +18,11 @@ from core.recorded import shown
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
 from core.upgrade.sentences import SENTENCES
 from ui import jobs, session
+from ui.hooks import ERROR_SHOWN
 from ui.plan_view import input_plan
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["offer_upgrade", "upgrade_section"]
+__all__ = ["offer_for", "offer_upgrade", "upgrade_section"]
 
 _ASKED = "upgrade_asked"  # (model id, opset): pressed on the offer, done at the top of the next run
 _MADE = "upgrades"  # new version's id -> (the original's name, the report)
@@ -47,6 +48,13 @@ def _newest_opset() -> int:
 
 def _ask(model_id: str, key: str) -> None:
     st.session_state[_ASKED] = (model_id, int(st.session_state[key]))
+
+
+@ERROR_SHOWN.register
+def offer_for(exc: WorkbenchError) -> None:
+    """Below a refusal of a model too old for ONNX Runtime (ui.jobs.show_error): the way out, one click away."""
+    if isinstance(exc, OldOpsetError):
+        offer_upgrade()
 
 
 def offer_upgrade() -> None:

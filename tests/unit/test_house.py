@@ -239,3 +239,22 @@ def test_settings_stand_below_every_feature_and_the_zoo() -> None:
     """Every part of core reads its settings: core.settings itself reads nothing above it (the zoo checks the start
     sample where the app reads them, ui.session.settings)."""
     assert _core_imports(CORE / "settings.py") <= BASICS - {"settings"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at module level or inside a function (``from ui import x`` as ``ui.x``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+@pytest.mark.parametrize("shared", ["jobs.py", "pages.py"])
+def test_the_shared_ui_imports_no_features_view_and_calls_its_hooks_instead(shared: str) -> None:
+    """What cuts across pages (a room's pages, its board, the upgrade offer) registers itself in ui/hooks.py when
+    its view is imported; the helpers every page uses never import a feature's view."""
+    views = {m for m in _imported_modules(ROOT / "ui" / shared) if m.rsplit(".", 1)[-1].endswith("_view")}
+    assert not views, f"ui/{shared} imports {sorted(views)}"
