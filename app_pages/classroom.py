@@ -59,7 +59,7 @@ if link.get("model") and link.get("key"):
     current = session.current_model()
     label = current.name if current is not None else link["model"][:12]
     models[f"library:{link['model']}:{link['key']}"] = _("the current model, {name}").format(name=label)
-languages = {"": _("each browser's own"), **LANGUAGES}
+languages = {"": _("each browser's own"), **{code: row.name for code, row in LANGUAGES.items()}}
 with st.form("room_setup"):
     name = st.text_input(_("Name of this setting"), value=saved[0].name if saved else _("Workshop"), max_chars=128)
     model = st.selectbox(

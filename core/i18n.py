@@ -13,6 +13,7 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -20,11 +21,13 @@ __all__ = [
     "DEFAULT",
     "LANGUAGES",
     "LOCALE_DIR",
+    "Language",
     "N_",
     "_",
     "bounds",
     "from_locale",
     "language",
+    "language_of",
     "ngettext",
     "number",
     "pgettext",
@@ -34,9 +37,35 @@ __all__ = [
 ]
 
 LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"
-LANGUAGES = {"en": "English", "zh": "中文"}  # code → its own name, as the language picker shows it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Language:
+    """A language the app speaks: one row holds everything that differs between languages (a new language is a
+    row here and a catalog under locale/, docs/i18n.md)."""
+
+    code: str  # the address's ?lang=, the --lang of the command line, the catalog's folder under locale/
+    name: str  # its own name, as the language picker shows it
+    babel: str  # how Babel's CLDR data names it, for numbers
+    html: str  # the lang attribute of a page written in it (the script too: zh-Hans is simplified Chinese)
+    chart_fonts: tuple[str, ...] = ()  # fonts with its glyphs, tried first by a notebook's charts (matplotlib)
+
+
+LANGUAGES: dict[str, Language] = {
+    row.code: row
+    for row in (
+        Language(code="en", name="English", babel="en", html="en"),
+        Language(
+            code="zh",
+            name="中文",
+            babel="zh_Hans_CN",
+            html="zh-Hans",
+            # each missing font is skipped: matplotlib falls back glyph by glyph
+            chart_fonts=("Noto Sans CJK SC", "Microsoft YaHei", "PingFang SC", "SimHei", "DejaVu Sans"),
+        ),
+    )
+}
 DEFAULT = "en"  # the language the code is written in: it needs no catalog
-_BABEL_LOCALE = {"en": "en", "zh": "zh_Hans_CN"}  # how Babel's CLDR data names each, for numbers
 
 _current: ContextVar[str] = ContextVar("workbench_language", default=DEFAULT)
 
@@ -54,6 +83,12 @@ def set_language(code: str) -> None:
 
 def language() -> str:
     return _current.get()
+
+
+def language_of(code: str | None = None) -> Language:
+    """The row of language ``code`` (the current language's when None; the default's for a code it does not
+    speak)."""
+    return LANGUAGES.get(_current.get() if code is None else code) or LANGUAGES[DEFAULT]
 
 
 @contextmanager
@@ -77,7 +112,7 @@ def translations(code: str) -> gettext.NullTranslations:
     from babel.messages.pofile import read_po
 
     with po.open("rb") as f:
-        catalog = read_po(f, locale=_BABEL_LOCALE.get(code, code))
+        catalog = read_po(f, locale=LANGUAGES[code].babel if code in LANGUAGES else code)
     compiled = io.BytesIO()
     write_mo(compiled, catalog, use_fuzzy=False)
     compiled.seek(0)
@@ -121,4 +156,4 @@ def number(value: float, digits: int | None = None) -> str:
     from babel.numbers import format_decimal
 
     pattern = None if digits is None else "#,##0" + ("." + "0" * digits if digits else "")
-    return format_decimal(value, format=pattern, locale=_BABEL_LOCALE.get(_current.get(), "en"))
+    return format_decimal(value, format=pattern, locale=language_of().babel)

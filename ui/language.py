@@ -44,7 +44,7 @@ def picker(code: str) -> None:
     st.sidebar.segmented_control(
         _("Language"),
         list(LANGUAGES),
-        format_func=LANGUAGES.__getitem__,
+        format_func=lambda code: LANGUAGES[code].name,
         key="lang_picker",
         on_change=_picked,
         label_visibility="collapsed",

@@ -8,7 +8,7 @@ import msgspec
 
 from core.graph.colourings import Colouring, colouring_json
 from core.graph.records import GraphView
-from core.i18n import N_, _, using
+from core.i18n import N_, _, language_of, using
 
 __all__ = ["COLOURS", "PANEL_WORDS", "browser_data", "graph_page", "panel_words", "script_json"]
 
@@ -157,7 +157,7 @@ def graph_page(
         shown = {name: colouring_json(c) for name, c in colourings.items()}
         title = _("{name} · graph").format(name=view.name)
     return _PAGE.format(
-        lang="zh-Hans" if language == "zh" else "en",
+        lang=language_of(language).html,
         colourings=script_json(shown),
         words=script_json(words),
         title=html.escape(title),

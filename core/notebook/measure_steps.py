@@ -3,18 +3,18 @@
 
 from __future__ import annotations
 
-from core.i18n import _, language
+from core.i18n import _, language_of
 from core.notebook.cells import Cell, code, literal, markdown
 
 __all__ = ["benchmark_cells", "profile_cells", "quantize_cells", "timing_helpers"]
 
 
 def _plotting() -> list[str]:
-    """matplotlib, with fonts that have Chinese glyphs first when the labels are Chinese (each missing font is
-    skipped: matplotlib falls back glyph by glyph)."""
+    """matplotlib, with fonts that have the labels' glyphs first where their language names some (Chinese: each
+    missing font is skipped, matplotlib falls back glyph by glyph)."""
     lines = ["import matplotlib.pyplot as plt", ""]
-    if language() == "zh":
-        fonts = ["Noto Sans CJK SC", "Microsoft YaHei", "PingFang SC", "SimHei", "DejaVu Sans"]
+    fonts = list(language_of().chart_fonts)
+    if fonts:
         lines[1:1] = [f"plt.rcParams['font.sans-serif'] = {literal(fonts)}"]
     return lines
 

@@ -258,3 +258,26 @@ def test_the_shared_ui_imports_no_features_view_and_calls_its_hooks_instead(shar
     its view is imported; the helpers every page uses never import a feature's view."""
     views = {m for m in _imported_modules(ROOT / "ui" / shared) if m.rsplit(".", 1)[-1].endswith("_view")}
     assert not views, f"ui/{shared} imports {sorted(views)}"
+
+
+def _compared_with(path: Path, values: set[str]) -> list[str]:
+    """Where ``path`` compares something with one of ``values`` (==, !=, in, not in), as path:line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            constants = {n.value for side in sides for n in ast.walk(side) if isinstance(n, ast.Constant)}
+            if constants & values:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_a_language_is_one_row_of_the_table_and_no_code_asks_which_language_it_speaks() -> None:
+    """core.i18n.LANGUAGES holds what differs between languages (own name, Babel's locale, the html lang tag, a
+    chart's fonts): nothing outside core/i18n.py compares a language's code ("zh") to decide something."""
+    from core.i18n import LANGUAGES
+
+    codes = set(LANGUAGES)
+    places = [p for p in [*_modules(), *APP] if p != CORE / "i18n.py"]
+    assert not [where for p in places for where in _compared_with(p, codes)]
+    assert all(row.code == code and row.name and row.babel and row.html for code, row in LANGUAGES.items())
