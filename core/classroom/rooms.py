@@ -15,12 +15,13 @@ from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from core.errors import RoomError
-from core.i18n import _
+from core.i18n import LANGUAGES, _, pgettext, using
 from core.store.schema import room_results, room_setups, rooms
 
 __all__ = [
     "ALPHABET",
     "CODE_LENGTH",
+    "MAX_MARKS",
     "MAX_NAME",
     "Entry",
     "Room",
@@ -35,6 +36,7 @@ __all__ = [
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I/L: read aloud and typed from a projector
 CODE_LENGTH = 6
 MAX_NAME = 40
+MAX_MARKS = 2  # combining marks on one letter: Vietnamese stacks two (ệ); a pile of them spills over the board
 
 
 def new_code() -> str:
@@ -53,7 +55,8 @@ def clean_code(text: str) -> str:
 
 
 def clean_name(text: str) -> str:
-    """A display name as typed, trimmed; refused when empty, too long, or holding invisible characters."""
+    """A display name as typed, trimmed; refused (never cleaned) when empty, too long, holding invisible characters
+    or more than MAX_MARKS combining marks on one letter, or when it is the name the pages give the teacher."""
     name = text.strip()
     if not name:
         raise RoomError(_("Type a display name: the one the room board shows for your results."))
@@ -61,7 +64,45 @@ def clean_name(text: str) -> str:
         raise RoomError(_("A display name has at most {limit} characters; type a shorter one.").format(limit=MAX_NAME))
     if any(unicodedata.category(c) in {"Cc", "Cf", "Zl", "Zp"} for c in name):
         raise RoomError(_("A display name cannot hold control or invisible characters; type it again."))
+    if _most_marks(name) > MAX_MARKS:
+        raise RoomError(
+            _("A display name has at most {limit} accents or other marks on one letter; type it again with fewer.")
+            .format(limit=MAX_MARKS)
+        )  # fmt: skip
+    if _compared(name) in _teachers_names():
+        raise RoomError(
+            _("“{name}” is what the pages call the teacher, so no participant takes it: choose another display name.")
+            .format(name=name)
+        )  # fmt: skip
     return name
+
+
+def _most_marks(name: str) -> int:
+    """The most combining marks on one character of ``name``, counted decomposed (ệ is e and two marks)."""
+    most = run = 0
+    for char in unicodedata.normalize("NFD", name):
+        marked = unicodedata.combining(char) != 0 or unicodedata.category(char) in {"Mn", "Me"}
+        run = run + 1 if marked else 0
+        most = max(most, run)
+    return most
+
+
+def _compared(name: str) -> str:
+    """``name`` as two names are told apart here: compatibility forms folded (full-width letters), case folded,
+    only its letters and digits, and no leading "the" ("The Teacher", "ＴＥＡＣＨＥＲ" and "t-e-a-c-h-e-r" are
+    "teacher")."""
+    folded = unicodedata.normalize("NFKC", name).casefold()
+    kept = "".join(c for c in unicodedata.normalize("NFD", folded) if unicodedata.category(c)[0] in "LN")
+    return kept.removeprefix("the") if kept != "the" else kept
+
+
+def _teachers_names() -> set[str]:
+    """What the pages call the one who runs the room, in every language they speak."""
+    names = set()
+    for code in LANGUAGES:
+        with using(code):
+            names |= {pgettext("who runs the room", "teacher"), pgettext("who runs the room", "facilitator")}
+    return {_compared(n) for n in names}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,7 +2,8 @@
 people one, is refused by name (never cleaned into another name).
 
 The browser sees the real flows (an unverified email at the local OpenID provider, a repeated proxy header through
-a real request): tests/e2e/test_sign_in_e2e.py. Here, the many cases, on core.identity itself."""
+a real request): tests/e2e/test_sign_in_e2e.py. Here, the many cases, on core.identity itself; and a workshop's
+display names (core.classroom), which no participant may pile marks onto or make the teacher's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import IdentityRefused
+from core.classroom import clean_name
+from core.errors import IdentityRefused, RoomError
+from core.i18n import using
 from core.identity import MAX_LENGTH, from_claims, from_headers, named
 from tests.cli import cli
 
@@ -194,3 +197,43 @@ def test_the_command_line_refuses_an_owner_before_measuring_anything(
     done = cli("bench", "sample:tinycnn", "--team", "acme")
     assert done.returncode == 2 and "give --owner too" in done.stderr
     assert not (tmp_path / "history.sqlite").exists()
+
+
+# A letter with a pile of combining marks spills over the room board's labels: one letter and 39 marks fit in 40
+MARK_PILES = [
+    "Z" + "\u0301" * 39,  # combining acute accent (Mn)
+    "A\u20dd\u20dd\u20dd",  # combining enclosing circle (Me)
+    "A\u034f\u034f\u034f",  # combining grapheme joiner (Mn, though its combining class is 0)
+    "Nguye\u0302\u0303\u0301n",  # three marks on one e
+    "Nguy\u1ec5\u0301n",  # ễ (two marks, precomposed) and one more
+    "\u0301\u0301\u0301Ada",  # marks with no letter under them
+]
+
+
+@pytest.mark.parametrize("name", MARK_PILES, ids=range(len(MARK_PILES)))
+def test_a_display_name_piling_marks_on_one_letter_is_refused_not_cleaned(name: str) -> None:
+    with pytest.raises(RoomError, match="at most 2 accents or other marks on one letter"):
+        clean_name(name)
+
+
+def test_names_with_their_own_accents_join_as_typed() -> None:
+    for name in ("Nguyễn Thị Ánh", "Nguye\u0323\u0302n", "José", "Jose\u0301", "Zoë", "ที่นี่", "क्षिति", "王老五"):
+        assert clean_name(name) == name  # never normalised, never cleaned
+
+
+# What the pages call the one who runs the room (the Classroom page, the join form's errors), in both languages
+TEACHERS = ["Teacher", "teacher", "TEACHER", "Ｔｅａｃｈｅｒ", "The teacher", "t-e-a-c-h-e-r", "Te\u0301acher",
+            "Facilitator", "ｆａｃｉｌｉｔａｔｏｒ", "老师", "讲师", "老 师", "讲师！"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TEACHERS)
+def test_no_participant_takes_the_name_the_pages_give_the_teacher(name: str) -> None:
+    with pytest.raises(RoomError, match="what the pages call the teacher"):
+        clean_name(name)
+    with using("zh"), pytest.raises(RoomError, match="是页面对讲师的称呼"):
+        clean_name(name)
+
+
+def test_a_name_of_ones_own_that_holds_the_word_is_ones_own() -> None:
+    for name in ("Teacher's pet", "Teachers", "Thea", "老师傅", "The"):
+        assert clean_name(name) == name

@@ -79,6 +79,21 @@ def test_a_display_name_that_is_empty_too_long_or_invisible_is_refused(rooms: Ro
         rooms.join(room.code, name)
 
 
+def test_a_name_piled_with_marks_or_the_teachers_is_refused_at_the_door_and_on_the_board(rooms: Rooms) -> None:
+    room = rooms.open(SETUP, hours=2)
+    zalgo = "Z" + "\u0301" * 39  # 40 characters: within the limit, over the board's labels
+    with pytest.raises(RoomError, match="at most 2 accents or other marks on one letter"):
+        rooms.join(room.code, zalgo)
+    for teacher in ("Teacher", "ｔｅａｃｈｅｒ", "老师"):
+        with pytest.raises(RoomError, match="what the pages call the teacher"):
+            rooms.join(room.code, teacher)
+    for hostile in (zalgo, "Teacher"):
+        with pytest.raises(RoomError):
+            rooms.add(room.code, _entry(hostile, "p1", 5.0, 4.5, 5.5))
+    assert rooms.entries(room.code) == []
+    assert rooms.join(room.code, "Nguyễn Thị Ánh").code == room.code  # accents of one's own join as typed
+
+
 def test_results_pool_into_their_room_only_and_clearing_forgets_them(rooms: Rooms) -> None:
     ours, theirs = rooms.open(SETUP, hours=2), rooms.open(SETUP, hours=2)
     rooms.add(ours.code, _entry("Ada", "p1", 5.0, 4.5, 5.5))
