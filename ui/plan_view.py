@@ -18,7 +18,7 @@ from core.i18n import _, number, pgettext
 from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
-from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, image_layout
+from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, check_image_fits, image_layout
 from core.model.dims import NO_HINT, what_made
 from core.model.inputs import (
     VALUE_KINDS,
@@ -195,6 +195,12 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
         names = [s.name for s in images]
         chosen = names[0] if len(images) == 1 else st.selectbox(_("Input"), names, key=f"{key}_image_input")
         spec = next(s for s in images if s.name == chosen)
+        memory = session.settings().worker_memory_mb << 20
+        try:  # a plan no picture can be made into in a worker's memory: said now, and no picture is taken
+            check_image_fits(spec, memory, _MEMORY_SETTING)
+        except WorkbenchError as exc:
+            show_error(exc)
+            return
         normalise = st.selectbox(
             _("Normalisation"),
             list(NORMALISATIONS),
@@ -211,7 +217,14 @@ def _image_uploads(record: ModelRecord, plan: list[BenchInput], key: str) -> Non
                 upload,
                 "image",
                 IMAGE_INPUT,
-                lambda path, folder: ImageRequest(image=path, spec=spec, out_dir=folder, normalise=normalise),
+                lambda path, folder: ImageRequest(
+                    image=path,
+                    spec=spec,
+                    out_dir=folder,
+                    normalise=normalise,
+                    memory_bytes=memory,
+                    where=_MEMORY_SETTING,
+                ),
                 _("Reading the image"),
             )
             if made is not None:

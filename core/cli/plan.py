@@ -10,8 +10,8 @@ from core import jobs
 from core.cli.common import in_own_folder, ints, parse_input
 from core.errors import UnsetDimError, WorkbenchError
 from core.i18n import _, number
-from core.jobs import NPZ_INPUTS, Backend
-from core.model.data import NpzRequest
+from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Backend
+from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, check_image_fits, image_layout
 from core.model.inputs import (
     BenchInput,
     check_plan_memory,
@@ -45,6 +45,14 @@ def add_plan_arguments(parser: Any) -> None:
         help="an input's values: a number (everywhere), normal, uniform:LOW,HIGH or ints:LOW,HIGH",
     )
     parser.add_argument("--data", metavar="FILE.npz", help="real inputs: one array per input, named after it")
+    parser.add_argument(
+        "--image",
+        metavar="[NAME=]PICTURE",
+        help="real data for an image-shaped input (NAME: which, where there are several): resized to the plan's size",
+    )
+    parser.add_argument(
+        "--normalise", choices=list(NORMALISATIONS), default="imagenet", help="how --image's pixels are scaled"
+    )
 
 
 def _assign(text: str, option: str) -> tuple[str, str]:
@@ -121,11 +129,60 @@ def plan_from_args(
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
         plan = jobs.run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
     _refuse_unset_dims(plan)
-    settings = load_settings()
-    check_plan_memory(
-        plan, _largest_batch(args), settings.worker_memory_mb << 20, " (setting WORKBENCH_WORKER_MEMORY_MB)"
-    )
+    memory = load_settings().worker_memory_mb << 20
+    check_plan_memory(plan, _largest_batch(args), memory, _MEMORY_SETTING)
+    if args.image:
+        plan = _with_image(plan, args.image, args.normalise, work_dir, memory)
     return plan
+
+
+_MEMORY_SETTING = " (setting WORKBENCH_WORKER_MEMORY_MB)"
+
+
+def _with_image(plan: list[BenchInput], text: str, normalise: str, work_dir: Path, memory: int) -> list[BenchInput]:
+    """The plan with --image's picture as the values of its image-shaped input, made in the worker; a plan that
+    no picture can be made into in a worker's memory is refused here, before the picture is read."""
+    images = [spec for spec in plan if image_layout(spec)]
+    name, sep, rest = text.partition("=")
+    if sep and name in {spec.name for spec in plan}:  # NAME=PICTURE
+        spec, picture = next((s for s in images if s.name == name), None), rest
+        if spec is None:
+            raise WorkbenchError(
+                _(
+                    "--image {name}: that input is not shaped like an image (a float input of rank 4 with 1, 3 or 4 "
+                    "channels)"
+                ).format(name=name)
+            )
+    elif len(images) == 1:
+        spec, picture = images[0], text
+    elif not images:
+        raise WorkbenchError(
+            _("--image {text}: the model has no input shaped like an image; its inputs are {inputs}").format(
+                text=repr(text), inputs=", ".join(s.name for s in plan)
+            )
+        )
+    else:
+        raise WorkbenchError(
+            _(
+                "--image {text}: the model has several inputs shaped like an image; write --image NAME=PICTURE with "
+                "NAME one of {inputs}"
+            ).format(text=repr(text), inputs=", ".join(s.name for s in images))
+        )
+    check_image_fits(spec, memory, _MEMORY_SETTING)  # before the picture is read
+    path = Path(picture).expanduser().resolve()  # the caller's path, not the worker's
+    if not path.is_file():
+        raise WorkbenchError(_("--image {path}: no such file").format(path=repr(picture)))
+    (work_dir / "image").mkdir(parents=True, exist_ok=True)
+    request = ImageRequest(
+        image=str(path),
+        spec=spec,
+        out_dir=str(work_dir / "image"),
+        normalise=normalise,
+        memory_bytes=memory,
+        where=_MEMORY_SETTING,
+    )
+    made = jobs.run(IMAGE_INPUT, request)
+    return [made if s.name == made.name else s for s in plan]
 
 
 def _refuse_unset_dims(plan: list[BenchInput]) -> None:

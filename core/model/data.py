@@ -8,14 +8,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.access import ReadPath, WritePath
-from core.errors import BenchmarkError
-from core.i18n import N_
+from core.errors import BenchmarkError, PlanTooLargeError, brief
+from core.i18n import N_, _, number
 from core.model.arrays import check_npz, listed
-from core.model.inputs import BenchInput
+from core.model.inputs import BenchInput, input_bytes, readable_bytes, shape_at
 
-__all__ = ["NORMALISATIONS", "ImageRequest", "NpzRequest", "image_input", "image_layout", "npz_inputs"]
+__all__ = [
+    "NORMALISATIONS",
+    "ImageRequest",
+    "NpzRequest",
+    "check_image_fits",
+    "image_bytes",
+    "image_input",
+    "image_layout",
+    "npz_inputs",
+]
 
 MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
+MAX_IMAGE_SIDE = 2**31 - 1  # Pillow sizes an image in C ints: a side past this is no image it can make
+_BAND_BYTES = 16 << 20  # the float64 arithmetic is done a band of one channel's rows at a time, in arrays this size
 # key -> (what the page says, marked: translated where shown; mean, std) over values scaled to [0, 1]
 NORMALISATIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
     "imagenet": (N_("scaled to [0, 1], then ImageNet's mean and std"), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
@@ -37,6 +48,58 @@ def image_layout(spec: BenchInput) -> str:
     return ""
 
 
+def _image_size(spec: BenchInput, layout: str) -> tuple[int, int, int]:
+    """Channels, height and width of the picture an image-shaped input is made from."""
+    _batch, *dims = spec.shape if layout == "NCHW" else [spec.shape[0], spec.shape[3], spec.shape[1], spec.shape[2]]
+    channels, height, width = (int(d) for d in dims)
+    return channels, height, width
+
+
+def image_bytes(spec: BenchInput) -> int:
+    """The memory making the image-shaped ``spec`` from a picture takes at its peak, in Python ints (no shape
+    overflows): the picture resized to the plan (Pillow's copy and its bytes while they are handed over, about two
+    bytes a value), the input's own array, and the few bands of float64 it is filled with (3×8000×8000 float32:
+    943 MiB measured, 1,163 MiB counted here)."""
+    channels, height, width = _image_size(spec, image_layout(spec))
+    array = input_bytes(dataclasses.replace(spec, batch_axis=None, shape=[1, *spec.shape[1:]]))  # made at batch 1
+    return channels * height * width * 2 + array + 4 * _BAND_BYTES
+
+
+def check_image_fits(spec: BenchInput, memory_bytes: int | None, where: str = "") -> None:
+    """Refuse, before any picture is opened, an image-shaped ``spec`` that Pillow cannot size, or that no picture
+    can be made into in ``memory_bytes`` (a worker's memory limit, None where it is not known; ``where`` says
+    which setting it is), naming the input, its shape, its size and what making it takes."""
+    layout = image_layout(spec)
+    if not layout:
+        return
+    _channels, height, width = _image_size(spec, layout)
+    shape = brief(shape_at(spec), 200)
+    needed = image_bytes(spec)
+    if memory_bytes is not None and needed > memory_bytes:
+        raise PlanTooLargeError(
+            _(
+                "Input '{name}' is {dtype} {shape}: {size}, and making it from a picture takes {needed}; a worker "
+                "may use at most {limit}{where}. No picture was read: choose smaller dims in the input plan, then "
+                "give the picture."
+            ).format(
+                name=brief(spec.name),
+                dtype=spec.dtype,
+                shape=shape,
+                size=readable_bytes(input_bytes(spec)),
+                needed=readable_bytes(needed),
+                limit=readable_bytes(memory_bytes),
+                where=where,
+            )
+        )
+    if min(height, width) < 1 or max(height, width) > MAX_IMAGE_SIDE:
+        raise PlanTooLargeError(
+            _(
+                "Input '{name}' is {dtype} {shape}: no image is made more than {most} pixels high or wide, or "
+                "less than 1. No picture was read: choose other dims in the input plan, then give the picture."
+            ).format(name=brief(spec.name), dtype=spec.dtype, shape=shape, most=number(MAX_IMAGE_SIDE))
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class ImageRequest:
     """Input ``spec`` of the plan, its values taken from the picture ``image``."""
@@ -45,6 +108,8 @@ class ImageRequest:
     spec: BenchInput
     out_dir: WritePath
     normalise: str = "imagenet"  # a key of NORMALISATIONS
+    memory_bytes: int | None = None  # the worker's memory limit, checked before the picture is opened
+    where: str = ""  # which setting that limit is, for the refusal
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,8 +134,8 @@ def image_input(request: ImageRequest) -> BenchInput:
         raise BenchmarkError(f"Input '{spec.name}' ({spec.dtype}, {spec.shape}) is not shaped like an image.")
     if normalise not in NORMALISATIONS:
         raise BenchmarkError(f"Unknown normalisation {normalise!r}; choose from {', '.join(NORMALISATIONS)}.")
-    channels = spec.shape[1] if layout == "NCHW" else spec.shape[3]
-    height, width = (spec.shape[2], spec.shape[3]) if layout == "NCHW" else (spec.shape[1], spec.shape[2])
+    check_image_fits(spec, request.memory_bytes, request.where)  # before a byte of the picture is read
+    channels, height, width = _image_size(spec, layout)
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     try:
         with Image.open(image) as opened:
@@ -78,15 +143,23 @@ def image_input(request: ImageRequest) -> BenchInput:
             if size[0] * size[1] > MAX_IMAGE_PIXELS:
                 raise BenchmarkError(f"The image is {size[0]}×{size[1]}; at most {MAX_IMAGE_PIXELS:,} pixels are read.")
             mode = {1: "L", 3: "RGB", 4: "RGBA"}[channels]
-            pixels = np.asarray(opened.convert(mode).resize((width, height), Image.Resampling.BILINEAR), np.float32)
+            pixels = np.asarray(opened.convert(mode).resize((width, height), Image.Resampling.BILINEAR))
     except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise BenchmarkError(f"The file could not be read as an image ({type(exc).__name__}: {exc}).") from None
     label, mean, std = NORMALISATIONS[normalise]
-    scaled = pixels.reshape(height, width, channels).astype(np.float64) / 255.0
-    scaled = (scaled - np.resize(np.asarray(mean), channels)) / np.resize(np.asarray(std), channels)
-    array = scaled.transpose(2, 0, 1)[None] if layout == "NCHW" else scaled[None]
+    pixels = pixels.reshape(height, width, channels)  # bytes: the float64 arithmetic is done a band at a time
+    means, stds = np.resize(np.asarray(mean), channels), np.resize(np.asarray(std), channels)
+    array = np.empty((1, channels, height, width) if layout == "NCHW" else (1, height, width, channels), spec.dtype)
+    rows = max(1, _BAND_BYTES // (width * 8))
+    for top in range(0, height, rows):
+        for channel in range(channels):
+            band = (pixels[top : top + rows, :, channel] / 255.0 - means[channel]) / stds[channel]
+            if layout == "NCHW":
+                array[0, channel, top : top + rows] = band
+            else:
+                array[0, top : top + rows, :, channel] = band
     target = Path(out_dir) / f"{spec.name.replace('/', '_')[:60]}.npy"
-    np.save(target, array.astype(spec.dtype))
+    np.save(target, array)
     why = f"{Path(image).name}, {size[0]}×{size[1]} resized to {width}×{height} (bilinear), {label}"
     return dataclasses.replace(spec, values="data", data=str(target), why=why)
 

@@ -35,10 +35,12 @@ __all__ = [
     "make_inputs",
     "plan_inputs",
     "plan_summary",
+    "readable_bytes",
     "resolve_free_dims",
     "scalar_default",
     "scalar_value",
     "set_open_dim",
+    "shape_at",
     "unset_dims",
     "value_kind",
 ]
@@ -378,7 +380,7 @@ def input_bytes(spec: BenchInput, batch: int = 1) -> int:
     return total
 
 
-def _size(nbytes: int) -> str:
+def readable_bytes(nbytes: int) -> str:
     """Bytes as people read them: 512 MB, 40.2 GB (powers of 1024, as the memory settings count)."""
     if nbytes >= _MAX_BYTES:
         return "more than any machine has"
@@ -389,7 +391,8 @@ def _size(nbytes: int) -> str:
     return f"{nbytes / (1 << 20):,.1f} MB" if nbytes >= 1 << 20 else f"{nbytes:,} bytes"
 
 
-def _shape_at(spec: BenchInput, batch: int) -> str:
+def shape_at(spec: BenchInput, batch: int = 1) -> str:
+    """``spec``'s shape at ``batch`` on its batch axis, as a refusal writes it: 1×3×640×640."""
     return "×".join(str(batch if axis == spec.batch_axis else d) for axis, d in enumerate(spec.shape)) or "scalar"
 
 
@@ -405,12 +408,12 @@ def check_plan_memory(plan: list[BenchInput], batch: int, memory_bytes: int, whe
         return
     largest = max(plan, key=lambda spec: sizes[spec.name])
     at = f" at batch {batch:,}" if batch > 1 and any(s.batch_axis is not None for s in plan) else ""
-    together = f"; the inputs together take {_size(total)}" if len(plan) > 1 else ""
-    shape = brief(_shape_at(largest, batch), 200)
+    together = f"; the inputs together take {readable_bytes(total)}" if len(plan) > 1 else ""
+    shape = brief(shape_at(largest, batch), 200)
     raise PlanTooLargeError(
-        f"Input '{brief(largest.name)}'{at} is {largest.dtype} {shape}: {_size(sizes[largest.name])}"
-        f"{together}, and a worker may use at most {_size(memory_bytes)}{where}. Nothing was run: choose smaller "
-        "dims in the input plan" + (", or smaller batches." if at else ".")
+        f"Input '{brief(largest.name)}'{at} is {largest.dtype} {shape}: {readable_bytes(sizes[largest.name])}"
+        f"{together}, and a worker may use at most {readable_bytes(memory_bytes)}{where}. Nothing was run: choose "
+        "smaller dims in the input plan" + (", or smaller batches." if at else ".")
     )
 
 

@@ -9,7 +9,7 @@ import onnx
 import pytest
 from PIL import Image
 
-from core.errors import BenchmarkError
+from core.errors import BenchmarkError, WorkbenchError
 from core.jobs import IMAGE_INPUT, run
 from core.model.data import ImageRequest
 from core.model.inputs import BenchInput, describe_values, make_inputs, plan_inputs
@@ -80,3 +80,27 @@ def test_real_inputs_from_an_npz_on_the_command_line(tmp_path: Path, monkeypatch
     np.savez(tmp_path / "bad.npz", input=audio.astype(np.float64))
     done = cli("bench", str(tmp_path / "vad.onnx"), "--data", str(tmp_path / "bad.npz"), "--no-save")
     assert done.returncode != 0 and "astype(np.float32)" in done.stderr
+
+
+def test_a_picture_on_the_command_line_becomes_the_image_input(tmp_path: Path) -> None:
+    import argparse
+
+    from core.cli.plan import add_plan_arguments, plan_from_args
+
+    parser = argparse.ArgumentParser()
+    add_plan_arguments(parser)
+    onnx.save(wild.detector_model(), str(tmp_path / "det.onnx"))
+    detector = describe_files(IntakeRequest(paths=[str(tmp_path / "det.onnx")]))
+    photo = str(_photo(tmp_path / "photo.png"))
+    for given in (photo, f"{detector.inputs[0].name}={photo}"):  # the one image-shaped input, or it by name
+        args = parser.parse_args(["--image", given, "--normalise", "unit"])
+        (made,) = plan_from_args(detector, None, args, tmp_path / "work")
+        assert describe_values(made) == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
+    with pytest.raises(WorkbenchError, match=r"--image 'nothing\.png': no such file"):
+        plan_from_args(detector, None, parser.parse_args(["--image", "nothing.png"]), tmp_path / "work")
+    onnx.save(wild.vad_model(), str(tmp_path / "vad.onnx"))
+    vad = describe_files(IntakeRequest(paths=[str(tmp_path / "vad.onnx")]))
+    with pytest.raises(WorkbenchError, match="no input shaped like an image; its inputs are input, "):
+        plan_from_args(vad, None, parser.parse_args(["--image", photo]), tmp_path / "work")
+    with pytest.raises(WorkbenchError, match="--image input: that input is not shaped like an image"):
+        plan_from_args(vad, None, parser.parse_args(["--image", f"input={photo}"]), tmp_path / "work")
