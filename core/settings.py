@@ -53,6 +53,8 @@ class Settings:
     workspace_quota_mb: int = 20480  # what one browser session may keep on disk (uploads, exports, results)
     library_max_age_h: float = 720.0  # a signed-in person's kept model, unused this long, is forgotten
     library_quota_mb: int = 0  # what one signed-in person's library may hold (all anonymous ones together); 0: no cap
+    # of the anonymous keepings' library_quota_mb, what one anonymous browser session's may take (0 < share <= 1)
+    library_session_share: float = 0.25
     start_sample: str = "tinycnn"  # the sample a new session starts with; "" starts with no model
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
@@ -228,6 +230,11 @@ def load_settings(
         raw = lookup(name)
         if raw is not None:
             values[name] = _coerce(name, raw, kinds[name])
+    share = values.get("library_session_share", Settings.library_session_share)
+    if not 0 < share <= 1:
+        raise ValueError(
+            f"setting library_session_share={share!r}: expected a fraction above 0 and at most 1, e.g. 0.25"
+        )
     _check_auth(values)
     values["data_dir"] = str(values.get("data_dir") or "").strip() or user_data_folder()
     values["cache_dir"] = str(values.get("cache_dir") or "").strip() or user_cache_folder()

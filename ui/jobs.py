@@ -331,10 +331,12 @@ def _kept_entry(job: Job[Any, Result], model: str) -> tuple[tuple[str, bytes], R
 def _keep(job: Job[Any, Result], model: str, result: Result) -> None:
     """Results that name no file of the session's workspace are kept with the model in the library
     (core.model.library), so that a reload of the tab shows them at once; the others (Decode, Partition) are
-    quick to make again."""
+    quick to make again. Only the keeping's owner keeps them there: a model opened by its link keeps its results
+    in this session."""
     link = st.session_state.get("link") or {}
     if job.kept_with_link and link.get("model") == model:
-        session.library().keep_result(model, link.get("key", ""), job.name, encode(result))
+        key = link.get("key", "")
+        session.library().keep_result(model, key, job.name, encode(result), session.who(), session.owner_token())
 
 
 def _restored(job: Job[Any, Result], model: str) -> tuple[tuple[str, bytes], Result] | None:

@@ -1,5 +1,5 @@
 """The model library on the Model page: your kept models and your team's shared ones, each with its permalink;
-open, rename, tag, share or delete."""
+open, and (those you kept) rename, tag, share or delete."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from core.bench import BenchReport
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
 from core.jobs import BENCH
-from core.model.library import Entry
+from core.model.library import Entry, owns
 from core.model.records import FORMAT_LABELS, ModelRecord
 from ui import language, session
 from ui.jobs import show_error
@@ -124,10 +124,25 @@ def _open(entry: Entry) -> None:
     session.set_current_model(opened.record, exported_from=opened.exported_from, link=link)
 
 
+def _opened(entry: Entry) -> None:
+    """A model this session opened by its link and did not keep: its permalink and Open, nothing to change."""
+    kept = entry.kept
+    st.markdown(f"**{md_escape(kept.label, 200)}**")
+    st.caption(
+        _(
+            "Opened by its link: you may open it and send its link on; only whoever kept it can rename, tag or "
+            "delete it."
+        )
+    )
+    st.code(permalink(kept.record.id, kept.key), language=None)
+    if st.button(_("Open"), type="primary", key=f"lib_open_{kept.key}"):
+        _open(entry)
+
+
 def _manage(entry: Entry) -> None:
     """What the owner may do with one of their models."""
     kept, who = entry.kept, session.who()
-    library = session.library()
+    library, token = session.library(), session.owner_token()
     st.markdown(f"**{md_escape(kept.label, 200)}**")
     st.caption(
         _("Its permalink, to bookmark or send (it opens for you and, once shared, your team)")
@@ -155,11 +170,11 @@ def _manage(entry: Entry) -> None:
     if open_col.button(_("Open"), type="primary", key=f"lib_open_{kept.key}", width="stretch"):
         _open(entry)
     if save_col.button(_("Save changes"), key=f"lib_save_{kept.key}", width="stretch"):
-        library.update(kept.record.id, kept.key, who, title=title, tags=tags.split(","), shared=shared)
+        library.update(kept.record.id, kept.key, who, session=token, title=title, tags=tags.split(","), shared=shared)
         st.rerun()
     confirm = delete_col.checkbox(_("I want to delete it"), key=f"lib_confirm_{kept.key}")
     if delete_col.button(_("Delete"), key=f"lib_delete_{kept.key}", disabled=not confirm, width="stretch"):
-        library.delete(kept.record.id, kept.key, who)
+        library.delete(kept.record.id, kept.key, who, token)
         if (st.session_state.get("link") or {}).get("key") == kept.key:
             st.session_state["link"] = {}  # the current model stays for this session, without its link
         st.toast(_("Deleted {name} from the library.").format(name=md_escape(kept.label, 80)))
@@ -168,7 +183,7 @@ def _manage(entry: Entry) -> None:
 
 def library_section() -> None:
     """Your models and your team's shared ones."""
-    who = session.who()
+    who, token = session.who(), session.owner_token()
     config = session.settings()
     mine, team = session.library().entries(who, session.kept_keys())
     if not mine and not team:
@@ -177,7 +192,7 @@ def library_section() -> None:
                 "Nothing in this session's library yet. Every model you upload, export or quantize is kept here by "
                 "its content, with a permalink that opens it again."
             )
-            if config.hosted and not who.signed_in
+            if token is not None and not who.signed_in
             else _(
                 "Nothing in your library yet. Every model you upload, export or quantize is kept here by its "
                 "content, with a permalink that opens it again."
@@ -185,19 +200,29 @@ def library_section() -> None:
         )
         return
     quota = config.library_quota_mb << 20
-    used = session.library().usage(who, session.kept_keys())
     models = ngettext("{count} model", "{count} models", len(mine)).format(count=number(len(mine)))
-    held = (
-        _("{models}, {used} of {quota} on the server.")
-        if quota and who.signed_in
-        else _("{models}, {used} on the server.")
-    ).format(models=models, used=human_bytes(used), quota=human_bytes(quota))
+    if quota and not who.signed_in and token is not None:  # an anonymous session of a shared instance: its share
+        held = _("{models}, {used} of this session's {share} on the server.").format(
+            models=models,
+            used=human_bytes(session.library().session_usage(token)),
+            share=human_bytes(int(quota * config.library_session_share)),
+        )
+    else:
+        held = (
+            _("{models}, {used} of {quota} on the server.")
+            if quota and who.signed_in
+            else _("{models}, {used} on the server.")
+        ).format(
+            models=models, used=human_bytes(session.library().usage(who, session.kept_keys())), quota=human_bytes(quota)
+        )
     st.caption(_("{held} {retention}").format(held=held, retention=_retention(who.signed_in)))
     try:
         if mine:
             chosen = _selected(mine, "library_mine", False, _("Open, rename, tag, share or delete"))
-            if chosen is not None:
+            if chosen is not None and owns(chosen.kept, who, token):
                 _manage(chosen)
+            elif chosen is not None:  # opened by its link: the key opens, it never owns
+                _opened(chosen)
         if team:
             st.markdown("##### " + _("Shared by your team ({team})").format(team=md_escape(who.team, 80)))
             chosen = _selected(team, "library_team", True, _("Open one of your team's models"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import secrets
 import sys
 import threading
 import time
@@ -38,6 +39,7 @@ __all__ = [
     "sample_record",
     "start",
     "who",
+    "owner_token",
     "store",
     "saved_run",
     "page_param",
@@ -177,6 +179,7 @@ def library() -> ModelLibrary:
         max_age_s=config.workspace_max_age_h * 3600,
         owned_max_age_s=config.library_max_age_h * 3600,
         quota_bytes=config.library_quota_mb << 20,
+        session_share=config.library_session_share,
     )
 
 
@@ -204,10 +207,27 @@ def who() -> Identity:
     return identity() if settings().auth else ANONYMOUS
 
 
+def _one_person() -> bool:
+    """A laptop's one person: local mode without a workshop, whose every anonymous keeping is theirs. A hosted
+    instance, or a workshop's (local mode on a classroom's network), is shared by strangers."""
+    config = settings()
+    return not config.hosted and not config.workshop
+
+
+def owner_token() -> str | None:
+    """This browser session's secret owner token: what makes an anonymous keeping this session's to rename, tag or
+    delete (core.model.library.owns). Never the link's key, which is sent to others; never in an address. None
+    on a laptop, whose one user owns every anonymous keeping."""
+    if _one_person():
+        return None
+    token: str = st.session_state.setdefault("owner_token", secrets.token_urlsafe(32))
+    return token
+
+
 def kept_keys() -> set[str] | None:
-    """The keepings an anonymous visitor of a hosted instance may list: those their session made or opened (on
+    """The keepings an anonymous visitor of a shared instance may list: those their session made or opened (on
     a laptop, or signed in, the library lists by owner)."""
-    if who().signed_in or not settings().hosted:
+    if who().signed_in or _one_person():
         return None
     return set(st.session_state.setdefault("kept_keys", set()))
 
@@ -220,14 +240,11 @@ def _remember(record: ModelRecord, exported_from: ModelRecord | None, link: dict
     elif record.format == "sample":
         st.session_state["link"] = {"sample": record.name}
     else:
-        made = st.session_state.setdefault("made_keys", set())
-        try:  # on a hosted instance an anonymous session makes room only among what it kept itself
-            key = library().keep(record, exported_from, who(), made if settings().hosted else None)
+        try:  # on a shared instance an anonymous session makes room only among what it kept itself
+            key = library().keep(record, exported_from, who(), session=owner_token())
         except LibraryFull as exc:
             st.session_state["library_full"] = str(exc)
             key = None
-        if key:
-            made.add(key)
         st.session_state["link"] = {"model": record.id, "key": key} if key else {}
     if st.session_state["link"].get("key"):
         st.session_state.setdefault("kept_keys", set()).add(st.session_state["link"]["key"])

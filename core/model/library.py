@@ -7,17 +7,22 @@ session. So a model that becomes current is also kept here, under the data folde
 was exported from. Each keeping gets a random key and its own record (found by the key's hash); the model
 opens only with its id and a key, so a link is a capability: whoever holds it may open the model, nobody can
 guess one, and two people who upload the same bytes share the files but not each other's names for them.
-With sign-in, a keeping also has an owner and a team: it opens for its owner, and for their team once shared,
-even with the key; only its owner renames, tags, shares or deletes it. Keepings unused for longer than the
-retention are forgotten (anonymous ones sooner). A signed-in owner's library has a quota; anonymous keepings
-share one, where a visitor makes room only among the keepings their own session made: when it is full of
-others', a new keeping is refused, never someone else's dropped.
+A link opens; it never owns. With sign-in, a keeping also has an owner and a team: it opens for its owner, and for
+their team once shared, even with the key; only its owner renames, tags, shares or deletes it. An anonymous
+keeping records which browser session kept it (the hash of a secret token the session holds, never the key that
+is sent to others): only that session renames, tags or deletes it, and keeps results with it (on a laptop, whose
+one user owns every anonymous keeping, the caller says so with ``session=None``). Keepings unused for longer than
+the retention are forgotten (anonymous ones sooner). A signed-in owner's library has a quota; anonymous keepings
+share one, where a session makes room only among the keepings it made itself, within its own share of the quota:
+when the quota is full of others', or the model is larger than a session's share, a new keeping is refused,
+never someone else's dropped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -34,7 +39,7 @@ from core.i18n import _, ngettext
 from core.identity import ANONYMOUS, Identity, stored_owner
 from core.model.records import ModelRecord
 
-__all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "may_open"]
+__all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "NotYourModel", "may_open", "owns"]
 
 _ID = re.compile(r"^[0-9a-f]{64}$")
 
@@ -48,6 +53,7 @@ class Kept:
     exported_from: ModelRecord | None = None
     key: str = ""  # what opens it, in its permalink
     owner: str = ""  # the signed-in person who kept it; "" anonymous (the key alone opens it)
+    keeper: str = ""  # anonymous: the sha256 of the owner token of the session that kept it ("" a laptop's)
     team: str = ""
     title: str = ""  # the name its owner gave it; the record's name until renamed
     tags: list[str] = dataclasses.field(default_factory=list)
@@ -69,17 +75,27 @@ class Entry:
 
 
 class LibraryFull(WorkbenchError):
-    """Keeping one more model would take its owner past their quota."""
+    """Keeping one more model would take its owner past their quota (or an anonymous session past its share)."""
+
+
+class NotYourModel(WorkbenchError):
+    """Renaming, tagging, sharing or deleting a kept model that someone else kept (a link opens, never owns)."""
 
 
 class ModelLibrary:
     def __init__(
-        self, root: str | Path, max_age_s: float, owned_max_age_s: float | None = None, quota_bytes: int = 0
+        self,
+        root: str | Path,
+        max_age_s: float,
+        owned_max_age_s: float | None = None,
+        quota_bytes: int = 0,
+        session_share: float = 1.0,
     ) -> None:
         self.root = Path(root)
         self.max_age_s = max_age_s  # anonymous keepings
         self.owned_max_age_s = owned_max_age_s if owned_max_age_s is not None else max_age_s  # signed-in owners'
         self.quota_bytes = quota_bytes  # per owner (all anonymous keepings together); 0: none
+        self.session_share = session_share  # of the anonymous keepings' quota, what one session's may take
 
     def _folder(self, model_id: str) -> Path | None:
         return self.root / model_id if _ID.match(model_id) else None
@@ -93,18 +109,19 @@ class ModelLibrary:
         record: ModelRecord,
         exported_from: ModelRecord | None = None,
         who: Identity = ANONYMOUS,
-        made: Collection[str] | None = (),
+        session: str | None = "",
     ) -> str | None:
-        """Keep ``record`` (and the PyTorch model it came from) for ``who``; the key that opens it, or None for a
-        model that cannot be kept (a file outside its main file's folder). Raises LibraryFull when a signed-in
-        owner's library would pass the quota, or when the anonymous keepings' would and dropping the least recently
-        used of those ``made`` by the caller's own session (their keys; None: every anonymous keeping, on a laptop
-        where they all are its one user's) does not make room."""
+        """Keep ``record`` (and the PyTorch model it came from) for ``who``, anonymous ones for the browser
+        ``session`` that holds this secret owner token (None: a laptop's one user, who owns every anonymous
+        keeping); the key that opens it, or None for a model that cannot be kept (a file outside its main file's
+        folder). Raises LibraryFull when a signed-in owner's library would pass the quota, or when the anonymous
+        keepings' would, or the session's share of it, and dropping the least recently used of the keepings the
+        session made itself does not make room."""
         folder = self._folder(record.id)
         if folder is None:
             return None
         self.sweep()
-        self._make_room(who, record, exported_from, made)
+        self._make_room(who, record, exported_from, session)
         kept_record = _copied(record, folder / "model")
         kept_from = (
             _copied(exported_from, folder / f"from-{exported_from.id[:16]}") if exported_from is not None else None
@@ -113,7 +130,13 @@ class ModelLibrary:
             return None
         key = secrets.token_urlsafe(18)
         kept = Kept(
-            record=kept_record, exported_from=kept_from, key=key, owner=who.user, team=who.team, kept_at=time.time()
+            record=kept_record,
+            exported_from=kept_from,
+            key=key,
+            owner=who.user,
+            keeper=_digest(session) if session and not who.signed_in else "",
+            team=who.team,
+            kept_at=time.time(),
         )
         self._write(folder, kept)
         return key
@@ -150,12 +173,14 @@ class ModelLibrary:
         key: str,
         who: Identity,
         *,
+        session: str | None = "",
         title: str | None = None,
         tags: list[str] | None = None,
         shared: bool | None = None,
     ) -> Kept:
-        """Rename, tag or share a keeping; only its owner may (anyone holding the key of an anonymous one)."""
-        link, kept = self._owned(model_id, key, who)
+        """Rename, tag or share a keeping; only its owner may (an anonymous one: the ``session`` that kept it).
+        Raises NotYourModel for anyone else, whatever key they hold."""
+        link, kept = self._owned(model_id, key, who, session)
         if title is not None:
             kept.title = " ".join(title.split())[:200]
         if tags is not None:
@@ -165,17 +190,24 @@ class ModelLibrary:
         self._write(link.parent.parent, kept)
         return kept
 
-    def delete(self, model_id: str, key: str, who: Identity) -> None:
-        """Forget a keeping with its kept results; the files go with the last keeping of those bytes."""
-        link, _ = self._owned(model_id, key, who)
+    def delete(self, model_id: str, key: str, who: Identity, session: str | None = "") -> None:
+        """Forget a keeping with its kept results; the files go with the last keeping of those bytes. Only its
+        owner may (an anonymous one: the ``session`` that kept it); NotYourModel for anyone else."""
+        link, _ = self._owned(model_id, key, who, session)
         link.unlink(missing_ok=True)
         shutil.rmtree(link.with_suffix(""), ignore_errors=True)
         self._drop_if_unkept(link.parent.parent)
 
-    def _owned(self, model_id: str, key: str, who: Identity) -> tuple[Path, Kept]:
+    def _owned(self, model_id: str, key: str, who: Identity, session: str | None) -> tuple[Path, Kept]:
         found = self._find(model_id, key)
-        if found is None or found[1].owner != who.user:
-            raise WorkbenchError("Only the person who kept this model can change or delete it.")
+        if found is None or not owns(found[1], who, session):
+            raise NotYourModel(
+                _(
+                    "Only whoever kept this model (the person signed in, or the browser session that kept it) can "
+                    "rename, tag, share or delete it: its link opens it, nothing more. To keep a copy of your own, "
+                    "upload its file again."
+                )
+            )
         return found
 
     def entries(self, who: Identity, keys: set[str] | None = None) -> tuple[list[Entry], list[Entry]]:
@@ -207,14 +239,23 @@ class ModelLibrary:
             if kept is not None:
                 yield link, kept
 
+    def session_usage(self, session: str | None) -> int:
+        """Bytes on disk of the anonymous keepings this ``session`` made (None: all of them, a laptop's)."""
+        folders = {link.parent.parent for link, kept in self._all() if not kept.owner and _kept_by(kept, session)}
+        return sum(_size(f) for f in folders)
+
     def _make_room(
-        self, who: Identity, record: ModelRecord, exported_from: ModelRecord | None, made: Collection[str] | None
+        self, who: Identity, record: ModelRecord, exported_from: ModelRecord | None, session: str | None
     ) -> None:
         if self.quota_bytes <= 0:
             return
         adding = record.size_bytes + (exported_from.size_bytes if exported_from is not None else 0)
         used = self.usage(who)
-        if used + adding <= self.quota_bytes:
+        # one anonymous session takes its share, never the whole room (a laptop's one user: all of it)
+        share = self.quota_bytes if who.signed_in or session is None else int(self.quota_bytes * self.session_share)
+        if used + adding <= self.quota_bytes and (
+            share == self.quota_bytes or self.session_usage(session) + adding <= share
+        ):
             return
         if who.signed_in:
             raise LibraryFull(  # raised while the app runs, so in the reader's language (core.i18n)
@@ -224,9 +265,19 @@ class ModelLibrary:
                     "on the Model page."
                 ).format(used=_human(used), quota=_human(self.quota_bytes))
             )
+        if adding > share:  # however much of its own it dropped: said first
+            raise LibraryFull(
+                _(
+                    "This model ({size}) is larger than one browser session's share of the library's room for people "
+                    "who are not signed in ({share} of {quota}, setting WORKBENCH_LIBRARY_SESSION_SHARE), so it is "
+                    "not kept: you can work with it in this session, but it has no permalink and a reload loses it. "
+                    "Ask whoever runs this instance to raise the share, or sign in where it offers signing in: your "
+                    "models then have a library of their own."
+                ).format(size=_human(adding), share=_human(share), quota=_human(self.quota_bytes))
+            )
         anonymous = [(link, kept) for link, kept in self._all() if not kept.owner]
         droppable = sorted(
-            (link for link, kept in anonymous if made is None or kept.key in made), key=_mtime
+            (link for link, kept in anonymous if _kept_by(kept, session)), key=_mtime
         )  # the caller's own, least recently used first
         staying = {link.parent.parent for link, _ in anonymous if link not in droppable}  # others' stay
         if sum(_size(f) for f in staying) + adding > self.quota_bytes:
@@ -239,7 +290,9 @@ class ModelLibrary:
                     "later (a model unused for {age} is forgotten)."
                 ).format(used=_human(used), quota=_human(self.quota_bytes), age=_hours(self.max_age_s))
             )
-        while droppable and self.usage(who) + adding > self.quota_bytes:
+        while droppable and (
+            self.usage(who) + adding > self.quota_bytes or self.session_usage(session) + adding > share
+        ):
             link = droppable.pop(0)  # the session's least recently used keeping makes room
             link.unlink(missing_ok=True)
             shutil.rmtree(link.with_suffix(""), ignore_errors=True)
@@ -256,13 +309,20 @@ class ModelLibrary:
             return None
         return self._link(folder, key).with_suffix("") / f"{name}.msgpack"
 
-    def keep_result(self, model_id: str, key: str, name: str, data: bytes) -> None:
+    def keep_result(
+        self, model_id: str, key: str, name: str, data: bytes, who: Identity = ANONYMOUS, session: str | None = ""
+    ) -> bool:
         """Keep a page's result (``data``, as the job boundary encodes it) with this keeping of the model, so that
-        a reload, the link and the library show it at once."""
+        a reload, the link and the library show it at once; only its owner's (an anonymous one: the ``session``
+        that kept it). Whether it was kept: someone who opened it by its link keeps their results in their
+        session, never in the keeping its owner and everyone with the link see."""
         target = self._result(model_id, key, name)
-        if target is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        found = self._find(model_id, key) if target is not None else None
+        if target is None or found is None or not owns(found[1], who, session):
+            return False
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return True
 
     def result(self, model_id: str, key: str, name: str) -> bytes | None:
         """The result kept under ``name`` with this keeping of the model, or None."""
@@ -295,6 +355,27 @@ def may_open(kept: Kept, who: Identity) -> bool:
     if not kept.owner:
         return True
     return kept.owner == who.user or (kept.shared and who.signed_in and kept.team == who.team)
+
+
+def owns(kept: Kept, who: Identity, session: str | None) -> bool:
+    """Whether ``who``, in the browser ``session`` holding this owner token, may rename, tag, share or delete
+    ``kept``: a signed-in owner's is theirs alone; an anonymous one is the session's that kept it (None: a
+    laptop's one user, who owns them all). The key never owns: it is the link, sent to others."""
+    if kept.owner:
+        return kept.owner == who.user
+    return not who.signed_in and _kept_by(kept, session)
+
+
+def _kept_by(kept: Kept, session: str | None) -> bool:
+    """An anonymous keeping made by this ``session`` (None: a laptop's one user, every one)."""
+    return session is None or (
+        bool(session) and bool(kept.keeper) and hmac.compare_digest(kept.keeper, _digest(session))
+    )
+
+
+def _digest(session: str) -> str:
+    """What a keeping records of a session's owner token: its hash, so the files never hold the token itself."""
+    return hashlib.sha256(session.encode()).hexdigest()
 
 
 def _read(link: Path) -> Kept | None:
@@ -330,6 +411,8 @@ def _hours(seconds: float) -> str:
 
 
 def _human(n: int) -> str:
+    if n < 1 << 20:  # a share of a small quota, a small model: never "0 MB"
+        return f"{n / 1024:,.0f} kB"
     return f"{n / (1 << 20):,.0f} MB" if n < 1 << 30 else f"{n / (1 << 30):,.1f} GB"
 
 

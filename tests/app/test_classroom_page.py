@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.classroom import Entry, Rooms, RoomSetup, browser_entry
+from core.identity import ANONYMOUS
+from core.model.library import NotYourModel
 from core.settings import load_settings
 from core.store import open_history
+from tests import builders
 from tests.app.pages import open_page, run_benchmark, texts
 from tests.unit.test_classroom_devices import browser_run
-from ui import classroom_view
+from ui import classroom_view, session
 
 KEY = "correct horse battery staple"
 HOSTILE = "<img src=x onerror=alert(1)>**Eve**"
@@ -31,7 +35,7 @@ def _rooms() -> Rooms:
     return Rooms(open_history(load_settings()).engine)
 
 
-def _teacher_opens_a_room(at: AppTest, pages: list[str]) -> str:
+def _teacher_opens_a_room(at: AppTest, pages: list[str], model: str = "") -> str:
     at.switch_page("app_pages/classroom.py").run()
     at.text_input(key="facilitator_key").set_value("wrong")
     at.button(key="facilitator_button").click().run()
@@ -40,6 +44,8 @@ def _teacher_opens_a_room(at: AppTest, pages: list[str]) -> str:
     at.text_input(key="facilitator_key").set_value(KEY)
     at.button(key="facilitator_button").click().run()
     at.multiselect(key="room_pages").set_value(pages)
+    if model:
+        at.selectbox(key="room_model").set_value(model)
     at.radio(key="room_language").set_value("zh")
     at.button(key="room_open").click().run()
     assert not at.exception, at.exception
@@ -117,6 +123,38 @@ def test_a_participant_joins_starts_where_the_teacher_said_and_their_benchmark_l
     teacher.button(key="room_close").click().run()
     pupil.run()
     assert any(code in w.value and "已关闭" in w.value for w in pupil.warning), [w.value for w in pupil.warning]
+
+
+def _join(code: str, name: str) -> AppTest:
+    pupil = open_page()
+    pupil.text_input(key="room_code").set_value(code)
+    pupil.text_input(key="room_name").set_value(name)
+    pupil.button(key="room_join_button").click().run()
+    assert not pupil.exception, pupil.exception
+    return pupil
+
+
+def test_the_rooms_model_opens_for_every_participant_and_none_of_them_can_delete_it(tmp_path: Path) -> None:
+    """The teacher's model reaches each participant by its link: they open it, and find in their library no
+    rename, tag or delete (and the library refuses them if asked directly); so the next one still joins."""
+    teacher = open_page("model", ("relu.onnx", builders.write(builders.relu_model(), tmp_path / "r.onnx").read_bytes()))
+    link = teacher.session_state["link"]
+    code = _teacher_opens_a_room(teacher, ["model", "benchmark"], f"library:{link['model']}:{link['key']}")
+
+    pupil = _join(code, "Ada")
+    assert pupil.session_state["model"].name == "relu"
+    pupil.switch_page("app_pages/model.py").run()
+    pupil.selectbox(key="library_mine").select_index(0).run()  # listed (in Chinese): this session opened it
+    assert not pupil.exception, pupil.exception
+    assert [b.key for b in pupil.button if (b.key or "").startswith("lib_")] == [f"lib_open_{link['key']}"]  # Open only
+    assert not [t for t in pupil.text_input if (t.key or "").startswith("lib_")]  # no name or tags to change
+    with pytest.raises(NotYourModel):  # the page bypassed: the library itself refuses
+        session.library().delete(link["model"], link["key"], ANONYMOUS, pupil.session_state["owner_token"])
+
+    assert _join(code, "Bob").session_state["model"].name == "relu"  # the next participant still gets it
+    teacher.switch_page("app_pages/model.py").run()
+    teacher.selectbox(key="library_mine").set_value(link["key"]).run()  # the teacher's session kept it: theirs
+    assert [b for b in teacher.button if b.key == f"lib_delete_{link['key']}"]
 
 
 def run_benchmark_in_chinese(at: AppTest) -> None:

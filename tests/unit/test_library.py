@@ -7,13 +7,14 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
+from onnx import numpy_helper
 
-from core.errors import WorkbenchError
 from core.identity import ANONYMOUS, Identity
 from core.model import ModelRecord
 from core.model.intake import IntakeRequest, describe_files
-from core.model.library import LibraryFull, ModelLibrary
+from core.model.library import LibraryFull, ModelLibrary, NotYourModel, owns
 from tests import builders
 
 
@@ -87,7 +88,7 @@ def test_only_the_owner_renames_tags_shares_or_deletes(tmp_path: Path) -> None:
         lambda: library.update(record.id, key, BOB, title="mine now"),
         lambda: library.delete(record.id, key, BOB),
     ):
-        with pytest.raises(WorkbenchError, match="Only the person who kept"):
+        with pytest.raises(NotYourModel, match="Only whoever kept this model"):
             action()
     (mine, _) = library.entries(ALICE)
     assert [e.kept.label for e in mine] == ["detector v2"]
@@ -131,22 +132,20 @@ def test_a_signed_in_library_has_a_quota_of_its_own(tmp_path: Path) -> None:
 def test_on_a_laptop_the_least_recently_used_anonymous_keeping_makes_room(tmp_path: Path) -> None:
     record, other = _two_models(tmp_path)
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
-    first = library.keep(record, made=None)  # None: every anonymous keeping is the one user's
+    first = library.keep(record, session=None)  # None: every anonymous keeping is the one user's
     assert first
     _used_long_ago(library, record, first)
-    second = library.keep(other, made=None)
+    second = library.keep(other, session=None)
     assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
 
 
 def test_an_anonymous_session_makes_room_only_among_what_it_kept_itself(tmp_path: Path) -> None:
     record, other = _two_models(tmp_path)
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
-    mine: set[str] = set()
-    first = library.keep(record, made=mine)
+    first = library.keep(record, session="my tab's token")
     assert first
-    mine.add(first)
     _used_long_ago(library, record, first)
-    second = library.keep(other, made=mine)  # its own older keeping makes room
+    second = library.keep(other, session="my tab's token")  # its own older keeping makes room
     assert second and library.open(record.id, first) is None and library.open(other.id, second) is not None
     assert library.usage(ANONYMOUS, {second}) == library.usage(ANONYMOUS) > 0
 
@@ -154,12 +153,12 @@ def test_an_anonymous_session_makes_room_only_among_what_it_kept_itself(tmp_path
 def test_a_full_anonymous_library_refuses_a_new_keeping_and_drops_nobody_elses(tmp_path: Path) -> None:
     record, other = _two_models(tmp_path)
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=record.size_bytes + other.size_bytes - 1)
-    theirs = library.keep(record, made=set())  # another visitor's session
+    theirs = library.keep(record, session="their tab's token")  # another visitor's session
     assert theirs
     _used_long_ago(library, record, theirs)  # however long unused (within the retention)
-    for made in (set(), {"a key of its own, elsewhere"}):
+    for session in ("", "my tab's token", theirs):  # no token, its own, or their link's key: none is theirs
         with pytest.raises(LibraryFull, match="never anyone else's"):
-            library.keep(other, made=made)
+            library.keep(other, session=session)
     assert library.open(record.id, theirs) is not None  # still there, its permalink still opens
     assert not (tmp_path / "models" / other.id).exists()  # nothing of the refused one left behind
 
@@ -167,14 +166,14 @@ def test_a_full_anonymous_library_refuses_a_new_keeping_and_drops_nobody_elses(t
 def test_a_session_drops_none_of_its_own_when_that_would_not_make_room(tmp_path: Path) -> None:
     record, other = _two_models(tmp_path)
     library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=other.size_bytes + record.size_bytes)
-    theirs, mine = library.keep(record, made=set()), library.keep(other, made=set())
+    theirs, mine = library.keep(record, session="their tab's token"), library.keep(other, session="my tab's token")
     assert theirs and mine
     bigger = describe_files(
         IntakeRequest(paths=[str(builders.write(builders.chain_model(12), tmp_path / "third" / "c.onnx"))])
     )
     assert bigger.size_bytes > other.size_bytes
     with pytest.raises(LibraryFull):
-        library.keep(bigger, made={mine})  # dropping its own would not be enough: it keeps it
+        library.keep(bigger, session="my tab's token")  # dropping its own would not be enough: it keeps it
     assert library.open(other.id, mine) is not None and library.open(record.id, theirs) is not None
 
 
@@ -191,8 +190,85 @@ def test_an_owners_keeping_outlives_an_anonymous_one(tmp_path: Path) -> None:
 def test_an_anonymous_hosted_visitor_lists_only_their_sessions_keepings(tmp_path: Path) -> None:
     library = ModelLibrary(tmp_path / "models", max_age_s=3600)
     record = _relu(tmp_path)
-    mine, someone_elses = library.keep(record), library.keep(record)
+    mine, someone_elses = library.keep(record, session="my tab's token"), library.keep(record)
     assert mine and someone_elses
     listed, _ = library.entries(ANONYMOUS, keys={mine})
     assert [e.kept.key for e in listed] == [mine]
-    assert library.update(record.id, mine, ANONYMOUS, shared=True).shared is False  # no team to share with
+    shared = library.update(record.id, mine, ANONYMOUS, session="my tab's token", shared=True)
+    assert shared.shared is False  # no team to share with
+
+
+TEACHER, PUPIL = "the teacher's tab's owner token", "a participant's tab's owner token"
+
+
+def test_a_link_opens_an_anonymous_model_and_only_the_session_that_kept_it_changes_it(tmp_path: Path) -> None:
+    """A workshop's room model (or any anonymous permalink sent on): everyone with the link opens it; nobody
+    but the browser session that kept it renames, tags or deletes it, whatever they hold."""
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    key = library.keep(record, session=TEACHER)
+    assert key
+    kept = library.open(record.id, key)  # the link opens it for anyone
+    assert kept is not None and kept.keeper and TEACHER not in kept.keeper  # the token's hash, never the token
+    assert not owns(kept, ANONYMOUS, PUPIL) and owns(kept, ANONYMOUS, TEACHER)
+    for session in (PUPIL, "", key):  # another session, none, or the link's key itself
+        with pytest.raises(NotYourModel, match="its link opens it, nothing more"):
+            library.update(record.id, key, ANONYMOUS, session=session, title="mine now")
+        with pytest.raises(NotYourModel):
+            library.update(record.id, key, ANONYMOUS, session=session, tags=["spam"])
+        with pytest.raises(NotYourModel):
+            library.delete(record.id, key, ANONYMOUS, session)
+    with pytest.raises(NotYourModel):  # a signed-in person does not own a stranger's anonymous keeping either
+        library.delete(record.id, key, ALICE, TEACHER)
+    assert not library.keep_result(record.id, key, "bench", b"a participant's run", ANONYMOUS, PUPIL)
+    assert library.result(record.id, key, "bench") is None  # nothing written into the teacher's keeping
+    assert library.keep_result(record.id, key, "bench", b"the teacher's run", ANONYMOUS, TEACHER)
+    opened = library.open(record.id, key)
+    assert opened is not None and opened.label == "relu"  # still there, as its keeper named it
+    assert library.update(record.id, key, ANONYMOUS, session=TEACHER, title="room model").label == "room model"
+    library.delete(record.id, key, ANONYMOUS, TEACHER)
+    assert library.open(record.id, key) is None
+
+
+def test_a_laptops_one_user_owns_every_anonymous_keeping(tmp_path: Path) -> None:
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = _relu(tmp_path)
+    key = library.keep(record, session=None)  # kept before a reload; the laptop's next session is the same person
+    assert key
+    library.update(record.id, key, ANONYMOUS, session=None, title="renamed")
+    library.delete(record.id, key, ANONYMOUS, None)
+    assert library.open(record.id, key) is None
+
+
+def _models(tmp_path: Path, count: int) -> list[ModelRecord]:
+    """``count`` models of one size: chains of 20 nodes whose first bias differs."""
+    records = []
+    for n in range(count):
+        model = builders.chain_model(20)
+        model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.full((16,), n + 1.0, np.float32), "bias_0"))
+        path = builders.write(model, tmp_path / f"m{n}" / "chain.onnx")
+        records.append(describe_files(IntakeRequest(paths=[str(path)])))
+    return records
+
+
+def test_one_anonymous_session_takes_only_its_share_of_the_shared_room(tmp_path: Path) -> None:
+    first, second, third, alices = _models(tmp_path, 4)
+    size = first.size_bytes
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=4 * size, session_share=0.5)
+    oldest, older = library.keep(first, session="mallory's tab"), library.keep(second, session="mallory's tab")
+    assert oldest and older  # its share: two models
+    _used_long_ago(library, first, oldest)
+    assert library.keep(third, session="mallory's tab")  # a third makes room among its own: the oldest goes
+    assert library.open(first.id, oldest) is None and library.session_usage("mallory's tab") == 2 * size
+    assert library.keep(alices, session="alice's tab")  # so the room keeps space for everyone else
+    assert library.open(second.id, older) is not None
+
+
+def test_a_model_larger_than_a_sessions_share_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    (record,) = _models(tmp_path, 1)
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600, quota_bytes=2 * record.size_bytes, session_share=0.25)
+    with pytest.raises(LibraryFull, match="larger than one browser session's share") as refused:
+        library.keep(record, session="mallory's tab")
+    assert "WORKBENCH_LIBRARY_SESSION_SHARE" in str(refused.value) and "sign in" in str(refused.value)
+    assert not (tmp_path / "models" / record.id).exists()
+    assert library.keep(record, session=None)  # a laptop's one user has the whole room
