@@ -9,7 +9,7 @@ from core.i18n import N_, _, ngettext, number, pgettext
 from core.model import ModelRecord, TensorSpec, format_shape
 from core.model.dims import what_made
 from core.model.metadata import ModelMetadata
-from core.model.notes import shown_note
+from core.notes import say
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = ["model_card", "sidebar_model", "signature_frame", "signature_tables"]
@@ -222,8 +222,8 @@ def model_card(record: ModelRecord) -> None:
         if details:
             frame = pd.DataFrame({_("field"): list(details), _("value"): list(details.values())})
             st.table(escaped_frame(frame), hide_index=True)
-        for note in record.notes:  # kept in English; translated here (core.model.notes)
-            st.markdown(f"- {md_escape(shown_note(note), 400)}")
+        for note in record.notes:  # kept as data; said here in the reader's language (core.notes)
+            st.markdown(f"- {md_escape(say(note), 400)}")
         _metadata_section(record)
         if record.architecture_matches:
             title = (
