@@ -23,6 +23,7 @@ __all__ = [
     "LoadtestError",
     "MissingExtraError",
     "NoMatchingArchitectureError",
+    "NotAModelServer",
     "OldOpsetError",
     "PartitionError",
     "RoomError",
@@ -135,6 +136,11 @@ class DeployError(WorkbenchError):
 
 class LoadtestError(WorkbenchError):
     """A load test could not run: an address it may not reach, a server that did not start or answer."""
+
+
+class NotAModelServer(LoadtestError):
+    """An address a load test was given that is no model server: nothing answers there, its ``GET /health`` is not
+    the generated server's, or it serves another model than the one given."""
 
 
 class CompareError(WorkbenchError):

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.deploy import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
-from core.deploy.loadtest import NOTES, headline
+from core.deploy.loadtest import NOTES, headline, percentile_text
 from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
@@ -150,7 +150,7 @@ def throughput_figure(frame: pd.DataFrame) -> go.Figure:
 
 
 def _interval(value: float, low: float, high: float) -> str:
-    return f"{significant(value)} ({significant(low)}–{significant(high)})"
+    return percentile_text(value, low, high)  # in words where no request was answered, never "nan"
 
 
 def _results(report: LoadtestReport) -> None:

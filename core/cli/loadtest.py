@@ -23,7 +23,9 @@ from core.settings import load_settings
 if TYPE_CHECKING:
     from core.deploy import LoadtestReport
 
-__all__ = ["register", "run"]
+__all__ = ["register", "report_json", "run"]
+
+_PERCENTILES = [f"p{q}{part}_ms" for q in (50, 90, 99) for part in ("", "_low", "_high")]
 
 
 def register(parser: Any) -> None:
@@ -44,13 +46,16 @@ def register(parser: Any) -> None:
 
 
 def _print(report: LoadtestReport) -> None:
-    from core.deploy.loadtest import headline
+    from core.deploy.loadtest import headline, percentile_text
 
     print(headline(report))
     print(padded(_("concurrency"), 12), padded(_("requests/s"), 11, True), padded("p50", 22, True),
           padded("p90", 10, True), padded("p99", 10, True), padded(_("errors"), 7, True))  # fmt: skip
     for r in report.results:
-        p50 = f"{significant(r.p50_ms)} ({significant(r.p50_low_ms)}–{significant(r.p50_high_ms)})ms"
+        if not r.requests:  # nothing to take a percentile of: said in words, never "nan"
+            print(f"{r.concurrency:<12} {r.rps:>11,.1f}", padded(_("no request answered"), 42, True), f"{r.errors:>7}")
+            continue
+        p50 = percentile_text(r.p50_ms, r.p50_low_ms, r.p50_high_ms) + "ms"
         p90, p99 = significant(r.p90_ms), significant(r.p99_ms)
         print(f"{r.concurrency:<12} {r.rps:>11,.1f} {p50:>22} {p90:>8}ms {p99:>8}ms {r.errors:>7}")
     print(
@@ -60,6 +65,17 @@ def _print(report: LoadtestReport) -> None:
     )
     for note in report.notes:
         print(_("note     {note}").format(note=note))
+
+
+def report_json(report: LoadtestReport) -> dict[str, Any]:
+    """The report as --json prints it: a concurrency with no request answered has null percentiles and says why in
+    ``unmeasured`` (JSON has no NaN; a string "nan" is not a number either)."""
+    data: dict[str, Any] = to_data(report)
+    for result, row in zip(report.results, data["results"], strict=True):
+        if not result.requests:
+            row.update(dict.fromkeys(_PERCENTILES))
+            row["unmeasured"] = f"no request was answered at concurrency {result.concurrency}: {result.errors} failed"
+    return data
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,10 +107,11 @@ def run(args: argparse.Namespace) -> int:
         from core.store.loadtests import bench_report_of
 
         open_history(load_settings()).save(bench_report_of(report))
+    stopped = 1 if report.stopped_at is not None else 0  # measured, but the server failed: the notes say how
     if args.json:
-        print(json.dumps(to_data(report), indent=2))
-        return 0
+        print(json.dumps(report_json(report), indent=2, allow_nan=False))
+        return stopped
     _print(report)
     if not args.no_save:
         print(_("saved    run {run} in the history").format(run=report.id))
-    return 0
+    return stopped

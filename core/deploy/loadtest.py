@@ -7,6 +7,11 @@ the body back to back for ``duration_s`` seconds after a short warm-up; each req
 client, and a seeded sample of responses is checked against the in-process outputs. Percentiles come with
 distribution-free order-statistic intervals (core.runtime.stats). A folder Deploy wrote is started with uvicorn on
 a loopback port of the job's own (its sandbox has no other network) and stopped after.
+
+Before any load, the server's ``GET /health`` must be the generated server's (core/deploy/served_app.py: status
+"ok", the model's inputs and outputs) and name the model given: an address that is no model server is refused at
+once (NotAModelServer), never loaded. A run of failures stops the load (STOP_RUN in a row, or more than STOP_SHARE
+of at least STOP_MIN requests): a server that fails is not loaded on for the whole duration at every concurrency.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import asyncio
 import contextlib
 import io
 import json
+import math
 import random
 import socket
 import subprocess
@@ -32,7 +38,7 @@ import numpy as np
 
 from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
 from core.deploy.session import session_config, session_for
-from core.errors import LoadtestError
+from core.errors import LoadtestError, NotAModelServer
 from core.i18n import N_, _, number
 from core.model.inputs import make_inputs
 from core.recorded import significant
@@ -41,10 +47,24 @@ from core.runtime.stats import median_interval, quantile_interval
 
 T = TypeVar("T")
 
-__all__ = ["HEADLINE", "JSON_COSTS_MS", "NOTES", "headline", "json_costs", "run_client", "run_loadtest", "started_app"]
+__all__ = [
+    "HEADLINE",
+    "JSON_COSTS_MS",
+    "NOTES",
+    "check_server",
+    "headline",
+    "json_costs",
+    "run_client",
+    "run_loadtest",
+    "started_app",
+]
 
 START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
+HEALTH_S = 5.0  # how long an address's /health may take to answer before it is refused
+HEALTH_BYTES = 1 << 20  # the most of a /health answer read (the generated server's is a few hundred bytes)
+STOP_RUN = 20  # failures in a row that stop the load
+STOP_SHARE, STOP_MIN = 0.5, 40  # ... or more than this share failed, once at least STOP_MIN requests were sent
 _ERRORS = N_("{count} of {total} requests at concurrency {concurrency} failed, e.g. {example}")
 _DIFFERS = N_(
     "The outputs of {checked} checked responses at concurrency {concurrency} differ from ONNX Runtime in-process by "
@@ -55,7 +75,11 @@ _JSON_COSTS = N_(
     "written and parsed as JSON text on every request. Send the input as an .npy body (the toggle on the Deploy page, "
     "or --npy on the command line) to measure the server without that cost, as a client sending large tensors should."
 )
-NOTES = (_ERRORS, _DIFFERS, _JSON_COSTS)  # kept in English in the saved run, translated where shown (core.recorded)
+_STOPPED = N_(
+    "The load stopped at concurrency {concurrency}: {count} of {total} requests failed (the first: {example}); "
+    "a server failing so is not loaded further, nor at a higher concurrency."
+)
+NOTES = (_ERRORS, _DIFFERS, _JSON_COSTS, _STOPPED)  # kept in English in the saved run, translated where shown
 JSON_COSTS_MS = 5.0  # HTTP and JSON past this, and past the call itself, are mostly the body's text: .npy is said
 HEADLINE = N_(
     "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and {body} cost "
@@ -71,6 +95,13 @@ class _Load:
     sampled: list[bytes] = field(default_factory=list)
     seen: int = 0
     elapsed_s: float = 0.0
+    in_a_row: int = 0  # failures since the last success
+    stopped: bool = False  # stopped by a run of failures (STOP_RUN in a row, or past STOP_SHARE)
+
+    def failing(self) -> bool:
+        """Whether the failures so far stop the load."""
+        total = self.errors + len(self.latencies_ms)
+        return self.in_a_row >= STOP_RUN or (total >= STOP_MIN and self.errors > STOP_SHARE * total)
 
 
 def _validate(request: LoadtestRequest) -> None:
@@ -144,6 +175,90 @@ def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
             proc.wait()
 
 
+def _health(base: str) -> Any:
+    """What ``base``'s ``GET /health`` answers, read as JSON (at most HEALTH_BYTES of it), or NotAModelServer."""
+    import httpx
+
+    way_out = _(
+        "Give the address of a running server that python -m core deploy wrote (its GET /health answers "
+        '{"status": "ok"} with the model\'s inputs and outputs), or the folder deploy wrote.'
+    )
+    try:
+        with httpx.stream("GET", f"{base}/health", timeout=HEALTH_S, trust_env=False) as response:
+            content = b""
+            for chunk in response.iter_bytes():
+                content += chunk
+                if len(content) > HEALTH_BYTES:
+                    break
+    except httpx.HTTPError as exc:
+        raise NotAModelServer(
+            _("Nothing answers at {url} ({error}). {way_out}").format(
+                url=base[:200], error=f"{type(exc).__name__}: {exc}"[:200], way_out=way_out
+            )
+        ) from None
+    said = content[:120].decode("utf-8", "replace").strip()
+    if response.status_code != 200:
+        raise NotAModelServer(
+            _("{url}/health answered HTTP {status} ({body}): the address is not a model server. {way_out}").format(
+                url=base[:200], status=response.status_code, body=repr(said), way_out=way_out
+            )
+        )
+    try:
+        return json.loads(content)
+    except ValueError:
+        raise NotAModelServer(
+            _("{url}/health answered {body}, not JSON: the address is not a model server. {way_out}").format(
+                url=base[:200], body=repr(said), way_out=way_out
+            )
+        ) from None
+
+
+def _signature(specs: Any) -> list[tuple[str, str]] | None:
+    """(name, dtype) of each tensor a /health answer lists, or None when it lists none as the generated server does."""
+    if not isinstance(specs, list) or not specs:
+        return None
+    found = [(s.get("name"), s.get("dtype", "")) for s in specs if isinstance(s, dict)]
+    named = [(n, d) for n, d in found if isinstance(n, str) and isinstance(d, str)]
+    return sorted(named) if len(named) == len(specs) else None
+
+
+def _listed(tensors: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{name} ({dtype})" if dtype else name for name, dtype in tensors)[:400]
+
+
+def check_server(base: str, feeds: dict[str, np.ndarray], outputs: list[str]) -> None:
+    """Refuse ``base`` (NotAModelServer) unless its ``GET /health`` is the generated server's, ready ("ok"), and
+    names the inputs (with their dtypes) and outputs of the model given: nothing is loaded before."""
+    health = _health(base)
+    inputs = _signature(health.get("inputs")) if isinstance(health, dict) else None
+    served_outputs = _signature(health.get("outputs")) if isinstance(health, dict) else None
+    if not isinstance(health, dict) or inputs is None or served_outputs is None:
+        raise NotAModelServer(
+            _(
+                "{url}/health does not list a model's inputs and outputs ({body}): the address is not a server "
+                "python -m core deploy wrote. Give such a server's address, or the folder deploy wrote."
+            ).format(url=base[:200], body=json.dumps(health)[:120])
+        )
+    if health.get("status") != "ok":
+        raise NotAModelServer(
+            _("The server at {url} is not ready (/health says {status}); load it once it says ok.").format(
+                url=base[:200], status=json.dumps(health.get("status"))[:60]
+            )
+        )
+    wanted = sorted((name, str(value.dtype)) for name, value in feeds.items())
+    served = sorted((name, "") for name, _dtype in served_outputs)
+    if inputs != wanted or served != sorted((name, "") for name in outputs):
+        raise NotAModelServer(
+            _(
+                "The server at {url} serves another model than the one given: it takes {served_inputs} and answers "
+                "{served_outputs}; the model given takes {inputs} and answers {outputs}. Give the model it serves."
+            ).format(
+                url=base[:200], served_inputs=_listed(inputs), served_outputs=_listed(served),
+                inputs=_listed(wanted), outputs=_listed(sorted((name, "") for name in outputs)),
+            )
+        )  # fmt: skip
+
+
 def _body(feeds: dict[str, np.ndarray], npy: bool) -> tuple[bytes, str]:
     if npy:
         if len(feeds) != 1:
@@ -207,20 +322,23 @@ async def _load(
         deadline = began + duration_s
 
         async def worker() -> None:
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and not load.stopped:
                 ms, status, content, error = await post()
                 if status == 200:
                     load.latencies_ms.append(ms)
                     load.seen += 1
+                    load.in_a_row = 0
                     if len(load.sampled) < keep:
                         load.sampled.append(content)
                     elif (slot := rng.randrange(load.seen)) < keep:
                         load.sampled[slot] = content
                     continue
                 load.errors += 1
+                load.in_a_row += 1
                 if len(load.examples) < 3:
                     said = f"HTTP {status}: {content[:160].decode('utf-8', 'replace')}" if status else error
                     load.examples.append(said)
+                load.stopped = load.stopped or load.failing()
 
         await asyncio.gather(*(worker() for _w in range(concurrency)))
         load.elapsed_s = time.perf_counter() - began
@@ -261,6 +379,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     """The job: see the module's docstring for the method."""
     report_progress = progress or _silent
     began = time.perf_counter()
+    stopped_at: int | None = None
     _validate(request)
     config = session_config(
         json.loads((Path(request.app) / "session.json").read_text()) if request.app else request.tuned
@@ -269,6 +388,9 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     session = session_for(request.model.path, config)
     feeds = make_inputs(request.model.inputs, 1, request.seed)
     names = [o.name for o in session.get_outputs()]
+    base = request.url.rstrip("/").removesuffix("/predict")
+    if request.url:  # at once, before anything is measured: an address that is no model server is never loaded
+        check_server(base, feeds, names)
     reference = dict(zip(names, session.run(None, feeds), strict=True))
     in_process = np.sort(np.asarray(_in_process(session, feeds)))
     del session
@@ -280,8 +402,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         if request.app:
             report_progress(0.05, _("Starting the server"))
             base = stack.enter_context(started_app(request.app))
-        else:
-            base = request.url.rstrip("/").removesuffix("/predict")
+            check_server(base, feeds, names)  # the folder may serve another model than the one given
         for i, concurrency in enumerate(request.concurrency):
             said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
             report_progress(0.1 + 0.85 * i / len(request.concurrency), said)
@@ -291,6 +412,10 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
             diff = _max_diff(load.sampled, reference)
             results.append(_result(concurrency, load, diff))
             total = load.errors + len(load.latencies_ms)
+            if load.stopped:
+                stopped_at = concurrency
+                notes.append(_stopped(load, concurrency, results))
+                break
             if load.errors:
                 notes.append(
                     _ERRORS.format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0])
@@ -307,7 +432,31 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
         in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
         environment=environment([config["intra_op_threads"]]), notes=notes, seconds=time.perf_counter() - began,
+        stopped_at=stopped_at,
     )  # fmt: skip
+
+
+def _stopped(load: _Load, concurrency: int, results: list[LoadResult]) -> str:
+    """The note that says the load stopped on a run of failures; a LoadtestError when no request was answered at
+    all (the server fails every request: nothing was measured)."""
+    total = load.errors + len(load.latencies_ms)
+    if not any(r.requests for r in results):
+        raise LoadtestError(
+            _(
+                "The server failed every request: {count} of {total} at concurrency {concurrency} (the first: "
+                "{example}), so the load stopped and nothing was measured. Send it the same request yourself to see "
+                "why."
+            ).format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0][:200])
+        )
+    return _STOPPED.format(concurrency=concurrency, count=load.errors, total=total, example=load.examples[0])
+
+
+def percentile_text(value: float, low: float, high: float) -> str:
+    """A percentile with its 95 % interval ("3.1 (2.9–3.3)"), or in words when no request was answered (never
+    "nan")."""
+    if not all(math.isfinite(v) for v in (value, low, high)):
+        return _("no request answered")
+    return f"{significant(value)} ({significant(low)}–{significant(high)})"
 
 
 def _lowest_answered(results: list[LoadResult]) -> LoadResult | None:

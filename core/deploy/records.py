@@ -102,3 +102,4 @@ class LoadtestReport:
     environment: Environment
     notes: list[str]
     seconds: float
+    stopped_at: int | None = None  # the concurrency at which a run of failures stopped the load (notes say more)
