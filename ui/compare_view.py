@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.compare import CompareReport, Divergence, TensorError
 from core.compare.divergence import CAUSES
+from core.compare.engine import ONLY_OUTPUTS
 from core.graph import GraphView
 from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
@@ -134,7 +135,11 @@ def _advice(report: CompareReport) -> None:
 def compare_section(report: CompareReport, key: str, view: GraphView | None = None) -> None:
     """One comparison, in the reader's language."""
     _metrics(report)
-    if report.first_divergence is None:
+    if report.proves_nothing:  # a warning in the verdict's place, never a green one
+        st.warning(_(report.proves_nothing))
+    elif report.first_divergence is None and not report.nodes:
+        st.info(_(ONLY_OUTPUTS))
+    elif report.first_divergence is None:
         st.success(_("No node leaves the tolerance: the two models agree on every tensor compared."))
     else:
         _divergence(report.first_divergence)

@@ -22,6 +22,7 @@ from core.cli.common import (
 )
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.compare import CompareRequest, CompareSide
+from core.compare.engine import ONLY_OUTPUTS
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import COMPARE
@@ -83,7 +84,11 @@ def _print(report: CompareReport) -> None:
             name=out.name, max=f"{out.max_abs:.3g}", cosine=f"{out.cosine:.6f}", verdict=verdict
         ))  # fmt: skip
     found = report.first_divergence
-    if found is None:
+    if report.proves_nothing:  # no verdict: said in its place
+        print(_(report.proves_nothing))
+    elif found is None and not report.nodes:
+        print(_(ONLY_OUTPUTS))
+    elif found is None:
         print(_("No node leaves the tolerance."))
     else:
         module = f" ({found.module})" if found.module else ""
@@ -138,4 +143,4 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
     else:
         _print(report)
-    return 0
+    return 1 if report.proves_nothing else 0  # nothing, or no output, compared: never a pass

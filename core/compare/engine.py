@@ -37,11 +37,25 @@ from core.runtime.ort import LEVELS
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["compare_models"]
+__all__ = ["NOTHING_COMPARED", "NO_OUTPUT", "ONLY_OUTPUTS", "compare_models"]
 
 FUSED_AWAY = N_("fused or folded away by ONNX Runtime at the first model's level")
 NOT_IN_B = N_("not computed by the second model (fused, renamed or removed there)")
 NOT_COMPARABLE = N_("another shape or type in the two models (a re-laid-out or converted tensor)")
+# a comparison that compared no output says so, and no verdict stands on it ("compared 0 tensors… No node leaves the
+# tolerance" with exit 0 read as agreement)
+NOTHING_COMPARED = N_(
+    "Nothing was compared: the two models share no tensor of the same name, shape and type, and their outputs "
+    "could not be paired by position either (another number, shape or type). Compare two versions of one model, "
+    "or a model and its variant."
+)
+NO_OUTPUT = N_(
+    "No output was compared: the second model has no output of the first's name, shape and type, so whether the "
+    "two models answer alike was not checked; only tensors inside them were."
+)
+ONLY_OUTPUTS = N_(
+    "No tensor inside the models was compared (they share no tensor name): only their outputs, paired by position."
+)
 _FIRST_GROUP = 16  # tensors in the first group, to learn their size (each group costs a session of each model)
 
 
@@ -261,6 +275,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         seconds=time.perf_counter() - started,
         seconds_to_divergence=(found_at[divergence.outputs[0].name] - started) if divergence else None,
         b_path=request.b.path,
+        proves_nothing="" if outputs else (NO_OUTPUT if measured else NOTHING_COMPARED),
     )
 
 

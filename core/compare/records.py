@@ -118,3 +118,6 @@ class CompareReport:
     seconds_to_divergence: float | None  # when the first divergence was known
     notes: list[str] = field(default_factory=list)
     b_path: str = ""  # B's file, for the structural diff beside the comparison
+    # why the comparison shows nothing (core.compare.engine's NOTHING_COMPARED or NO_OUTPUT, in English: said in the
+    # reader's language where shown), "" when outputs were compared: no verdict stands on it
+    proves_nothing: str = ""

@@ -113,3 +113,25 @@ def test_the_same_model_at_another_level_with_the_defaults_runs_b_at_all_and_a_v
     report = at.session_state[COMPARE.name][1]
     assert (report.a_level, report.b_level) == ("DISABLE_ALL", "ALL"), (report.a_level, report.b_level)
     assert "B runs at ALL: at A's level it would be the same model." in [c.value for c in at.caption]
+
+
+def test_a_model_that_shares_nothing_with_it_gets_a_warning_that_nothing_was_compared_never_a_green_verdict() -> None:
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(  # the image's mean: none of the CNN's tensors, and an output of another shape
+        [helper.make_node("ReduceMean", ["image"], ["unrelated"], name="unrelated", keepdims=1)], "unrelated",
+        [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("unrelated", TensorProto.FLOAT, [1, 1, 1, 1])],
+    )  # fmt: skip
+    unrelated = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    at = open_page("compare", model=("cnn.onnx", _models()[0]), timeout=240)
+    at.radio(key="compare_against").set_value("upload")
+    at.file_uploader(key="compare_upload").set_value(("unrelated.onnx", unrelated, "application/octet-stream"))
+    at.selectbox(key="compare_level_b").set_value("disable")
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[COMPARE.name][1].proves_nothing
+    warned = " ".join(w.value for w in at.warning)
+    assert "Nothing was compared: the two models share no tensor" in warned
+    assert not any("No node leaves the tolerance" in s.value for s in at.success)

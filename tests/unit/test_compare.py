@@ -214,3 +214,61 @@ def test_a_dynamic_int8_variant_diverges_by_its_quantization_first(cnn: Path, tm
     report = _compare(cnn, Path(made), IMAGE)
     found = report.first_divergence
     assert report.b_kind == "int8" and found is not None and found.cause == "quantized", found
+
+
+def _unrelated(output_shape: list[int]) -> onnx.ModelProto:
+    """A model that takes the CNN's image and shares none of its tensors: its one output, ``unrelated``, the image's
+    mean (``[1, 1]``: another shape than the CNN's logits) or ``[1, 1000]`` of it (the logits' shape)."""
+    from onnx import TensorProto, helper
+
+    shape = numpy_helper.from_array(np.asarray(output_shape, np.int64), "unrelated_shape")
+    nodes = [
+        helper.make_node("ReduceMean", ["image"], ["unrelated_mean"], name="unrelated_mean", keepdims=0),
+        helper.make_node("Expand", ["unrelated_mean", "unrelated_shape"], ["unrelated"], name="unrelated"),
+    ]
+    graph = helper.make_graph(
+        nodes, "unrelated", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 32, 32])],
+        [helper.make_tensor_value_info("unrelated", TensorProto.FLOAT, output_shape)], [shape],
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_two_models_that_share_no_tensor_say_nothing_was_compared_and_the_command_exits_1(
+    cnn: Path, tmp_path: Path
+) -> None:
+    """Once "compared 0 tensors … No node leaves the tolerance" and exit 0: a vacuous pass a CI check took for
+    agreement."""
+    from core.compare.engine import NOTHING_COMPARED
+
+    other = write(_unrelated([1, 1]), tmp_path / "unrelated.onnx")
+    report = _compare(cnn, other, IMAGE)
+    assert (report.matched, report.outputs, report.nodes) == (0, [], [])
+    assert report.proves_nothing == NOTHING_COMPARED and report.first_divergence is None
+    done = cli("compare", str(cnn), str(other), "--input", "image=1,3,32,32")
+    assert done.returncode == 1, done.stderr
+    assert "Nothing was compared: the two models share no tensor" in done.stdout
+    assert "No node leaves the tolerance" not in done.stdout
+    done = cli("compare", str(cnn), str(other), "--input", "image=1,3,32,32", "--json")
+    assert done.returncode == 1 and json.loads(done.stdout)["proves_nothing"].startswith("Nothing was compared")
+
+
+def test_outputs_paired_by_position_alone_are_compared_and_said_so_and_no_output_compared_is_no_pass(
+    cnn: Path, tmp_path: Path
+) -> None:
+    from core.compare.engine import NO_OUTPUT
+
+    renamed = write(_unrelated([1, 1000]), tmp_path / "renamed.onnx")  # the logits' shape under another name
+    report = _compare(cnn, renamed, IMAGE)
+    assert report.proves_nothing == "" and len(report.outputs) == 1 and not report.nodes
+    done = cli("compare", str(cnn), str(renamed), "--input", "image=1,3,32,32")
+    assert done.returncode == 0, done.stderr
+    assert "only their outputs, paired by position" in done.stdout and "No node leaves" not in done.stdout
+
+    headless = _cnn()  # the same CNN with a head of 10 classes: every tensor inside it, but no output, compared
+    fc = next(t for t in headless.graph.initializer if t.name == "fc.weight")
+    fc.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(fc)[:, :10], "fc.weight"))
+    headless.graph.node[-1].output[0] = "scores"
+    del headless.graph.output[:]
+    headless.graph.output.append(onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 10]))
+    report = _compare(cnn, write(headless, tmp_path / "headless.onnx"), IMAGE)
+    assert report.matched > 0 and report.outputs == [] and report.proves_nothing == NO_OUTPUT
