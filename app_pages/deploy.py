@@ -14,6 +14,7 @@ from core.jobs import TUNE
 from core.quantize import VARIANTS
 from core.quantize.records import variant_label
 from core.tune import TuneReport, TuneRequest
+from core.tune.budget import longest_budget
 from core.tune.saved import as_run
 from ui import jobs, pages, session
 from ui.needs import next_steps, require_onnx
@@ -50,7 +51,7 @@ choices = [k for k, v in VARIANTS.items() if v.mode != "static"]  # static INT8 
 
 with st.form("deploy_form"):
     left, mid, right = st.columns([1, 2, 1])  # the variants' labels are long: two chips must show side by side
-    longest = max(10, int(session.settings().worker_timeout_s * 0.8))  # a job is stopped at the worker's limit
+    longest = max(10, longest_budget(session.settings().worker_timeout_s))  # a job is stopped at the worker's limit
     budget = left.number_input(_("Time budget (s)"), 5, longest, min(60, longest), step=15, key="deploy_budget")
     variants = mid.multiselect(
         _("Variants to try"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,12 +22,14 @@ from core.cli.common import (
     target_backend,
 )
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
-from core.i18n import _
+from core.errors import JobError
+from core.i18n import _, number
 from core.jobs import TUNE
 from core.recorded import significant
 from core.settings import load_settings
 from core.tune import TuneRequest
-from core.tune.saved import report_data
+from core.tune.budget import TunePartial, longest_budget, read_partial
+from core.tune.saved import candidate_data, report_data
 
 if TYPE_CHECKING:
     from core.tune import TuneReport
@@ -84,6 +87,60 @@ def _write(report: TuneReport, output: Path) -> None:
         shutil.copyfile(made, output.with_name(f"{output.stem}.{report.best.config.variant}.onnx"))
 
 
+def _budget(asked: float) -> float:
+    """``asked``, or the longest budget the worker's time limit lets a search finish in (said on stderr), as the
+    Deploy page caps it: a longer one was killed at the limit and lost the whole search."""
+    limit = load_settings().worker_timeout_s
+    longest = longest_budget(limit)
+    if asked <= longest:
+        return asked
+    print(
+        _(
+            "budget capped to {budget} s: the worker limit is {limit} s and a job past it is stopped (raise "
+            "WORKBENCH_WORKER_TIMEOUT_S to search longer)"
+        ).format(budget=longest, limit=number(limit)),
+        file=sys.stderr,
+    )
+    return float(longest)
+
+
+def _print_partial(partial: TunePartial) -> None:
+    """What a search that was stopped had measured, said for what it is: each candidate beside the best before it,
+    none beside the defaults in a final round."""
+    from core.tune.search import STAGES, config_label
+
+    print(
+        _(
+            "The search was stopped before its answer, {seconds} s into its {budget} s (stages done: {stages}). What "
+            "it measured, each configuration beside the best before it; none was timed beside the defaults in a "
+            "final round:"
+        ).format(
+            seconds=number(partial.seconds, 1), budget=number(partial.budget_s),
+            stages=", ".join(_(STAGES[s]) for s in partial.stages_done if s in STAGES),
+        )
+    )  # fmt: skip
+    print(padded(_("configuration"), 44), padded(_("median"), 10, True), padded(_("95 % CI"), 21, True))
+    for c in partial.candidates:
+        if c.measured:
+            low, high = c.ci_ms
+            interval = f"{significant(low)}–{significant(high)}"
+            print(padded(config_label(c.config), 44), padded(significant(c.median_ms), 10, True),
+                  padded(interval, 21, True))  # fmt: skip
+    print(_("best so far  {label}").format(label=config_label(partial.best.config)))
+
+
+def _partial_json(partial: TunePartial, error: JobError) -> dict[str, Any]:
+    return {
+        "complete": False,
+        "error": str(error),
+        "best_so_far": candidate_data(partial.best),
+        "candidates": [candidate_data(c) for c in partial.candidates],
+        "stages_done": partial.stages_done,
+        "budget_s": partial.budget_s,
+        "seconds": partial.seconds,
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
@@ -91,12 +148,20 @@ def run(args: argparse.Namespace) -> int:
         request = TuneRequest(
             model=model,
             out_dir=str(Path(tmp) / "tuned"),
-            budget_s=args.budget,
+            budget_s=_budget(args.budget),
             variants=split(args.variants),
             batches=ints(args.batch, "--batch"),
             seed=args.seed,
         )
-        report = jobs.run(TUNE, request, backend)
+        try:
+            report = jobs.run(TUNE, request, backend)
+        except JobError as exc:  # stopped (its time or memory limit): what the search wrote down is not lost
+            partial = read_partial(request.out_dir)
+            if partial is not None and args.json:
+                print(json.dumps(_partial_json(partial, exc), indent=2))
+            elif partial is not None:
+                _print_partial(partial)
+            raise
         if args.output:
             _write(report, Path(args.output).resolve())
     if not args.no_save:

@@ -7,6 +7,8 @@ interleave them) and keeps a change only when its median's 95 % interval lies be
 Quantize's, made by its tools and judged by its tolerance (core.quantize). A final round times the winner beside
 ONNX Runtime's defaults, both opened afresh; the winner replaces the defaults only when the intervals are apart.
 A quarter of the budget is kept for that round; the stages share the rest, and those it does not reach are named.
+After each stage, what was measured so far is written into the job's folder (core.tune.budget), so that a job the
+worker's time limit ends keeps it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from core.quantize.variants import range_inputs
 from core.runtime.activity import ActivityMeter
 from core.runtime.harness import Config, measure, result_of
 from core.runtime.machine import environment
+from core.tune.budget import TunePartial, write_partial
 from core.tune.config import SessionConfig
 from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
 from core.tune.search import NOT_HARDWARE, STAGES, Space, english_label, stage_configs, stage_winner, surely_faster
@@ -250,6 +253,9 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
             break
         span = (0.05 + 0.7 * k / len(stages), 0.05 + 0.7 * (k + 1) / len(stages))
         best = search.stage(stage, best, span, len(stages) - k)
+        done = TunePartial(budget_s=request.budget_s, seconds=time.perf_counter() - search.began,
+                           stages_done=stages[: k + 1], best=best, candidates=list(search.tried))  # fmt: skip
+        write_partial(request.out_dir, done)  # a job the worker's limit ends still keeps what was measured
     final = Candidate(config=best.config, label=best.label, stage="final")
     report_progress(0.78, _("Final round: the best beside ONNX Runtime's defaults"))
     seconds = max(search.deadline - time.perf_counter(), MIN_STAGE_S)

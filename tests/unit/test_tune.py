@@ -254,3 +254,64 @@ def test_the_sessions_timed_in_turn_stop_spinning_when_a_call_returns(mlp: Path)
     for session in (benchmark, tuned):
         assert session.get_session_options().get_session_config_entry(key) == value
     assert tuned.get_session_options().intra_op_num_threads == 2
+
+
+@pytest.fixture(scope="module")
+def wide(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A perceptron whose call at batch 64 is a gigaflop (tens of ms here): its search fills any budget."""
+    return builders.write(builders.mlp_model(width=2048), tmp_path_factory.mktemp("wide") / "wide.onnx")
+
+
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
+def test_a_budget_past_the_worker_limit_is_capped_and_said_and_the_search_ends_within_the_limit(
+    wide: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tune --budget 60` under a 12 s worker limit was killed at the limit and lost the whole search."""
+    monkeypatch.setenv("WORKBENCH_WORKER_TIMEOUT_S", "12")
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    done = cli("tune", str(wide), "--input", "x=64,2048", "--budget", "60", "--variants", "", "--no-save", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "budget capped to 9 s: the worker limit is 12 s" in done.stderr  # as the Deploy page caps it
+    data = json.loads(done.stdout)
+    assert data["budget_s"] == 9 and data["seconds"] < 12 and data["default"]["median_ms"] > 0
+
+
+def test_a_search_the_worker_limit_ends_keeps_what_it_measured(
+    wide: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were the job stopped all the same (the budget not capped here), what each stage measured is written into the
+    job's folder as it goes, and the command line prints it before the error."""
+    import core.cli.tune
+
+    monkeypatch.setattr(core.cli.tune, "longest_budget", lambda limit: 10_000)
+    monkeypatch.setenv("WORKBENCH_WORKER_TIMEOUT_S", "8")
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    done = cli("tune", str(wide), "--input", "x=64,2048", "--budget", "60", "--variants", "", "--no-save", "--json")
+    assert done.returncode == 2 and "ran longer than its limit of 8 s" in done.stderr
+    data = json.loads(done.stdout)
+    assert data["complete"] is False and "ran longer than its limit" in data["error"]
+    assert data["stages_done"][:2] == ["providers", "threads"] and data["budget_s"] == 60
+    measured = [c for c in data["candidates"] if c["median_ms"] is not None]
+    assert measured and {"threads"} <= {c["stage"] for c in measured}
+    assert data["best_so_far"]["settings"] in [c["settings"] for c in data["candidates"]] + [SessionConfig().to_data()]
+
+
+def test_a_partial_search_reads_back_typed_and_prints_as_what_it_is(
+    strict: TuneReport, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from core.cli.tune import _print_partial
+    from core.tune.budget import PARTIAL, TunePartial, longest_budget, read_partial, write_partial
+
+    measured = [c for c in strict.candidates[1:] if c.measured]
+    partial = TunePartial(budget_s=60.0, seconds=7.5, stages_done=["providers", "threads"], best=measured[0],
+                          candidates=measured)  # fmt: skip
+    write_partial(str(tmp_path), partial)
+    again = read_partial(str(tmp_path))
+    assert again is not None and again.best.config == measured[0].config and again.stages_done == partial.stages_done
+    _print_partial(again)
+    shown = capsys.readouterr().out
+    assert shown.startswith("The search was stopped before its answer, 7.5 s into its 60 s")
+    assert "none was timed beside the defaults" in shown and "best so far  " in shown
+    (tmp_path / PARTIAL).write_bytes(b"\x93not a partial")  # the worker's file: decoded into its type, or nothing
+    assert read_partial(str(tmp_path)) is None and read_partial(str(tmp_path / "none")) is None
+    assert (longest_budget(20), longest_budget(600), longest_budget(1)) == (16, 480, 1)  # the Deploy page's cap
