@@ -4,7 +4,6 @@ ONNX Runtime's defaults; then a server for it to download, and its latency under
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import streamlit as st
 
@@ -13,7 +12,7 @@ from core.i18n import _
 from core.jobs import TUNE
 from core.quantize import VARIANTS
 from core.quantize.records import variant_label
-from core.tune import TuneReport, TuneRequest
+from core.tune import SessionConfig, TuneReport, TuneRequest
 from core.tune.budget import longest_budget
 from core.tune.saved import as_run
 from ui import jobs, pages, session
@@ -97,7 +96,7 @@ if submitted or st.session_state.pop("tune_again", False):  # the button, or "Tu
 
 report: TuneReport | None = jobs.kept(TUNE, record.id)
 served = measured_model(record, inputs)
-options: dict[str, Any] | None = None
+options: SessionConfig | None = None
 if report is None:
     st.info(_("Set the time budget and press **Tune**. The model is not changed."))
 else:
@@ -106,7 +105,7 @@ else:
     chosen_section(report, key=f"tune_{report.id}")
     if st.session_state.get("tune_saved") == report.id:
         pages.link("history", _("Saved to the history as run {run}").format(run=report.id), run=report.id)
-    options = report.best.config.to_data()
+    options = report.best.config
     variant = report.best.config.variant
     if variant != "fp32" and variant in report.variant_paths:  # the server serves the variant Tune chose
         label = _("{name} ({variant})").format(name=served.name or record.name, variant=variant_label(variant))

@@ -34,6 +34,7 @@ from core.deploy.loadtest import _load, run_client, run_loadtest, started_app
 from core.deploy.server import generate_server
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
+from core.runtime.session_config import SessionConfig
 from tests.builders import exported_sample, relu_model, write
 from tests.real_models import real_model
 
@@ -103,7 +104,7 @@ def main() -> None:
         _floor(Path(tmp) / "null", args.duration)
         for name, path, inputs in _models(Path(tmp)):
             folder = Path(tmp) / f"server-{path.stem}"
-            tuned = {"intra_op_threads": 1}
+            tuned = SessionConfig(intra_op_threads=1)
             app = generate_server(DeployRequest(model=str(path), out_dir=str(folder), tuned=tuned, zip=False)).out_dir
             model = MeasuredModel(path=str(path), inputs=inputs, name=name)
             for npy in (False, True):

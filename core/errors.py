@@ -31,6 +31,7 @@ __all__ = [
     "ResultFileError",
     "QuantizeError",
     "RuntimeRefusedError",
+    "SessionConfigError",
     "StoreError",
     "TargetError",
     "TargetLost",
@@ -131,7 +132,7 @@ class UnsetDimError(BenchmarkError):
 
 
 class DeployError(WorkbenchError):
-    """A server could not be generated for the model (a bad tuned configuration, an output folder in the way)."""
+    """A server could not be generated for the model (a variant it cannot make, an output folder in the way)."""
 
 
 class LoadtestError(WorkbenchError):
@@ -152,7 +153,12 @@ class QuantizeError(WorkbenchError):
 
 
 class TuneError(WorkbenchError):
-    """A tuning run cannot be set up as asked, or a session configuration is not one ONNX Runtime can take."""
+    """A tuning run cannot be set up as asked."""
+
+
+class SessionConfigError(WorkbenchError):
+    """A session configuration (core.runtime.session_config) that is not one ONNX Runtime can take: an unknown key
+    or a bad value, as Tune, Deploy and the command line's --tuned file meet it."""
 
 
 class MissingExtraError(WorkbenchError):

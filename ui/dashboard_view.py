@@ -65,7 +65,7 @@ def latest_frame(rows: list[Latest]) -> pd.DataFrame:
 
 def _chosen(row: Tuned) -> str:
     """The configuration a tuning run chose, in the reader's language (from its saved settings)."""
-    from core.tune.config import SessionConfig
+    from core.runtime.session_config import SessionConfig
     from core.tune.search import config_label
 
     try:

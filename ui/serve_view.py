@@ -4,7 +4,6 @@ latency and throughput against concurrency, ONNX Runtime in-process beside them)
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -18,6 +17,7 @@ from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
 from core.model.measured import MeasuredModel
 from core.recorded import shown, significant
+from core.runtime.session_config import SessionConfig
 from core.store.loadtests import bench_report_of
 from core.workspace import open_within
 from ui import jobs, session
@@ -30,7 +30,7 @@ CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
 _HTTP = "#7B3FBF"  # the served model's colour, beside ONNX Runtime's blue
 
 
-def _server(model: MeasuredModel, tuned: dict[str, Any] | None) -> DeployReport:
+def _server(model: MeasuredModel, tuned: SessionConfig | None) -> DeployReport:
     """The server of ``model`` with these options, written once per session (kept with the model)."""
     request = DeployRequest(model=model.path, out_dir="", name=model.name, tuned=tuned)
     said = _("Writing a server for “{name}”").format(name=model.name)
@@ -42,7 +42,7 @@ def _shape(shape: list[int | None] | None) -> str:
     return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def deploy_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None = None) -> None:
+def deploy_section(model: MeasuredModel, key: str, tuned: SessionConfig | None = None) -> None:
     """The server as a .zip: a FastAPI app with the model and ``tuned`` session options (None: ONNX Runtime's
     defaults), pinned requirements, a Dockerfile, a README and a Triton model repository."""
     st.markdown(
@@ -74,7 +74,7 @@ def deploy_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None 
         }
     )
     st.table(escaped_frame(inputs))
-    st.caption(_("Session options: {options}").format(options=md_escape(json.dumps(report.session), 600)))
+    st.caption(_("Session options: {options}").format(options=md_escape(json.dumps(report.session.to_data()), 600)))
     st.code("pip install -r requirements.txt\nuvicorn app:app --host 127.0.0.1 --port 8000", language="bash")
 
 
@@ -200,7 +200,7 @@ def _where(key: str) -> str:
     ).strip()
 
 
-def loadtest_section(model: MeasuredModel, key: str, tuned: dict[str, Any] | None = None) -> None:
+def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None = None) -> None:
     """The served model under load: workers at each concurrency for some seconds, outputs checked, saved to the
     history (and so on the Dashboard)."""
     concurrency = st.multiselect(_("Concurrent requests"), CONCURRENCIES, [1, 4, 16], key=f"{key}_concurrency")

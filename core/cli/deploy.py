@@ -18,6 +18,7 @@ from core.errors import DeployError
 from core.i18n import _
 from core.jobs import DEPLOY
 from core.jobs.wire import to_data
+from core.runtime.session_config import SessionConfig
 
 __all__ = ["register", "run", "tuned_options"]
 
@@ -35,7 +36,7 @@ def register(parser: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def tuned_options(path: str | None) -> dict[str, Any] | None:
+def tuned_options(path: str | None) -> SessionConfig | None:
     """The session configuration in ``path`` (None: ONNX Runtime's defaults)."""
     if not path:
         return None
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp), code_choice(args))
         request = DeployRequest(model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False)
-        variant = (tuned or {}).get("variant", "fp32")
+        variant = tuned.variant if tuned else "fp32"
         beside = Path(args.tuned).with_name(f"{Path(args.tuned).stem}.{variant}.onnx") if args.tuned else None
         if beside is not None and variant != "fp32" and beside.is_file():  # what tune -o wrote: what Tune measured
             print(_("serving the {variant} variant Tune chose: {path}").format(variant=variant, path=beside))

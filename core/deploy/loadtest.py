@@ -37,12 +37,13 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
-from core.deploy.session import session_config, session_for
+from core.deploy.session import session_for
 from core.errors import LoadtestError, NotAModelServer
 from core.i18n import N_, _, number
 from core.model.inputs import make_inputs
 from core.recorded import significant
 from core.runtime.machine import environment
+from core.runtime.session_config import SessionConfig
 from core.runtime.stats import median_interval, quantile_interval
 
 T = TypeVar("T")
@@ -381,9 +382,8 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     began = time.perf_counter()
     stopped_at: int | None = None
     _validate(request)
-    config = session_config(
-        json.loads((Path(request.app) / "session.json").read_text()) if request.app else request.tuned
-    )
+    served = Path(request.app) / "session.json" if request.app else None  # the options its server opens with
+    config = SessionConfig.from_json(served.read_text()) if served else request.tuned or SessionConfig()
     report_progress(0.02, _("Measuring ONNX Runtime in-process"))
     session = session_for(request.model.path, config)
     feeds = make_inputs(request.model.inputs, 1, request.seed)
@@ -431,7 +431,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         target=base if request.url else "", started_app=bool(request.app), body="npy" if request.npy else "json",
         duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
         in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
-        environment=environment([config["intra_op_threads"]]), notes=notes, seconds=time.perf_counter() - began,
+        environment=environment([config.intra_op_threads]), notes=notes, seconds=time.perf_counter() - began,
         stopped_at=stopped_at,
     )  # fmt: skip
 

@@ -9,6 +9,7 @@ from core.access import ReadPath, WritePath
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.runtime.machine import Environment
+from core.runtime.session_config import SessionConfig
 
 __all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest"]
 
@@ -16,13 +17,13 @@ __all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "Loa
 @dataclass(frozen=True, kw_only=True)
 class DeployRequest:
     """Write a server for ``model`` into ``out_dir``: the FastAPI app, the model, its session options (``tuned``:
-    the session configuration Tune chose, as its JSON object; None takes ONNX Runtime's defaults), pinned
-    requirements, a Dockerfile, a README and a Triton model repository; and a zip of it all (the download)."""
+    the session configuration Tune chose; None takes ONNX Runtime's defaults), pinned requirements, a Dockerfile,
+    a README and a Triton model repository; and a zip of it all (the download)."""
 
     model: ReadPath  # the ONNX file
     out_dir: WritePath
     name: str = ""  # the model's name as the README and Triton call it; else the file's
-    tuned: dict[str, Any] | None = None
+    tuned: SessionConfig | None = None
     zip: bool = True
     # the command line given only the float32 model: make the variant the tuned configuration names from it first,
     # as Tune made it (Quantize's tools; FP16's range checked on the plan's inputs at Tune's seeds)
@@ -38,7 +39,7 @@ class DeployReport:
     zip_path: str  # "" when no zip was asked for
     inputs: list[dict[str, Any]]  # name, dtype, shape (None for an open axis) as the server checks them
     outputs: list[dict[str, Any]]
-    session: dict[str, Any]  # the session options the server opens its session with
+    session: SessionConfig  # the session options the server opens its session with (its session.json)
     triton_name: str  # the model's folder in the Triton repository
 
 
@@ -60,7 +61,7 @@ class LoadtestRequest:
     npy: bool = False  # send the one input as an .npy body instead of JSON
     checks: int = 5  # responses checked per concurrency
     seed: int = 0
-    tuned: dict[str, Any] | None = None  # the in-process session's options for a URL (an app brings its own)
+    tuned: SessionConfig | None = None  # the in-process session's options for a URL (an app brings its own)
 
 
 @dataclass(kw_only=True)
@@ -98,7 +99,7 @@ class LoadtestReport:
     in_process_low_ms: float
     in_process_high_ms: float
     in_process_calls: int
-    session: dict[str, Any]
+    session: SessionConfig
     environment: Environment
     notes: list[str]
     seconds: float

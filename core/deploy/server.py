@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from core.deploy.records import DeployReport, DeployRequest
-from core.deploy.session import session_config
 from core.errors import DeployError
 from core.i18n import _
 from core.model.onnx_file import check_external_data
+from core.runtime.session_config import SessionConfig
 
 __all__ = ["PINNED", "generate_server", "pbtxt_string", "triton_config"]
 
@@ -88,7 +88,7 @@ def _triton_tensor(spec: dict[str, Any]) -> str:
 
 
 def triton_config(
-    name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], session: dict[str, Any]
+    name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], session: SessionConfig
 ) -> str:
     """config.pbtxt for Triton's onnxruntime backend with the session options (no batching by Triton: the
     dims are the model's own, its batch axis included)."""
@@ -102,14 +102,14 @@ def triton_config(
         "max_batch_size: 0",
         "input [\n" + ",\n".join(_triton_tensor(s) for s in inputs) + "\n]",
         "output [\n" + ",\n".join(_triton_tensor(s) for s in outputs) + "\n]",
-        f"optimization {{ graph {{ level: {_TRITON_LEVELS[session['level']]} }} }}",
-        parameter("intra_op_thread_count", session["intra_op_threads"]),
-        parameter("inter_op_thread_count", session["inter_op_threads"]),
-        parameter("execution_mode", 1 if session["execution_mode"] == "parallel" else 0),
+        f"optimization {{ graph {{ level: {_TRITON_LEVELS[session.level]} }} }}",
+        parameter("intra_op_thread_count", session.intra_op_threads),
+        parameter("inter_op_thread_count", session.inter_op_threads),
+        parameter("execution_mode", 1 if session.execution_mode == "parallel" else 0),
     ]
     kind = (
         "KIND_GPU"
-        if any(p in session["providers"] for p in ("CUDAExecutionProvider", "TensorrtExecutionProvider"))
+        if any(p in session.providers for p in ("CUDAExecutionProvider", "TensorrtExecutionProvider"))
         else "KIND_CPU"
     )
     lines.append(f"instance_group [ {{ count: 1 kind: {kind} }} ]")
@@ -149,21 +149,21 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
-def _served(session: dict[str, Any], made_from: str) -> str:
+def _served(session: SessionConfig, made_from: str) -> str:
     """What the README says of the model served and of the batch Tune chose."""
     from core.quantize.records import VARIANTS
 
     said = []
-    variant = session["variant"]
+    variant = session.variant
     if variant != "fp32":
         label = VARIANTS[variant].label if variant in VARIANTS else variant
         origin = f", made again from `{_plain(made_from)}` with Quantize's tools as Tune made it" if made_from else ""
         said.append(
             f"`model.onnx` is the {label} variant Tune chose (it passed Quantize's accuracy gate there){origin}."
         )
-    if session["batch"] > 1:
+    if session.batch > 1:
         said.append(
-            f"Tune measured the lowest latency per sample at batch {session['batch']}: send {session['batch']} samples "
+            f"Tune measured the lowest latency per sample at batch {session.batch}: send {session.batch} samples "
             "per request (along the batch axis) where you can; the server runs whatever batch a request holds."
         )
     return ("\n" + "\n\n".join(said) + "\n") if said else ""
@@ -195,9 +195,9 @@ def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
         unstage_source(out)
 
 
-def _readme(name: str, signature: dict[str, Any], session: dict[str, Any], triton: str, made_from: str = "") -> str:
+def _readme(name: str, signature: dict[str, Any], session: SessionConfig, triton: str, made_from: str = "") -> str:
     listing = json.dumps({"inputs": signature["inputs"], "outputs": signature["outputs"]}, indent=2)
-    options = json.dumps(session, indent=2)
+    options = json.dumps(session.to_data(), indent=2)
     fence, fence2 = _fence(listing), _fence(options)
     served = _served(session, made_from)
     return f"""# A server for {_plain(name)}
@@ -268,10 +268,10 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
     import onnxruntime as ort
 
     source = Path(request.model)
-    session = session_config(request.tuned)
+    session = request.tuned or SessionConfig()  # None: ONNX Runtime's defaults
     made_from = ""
-    if request.remake_variant and session["variant"] != "fp32":
-        made_from, source = source.name, _variant(source, session["variant"], request, scratch)
+    if request.remake_variant and session.variant != "fp32":
+        made_from, source = source.name, _variant(source, session.variant, request, scratch)
     try:
         probe = ort.InferenceSession(str(source), providers=["CPUExecutionProvider"])
     except Exception as exc:
@@ -293,7 +293,8 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
     _copy_model(source, out / "triton" / triton / "1", "model.onnx")
     (out / "app.py").write_text(_TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
     (out / "signature.json").write_text(json.dumps(signature, indent=2), encoding="utf-8")
-    (out / "session.json").write_text(json.dumps(session, indent=2, sort_keys=True), encoding="utf-8")
+    # the generated server is standalone (it cannot import core): it reads the configuration as plain JSON
+    (out / "session.json").write_text(json.dumps(session.to_data(), indent=2, sort_keys=True), encoding="utf-8")
     (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
     (out / "Dockerfile").write_text(_DOCKERFILE, encoding="utf-8")
     (out / "README.md").write_text(_readme(name, signature, session, triton, made_from), encoding="utf-8")

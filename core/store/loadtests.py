@@ -26,9 +26,9 @@ def http_label(concurrency: int) -> str:
 def bench_report_of(report: LoadtestReport) -> BenchReport:
     """``report`` as a run of the history (see the module's docstring)."""
     nan = math.nan
-    level = LEVELS[report.session["level"]].name
-    provider = report.session["providers"][0]
-    threads = report.session["intra_op_threads"]
+    level = LEVELS[report.session.level].name
+    provider = report.session.providers[0]
+    threads = report.session.intra_op_threads
     common = {"level": level, "provider": provider, "threads": threads, "batch": 1, "load_ms": 0.0}
     results = [
         BenchResult(
@@ -50,8 +50,8 @@ def bench_report_of(report: LoadtestReport) -> BenchReport:
         )  # fmt: skip
     settings = {
         "kind": KIND, "concurrency": [r.concurrency for r in report.results], "duration_s": report.duration_s,
-        "body": report.body, "target": report.target or "the app the load test started", "session": report.session,
-        "errors": {str(r.concurrency): r.errors for r in report.results},
+        "body": report.body, "target": report.target or "the app the load test started",
+        "session": report.session.to_data(), "errors": {str(r.concurrency): r.errors for r in report.results},
         "intervals": {
             str(r.concurrency): {"p90": [r.p90_low_ms, r.p90_high_ms], "p99": [r.p99_low_ms, r.p99_high_ms]}
             for r in report.results

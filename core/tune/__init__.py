@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.tune.config import SessionConfig
+from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate, TuneReport, TuneRequest
 from core.tune.tuner import run_tune
 

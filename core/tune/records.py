@@ -11,7 +11,7 @@ from core.model.measured import MeasuredModel
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
-from core.tune.config import SessionConfig
+from core.runtime.session_config import SessionConfig
 
 __all__ = ["DEFAULT_VARIANTS", "Candidate", "TuneReport", "TuneRequest"]
 

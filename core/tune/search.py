@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from core.i18n import N_, _, pgettext, using
 from core.runtime.ort import LEVELS, short_name
-from core.tune.config import SessionConfig
+from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
 
 __all__ = ["STAGES", "Space", "config_label", "english_label", "stage_configs", "stage_winner", "surely_faster"]

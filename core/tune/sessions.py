@@ -16,7 +16,7 @@ from core.quantize.judge import Tolerance
 from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
 from core.runtime.harness import Config
 from core.runtime.ort import explain_session_error, ort_message, stop_spinning
-from core.tune.config import SessionConfig
+from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
 from core.tune.search import english_label
 

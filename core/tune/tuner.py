@@ -29,8 +29,8 @@ from core.quantize.variants import range_inputs
 from core.runtime.activity import ActivityMeter
 from core.runtime.harness import Config, measure, result_of
 from core.runtime.machine import environment
+from core.runtime.session_config import SessionConfig
 from core.tune.budget import TunePartial, write_partial
-from core.tune.config import SessionConfig
 from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
 from core.tune.search import NOT_HARDWARE, STAGES, Space, english_label, stage_configs, stage_winner, surely_faster
 from core.tune.sessions import harness_config, make_variants, open_session

@@ -20,8 +20,9 @@ from google.protobuf import text_format
 from core.deploy import DeployRequest, LoadResult, LoadtestReport
 from core.deploy.server import generate_server, pbtxt_string
 from core.deploy.session import read_tuned
-from core.errors import DeployError
+from core.errors import SessionConfigError
 from core.runtime.machine import Environment
+from core.runtime.session_config import SessionConfig
 from core.store import Store
 from core.store.loadtests import bench_report_of
 from tests.builders import mixed_inputs_model, mlp_model, relu_model, write
@@ -30,7 +31,7 @@ from tests.cli import cli
 MACHINE = Environment(
     machine="box-a", cpu="cpu", physical_cores=2, logical_cores=2, os="Linux", python="3.11", versions={}, cpu_flags=[]
 )
-TUNED = {"intra_op_threads": 3, "execution_mode": "parallel", "level": "disable", "providers": ["CPUExecutionProvider"]}
+TUNED = SessionConfig(intra_op_threads=3, execution_mode="parallel", level="disable")
 
 
 def served_app(folder: Path) -> Any:
@@ -73,8 +74,8 @@ def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_read
         f'uvloop=={metadata.version("uvloop")}; sys_platform != "win32"',  # uvicorn's fast parts, with uvloop's marker
         f"httptools=={metadata.version('httptools')}",
     ]
-    session = json.loads((out / "session.json").read_text())
-    assert {k: session[k] for k in TUNED} == TUNED and session["inter_op_threads"] == 0
+    session = json.loads((out / "session.json").read_text())  # plain JSON: the server cannot import core
+    assert session == TUNED.to_data() and SessionConfig.from_data(session) == TUNED
     config = (out / "triton" / "mixed" / "config.pbtxt").read_text()
     assert 'backend: "onnxruntime"' in config and "optimization { graph { level: 2 } }" in config  # DISABLE_ALL
     assert 'key: "intra_op_thread_count" value: { string_value: "3" }' in config
@@ -181,11 +182,23 @@ def test_short_calls_run_on_the_event_loop_and_long_ones_in_a_thread(
 
 
 def test_a_tuned_configuration_is_read_from_tunes_json_and_bad_keys_are_named() -> None:
-    assert read_tuned(json.dumps({"best": {"intra_op_threads": 2}}))["intra_op_threads"] == 2
-    with pytest.raises(DeployError, match="Unknown session configuration key threads; the keys are"):
+    assert read_tuned(json.dumps({"best": {"intra_op_threads": 2}})) == SessionConfig(intra_op_threads=2)
+    with pytest.raises(SessionConfigError, match="Unknown session configuration key threads; the keys are"):
         read_tuned('{"threads": 2}')
-    with pytest.raises(DeployError, match="level must be one of"):
+    with pytest.raises(SessionConfigError, match="level must be one of"):
         read_tuned('{"level": "max"}')
+    with pytest.raises(SessionConfigError, match="providers must name at least one execution provider"):
+        read_tuned('{"providers": "CPUExecutionProvider"}')  # a list, not a string read letter by letter
+
+
+def test_what_tune_json_prints_is_read_as_its_best_configuration() -> None:
+    from core.tune import Candidate
+    from core.tune.saved import candidate_data
+
+    chosen = SessionConfig(intra_op_threads=2, level="extended", variant="fp16", batch=4)
+    printed = {"id": "run", "best": candidate_data(Candidate(config=chosen, label="intra 2", stage="final"))}
+    assert read_tuned(json.dumps(printed)) == chosen  # python -m core tune --json: its best's settings
+    assert read_tuned(chosen.to_json()) == chosen  # tune -o: the configuration itself
 
 
 def test_names_go_into_triton_config_as_escaped_strings_that_read_back() -> None:

@@ -281,3 +281,64 @@ def test_a_language_is_one_row_of_the_table_and_no_code_asks_which_language_it_s
     places = [p for p in [*_modules(), *APP] if p != CORE / "i18n.py"]
     assert not [where for p in places for where in _compared_with(p, codes)]
     assert all(row.code == code and row.name and row.babel and row.html for code, row in LANGUAGES.items())
+
+
+def _classes_named(name: str) -> list[str]:
+    """Where a class called ``name`` is defined, in core, ui and the pages."""
+    return [
+        str(path.relative_to(ROOT))
+        for path in [*_modules(), *APP]
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name == name
+    ]
+
+
+def test_a_session_configuration_is_one_class_below_the_features_that_use_it() -> None:
+    """Tune chooses a SessionConfig, Deploy serves it and the load test opens it: one class in core/runtime, and no
+    feature keeps a copy of its keys and defaults (core/deploy had a dict-based twin with its own checks)."""
+    from core.runtime.session_config import SessionConfig
+
+    assert _classes_named("SessionConfig") == ["core/runtime/session_config.py"]
+    keys = {f.name for f in dataclasses.fields(SessionConfig)}
+    copies = []
+    for path in sorted((CORE / "deploy").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if "DEFAULTS" in {ast.unparse(t) for t in targets}:
+                    copies.append(f"{path.relative_to(ROOT)}:{node.lineno} DEFAULTS")
+            if isinstance(node, ast.Dict):
+                named = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+                if len(named & keys) >= 3:
+                    copies.append(f"{path.relative_to(ROOT)}:{node.lineno} a dict of session keys")
+    assert not copies
+
+
+def _kind_compared_with(path: Path, names: set[str]) -> list[str]:
+    """Where ``path`` compares a kind, a plan's values or a key (``kind == "uniform"``, ``key == "nnapi"``) with one
+    of ``names``, as path:line."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        asked = {s.id if isinstance(s, ast.Name) else s.attr for s in sides if isinstance(s, (ast.Name, ast.Attribute))}
+        constants = {n.value for side in sides for n in ast.walk(side) if isinstance(n, ast.Constant)}
+        if asked & {"kind", "values", "key"} and constants & names:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+def test_value_kinds_and_simulations_are_rows_of_their_tables_and_nothing_branches_on_their_names() -> None:
+    """How an input's values are made (core/model/values.py) and which providers Partition simulates
+    (core/partition/simulations.py) are tables of typed rows: a new kind or simulation is one row, and no module
+    asks ``kind == "uniform"`` or ``key == "nnapi"`` to decide what to do."""
+    from core.model.values import VALUE_KINDS
+    from core.partition.simulations import SIMULATED
+
+    tables = {CORE / "model" / "values.py", CORE / "partition" / "simulations.py"}
+    names = set(VALUE_KINDS) | set(SIMULATED)
+    places = [p for p in [*_modules(), *APP] if p not in tables]
+    assert not [where for p in places for where in _kind_compared_with(p, names)]
+    assert all(row.name == name and row.label and row.notebook for name, row in VALUE_KINDS.items())
+    assert all(row.key == key and callable(row.takes) for key, row in SIMULATED.items())

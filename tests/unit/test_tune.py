@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import TuneError
+from core.errors import SessionConfigError, TuneError
 from core.jobs import JOBS
 from core.jobs.wire import decode, encode
 from core.model.inputs import BenchInput
@@ -73,11 +73,11 @@ def test_a_session_config_round_trips_through_json_and_gives_ort_its_options() -
 
 
 def test_a_bad_session_config_says_what_is_wrong_and_what_it_may_be() -> None:
-    with pytest.raises(TuneError, match="level must be one of disable, basic, extended, layout, all"):
+    with pytest.raises(SessionConfigError, match="level must be one of disable, basic, extended, layout, all"):
         SessionConfig.from_json('{"level": "fastest"}')
-    with pytest.raises(TuneError, match="Unknown session configuration key threads; the keys are"):
+    with pytest.raises(SessionConfigError, match="Unknown session configuration key threads; the keys are"):
         SessionConfig.from_json('{"threads": 2}')
-    with pytest.raises(TuneError, match="batch must be a whole number from 1 to 4096"):
+    with pytest.raises(SessionConfigError, match="batch must be a whole number from 1 to 4096"):
         SessionConfig(batch=0)
 
 

@@ -1,5 +1,6 @@
-"""A session configuration as Tune chooses it and Deploy uses it: one small frozen record, its JSON form, and the
-ONNX Runtime options it stands for."""
+"""A session configuration as Tune chooses it, Deploy serves it and the generated server opens its session with it:
+one small frozen record, its JSON form (the generated server's session.json), and the ONNX Runtime options it
+stands for."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
-from core.errors import TuneError
+from core.errors import SessionConfigError
 from core.i18n import _, pgettext
 from core.runtime.ort import LEVELS
 
@@ -41,7 +42,7 @@ class SessionConfig:
     JSON form (``to_json``/``from_json``): an object with exactly these keys, ``providers`` a list, e.g.
     ``{"intra_op_threads": 1, "inter_op_threads": 0, "execution_mode": "sequential", "level": "all",
     "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1}``. Keys left out take
-    their defaults; unknown keys and bad values raise TuneError.
+    their defaults; unknown keys and bad values raise SessionConfigError, which names them.
     """
 
     intra_op_threads: int = 0
@@ -73,7 +74,8 @@ class SessionConfig:
             problems.append(
                 _("level must be one of {levels}, not {value}").format(levels=", ".join(LEVELS), value=repr(self.level))
             )
-        if not self.providers or not all(isinstance(p, str) and p for p in self.providers):
+        listed = isinstance(self.providers, tuple | list)  # a bare string would be read letter by letter
+        if not listed or not self.providers or not all(isinstance(p, str) and p for p in self.providers):
             problems.append(
                 _("providers must name at least one execution provider, not {value}").format(value=repr(self.providers))
             )
@@ -88,7 +90,7 @@ class SessionConfig:
                 _("batch must be a whole number from 1 to 4096, not {value}").format(value=repr(self.batch))
             )
         if problems:
-            raise TuneError(
+            raise SessionConfigError(
                 _("Not a session configuration: {problems}.").format(problems=pgettext("clauses", "; ").join(problems))
             )
 
@@ -120,11 +122,13 @@ class SessionConfig:
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> SessionConfig:
         if not isinstance(data, dict):
-            raise TuneError(_("A session configuration is a JSON object, not {kind}.").format(kind=type(data).__name__))
+            raise SessionConfigError(
+                _("A session configuration is a JSON object, not {kind}.").format(kind=type(data).__name__)
+            )
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise TuneError(
+            raise SessionConfigError(
                 _("Unknown session configuration key {names}; the keys are {keys}.").format(
                     names=", ".join(unknown), keys=", ".join(sorted(known))
                 )
@@ -140,5 +144,5 @@ class SessionConfig:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise TuneError(_("A session configuration must be JSON: {error}.").format(error=exc)) from exc
+            raise SessionConfigError(_("A session configuration must be JSON: {error}.").format(error=exc)) from exc
         return cls.from_data(data)
