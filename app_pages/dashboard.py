@@ -7,7 +7,7 @@ import streamlit as st
 
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
-from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, latest_tuned, regressions, trend
+from core.store.dashboard import busy_runs, latest_per_model_machine, latest_tuned, regressions, trend
 from ui import pages, session
 from ui.dashboard_view import date_span, latest_frame, same_file_notes, trend_figure, trend_frame, tuned_frame
 from ui.jobs import stop_with_error
@@ -57,7 +57,7 @@ try:
         chosen_models or None, chosen_machines or None, since, until, limit=MAX_RUNS, team=who.team,
         owners=chosen_people or None,
     )  # fmt: skip
-    runs = [Owned(session.saved_run(r.id), r.owner) for r in found]
+    runs = [session.saved_run(r.id) for r in found]  # each of its kind, with who saved it
 except WorkbenchError as exc:
     stop_with_error(exc)
 if not runs:
@@ -119,7 +119,7 @@ if tuned:
     st.dataframe(tuned_frame(tuned), hide_index=True, width="stretch")
 
 st.header(_("A model across its versions"))
-names = sorted({run.report.model for run in runs})
+names = sorted({run.model for run in runs})
 current = session.current_model()
 model = st.selectbox(
     _("Model"),
@@ -127,7 +127,7 @@ model = st.selectbox(
     index=names.index(current.name) if current is not None and current.name in names else 0,
     key="dash_trend_model",
 )
-points = trend([run for run in runs if run.report.model == model])
+points = trend([run for run in runs if run.model == model])
 frame = trend_frame(points)
 versions = frame["version"].nunique()
 runs_of = ngettext("{count} run of {model}", "{count} runs of {model}", frame["run"].nunique()).format(

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from core.bench import BenchReport
+from core.notes import Note
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
@@ -54,8 +55,8 @@ def made_report(
             _result("ORT ALL", "ort", "ALL", 1.0),
         ],
         baseline="PyTorch eager",
-        headline=f"ORT ALL is 4× faster than PyTorch eager on {model}",
-        notes=["made up for a test"],
+        headline=Note.kept(f"ORT ALL is 4× faster than PyTorch eager on {model}"),
+        notes=[Note.kept("made up for a test")],
         seconds=3.5,
         started=created.timestamp() - 3.5,
         finished=created.timestamp(),

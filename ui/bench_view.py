@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
-from core.bench import BenchReport
-from core.bench.benchmark import NOTES, headline
-from core.browser.result import NOTES as BROWSER_NOTES
-from core.deploy.loadtest import HEADLINE
+from core.bench.benchmark import headline
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
-from core.recorded import shown, significant
-from core.runtime.activity import Activity, note_text
+from core.notes import say, significant
+from core.runtime.activity import Activity
 from core.runtime.harness import PER_CALL
-from core.runtime.machine import THREADS_NOTE
+from core.runtime.runs import LatencyRun, LoadtestRun, TuneRun
 from core.store.history import inputs_text
 from ui.charts import LATENCY_MARKERS, batch_figure, distribution_figure, latency_figure, speedup_figure
 from ui.text import escaped_frame, md_escape
@@ -38,7 +36,7 @@ _COLUMNS = [
 ]  # fmt: skip
 
 
-def results_frame(report: BenchReport) -> pd.DataFrame:
+def results_frame(report: LatencyRun) -> pd.DataFrame:
     rows = [{k: v for k, v in to_data(r).items() if k not in PER_CALL} for r in report.results]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff"))]
@@ -46,12 +44,12 @@ def results_frame(report: BenchReport) -> pd.DataFrame:
     return frame
 
 
-def samples_frame(report: BenchReport) -> pd.DataFrame:
+def samples_frame(report: LatencyRun) -> pd.DataFrame:
     rows = [(r.label, r.engine, ms) for r in report.results for ms in r.samples_ms]
     return pd.DataFrame(rows, columns=["label", "engine", "ms"])
 
 
-def report_json(report: BenchReport) -> bytes:
+def report_json(report: LatencyRun) -> bytes:
     return json.dumps(to_data(report), indent=2).encode()
 
 
@@ -93,7 +91,8 @@ def busy_notice(activity: Activity | None, key: str, flag: str, label: str, advi
     """When the machine was busy during a measurement: what else ran, ``advice``, and a button that sets
     ``flag`` in the session for the page to measure again with the same settings."""
     if activity is not None and activity.busy:
-        st.warning(md_escape(note_text(activity), 600) + " " + advice)
+        said = say(activity.note) if activity.note is not None else ""
+        st.warning(md_escape(said, 600) + " " + advice)
         st.button(label, key=key, on_click=lambda: st.session_state.update({flag: True}))
 
 
@@ -129,25 +128,21 @@ def _agreement(baseline: str, worst: float) -> str:
     return text.format(reference=baseline, worst=f"{worst:.1e}")
 
 
-def results_section(report: BenchReport, key: str) -> None:
+def results_section(report: LatencyRun, key: str) -> None:
     frame = results_frame(report)
-    kind = report.settings.get("kind")
-    if kind == "loadtest":  # a load test saved as a run (core/store/loadtests.py)
-        said = shown(report.headline, (HEADLINE,))
-    elif kind == "tune" or not report.results:  # a Tune run (core.tune.saved): its verdict as saved
-        said = report.headline
-    else:
-        said = headline(report)
-    st.subheader(md_escape(said, 400))
+    # a load test's or Tune's run: its verdict as saved; a benchmark's written anew from its numbers (so a run an
+    # earlier version saved, its headline an English sentence, is said in the reader's language too)
+    saved = isinstance(report, LoadtestRun | TuneRun) or not report.results
+    st.subheader(md_escape(say(report.headline if saved else headline(report)), 400))
     advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)
-    for note in report.notes:  # kept in English in the run: shown in the reader's language
+    for note in report.notes:
         if report.activity is not None and note == report.activity.note:
-            continue
-        if note.startswith(("Noisy", "The time budget")):
-            st.warning(md_escape(shown(note, (*NOTES, *BROWSER_NOTES)), 800))
+            continue  # the machine's own note: in the busy notice above
+        if note.severity == "warning":
+            st.warning(md_escape(say(note), 800))
         else:
-            st.caption(md_escape(shown(note, (*NOTES, *BROWSER_NOTES)), 800))
+            st.caption(md_escape(say(note), 800))
     worst = frame["max_abs_diff"].max()
     if pd.notna(worst):
         st.caption(md_escape(_agreement(report.baseline, float(worst)), 400))
@@ -187,10 +182,14 @@ def results_section(report: BenchReport, key: str) -> None:
     )  # fmt: skip
 
 
-def environment_section(report: BenchReport) -> None:
-    """The machine and the method of a run, in the reader's language (what the run recorded in English is found
-    again and translated: core.recorded)."""
-    env = report.environment
+def _imported(iso: str) -> str:
+    """When a run measured elsewhere came in, as the History table writes times."""
+    return f"{datetime.fromisoformat(iso).astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def environment_section(report: LatencyRun) -> None:
+    """The machine and the method of a run, in the reader's language (its notes said here: core.notes)."""
+    env, activity = report.environment, report.activity
     settings = report.settings
     rounds = settings.get("rounds")
     method = ngettext(
@@ -215,7 +214,7 @@ def environment_section(report: BenchReport) -> None:
         (_("CPU features"), ", ".join(env.cpu_flags) or _("unknown")),
         ("OS", env.os),
         *[(name, version) for name, version in env.versions.items()],
-        (_("threads"), shown(env.threads_note, (THREADS_NOTE,))),
+        (_("threads"), say(env.threads_note) if env.threads_note is not None else ""),
         (_("method"), method),
         (
             _("inputs"),
@@ -223,7 +222,8 @@ def environment_section(report: BenchReport) -> None:
                 inputs=inputs_text(settings) or _("not recorded"), seed=settings.get("seed")
             ),
         ),
-        (_("other work"), note_text(report.activity) if report.activity is not None else _("not recorded")),
+        (_("other work"), say(activity.note) if activity is not None and activity.note else _("not recorded")),
         (_("run"), f"{report.id}, {report.created_at}, {seconds}"),
+        *([(_("imported"), _imported(report.imported_at))] if report.imported_at else []),  # measured elsewhere
     ]
     st.table(escaped_frame(pd.DataFrame(rows, columns=["", _("value")])), hide_index=True)

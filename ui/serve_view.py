@@ -10,15 +10,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.deploy import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
-from core.deploy.loadtest import NOTES, headline, percentile_text
+from core.deploy.loadtest import headline, percentile_text
+from core.deploy.saved import as_run
 from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
 from core.model.measured import MeasuredModel
-from core.recorded import shown, significant
+from core.notes import say, significant
 from core.runtime.session_config import SessionConfig
-from core.store.loadtests import bench_report_of
 from core.workspace import open_within
 from ui import jobs, session
 from ui.charts import escaped, log_ticks
@@ -154,7 +154,8 @@ def _interval(value: float, low: float, high: float) -> str:
 
 
 def _results(report: LoadtestReport) -> None:
-    st.success(md_escape(headline(report), 600))
+    said = headline(report)
+    (st.warning if said.severity == "warning" else st.success)(md_escape(say(said), 600))
     frame = load_frame(report)
     table = pd.DataFrame(
         {
@@ -178,7 +179,7 @@ def _results(report: LoadtestReport) -> None:
         )
     )  # fmt: skip
     for note in report.notes:
-        st.warning(md_escape(shown(note, NOTES), 800))
+        (st.warning if note.severity == "warning" else st.caption)(md_escape(say(note), 800))
 
 
 def _where(key: str) -> str:
@@ -217,7 +218,7 @@ def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None
         report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)
         try:
             who = session.who()
-            session.store().save(bench_report_of(report), owner=who.user, team=who.team)
+            session.store().save(as_run(report), owner=who.user, team=who.team)
         except WorkbenchError as exc:
             st.warning(
                 _("The results are shown but were not saved to the history: {error}").format(

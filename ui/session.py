@@ -15,7 +15,6 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.bench import BenchReport
 from core.errors import WorkbenchError
 from core.i18n import _
 from core.identity import ANONYMOUS, Identity
@@ -23,6 +22,7 @@ from core.jobs import SAMPLE, ProcessBackend, run
 from core.model import ModelRecord, cards
 from core.model.library import LibraryFull, ModelLibrary
 from core.model.zoo import SampleRequest, check_start_sample
+from core.runtime.runs import AnyRun
 from core.settings import Settings, load_settings
 from core.store import Store, open_history
 from core.workspace import Workspace, sweep_closed_sessions, sweep_workspaces
@@ -191,12 +191,13 @@ def store() -> Store:
 
 
 @st.cache_data(max_entries=2000, show_spinner=False)
-def _saved_run(url: str, run_id: str) -> BenchReport:
+def _saved_run(url: str, run_id: str) -> AnyRun:
     return store().load(run_id)
 
 
-def saved_run(run_id: str) -> BenchReport:
-    """A run from the history; runs never change once saved, so each is read once per server."""
+def saved_run(run_id: str) -> AnyRun:
+    """A run from the history, of its kind, with who saved it; runs never change once saved, so each is read once
+    per server."""
     return _saved_run(settings().store_url, run_id)
 
 

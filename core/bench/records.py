@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from core.model.measured import MeasuredModel
-from core.runtime.activity import Activity
-from core.runtime.harness import BenchResult
-from core.runtime.machine import Environment
+from core.runtime.runs import BenchmarkRun
 
 __all__ = ["BenchReport", "BenchRequest"]
+
+# Benchmark's answer is a benchmark run of the history (core.runtime.runs): its header, settings and results
+BenchReport = BenchmarkRun
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,21 +29,3 @@ class BenchRequest:
     warmup: int = 20
     time_budget_s: float = 60.0
     seed: int = 0
-
-
-@dataclass(kw_only=True)
-class BenchReport:
-    id: str
-    model: str
-    model_id: str
-    created_at: str  # ISO 8601, UTC
-    settings: dict[str, Any]
-    environment: Environment
-    results: list[BenchResult]
-    baseline: str  # what speedups are relative to: "PyTorch eager" or "ORT DISABLE_ALL"
-    headline: str
-    notes: list[str]
-    seconds: float
-    started: float = 0.0  # wall-clock start and end of the measurement (epoch seconds), under the lock
-    finished: float = 0.0
-    activity: Activity | None = None  # what else the machine did meanwhile (None in runs saved before it)

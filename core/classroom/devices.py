@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from core.classroom.rooms import Entry
 
 if TYPE_CHECKING:
-    from core.bench import BenchReport
+    from core.runtime.runs import LatencyRun
 
 __all__ = ["BROWSER", "DeviceGroup", "browser_entry", "device_groups", "device_key"]
 
@@ -40,7 +40,7 @@ class DeviceGroup:
         return median(self.medians)
 
 
-def device_key(report: BenchReport) -> str:
+def device_key(report: LatencyRun) -> str:
     """The kind of device a browser run ran on: browser and major version, OS, cores, backend."""
     env = report.environment
     browser = env.versions.get("browser", "").strip()
@@ -52,7 +52,7 @@ def device_key(report: BenchReport) -> str:
     return " · ".join(p.replace("\n", " ").replace("\r", " ") for p in parts)[:_LONGEST]
 
 
-def browser_entry(report: BenchReport, name: str, participant: str) -> Entry | None:
+def browser_entry(report: LatencyRun, name: str, participant: str) -> Entry | None:
     """A browser run's median call time with its interval, keyed by its device, as a room entry; None without a
     result."""
     if not report.results:

@@ -103,10 +103,10 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         report = jobs.run(LOADTEST_URL if is_url else LOADTEST, request)
     if not args.no_save:
+        from core.deploy.saved import as_run
         from core.store import open_history  # SQLAlchemy: imported only by the commands that save
-        from core.store.loadtests import bench_report_of
 
-        open_history(load_settings()).save(bench_report_of(report))
+        open_history(load_settings()).save(as_run(report))
     stopped = 1 if report.stopped_at is not None else 0  # measured, but the server failed: the notes say how
     if args.json:
         print(json.dumps(report_json(report), indent=2, allow_nan=False))

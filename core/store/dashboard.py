@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from core.bench import BenchReport
 from core.i18n import _
 from core.runtime.harness import BenchResult
+from core.runtime.runs import LatencyRun, TuneRun
 
 __all__ = [
     "Latest",
-    "Owned",
     "Point",
     "Regression",
     "Tuned",
@@ -30,38 +30,25 @@ __all__ = [
     "trend",
 ]
 
-TUNE_KIND = "tune"  # settings["kind"] of a tuning run (core.tune.saved.KIND)
 SLOWER = 1.05  # a version is flagged when its interval lies wholly above the one before's and it is 5 % slower
 
 
-@dataclass
-class Owned:
-    """A saved run and who saved it."""
+def _version(run: LatencyRun) -> str:
+    """The ONNX model's version: its sha256, shortened."""
+    return run.model_id[:12] or "?"
 
-    report: BenchReport
-    owner: str = ""
 
-    @property
-    def version(self) -> str:
-        """The ONNX model's version: its sha256, shortened."""
-        return self.report.model_id[:12] or "?"
+def _busy(run: LatencyRun) -> bool:
+    """Measured while other processes kept the machine busy: its numbers are theirs as much as the model's."""
+    return run.activity is not None and run.activity.busy
 
-    @property
-    def tuned(self) -> bool:
-        """A tuning run (kind "tune", core.tune.saved), not a benchmark."""
-        return self.report.settings.get("kind") == TUNE_KIND
 
-    @property
-    def busy(self) -> bool:
-        """Measured while other processes kept the machine busy: its numbers are theirs as much as the model's."""
-        return self.report.activity is not None and self.report.activity.busy
-
-    def version_of(self, result: BenchResult) -> str:
-        """What ``result`` measured: the PyTorch original's version for eager ("" when the run did not record
-        it, as runs saved before it did not), else the ONNX model's."""
-        if result.engine == "eager":
-            return str(self.report.settings.get("torch_model_id") or "")[:12]
-        return self.version
+def _version_of(run: LatencyRun, result: BenchResult) -> str:
+    """What ``result`` measured: the PyTorch original's version for eager ("" when the run did not record it, as
+    runs saved before it did not), else the ONNX model's."""
+    if result.engine == "eager":
+        return str(run.settings.get("torch_model_id") or "")[:12]
+    return _version(run)
 
 
 @dataclass(kw_only=True)
@@ -139,54 +126,57 @@ def _fastest(results: list[BenchResult]) -> BenchResult | None:
     return min(ort, key=lambda r: r.median_ms) if ort else None
 
 
-def _per_model_machine(runs: Iterable[Owned]) -> list[tuple[str, str, list[Owned], Owned]]:
+_Run = TypeVar("_Run", bound=LatencyRun)
+
+
+def _per_model_machine(runs: Iterable[_Run]) -> list[tuple[str, str, list[_Run], _Run]]:
     """``runs`` grouped by model and machine, in that order: each group's model, machine, runs and newest run."""
-    groups: dict[tuple[str, str], list[Owned]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[_Run]] = defaultdict(list)
     for run in runs:
-        groups[(run.report.model, run.report.environment.place)].append(run)
+        groups[(run.model, run.environment.place)].append(run)
     return [
-        (model, machine, group, max(group, key=lambda r: r.report.created_at))
+        (model, machine, group, max(group, key=lambda r: r.created_at))
         for (model, machine), group in sorted(groups.items())
     ]
 
 
-def latest_per_model_machine(runs: Iterable[Owned]) -> list[Latest]:
+def latest_per_model_machine(runs: Iterable[LatencyRun]) -> list[Latest]:
     """The newest run of each model on each machine, with its fastest configuration; flagged when that run's
     version regressed against the version before it."""
-    measured = [run for run in runs if not run.tuned]  # a tuning run's answer is its own table's (latest_tuned)
+    measured = [run for run in runs if not isinstance(run, TuneRun)]  # a tuning's answer is its own table's
     flagged = {r.after_run for r in regressions(measured)}
     rows = []
     for model, machine, group, newest in _per_model_machine(measured):
-        best = _fastest(newest.report.results)
+        best = _fastest(newest.results)
         if best is None:
             continue
         rows.append(
             Latest(
                 model=model,
                 machine=machine,
-                run_id=newest.report.id,
-                created_at=newest.report.created_at,
+                run_id=newest.id,
+                created_at=newest.created_at,
                 owner=newest.owner,
-                version=newest.version,
+                version=_version(newest),
                 fastest=best.label,
                 fastest_ms=best.median_ms,
                 speedup=best.speedup,
                 runs=len(group),
-                regressed=newest.report.id in flagged,
+                regressed=newest.id in flagged,
             )
         )
     return rows
 
 
-def trend(runs: Iterable[Owned]) -> list[Point]:
+def trend(runs: Iterable[LatencyRun]) -> list[Point]:
     """Every configuration of every run, oldest first: a model's latency across its versions and machines."""
     points = [
         Point(
-            run_id=run.report.id,
-            created_at=run.report.created_at,
-            machine=run.report.environment.place,
+            run_id=run.id,
+            created_at=run.created_at,
+            machine=run.environment.place,
             owner=run.owner,
-            version=run.version_of(r) or "?",
+            version=_version_of(run, r) or "?",
             configuration=r.label,
             median_ms=r.median_ms,
             low_ms=r.median_low_ms,
@@ -194,33 +184,33 @@ def trend(runs: Iterable[Owned]) -> list[Point]:
             speedup=r.speedup,
         )
         for run in runs
-        for r in run.report.results
+        for r in run.results
     ]
     return sorted(points, key=lambda p: (p.created_at, p.run_id, p.configuration))
 
 
-def busy_runs(runs: Iterable[Owned]) -> list[Owned]:
+def busy_runs(runs: Iterable[_Run]) -> list[_Run]:
     """The runs measured on a busy machine, which ``regressions`` leaves out."""
-    return [run for run in runs if run.busy]
+    return [run for run in runs if _busy(run)]
 
 
-def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regression]:
+def regressions(runs: Iterable[LatencyRun], slower: float = SLOWER) -> list[Regression]:
     """Each version against the version before it (the newest earlier run of another version of what the
     configuration measures, on the same machine): flagged when surely slower, its median's 95 % interval wholly
     above the earlier one's and the median at least ``slower`` times the earlier. Runs of one version are compared
     with nothing: they differ by noise, not by the model. Left out: runs on a busy machine, and eager results whose
     PyTorch version was not recorded."""
-    series: dict[tuple[str, str, str], list[tuple[Owned, BenchResult, str]]] = defaultdict(list)
+    series: dict[tuple[str, str, str], list[tuple[LatencyRun, BenchResult, str]]] = defaultdict(list)
     for run in runs:
-        if run.busy:
+        if _busy(run):
             continue
-        for r in run.report.results:
-            version = run.version_of(r)
+        for r in run.results:
+            version = _version_of(run, r)
             if version:
-                series[(run.report.model, run.report.environment.place, r.label)].append((run, r, version))
+                series[(run.model, run.environment.place, r.label)].append((run, r, version))
     found = []
     for (model, machine, configuration), points in series.items():
-        points.sort(key=lambda p: p[0].report.created_at)
+        points.sort(key=lambda p: p[0].created_at)
         for i, (after, a, version) in enumerate(points):
             before = next((p for p in reversed(points[:i]) if p[2] != version), None)
             if before is None:
@@ -234,8 +224,8 @@ def regressions(runs: Iterable[Owned], slower: float = SLOWER) -> list[Regressio
                         configuration=configuration,
                         before_version=earlier,
                         after_version=version,
-                        before_run=run.report.id,
-                        after_run=after.report.id,
+                        before_run=run.id,
+                        after_run=after.id,
                         before_ms=b.median_ms,
                         after_ms=a.median_ms,
                         engine=a.engine,
@@ -264,24 +254,24 @@ class Tuned:
     runs: int  # tuning runs of this model on this machine
 
 
-def latest_tuned(runs: Iterable[Owned]) -> list[Tuned]:
+def latest_tuned(runs: Iterable[LatencyRun]) -> list[Tuned]:
     """The newest tuning run of each model on each machine, with the configuration it chose."""
     rows = []
-    for model, machine, group, newest in _per_model_machine(run for run in runs if run.tuned and run.report.results):
-        settings = newest.report.settings
-        default = newest.report.results[0]  # the final round's defaults come first
-        label = str(settings.get("best_label") or default.label)
-        chosen = next((r for r in newest.report.results if r.label == label), default)
+    tunings = (run for run in runs if isinstance(run, TuneRun) and run.results)
+    for model, machine, group, newest in _per_model_machine(tunings):
+        default = newest.results[0]  # the final round's defaults come first
+        label = newest.best_label or default.label
+        chosen = next((r for r in newest.results if r.label == label), default)
         rows.append(
             Tuned(
                 model=model,
                 machine=machine,
-                run_id=newest.report.id,
-                created_at=newest.report.created_at,
+                run_id=newest.id,
+                created_at=newest.created_at,
                 owner=newest.owner,
-                version=newest.version,
+                version=_version(newest),
                 chosen=chosen.label,
-                settings=dict(settings.get("best") or {}),
+                settings=dict(newest.best),
                 median_ms=chosen.median_ms / chosen.batch,
                 low_ms=chosen.median_low_ms / chosen.batch,
                 high_ms=chosen.median_high_ms / chosen.batch,

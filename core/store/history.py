@@ -11,22 +11,22 @@ import json
 import math
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, Select, delete, func, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.bench import BenchReport
 from core.errors import StoreError
 from core.identity import MAX_LENGTH, stored_owner
-from core.jobs.wire import from_data, to_data
-from core.runtime.activity import Activity
-from core.runtime.harness import BenchResult
-from core.runtime.machine import Environment
+from core.jobs.wire import WireError, to_data
+from core.notes import Note, read_notes
+from core.runtime.runs import AnyRun
 from core.store.engine import connection_lost, describe, open_engine, reason, safe
+from core.store.kinds import read_run, settings_column
 from core.store.migrate import upgrade
+from core.store.notes import headline_text, read_activity, read_environment, read_headline
 from core.store.schema import results, runs
 from core.store.spool import Spool
 
@@ -47,11 +47,13 @@ class RunSummary:
     model: str
     machine: str
     cpu: str
-    headline: str
+    headline: Note
     configurations: int
     inputs: str = ""  # what the run measured on, in a line: shapes at batch 1 and how values were made
     owner: str = ""  # who saved it; "" for anonymous
     team: str = ""  # who may see it; "" is the anonymous team
+    kind: str = "benchmark"  # the run's kind (core.runtime.runs.KINDS)
+    imported_at: datetime | None = None  # when a run measured elsewhere was imported (UTC); None: measured here
 
 
 def inputs_text(settings: dict[str, Any]) -> str:
@@ -98,8 +100,9 @@ class Store:
             self._flush_spool()
 
     # -- saving -------------------------------------------------------------------------------------------------
-    def save(self, report: BenchReport, owner: str = "", team: str = "") -> None:
-        """Save ``report`` as saved by ``owner`` for ``team``; runs kept in the spool are saved first.
+    def save(self, report: AnyRun, owner: str = "", team: str = "") -> None:
+        """Save ``report`` as saved by ``owner`` for ``team`` (never the owner and team the record names); runs
+        kept in the spool are saved first.
 
         A lost database is tried again with backoff for ``retry_s``; if it is still gone, the run is kept in
         the spool and a StoreError says so (without a spool, that it was not saved).
@@ -123,7 +126,7 @@ class Store:
             time.sleep(min(delay, left))  # the last try at the deadline
             delay, attempt = min(delay * 2, 2.0), attempt + 1
 
-    def _kept(self, report: BenchReport, owner: str, team: str, exc: SQLAlchemyError) -> StoreError:
+    def _kept(self, report: AnyRun, owner: str, team: str, exc: SQLAlchemyError) -> StoreError:
         """The error for a run the database could not take: kept in the spool where there is one."""
         lost = f"The benchmark history ({describe(self.url)}) cannot be reached: {reason(exc, self.url)}"
         if self.spool is None:
@@ -166,7 +169,7 @@ class Store:
         with self.engine.connect() as conn:
             return conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
 
-    def _insert(self, report: BenchReport, owner: str, team: str, skip_present: bool) -> None:
+    def _insert(self, report: AnyRun, owner: str, team: str, skip_present: bool) -> None:
         with self.engine.begin() as conn:
             if skip_present and conn.execute(select(runs.c.id).where(runs.c.id == report.id)).first():
                 return
@@ -212,11 +215,13 @@ class Store:
                 model=r["model"],
                 machine=r["machine"],
                 cpu=r["cpu"],
-                headline=r["headline"],
+                headline=read_headline(r["headline"]),
                 configurations=r["configurations"] or 0,
                 inputs=inputs_text(_json(r["settings"]) or {}),
                 owner=r["owner"],
                 team=r["team"],
+                kind=r["kind"],
+                imported_at=r["imported_at"],
             )
             for r in rows
         ]
@@ -231,7 +236,9 @@ class Store:
             query = query.where(runs.c.team == team)
         return [v for (v,) in self._read(lambda conn: conn.execute(query).all())]
 
-    def load(self, run_id: str) -> BenchReport:
+    def load(self, run_id: str) -> AnyRun:
+        """The run ``run_id``, of its kind, with who saved it; a StoreError when there is none."""
+
         def both(conn: Connection) -> tuple[Any, Any]:
             run = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
             order = results.c.position
@@ -242,22 +249,23 @@ class Store:
             raise StoreError(f"There is no run {run_id!r} in the history.")
         environment = dict(_json(run["environment"]))
         activity = environment.pop("activity", None)
-        return BenchReport(
-            id=run["id"],
-            model=run["model"],
-            model_id=run["model_id"],
-            created_at=run["created_at"].isoformat(timespec="seconds") + "+00:00",
-            settings=_json(run["settings"]),
-            environment=from_data(environment, Environment),
-            activity=from_data(activity, Activity) if activity else None,
-            results=[from_data(_json(detail), BenchResult) for (detail,) in rows],
-            baseline=run["baseline"],
-            headline=run["headline"],
-            notes=list(_json(run["notes"])),
-            seconds=run["seconds"],
-            started=run["started"],
-            finished=run["finished"],
-        )
+        fields = {
+            "kind": run["kind"],
+            **{name: run[name] for name in ("id", "model", "model_id", "baseline", "seconds", "started", "finished")},
+            **{name: run[name] for name in ("owner", "team")},
+            "created_at": _iso(run["created_at"]),
+            "imported_at": _iso(run["imported_at"]) if run["imported_at"] else "",
+            "settings": _json(run["settings"]),
+            "environment": read_environment(environment),
+            "activity": read_activity(activity) if activity else None,
+            "results": [_json(detail) for (detail,) in rows],
+            "headline": read_headline(run["headline"]),
+            "notes": read_notes(_json(run["notes"])),
+        }
+        try:
+            return read_run(fields)
+        except WireError as exc:
+            raise StoreError(f"Run {run_id} in the history cannot be read by this version of the app: {exc}") from exc
 
     def _read(self, work: Any) -> Any:
         try:
@@ -283,30 +291,32 @@ def _summaries() -> Select[Any]:
     return select(runs, counts.c.configurations).join(counts, counts.c.run_id == runs.c.id, isouter=True)
 
 
-def _run_row(report: BenchReport, owner: str, team: str) -> dict[str, Any]:
+def _run_row(report: AnyRun, owner: str, team: str) -> dict[str, Any]:
     env = report.environment
     return {
         "id": report.id,
-        "created_at": datetime.fromisoformat(report.created_at).replace(tzinfo=None),
+        "created_at": _naive(report.created_at),
         "model": report.model[:512],
         "model_id": report.model_id,
         "machine": env.place[:256],  # the target it ran on, else the host: where runs are compared
         "cpu": env.cpu[:512],
-        "headline": report.headline,
+        "headline": headline_text(report.headline),
         "baseline": report.baseline,
         "seconds": report.seconds,
         "started": report.started,
         "finished": report.finished,
-        "settings": to_data(report.settings),
+        "kind": report.kind,
+        "imported_at": _naive(report.imported_at) if report.imported_at else None,
+        "settings": settings_column(report),  # how it measured, and the fields of its kind's own
         # what else ran meanwhile travels with the machine's description
         "environment": {**to_data(env), "activity": to_data(report.activity)},
-        "notes": report.notes,
+        "notes": to_data(report.notes),
         "owner": owner,
         "team": team,
     }
 
 
-def _result_rows(report: BenchReport) -> list[dict[str, Any]]:
+def _result_rows(report: AnyRun) -> list[dict[str, Any]]:
     measures = ("median_ms", "p90_ms", "p99_ms", "mean_ms", "std_ms", "throughput", "speedup", "max_abs_diff")
     return [
         {
@@ -324,6 +334,17 @@ def _result_rows(report: BenchReport) -> list[dict[str, Any]]:
         }
         for i, r in enumerate(report.results)
     ]
+
+
+def _naive(iso: str) -> datetime:
+    """An ISO 8601 time as the tables keep it: UTC, without its offset."""
+    when = datetime.fromisoformat(iso)
+    return (when.astimezone(UTC) if when.tzinfo else when).replace(tzinfo=None)
+
+
+def _iso(when: datetime) -> str:
+    """A time the tables keep (UTC, without its offset) as a run's record says it."""
+    return when.isoformat(timespec="seconds") + "+00:00"
 
 
 def _finite(value: float | None) -> float | None:

@@ -30,6 +30,9 @@ runs = Table(
     # an email in lower case (revision 3)
     Column("owner", String(256), nullable=False, default="", server_default="", index=True),
     Column("team", String(256), nullable=False, default="", server_default="", index=True),
+    # the run's kind (core.runtime.runs.KINDS), and when a run measured elsewhere was imported (revision 5)
+    Column("kind", String(16), nullable=False, default="benchmark", server_default="benchmark", index=True),
+    Column("imported_at", DateTime),
 )
 
 results = Table(

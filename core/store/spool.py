@@ -8,8 +8,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.bench import BenchReport
-from core.jobs.wire import from_data, to_data
+from core.jobs.wire import to_data
+from core.runtime.runs import AnyRun
+from core.store.notes import read_report
 
 __all__ = ["Spool", "SpooledRun"]
 
@@ -20,23 +21,25 @@ _SUFFIX = ".json"
 class SpooledRun:
     """A kept run and who saved it."""
 
-    report: BenchReport
+    report: AnyRun
     owner: str
     team: str
 
 
 class Spool:
-    """A folder of kept runs (``<run id>.json``: ``{"owner", "team", "report"}``, the report as ``to_data``
-    gives it). Files are written whole (a temporary name, then renamed), so a reader never sees half a run."""
+    """A folder of kept runs (``<run id>.json``: ``{"owner", "team", "run"}``, the run as ``to_data`` gives it,
+    its kind named; an earlier version kept ``"report"``, a benchmark's record, whose settings named the kind of a
+    tuning or a load test). Files are written whole (a temporary name, then renamed), so a reader never sees half a
+    run."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
 
-    def keep(self, report: BenchReport, owner: str, team: str) -> Path:
+    def keep(self, report: AnyRun, owner: str, team: str) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{re.sub(r'[^A-Za-z0-9_-]', '_', report.id) or 'run'}{_SUFFIX}"
         partial = self.folder / f".{path.name}.{os.getpid()}.partial"
-        partial.write_text(json.dumps({"owner": owner, "team": team, "report": to_data(report)}))
+        partial.write_text(json.dumps({"owner": owner, "team": team, "run": to_data(report)}))
         os.replace(partial, path)
         return path
 
@@ -51,9 +54,10 @@ class Spool:
     def read(self, path: Path) -> SpooledRun:
         """The run kept in ``path``; ValueError when the file is not one (OSError when it is gone)."""
         data = json.loads(path.read_text())
-        if not isinstance(data, dict) or "report" not in data:
+        kept = data.get("run", data.get("report")) if isinstance(data, dict) else None
+        if not isinstance(kept, dict):
             raise ValueError(f"{path} is not a kept run")
-        return SpooledRun(from_data(data["report"], BenchReport), str(data.get("owner", "")), str(data.get("team", "")))
+        return SpooledRun(read_report(kept), str(data.get("owner", "")), str(data.get("team", "")))
 
     def set_aside(self, path: Path, why: str) -> Path:
         """Move a file the database cannot take out of the way, kept under a name that says why."""

@@ -1,20 +1,18 @@
-"""A tuning run as the history keeps it: a benchmark run of kind "tune" (no table of its own). Its results are the
-final round (the defaults, and the winner when it is another) and every other candidate measured; its settings
-name the kind, the defaults' and the best's SessionConfig, the budget and what was not tried."""
+"""A tuning run as the history keeps it: a run of kind "tune" (core.runtime.runs.TuneRun). Its results are the
+final round (the defaults, and the winner when it is another) and every other candidate measured; beside them the
+defaults' and the best's SessionConfig, the budget and what was not tried."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-from core.bench.records import BenchReport
 from core.runtime.harness import BenchResult
+from core.runtime.runs import TuneRun
 from core.runtime.stats import speedup_interval
 from core.tune.records import Candidate, TuneReport
 
-__all__ = ["KIND", "as_run", "candidate_data", "report_data"]
-
-KIND = "tune"  # settings["kind"] of a tuning run in the history (a benchmark's has none)
+__all__ = ["as_run", "candidate_data", "report_data"]
 
 
 def _results(report: TuneReport) -> list[BenchResult]:
@@ -41,22 +39,14 @@ def _speedup(candidate: Candidate, default: Candidate) -> BenchResult:
     return result
 
 
-def as_run(report: TuneReport) -> BenchReport:
-    """``report`` as a run of the history (core.store), kind "tune"."""
+def as_run(report: TuneReport) -> TuneRun:
+    """``report`` as a run of the history (core.store)."""
     settings = {
-        "kind": KIND,
-        "default": report.default.config.to_data(),
-        "best": report.best.config.to_data(),
-        "best_label": report.best.label,
-        "budget_s": report.budget_s,
         "time_budget_s": report.budget_s,
         **report.final_round,  # iterations, warmup, rounds, seed: how the final round measured
-        "per_sample": report.per_sample,
-        "not_tried": report.not_tried,
-        "tolerance": report.tolerance,
         "inputs": report.inputs,
     }
-    return BenchReport(
+    return TuneRun(
         id=report.id,
         model=report.model,
         model_id=report.model_id,
@@ -64,13 +54,19 @@ def as_run(report: TuneReport) -> BenchReport:
         settings=settings,
         environment=report.environment,
         results=_results(report),
-        baseline="",
         headline=report.headline,
         notes=list(report.notes),
         seconds=report.seconds,
         started=report.started,
         finished=report.finished,
         activity=report.activity,
+        default=report.default.config.to_data(),
+        best=report.best.config.to_data(),
+        best_label=report.best.label,
+        budget_s=report.budget_s,
+        per_sample=report.per_sample,
+        not_tried=list(report.not_tried),
+        tolerance=report.tolerance,
     )
 
 

@@ -31,7 +31,7 @@ from core.model.measured import MeasuredModel
 from core.partition import LevelsRequest
 from core.quantize import QuantizeRequest
 from core.store import Store
-from core.store.dashboard import Owned, latest_per_model_machine
+from core.store.dashboard import latest_per_model_machine
 from tests import builders
 from tests.cli import cli
 from tests.reports import made_report
@@ -259,7 +259,7 @@ def test_runs_are_saved_and_compared_by_target(tmp_path: Path) -> None:
         report = made_report(machine="vm")
         report.environment = dataclasses.replace(report.environment, target=target)
         store.save(report)
-        runs.append(Owned(report))
+        runs.append(report)
     assert sorted(r.machine for r in store.runs()) == ["head", "node2", "vm"]
     assert store.runs(machines=["node2"])[0].machine == "node2"
     assert sorted(row.machine for row in latest_per_model_machine(runs)) == ["head", "node2", "vm"]

@@ -6,7 +6,7 @@ from core.bench import BenchReport
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
-from core.store.dashboard import Owned, busy_runs, latest_per_model_machine, regressions, trend
+from core.store.dashboard import busy_runs, latest_per_model_machine, regressions, trend
 
 
 def _result(label: str, engine: str, median: float, spread: float = 0.02) -> BenchResult:
@@ -29,7 +29,7 @@ def _run(
     torch: str = "",
     eager_ms: float = 10.0,
     busy: bool = False,
-) -> Owned:
+) -> BenchReport:
     environment = Environment(
         machine=machine,
         cpu="cpu",
@@ -44,12 +44,11 @@ def _run(
     results[1].speedup = eager_ms / ort_ms
     activity = Activity(seconds=1.0, cores=2, others_cores=1.5 if busy else 0.0, own_cores=1.0, load_before=0.0,
                         load_after=0.0, busy=busy)  # fmt: skip
-    report = BenchReport(
+    return BenchReport(
         id=run_id, model=model, model_id=version * 8, created_at=f"2026-11-{when}T10:00:00+00:00",
         settings={"torch_model_id": torch * 16} if torch else {}, environment=environment, results=results,
-        baseline="PyTorch eager", headline="", notes=[], seconds=1.0, activity=activity,
+        baseline="PyTorch eager", headline="", notes=[], seconds=1.0, activity=activity, owner="alice@acme.test",
     )  # fmt: skip
-    return Owned(report, owner="alice@acme.test")
 
 
 def test_a_new_version_surely_slower_is_flagged_and_noise_within_a_version_is_not() -> None:
@@ -77,7 +76,7 @@ def test_eager_rows_follow_the_pytorch_originals_versions_and_busy_runs_are_comp
     assert found[0].text == (
         "PyTorch eager on box-a: 20 → 30 ms (1.50×) from the PyTorch original's version t1t1t1t1t1t1 to t2t2t2t2t2t2"
     )
-    assert [run.report.id for run in busy_runs(runs)] == ["r4"]
+    assert [run.id for run in busy_runs(runs)] == ["r4"]
     assert not any(row.regressed for row in latest_per_model_machine(runs))  # r5, the newest, surely slower nowhere
     versions = {(p.run_id, p.configuration): p.version for p in trend(runs)}
     assert versions[("r2", "PyTorch eager")] == "t1t1t1t1t1t1" and versions[("r2", "ORT ALL")] == "bbbbbbbbbbbb"

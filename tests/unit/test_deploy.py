@@ -18,13 +18,14 @@ from fastapi.testclient import TestClient
 from google.protobuf import text_format
 
 from core.deploy import DeployRequest, LoadResult, LoadtestReport
+from core.deploy.saved import as_run
 from core.deploy.server import generate_server, pbtxt_string
 from core.deploy.session import read_tuned
 from core.errors import SessionConfigError
 from core.runtime.machine import Environment
+from core.runtime.runs import LoadtestRun
 from core.runtime.session_config import SessionConfig
 from core.store import Store
-from core.store.loadtests import bench_report_of
 from tests.builders import mixed_inputs_model, mlp_model, relu_model, write
 from tests.cli import cli
 
@@ -220,12 +221,12 @@ def test_a_load_test_is_saved_as_a_kind_of_run_with_its_percentiles(tmp_path: Pa
         environment=MACHINE, notes=[], seconds=5.0,
     )  # fmt: skip
     store = Store(f"sqlite:///{tmp_path / 'h.sqlite'}")
-    store.save(bench_report_of(report))
+    store.save(as_run(report))
     saved = store.load("lt1")
-    assert saved.settings["kind"] == "loadtest" and saved.settings["concurrency"] == [4]
+    assert isinstance(saved, LoadtestRun) and saved.concurrency == [4] and saved.errors == {"4": 1}
     http = next(r for r in saved.results if r.engine == "http")
     assert (http.label, http.median_ms, http.p99_ms, http.throughput) == ("HTTP · 4 concurrent", 3.0, 9.0, 250.0)
-    assert saved.headline.startswith("Served over HTTP: p50 3 ms at concurrency 4 against 0.02 ms in-process")
+    assert saved.headline.english().startswith("Served over HTTP: p50 3 ms at concurrency 4 against 0.02 ms in-process")
     in_process = next(r for r in saved.results if r.engine == "ort")
     assert in_process.median_ms == 0.02 and math.isnan(in_process.p99_ms)
 

@@ -29,12 +29,13 @@ ALLOWED = {
     "model": BASICS,
     "runtime": {"model"} | BASICS,
     "jobs": {"runtime"} | BASICS,  # a cluster asks each target what it is made of (core.runtime.hardware)
-    "store": {"bench", "deploy", "jobs", "runtime"} | BASICS,  # a load test is saved as a kind of run
-    # a room's tables are the store's; what it pools, a benchmark's and a quantization's reports (types only)
-    "classroom": {"store", "tutorial", "bench", "quantize"} | BASICS,
-    # a browser's run is a benchmark's report (its headline, its statistics); its page embeds JSON as the graph's
+    # every kind of run is a record of core.runtime.runs: the history knows no feature
+    "store": {"jobs", "runtime"} | BASICS,
+    # a room's tables are the store's; what it pools, a benchmark's, a browser's and a quantization's runs (types)
+    "classroom": {"store", "tutorial", "bench", "quantize", "runtime"} | BASICS,
+    # a browser's run has a benchmark's headline and statistics; its page embeds JSON as the graph's
     "browser": {"bench", "graph"} | LIBRARIES | BASICS,
-    # Tune measures with Benchmark's harness and saves as a benchmark run (its types); its variants are Quantize's
+    # Tune measures with Benchmark's harness; its variants are Quantize's
     "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
     # a server for the variant Tune chose, made with Quantize's tools when only the float32 model is given
     "deploy": {"quantize"} | LIBRARIES | BASICS,
@@ -281,6 +282,24 @@ def test_a_language_is_one_row_of_the_table_and_no_code_asks_which_language_it_s
     places = [p for p in [*_modules(), *APP] if p != CORE / "i18n.py"]
     assert not [where for p in places for where in _compared_with(p, codes)]
     assert all(row.code == code and row.name and row.babel and row.html for code, row in LANGUAGES.items())
+
+
+def test_no_run_is_told_apart_by_a_kind_in_its_settings() -> None:
+    """A run's kind is its record's type (core.runtime.runs: a tagged union), never a ``settings["kind"]`` string.
+    Only the history's one reader of what earlier versions wrote (core/store/kinds.py) and the migration that moved
+    the kind into its column read that entry."""
+    import re
+
+    entry = re.compile(r"""settings\s*(\[|\.get\(|\.pop\(|\.setdefault\()\s*["']kind["']|["']kind["']\s*:\s*KIND\b""")
+    earlier = {CORE / "store" / "kinds.py", CORE / "store" / "migrations" / "versions" / "v5_run_kinds.py"}
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in [*_modules(), *APP]
+        if path not in earlier
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if entry.search(line)
+    ]
+    assert not found
 
 
 def _classes_named(name: str) -> list[str]:

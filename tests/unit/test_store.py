@@ -25,7 +25,10 @@ from sqlalchemy import create_engine, func, insert, select
 from core.bench import BenchReport
 from core.errors import StoreError
 from core.jobs.wire import from_data, to_data
+from core.notes import Note, warning
+from core.runtime.runs import AnyRun, BrowserRun, BrowserSide, LatencyRun, LoadtestRun, TuneRun
 from core.store import Store
+from core.store.kinds import settings_column
 from core.store.migrate import alembic_config, current_revision, head
 from core.store.schema import metadata, results, runs
 from tests.postgres import PASSWORD, Postgres
@@ -77,7 +80,8 @@ def test_a_saved_run_loads_back_whole_in_a_new_store(url: str) -> None:
     report = made_report()
     Store(url).save(report, owner="alice@acme.test", team="acme.test")
     again = Store(url)  # a new engine, as after a restart of the app
-    assert again.load(report.id) == report  # samples, environment, what else the machine did: all of it
+    loaded = again.load(report.id)  # samples, environment, what else the machine did: all of it, and who saved it
+    assert loaded == dataclasses.replace(report, owner="alice@acme.test", team="acme.test")
     (summary,) = again.runs()
     assert (summary.id, summary.model, summary.machine, summary.configurations) == (report.id, "tinycnn", "box-a", 3)
     assert (summary.owner, summary.team, summary.inputs) == (
@@ -126,6 +130,113 @@ def test_a_team_sees_only_its_own_runs_and_anonymous_runs_are_the_anonymous_team
     assert store.distinct("owner", team="") == [""] and store.distinct("team") == ["", "acme.test", "other.test"]
     summary = store.summary("other")
     assert summary is not None and (summary.owner, summary.team) == ("eve@other.test", "other.test")
+
+
+def _of_kind(record: type[AnyRun], run_id: str, **own: Any) -> AnyRun:
+    """A run of ``record``'s kind with made_report's header, settings and results, and ``own`` fields."""
+    base = made_report(run_id, when=_MEASURED)
+    shared = {f.name: getattr(base, f.name) for f in dataclasses.fields(LatencyRun) if f.name != "kind"}
+    return record(**{**shared, **own})
+
+
+def _every_kind() -> list[AnyRun]:
+    return [
+        made_report("bench", when=_MEASURED),
+        _of_kind(TuneRun, "tune", best={"intra_op_threads": 2}, best_label="intra 2 · ALL · fp32", not_tried=[
+            warning("{stage} was not tried: the budget ran out", stage="io_binding")
+        ]),
+        _of_kind(LoadtestRun, "load", concurrency=[1, 4], errors={"1": 0, "4": 2}, body="npy"),
+        _of_kind(BrowserRun, "web", browser=BrowserSide(backend="webgpu", threads=4), imported_at=_IMPORTED),
+    ]  # fmt: skip
+
+
+_MEASURED = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+_IMPORTED = "2026-12-03T09:30:00+00:00"
+
+
+def test_every_kind_of_run_comes_back_as_its_own_record_with_its_own_fields(url: str) -> None:
+    store = Store(url)
+    for run in _every_kind():
+        store.save(run, owner="ada", team="t")
+    for run in _every_kind():
+        assert store.load(run.id) == dataclasses.replace(run, owner="ada", team="t")
+    summaries = {r.id: r for r in store.runs()}
+    assert {run_id: r.kind for run_id, r in summaries.items()} == {
+        "bench": "benchmark",
+        "tune": "tune",
+        "load": "loadtest",
+        "web": "browser",
+    }
+    assert summaries["web"].imported_at == datetime(2026, 12, 3, 9, 30) and summaries["bench"].imported_at is None
+    tune = store.load("tune")
+    assert isinstance(tune, TuneRun) and "kind" not in tune.settings and tune.not_tried[0].severity == "warning"
+
+
+def _settings_an_earlier_version_wrote(run: AnyRun) -> dict[str, Any]:
+    """A run's settings as the version before kinds had a column wrote them: its kind's fields among them, and a
+    tuning's and a load test's kind named there; its notes as English sentences."""
+    settings = {**settings_column(run)}
+    if isinstance(run, TuneRun | LoadtestRun):
+        settings["kind"] = run.kind
+    if isinstance(run, TuneRun):
+        settings["not_tried"] = [n.english() for n in run.not_tried]
+    return settings
+
+
+def _with_sentences(run: AnyRun) -> AnyRun:
+    """``run`` as read back from an earlier version's sentences: each note shown as it was written."""
+    if isinstance(run, TuneRun):
+        return dataclasses.replace(run, not_tried=[Note.kept(n.english()) for n in run.not_tried])
+    return run
+
+
+@pytest.mark.parametrize("when", ["before-the-upgrade", "after-it"])
+def test_runs_an_earlier_version_told_apart_by_their_settings_come_back_as_their_kind(url: str, when: str) -> None:
+    """Before revision 5 a tuning was a benchmark whose settings said ``"kind": "tune"``: upgraded, or written
+    by a process of that version still running beside an upgraded one, it is still a tuning."""
+    store = Store(url)
+    kept = [run for run in _every_kind() if run.imported_at == ""]  # an earlier version imported nothing apart
+    for run in kept:
+        store.save(run)
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        if when == "before-the-upgrade":
+            command.downgrade(alembic_config(conn), "0004")
+        table = sa.table("runs", sa.column("id", sa.String), sa.column("settings", sa.JSON))
+        for run in kept:
+            changed = sa.update(table).where(table.c.id == run.id)
+            conn.execute(changed.values(settings=_settings_an_earlier_version_wrote(run)))
+        if when == "after-it":  # its INSERT named no kind: the column's default
+            conn.execute(sa.update(runs).values(kind="benchmark"))
+        conn.commit()
+    engine.dispose()
+    upgraded = Store(url)
+    for run in kept:
+        assert upgraded.load(run.id) == _with_sentences(run)
+    assert {r.id: r.kind for r in upgraded.runs()} == (
+        {"bench": "benchmark", "tune": "tune", "load": "loadtest"}
+        if when == "before-the-upgrade"
+        else {r.id: "benchmark" for r in kept}  # the column as that process left it; each read as its kind
+    )
+    assert _schema_drift(url) == []
+
+
+def test_a_run_an_earlier_version_spooled_is_saved_as_its_kind(url: str, tmp_path: Path) -> None:
+    spool = tmp_path / "history-spool"
+    spool.mkdir()
+    tune = _every_kind()[1]
+    earlier = {"id", "model", "model_id", "created_at", "environment", "results", "baseline", "seconds", "activity"}
+    earlier |= {"started", "finished"}
+    report = {  # an earlier version's record: a benchmark's fields, its kind in its settings, its notes sentences
+        **{name: value for name, value in to_data(tune).items() if name in earlier},
+        "settings": _settings_an_earlier_version_wrote(tune),
+        "headline": tune.headline.english(),
+        "notes": [n.english() for n in tune.notes],
+    }
+    (spool / "tune.json").write_text(json.dumps({"owner": "ada", "team": "t", "report": report}))
+    store = Store(url, spool=spool)
+    assert store.load("tune") == dataclasses.replace(_with_sentences(tune), owner="ada", team="t")
+    assert list(spool.iterdir()) == []
 
 
 def _save_ten(url: str, path: str, worker: int, ready: Any) -> None:
@@ -232,12 +343,13 @@ def _write_earlier_history(url: str, report: BenchReport, window: bool) -> None:
     run = {
         "id": report.id,
         "created_at": datetime.fromisoformat(report.created_at).replace(tzinfo=None),
-        **{name: getattr(report, name) for name in ("model", "model_id", "headline", "baseline", "seconds")},
+        **{name: getattr(report, name) for name in ("model", "model_id", "baseline", "seconds")},
+        "headline": report.headline.english(),  # an earlier version kept sentences
         "machine": env.machine,
         "cpu": env.cpu,
         "settings": report.settings,
         "environment": {**to_data(env), "activity": to_data(report.activity)},
-        "notes": report.notes,
+        "notes": [n.english() for n in report.notes],
     }
     if window:
         run |= {"started": report.started, "finished": report.finished}

@@ -15,8 +15,9 @@ from core.jobs.wire import decode, encode
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.runtime.harness import BenchResult
+from core.runtime.runs import TuneRun
 from core.store import Store
-from core.store.dashboard import Owned, latest_per_model_machine, latest_tuned
+from core.store.dashboard import latest_per_model_machine, latest_tuned
 from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest, run_tune
 from core.tune.saved import as_run
 from core.tune.search import Space, stage_configs, stage_winner, surely_faster
@@ -159,9 +160,11 @@ def test_a_tuning_run_is_saved_to_the_history_and_shown_on_the_dashboard(strict:
     store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
     store.save(as_run(strict), owner="ada@example.com", team="t")
     saved = store.load(strict.id)
-    assert saved.settings["kind"] == "tune" and saved.settings["best"] == strict.best.config.to_data()
+    assert isinstance(saved, TuneRun) and saved.owner == "ada@example.com"
+    assert saved.best == strict.best.config.to_data() and saved.best_label == strict.best.label
+    assert saved.not_tried == strict.not_tried and saved.budget_s == strict.budget_s
     assert saved.results[0].label == "ORT defaults" and saved.results[0].p99_ms > 0
-    runs = [Owned(saved, "ada@example.com")]
+    runs = [saved]
     assert latest_per_model_machine(runs) == []  # a tuning run is not a benchmark's latest
     (row,) = latest_tuned(runs)
     assert row.model == "mlp" and row.run_id == strict.id

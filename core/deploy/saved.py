@@ -1,21 +1,21 @@
-"""A load test as the history keeps it: a kind of run (settings["kind"] == "loadtest") in the benchmark tables,
-one result per concurrency (engine "http") and the in-process latency beside them (engine "ort"), so History and
-the Dashboard list and chart it with the benchmarks and no table is added."""
+"""A load test as the history keeps it: a run of kind "loadtest" (core.runtime.runs.LoadtestRun), one result per
+concurrency (engine "http") and the in-process latency beside them (engine "ort"), so History and the Dashboard list
+and chart it with the other runs that timed configurations."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from core.bench.records import BenchReport
 from core.deploy.loadtest import headline
 from core.deploy.records import LoadtestReport
 from core.i18n import using
+from core.notes import read_note, read_notes
 from core.runtime.harness import BenchResult
 from core.runtime.ort import LEVELS
+from core.runtime.runs import LoadtestRun
 
-__all__ = ["KIND", "bench_report_of", "http_label"]
-
-KIND = "loadtest"
+__all__ = ["as_run", "http_label"]
 
 
 def http_label(concurrency: int) -> str:
@@ -23,13 +23,13 @@ def http_label(concurrency: int) -> str:
     return f"HTTP · {concurrency} concurrent"
 
 
-def bench_report_of(report: LoadtestReport) -> BenchReport:
+def as_run(report: LoadtestReport) -> LoadtestRun:
     """``report`` as a run of the history (see the module's docstring)."""
     nan = math.nan
     level = LEVELS[report.session.level].name
     provider = report.session.providers[0]
     threads = report.session.intra_op_threads
-    common = {"level": level, "provider": provider, "threads": threads, "batch": 1, "load_ms": 0.0}
+    common: dict[str, Any] = {"level": level, "provider": provider, "threads": threads, "batch": 1, "load_ms": 0.0}
     results = [
         BenchResult(
             label="ONNX Runtime in-process", engine="ort", n=report.in_process_calls,
@@ -48,19 +48,16 @@ def bench_report_of(report: LoadtestReport) -> BenchReport:
                 **common,
             )
         )  # fmt: skip
-    settings = {
-        "kind": KIND, "concurrency": [r.concurrency for r in report.results], "duration_s": report.duration_s,
-        "body": report.body, "target": report.target or "the app the load test started",
-        "session": report.session.to_data(), "errors": {str(r.concurrency): r.errors for r in report.results},
-        "intervals": {
+    with using("en"):
+        said = read_note(headline(report))
+    return LoadtestRun(
+        id=report.id, model=report.model, model_id=report.model_id, created_at=report.created_at,
+        settings={}, environment=report.environment, results=results, headline=said,
+        notes=read_notes(report.notes), seconds=report.seconds, concurrency=[r.concurrency for r in report.results],
+        duration_s=report.duration_s, body=report.body, target=report.target or "the app the load test started",
+        session=report.session.to_data(), errors={str(r.concurrency): r.errors for r in report.results},
+        intervals={
             str(r.concurrency): {"p90": [r.p90_low_ms, r.p90_high_ms], "p99": [r.p99_low_ms, r.p99_high_ms]}
             for r in report.results
         },
-    }  # fmt: skip
-    with using("en"):
-        said = headline(report)
-    return BenchReport(
-        id=report.id, model=report.model, model_id=report.model_id, created_at=report.created_at, settings=settings,
-        environment=report.environment, results=results, baseline="", headline=said, notes=list(report.notes),
-        seconds=report.seconds,
     )  # fmt: skip
