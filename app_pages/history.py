@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
@@ -10,6 +11,8 @@ import streamlit as st
 from core.browser import browser_report
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
+from core.notes import say
+from core.runtime.runs import KINDS
 from core.store.history import RunSummary, inputs_text
 from ui import pages, session
 from ui.bench_view import environment_section, results_frame, results_section
@@ -51,7 +54,7 @@ with st.expander(_("Import a browser's result")):
     uploaded = st.file_uploader(_("Result file (JSON)"), type=["json"], key="history_import")
     if uploaded is not None and st.session_state.get("history_imported") != uploaded.file_id:
         try:
-            imported = browser_report(json.loads(uploaded.getvalue()))
+            imported = browser_report(json.loads(uploaded.getvalue()), imported_at=datetime.now(UTC))
             session.store().save(imported, owner=who.user, team=who.team)
         except ValueError as exc:
             st.error(_("This file is not JSON ({error}); give the result file the browser page downloaded.").format(
@@ -63,7 +66,9 @@ with st.expander(_("Import a browser's result")):
             st.session_state["history_imported"] = uploaded.file_id
             session.set_page_param("run", imported.id)
             st.success(
-                _("Saved as run {run}: {headline}").format(run=imported.id, headline=md_escape(imported.headline, 300))
+                _("Saved as run {run}: {headline}").format(
+                    run=imported.id, headline=md_escape(say(imported.headline), 300)
+                )
             )
 try:
     store = session.store()
@@ -107,12 +112,15 @@ table = pd.DataFrame(
     {
         _("run"): [r.id for r in found],
         _("when (UTC)"): [r.created_at.strftime("%Y-%m-%d %H:%M") for r in found],
+        _("kind"): [_(KINDS[r.kind].TITLE) if r.kind in KINDS else r.kind for r in found],
+        # a run measured elsewhere (a browser's result file): when it came in; it sorts by when it was measured
+        _("imported (UTC)"): [f"{r.imported_at:%Y-%m-%d %H:%M}" if r.imported_at else "" for r in found],
         _("model"): [r.model for r in found],
         _("machine"): [r.machine for r in found],
         _("by"): [r.owner or _("anonymous") for r in found],
         "CPU": [r.cpu for r in found],
         _("configurations"): [r.configurations for r in found],
-        _("headline"): [r.headline for r in found],  # as saved: in English, whoever reads it
+        _("headline"): [say(r.headline) for r in found],  # kept as data: said in the reader's language
         _("inputs"): [r.inputs for r in found],
     }
 )

@@ -18,7 +18,7 @@ import uuid
 import msgspec
 import streamlit as st
 
-from core.bench import BenchReport, headline
+from core.bench import headline
 from core.browser import BrowserPayload, BrowserRequest, browser_report, runtime_files
 from core.browser.page import bench_message, page_words
 from core.browser.payload import RUNTIME_DIR
@@ -27,6 +27,8 @@ from core.i18n import _, number
 from core.jobs import BROWSER
 from core.model.inputs import BenchInput
 from core.model.records import ModelRecord
+from core.notes import say
+from core.runtime.runs import BrowserRun
 from ui import jobs, pages, session
 from ui.plan_view import measured_model
 from ui.text import md_escape
@@ -105,9 +107,9 @@ def _send(record: ModelRecord, inputs: list[BenchInput], webgpu: bool, settings:
     st.session_state[_PENDING] = (token, record.id, data)
 
 
-def _save(value: object, token: str) -> BenchReport | None:
+def _save(value: object, token: str) -> BrowserRun | None:
     """The browser's result for ``token`` as a saved run (once per token); None until it has come."""
-    saved: dict[str, BenchReport] = st.session_state.setdefault(_SAVED, {})
+    saved: dict[str, BrowserRun] = st.session_state.setdefault(_SAVED, {})
     if token in saved:
         return saved[token]
     if not isinstance(value, str):
@@ -120,7 +122,11 @@ def _save(value: object, token: str) -> BenchReport | None:
         return None
     if "error" in data:
         return None  # the component shows what went wrong
-    report = browser_report(data)
+    try:
+        report = browser_report(data)
+    except WorkbenchError as exc:  # a device whose clock is years off: said, and nothing saved
+        st.error(md_escape(str(exc), 600))
+        return None
     saved[token] = report
     try:
         who = session.who()
@@ -176,5 +182,5 @@ def browser_section(record: ModelRecord, inputs: list[BenchInput], ready: bool) 
     )
     report = _save(state.get("result"), token)
     if report is not None:
-        st.markdown(md_escape(headline(report), 400))  # the server's statistics on the browser's call times
+        st.markdown(md_escape(say(headline(report)), 400))  # the server's statistics on the browser's call times
         pages.link("history", _("Saved to the history as run {run}").format(run=report.id), run=report.id)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from core.cli.common import padded, width
 from core.errors import WorkbenchError
 from core.i18n import N_, _
+from core.notes import say
+from core.runtime.runs import KINDS
 from core.settings import load_settings
 
 __all__ = ["register", "run"]
@@ -61,11 +63,13 @@ def run(args: argparse.Namespace) -> int:
             "headline": r.headline,
             "configurations": r.configurations,
             "inputs": r.inputs,
+            "kind": r.kind,  # benchmark, tune, loadtest or browser
+            "imported_at": r.imported_at.isoformat(timespec="seconds") + "+00:00" if r.imported_at else None,
         }
         for r in found
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
+    if args.json:  # a sentence, in English as every text of --json
+        print(json.dumps([{**row, "headline": row["headline"].english()} for row in rows], indent=2))
         return 0
     if not rows:
         print(_("no saved runs match"))
@@ -88,14 +92,20 @@ def _import(path: str) -> None:
                 path=path, error=exc
             )
         ) from None
-    report = browser_report(data)
+    report = browser_report(data, imported_at=datetime.now(UTC))
     open_history(load_settings()).save(report)
-    print(_("saved    run {run} in the history: {headline}").format(run=report.id, headline=report.headline))
+    print(_("saved    run {run} in the history: {headline}").format(run=report.id, headline=say(report.headline)))
 
 
-_COLUMNS = ((N_("id"), "id", 32), (N_("when (UTC)"), "created_at", 16), (N_("model"), "model", 28),
-            (N_("machine"), "machine", 20), (N_("owner"), "owner", 24), (N_("configs"), "configurations", 7),
-            (N_("inputs"), "inputs", 40))  # fmt: skip
+_COLUMNS = ((N_("id"), "id", 32), (N_("when (UTC)"), "created_at", 16), (N_("kind"), "kind", 20),
+            (N_("model"), "model", 28), (N_("machine"), "machine", 20), (N_("owner"), "owner", 24),
+            (N_("configs"), "configurations", 7), (N_("inputs"), "inputs", 40))  # fmt: skip
+
+
+def _kind(row: dict[str, Any]) -> str:
+    """The run's kind in a word, and whether it was imported."""
+    said = _(KINDS[row["kind"]].TITLE) if row["kind"] in KINDS else row["kind"]
+    return _("{kind}, imported").format(kind=said) if row["imported_at"] else said
 
 
 def _cell(value: object, width: int) -> str:
@@ -107,7 +117,12 @@ def _cell(value: object, width: int) -> str:
 def _print_table(rows: list[dict[str, Any]]) -> None:
     """One run a line; the headline last, whole."""
     cells = [
-        {**row, "created_at": row["created_at"][:16].replace("T", " "), "owner": row["owner"] or _("anonymous")}
+        {
+            **row,
+            "created_at": row["created_at"][:16].replace("T", " "),
+            "owner": row["owner"] or _("anonymous"),
+            "kind": _kind(row),
+        }
         for row in rows
     ]
     titles = [_(title) for title, _key, _cap in _COLUMNS]
@@ -118,4 +133,4 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
     print("  ".join(padded(title, w) for title, w in zip(titles, widths, strict=True)) + "  " + _("headline"))
     for c in cells:
         line = "  ".join(padded(_cell(c[key], w), w) for (_title, key, _cap), w in zip(_COLUMNS, widths, strict=True))
-        print(f"{line}  {_cell(c['headline'], 500)}")
+        print(f"{line}  {_cell(say(c['headline']), 500)}")

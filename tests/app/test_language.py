@@ -380,7 +380,9 @@ def test_the_dashboard_and_history_in_chinese(tmp_path: Path, chinese: AppTest) 
     assert not at.exception, at.exception
     assert at.title[0].value == "历史记录"
     assert "**2 次运行**，最新的在前" in [m.value for m in at.markdown]
-    assert list(at.dataframe[0].value.columns)[:4] == ["运行", "时间（UTC）", "模型", "机器"]
+    history = at.dataframe[0].value
+    assert list(history.columns)[:6] == ["运行", "时间（UTC）", "类型", "导入时间（UTC）", "模型", "机器"]
+    assert set(history["类型"]) == {"基准测试"}
     assert any(c.value.startswith("运行 r-new，由 匿名 发起") for c in at.caption)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from core.bench import BenchReport
+from core.runtime.runs import BrowserRun, LatencyRun
 from core.store import Store
 from tests.app.pages import APP, texts
 from tests.reports import made_report
@@ -92,3 +94,20 @@ def test_the_dashboard_flags_a_slower_version_and_filters_by_person(as_person: d
     assert list(eve.dataframe[0].value["model"]) == ["secret-model"]
     busy = "1 of these runs was measured while other processes kept the machine busy"
     assert any(busy in c.value for c in eve.caption)
+
+
+def test_history_says_each_runs_kind_and_when_an_imported_one_came_in(as_person: dict[str, str]) -> None:
+    _seed()
+    store = Store(f"sqlite:///{Path(os.environ['WORKBENCH_DATA_DIR']) / 'history.sqlite'}")
+    made = made_report("w1", model="detector", when=datetime(2026, 12, 1, 8, 0, tzinfo=UTC))
+    shared = {f.name: getattr(made, f.name) for f in dataclasses.fields(LatencyRun) if f.name != "kind"}
+    store.save(BrowserRun(**{**shared, "imported_at": "2026-12-03T09:30:00+00:00"}), owner="alice@acme.test",
+               team="acme.test")  # fmt: skip
+    as_person["email"] = "alice@acme.test"
+    at = _page("history", {"run": "w1"})
+    table = at.dataframe[0].value.set_index("run")
+    assert (table.loc["w1", "kind"], table.loc["w1", "imported (UTC)"]) == ("browser", "2026-12-03 09:30")
+    others = table.drop(index="w1")
+    assert set(others["kind"]) == {"benchmark"} and set(others["imported (UTC)"]) == {""}
+    (environment,) = [t.value for t in at.table]  # the opened run's machine and method: when it came in too
+    assert environment.set_index("").loc["imported", "value"].replace("\\", "") == "2026-12-03 09:30 UTC"

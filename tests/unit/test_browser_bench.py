@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import re
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,13 @@ import pytest
 from core.browser import BrowserRequest, browser_payload, browser_report
 from core.browser.page import PAGE_WORDS, page_words
 from core.browser.payload import RUNTIME_DIR
+from core.browser.result import COARSE, FALLBACK, MISMATCH, ONE_THREAD
 from core.errors import BrowserBenchError
 from core.i18n import using
 from core.model.inputs import make_inputs, plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
+from core.notes import note, say
 from core.runtime.stats import summarize
 from core.settings import load_settings
 from tests import builders
@@ -100,12 +103,25 @@ def test_a_browsers_result_is_a_run_whose_statistics_are_computed_here_from_its_
     assert result.label == "ORT Web WASM" and result.max_abs_diff == 1e-7 and result.load_ms == 12.0
     assert report.environment.place == "Firefox 140 · Windows (browser)"
     assert report.environment.physical_cores == 8 and report.environment.versions["onnxruntime-web"] == "1.30.0"
-    assert report.headline == "ORT Web WASM: median 5.25 ms per call"
+    assert say(report.headline) == "ORT Web WASM: median 5.25 ms per call"
     assert report.created_at == "2026-12-02T05:54:09+00:00" and report.settings["inputs"]["x"]["shape"] == [1, 4]
-    assert any("one thread" in note for note in report.notes) and any("WebGPU" in note for note in report.notes)
-    assert not any("clock" in note for note in report.notes)  # 5.25 ms is 52 steps of 0.1 ms
+    assert report.notes == [note(ONE_THREAD), note(FALLBACK)]  # no coarse clock: 5.25 ms is 52 steps of 0.1 ms
+    assert "one thread" in say(report.notes[0]) and "WebGPU" in say(report.notes[1])
     coarse = browser_report(_result(calls_ms=[0.2, 0.3, 0.2]))
-    assert "steps of 0.1 ms, and the median call took 0.2 ms" in coarse.notes[-1]
+    assert coarse.notes[-1] == note(COARSE, step=0.1, median=0.2)
+    assert "steps of 0.1 ms, and the median call took 0.2 ms" in say(coarse.notes[-1])
+
+
+def test_a_browser_runs_words_are_said_in_its_readers_language() -> None:
+    """The run keeps its notes, headline and threads as data: a Chinese reader of the history reads them in
+    Chinese (the threads note was an English sentence a run kept)."""
+    report = browser_report(_result())
+    assert report.environment.threads_note is not None
+    with using("zh"):
+        assert say(report.environment.threads_note) == "ONNX Runtime Web，1 个线程"
+        assert say(report.headline) == "ORT Web WASM：每次调用中位数 5.25 毫秒"
+        assert "one thread" not in say(report.notes[0])  # the note in Chinese too
+    assert say(report.environment.threads_note) == "ONNX Runtime Web on 1 thread"
 
 
 @pytest.mark.parametrize(
@@ -133,7 +149,7 @@ def test_text_from_a_result_file_is_cut_and_cleaned_and_a_size_mismatch_is_infin
         _result(model="m\x1b[31m" + "x" * 500, model_id="../etc", outputs_differ_in_size=True, max_abs_diff=None)
     )
     assert report.model.startswith("m?[31m") and len(report.model) == 200 and report.model_id == ""
-    assert report.results[0].max_abs_diff == math.inf and any("differ in size" in n for n in report.notes)
+    assert report.results[0].max_abs_diff == math.inf and note(MISMATCH) in report.notes
 
 
 def _source_hash() -> str:
@@ -180,7 +196,7 @@ def test_every_word_the_runner_shows_is_in_the_catalog_list_and_translated() -> 
 
 
 def test_a_browser_run_is_saved_and_shown_on_the_dashboard_beside_the_server(tmp_path: Path) -> None:
-    from core.store.dashboard import Owned, latest_per_model_machine
+    from core.store.dashboard import latest_per_model_machine
     from core.store.history import Store
 
     store = Store(f"sqlite:///{tmp_path / 'history.sqlite'}")
@@ -191,7 +207,7 @@ def test_a_browser_run_is_saved_and_shown_on_the_dashboard_beside_the_server(tmp
         store.save(report)
     loaded = store.load(browser.id)
     assert loaded.results[0].samples_ms == [4.0, 5.0, 6.0, 5.5, 4.5, 100.0]
-    rows = latest_per_model_machine([Owned(store.load(browser.id)), Owned(store.load(server.id))])
+    rows = latest_per_model_machine([store.load(browser.id), store.load(server.id)])
     assert [(r.machine, r.fastest, r.fastest_ms) for r in rows] == [
         ("Firefox 140 · Windows (browser)", "ORT Web WASM", 5.25),
         ("server-1", "ORT Web WASM", 5.25),
@@ -219,3 +235,45 @@ def test_history_imports_a_browsers_result_file_and_refuses_one_that_is_not(
     refused = cli("history", "--import", str(bad))
     assert refused.returncode == 2 and "no call times" in refused.stderr
     assert cli("history", "--import", str(tmp_path / "none.json")).returncode == 2
+
+
+@pytest.mark.parametrize(
+    ("created_at", "said"),
+    [("2999-01-01T00:00:00Z", "2999-01-01 00:00 UTC"), ("2019-06-30T08:00:00Z", "2019-06-30 08:00 UTC")],
+    ids=["from-the-future", "before-the-first-run"],
+)
+def test_an_imported_result_dated_outside_the_historys_bounds_is_refused_naming_its_date_and_the_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, created_at: str, said: str
+) -> None:
+    """A result dated 2999 would sort first, the "latest" run forever: no run is after its import (a day of clock
+    ahead allowed) or before the project's first run."""
+    from tests.cli import cli
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    dated = tmp_path / "dated.json"
+    dated.write_text(json.dumps(_result(created_at=created_at)))
+    refused = cli("history", "--import", str(dated))
+    assert refused.returncode == 2, refused.stdout
+    assert said in refused.stderr and "2024-01-01" in refused.stderr and "1 day" in refused.stderr
+    assert json.loads(cli("history", "--json").stdout) == []  # nothing saved
+
+
+def test_an_imported_result_says_it_was_imported_and_when_and_sorts_by_its_own_date(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.cli import cli
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    last_week = (datetime.now(UTC) - timedelta(days=7)).replace(microsecond=0)
+    ahead = datetime.now(UTC) + timedelta(hours=3)  # a device whose clock runs three hours ahead
+    for name, when in (("week", last_week), ("ahead", ahead)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(_result(model=name, created_at=when.isoformat())))
+        assert cli("history", "--import", str(tmp_path / f"{name}.json")).returncode == 0
+    before = datetime.now(UTC)
+    rows = json.loads(cli("history", "--json").stdout)
+    assert [r["model"] for r in rows] == ["ahead", "week"] and {r["kind"] for r in rows} == {"browser"}
+    week = rows[1]
+    assert week["created_at"] == last_week.isoformat(timespec="seconds")  # its own date, not the import's
+    assert before - timedelta(minutes=5) < datetime.fromisoformat(week["imported_at"]) <= before
+    assert datetime.fromisoformat(rows[0]["created_at"]) <= datetime.fromisoformat(rows[0]["imported_at"])  # not ahead
+    assert "imported" in cli("history").stdout

@@ -71,7 +71,8 @@ def test_the_history_table_has_chinese_headers(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setenv("WORKBENCH_HISTORY_URL", "")
     Store(f"sqlite:///{tmp_path / 'history.sqlite'}").save(made_report("r1"))
     header = cli("--lang", "zh", "history").stdout.splitlines()[0]
-    assert header.split()[:4] == ["id", "时间（UTC）", "模型", "机器"] and header.endswith("结论")
+    assert header.split()[:5] == ["id", "时间（UTC）", "类型", "模型", "机器"] and header.endswith("结论")
+    assert cli("--lang", "zh", "history").stdout.splitlines()[1].split()[3] == "基准测试"  # the run's kind
     assert cli("--lang", "zh", "history", "--model", "nothing").stdout.strip() == "没有匹配的已保存运行"
 
 

@@ -49,6 +49,8 @@ def test_history_as_a_process_prints_the_runs_newest_first_as_json(data_dir: Pat
         "headline": "ORT ALL is 4× faster than PyTorch eager on tinycnn",
         "configurations": 3,
         "inputs": "input 1×3×112×112 (random normal)",
+        "kind": "benchmark",  # a tuning's "tune", a load test's "loadtest", a browser's result's "browser"
+        "imported_at": None,  # measured here; an imported browser result says when it came in
     }
 
 
@@ -66,8 +68,11 @@ def test_history_without_json_is_a_table_one_run_a_line(data_dir: Path) -> None:
     done = cli("history")
     assert done.returncode == 0, done.stderr
     header, *lines = done.stdout.splitlines()
-    assert header.split() == ["id", "when", "(UTC)", "model", "machine", "owner", "configs", "inputs", "headline"]
+    assert header.split() == [
+        "id", "when", "(UTC)", "kind", "model", "machine", "owner", "configs", "inputs", "headline"
+    ]  # fmt: skip
     assert [line.split()[0] for line in lines] == ["new", "gpu", "old"]
+    assert all(line.split()[3] == "benchmark" for line in lines)
     assert (
         "alice@acme.test" in lines[2]
         and "anonymous" in lines[0]
