@@ -26,10 +26,12 @@ from core.runtime.session_config import SessionConfig
 
 __all__ = ["PINNED", "generate_server", "pbtxt_string", "triton_config"]
 
-PINNED = ("fastapi", "uvicorn", "onnxruntime", "numpy")  # the server's requirements, at the versions installed here
+PINNED = ("fastapi", "uvicorn", "onnxruntime", "numpy", "msgspec")  # the server's requirements, as installed here
 # uvicorn's fast parts, pinned when installed here (the server works without them, slower): with the marker they need
 FAST = {"uvloop": '; sys_platform != "win32"', "httptools": ""}
 MAX_BODY = 64 << 20  # bytes the generated server reads of one request
+MAX_JSON = 16 << 20  # of a JSON one: parsed, JSON takes up to ~13 bytes of memory a byte
+MAX_ARRAYS = MAX_BODY  # bytes an .npy/.npz request's arrays may inflate to (checked from their headers)
 _DTYPES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16",
     "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int16)": "int16", "tensor(int8)": "int8",
@@ -217,8 +219,13 @@ or with Docker: `docker build -t model-server . && docker run -p 8000:8000 model
 - Large tensors: `Content-Type: application/x-npy` with one `.npy` file (`numpy.save`) for a model with one
   input, or `application/x-npz` with an `.npz` (`numpy.savez`, one array per input name); arrays sent so must
   have the input's own dtype. Send `Accept: application/x-npz` to get the outputs as an `.npz`.
+- JSON is strict both ways: `NaN`, `Infinity` and lists nested deeper than a tensor's are refused (400); an
+  output's NaN or infinity is `null` in the answer, counted by output in `"non_finite"` (an `.npz` answer holds
+  them as they are).
 - Wrong names, dtypes or shapes are answered 422 with what the model takes; a body that is not JSON (or not
-  .npy/.npz), 400; another Content-Type, 415; a body over {MAX_BODY >> 20} MiB, 413.
+  .npy/.npz), 400; another Content-Type, 415; a JSON body over {MAX_JSON >> 20} MiB, an .npy/.npz body over
+  {MAX_BODY >> 20} MiB or arrays that inflate past {MAX_ARRAYS >> 20} MiB, 413 (the limits are `max_json_bytes`,
+  `max_body_bytes` and `max_array_bytes` in `signature.json`).
 
 The model's inputs and outputs (`null` in a shape is an axis of any size):
 
@@ -287,7 +294,7 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
             _("The folder {folder} is not empty; give an empty or new folder for the server.").format(folder=out)
         )
     signature: dict[str, Any] = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
-    signature["max_body_bytes"] = MAX_BODY
+    signature.update(max_body_bytes=MAX_BODY, max_json_bytes=MAX_JSON, max_array_bytes=MAX_ARRAYS)
     triton = _triton_name(name)
     _copy_model(source, out, "model.onnx")
     _copy_model(source, out / "triton" / triton / "1", "model.onnx")

@@ -20,7 +20,7 @@ from core.errors import JobError
 from core.jobs import LOADTEST_URL, ProcessBackend
 from core.model.measured import MeasuredModel
 from core.settings import load_settings
-from tests.builders import write
+from tests.builders import relu_model, write
 from tests.cli import cli
 
 HOSTILE = '"); import os; os.system("touch /tmp/pwned") #'
@@ -50,6 +50,23 @@ def test_a_hostile_input_name_is_data_in_the_server_never_code(tmp_path: Path) -
     assert not Path("/tmp/pwned").exists()
     config = next((out / "triton").glob("*/config.pbtxt")).read_text()
     assert HOSTILE not in config and r'name: "\"); import os; os.system(\"touch /tmp/pwned\") #"' in config
+
+
+def test_a_hostile_model_name_is_text_in_the_docs_pages_titles(tmp_path: Path) -> None:
+    name = "</title><script>alert(1)</script>"
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    request = DeployRequest(model=str(model), out_dir=str(tmp_path / "out"), zip=False, name=name)
+    out = Path(generate_server(request).out_dir)
+    spec = importlib.util.spec_from_file_location("titled_app", out / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with TestClient(module.app) as client:
+        pages = [client.get("/docs").text, client.get("/redoc").text]
+        schema = client.get("/openapi.json").json()
+    for page in pages:
+        assert "<script>alert" not in page and "&lt;/title&gt;&lt;script&gt;alert(1)" in page
+    assert schema["info"]["title"] == f"{name} (ONNX Runtime)"  # JSON: the name as it is
 
 
 def test_hosted_mode_never_load_tests_an_address(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

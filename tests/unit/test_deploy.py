@@ -71,7 +71,7 @@ def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_read
     ]  # fmt: skip
     pins = (out / "requirements.txt").read_text().splitlines()
     assert pins == [
-        *(f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy")),
+        *(f"{p}=={metadata.version(p)}" for p in ("fastapi", "uvicorn", "onnxruntime", "numpy", "msgspec")),
         f'uvloop=={metadata.version("uvloop")}; sys_platform != "win32"',  # uvicorn's fast parts, with uvloop's marker
         f"httptools=={metadata.version('httptools')}",
     ]
@@ -151,6 +151,30 @@ def test_an_npy_body_serves_a_one_input_model_and_must_have_its_dtype(tmp_path: 
         np.save(buffer, x.astype(np.float64))
         answer = client.post("/predict", content=buffer.getvalue(), headers={"content-type": "application/x-npy"})
         assert answer.status_code == 422 and ".astype('float32')" in answer.json()["detail"]
+
+
+def test_outputs_json_cannot_hold_are_answered_null_and_counted_and_kept_as_they_are_in_npz(tmp_path: Path) -> None:
+    """Strict JSON both ways: a log of 0 and of -1 (-inf, NaN) is answered as null, counted, never as NaN."""
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    graph = helper.make_graph([helper.make_node("Log", ["x"], ["y"])], "log", [x], [y])
+    model = write(helper.make_model(graph, opset_imports=[helper.make_operatorsetid("", 17)]), tmp_path / "log.onnx")
+    out = Path(generate_server(DeployRequest(model=str(model), out_dir=str(tmp_path / "o"), zip=False)).out_dir)
+    body = {"inputs": {"x": [[1.0, 0.0, -1.0]]}}
+    with TestClient(served_app(out)) as client:
+        answer = client.post("/predict", json=body)
+        npz = client.post("/predict", json=body, headers={"accept": "application/x-npz"})
+
+    def refuse(constant: str) -> None:
+        raise ValueError(constant)
+
+    strict = json.loads(answer.content, parse_constant=refuse)  # no NaN, no Infinity: JSON as RFC 8259 writes it
+    assert strict["outputs"] == {"y": [[0.0, None, None]]} and strict["non_finite"] == {"y": 2}
+    assert "application/x-npz" in strict["note"]
+    exact = np.load(io.BytesIO(npz.content))["y"]
+    assert exact[0, 1] == -np.inf and np.isnan(exact[0, 2])
 
 
 def test_short_calls_run_on_the_event_loop_and_long_ones_in_a_thread(
