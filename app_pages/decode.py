@@ -5,11 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from core.decode import DecodeRequest
-from core.decode.sentences import SENTENCES
 from core.graph.colourings import latency_colouring
 from core.i18n import _
 from core.jobs import DECODE, PROFILE
-from core.recorded import shown
+from core.notes import say
 from ui import jobs
 from ui.decode_view import (
     decoded_json,
@@ -38,7 +37,7 @@ label = _("Decoding '{name}'").format(name=record.name)
 start_graph(record)  # section 3's graph, laid out while the model is decoded
 decoded = jobs.run(DECODE, DecodeRequest(path=record.path), label, model=record.id, reuse=True)
 for problem in decoded.problems:
-    st.warning(md_escape(shown(problem, SENTENCES), 600))
+    st.warning(md_escape(say(problem), 600))
 
 st.header(_("1. The first bytes"), anchor="bytes")
 st.markdown(

@@ -7,8 +7,8 @@ import streamlit as st
 from core.graph.colourings import Colouring, level_colouring, provider_colouring
 from core.i18n import _, ngettext, number
 from core.jobs import OPTIMIZE, PARTITION
+from core.notes import say
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
-from core.partition.words import title_text
 from core.runtime.ort import LEVELS, PROVIDERS, ProviderInfo, provider_table, short_name
 from ui import jobs, partition_view, session, targets
 from ui.charts import provider_share_figure
@@ -110,7 +110,7 @@ for provider in result.unavailable:  # said here, in the reader's language (the 
     )
 if len(result.reports) > 1:
     st.plotly_chart(provider_share_figure(share_frame(result)), key="partition_share", config={"displaylogo": False})
-titles = [title_text(r) for r in result.reports]
+titles = [say(r.title) for r in result.reports]
 shown = (
     st.radio(
         _("Partition"), titles, horizontal=True, key="partition_shown", help=_("Simulated ones ran on no hardware")

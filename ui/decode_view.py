@@ -9,11 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from core.decode import DecodedModel, NodeInfo
-from core.decode.sentences import SENTENCES
 from core.i18n import N_, _, ngettext, number
 from core.jobs.wire import to_data
 from core.model import format_shape
-from core.recorded import shown
+from core.notes import say
 from ui.cards import signature_tables
 from ui.charts import histogram_figure
 from ui.tables import Rows, all_rows, page_of_rows
@@ -33,8 +32,8 @@ def header_section(decoded: DecodedModel) -> None:
             _("bytes"): [h.hex + (" …" if h.length > 12 else "") for h in decoded.header],
             _("field"): [f"{h.number}: {h.field}" for h in decoded.header],
             _("wire type"): [h.wire_type for h in decoded.header],
-            _("value"): [shown(h.value, SENTENCES) for h in decoded.header],
-            _("how to read it"): [shown(h.explanation, SENTENCES) for h in decoded.header],
+            _("value"): [h.value if isinstance(h.value, str) else say(h.value) for h in decoded.header],
+            _("how to read it"): [say(h.explanation) for h in decoded.header],
         }
     )
     st.table(escaped_frame(frame), hide_index=True)
@@ -88,11 +87,8 @@ def model_section(decoded: DecodedModel) -> None:
         help=_("{count} with subgraphs and functions").format(count=number(decoded.total_node_count)),
     )
     cols[3].metric(_("Parameters"), number(decoded.parameter_count))
-    checker = (
-        _("passes")
-        if decoded.checker_ok
-        else _("fails: {message}").format(message=shown(decoded.checker_message, SENTENCES))
-    )
+    said = say(decoded.checker_message) if decoded.checker_message is not None else ""
+    checker = _("passes") if decoded.checker_ok else _("fails: {message}").format(message=said)
     coverage = (
         _("{known} of {total} intermediate tensors have a known shape").format(
             known=number(decoded.shapes_known), total=number(decoded.shapes_total)
@@ -215,7 +211,7 @@ def weights_section(decoded: DecodedModel) -> None:
                         "dtype": t.dtype,
                         _("shape"): "×".join(map(str, t.shape)),
                         _("bytes"): human_bytes(t.bytes),
-                        _("where"): shown(t.storage, SENTENCES),
+                        _("where"): say(t.storage),
                     }
                     for t in largest
                 ]

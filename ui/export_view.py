@@ -8,13 +8,13 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.export import ExportOptions, ExportReport, ExportRequest, ShapeTrial, exporter, messages, verify
+from core.export import ExportOptions, ExportReport, ExportRequest, ShapeTrial
 from core.export.verify import EXPORT_SHAPE, UNPROVEN, unproven_warning
 from core.i18n import _, number, pgettext
 from core.jobs import EXPORT
 from core.model import ModelRecord
 from core.model.torchload import source_of
-from core.recorded import shown
+from core.notes import say
 from ui import jobs, session
 from ui.charts import op_count_figure, op_count_frame
 from ui.plan_view import forget_plan, keep_export_examples
@@ -43,14 +43,6 @@ def kept_report(source: ModelRecord) -> ExportReport | None:
     return jobs.kept(EXPORT, source.id)
 
 
-# what core writes in English in the report, shown in the reader's language
-_SAID = (*verify.SENTENCES, *messages.SENTENCES, *exporter.SENTENCES)
-
-
-def _said(text: str) -> str:
-    return shown(text, _SAID)
-
-
 def _label(trial: ShapeTrial) -> str:
     """Where a trial ran: "export shape" (in the reader's words) or "batch = 3"."""
     return _(EXPORT_SHAPE) if trial.label == EXPORT_SHAPE else trial.label
@@ -61,9 +53,9 @@ def _where(trials: list[ShapeTrial]) -> str:
 
 
 def _unproven(trials: list[ShapeTrial]) -> str:
-    """core's unproven_warning, in the reader's language."""
-    void = [t for t in trials if t.proves_nothing]
-    return _(UNPROVEN).format(where=_where(void), why=_said(void[0].proves_nothing)) if void else ""
+    """core's unproven_warning, in the reader's language (the trials named in the reader's words too)."""
+    said = unproven_warning(trials, where=_where([t for t in trials if t.proves_nothing is not None]))
+    return say(said) if said is not None else ""
 
 
 _OK, _FAIL = ":green[:material/check_circle:]", ":red[:material/cancel:]"
@@ -77,7 +69,7 @@ def _trial_frame(report: ExportReport) -> pd.DataFrame:
         worst_abs = max((d.max_abs for d in trial.diffs), default=None)
         worst_rel = max((d.max_rel for d in trial.diffs), default=None)
         matches = pgettext("a check's result", "matches")  # a verdict; the card's "matches" heads a column
-        result = matches if trial.ok else _("proves nothing") if trial.proves_nothing else _("FAILS")
+        result = matches if trial.ok else _("proves nothing") if trial.proves_nothing is not None else _("FAILS")
         rows.append(
             {
                 _("shapes"): f"{_label(trial)}: {shapes}",
@@ -95,7 +87,7 @@ def _headline(report: ExportReport) -> None:
     total = len(report.checks) + len(report.trials)
     where = _where(report.trials)
     unproven = _unproven(report.trials)
-    failed = total - passed - sum(bool(t.proves_nothing) for t in report.trials)
+    failed = total - passed - sum(t.proves_nothing is not None for t in report.trials)
     seconds = number(report.seconds, 1)
     if report.reused:  # only verified exports of samples are reused (core.export.reuse)
         st.success(
@@ -132,22 +124,23 @@ def _headline(report: ExportReport) -> None:
 
 def show_report(report: ExportReport) -> None:
     _headline(report)
-    if report.opset_note:
-        st.warning(md_escape(_said(report.opset_note), 500))
+    if report.opset_note is not None:
+        st.warning(md_escape(say(report.opset_note), 500))
 
     st.markdown("##### " + _("Verification"))
     lines = [
-        f"- {_OK if c.ok else _FAIL} **{md_escape(_said(c.name))}**: {md_escape(_said(c.detail), 500)}"
+        f"- {_OK if c.ok else _FAIL} **{md_escape(say(c.name))}**: "
+        + md_escape(say(c.detail) if c.detail is not None else "", 500)
         for c in report.checks
     ]
     for trial in report.trials:
         what = (
-            _("matches PyTorch at {where} (varies {axis})").format(where=_label(trial), axis=_said(trial.axis))
-            if trial.axis
+            _("matches PyTorch at {where} (varies {axis})").format(where=_label(trial), axis=say(trial.axis))
+            if trial.axis is not None
             else _("matches PyTorch at {where}").format(where=_label(trial))
         )
-        detail = _said(trial.error) or _("every output within 1e-4 + 1e-3·|value|")
-        mark = _OK if trial.ok else _VOID if trial.proves_nothing else _FAIL
+        detail = say(trial.error) if trial.error is not None else _("every output within 1e-4 + 1e-3·|value|")
+        mark = _OK if trial.ok else _VOID if trial.proves_nothing is not None else _FAIL
         lines.append(f"- {mark} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
     st.table(escaped_frame(_trial_frame(report)), hide_index=True)
@@ -162,19 +155,19 @@ def show_report(report: ExportReport) -> None:
 
     st.markdown("##### " + _("What changed between PyTorch and ONNX"))
     st.caption(
-        md_escape(_(report.exporter_reason))
+        md_escape(say(report.exporter_reason))
         + " "
         + _("Opset asked {asked}, produced {produced}.").format(
             asked=report.opset_requested, produced=report.opset_produced
         )
     )
     for change in report.changes:
-        st.markdown(f"- {md_escape(_said(change), 400)}")
+        st.markdown(f"- {md_escape(say(change), 400)}")
     st.plotly_chart(op_count_figure(op_count_frame(report.torch_ops, report.onnx_ops)), key="op_counts")
-    exporters = [w for w in report.warnings if w != unproven_warning(report.trials)]  # that one heads the report
+    exporters = [w for w in report.warnings if w.key != UNPROVEN]  # that one heads the report
     if exporters:
         with st.expander(_("The exporter's warnings, in plain words ({count})").format(count=len(exporters))):
-            st.markdown("\n".join(f"- {md_escape(_said(w), 600)}" for w in exporters))
+            st.markdown("\n".join(f"- {md_escape(say(w), 600)}" for w in exporters))
 
     st.markdown("##### " + _("Take it with you"))
     cols = st.columns(max(len(report.files), 1) + 1)

@@ -7,13 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from core.graph import GraphView, ViewNode
-from core.graph.build import SENTENCES
 from core.graph.colourings import Colouring, by_index
 from core.graph.records import GraphRequest
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs import GRAPH
 from core.model import ModelRecord
-from core.recorded import shown
+from core.notes import say_all
 from ui import session
 from ui.graph_canvas import graph_canvas
 from ui.jobs import run, start
@@ -81,7 +80,7 @@ def draw_graph(
         "{counts}. Scroll to zoom, drag to pan, click a node for its details, or find one by name or op type; "
         "weights and constants are listed inside the node that uses them."
     )
-    notes = " ".join(md_escape(shown(n, SENTENCES), 300) for n in view.notes)
+    notes = " ".join(md_escape(n, 300) for n in say_all(view.notes))
     st.caption(lesson.format(counts=pgettext("list", ", ").join(said)) + (" " + notes if notes else ""))
     if view.folded_identities:
         count = number(len(view.folded_identities))

@@ -11,6 +11,7 @@ import streamlit as st
 from core.graph import GraphView
 from core.graph.colourings import NOWHERE, Colouring
 from core.i18n import _, ngettext, number, pgettext
+from core.notes import say, say_all
 from core.partition import (
     KERNEL_PROVIDERS,
     KIND_TITLES,
@@ -21,9 +22,7 @@ from core.partition import (
     fusions_used,
     level_changes,
 )
-from core.partition.optimize import LAYOUT_WARNING
-from core.partition.words import notes_text, summary, title_text
-from core.recorded import shown
+from core.partition.words import summary
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, NodePlacement
 from ui import session
@@ -62,7 +61,7 @@ def providers_section(table: list[ProviderInfo]) -> None:
 
 def share_frame(result: PartitionResult) -> pd.DataFrame:
     rows = [
-        (title_text(report), short_name(provider), nodes)
+        (say(report.title), short_name(provider), nodes)
         for report in result.reports
         for provider, nodes in report.providers.items()
     ]
@@ -144,7 +143,7 @@ def report_section(
     """One partition: its figures, the graph coloured by provider (``colourings`` offers more), every node."""
     st.subheader(summary(report))
     _metrics(report)
-    for note in notes_text(report):
+    for note in say_all(report.notes):
         st.caption(md_escape(note, 600))
     if view is not None:
         selected = draw_graph(view, key=key, colourings=colourings, colour="provider")
@@ -258,7 +257,7 @@ def levels_section(report: OptimizationReport, name: str, key: str) -> None:
     )
     level = next(lv for lv in report.levels if lv.key == choice)
     if level.warning:
-        st.warning(shown(level.warning, (LAYOUT_WARNING,)))
+        st.warning(say(level.warning))
     path = Path(level.path)
     if len(level.files) > 1:
         st.caption(

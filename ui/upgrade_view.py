@@ -14,9 +14,9 @@ from core.i18n import N_, _, number
 from core.jobs import INTAKE, UPGRADE
 from core.model import ModelRecord
 from core.model.intake import IntakeRequest
-from core.recorded import shown
+from core.notes import Note, note, say
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
-from core.upgrade.sentences import SENTENCES
+from core.upgrade.sentences import UPGRADED_FROM
 from ui import jobs, session
 from ui.hooks import ERROR_SHOWN
 from ui.plan_view import input_plan
@@ -36,8 +36,8 @@ _KINDS = {
 }
 
 
-def _said(text: str) -> str:
-    return shown(text, SENTENCES)
+def _said(said: Note | None) -> str:
+    return say(said) if said is not None else ""
 
 
 def _newest_opset() -> int:
@@ -98,7 +98,7 @@ def offer_upgrade() -> None:
 def _changes_frame(report: UpgradeReport) -> pd.DataFrame:
     change, op, nodes, what = _("change"), _("op"), _("nodes"), _("what")
     rows = [
-        {change: _(_KINDS[c.kind]) if c.kind in _KINDS else c.kind, op: c.op, nodes: c.nodes, what: _said(c.text)}
+        {change: _(_KINDS[c.kind]) if c.kind in _KINDS else c.kind, op: c.op, nodes: c.nodes, what: say(c.text)}
         for c in report.changes
     ]
     if report.unchanged_nodes:
@@ -109,7 +109,7 @@ def _changes_frame(report: UpgradeReport) -> pd.DataFrame:
 def _checks_frame(report: UpgradeReport) -> pd.DataFrame:
     return pd.DataFrame(
         [
-            {_("check"): _said(c.name), _("result"): _("passes") if c.ok else _("FAILS"), _("detail"): _said(c.detail)}
+            {_("check"): say(c.name), _("result"): _("passes") if c.ok else _("FAILS"), _("detail"): _said(c.detail)}
             for c in report.checks
         ]
     )
@@ -128,8 +128,8 @@ def report_details(report: UpgradeReport) -> None:
     )
     st.table(escaped_frame(_changes_frame(report)), hide_index=True)
     st.table(escaped_frame(_checks_frame(report)), hide_index=True)
-    for note in report.notes:
-        st.caption(md_escape(_said(note), 1000))
+    for said in report.notes:
+        st.caption(md_escape(say(said), 1000))
 
 
 def _upgrade(record: ModelRecord, opset: int) -> None:
@@ -145,8 +145,8 @@ def _upgrade(record: ModelRecord, opset: int) -> None:
         made = jobs.run(INTAKE, IntakeRequest(paths=report.files), _("Opening the new version"))
     except WorkbenchError as exc:
         jobs.stop_with_error(exc)
-    note = f"Upgraded from {record.name} with onnx's version converter: {report.summary}."  # kept: English
-    made = dataclasses.replace(made, name=f"{record.name} (opset {opset})", notes=[note, *made.notes])
+    upgraded = note(UPGRADED_FROM, name=record.name, summary=report.summary)  # said where the card is shown
+    made = dataclasses.replace(made, name=f"{record.name} (opset {opset})", notes=[upgraded, *made.notes])
     st.session_state.setdefault(_MADE, {})[made.id] = (record.name, report)
     session.set_current_model(made, exported_from=session.torch_model())  # reruns the page
 
@@ -177,7 +177,7 @@ def upgrade_section(record: ModelRecord) -> None:
             "This is **{name}** upgraded from opset {before} to {after} with onnx's version converter, and its "
             "outputs match {compared}. The original stays in your library."
         )
-        if report.compared_with
+        if report.compared_with is not None
         else _(
             "This is **{name}** upgraded from opset {before} to {after} with onnx's version converter, and checked "
             "by onnx's checker and shape inference (the original runs nowhere here to compare with). The original "

@@ -21,10 +21,10 @@ from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
 from core.model import cards, zoo
 from core.model.intake import IntakeRequest
-from core.model.notes import shown_note
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
 from core.model.zoo import SampleRequest
+from core.notes import Note, read_note, say
 from core.settings import load_settings
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ __all__ = [
     "cluster_at",
     "code_choice",
     "describe",
+    "english_data",
     "environment_json",
     "in_own_folder",
     "padded",
@@ -167,15 +168,16 @@ def as_onnx(
     )
     report = run(EXPORT, request)
     if report.record is None or not report.usable:
-        failed = [c.detail for c in report.checks if not c.ok] + [t.error for t in report.trials if t.error]
+        failed = [say(c.detail) for c in report.checks if not c.ok and c.detail is not None]
+        failed += [say(t.error) for t in report.trials if t.error is not None]
         raise WorkbenchError(
             _("Exporting {name} to ONNX failed: {why}").format(
                 name=record.name, why=pgettext("clauses", "; ").join(failed) or _("see the Export page")
             )
         )
     unproven = unproven_warning(report.trials)
-    if unproven:  # nothing failed, but a comparison tested nothing: said, and the model still measured
-        print(_("warning: {message}").format(message=unproven), file=sys.stderr)
+    if unproven is not None:  # nothing failed, but a comparison tested nothing: said, and the model still measured
+        print(_("warning: {message}").format(message=say(unproven)), file=sys.stderr)
     return report.record, record
 
 
@@ -216,8 +218,24 @@ def provider_names(text: str | None) -> list[str] | None:
     return names
 
 
+def english_data(data: Any) -> Any:
+    """JSON data (``to_data``'s) with each note in it as its English sentence, as a pipeline reads a record's
+    sentences (docs/cli.md); a note is a mapping whose fields are a note's and nothing else (core.notes)."""
+    if isinstance(data, dict):
+        if data.keys() == _NOTE_FIELDS:
+            return read_note(data).english()
+        return {k: english_data(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [english_data(v) for v in data]
+    return data
+
+
+_NOTE_FIELDS = set(Note.__dataclass_fields__)
+
+
 def print_json(value: Any) -> None:
-    print(json.dumps(to_data(value), indent=2))
+    """``value`` as JSON, its notes as English sentences."""
+    print(json.dumps(english_data(to_data(value)), indent=2))
 
 
 def print_record(record: ModelRecord) -> None:
@@ -243,7 +261,7 @@ def print_record(record: ModelRecord) -> None:
             extra = "   " + _("dynamic: {axes}").format(axes=dynamic) if dynamic else ""
             print(f"  {label}     {spec.name}: {spec.dtype} {format_shape(spec.shape)}{extra}")
     for note in record.notes:
-        print("  " + _("note       {note}").format(note=shown_note(note)))
+        print("  " + _("note       {note}").format(note=say(note)))
 
 
 def add_target_argument(parser: Any) -> None:

@@ -18,6 +18,7 @@ from core.i18n import _
 from core.jobs import EXPORT
 from core.model.inputs import SCALAR_TYPES
 from core.model.records import ModelRecord
+from core.notes import say
 
 
 def _parse_dynamic(text: str) -> tuple[str, str, str]:
@@ -172,18 +173,19 @@ def _print_export(report: ExportReport) -> None:
             seconds=f"{report.seconds:.1f}",
         )
     )
-    if report.opset_note:
-        print("  " + _("note  {note}").format(note=report.opset_note))
+    if report.opset_note is not None:
+        print("  " + _("note  {note}").format(note=say(report.opset_note)))
     if report.reused:
         print("  " + _("reused  an export of this sample with the same settings, made on this machine before"))
     for check in report.checks:
-        print(f"  {mark[check.ok]}  {check.name}: {check.detail}")
+        detail = say(check.detail) if check.detail is not None else ""
+        print(f"  {mark[check.ok]}  {say(check.name)}: {detail}")
     for trial in report.trials:
         worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
-        detail = trial.error or _("max abs diff {value}").format(value=f"{worst:.2e}")
-        verdict = _("VOID") if trial.proves_nothing else mark[trial.ok]
+        detail = say(trial.error) if trial.error is not None else _("max abs diff {value}").format(value=f"{worst:.2e}")
+        verdict = _("VOID") if trial.proves_nothing is not None else mark[trial.ok]
         print(f"  {verdict}  " + _("matches PyTorch at {inputs}: {detail}").format(inputs=trial.label, detail=detail))
     for change in report.changes:
-        print("  " + _("change  {change}").format(change=change))
+        print("  " + _("change  {change}").format(change=say(change)))
     for warning in report.warnings:
-        print("  " + _("warning  {warning}").format(warning=warning))
+        print("  " + _("warning  {warning}").format(warning=say(warning)))

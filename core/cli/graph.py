@@ -17,6 +17,7 @@ from core.graph.page import COLOURS, graph_page
 from core.graph.records import GraphRequest, GraphView
 from core.i18n import _, language, number, pgettext
 from core.jobs import GRAPH, OPTIMIZE, PARTITION
+from core.notes import say
 from core.partition import LevelsRequest, PartitionRequest
 from core.settings import PROJECT_ROOT
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output).expanduser()
     out.write_text(graph_page(view, BUNDLE.read_text(), shown, colourings, language=language()), encoding="utf-8")
     for note in view.notes:
-        print(_("note: {note}").format(note=note), file=sys.stderr)
+        print(_("note: {note}").format(note=say(note)), file=sys.stderr)
     said = (
         _("{path}: {nodes} nodes, {groups} groups, {folded} Constants folded, {mb} MB")
         if view.groups

@@ -15,6 +15,7 @@ from core.errors import IntakeError, WorkbenchError
 from core.i18n import _, number
 from core.jobs import DECODE
 from core.model.records import format_shape
+from core.notes import Note, say
 
 __all__ = ["register", "run"]
 
@@ -25,11 +26,16 @@ def register(parser: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _value(value: str | Note) -> str:
+    """A field's value: as read (a number, a quoted string), or in words."""
+    return value if isinstance(value, str) else say(value)
+
+
 def _header_lines(decoded: DecodedModel) -> list[str]:
     return [
         "  "
         + _("byte {offset} {hex} field {number} {field} = {value}").format(
-            offset=f"{f.offset:<5}", hex=f"{f.hex:<38}", number=f.number, field=f.field, value=f.value
+            offset=f"{f.offset:<5}", hex=f"{f.hex:<38}", number=f.number, field=f.field, value=_value(f.value)
         )
         for f in decoded.header
     ]
@@ -57,7 +63,8 @@ def _print_decoded(name: str, decoded: DecodedModel) -> None:
     if decoded.external_files:
         weights = _("{weights}, external: {files}").format(weights=weights, files=", ".join(decoded.external_files))
     print("  " + weights)
-    checker = _("passes") if decoded.checker_ok else decoded.checker_message
+    said = say(decoded.checker_message) if decoded.checker_message is not None else ""
+    checker = _("passes") if decoded.checker_ok else said
     print("  " + _("checker    {result}").format(result=checker))
     print("  " + _("shapes     {known} of {total} intermediate tensors known").format(
         known=number(decoded.shapes_known), total=number(decoded.shapes_total)
@@ -65,8 +72,8 @@ def _print_decoded(name: str, decoded: DecodedModel) -> None:
     print("\n".join(_header_lines(decoded) + [_problem(p) for p in decoded.problems]))
 
 
-def _problem(text: str) -> str:
-    return "  " + _("problem    {problem}").format(problem=text)
+def _problem(problem: Note) -> str:
+    return "  " + _("problem    {problem}").format(problem=say(problem))
 
 
 def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
@@ -78,7 +85,7 @@ def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
         raise exc
     print(_("error: {message}").format(message=exc), file=sys.stderr)
     header = jobs.run(DECODE, DecodeRequest(path=str(path), header_only=True))
-    header.problems.append(str(exc))
+    header.problems.append(Note.kept(str(exc), "warning"))  # said already, in the reader's language
     lines = _header_lines(header) + [_problem(p) for p in header.problems]
     print(json.dumps(summary(header), indent=2) if args.json else "\n".join(lines))
     return 2

@@ -25,6 +25,7 @@ from core.i18n import _, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.jobs.process import TypedHandle
 from core.jobs.wire import to_data
+from core.notes import say
 from core.partition import (
     LevelsRequest,
     OptimizationReport,
@@ -33,6 +34,7 @@ from core.partition import (
     fusions_used,
     level_changes,
 )
+from core.partition.words import summary
 from core.runtime.ort import short_name
 
 __all__ = ["register", "run"]
@@ -56,7 +58,7 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
     for message in result.unavailable.values():
         print(_("note: {note}").format(note=message), file=sys.stderr)
     for report in result.reports:
-        print(report.summary)
+        print(summary(report))  # in the reader's language (the JSON keeps the English one)
         for subgraph in report.subgraphs:
             ops = ", ".join(f"{op} {n}" for op, n in subgraph.ops.items())
             print("  " + _("subgraph {index} {provider} {nodes} nodes  {ops}").format(
@@ -68,7 +70,7 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
         for line in report.log:
             print("  " + _("ORT log  {line}").format(line=line.strip()))
         for note in report.notes:
-            print("  " + _("note  {note}").format(note=note))
+            print("  " + _("note  {note}").format(note=say(note)))
     if levels is None:
         return
     print(_("optimization levels ({count} nodes in the model):").format(count=number(levels.original_nodes)))
@@ -152,7 +154,7 @@ def _partition_json(result: PartitionResult, levels: OptimizationReport | None, 
     for report in result.reports:
         reports.append(
             {
-                "title": report.title,
+                "title": report.title.english(),
                 "simulated": report.simulated,
                 "summary": report.summary,
                 "providers_requested": report.providers_requested,
@@ -167,7 +169,7 @@ def _partition_json(result: PartitionResult, levels: OptimizationReport | None, 
                 "copies": to_data(report.copies),
                 "unsupported_ops": report.unsupported_ops,
                 "log": report.log,
-                "notes": report.notes,
+                "notes": [note.english() for note in report.notes],
             }
         )
     data.update(reports[0])  # the real partition at the top level; simulated ones under "simulations"

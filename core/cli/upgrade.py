@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import describe, padded
+from core.cli.common import describe, english_data, padded
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import UPGRADE
 from core.jobs.wire import to_data
+from core.notes import say
 from core.upgrade import DEFAULT_UPGRADE_OPSET, UpgradeReport, UpgradeRequest
 
 __all__ = ["register", "run"]
@@ -44,17 +45,18 @@ def register(parser: Any) -> None:
 
 
 def _print(out: Path, report: UpgradeReport) -> None:
-    print(f"{out}  ({report.summary})")
+    print(f"{out}  ({say(report.summary)})")
     print("  " + _("opset     ai.onnx {before} → {after}, IR version {ir_before} → {ir_after}").format(
         before=report.opset_before, after=report.opset_after, ir_before=report.ir_before, ir_after=report.ir_after
     ))  # fmt: skip
     for change in report.changes:
-        print(f"  {change.kind:<9} {change.op} ×{change.nodes}: {change.text}")
+        print(f"  {change.kind:<9} {change.op} ×{change.nodes}: {say(change.text)}")
     print("  " + _("unchanged {count} node(s)").format(count=number(report.unchanged_nodes)))
     for check in report.checks:
-        print(f"  {padded(_('pass') if check.ok else _('FAIL'), 9)} {check.name}: {check.detail}")
+        detail = say(check.detail) if check.detail is not None else ""
+        print(f"  {padded(_('pass') if check.ok else _('FAIL'), 9)} {say(check.name)}: {detail}")
     for note in report.notes:
-        print("  " + _("note      {note}").format(note=note))
+        print("  " + _("note      {note}").format(note=say(note)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(produced, target)
     if args.json:
-        data = {**to_data(report), "path": str(out), "files": [str(f) for f in written], "summary": report.summary}
+        data = {
+            **english_data(to_data(report)),  # its sentences in English, as docs/cli.md has them
+            "path": str(out),
+            "files": [str(f) for f in written],
+            "summary": report.summary.english(),
+        }
         print(json.dumps({**data, "inputs": plan_json(plan)}, indent=2))
     else:
         _print(out, report)

@@ -19,6 +19,7 @@ from core.decode.records import (
     DecodedModel,
     DecodeRequest,
     FunctionInfo,
+    HeaderField,
     LayerWeight,
     NodeInfo,
     SubgraphInfo,
@@ -41,6 +42,7 @@ from core.model.proto import (
     walk_graphs,
 )
 from core.model.topology import has_cycle
+from core.notes import Note, note, warning
 from core.settings import IntakeLimits
 from core.tables import write_rows
 
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["decode_model", "summary"]
 
+_INLINE, _CONSTANT_NODE = note(say.INLINE), note(say.CONSTANT_NODE)  # one each, shared by every tensor
 _KNOWN_DOMAINS = {"ai.onnx", "ai.onnx.ml", "ai.onnx.training", "ai.onnx.preview.training", "com.microsoft"}
 
 
@@ -100,7 +103,7 @@ def _node_info(node: onnx.NodeProto, index: int, graph: str) -> NodeInfo:
     )
 
 
-def _tensor_info(name: str, tensor: onnx.TensorProto, storage: str, graph: str) -> TensorInfo:
+def _tensor_info(name: str, tensor: onnx.TensorProto, storage: Note, graph: str) -> TensorInfo:
     elements, data_type = tensor_elements(tensor), tensor.data_type
     return TensorInfo(
         name=name,
@@ -124,10 +127,10 @@ def _model_fields(decoded: DecodedModel, model: onnx.ModelProto) -> None:
     decoded.opsets = {op.domain or "ai.onnx": int(op.version) for op in model.opset_import}
     decoded.metadata = {p.key: p.value for p in model.metadata_props}
     if decoded.ir_version and decoded.ir_version > onnx.IR_VERSION:
-        decoded.problems.append(say.NEWER_IR.format(version=decoded.ir_version, known=onnx.IR_VERSION))
+        decoded.problems.append(warning(say.NEWER_IR, version=decoded.ir_version, known=onnx.IR_VERSION))
     version = decoded.opsets.get("ai.onnx", 0)
     if version > onnx.defs.onnx_opset_version():
-        decoded.problems.append(say.NEWER_OPSET.format(version=version, known=onnx.defs.onnx_opset_version()))
+        decoded.problems.append(warning(say.NEWER_OPSET, version=version, known=onnx.defs.onnx_opset_version()))
 
 
 def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
@@ -138,12 +141,12 @@ def _custom_domains(decoded: DecodedModel, model: onnx.ModelProto) -> None:
     in_use, unused = domain_use(model)
     for domain in in_use:
         if domain not in _KNOWN_DOMAINS and domain not in local:
-            decoded.problems.append(say.CUSTOM_DOMAIN.format(domain=domain))
+            decoded.problems.append(warning(say.CUSTOM_DOMAIN, domain=domain))
     quoted = [f"'{domain}'" for domain in unused]
     if len(quoted) == 1:
-        decoded.problems.append(say.UNUSED_DOMAIN.format(domain=quoted[0]))
+        decoded.problems.append(warning(say.UNUSED_DOMAIN, domain=quoted[0]))
     elif quoted:  # one sentence for all of them (a quantizer's export declares half a dozen)
-        decoded.problems.append(say.UNUSED_DOMAINS.format(domains=", ".join(quoted)))
+        decoded.problems.append(warning(say.UNUSED_DOMAINS, domains=", ".join(quoted)))
 
 
 def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str]) -> None:
@@ -152,18 +155,18 @@ def _graph_tensors(decoded: DecodedModel, visit: GraphVisit, external: set[str])
 
     external_location = onnx.TensorProto.EXTERNAL
     for tensor in visit.graph.initializer:
-        storage = say.INLINE
+        storage = _INLINE
         if tensor.data_location == external_location:
             entries = external_entries(tensor)
             external.add(entries.get("location", "?"))
-            storage = say.EXTERNAL.format(file=entries.get("location", "?"), offset=entries.get("offset", "0"))
+            storage = note(say.EXTERNAL, file=entries.get("location", "?"), offset=entries.get("offset", "0"))
         decoded.initializers.append(_tensor_info(tensor.name, tensor, storage, visit.path))
     for node in visit.graph.node:
         if node.op_type != "Constant" or not node.output:
             continue
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
-                decoded.initializers.append(_tensor_info(node.output[0], attr.t, say.CONSTANT_NODE, visit.path))
+                decoded.initializers.append(_tensor_info(node.output[0], attr.t, _CONSTANT_NODE, visit.path))
 
 
 def _layer_weights(visit: GraphVisit) -> list[LayerWeight]:
@@ -232,7 +235,7 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
         _graph_tensors(decoded, visit, external)
         decoded.nodes.extend(_node_info(node, index, visit.path) for index, node in enumerate(visit.graph.node))
         decoded.layers.extend(_layer_weights(visit))
-    decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage != "constant node")
+    decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage.key != say.CONSTANT_NODE)
     decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
     decoded.parameter_count = parameter_count(model)  # as the Model page counts them
     decoded.external_files = sorted(external)
@@ -257,7 +260,7 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
 def _cycles(decoded: DecodedModel, visits: list[GraphVisit]) -> None:
     main = next((visit.graph for visit in visits if visit.path == "main"), None)
     if main is not None and has_cycle(main):
-        decoded.problems.append(say.CYCLE)
+        decoded.problems.append(warning(say.CYCLE))
 
 
 def _checks(decoded: DecodedModel, file: Path, model: onnx.ModelProto) -> None:
@@ -265,12 +268,13 @@ def _checks(decoded: DecodedModel, file: Path, model: onnx.ModelProto) -> None:
 
     try:
         onnx.checker.check_model(str(file))  # by path, so external-data locations resolve without loading
-        decoded.checker_ok, decoded.checker_message = True, say.CHECKER_OK
+        decoded.checker_ok, decoded.checker_message = True, note(say.CHECKER_OK)
     except Exception as exc:
         decoded.checker_ok = False
-        decoded.checker_message = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+        said = str(exc).strip().splitlines()[0][:500] if str(exc).strip() else type(exc).__name__
+        decoded.checker_message = Note.kept(said, "warning")  # onnx's own words
     decoded.shapes_known, decoded.shapes_total, shape_problem = shape_coverage(model)
-    if shape_problem:
+    if shape_problem is not None:
         decoded.problems.append(shape_problem)
 
 
@@ -301,15 +305,15 @@ def decode_model(
     try:
         model = onnx.load_model(str(file), load_external_data=False)
     except Exception as exc:
-        decoded.problems.append(say.NOT_PARSED.format(error=type(exc).__name__))
+        decoded.problems.append(warning(say.NOT_PARSED, error=type(exc).__name__))
         return decoded
     check_counts(model, file.name, limits or IntakeLimits())
     repaired = non_utf8_text(model, repair=True)
     if repaired:
-        decoded.problems.append(say.NOT_UTF8.format(count=f"{len(repaired):,}", first=repaired[0]))
+        decoded.problems.append(warning(say.NOT_UTF8, count=len(repaired), first=repaired[0]))
     _model_fields(decoded, model)
     if not model.HasField("graph"):
-        decoded.problems.append(say.NO_GRAPH)
+        decoded.problems.append(warning(say.NO_GRAPH))
         return decoded
 
     report(0.3, _("Walking the graph and its subgraphs"))
@@ -336,8 +340,16 @@ def decode_model(
     return decoded
 
 
+def _english(value: str | Note) -> str:
+    return value if isinstance(value, str) else value.english()
+
+
+def _header_json(field: HeaderField) -> dict[str, Any]:
+    return {**dataclasses.asdict(field), "value": _english(field.value), "explanation": field.explanation.english()}
+
+
 def summary(decoded: DecodedModel) -> dict[str, Any]:
-    """The fields ``python -m core inspect`` promises, in a flat JSON object."""
+    """The fields ``python -m core inspect`` promises, in a flat JSON object (its sentences in English)."""
     return {
         "ir_version": decoded.ir_version,
         "producer_name": decoded.producer_name,
@@ -357,6 +369,6 @@ def summary(decoded: DecodedModel) -> dict[str, Any]:
         "metadata": decoded.metadata,
         "checker_ok": decoded.checker_ok,
         "shape_inference": {"known": decoded.shapes_known, "total": decoded.shapes_total},
-        "header_fields": [dataclasses.asdict(h) for h in decoded.header],
-        "problems": decoded.problems,
+        "header_fields": [_header_json(h) for h in decoded.header],
+        "problems": [p.english() for p in decoded.problems],
     }

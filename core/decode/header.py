@@ -7,6 +7,7 @@ from pathlib import Path
 from core.decode import sentences as say
 from core.decode.records import HeaderField
 from core.model.protowire import MODEL_PROTO_FIELDS, WIRE_TYPES, WireField, read_fields
+from core.notes import Note, note
 
 __all__ = ["HEADER_BYTES", "annotate_header", "top_level_fields"]
 
@@ -14,25 +15,26 @@ HEADER_BYTES = 64
 
 
 # ----------------------------------------------------------------------------------------------- header
-def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
-    """The decoded value, and a sentence a learner can follow."""
-    tag = say.TAG.format(bytes=buf[f.offset : f.offset + f.tag_length].hex(" "), number=f.number, wire=f.wire_type)
+def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str | Note, Note]:
+    """The decoded value (as it is read, or described), and a sentence a learner can follow."""
+    tag = note(say.TAG, bytes=buf[f.offset : f.offset + f.tag_length].hex(" "), number=f.number, wire=f.wire_type)
     if f.wire_type == 0:
-        return str(f.value), say.VARINT.format(tag=tag, value=f.value)
+        return str(f.value), note(say.VARINT, tag=tag, value=str(f.value))  # a varint's digits as the file holds it
     if f.wire_type != 2:
-        return str(f.value), say.OTHER_WIRE.format(tag=tag, wire=WIRE_TYPES[f.wire_type])
-    prefix = say.BYTES_FOLLOW.format(tag=tag, count=f"{f.payload_length:,}")
+        return str(f.value), note(say.OTHER_WIRE, tag=tag, wire=WIRE_TYPES[f.wire_type])
+    prefix = note(say.BYTES_FOLLOW, tag=tag, count=f.payload_length)
     payload = buf[f.payload_offset : f.payload_offset + min(f.payload_length, 256)]
     if name in ("producer_name", "producer_version", "domain", "doc_string"):
         text = payload.decode("utf-8", errors="replace")
         more = "…" if f.payload_length > len(payload) else ""
-        return repr(text[:80] + more), say.UTF8.format(prefix=prefix)
+        return repr(text[:80] + more), note(say.UTF8, prefix=prefix)
     if name == "opset_import":
         inner = {g.number: g for g in read_fields(payload, 4)}
         domain = payload[inner[1].payload_offset : inner[1].end].decode(errors="replace") if 1 in inner else ""
         version = inner[2].value if 2 in inner else None
-        shown = repr(domain) if domain else say.DEFAULT_DOMAIN
-        return say.OPSET_VALUE.format(domain=shown, version=version), say.OPSET_MESSAGE.format(prefix=prefix)
+        shown: str | Note = repr(domain) if domain else note(say.DEFAULT_DOMAIN)
+        value = note(say.OPSET_VALUE, domain=shown, version=str(version) if version is not None else "?")
+        return value, note(say.OPSET_MESSAGE, prefix=prefix)
     kinds = {
         "graph": "GraphProto",
         "metadata_props": "StringStringEntryProto",
@@ -40,8 +42,8 @@ def _field_value(buf: bytes, f: WireField, name: str) -> tuple[str, str]:
         "training_info": "TrainingInfoProto",
         "configuration": "DeviceConfigurationProto",
     }
-    value = say.MESSAGE_OF.format(kind=kinds.get(name, "message"), count=f"{f.payload_length:,}")
-    return value, say.NESTED.format(prefix=prefix)
+    value = note(say.MESSAGE_OF, kind=kinds.get(name, "message"), count=f.payload_length)
+    return value, note(say.NESTED, prefix=prefix)
 
 
 def annotate_header(buf: bytes, total_length: int, max_fields: int = 12) -> list[HeaderField]:

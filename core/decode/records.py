@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath, WritePath
 from core.model.records import TensorSpec
+from core.notes import Note
 from core.tables import RowFile
 
 __all__ = [
@@ -44,8 +45,8 @@ class HeaderField:
     number: int
     wire_type: str
     field: str  # ModelProto field name, or "unknown"
-    value: str
-    explanation: str
+    value: str | Note  # as read (a number, a quoted string), or what the field holds in words
+    explanation: Note  # how to read its bytes (core.decode.sentences)
 
 
 @dataclass(slots=True, kw_only=True)  # one per node: tens of thousands in a large model
@@ -55,7 +56,7 @@ class TensorInfo:
     shape: list[int]
     elements: int
     bytes: int
-    storage: str  # "inline", "external: file @ offset", or "constant node"
+    storage: Note  # "inline", "external: file @ offset", or "constant node" (core.decode.sentences)
     graph: str
 
     @property
@@ -150,10 +151,10 @@ class DecodedModel:
     layers: list[LayerWeight] = field(default_factory=list)
     text: str = ""
     checker_ok: bool | None = None
-    checker_message: str = ""
+    checker_message: Note | None = None  # what onnx.checker said (its own words when it fails)
     shapes_known: int = 0
     shapes_total: int = 0
-    problems: list[str] = field(default_factory=list)
+    problems: list[Note] = field(default_factory=list)  # warnings (core.decode.sentences), said where shown
 
     @property
     def subgraph_count(self) -> int:

@@ -1,5 +1,6 @@
-"""What Decode writes in English (the decoded model is kept in the session and written by `python -m core
-inspect`): each sentence a catalog entry, shown in the reader's language on the Decode page (core.recorded)."""
+"""What Decode says: each sentence a catalog entry, kept in the decoded model as a note (core.notes: the template
+and its values) and said in the reader's language where it is shown (the Decode page, `python -m core inspect`;
+its JSON in English)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ __all__ = [
     "OPSET_VALUE",
     "OPSET_MESSAGE",
     "OTHER_WIRE",
-    "SENTENCES",
     "SHAPES_FAILED",
     "TAG",
     "UNUSED_DOMAIN",
@@ -73,30 +73,3 @@ NOT_UTF8 = N_(
 )
 NO_GRAPH = N_("The model has no graph: there is nothing to run.")
 SHAPES_FAILED = N_("shape inference failed: {error}")
-
-SENTENCES = (
-    VARINT,
-    BYTES_FOLLOW,
-    UTF8,
-    OPSET_MESSAGE,
-    NESTED,
-    TAG,
-    DEFAULT_DOMAIN,
-    OPSET_VALUE,
-    MESSAGE_OF,
-    INLINE,
-    CONSTANT_NODE,
-    EXTERNAL,
-    CHECKER_OK,
-    NEWER_IR,
-    NEWER_OPSET,
-    CUSTOM_DOMAIN,
-    UNUSED_DOMAIN,
-    UNUSED_DOMAINS,
-    CYCLE,
-    NOT_PARSED,
-    NOT_UTF8,
-    NO_GRAPH,
-    SHAPES_FAILED,
-    OTHER_WIRE,
-)  # fmt: skip  (the most general last: a sentence is matched in this order)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.decode.sentences import SHAPES_FAILED
 from core.model.proto import attribute_subgraphs, tensor_elements, walk_graphs
+from core.notes import Note, warning
 
 if TYPE_CHECKING:
     import onnx
@@ -57,14 +58,15 @@ def text_form(model: onnx.ModelProto) -> str:
     return re.sub(r"(\w) \{\}(?=[>,\s])", r"\1 {…}", text)
 
 
-def shape_coverage(model: onnx.ModelProto) -> tuple[int, int, str]:
-    """How many intermediate tensors of the main graph get a known shape from ONNX shape inference."""
+def shape_coverage(model: onnx.ModelProto) -> tuple[int, int, Note | None]:
+    """How many intermediate tensors of the main graph get a known shape from ONNX shape inference, and why none
+    when inference fails."""
     import onnx
 
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:
-        return 0, 0, SHAPES_FAILED.format(error=str(exc).strip().splitlines()[0][:300])
+        return 0, 0, warning(SHAPES_FAILED, error=str(exc).strip().splitlines()[0][:300])
     known_values = {v.name: v for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
     outputs = [o for node in model.graph.node for o in node.output if o]
     known = 0
@@ -72,4 +74,4 @@ def shape_coverage(model: onnx.ModelProto) -> tuple[int, int, str]:
         value = known_values.get(name)
         if value is not None and value.type.HasField("tensor_type") and value.type.tensor_type.HasField("shape"):
             known += 1
-    return known, len(outputs), ""
+    return known, len(outputs), None

@@ -39,16 +39,17 @@ from core.export.verify import (
 from core.i18n import N_, _
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import example_tensors, load_module, module_op_counts
+from core.notes import Note, warning
 from core.settings import IntakeLimits
 from core.workspace import safe_filename, shown_name
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["SENTENCES", "export_model"]
+__all__ = ["export_model"]
 
-# the app's own notes among the exporter's warnings, and the opset note: English in the report, shown in the
-# reader's language (core.recorded)
+# the app's own notes among the exporter's warnings, and the opset note: kept in the report as notes (core.notes),
+# said in the reader's language where shown
 _EXTERNAL = N_(
     "The weights take more than one protobuf file can hold (2 GB), so they were written to an external .onnx.data file."
 )
@@ -62,7 +63,6 @@ _OPSET_DIFFERS_LEGACY = N_(
     "produce opsets 9–20 as asked."
 )
 _OPSET_OUTSIDE = N_("Opset {requested} is outside what the {exporter} exporter normally honours.")
-SENTENCES = (_EXTERNAL, _TRACED_AT_2, _OPSET_DIFFERS_LEGACY, _OPSET_DIFFERS, _OPSET_OUTSIDE)
 
 PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
 _LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
@@ -181,13 +181,13 @@ def _collected_warnings() -> Iterator[list[str]]:
 
 def _export(
     model: torch.nn.Module | torch.export.ExportedProgram, path: Path, exporter: str, options: ExportOptions
-) -> tuple[ExportOptions, list[str]]:
-    """Run the exporter; returns the options as used (output names filled in, external data when needed)
-    and the exporter's messages, with the app's own notes added."""
-    notes = []
+) -> tuple[ExportOptions, list[str], list[Note]]:
+    """Run the exporter; returns the options as used (output names filled in, external data when needed),
+    the exporter's messages, and the app's own notes."""
+    notes: list[Note] = []
     if _weight_bytes(model) > PROTOBUF_LIMIT and not options.external_data:
         options = dataclasses.replace(options, external_data=True)  # one protobuf cannot hold more than 2 GB
-        notes.append(_EXTERNAL)
+        notes.append(warning(_EXTERNAL))
     export_shapes = export_example_shapes(options, exporter)
     tensors = example_tensors(
         export_shapes, options.input_dtypes, values=options.input_values, kinds=options.input_kinds
@@ -205,17 +205,17 @@ def _export(
         except Exception as exc:
             raise explain_export_failure(exc, exporter, options.opset) from None
     if export_shapes != options.input_shapes:
-        notes.append(_TRACED_AT_2)
-    return options, messages + notes
+        notes.append(warning(_TRACED_AT_2))
+    return options, messages, notes
 
 
-def _opset_note(requested: int, produced: int | None, exporter: str) -> str:
+def _opset_note(requested: int, produced: int | None, exporter: str) -> Note | None:
     if produced != requested:
         said = _OPSET_DIFFERS_LEGACY if exporter == "dynamo" else _OPSET_DIFFERS
-        return said.format(requested=requested, exporter=exporter, produced=produced)
+        return warning(said, requested=requested, exporter=exporter, produced=produced if produced is not None else "?")
     if requested not in EXPORTERS[exporter][1]:
-        return _OPSET_OUTSIDE.format(requested=requested, exporter=exporter)
-    return ""
+        return warning(_OPSET_OUTSIDE, requested=requested, exporter=exporter)
+    return None
 
 
 def _silent(fraction: float, message: str) -> None:
@@ -229,6 +229,10 @@ def export_model(
 ) -> ExportReport:
     """Export, verify, and describe the result. Runs in the worker."""
     source, options = request.source, request.options
+    if request.source.kind == "hf":  # a causal language model: exported with its cache, verified by generating
+        from core.export.causal_lm import export_causal_lm
+
+        return export_causal_lm(request, limits, progress)
     report_progress = progress or _silent
     started = time.perf_counter()
     exporter, reason = choose_exporter(source.kind, options.exporter)
@@ -242,7 +246,7 @@ def export_model(
         else _("Exporting with the {exporter} exporter at opset {opset}")
     )
     report_progress(0.15, exporting.format(exporter=exporter, opset=options.opset))
-    used, messages = _export(model, path, exporter, options)
+    used, messages, notes = _export(model, path, exporter, options)
 
     report_progress(0.55, _("Checking the ONNX model (checker, strict shape inference)"))
     checks, proto = static_checks(path)
@@ -264,7 +268,7 @@ def export_model(
     return ExportReport(
         ok=all(c.ok for c in checks) and bool(trials) and all(t.ok for t in trials),
         exporter=exporter,
-        exporter_reason=reason,
+        exporter_reason=Note(key=reason),
         opset_requested=used.opset,
         opset_produced=opset_produced,
         opset_note=_opset_note(used.opset, opset_produced, exporter),
@@ -275,7 +279,7 @@ def export_model(
         torch_ops=torch_ops,
         onnx_ops=onnx_ops,
         changes=describe_changes(torch_ops, onnx_ops),
-        warnings=[w for w in [unproven_warning(trials)] if w] + plain_warnings(messages),
+        warnings=[w for w in [unproven_warning(trials)] if w is not None] + plain_warnings(messages) + notes,
         code=reproduce_code(source, used, exporter, str(path)),
         seconds=time.perf_counter() - started,
         record=record,

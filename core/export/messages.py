@@ -8,12 +8,13 @@ from collections import Counter
 
 from core.errors import ExportError
 from core.i18n import N_, _
+from core.notes import Note, warning
 
-__all__ = ["SENTENCES", "Collect", "explain_export_failure", "plain_warnings"]
+__all__ = ["REPEATED", "Collect", "explain_export_failure", "plain_warnings"]
 
 # ----------------------------------------------------------------------------------------------- warnings
-# (what the exporter says, the sentence in plain words with the pattern's named groups as placeholders); the words
-# stay English in the report and are shown in the reader's language (core.recorded)
+# (what the exporter says, the sentence in plain words with the pattern's named groups as placeholders); the report
+# keeps the sentence's template and the groups' values (core.notes), said in the reader's language where shown
 _PLAIN: list[tuple[str, str]] = [
     (
         r"legacy TorchScript-based ONNX export",
@@ -57,8 +58,7 @@ _PLAIN: list[tuple[str, str]] = [
         ),
     ),
 ]
-_REPEATED = N_("{warning} (×{count})")
-SENTENCES = (*(plain for _pattern, plain in _PLAIN), _REPEATED)  # what core.recorded shows in the reader's language
+REPEATED = N_("{warning} (×{count})")
 
 
 # torch.onnx names an axis once per program dim and warns for every other input that has it under the same name
@@ -71,22 +71,30 @@ _NOISE = re.compile(
 )
 
 
-def plain_warnings(messages: list[str]) -> list[str]:
-    """The exporter's warnings in plain words: known ones explained, noise dropped, repeats counted."""
-    counts: Counter[str] = Counter()
+def plain_warnings(messages: list[str]) -> list[Note]:
+    """The exporter's warnings in plain words: known ones explained, noise dropped, repeats counted; one the app
+    does not know is kept in the exporter's own words (its first line)."""
+    found: dict[tuple[str, tuple[tuple[str, str], ...]], Note] = {}
+    counts: Counter[tuple[str, tuple[tuple[str, str], ...]]] = Counter()
     for message in messages:
         if _NOISE.search(message) or _SAME_NAME.search(message):
             continue
         for pattern, plain in _PLAIN:
             match = re.search(pattern, message)
             if match:
-                counts[plain.format(**match.groupdict())] += 1
+                values = match.groupdict()
+                said = warning(plain, **values)
                 break
         else:
             first = next((line.strip() for line in message.splitlines() if line.strip()), "")
-            if first:
-                counts[first[:300]] += 1
-    return [_REPEATED.format(warning=text, count=n) if n > 1 else text for text, n in counts.items()]
+            if not first:
+                continue
+            plain, values = first[:300], {}
+            said = Note.kept(plain, "warning")
+        key = (plain, tuple(sorted(values.items())))
+        found.setdefault(key, said)
+        counts[key] += 1
+    return [warning(REPEATED, warning=found[key], count=n) if n > 1 else found[key] for key, n in counts.items()]
 
 
 class Collect(logging.Handler):

@@ -10,6 +10,7 @@ from core.i18n import N_
 from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
 from core.model.records import ModelRecord, TensorSpec
 from core.model.torchload import ExampleValues, TorchSource
+from core.notes import Note
 from core.runtime.outputs import OutputDiff
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ShapeTrial",
     "choose_exporter",
     "default_options",
+    "GreedyCheck",
     "example_values",
     "names_of_tensors",
 ]
@@ -68,9 +70,9 @@ class ExportRequest:
 
 @dataclass
 class Check:
-    name: str
+    name: Note  # what was checked (core.export.verify)
     ok: bool
-    detail: str = ""
+    detail: Note | None = None  # what it found, or what a library said
 
 
 @dataclass(kw_only=True)
@@ -80,29 +82,43 @@ class ShapeTrial:
     label: str  # "export shape" or e.g. "seq = 21"
     input_shapes: dict[str, list[int]]
     ok: bool
-    axis: str = ""  # the dynamic axis this trial varies, e.g. "tokens axis 1 (seq)"
-    error: str = ""
+    axis: Note | None = None  # the dynamic axis this trial varies, e.g. "tokens axis 1 (seq)"
+    error: Note | None = None
     diffs: list[OutputDiff] = field(default_factory=list)
     # why outputs that matched test nothing (all zero, constant or NaN on both sides); such a trial is not ok
-    proves_nothing: str = ""
+    proves_nothing: Note | None = None
+
+
+@dataclass(kw_only=True)
+class GreedyCheck:
+    """A language model's export, verified on one prompt: the greedy tokens PyTorch eager and ONNX Runtime generate
+    from it, each per sequence, and each step's largest difference of the last logits (core.export.causal_lm)."""
+
+    label: str  # "greedy, batch 1, 5 prompt token(s), 8 new"
+    prompt: list[list[int]]
+    eager: list[list[int]]
+    onnx: list[list[int]]
+    first_divergent: int | None  # the first step whose tokens differ (0: the first generated token), None: none
+    logit_diff: list[float]  # per step, while both had seen the same tokens (up to the first divergent step)
 
 
 @dataclass(kw_only=True)
 class ExportReport:
     ok: bool
     exporter: str
-    exporter_reason: str
+    exporter_reason: Note
+    greedy: list[GreedyCheck] = field(default_factory=list)  # a language model's: generated with both, per prompt
     opset_requested: int
     opset_produced: int | None
-    opset_note: str
+    opset_note: Note | None  # the opset produced is not the one asked for (a warning)
     onnx_path: str
     files: list[str]
     checks: list[Check]
     trials: list[ShapeTrial]
     torch_ops: dict[str, int]
     onnx_ops: dict[str, int]
-    changes: list[str]
-    warnings: list[str]
+    changes: list[Note]  # what the export changed, in a learner's words (core.export.verify)
+    warnings: list[Note]  # the exporter's, in plain words (core.export.messages), and the app's own
     code: str
     seconds: float
     record: ModelRecord | None = None
@@ -113,7 +129,9 @@ class ExportReport:
     def usable(self) -> bool:
         """Nothing failed, though a comparison may have proved nothing: the model is valid and can be used."""
         return (
-            all(c.ok for c in self.checks) and bool(self.trials) and all(t.ok or t.proves_nothing for t in self.trials)
+            all(c.ok for c in self.checks)
+            and bool(self.trials)
+            and all(t.ok or t.proves_nothing is not None for t in self.trials)
         )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.i18n import N_, _
 from core.model.torchload import example_tensors
+from core.notes import Note, clauses, note, warning
 from core.runtime.ort import NUMPY_TYPES, explain_session_error, ort_message
 from core.runtime.outputs import ATOL, RTOL, compare_outputs, flatten_outputs
 
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
     import onnxruntime
     import torch
 
-# What a report says, in English (the command line, the session's kept report): the Export page shows each in the
-# reader's language (core.recorded)
+# What a report says: kept in it as notes (core.notes: the template and its values), said in the reader's language
+# where shown (the Export page, the command line; its JSON in English)
 EXPORT_SHAPE = N_("export shape")
 _CHECKER, _VALID = N_("onnx.checker (full check)"), N_("the model is valid ONNX")
 _STRICT, _INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")
@@ -61,15 +62,9 @@ _IDENTITIES = N_(
     "weights into the nodes that read them, as it does weights."
 )
 _FLATTEN = N_("{count} Flatten layer(s) became Reshape.")
-SENTENCES = (
-    EXPORT_SHAPE, _CHECKER, _VALID, _STRICT, _INFERRED, _LOADS, _AXIS, _TORCH_FAILS, _NOT_DYNAMIC, _DIFFER_WHEN,
-    _DIFFER, _VOID, _BOTH_GIVE, _ALL_NAN, _ALL_ZERO, _CONSTANT, _OUTPUT_IS, UNPROVEN, _INTO_CONV, _INTO_NEIGHBOURS,
-    _FOLDED, _STAYED, _DROPPED, _LINEAR_TWO, _LINEAR_ONE, _IDENTITIES, _FLATTEN,
-)  # fmt: skip
 
 __all__ = [
     "EXPORT_SHAPE",
-    "SENTENCES",
     "UNPROVEN",
     "call_module",
     "describe_changes",
@@ -94,8 +89,9 @@ def call_module(model: torch.nn.Module | torch.export.ExportedProgram, tensors: 
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__
+def _first_line(exc: Exception) -> Note:
+    """What a library said, in its own words (shown as it is)."""
+    return Note.kept(str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__, "warning")
 
 
 def static_checks(path: Path) -> tuple[list[Check], Any]:
@@ -105,15 +101,15 @@ def static_checks(path: Path) -> tuple[list[Check], Any]:
     checks: list[Check] = []
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks.append(Check(_CHECKER, True, _VALID))
+        checks.append(Check(note(_CHECKER), True, note(_VALID)))
     except Exception as exc:
-        checks.append(Check(_CHECKER, False, _first_line(exc)))
+        checks.append(Check(note(_CHECKER), False, _first_line(exc)))
     proto = onnx.load_model(str(path), load_external_data=False)
     try:
         onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
-        checks.append(Check(_STRICT, True, _INFERRED))
+        checks.append(Check(note(_STRICT), True, note(_INFERRED)))
     except Exception as exc:
-        checks.append(Check(_STRICT, False, _first_line(exc)))
+        checks.append(Check(note(_STRICT), False, _first_line(exc)))
     return checks, proto
 
 
@@ -125,13 +121,15 @@ def load_session(path: Path) -> tuple[Check, Any]:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as exc:  # in words where the refusal is a known one (core.runtime.refusals)
         words = str(explain_session_error(exc, "load the model", str(path)))
-        return Check(_LOADS, False, words[:1200]), None
-    return Check(_LOADS, True, f"ONNX Runtime {ort.__version__}, CPUExecutionProvider"), session
+        return Check(note(_LOADS), False, Note.kept(words[:1200], "warning")), None
+    return Check(note(_LOADS), True, Note.kept(f"ONNX Runtime {ort.__version__}, CPUExecutionProvider")), session
 
 
-def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[int]]]]:
-    """The export shape, then one trial per dynamic axis with only that axis changed."""
-    trials = [(EXPORT_SHAPE, "", {k: list(v) for k, v in options.input_shapes.items()})]
+def trial_shapes(options: ExportOptions) -> list[tuple[str, Note | None, dict[str, list[int]]]]:
+    """The export shape, then one trial per dynamic axis with only that axis changed (and that axis, in words)."""
+    trials: list[tuple[str, Note | None, dict[str, list[int]]]] = [
+        (EXPORT_SHAPE, None, {k: list(v) for k, v in options.input_shapes.items()})
+    ]
     for name, dims in options.dynamic_axes.items():
         for axis_text, label in dims.items():
             axis = int(axis_text)
@@ -146,7 +144,7 @@ def trial_shapes(options: ExportOptions) -> list[tuple[str, str, dict[str, list[
             label_text = f"{label} = {new}"
             if any(t[0] == label_text for t in trials):
                 continue
-            trials.append((label_text, _AXIS.format(name=name, axis=axis, label=label), shapes))
+            trials.append((label_text, note(_AXIS, name=name, axis=axis, label=label), shapes))
     return trials
 
 
@@ -170,7 +168,7 @@ def _trial(
     session: onnxruntime.InferenceSession,
     options: ExportOptions,
     label: str,
-    axis: str,
+    axis: Note | None,
     shapes: dict[str, list[int]],
     seed: int,
 ) -> ShapeTrial:
@@ -181,72 +179,82 @@ def _trial(
     try:
         expected = call_module(model, tensors)
     except Exception as exc:
-        error = _TORCH_FAILS.format(error=exc)
-        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=error)
+        failed = warning(_TORCH_FAILS, error=str(exc))
+        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=failed)
     feed = _feed(session, dict(zip(shapes, tensors, strict=True)))
     try:
         produced = session.run(None, feed)
     except Exception as exc:
         message = ort_message(str(exc).strip().splitlines()[0])[:500]
-        if axis:
-            message = _NOT_DYNAMIC.format(axis=axis, message=message)
-        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=message)
+        said = warning(_NOT_DYNAMIC, axis=axis, message=message) if axis is not None else Note.kept(message, "warning")
+        return ShapeTrial(label=label, input_shapes=shapes, ok=False, axis=axis, error=said)
     names = [o.name for o in session.get_outputs()]
     diffs = compare_outputs(expected, produced, names)
     ok = all(d.ok for d in diffs)
-    void = proves_nothing(expected, produced, names) if ok else ""
-    differ = _DIFFER_WHEN if axis else _DIFFER
-    error = "" if ok else differ.format(atol=f"{ATOL:g}", rtol=f"{RTOL:g}", axis=axis)
-    if void:  # matched, but on values any graph of the right shapes could give: not counted as passed
-        error = _VOID.format(why=void)
+    void = proves_nothing(expected, produced, names) if ok else None
+    error: Note | None = None
+    if not ok:  # the tolerances as Python writes them (1e-04), not to the reader's three figures
+        error = (
+            warning(_DIFFER_WHEN, atol=f"{ATOL:g}", rtol=f"{RTOL:g}", axis=axis)
+            if axis is not None
+            else warning(_DIFFER, atol=f"{ATOL:g}", rtol=f"{RTOL:g}")
+        )
+    if void is not None:  # matched, but on values any graph of the right shapes could give: not counted as passed
+        error = warning(_VOID, why=void)
     return ShapeTrial(
-        label=label, input_shapes=shapes, ok=ok and not void, axis=axis, error=error, diffs=diffs, proves_nothing=void
+        label=label,
+        input_shapes=shapes,
+        ok=ok and void is None,
+        axis=axis,
+        error=error,
+        diffs=diffs,
+        proves_nothing=void,
     )
 
 
-def _sameness(values: Any) -> str:
-    """How an output is the same everywhere: "all zero", "all NaN", "constant 0.5"; "" when its values vary."""
+def _sameness(values: Any) -> Note | None:
+    """How an output is the same everywhere: "all zero", "all NaN", "constant 0.5"; None when its values vary."""
     import numpy as np
 
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
-        return ""
+        return None
     if not array.size:
-        return ""
+        return None
     if np.isnan(array).all():
-        return _ALL_NAN
+        return note(_ALL_NAN)
     if not np.isfinite(array).all():
-        return ""
+        return None
     if not array.any():
-        return _ALL_ZERO
+        return note(_ALL_ZERO)
     if array.size > 1 and (array == array.flat[0]).all():
-        return _CONSTANT.format(value=f"{array.flat[0]:.4g}")
-    return ""
+        return note(_CONSTANT, value=f"{array.flat[0]:.4g}")
+    return None
 
 
-def proves_nothing(expected: list[Any], produced: list[Any], names: list[str]) -> str:
-    """Why a comparison that matched tests nothing, or "": when every output is all zero, all NaN or one constant
-    on both sides, any graph with outputs of the right shapes and that value would have matched."""
+def proves_nothing(expected: list[Any], produced: list[Any], names: list[str]) -> Note | None:
+    """Why a comparison that matched tests nothing, or None: when every output is all zero, all NaN or one
+    constant on both sides, any graph with outputs of the right shapes and that value would have matched."""
     kinds = []
     for k, (ref, got) in enumerate(zip(flatten_outputs(expected), flatten_outputs(produced), strict=False)):
         kind, other = _sameness(ref), _sameness(got)
-        if not kind or (kind != other and not (kind.startswith("constant") and other.startswith("constant"))):
-            return ""
-        kinds.append(_OUTPUT_IS.format(name=names[k] if k < len(names) else f"output {k}", kind=kind))
+        if kind is None or other is None or (kind != other and not (kind.key == other.key == _CONSTANT)):
+            return None
+        kinds.append(note(_OUTPUT_IS, name=names[k] if k < len(names) else f"output {k}", kind=kind))
     if not kinds:
-        return ""
-    listed = ", ".join(kinds)
-    return _BOTH_GIVE.format(listed=listed)
+        return None
+    return note(_BOTH_GIVE, listed=clauses(kinds))
 
 
-def unproven_warning(trials: list[ShapeTrial]) -> str:
-    """The one warning for the comparisons that proved nothing, or "" when every one tested the model."""
-    void = [t for t in trials if t.proves_nothing]
-    if not void:
-        return ""
-    where = ", ".join(t.label for t in void)
-    return UNPROVEN.format(where=where, why=void[0].proves_nothing)
+def unproven_warning(trials: list[ShapeTrial], where: str = "") -> Note | None:
+    """The one warning for the comparisons that proved nothing, or None when every one tested the model; ``where``
+    names them (by default their labels, as the command line writes them)."""
+    why = next((t.proves_nothing for t in trials if t.proves_nothing is not None), None)
+    if why is None:
+        return None
+    where = where or ", ".join(t.label for t in trials if t.proves_nothing is not None)
+    return warning(UNPROVEN, where=where, why=why)
 
 
 def run_trials(
@@ -265,29 +273,29 @@ def run_trials(
     return trials
 
 
-def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> list[str]:
+def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> list[Note]:
     """What the export changed, in a learner's words: BatchNorm folded, Dropout removed, Linear → Gemm."""
-    notes = []
+    notes: list[Note] = []
     batchnorms = sum(n for op, n in torch_ops.items() if op.startswith("BatchNorm") or "batch_norm" in op)
     if batchnorms and not onnx_ops.get("BatchNormalization"):
         convs = onnx_ops.get("Conv", 0)
-        notes.append(_FOLDED.format(count=batchnorms, where=_INTO_CONV if convs else _INTO_NEIGHBOURS))
+        notes.append(note(_FOLDED, count=batchnorms, where=note(_INTO_CONV if convs else _INTO_NEIGHBOURS)))
     elif batchnorms:
-        notes.append(_STAYED.format(count=batchnorms))
+        notes.append(note(_STAYED, count=batchnorms))
     dropouts = sum(n for op, n in torch_ops.items() if op.startswith("Dropout"))
     if dropouts and not onnx_ops.get("Dropout"):
-        notes.append(_DROPPED.format(count=dropouts))
+        notes.append(note(_DROPPED, count=dropouts))
     linears = sum(n for op, n in torch_ops.items() if op.endswith("Linear"))
     if linears:
         parts = [f"{onnx_ops[k]} {k}" for k in ("Gemm", "MatMul") if onnx_ops.get(k)]
         if len(parts) == 2:
-            notes.append(_LINEAR_TWO.format(count=linears, first=parts[0], second=parts[1]))
+            notes.append(note(_LINEAR_TWO, count=linears, first=parts[0], second=parts[1]))
         elif parts:
-            notes.append(_LINEAR_ONE.format(count=linears, first=parts[0]))
+            notes.append(note(_LINEAR_ONE, count=linears, first=parts[0]))
     identities = onnx_ops.get("Identity", 0) - torch_ops.get("Identity", 0)
     if identities > 0:
-        notes.append(_IDENTITIES.format(count=identities))
+        notes.append(note(_IDENTITIES, count=identities))
     flattens = torch_ops.get("Flatten", 0)
     if flattens and onnx_ops.get("Reshape") and not onnx_ops.get("Flatten"):
-        notes.append(_FLATTEN.format(count=flattens))
+        notes.append(note(_FLATTEN, count=flattens))
     return notes

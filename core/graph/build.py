@@ -16,17 +16,17 @@ from core.graph.weights import WeightBudget, weight_stats
 from core.i18n import N_
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
+from core.notes import Note, note
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["MAX_DEPTH", "SENTENCES", "SHAPE_INFERENCE_LIMIT", "view_graph"]
+__all__ = ["FAILED", "MAX_DEPTH", "NO_STATS", "SHAPE_INFERENCE_LIMIT", "SKIPPED", "view_graph"]
 
-# the view's notes: English in the view, shown in the reader's language (core.recorded)
-_SKIPPED = N_("shape inference skipped: {count} nodes (the limit is {limit})")
-_FAILED = N_("shape inference failed: {error}")
-_NO_STATS = N_("statistics left out for {count} weights (too many values to read)")
-SENTENCES = (_SKIPPED, _FAILED, _NO_STATS)
+# the view's notes (core.notes: the view keeps the template and its values, said where it is drawn)
+SKIPPED = N_("shape inference skipped: {count} nodes (the limit is {limit})")
+FAILED = N_("shape inference failed: {error}")
+NO_STATS = N_("statistics left out for {count} weights (too many values to read)")
 
 SHAPE_INFERENCE_LIMIT = 60_000  # nodes; above it ONNX shape inference is skipped (see benchmarks/graph_view.py)
 _GRAPH_TYPES = (5, 10)  # AttributeProto.GRAPH, GRAPHS
@@ -235,13 +235,13 @@ def _types(graph: onnx.GraphProto) -> dict[str, str]:
     return types
 
 
-def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
+def _inferred(model: onnx.ModelProto, notes: list[Note]) -> Any:
     """The model with shapes inferred, or itself when it is too large or inference fails."""
     import onnx
 
     count = len(model.graph.node)
     if count > SHAPE_INFERENCE_LIMIT:
-        notes.append(_SKIPPED.format(count=f"{count:,}", limit=f"{SHAPE_INFERENCE_LIMIT:,}"))
+        notes.append(note(SKIPPED, count=count, limit=SHAPE_INFERENCE_LIMIT))
         return None
     # large weights are lent out while ONNX infers (it copies the whole model, and needs only their shapes):
     # 4 s fewer on a model of 400 MB
@@ -257,7 +257,7 @@ def _inferred(model: onnx.ModelProto, notes: list[str]) -> Any:
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:  # a model ONNX cannot infer is still drawn, with the shapes it declares
-        notes.append(_FAILED.format(error=str(exc)[:200]))
+        notes.append(note(FAILED, error=str(exc)[:200]))
         inferred = None
     finally:
         for tensor in model.graph.initializer if lent else ():
@@ -277,7 +277,7 @@ def view_graph(
     holds the model's external-data files, read for the weights' statistics."""
     import onnx
 
-    notes: list[str] = []
+    notes: list[Note] = []
     graph, functions = model_or_graph, {}
     if isinstance(model_or_graph, onnx.ModelProto):
         inferred = _inferred(model_or_graph, notes)
@@ -325,7 +325,7 @@ def view_graph(
         builder.link(scope, value.name, index)
     view = builder.view
     if builder.budget.skipped:
-        notes.append(_NO_STATS.format(count=f"{builder.budget.skipped:,}"))
+        notes.append(note(NO_STATS, count=builder.budget.skipped))
     view.name = name or graph.name
     view.groups = finish_groups(builder.groups.groups, view.nodes)
     return view

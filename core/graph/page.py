@@ -9,6 +9,7 @@ import msgspec
 from core.graph.colourings import Colouring, colouring_json
 from core.graph.records import GraphView
 from core.i18n import N_, _, language_of, using
+from core.notes import say_all
 
 __all__ = ["COLOURS", "PANEL_WORDS", "browser_data", "graph_page", "panel_words", "script_json"]
 
@@ -102,7 +103,8 @@ def _interned(values: list[str]) -> tuple[list[str], list[int]]:
 
 def browser_data(view: GraphView) -> dict[str, object]:
     """The view in the renderer's compact form: columns instead of records, repeated strings (op types,
-    dtypes, edge labels) as indices into a table. A 30,000-node view is a quarter of its record form."""
+    dtypes, edge labels) as indices into a table, its notes said in the current language. A 30,000-node view is a
+    quarter of its record form."""
     nodes, edges, groups = view.nodes, view.edges, view.groups
     ops, op_index = _interned([n.op for n in nodes])
     dtypes, dtype_index = _interned([n.dtype for n in nodes])
@@ -110,7 +112,7 @@ def browser_data(view: GraphView) -> dict[str, object]:
     return {
         "name": view.name,
         "nodeCount": view.node_count,
-        "notes": view.notes,
+        "notes": say_all(view.notes),
         "ops": ops,
         "dtypes": dtypes,
         "labels": labels,
@@ -156,12 +158,13 @@ def graph_page(
         words = panel_words()
         shown = {name: colouring_json(c) for name, c in colourings.items()}
         title = _("{name} · graph").format(name=view.name)
+        data = script_json(browser_data(view))
     return _PAGE.format(
         lang=language_of(language).html,
         colourings=script_json(shown),
         words=script_json(words),
         title=html.escape(title),
-        data=script_json(browser_data(view)),
+        data=data,
         bundle=bundle.replace("</script", "<\\/script"),
         color=script_json(color),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.access import ReadPath
+from core.notes import Note
 
 __all__ = ["Folded", "GraphRequest", "GraphView", "ViewEdge", "ViewGroup", "ViewNode"]
 
@@ -74,4 +75,4 @@ class GraphView:
     # Identity nodes of the main graph that pass on a weight, folded like one: "name: input → output" each
     folded_identities: list[str] = field(default_factory=list)
     shapes_inferred: bool = False  # whether ONNX shape inference ran (skipped on large models)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # said where the view is drawn (core.notes)

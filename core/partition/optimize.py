@@ -21,6 +21,7 @@ from core.errors import PartitionError
 from core.i18n import N_, _
 from core.model.proto import iter_tensors, tensor_nbytes, walk_graphs
 from core.model.topology import connected_groups
+from core.notes import warning
 from core.partition.records import LevelResult, LevelsRequest, OptimizationReport, Rewrite
 from core.runtime.ort import LEVELS, capture_session_logs, explain_session_error, session_options
 
@@ -216,7 +217,7 @@ def _level_result(
         path=files[0],
         files=[f for f in files if Path(f).exists()],
         size_bytes=sum(Path(f).stat().st_size for f in files if Path(f).exists()),
-        warning=LAYOUT_WARNING if warnings else "",
+        warning=warning(LAYOUT_WARNING) if warnings else None,
         subgraph_nodes=_subgraph_nodes(optimized),
     )
 

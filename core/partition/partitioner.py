@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import PartitionError
 from core.i18n import _, using
 from core.model.topology import connected_groups
+from core.notes import Note, note
 from core.partition.records import PartitionReport, PartitionRequest, PartitionResult, Subgraph
 from core.partition.words import (
     CALLS_INLINED,
@@ -105,19 +106,19 @@ def _finish(report: PartitionReport, model: onnx.ModelProto, groups: list[list[i
     return report
 
 
-def _real_notes(matched: Assignment, level: str) -> list[str]:
+def _real_notes(matched: Assignment, level: str) -> list[Note]:
     notes = []
     calls = sum(1 for n in matched.placements if n.note == INLINED)
     if calls:
-        notes.append(CALLS_INLINED.format(calls=calls, added=len(matched.added) - len(matched.copies)))
+        notes.append(note(CALLS_INLINED, calls=calls, added=len(matched.added) - len(matched.copies)))
     constants = sum(1 for n in matched.placements if n.note == CONSTANT)
     removed = sum(1 for n in matched.placements if n.note == REMOVED)
     if constants:
-        notes.append(CONSTANTS.format(count=constants))
+        notes.append(note(CONSTANTS, count=constants))
     if removed:
-        notes.append(REMOVED_NODES.format(count=removed, level=LEVELS[level].name))
+        notes.append(note(REMOVED_NODES, count=removed, level=LEVELS[level].name))
     if matched.copies:
-        notes.append(COPIES.format(count=len(matched.copies)))
+        notes.append(note(COPIES, count=len(matched.copies)))
     return notes
 
 
@@ -126,7 +127,7 @@ def _real_partition(
 ) -> PartitionReport:
     matched = assign_providers(path, model, providers, level, log)
     report = PartitionReport(
-        title=THIS_MACHINE,
+        title=note(THIS_MACHINE),
         simulated=False,
         providers_requested=providers,
         providers_used=matched.providers,
@@ -191,7 +192,7 @@ def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
         for i, n in enumerate(model.graph.node)
     ]
     report = PartitionReport(
-        title=SIMULATED_TITLE.format(name=short_name(provider)),
+        title=note(SIMULATED_TITLE, name=short_name(provider)),
         simulated=True,
         providers_requested=[provider, "CPUExecutionProvider"],
         providers_used=[provider, "CPUExecutionProvider"],
@@ -199,14 +200,14 @@ def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
         nodes=nodes,
         unsupported_ops=sorted(op.removeprefix("ai.onnx:") for op in info.unsupported_ops),
     )
-    report.notes.append(CHECKER.format(name=short_name(provider)))
+    report.notes.append(note(CHECKER, name=short_name(provider)))
     if constant:
-        report.notes.append(CONSTANTS.format(count=len(constant)))
+        report.notes.append(note(CONSTANTS, count=len(constant)))
     if info.nodes_unsupported_due_to_dynamic_input:
-        dynamic = info.nodes_unsupported_due_to_dynamic_input
-        report.notes.append(DYNAMIC.format(count=dynamic, name=short_name(provider)))
+        dynamic = int(info.nodes_unsupported_due_to_dynamic_input)
+        report.notes.append(note(DYNAMIC, count=dynamic, name=short_name(provider)))
     if info.ops_with_unsupported_rank:
-        report.notes.append(UNSUPPORTED_RANK.format(ops=", ".join(sorted(info.ops_with_unsupported_rank))))
+        report.notes.append(note(UNSUPPORTED_RANK, ops=", ".join(sorted(info.ops_with_unsupported_rank))))
     return _finish(report, model, groups)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath, WritePath
 from core.i18n import _, ngettext
+from core.notes import Note
 from core.runtime.placement import CopyNode, NodePlacement
 from core.tables import RowFile
 
@@ -58,7 +59,7 @@ class Subgraph:
 
 @dataclass(kw_only=True)
 class PartitionReport:
-    title: str  # "This machine" or "NNAPI (simulated)"
+    title: Note  # "This machine" or "NNAPI (simulated)" (core.partition.words)
     simulated: bool
     providers_requested: list[str]
     providers_used: list[str]
@@ -70,8 +71,8 @@ class PartitionReport:
     copies: list[CopyNode] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     unsupported_ops: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    summary: str = ""
+    notes: list[Note] = field(default_factory=list)  # said where shown (core.notes)
+    summary: str = ""  # in English, for the command line's JSON (the page writes it anew: core.partition.words)
     node_rows: RowFile | None = None  # every node's placement, in the job's folder (when it was given one)
     node_total: int = 0  # placements, of every graph and those ORT added
     main_providers: list[str] = field(default_factory=list)  # by main-graph node index; "" runs nowhere
@@ -125,7 +126,7 @@ class LevelResult:
     path: str  # the optimized model ORT wrote
     files: list[str]  # the path and, for large models, its external-data file
     size_bytes: int
-    warning: str = ""
+    warning: Note | None = None  # what a page shows beside the level's download (core.partition.optimize)
     subgraph_nodes: int = 0  # nodes in its If/Loop/Scan bodies, which ORT optimizes too
 
 

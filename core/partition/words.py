@@ -1,12 +1,12 @@
-"""What a partition says in words: its one-line summary, its title and its notes. The result keeps them in English
-(the command line prints them, a session keeps the result while its reader may switch language); the Partition
-page writes them anew in its reader's language (``summary``, ``title_text``, ``notes_text``)."""
+"""What a partition says in words: its one-line summary, its title and its notes. The title and the notes cross as
+data (core.notes: a template below and its values), said in the reader's language where they are shown; the summary
+is written anew from the report in the current language (``summary``; the result keeps it in English for the
+command line's JSON)."""
 
 from __future__ import annotations
 
 from core.i18n import N_, _, ngettext, number, pgettext
 from core.partition.records import PartitionReport
-from core.recorded import shown
 from core.runtime.ort import short_name
 
 __all__ = [
@@ -20,9 +20,7 @@ __all__ = [
     "SIMULATED_TITLE",
     "THIS_MACHINE",
     "UNSUPPORTED_RANK",
-    "notes_text",
     "summary",
-    "title_text",
 ]
 
 # providers that run each node with a kernel of their own: they take nodes one by one, and "partitions" are
@@ -37,7 +35,7 @@ KERNEL_PROVIDERS = {
 
 THIS_MACHINE = N_("This machine")
 SIMULATED_TITLE = N_("{name} (simulated)")
-# the notes, one template per English form where a count decides it (core.recorded)
+# the notes (core.notes: a report keeps the template and its values)
 CALLS_INLINED = N_(
     "{calls} node(s) call local functions, which ONNX Runtime inlines: the {added} nodes of their bodies are listed "
     "as added by ORT, and each call is shown where its body ran."
@@ -62,16 +60,6 @@ DYNAMIC = N_(
     "the CPU."
 )
 UNSUPPORTED_RANK = N_("Ops with inputs of unsupported rank: {ops}")
-_NOTES = (CALLS_INLINED, CONSTANTS, REMOVED_NODES, COPIES, CHECKER, DYNAMIC, UNSUPPORTED_RANK)
-
-
-def title_text(report: PartitionReport) -> str:
-    """ "This machine" or "NNAPI (simulated)" in the reader's language."""
-    return shown(report.title, (THIS_MACHINE, SIMULATED_TITLE))
-
-
-def notes_text(report: PartitionReport) -> list[str]:
-    return [shown(note, _NOTES) for note in report.notes]
 
 
 def _others(report: PartitionReport, first: str) -> list[str]:

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from core.model.proto import walk_graphs
+from core.notes import Note, clauses, note
 from core.upgrade import sentences as say
 from core.upgrade.records import OpChange
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["describe_changes"]
 
 _WHY_DROPPED = say.WHY_DROPPED  # attributes the standard dropped on the way, and why
+# a node's changes, each a clause of its own, joined the reader's way (not a sentence of its own: nothing to translate)
+_CLAUSES = "{changes}"
 
 
 def _since(op: str, opset: int, domain: str) -> int | None:
@@ -35,8 +38,8 @@ def _nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return [node for visit in walk_graphs(model) for node in visit.graph.node]
 
 
-def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple[int, int]) -> str:
-    """How a node kept under the same op changed ("" when it did not): its version, attributes and inputs."""
+def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple[int, int]) -> Note | None:
+    """How a node kept under the same op changed (None when it did not): its version, attributes and inputs."""
     domain = "" if before.domain == "ai.onnx" else before.domain
     old = _since(before.op_type, opsets[0], domain) if domain == "" else None
     new = _since(after.op_type, opsets[1], domain) if domain == "" else None
@@ -44,21 +47,23 @@ def _version_change(before: onnx.NodeProto, after: onnx.NodeProto, opsets: tuple
     gained = sorted({a.name for a in after.attribute} - {a.name for a in before.attribute})
     parts = []
     if old is not None and new is not None and old != new:
-        parts.append(say.VERSION.format(old=old, new=new))
+        parts.append(note(say.VERSION, old=old, new=new))
     if dropped:
         reasons = sorted({_WHY_DROPPED[name] for name in dropped if name in _WHY_DROPPED})
         if reasons:
             said = say.ATTRIBUTES_DROPPED_WHY if len(dropped) > 1 else say.ATTRIBUTE_DROPPED_WHY
         else:
             said = say.ATTRIBUTES_DROPPED if len(dropped) > 1 else say.ATTRIBUTE_DROPPED
-        parts.append(said.format(names=", ".join(dropped), why="; ".join(reasons)))
+        parts.append(note(said, names=", ".join(dropped), why=clauses(note(reason) for reason in reasons)))
     if gained:
         said = say.ATTRIBUTES_ADDED if len(gained) > 1 else say.ATTRIBUTE_ADDED
-        parts.append(said.format(names=", ".join(gained)))
+        parts.append(note(said, names=", ".join(gained)))
     inputs = len(after.input) - len(before.input)
     if inputs:
-        parts.append((say.INPUTS_ADDED if inputs > 0 else say.INPUTS_REMOVED).format(count=abs(inputs)))
-    return "; ".join(parts)
+        parts.append(note(say.INPUTS_ADDED if inputs > 0 else say.INPUTS_REMOVED, count=abs(inputs)))
+    if len(parts) > 1:
+        return note(_CLAUSES, changes=clauses(parts))
+    return parts[0] if parts else None
 
 
 def describe_changes(
@@ -72,29 +77,36 @@ def describe_changes(
             if output:
                 made.setdefault(output, node)
     matched: set[int] = set()
-    grouped: Counter[tuple[str, str, str]] = Counter()
+    grouped: Counter[tuple[str, str, str]] = Counter()  # (kind, op, the note as its key and values) -> nodes
+    said: dict[tuple[str, str, str], Note] = {}
+
+    def count(kind: str, op: str, text: Note) -> None:
+        key = (kind, op, repr(text))
+        said.setdefault(key, text)
+        grouped[key] += 1
+
     unchanged = 0
     for node in _nodes(original):
         twin = next((made[o] for o in node.output if o in made), None)
         if twin is None:
-            grouped[("removed", node.op_type, say.REMOVED)] += 1
+            count("removed", node.op_type, note(say.REMOVED))
             continue
         matched.add(id(twin))
         if twin.op_type != node.op_type:
             op = f"{node.op_type} → {twin.op_type}"
-            grouped[("replaced", op, say.REPLACED_BY.format(old=node.op_type, new=twin.op_type))] += 1
+            count("replaced", op, note(say.REPLACED_BY, old=node.op_type, new=twin.op_type))
             continue
         change = _version_change(node, twin, opsets)
-        if change:
-            grouped[("version", node.op_type, change)] += 1
+        if change is not None:
+            count("version", node.op_type, change)
         else:
             unchanged += 1
     for node in _nodes(converted):
         if id(node) not in matched:
-            grouped[("added", node.op_type, say.ADDED_BY_CONVERTER)] += 1
+            count("added", node.op_type, note(say.ADDED_BY_CONVERTER))
     order = {"replaced": 0, "version": 1, "added": 2, "removed": 3}
     changes = [
-        OpChange(kind=kind, op=op, nodes=count, text=text)
-        for (kind, op, text), count in sorted(grouped.items(), key=lambda item: (order[item[0][0]], item[0][1]))
+        OpChange(kind=key[0], op=key[1], nodes=nodes, text=said[key])
+        for key, nodes in sorted(grouped.items(), key=lambda item: (order[item[0][0]], item[0][1]))
     ]
     return changes, unchanged

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.notes import Note, clauses, note, warning
 from core.runtime.ort import NUMPY_TYPES, ort_message
 from core.runtime.outputs import ATOL, RTOL, OutputDiff, compare_outputs
 from core.upgrade import sentences as say
@@ -70,12 +71,12 @@ def _in_reference(model: onnx.ModelProto, folder: Path, feed: dict[str, Any], bu
 
 @dataclass(kw_only=True)
 class Comparison:
-    """What ran the original ("" when nothing could), the checks the comparison adds, the differences, notes."""
+    """What ran the original (None when nothing could), the checks the comparison adds, the differences, notes."""
 
-    compared_with: str = ""
+    compared_with: Note | None = None
     checks: list[UpgradeCheck] = field(default_factory=list)
     diffs: list[OutputDiff] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
 
 def _original_outputs(
@@ -83,30 +84,30 @@ def _original_outputs(
 ) -> list[Any] | None:
     try:
         outputs = _in_ort(str(path), feed)
-        result.compared_with = say.IN_ORT
+        result.compared_with = note(say.IN_ORT)
         return outputs
     except Exception as exc:
         refused = ort_message(exc)
     if size_bytes > REFERENCE_MAX_BYTES:
-        result.notes.append(say.TOO_LARGE.format(refused=refused[:200], size=f"{size_bytes / 2**20:,.0f}"))
+        result.notes.append(warning(say.TOO_LARGE, refused=refused[:200], size=round(size_bytes / 2**20)))
         return None
     misread = reference_misreads(original)
     if misread:
-        result.notes.append(say.REFERENCE_MISREADS.format(refused=refused[:200], misread=", ".join(misread)))
+        result.notes.append(warning(say.REFERENCE_MISREADS, refused=refused[:200], misread=clauses(misread)))
         return None
     started = time.monotonic()
     try:
         outputs = _in_reference(original, path.parent, feed, budget_s)
     except _OutOfTime:
-        why = say.OUT_OF_TIME.format(seconds=f"{budget_s:g}")
+        why = note(say.OUT_OF_TIME, seconds=f"{budget_s:g}")
     except Exception as exc:
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-        why = say.REFERENCE_FAILED.format(error=f"{type(exc).__name__}: {first}")
+        why = note(say.REFERENCE_FAILED, error=f"{type(exc).__name__}: {first}")
     else:
-        result.compared_with = say.IN_REFERENCE
-        result.notes.append(say.REFERENCE_RAN.format(seconds=f"{time.monotonic() - started:.1f}"))
+        result.compared_with = note(say.IN_REFERENCE)
+        result.notes.append(note(say.REFERENCE_RAN, seconds=f"{time.monotonic() - started:.1f}"))
         return outputs
-    result.notes.append(say.RUNS_NOWHERE.format(refused=refused[:200], why=why))
+    result.notes.append(warning(say.RUNS_NOWHERE, refused=refused[:200], why=why))
     return None
 
 
@@ -130,16 +131,16 @@ def compare_versions(
         produced = _in_ort(str(new_path), feed)
     except Exception as exc:
         words = str(explain_refusal(exc, converted, "run the new version"))
-        result.checks.append(UpgradeCheck(say.RUNS_IN_ORT, False, words[:800]))
+        result.checks.append(UpgradeCheck(note(say.RUNS_IN_ORT), False, Note.kept(words[:800], "warning")))
         return result
-    result.checks.append(UpgradeCheck(say.RUNS_IN_ORT, True, say.OPENS_AND_RUNS))
+    result.checks.append(UpgradeCheck(note(say.RUNS_IN_ORT), True, note(say.OPENS_AND_RUNS)))
     expected = _original_outputs(original, original_path, size_bytes, feed, budget_s, result)
-    if expected is None:
+    if expected is None or result.compared_with is None:
         return result
     result.diffs = compare_outputs(expected, produced, [o.name for o in converted.graph.output])
     worst = max((d.max_abs for d in result.diffs), default=0.0)
     ok = all(d.ok for d in result.diffs) and len(expected) == len(produced)
     said = say.OUTPUTS_DIFF if ok else say.OUTPUTS_BEYOND
-    detail = said.format(count=len(result.diffs), worst=f"{worst:.2e}", atol=f"{ATOL:g}", rtol=f"{RTOL:g}")
-    result.checks.append(UpgradeCheck(say.MATCHES.format(what=result.compared_with), ok, detail))
+    detail = note(said, count=len(result.diffs), worst=f"{worst:.2e}", atol=f"{ATOL:g}", rtol=f"{RTOL:g}")
+    result.checks.append(UpgradeCheck(note(say.MATCHES, what=result.compared_with), ok, detail))
     return result

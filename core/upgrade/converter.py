@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import UpgradeError, brief
+from core.i18n import _
 from core.model.inputs import make_inputs
 from core.model.onnx_file import check_external_data
+from core.notes import Note, note, warning
 from core.runtime.refusals import missing_kernels, standard_opset
 from core.upgrade import sentences as say
 from core.upgrade.changes import describe_changes
@@ -112,29 +114,34 @@ def _write(converted: onnx.ModelProto, source: Path, data_files: list[Path], out
     return files
 
 
+def _first_line(exc: Exception) -> Note:
+    """What onnx said, in its own words (shown as it is)."""
+    return Note.kept(str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__, "warning")
+
+
 def _static_checks(path: Path) -> list[UpgradeCheck]:
     import onnx
 
     checks = []
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks.append(UpgradeCheck(say.CHECKER, True, say.VALID))
+        checks.append(UpgradeCheck(note(say.CHECKER), True, note(say.VALID)))
     except Exception as exc:
-        checks.append(UpgradeCheck(say.CHECKER, False, str(exc).strip().splitlines()[0][:400]))
+        checks.append(UpgradeCheck(note(say.CHECKER), False, _first_line(exc)))
     try:
         model = onnx.load_model(str(path), load_external_data=False)
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        checks.append(UpgradeCheck(say.STRICT_SHAPES, True, say.INFERRED))
+        checks.append(UpgradeCheck(note(say.STRICT_SHAPES), True, note(say.INFERRED)))
     except Exception as exc:
-        checks.append(UpgradeCheck(say.STRICT_SHAPES, False, str(exc).strip().splitlines()[0][:400]))
+        checks.append(UpgradeCheck(note(say.STRICT_SHAPES), False, _first_line(exc)))
     return checks
 
 
-def _kernels_note(converted: onnx.ModelProto, opset: int) -> list[str]:
+def _kernels_note(converted: onnx.ModelProto, opset: int) -> list[Note]:
     lacking = [m.text for m in missing_kernels(converted) if m.domain == ""]
     if not lacking:
         return []
-    return [say.NO_KERNEL.format(opset=opset, ops=", ".join(lacking))]
+    return [warning(say.NO_KERNEL, opset=opset, ops=", ".join(lacking))]
 
 
 def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None] | None = None) -> UpgradeReport:
@@ -148,7 +155,8 @@ def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None
     data_files = check_external_data(original, source.parent)  # before any data file is opened
     before = _target(original, request.opset)
     name = _file_name(request, source)
-    report_progress(0.05, f"Converting from opset {before} to {request.opset} with onnx's version converter")
+    converting = _("Converting from opset {before} to {after} with onnx's version converter")
+    report_progress(0.05, converting.format(before=before, after=request.opset))
     working = onnx.ModelProto()
     working.CopyFrom(original)
     repairs = align_legacy_broadcasts(working)  # what the converter would carry over wrongly, put right first
@@ -156,18 +164,18 @@ def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None
     repairs += repair_prelu_slopes(original, converted)
     files = _write(converted, source, data_files, Path(request.out_dir), name)
     target = Path(files[0])
-    report_progress(0.4, "Checking the new version (checker, shape inference)")
+    report_progress(0.4, _("Checking the new version (checker, shape inference)"))
     changes, unchanged = describe_changes(original, converted, (before, request.opset))
     checks = _static_checks(target)
-    report_progress(0.55, "Running the new version and the original on the input plan")
+    report_progress(0.55, _("Running the new version and the original on the input plan"))
     feed = make_inputs(request.inputs, 1, seed=0)
     size = source.stat().st_size + sum(p.stat().st_size for p in data_files)
     compared = compare_versions(original, source, size, target, feed, request.reference_budget_s)
     checks += compared.checks
-    by_name = {c.name: c.ok for c in checks}
+    by_name = {c.name.key: c.ok for c in checks}
     ran = by_name.get(say.RUNS_IN_ORT, False)
-    valid = by_name[say.CHECKER] and (bool(compared.compared_with) or all(by_name.values()))
-    report_progress(1.0, "Done")
+    valid = by_name[say.CHECKER] and (compared.compared_with is not None or all(by_name.values()))
+    report_progress(1.0, _("Done"))
     return UpgradeReport(
         ok=ran and valid and all(c.ok for c in compared.checks),
         path=str(target),

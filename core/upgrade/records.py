@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath, WritePath
 from core.model.inputs import BenchInput
+from core.notes import Note, note
 from core.runtime.outputs import OutputDiff
 from core.runtime.refusals import DEFAULT_UPGRADE_OPSET
+from core.upgrade import sentences as say
 
 __all__ = ["DEFAULT_UPGRADE_OPSET", "OpChange", "UpgradeCheck", "UpgradeReport", "UpgradeRequest"]
 
@@ -33,14 +35,14 @@ class OpChange:
     kind: str  # "replaced", "added", "removed", "version", "repaired"
     op: str  # the op (or "Upsample → Resize")
     nodes: int
-    text: str  # the change in words
+    text: Note  # the change in words (core.upgrade.sentences)
 
 
 @dataclass(frozen=True)
 class UpgradeCheck:
-    name: str
+    name: Note  # what was checked (core.upgrade.sentences)
     ok: bool
-    detail: str = ""
+    detail: Note | None = None  # what it found, or what a library said
 
 
 @dataclass(kw_only=True)
@@ -58,23 +60,23 @@ class UpgradeReport:
     changes: list[OpChange]
     unchanged_nodes: int  # nodes the converter left as they were
     checks: list[UpgradeCheck]
-    compared_with: str  # what ran the original ("" when nothing could)
+    compared_with: Note | None  # what ran the original (None when nothing could)
     diffs: list[OutputDiff] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)  # said where shown (core.notes)
     seconds: float = 0.0
 
     @property
-    def summary(self) -> str:
+    def summary(self) -> Note:
         """One line: the opsets, how much changed, and how it was checked."""
         changed = sum(c.nodes for c in self.changes if c.kind in ("replaced", "version", "removed"))
         added = sum(c.nodes for c in self.changes if c.kind == "added")
-        verdict = "checked" if self.ok else "did NOT pass its checks"
-        how = (
-            f"against {self.compared_with}"
-            if self.compared_with
-            else "by onnx's checker and shape inference only (the original runs nowhere here)"
-        )
-        return (
-            f"opset {self.opset_before} → {self.opset_after}: {changed} node(s) changed, {added} added, "
-            f"{self.unchanged_nodes} unchanged; {verdict} {how}"
-        )
+        counts = {
+            "before": self.opset_before,
+            "after": self.opset_after,
+            "changed": changed,
+            "added": added,
+            "unchanged": self.unchanged_nodes,
+        }
+        if self.compared_with is None:
+            return note(say.SUMMARY_UNCOMPARED if self.ok else say.SUMMARY_UNCOMPARED_FAILED, **counts)
+        return note(say.SUMMARY if self.ok else say.SUMMARY_FAILED, **counts, compared=self.compared_with)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from core.notes import Note, note
 from core.upgrade import sentences as say
 from core.upgrade.records import OpChange
 
@@ -85,7 +86,7 @@ def align_legacy_broadcasts(model: onnx.ModelProto) -> list[OpChange]:
             kind="repaired",
             op=op,
             nodes=count,
-            text=say.BROADCAST_ALONG_AXIS,
+            text=note(say.BROADCAST_ALONG_AXIS),
         )
         for op, count in sorted(fixed.items())
     ]
@@ -129,25 +130,29 @@ def repair_prelu_slopes(original: onnx.ModelProto, converted: onnx.ModelProto) -
             kind="repaired",
             op="PRelu",
             nodes=repaired,
-            text=say.PRELU_SLOPE,
+            text=note(say.PRELU_SLOPE),
         )
     ]
 
 
-def reference_misreads(model: onnx.ModelProto) -> list[str]:
+def reference_misreads(model: onnx.ModelProto) -> list[Note]:
     """What onnx's reference evaluator would run by numpy's rules instead of the original's (old) ones."""
     if not any(o.domain in ("", "ai.onnx") and o.version < 7 for o in model.opset_import):
         return []
     shapes = _shapes(model)
-    found: Counter[str] = Counter()
+    found: Counter[tuple[str, str]] = Counter()  # (what, the op it names) -> nodes
     for node in model.graph.node:
         if _legacy_axis(node, shapes) is not None:
-            found[say.ALONG_AXIS.format(op=node.op_type)] += 1
+            found[(say.ALONG_AXIS, node.op_type)] += 1
         elif _per_channel_slope(node, shapes):
             x, slope = shapes[node.input[0]], shapes[node.input[1]]
             if x[-1] == slope[0] or x.count(slope[0]) != 1:  # numpy's rules, or its guess, would take another axis
-                found[say.PRELU_SLOPES] += 1
+                found[(say.PRELU_SLOPES, "")] += 1
     return [
-        (say.MISREAD_ONE if count == 1 else say.MISREAD_COUNT).format(what=what, count=count)
-        for what, count in found.items()
+        note(
+            say.MISREAD_ONE if count == 1 else say.MISREAD_COUNT,
+            what=note(what, op=op) if op else note(what),
+            count=count,
+        )
+        for (what, op), count in found.items()
     ]

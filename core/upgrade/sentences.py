@@ -1,6 +1,5 @@
-"""What an upgrade's report says, in English (the report travels as data; the note in the new version's record
-is English for every reader): each sentence a catalog entry, shown in the reader's language on the pages
-(ui.upgrade_view through core.recorded)."""
+"""What an upgrade's report says: each sentence a catalog entry, kept in the report (and in the note of the new
+version's record) as a note, its template and values (core.notes), said in the reader's language where shown."""
 
 from __future__ import annotations
 
@@ -38,8 +37,12 @@ __all__ = [
     "REPLACED_BY",
     "RUNS_IN_ORT",
     "RUNS_NOWHERE",
-    "SENTENCES",
     "STRICT_SHAPES",
+    "SUMMARY",
+    "SUMMARY_FAILED",
+    "SUMMARY_UNCOMPARED",
+    "SUMMARY_UNCOMPARED_FAILED",
+    "UPGRADED_FROM",
     "TOO_LARGE",
     "VALID",
     "VERSION",
@@ -110,10 +113,21 @@ PRELU_SLOPES = N_("PRelu with a per-channel slope")
 ALONG_AXIS = N_("{op} broadcasting along an axis")
 MISREAD_ONE, MISREAD_COUNT = N_("{what} ({count} node)"), N_("{what} ({count} nodes)")
 
-SENTENCES = (
-    *WHY_DROPPED.values(), ATTRIBUTE_DROPPED_WHY, ATTRIBUTES_DROPPED_WHY, ATTRIBUTE_DROPPED, ATTRIBUTES_DROPPED,
-    ATTRIBUTE_ADDED, ATTRIBUTES_ADDED, INPUTS_ADDED, INPUTS_REMOVED, REMOVED, ADDED_BY_CONVERTER, BROADCAST_ALONG_AXIS,
-    PRELU_SLOPE, CHECKER, VALID, STRICT_SHAPES, INFERRED, RUNS_IN_ORT, OPENS_AND_RUNS, NO_KERNEL, IN_ORT,
-    IN_REFERENCE, TOO_LARGE, REFERENCE_MISREADS, RUNS_NOWHERE, REFERENCE_RAN, OUT_OF_TIME, REFERENCE_FAILED,
-    PRELU_SLOPES, ALONG_AXIS, MISREAD_ONE, MISREAD_COUNT, OUTPUTS_BEYOND, OUTPUTS_DIFF, MATCHES, REPLACED_BY, VERSION,
-)  # fmt: skip
+# the report in a line (UpgradeReport.summary), and the note the new version's record keeps
+SUMMARY = N_(
+    "opset {before} → {after}: {changed} node(s) changed, {added} added, {unchanged} unchanged; checked against "
+    "{compared}"
+)
+SUMMARY_FAILED = N_(
+    "opset {before} → {after}: {changed} node(s) changed, {added} added, {unchanged} unchanged; did NOT pass its "
+    "checks against {compared}"
+)
+SUMMARY_UNCOMPARED = N_(
+    "opset {before} → {after}: {changed} node(s) changed, {added} added, {unchanged} unchanged; checked by onnx's "
+    "checker and shape inference only (the original runs nowhere here)"
+)
+SUMMARY_UNCOMPARED_FAILED = N_(
+    "opset {before} → {after}: {changed} node(s) changed, {added} added, {unchanged} unchanged; did NOT pass onnx's "
+    "checker and shape inference, its only checks (the original runs nowhere here)"
+)
+UPGRADED_FROM = N_("Upgraded from {name} with onnx's version converter: {summary}.")

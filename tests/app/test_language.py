@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
+from core.notes import say
 from tests.app.conftest import APP
 from tests.i18n_text import english_prose as english_runs_in
 from tests.reports import seed_regression
@@ -270,7 +271,10 @@ def test_the_upgrade_of_an_old_model_is_offered_and_reported_in_chinese(
     assert not at.exception and not at.error
     (success,) = at.success
     assert "从算子集 6 升级到 18 的版本，它的输出与onnx 参考求值器中运行的原模型" in success.value.replace("\\", "")
-    assert at.session_state["model"].notes[0].startswith("Upgraded from old with onnx's version converter")  # kept
+    upgraded = at.session_state["model"].notes[0]  # kept as data, said in the reader's language
+    assert say(upgraded).startswith("Upgraded from old with onnx's version converter: opset 6 → 18")
+    with using("zh"):
+        assert say(upgraded).startswith("用 onnx 的版本转换器从 old 升级而来：算子集 6 → 18：改动 2 个节点")
     changes = next(t.value for t in at.table if "内容" in t.value.columns)
     assert list(changes.columns) == ["变化", "算子", "节点", "内容"]
     what = changes.set_index("算子").loc["Add", "内容"].replace("\\", "")

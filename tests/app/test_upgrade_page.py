@@ -9,6 +9,8 @@ import pytest
 
 from core.identity import ANONYMOUS
 from core.model.library import ModelLibrary
+from core.notes import say
+from core.upgrade.sentences import UPGRADED_FROM
 from tests import builders
 from tests.app.pages import open_page
 
@@ -30,7 +32,8 @@ def test_partition_offers_the_upgrade_and_works_on_the_new_version(
     assert not at.exception and not at.error
     model = at.session_state["model"]
     assert (model.name, model.opset) == ("old (opset 18)", 18) and model.id != original.id
-    assert model.notes[0].startswith("Upgraded from old with onnx's version converter: opset 6 → 18")
+    assert model.notes[0].key == UPGRADED_FROM and model.notes[0].values["name"] == "old"  # kept as data
+    assert say(model.notes[0]).startswith("Upgraded from old with onnx's version converter: opset 6 → 18")
     (success,) = at.success
     assert "upgraded from opset 6 to 18" in success.value and "match the original in onnx's reference" in success.value
     assert [s.value for s in at.subheader] == ["2 nodes in the main graph: 2 on CPU"]  # the page works on it

@@ -11,10 +11,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from core.decode import DecodeRequest, annotate_header, decode_model, summary
+from core.decode import DecodeRequest, annotate_header, decode_model, sentences, summary
+from core.i18n import using
 from core.model import zoo
 from core.model.intake import IntakeRequest, describe_files
 from core.model.topology import has_cycle
+from core.notes import say, say_all
 from tests import builders
 from tests.cli import cli
 from ui.decode_view import model_tree
@@ -76,7 +78,8 @@ def test_external_data_is_described_without_being_loaded(tmp_path: Path) -> None
     main = builders.save_with_external_data(builders.chain_model(40), tmp_path)
     decoded = decode_model(DecodeRequest(path=str(main)))
     assert decoded.external_files == ["model.onnx.data"]
-    assert all(t.storage.startswith("external: model.onnx.data @ ") for t in decoded.initializers)
+    assert all(t.storage.key == sentences.EXTERNAL for t in decoded.initializers)
+    assert all(say(t.storage).startswith("external: model.onnx.data @ ") for t in decoded.initializers)
     assert decoded.initializer_bytes == 20 * 16 * 4 == library_view(main)["initializer_bytes"]
     assert decoded.checker_ok
 
@@ -90,7 +93,9 @@ def test_header_explains_ir_version_field_by_field(tmp_path: Path) -> None:
     data = builders.relu_model().SerializeToString()
     fields = annotate_header(data[:64], len(data))
     assert (fields[0].hex, fields[0].field, fields[0].value) == ("08 08", "ir_version", "8")
-    assert "field 1 << 3 | wire type 0" in fields[0].explanation
+    assert "field 1 << 3 | wire type 0" in say(fields[0].explanation)
+    with using("zh"):  # said in the reader's language, the clause inside it too
+        assert say(fields[0].explanation) == "标签 08 = 字段 1 << 3 | 线路类型 0（varint）；后面的 varint 值为 8。"
     assert [f.field for f in fields][:2] == ["ir_version", "producer_name"] and fields[1].value == "'tests'"
 
 
@@ -100,7 +105,9 @@ def test_fields_after_the_graph_are_found_by_jumping_over_it(tmp_path: Path) -> 
     names = [f.field for f in fields]
     assert names.index("graph") < names.index("opset_import")
     opset = next(f for f in fields if f.field == "opset_import")
-    assert opset.value == "domain '' (the default domain, ai.onnx), version 17"
+    assert (
+        not isinstance(opset.value, str) and say(opset.value) == "domain '' (the default domain, ai.onnx), version 17"
+    )
     assert opset.offset + opset.length == path.stat().st_size or names[-1] != "opset_import"
 
 
@@ -140,21 +147,22 @@ def test_damaged_and_odd_models_decode_what_they_can(tmp_path: Path) -> None:
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(whole[: len(whole) // 2])
     decoded = decode_model(DecodeRequest(path=str(cut)))
-    assert decoded.header[0].field == "ir_version" and "could not be parsed" in decoded.problems[0]
+    assert decoded.header[0].field == "ir_version" and "could not be parsed" in say(decoded.problems[0])
 
     model = builders.relu_model()
     model.ir_version = 999
     model.opset_import.append(helper.make_opsetid("com.example.custom", 1))
     model.opset_import[0].version = 999
     decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "future.onnx"))))
-    problems = " ".join(decoded.problems)
+    problems = " ".join(say_all(decoded.problems))
     assert "IR version 999 is newer" in problems and "Opset 999 is newer" in problems
     assert "'com.example.custom' is declared in the model's opset imports but no node uses it" in problems
     assert decoded.node_count == 1 and decoded.checker_ok is False
 
     empty = onnx.ModelProto(ir_version=8)
     decoded = decode_model(DecodeRequest(path=str(builders.write(empty, tmp_path / "nograph.onnx"))))
-    assert decoded.problems == ["The model has no graph: there is nothing to run."]
+    assert [(p.key, p.severity) for p in decoded.problems] == [(sentences.NO_GRAPH, "warning")]
+    assert say_all(decoded.problems) == ["The model has no graph: there is nothing to run."]
 
 
 def test_a_custom_domain_is_custom_only_where_a_node_uses_it(tmp_path: Path) -> None:
@@ -162,7 +170,7 @@ def test_a_custom_domain_is_custom_only_where_a_node_uses_it(tmp_path: Path) -> 
     model.opset_import.extend([helper.make_opsetid("Paddle", 1), helper.make_opsetid("com.example", 1)])
     model.graph.node.append(helper.make_node("Scale", ["y"], ["z"], domain="com.example", name="scale"))
     decoded = decode_model(DecodeRequest(path=str(builders.write(model, tmp_path / "paddle.onnx"))))
-    assert [p for p in decoded.problems if "domain" in p] == [
+    assert [p for p in say_all(decoded.problems) if "domain" in p] == [
         "Operator domain 'com.example' is not a standard one: its ops are custom.",
         "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it: nothing custom runs.",
     ]
@@ -197,7 +205,8 @@ def test_a_cycle_is_reported_and_still_drawn(tmp_path: Path) -> None:
         [helper.make_tensor_value_info("b", TensorProto.FLOAT, [1])],
     )
     decoded = decode_model(DecodeRequest(path=str(builders.write(helper.make_model(graph), tmp_path / "cycle.onnx"))))
-    assert any("has a cycle" in p for p in decoded.problems)
+    assert any(p.key == sentences.CYCLE for p in decoded.problems)
+    assert any("has a cycle" in p for p in say_all(decoded.problems))
     assert has_cycle(graph) and not has_cycle(builders.chain_model(10).graph)
     selfish = helper.make_graph([helper.make_node("Relu", ["y"], ["y"])], "self", [], [])
     assert has_cycle(selfish)
@@ -261,6 +270,23 @@ def test_cli_inspect_json_has_the_promised_fields(tmp_path: Path) -> None:
         assert key in data
     assert data["subgraph_count"] == 3 and data["op_counts"] == {"If": 1, "Loop": 1}
     assert data["header_fields"][0]["field"] == "ir_version"
+    first = data["header_fields"][0]  # its words in English, for a pipeline, whatever the reader's language
+    assert first["explanation"].startswith("tag 08 = field 1 << 3 | wire type 0 (varint)") and first["value"] == "8"
+    assert json.loads(cli("--lang", "zh", "inspect", str(path), "--json").stdout)["header_fields"][0] == first
+
+
+def test_cli_inspect_says_a_problem_in_the_readers_language(tmp_path: Path) -> None:
+    """The decoded model keeps its problems as data: the text says them in Chinese, the JSON in English."""
+    model = builders.relu_model()
+    model.opset_import.append(helper.make_opsetid("Paddle", 1))
+    path = builders.write(model, tmp_path / "paddle.onnx")
+    chinese = cli("--lang", "zh", "inspect", str(path))
+    assert chinese.returncode == 0, chinese.stderr
+    assert "问题       算子域 'Paddle' 在模型的 opset 导入中声明了，但没有节点使用它" in chinese.stdout
+    data = json.loads(cli("--lang", "zh", "inspect", str(path), "--json").stdout)
+    assert data["problems"] == [
+        "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it: nothing custom runs."
+    ]
 
 
 def test_weights_bytes_of_a_real_array_match(tmp_path: Path) -> None:

@@ -27,11 +27,13 @@ from core.export import (
     plain_warnings,
     reuse,
 )
+from core.export.messages import REPEATED
 from core.jobs import EXPORT, JobHandle, JobSpec, run
 from core.model import zoo
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.torchload import TorchSource
+from core.notes import say, say_all
 from core.settings import PROJECT_ROOT, load_settings
 from tests.cli import cli
 from ui.charts import op_count_figure, op_count_frame
@@ -75,30 +77,32 @@ def test_legacy_exporter_bakes_the_sequence_length_and_is_caught(tmp_path: Path)
     assert not report.ok
     assert all(c.ok for c in report.checks), "the checker and ORT accept the model: only running it reveals the bug"
     seq = next(t for t in report.trials if t.label == "seq = 21")
-    assert not seq.ok and seq.axis == "tokens axis 1 (seq)"
-    assert "not really dynamic" in seq.error and "Reshape" in seq.error
+    assert not seq.ok and seq.axis is not None and say(seq.axis) == "tokens axis 1 (seq)"
+    assert seq.error is not None and "not really dynamic" in say(seq.error) and "Reshape" in say(seq.error)
+    assert seq.error.values["axis"] == seq.axis  # the axis is a clause of the error, as data
     assert next(t for t in report.trials if t.label == "batch = 3").ok
 
 
 def test_dynamo_asked_for_opset_11_says_what_it_produced(tmp_path: Path) -> None:
     report = run_export(tmp_path, "tinycnn", exporter="dynamo", opset=11)
     assert report.opset_requested == 11 and report.opset_produced == 18
-    assert "produced opset 18" in report.opset_note and "legacy exporter" in report.opset_note
+    assert report.opset_note is not None and report.opset_note.severity == "warning"
+    assert "produced opset 18" in say(report.opset_note) and "legacy exporter" in say(report.opset_note)
     assert onnx.load(report.onnx_path).opset_import[0].version == 18
 
 
 def test_legacy_exporter_honours_opset_11(tmp_path: Path) -> None:
     report = run_export(tmp_path, "tinycnn", exporter="legacy", opset=11)
-    assert report.ok and report.opset_produced == 11 and report.opset_note == ""
+    assert report.ok and report.opset_produced == 11 and report.opset_note is None
 
 
 def test_batchnorm_is_folded_with_optimize_and_kept_without(tmp_path: Path) -> None:
     folded = run_export(tmp_path / "a", "tinycnn", exporter="legacy", optimize=True)
     kept = run_export(tmp_path / "b", "tinycnn", exporter="legacy", optimize=False)
     assert "BatchNormalization" not in folded.onnx_ops
-    assert "2 BatchNorm layer(s) were folded into the preceding Conv weights" in folded.changes[0]
+    assert "2 BatchNorm layer(s) were folded into the preceding Conv weights" in say(folded.changes[0])
     assert kept.onnx_ops.get("BatchNormalization") == 2
-    assert any("stayed as BatchNormalization" in c for c in kept.changes)
+    assert any("stayed as BatchNormalization" in c for c in say_all(kept.changes))
     assert folded.ok and kept.ok
 
 
@@ -122,7 +126,7 @@ def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) ->
             source=TorchSource(kind="torchscript", path=str(path)), options=options, out_dir=str(tmp_path / "o")
         )
     )
-    assert report.exporter == "legacy" and "ScriptModule" in report.exporter_reason
+    assert report.exporter == "legacy" and "ScriptModule" in say(report.exporter_reason)
     assert report.ok
 
 
@@ -150,7 +154,7 @@ def test_an_axis_the_model_fixes_is_reported_when_marked_dynamic(tmp_path: Path)
     report = run_export(tmp_path, "tinycnn", exporter="dynamo", dynamic_axes={"input": {"0": "batch", "2": "height"}})
     height = next(t for t in report.trials if t.label.startswith("height"))
     assert not report.ok and not height.ok
-    assert "PyTorch itself fails at this shape" in height.error
+    assert height.error is not None and "PyTorch itself fails at this shape" in say(height.error)
 
 
 def test_bad_opset_and_axes_are_refused_before_exporting(tmp_path: Path) -> None:
@@ -185,7 +189,8 @@ def test_warnings_are_explained_and_noise_dropped() -> None:
         ]
         * 2
     )
-    assert len(plain) == 1 and "branches on a tensor's value" in plain[0] and plain[0].endswith("(×2)")
+    assert len(plain) == 1 and plain[0].key == REPEATED and plain[0].values["count"] == 2
+    assert "branches on a tensor's value" in say(plain[0]) and say(plain[0]).endswith("(×2)")
 
 
 def test_op_count_chart_has_one_bar_per_op_on_each_side() -> None:
@@ -320,11 +325,11 @@ def test_a_saved_programs_dims_are_named_on_the_card_in_the_checks_and_in_the_on
     and the ONNX model show names, and the note says where they came from."""
     record, _, report = bert_export
     assert [s.dynamic_axes for s in record.inputs] == [{"0": "batch", "1": "seq"}] * 3
-    assert any(re.search(r"s\d+ → batch, s\d+ → seq", note) for note in record.notes)
+    assert any(re.search(r"s\d+ → batch, s\d+ → seq", note) for note in say_all(record.notes))
     assert [t.label for t in report.trials] == ["export shape", "batch = 3", "seq = 13"]
     assert [s.shape for s in report.record.inputs] == [["batch", "seq"]] * 3
     assert report.record.outputs[0].shape == ["batch", 4]
-    assert not any("will not be used" in w for w in report.warnings), report.warnings
+    assert not any("will not be used" in w for w in say_all(report.warnings)), report.warnings
 
 
 def test_the_export_feeds_a_mask_of_ones_and_ids_within_the_vocabulary(bert_export) -> None:  # type: ignore[no-untyped-def]
@@ -349,8 +354,8 @@ def test_what_changed_names_the_identity_nodes_a_legacy_export_leaves() -> None:
     from core.export.verify import describe_changes
 
     notes = describe_changes({"Conv2d": 20, "BatchNorm2d": 20}, {"Conv": 20, "Identity": 16})
-    assert any(n.startswith("16 Identity node(s) were left by the exporter") for n in notes)
-    assert not any("Identity" in n for n in describe_changes({"Identity": 2}, {"Identity": 2}))  # the model's own
+    assert any(n.startswith("16 Identity node(s) were left by the exporter") for n in say_all(notes))
+    assert not describe_changes({"Identity": 2}, {"Identity": 2})  # the model's own
 
 
 class _NoWorkers:

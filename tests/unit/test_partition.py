@@ -14,8 +14,10 @@ from core.errors import PartitionError
 from core.graph.colourings import provider_colours
 from core.jobs import PARTITION, run
 from core.model import zoo
+from core.notes import say
 from core.partition import LevelsRequest, PartitionRequest, PartitionResult, optimize_levels, partition_model
-from core.partition.optimize import compare_graphs
+from core.partition.optimize import LAYOUT_WARNING, compare_graphs
+from core.partition.words import CONSTANTS, SIMULATED_TITLE
 from core.runtime.ort import provider_table
 from tests import builders
 from tests.cli import cli
@@ -63,7 +65,8 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
 
     path = samples["transformer"]
     result = partition_model(PartitionRequest(path=str(path), simulate=["nnapi", "coreml"]))
-    nnapi = next(r for r in result.reports if r.title == "NNAPI (simulated)")
+    nnapi = next(r for r in result.reports if say(r.title) == "NNAPI (simulated)")
+    assert (nnapi.title.key, nnapi.title.values) == (SIMULATED_TITLE, {"name": "NNAPI"})  # data, said where shown
     assert nnapi.simulated and nnapi.summary.endswith("(simulated)")
     assert "LayerNormalization" in nnapi.unsupported_ops
     on_nnapi = nnapi.providers["NnapiExecutionProvider"]
@@ -76,7 +79,7 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
     grouped = {tuple(n.output) for group in info.supported_groups for n in group if n.op_type == "Constant"}
     assert on_nnapi + sum(tuple(n.output) in grouped for n in model.graph.node) == info.num_supported_nodes
     assert sum(1 for s in nnapi.subgraphs if s.provider == "NnapiExecutionProvider") == info.num_partitions
-    assert any(r.title == "CoreML (simulated)" for r in result.reports)
+    assert any(say(r.title) == "CoreML (simulated)" for r in result.reports)
 
 
 def test_a_simulated_partition_counts_constant_nodes_as_the_real_one_does(tmp_path: Path) -> None:
@@ -90,7 +93,8 @@ def test_a_simulated_partition_counts_constant_nodes_as_the_real_one_does(tmp_pa
     for report in simulated:
         assert sum(report.providers.values()) == 2, report.providers
         assert [n.provider for n in report.nodes if n.op_type == "Constant"] == ["", ""]
-        assert any(note.startswith("2 Constant node(s) run nowhere") for note in report.notes)
+        assert any(note.key == CONSTANTS and note.values == {"count": 2} for note in report.notes)
+        assert any(said.startswith("2 Constant node(s) run nowhere") for said in map(say, report.notes))
 
 
 def test_dynamo_export_of_the_transformer_matches_the_measured_split(tmp_path: Path) -> None:
@@ -184,7 +188,9 @@ def test_tinycnn_levels_fuse_conv_and_relu(samples: dict[str, Path], tmp_path: P
     assert texts.count("Conv + Relu → com.microsoft:FusedConv") == 2
     assert "ConvActivationFusion" in by["EXTENDED"].transformers
     assert by["EXTENDED"].op_counts["com.microsoft:FusedConv"] == 2
-    assert not by["EXTENDED"].warning and "specific to this kind of machine" in by["ALL"].warning
+    layout = by["ALL"].warning
+    assert by["EXTENDED"].warning is None and layout is not None and layout.key == LAYOUT_WARNING
+    assert layout.severity == "warning" and "specific to this kind of machine" in say(layout)
     assert any(r.kind == "layout" for r in by["ALL"].rewrites)
     assert all(Path(lv.path).is_file() and lv.size_bytes > 0 for lv in report.levels)
 
@@ -237,6 +243,20 @@ def test_cli_partition_of_the_tinycnn_sample_with_levels() -> None:
     assert data["subgraphs"][0]["nodes"] == 8
     assert data["levels"]["EXTENDED"]["node_count"] < data["levels"]["DISABLE_ALL"]["node_count"]
     assert data["levels"]["EXTENDED"]["op_counts"]["com.microsoft:FusedConv"] == 2
+
+
+def test_cli_partition_says_its_notes_in_the_readers_language_and_its_json_in_english() -> None:
+    """The report keeps its title and notes as data: the text is said in Chinese with --lang zh, the JSON stays
+    English for a pipeline."""
+    text = cli("--lang", "zh", "partition", "sample:tinycnn", "--simulate", "nnapi")
+    assert text.returncode == 0, text.stderr
+    assert "主计算图共 8 个节点：8 个在 CPU 上" in text.stdout  # the summary, written in the reader's language
+    assert "用 ONNX Runtime 自带的 NNAPI 可用性检查器模拟" in text.stdout and "Simulated with" not in text.stdout
+    data = json.loads(cli("--lang", "zh", "partition", "sample:tinycnn", "--simulate", "nnapi", "--json").stdout)
+    assert data["title"] == "This machine" and data["summary"] == "8 nodes in the main graph: 8 on CPU"
+    (nnapi,) = data["simulations"]
+    assert nnapi["title"] == "NNAPI (simulated)"
+    assert nnapi["notes"][0].startswith("Simulated with ONNX Runtime's own usability checker for NNAPI")
 
 
 def test_cli_partition_text_with_an_unavailable_provider_and_a_simulation(

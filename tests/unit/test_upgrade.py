@@ -13,10 +13,12 @@ import pytest
 from onnx.reference import ReferenceEvaluator
 
 from core.errors import OldOpsetError, UpgradeError
+from core.i18n import using
 from core.model.inputs import BenchInput
+from core.notes import say, say_all
 from core.partition import PartitionRequest, partition_model
 from core.runtime.refusals import old_opset_refusal, ort_minimum_opset
-from core.upgrade import UpgradeReport, UpgradeRequest
+from core.upgrade import UpgradeReport, UpgradeRequest, sentences
 from core.upgrade.converter import upgrade_model
 from tests import builders
 from tests.cli import cli
@@ -57,7 +59,7 @@ def test_a_model_onnx_runtime_runs_is_not_called_old() -> None:
 def test_the_upgrade_runs_in_onnx_runtime_and_matches_the_original(old: Path, upgraded: UpgradeReport) -> None:
     assert upgraded.ok and (upgraded.opset_before, upgraded.opset_after) == (6, 18)
     assert upgraded.ir_after >= 8  # IR 3 would need its new initializers listed as graph inputs
-    assert upgraded.compared_with.startswith("the original in onnx's reference evaluator")
+    assert upgraded.compared_with is not None and upgraded.compared_with.key == sentences.IN_REFERENCE
     assert [c.name for c in upgraded.checks if c.ok] == [c.name for c in upgraded.checks]
     # checked on other inputs than the job's: the original in onnx's reference, the new version in ORT
     x = np.random.default_rng(1).standard_normal((1, 3, 4, 4)).astype(np.float32)
@@ -68,13 +70,17 @@ def test_the_upgrade_runs_in_onnx_runtime_and_matches_the_original(old: Path, up
 
 
 def test_what_changed_is_listed_with_the_reasons(upgraded: UpgradeReport) -> None:
-    texts = {(c.kind, c.op): c.text for c in upgraded.changes}
+    texts = {(c.kind, c.op): say(c.text) for c in upgraded.changes}
     assert texts[("version", "Add")] == (
         "version 6 → 14; attribute broadcast dropped (broadcasting became implicit, numpy-style, in opset 7)"
     )
     assert texts[("version", "PRelu")] == "version 6 → 16"
     assert texts[("repaired", "PRelu")].startswith("its per-channel slope reshaped from [C] to [C, 1, …]")
-    assert upgraded.summary.startswith("opset 6 → 18: 2 node(s) changed, 0 added, 0 unchanged; checked against")
+    assert say(upgraded.summary).startswith("opset 6 → 18: 2 node(s) changed, 0 added, 0 unchanged; checked against")
+    with using("zh"):  # the clauses of a node's change each said in the reader's language
+        assert say(next(c.text for c in upgraded.changes if (c.kind, c.op) == ("version", "Add"))) == (
+            "版本 6 → 14；去掉了属性 broadcast（广播在算子集 7 中变成了隐式的 numpy 风格）"
+        )
 
 
 def test_a_caffe2_bias_along_the_channels_stays_along_the_channels(tmp_path: Path) -> None:
@@ -83,8 +89,9 @@ def test_a_caffe2_bias_along_the_channels_stays_along_the_channels(tmp_path: Pat
     original: the report says the new version was checked by the checker and shape inference only."""
     old = builders.write(builders.old_opset_model(axis=1), tmp_path / "caffe2.onnx")
     report = upgrade_model(UpgradeRequest(path=str(old), opset=18, inputs=PLAN, out_dir=str(tmp_path / "out")))
-    assert report.ok and report.compared_with == ""
-    assert any("would run its Add broadcasting along an axis (1 node)" in note for note in report.notes)
+    assert report.ok and report.compared_with is None
+    assert any("would run its Add broadcasting along an axis (1 node)" in note for note in say_all(report.notes))
+    assert [n.key for n in report.notes] == [sentences.REFERENCE_MISREADS] and report.notes[0].severity == "warning"
     assert ("repaired", "Add") in {(c.kind, c.op) for c in report.changes}
     model = onnx.load(str(old))
     bias, slope = (onnx.numpy_helper.to_array(t) for t in model.graph.initializer)
@@ -98,9 +105,10 @@ def test_a_caffe2_bias_along_the_channels_stays_along_the_channels(tmp_path: Pat
 def test_where_the_original_runs_nowhere_the_report_says_only_the_checker_checked(old: Path, tmp_path: Path) -> None:
     request = UpgradeRequest(path=str(old), opset=18, inputs=PLAN, out_dir=str(tmp_path), reference_budget_s=0)
     report = upgrade_model(request)
-    assert report.compared_with == "" and not report.diffs
-    assert "checked by onnx's checker and shape inference only" in report.summary
-    assert any("did not finish within its budget of 0 s" in note for note in report.notes)
+    assert report.compared_with is None and not report.diffs
+    assert report.summary.key == sentences.SUMMARY_UNCOMPARED
+    assert "checked by onnx's checker and shape inference only" in say(report.summary)
+    assert any("did not finish within its budget of 0 s" in note for note in say_all(report.notes))
     assert report.ok  # the checker and strict shape inference passed, and ORT runs it
 
 
@@ -121,6 +129,9 @@ def test_the_command_line_writes_the_new_version_and_says_what_changed(old: Path
     data = json.loads(cli("upgrade", str(old), "-o", str(tmp_path / "u.onnx"), "--json").stdout)
     assert data["ok"] and data["opset_after"] == 18 and data["path"] == str(tmp_path / "u.onnx")
     assert {c["kind"] for c in data["changes"]} == {"version", "repaired"} and data["inputs"][0]["name"] == "x"
+    assert data["compared_with"] == "the original in onnx's reference evaluator (ONNX Runtime cannot run it)"
+    assert data["summary"].startswith("opset 6 → 18: 2 node(s) changed") and data["notes"][0].startswith("ONNX Runtime")
+    assert data["checks"][0]["name"] == "onnx.checker (full check)"  # the JSON's words are English
 
 
 def test_a_model_with_external_data_gets_its_data_beside_the_new_version(tmp_path: Path) -> None:
