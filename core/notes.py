@@ -124,9 +124,9 @@ def read_note(data: Any) -> Note:
     if isinstance(data, str):
         return Note.kept(data)
     if isinstance(data, Mapping):
-        from core.jobs.wire import from_data
+        import msgspec
 
-        return from_data(dict(data), Note)
+        return msgspec.convert(dict(data), Note, strict=False)
     raise TypeError(f"not a note: {type(data).__name__}")
 
 
