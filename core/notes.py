@@ -102,7 +102,7 @@ def say(said: Note | str) -> str:
     up whole in the catalog and otherwise shown as it is."""
     if isinstance(said, str):
         return _(said) if said else said
-    template = _(said.key)
+    template = _(said.key) if said.key else ""  # gettext's "" is the catalog's header, never a sentence
     if not said.values:
         return template
     values = {k: _value(v) for k, v in said.values.items()}

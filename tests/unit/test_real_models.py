@@ -11,9 +11,10 @@ import onnx
 from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
 from core.decode import DecodeRequest, decode_model
-from core.model.inputs import plan_inputs
+from core.model.inputs import describe_values, plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
+from core.notes import say, say_all
 from core.quantize import QuantizeRequest, quantize_model
 from tests.cli import cli
 from tests.real_models import real_model
@@ -47,13 +48,17 @@ def test_silero_vad_runs_at_16_khz_and_sweeps_its_state_with_the_batch() -> None
 
 def test_the_ocr_detector_classifier_and_recogniser_get_real_image_sizes() -> None:
     _, (det,) = _plan("ocr_det")
-    assert det.shape == [1, 3, 640, 640] and det.batch_axis == 0 and "detector" in det.free[1].why
+    assert det.shape == [1, 3, 640, 640] and det.batch_axis == 0 and "detector" in det.free[1].why.english()
     _, (cls,) = _plan("ocr_cls")  # PaddleOCR's text direction classifier: a line of text, not a 224×224 photo
-    assert cls.shape == [1, 3, 48, 192] and cls.batch_axis == 0 and "text direction classifier" in cls.free[1].why
-    assert cls.free[1].source.startswith("the kind of model (a PaddlePaddle classifier of two classes")
+    assert (
+        cls.shape == [1, 3, 48, 192]
+        and cls.batch_axis == 0
+        and "text direction classifier" in cls.free[1].why.english()
+    )
+    assert cls.free[1].source.english().startswith("the kind of model (a PaddlePaddle classifier of two classes")
     record, (rec,) = _plan("ocr_rec")  # its 6,623 characters in the metadata make it a text recogniser
     assert record.metadata.class_count == 6623 and record.metadata.text_line
-    assert rec.shape == [1, 3, 48, 320] and rec.free[1].source == "metadata 'character' (a text recogniser)"
+    assert rec.shape == [1, 3, 48, 320] and rec.free[1].source.english() == "metadata 'character' (a text recogniser)"
 
 
 def test_the_ocr_classifier_with_constant_weights_is_quantized(tmp_path: Path) -> None:
@@ -95,8 +100,9 @@ def test_fp16_of_the_ocr_detector_keeps_its_batch_norms_in_float32(tmp_path: Pat
 
 def test_a_text_model_gets_character_ids_within_its_vocabulary() -> None:
     record, (ids,) = _plan("tashkeel")
-    assert ids.shape == [1, 128] and ids.batch_axis == 0 and ids.free[1].why == "sequence length: 128"
-    assert (ids.kind, ids.low, ids.high) == ("integers", 0, 54) and "54 rows" in ids.why  # its embedding table
+    assert ids.shape == [1, 128] and ids.batch_axis == 0 and ids.free[1].why.english() == "sequence length: 128"
+    assert (ids.kind, ids.low, ids.high) == ("integers", 0, 54)
+    assert "54 rows" in say(describe_values(ids))  # its embedding table
     report = run_benchmark(
         BenchRequest(
             model=MeasuredModel(path=record.path, inputs=[ids]), batches=[1, 2], threads=[1], iterations=5, warmup=1
@@ -125,7 +131,7 @@ def test_the_captcha_recogniser_runs_on_a_line_of_text_as_its_axis_name_says_and
     record, (line,) = _plan("captcha")
     assert record.metadata.entries == {} and not record.metadata.text_line
     assert line.shape == [1, 1, 64, 320] and len(line.free) == 1
-    assert line.free[0].source == "its name 'image_width', the kind of input (a line of text)", line.free[0]
+    assert line.free[0].source.english() == "its name 'image_width', the kind of input (a line of text)", line.free[0]
     done = cli("bench", str(real_model("captcha")), "--dim", "image_width=96", "--iters", "3", "--warmup", "1",
                "--threads", "1", "--levels", "all", "--no-save", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -160,13 +166,13 @@ def test_an_image_size_found_only_in_the_metadata_is_what_the_model_runs_at(tmp_
     })  # fmt: skip
     onnx.save(model, str(tmp_path / "orientation_imgsz.onnx"))
     bare_record, (guessed,) = _plan_file(bare)
-    assert guessed.shape == [1, 3, 224, 224] and "classifier" in guessed.free[1].why
+    assert guessed.shape == [1, 3, 224, 224] and "classifier" in guessed.free[1].why.english()
     (made_up,) = dim_name_captions(bare_record.inputs + bare_record.outputs)  # one line for three names alike
     names = "**DynamicDimension.0**, **DynamicDimension.1**, **DynamicDimension.2**"
     assert made_up.replace("\\", "").startswith(f"{names}: a name paddle2onnx gives"), made_up
     record, (image,) = _plan_file(tmp_path / "orientation_imgsz.onnx")
     assert record.metadata.image_size == [192, 192] and record.metadata.classes == ["0", "90", "180", "270"]
-    assert image.shape == [1, 3, 192, 192] and {d.source for d in image.free[1:]} == {"metadata 'imgsz'"}
+    assert image.shape == [1, 3, 192, 192] and {d.source.english() for d in image.free[1:]} == {"metadata 'imgsz'"}
     report = run_benchmark(
         BenchRequest(model=MeasuredModel(path=record.path, inputs=[image]), threads=[1], iterations=3, warmup=1)
     )
@@ -181,13 +187,15 @@ def test_the_layout_detector_counts_its_constant_node_weights_once_and_says_its_
     decoded = decode_model(DecodeRequest(path=str(path)))
     assert record.parameter_count == decoded.parameter_count == 1_820_488
     # 500 Constants of more than one value, 12 of them int64 shapes: the card's 488 are the tensors Decode counts
-    assert "488 weight tensor(s) are held in Constant nodes instead of initializers." in record.notes
+    said = say_all(record.notes)
+    assert "488 weight tensor(s) are held in Constant nodes instead of initializers." in said
     assert sum(t.is_weight for t in decoded.initializers) == 488
-    assert "Operator domain declared and unused: Paddle (no node uses it; nothing custom runs)." in record.notes
-    assert not any("beyond the standard ones" in n for n in record.notes)
+    assert "Operator domain declared and unused: Paddle (no node uses it; nothing custom runs)." in said
+    assert not any("beyond the standard ones" in n for n in said)
     assert "Operator domain 'Paddle' is declared in the model's opset imports but no node uses it" in " ".join(
-        decoded.problems
+        say(problem) for problem in decoded.problems
     )
     captcha = describe_files(IntakeRequest(paths=[str(real_model("captcha"))]))
-    assert "Operator domains beyond the standard ones: com.microsoft." in captcha.notes  # one node uses it
-    assert any("declared and unused: ai.onnx.preview.training, ai.onnx.training," in n for n in captcha.notes)
+    said = say_all(captcha.notes)
+    assert "Operator domains beyond the standard ones: com.microsoft." in said  # one node uses it
+    assert any("declared and unused: ai.onnx.preview.training, ai.onnx.training," in n for n in said)
