@@ -83,7 +83,7 @@ with st.form("partition_form"):
         _("Also simulate providers this machine lacks"),
         list(SIMULATED),
         default=list(SIMULATED),
-        format_func=lambda k: short_name(SIMULATED[k]),
+        format_func=lambda k: SIMULATED[k].name,
         key="partition_simulate",
     )
     st.form_submit_button(_("Partition"), type="primary")

@@ -19,6 +19,7 @@ from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
 from core.partition.records import PartitionReport, PartitionRequest, PartitionResult, Subgraph
+from core.partition.simulations import SIMULATED
 from core.partition.words import (
     CALLS_INLINED,
     CHECKER,
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
     import onnx
 
 __all__ = ["KERNEL_PROVIDERS", "SIMULATED", "partition_model"]
-
-# simulated provider -> (short, how ORT's checker is called)
-SIMULATED: dict[str, str] = {"nnapi": "NnapiExecutionProvider", "coreml": "CoreMLExecutionProvider"}
 
 
 def _connected(model: onnx.ModelProto, provider_of: dict[int, str]) -> list[list[int]]:
@@ -159,12 +157,10 @@ def _usability_checker() -> Any:
 def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
     checker = _usability_checker()
 
-    provider = SIMULATED[key]
+    simulation = SIMULATED[key]  # core.partition.simulations: its rule for which ops and types it takes
+    provider = simulation.provider
     try:
-        if key == "nnapi":
-            info = checker.check_nnapi_partitions(model, require_fixed_input_sizes=False)
-        else:
-            info = checker.check_coreml_partitions(model, False, "coreml_supported_mlprogram_ops.md")
+        info = simulation.takes(checker, model)
     except Exception as exc:  # the checker asserts on graphs it does not understand
         raise PartitionError(f"ONNX Runtime's {short_name(provider)} checker could not read this model: {exc}") from exc
     # The checker may have copied the model (shape inference): match its nodes by op type and outputs.
@@ -248,7 +244,7 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     log: list[tuple[int, str, str]] = []
     reports = [_real_partition(path, model, usable, level, log)]
     for n, key in enumerate(simulate):
-        simulating = _("Simulating {name}").format(name=short_name(SIMULATED[key]))
+        simulating = _("Simulating {name}").format(name=SIMULATED[key].name)
         report_progress(0.5 + 0.4 * n / max(len(simulate), 1), simulating)
         reports.append(_simulated_partition(model, key))
     if out_dir:
