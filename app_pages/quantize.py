@@ -44,7 +44,7 @@ st.markdown(
 
 record = require_onnx("quantize")
 inputs = plan_section(record, session.torch_model(), key="quantize_plan")
-if any(image_layout(i) and i.kind != "data" for i in inputs):
+if any(image_layout(i) and not i.real_data for i in inputs):
     st.info(
         _(
             "This model takes images, and the plan feeds it noise: calibration scales and the accuracy check mean "

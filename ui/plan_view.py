@@ -19,9 +19,11 @@ from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, check_image_fits, image_layout
-from core.model.dims import NO_HINT, what_made
+from core.model.dims import what_made
 from core.model.inputs import (
+    SET_BY_YOU,
     VALUE_KINDS,
+    YOU,
     BenchInput,
     Exported,
     FreeDim,
@@ -34,10 +36,11 @@ from core.model.inputs import (
 from core.model.measured import MeasuredModel
 from core.model.shapes import parse_dims
 from core.model.torchload import source_of
+from core.notes import note, say
 from core.workspace import safe_filename
 from ui import session
 from ui.jobs import run, show_error, stop_with_error
-from ui.plan_words import said_dim, said_source, said_values, said_why
+from ui.plan_words import said_dim, said_values
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
@@ -103,15 +106,15 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
         spec.shape = shape
         for dim in spec.free:
             if dim.value != shape[dim.axis]:
-                dim.give(shape[dim.axis], "set by you", "you")
+                dim.give(shape[dim.axis], note(SET_BY_YOU), note(YOU))
         if row[3] != spec.kind or float(row[4]) != spec.low or float(row[5]) != spec.high:
-            spec.values, spec.low, spec.high, spec.why = str(row[3]), float(row[4]), float(row[5]), "set by you"
+            spec.values, spec.low, spec.high, spec.why = str(row[3]), float(row[4]), float(row[5]), note(SET_BY_YOU)
     return resolve_free_dims(plan, named)
 
 
 def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
-    """The open dims, headed in the reader's language; why each got its size and where from, found again in the
-    plan's English and translated (core.model.dims's templates)."""
+    """The open dims, headed in the reader's language; why each got its size and where from, as the plan's notes
+    say it (core.model.dims)."""
     frame = pd.DataFrame(
         [
             {
@@ -119,9 +122,9 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
                 _("axis"): d.axis,
                 _("the model calls it"): d.symbol,
                 "that name": _made(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
-                _("value"): str(d.value) if d.source != NO_HINT else "?",
-                _("why"): said_why(d.why),
-                _("from"): said_source(d.source),
+                _("value"): str(d.value) if not d.unset else "?",
+                _("why"): say(d.why),
+                _("from"): say(d.source),
             }
             for s in plan
             for d in s.free
@@ -303,7 +306,7 @@ def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[B
 
 def _shown(spec: BenchInput) -> list[int | str]:
     """The input's shape with "?" where a dim still has no size."""
-    unset = {d.axis for d in spec.free if d.source == NO_HINT}
+    unset = {d.axis for d in spec.free if d.unset}
     return ["?" if axis in unset else d for axis, d in enumerate(spec.shape)]
 
 
@@ -322,7 +325,7 @@ def plan_section(record: ModelRecord, torch_record: ModelRecord | None, key: str
             "share a name move together, and the batch is swept along every input that has it."
         )
     )
-    kinds = {k: f"{k}: {_(v)}" for k, v in VALUE_KINDS.items()}  # marked in ui.plan_words
+    kinds = {k: f"{k}: {_(row.label)}" for k, row in VALUE_KINDS.items()}  # marked in core.model.values
     frame = st.data_editor(
         _frame(plan),
         hide_index=True,

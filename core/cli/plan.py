@@ -13,6 +13,9 @@ from core.i18n import _, number
 from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Backend
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, check_image_fits, image_layout
 from core.model.inputs import (
+    COMMAND_LINE,
+    SET_ON_COMMAND_LINE,
+    VALUE_KINDS,
     BenchInput,
     check_plan_memory,
     describe_values,
@@ -25,6 +28,7 @@ from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
 from core.model.shapes import MAX_DIM
 from core.model.torchload import source_of
+from core.notes import note
 from core.settings import load_settings
 
 __all__ = ["add_plan_arguments", "plan_from_args", "plan_json"]
@@ -63,19 +67,20 @@ def _assign(text: str, option: str) -> tuple[str, str]:
 
 
 def _set_values(spec: BenchInput, text: str) -> None:
-    kind, _sep, bounds = text.partition(":")
-    if kind == "normal" and not bounds:
-        spec.values = "normal"
-    elif kind in ("uniform", "ints") and bounds:
+    word, _sep, bounds = text.partition(":")  # --value's word for a kind (core.model.values), then its range
+    row = next((r for r in VALUE_KINDS.values() if r.option and r.option == word and r.ranged == bool(bounds)), None)
+    if row is not None and not row.ranged:
+        spec.values = row.name
+    elif row is not None:
         try:
             low, high = (float(v) for v in bounds.split(","))
         except ValueError:
             raise WorkbenchError(
                 _("--value {name}={text}: expected {kind}:LOW,HIGH, e.g. {kind}:0,10").format(
-                    name=spec.name, text=text, kind=kind
+                    name=spec.name, text=text, kind=word
                 )
             ) from None
-        spec.values, spec.low, spec.high = ("uniform" if kind == "uniform" else "integers"), low, high
+        spec.values, spec.low, spec.high = row.name, low, high
     else:
         try:
             spec.values, spec.low = "constant", float(text)
@@ -85,7 +90,7 @@ def _set_values(spec: BenchInput, text: str) -> None:
                     name=spec.name, text=text
                 )
             ) from None
-    spec.why = "set on the command line"
+    spec.why = note(SET_ON_COMMAND_LINE)
 
 
 def plan_from_args(
@@ -118,7 +123,7 @@ def plan_from_args(
             )
         spec.shape = shape
         for dim in spec.free:
-            dim.give(shape[dim.axis], "set on the command line", "the command line")
+            dim.give(shape[dim.axis], note(SET_ON_COMMAND_LINE), note(COMMAND_LINE))
     for text in args.value:
         name, value = _assign(text, "--value")
         _set_values(_input(by_name, name, "--value"), value)
@@ -261,9 +266,16 @@ def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:
             "dtype": s.dtype,
             "shape": s.shape,
             "batch_axis": s.batch_axis,
-            "values": describe_values(s),
+            "values": describe_values(s).english(),  # the JSON's words are English, whatever the language
             "free_dims": [
-                {"axis": d.axis, "symbol": d.symbol, "value": d.value, "why": d.why, "from": d.source} for d in s.free
+                {
+                    "axis": d.axis,
+                    "symbol": d.symbol,
+                    "value": d.value,
+                    "why": d.why.english(),
+                    "from": d.source.english(),
+                }
+                for d in s.free
             ],
         }
         for s in plan

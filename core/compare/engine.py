@@ -262,7 +262,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         ),
         rtol=request.rtol,
         atol=request.atol,
-        inputs={s.name: f"{s.dtype} {list(s.shape)}, {describe_values(s)}" for s in request.inputs},
+        inputs={s.name: f"{s.dtype} {list(s.shape)}, {describe_values(s).english()}" for s in request.inputs},
         outputs=outputs,
         nodes=node_errors(graph, measured, b_ops),
         matched=len(measured),

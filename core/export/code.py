@@ -9,6 +9,7 @@ from core.export.options import ExportOptions, names_of_tensors
 from core.model.formats import detect_format
 from core.model.inputs import SCALAR_TYPES, scalar_value
 from core.model.torchload import ExampleValues, TorchSource
+from core.model.values import value_kind_of
 
 __all__ = ["dynamic_shapes", "export_example_shapes", "identifier", "reproduce_code"]
 
@@ -44,14 +45,10 @@ def _integer_example(var: str, shape: list[int], dtype: str, made: ExampleValues
     """The line that makes an integer or boolean example input as the export made it: a mask of ones, segment
     ids of zeros, token ids within the vocabulary (with the reason as a comment)."""
     dims = ", ".join(map(str, shape))
-    if made is None:
+    written = value_kind_of(made.kind).torch_line if made is not None else None  # core.model.values
+    if made is None or written is None:
         return f"{var} = torch.randint(0, 10, ({dims},), dtype=torch.{dtype})"
-    if made.kind == "constant" and made.low in (0, 1):
-        line = f"{var} = torch.{'ones' if made.low else 'zeros'}({dims}, dtype=torch.{dtype})"
-    elif made.kind == "constant":
-        line = f"{var} = torch.full(({dims},), {made.low:g}, dtype=torch.{dtype})"
-    else:
-        line = f"{var} = torch.randint({int(made.low)}, {int(made.high)}, ({dims},), dtype=torch.{dtype})"
+    line = written(var, dims, dtype, made)
     return f"{line}  # {made.why}" if made.why else line
 
 

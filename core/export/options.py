@@ -10,6 +10,7 @@ from core.i18n import N_
 from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
 from core.model.records import ModelRecord, TensorSpec
 from core.model.torchload import ExampleValues, TorchSource
+from core.model.values import value_kind_of
 from core.notes import Note
 from core.runtime.outputs import OutputDiff
 
@@ -178,7 +179,9 @@ def example_values(spec: TensorSpec) -> ExampleValues | None:
     if spec.dtype in SCALAR_TYPES or not spec.dtype.startswith(("int", "uint", "bool")):
         return None
     kind, low, high, why = value_kind(spec, spec.dtype, spec.vocabulary)
-    return ExampleValues(kind=kind, low=low, high=high, why=why) if kind in ("constant", "integers") else None
+    if value_kind_of(kind).torch_example is None:  # core.model.values: a kind an export's example cannot take
+        return None
+    return ExampleValues(kind=kind, low=low, high=high, why=why.english() if why is not None else "")
 
 
 def names_of_tensors(options: ExportOptions) -> list[str]:

@@ -11,7 +11,8 @@ from core.access import ReadPath, WritePath
 from core.errors import BenchmarkError, PlanTooLargeError, brief
 from core.i18n import N_, _, number
 from core.model.arrays import check_npz, listed
-from core.model.inputs import BenchInput, input_bytes, readable_bytes, shape_at
+from core.model.inputs import DATA_FILE, FROM_DATA_FILE, BenchInput, input_bytes, readable_bytes, shape_at
+from core.notes import note
 
 __all__ = [
     "NORMALISATIONS",
@@ -27,6 +28,9 @@ __all__ = [
 MAX_IMAGE_PIXELS = 50_000_000  # a header that claims more is refused before any pixel is decoded
 MAX_IMAGE_SIDE = 2**31 - 1  # Pillow sizes an image in C ints: a side past this is no image it can make
 _BAND_BYTES = 16 << 20  # the float64 arithmetic is done a band of one channel's rows at a time, in arrays this size
+# why an input holds real data (a note of the plan, core.notes)
+FROM_IMAGE = N_("{file}, {width}×{height} resized to {to_width}×{to_height} (bilinear), {normalisation}")
+FROM_ARRAY = N_("array '{name}' of {file}")
 # key -> (what the page says, marked: translated where shown; mean, std) over values scaled to [0, 1]
 NORMALISATIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
     "imagenet": (N_("scaled to [0, 1], then ImageNet's mean and std"), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
@@ -160,7 +164,15 @@ def image_input(request: ImageRequest) -> BenchInput:
                 array[0, top : top + rows, :, channel] = band
     target = Path(out_dir) / f"{spec.name.replace('/', '_')[:60]}.npy"
     np.save(target, array)
-    why = f"{Path(image).name}, {size[0]}×{size[1]} resized to {width}×{height} (bilinear), {label}"
+    why = note(
+        FROM_IMAGE,
+        file=Path(image).name,
+        width=str(size[0]),
+        height=str(size[1]),
+        to_width=str(width),
+        to_height=str(height),
+        normalisation=note(label),
+    )
     return dataclasses.replace(spec, values="data", data=str(target), why=why)
 
 
@@ -213,7 +225,7 @@ def _from_array(spec: BenchInput, array: object, file: str, out: Path) -> BenchI
     np.save(target, data)
     shape = [int(d) for d in data.shape]
     free = [
-        dataclasses.replace(d, value=shape[d.axis], why="from the data file", source="the data file") for d in spec.free
+        dataclasses.replace(d, value=shape[d.axis], why=note(FROM_DATA_FILE), source=note(DATA_FILE)) for d in spec.free
     ]
-    why = f"array '{spec.name}' of {file}"
+    why = note(FROM_ARRAY, name=spec.name, file=file)
     return dataclasses.replace(spec, shape=shape, free=free, values="data", data=str(target), why=why)

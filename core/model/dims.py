@@ -10,6 +10,7 @@ import re
 
 from core.i18n import N_
 from core.model.records import ModelRecord, TensorSpec
+from core.notes import Note, note
 
 __all__ = [
     "NO_HINT",
@@ -23,7 +24,7 @@ __all__ = [
     "state_batch",
 ]
 
-NO_HINT = "no hint"  # the source of a dim nothing explains: the plan cannot run until it is given
+NO_HINT = N_("no hint")  # the source of a dim nothing explains: the plan cannot run until it is given
 IMAGE_CHANNELS = {1, 2, 3, 4}
 CLASSIFIER_SIDE, DETECTOR_SIDE, SEQUENCE, AUDIO_CHUNK = 224, 640, 128, 512
 TEXT_HEIGHT, TEXT_WIDTH = 48, 320  # a line of text as PaddleOCR's recognisers take it
@@ -42,11 +43,58 @@ _NAMES = {
     "time": {"time", "t", "frames", "frame", "nframes", "numframes", "timesteps", "steps"},
     "sequence": {"seq", "seqlen", "sequence", "len", "length", "tokens", "ntokens", "numtokens", "chars"},
 }
-_SIZES = {  # kind -> (size, what it is) for a dim named so outside an image
-    "batch": (1, "batch: 1"),
-    "samples": (SECOND_OF_AUDIO, f"audio samples: {SECOND_OF_AUDIO}, a second at 16 kHz"),
-    "time": (FRAMES, f"time steps: {FRAMES}, a second of 10 ms frames"),
-    "sequence": (SEQUENCE, f"sequence length: {SEQUENCE}"),
+# why an open dim got its size, and where that came from: templates of the notes a plan keeps (core.notes), said in
+# the reader's language where the plan is shown (a size is written as the plan writes it: 16000, never 16,000)
+MODEL_SIZE = {
+    "height": N_("image height: {value}, what the model was made for ({height}×{width})"),
+    "width": N_("image width: {value}, what the model was made for ({height}×{width})"),
+}
+TEXT_LINE = {
+    "height": N_("text line height: {value}, what text recognisers take (PaddleOCR's take {height}×{width})"),
+    "width": N_("text line width: {value}, what text recognisers take (PaddleOCR's take {height}×{width})"),
+}
+SQUARE = {
+    "height": N_("image height: {value}, as its fixed width (a square image)"),
+    "width": N_("image width: {value}, as its fixed height (a square image)"),
+}
+DIRECTION = {
+    "height": N_("text line height: {value}, what PaddleOCR's text direction classifier takes ({height}×{width})"),
+    "width": N_("text line width: {value}, what PaddleOCR's text direction classifier takes ({height}×{width})"),
+}
+CLASSIFIER = {
+    "height": N_("image height: {value}, a classifier's usual input (one output of scores)"),
+    "width": N_("image width: {value}, a classifier's usual input (one output of scores)"),
+}
+DETECTOR = {
+    "height": N_("image height: {value}, a detector's usual input"),
+    "width": N_("image width: {value}, a detector's usual input"),
+}
+MADE_FOR = {
+    "height": N_("image height: {value}, what the model was made for"),
+    "width": N_("image width: {value}, what the model was made for"),
+}
+SIDE = {"height": N_("image height: {value}"), "width": N_("image width: {value}")}
+AUDIO_SAMPLES = N_("samples: {value}, a 32 ms chunk at 16 kHz (what streaming audio models take)")
+SEQUENCE_LENGTH = N_("sequence length: {value}")
+NOTHING_SAYS = N_("nothing in the model says what it is: give it a size")
+# where a size came from
+IMGSZ = N_("metadata 'imgsz'")
+CHARACTER = N_("metadata 'character' (a text recogniser)")
+ITS_NAME = N_("its name '{symbol}'")
+KIND_OF_INPUT = N_("the kind of input")
+AN_IMAGE = N_("the kind of input (an image)")
+A_LINE_OF_TEXT = N_("the kind of input (a line of text)")
+A_DIRECTION_CLASSIFIER = N_(
+    "the kind of model (a PaddlePaddle classifier of two classes: a text line's direction, 0° or 180°)"
+)
+STREAMING_AUDIO = N_("the kind of input (streaming audio)")
+ITS_PLACE = N_("its place (axis 1 of a sequence)")
+BOTH = N_("{first}, {second}")  # two sources: its name, and the kind of input
+_SIZES = {  # kind -> (size, why) for a dim named so outside an image
+    "batch": (1, N_("batch: 1")),
+    "samples": (SECOND_OF_AUDIO, N_("audio samples: {value}, a second at 16 kHz")),
+    "time": (FRAMES, N_("time steps: {value}, a second of 10 ms frames")),
+    "sequence": (SEQUENCE, SEQUENCE_LENGTH),
 }
 
 
@@ -138,57 +186,57 @@ def _text_direction(record: ModelRecord) -> bool:
     )
 
 
-def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: ModelRecord) -> tuple[int, str, str]:
+def _size(template: str, value: int, **values: str | int) -> Note:
+    """Why a dim got ``value``: sizes are written as the plan writes them (16000, never 16,000)."""
+    return note(template, value=str(value), **{k: str(v) for k, v in values.items()})
+
+
+def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: ModelRecord) -> tuple[int, Note, Note]:
     """The size of an image input's free height or width: what its metadata says it was made for, a line of text's,
     a square's when the other side is fixed, else a classifier's or a detector's usual side."""
     h_axis, w_axis = (2, 3) if image_layout(shape) == "NCHW" else (1, 2)
-    side, other_side = ("height", "width") if axis == h_axis else ("width", "height")
+    side = "height" if axis == h_axis else "width"
     meta = record.metadata
     if len(meta.image_size) == 2:
         height, width = meta.image_size
         value = height if side == "height" else width
-        return value, f"image {side}: {value}, what the model was made for ({height}×{width})", "metadata 'imgsz'"
+        return value, _size(MODEL_SIZE[side], value, height=height, width=width), note(IMGSZ)
     other = shape[w_axis if side == "height" else h_axis]
     fixed = other if isinstance(other, int) and other > 0 else None
-    named = f"its name '{symbol}'" if dim_kind(symbol) == side else ""
+    named = note(ITS_NAME, symbol=symbol) if symbol and dim_kind(symbol) == side else None
     if meta.text_line or (side == "width" and fixed is not None and fixed <= TEXT_MAX_HEIGHT):
         value = TEXT_HEIGHT if side == "height" else TEXT_WIDTH
-        why = f"text line {side}: {value}, what text recognisers take (PaddleOCR's take {TEXT_HEIGHT}×{TEXT_WIDTH})"
-        kind = "metadata 'character' (a text recogniser)" if meta.text_line else "the kind of input (a line of text)"
-        return value, why, kind if not named else f"{named}, {kind}"
+        why = _size(TEXT_LINE[side], value, height=TEXT_HEIGHT, width=TEXT_WIDTH)
+        kind = note(CHARACTER) if meta.text_line else note(A_LINE_OF_TEXT)
+        return value, why, kind if named is None else note(BOTH, first=named, second=kind)
     if fixed is not None:
-        return fixed, f"image {side}: {fixed}, as its fixed {other_side} (a square image)", named or "the kind of input"
+        return fixed, _size(SQUARE[side], fixed), named or note(KIND_OF_INPUT)
     if _text_direction(record):
         value = DIRECTION_HEIGHT if side == "height" else DIRECTION_WIDTH
-        why = (
-            f"text line {side}: {value}, what PaddleOCR's text direction classifier takes "
-            f"({DIRECTION_HEIGHT}×{DIRECTION_WIDTH})"
-        )
-        kind = "the kind of model (a PaddlePaddle classifier of two classes: a text line's direction, 0° or 180°)"
-        return value, why, named or kind
+        why = _size(DIRECTION[side], value, height=DIRECTION_HEIGHT, width=DIRECTION_WIDTH)
+        return value, why, named or note(A_DIRECTION_CLASSIFIER)
     classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
     value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
-    kind = "a classifier's usual input (one output of scores)" if classifier else "a detector's usual input"
-    return value, f"image {side}: {value}, {kind}", named or "the kind of input (an image)"
+    return value, _size((CLASSIFIER if classifier else DETECTOR)[side], value), named or note(AN_IMAGE)
 
 
-def _by_name(kind: str, symbol: str, record: ModelRecord) -> tuple[int, str, str]:
+def _by_name(kind: str, symbol: str, record: ModelRecord) -> tuple[int, Note, Note]:
     """The size a dim named ``symbol`` (of ``kind``) gets outside an image input."""
     if kind in ("height", "width"):
         sides = record.metadata.image_size
         if len(sides) == 2:
             value = sides[0 if kind == "height" else 1]
-            return value, f"image {kind}: {value}, what the model was made for", "metadata 'imgsz'"
+            return value, _size(MADE_FOR[kind], value), note(IMGSZ)
         classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
         value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
-        return value, f"image {kind}: {value}", f"its name '{symbol}'"
+        return value, _size(SIDE[kind], value), note(ITS_NAME, symbol=symbol)
     value, why = _SIZES[kind]
-    return value, why, f"its name '{symbol}'"
+    return value, _size(why, value), note(ITS_NAME, symbol=symbol)
 
 
 def open_dim_default(
     spec: TensorSpec, axis: int, symbol: str | None, record: ModelRecord, audio: bool
-) -> tuple[int, str, str]:
+) -> tuple[int, Note, Note]:
     """(size, why, where it came from) of free dim ``axis`` of ``spec`` when neither the user nor an export gave
     one; NO_HINT as the source (and a size of 1 that must not be measured) when nothing says what it is."""
     shape = spec.shape or []
@@ -197,11 +245,10 @@ def open_dim_default(
         return _image_side(shape, axis, symbol, record)
     floating = spec.dtype.startswith(("float", "bfloat"))
     if len(shape) == 2 and axis == 1 and floating and audio:
-        why = f"samples: {AUDIO_CHUNK}, a 32 ms chunk at 16 kHz (what streaming audio models take)"
-        return AUDIO_CHUNK, why, "the kind of input (streaming audio)"
+        return AUDIO_CHUNK, _size(AUDIO_SAMPLES, AUDIO_CHUNK), note(STREAMING_AUDIO)
     kind = dim_kind(symbol)
     if kind and symbol:
         return _by_name(kind, symbol, record)
     if axis == 1 and (len(shape) == 2 or (len(shape) == 3 and floating)):
-        return SEQUENCE, f"sequence length: {SEQUENCE}", "its place (axis 1 of a sequence)"
-    return 1, "nothing in the model says what it is: give it a size", NO_HINT
+        return SEQUENCE, _size(SEQUENCE_LENGTH, SEQUENCE), note(ITS_PLACE)
+    return 1, note(NOTHING_SAYS), note(NO_HINT)

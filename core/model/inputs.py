@@ -16,8 +16,11 @@ from typing import Any
 
 from core.access import ReadPath
 from core.errors import BenchmarkError, PlanTooLargeError, UnsetDimError, brief
+from core.i18n import N_
 from core.model.dims import NO_HINT, SAMPLE_RATE, is_audio, open_dim_default, state_batch
 from core.model.records import ModelRecord, TensorSpec
+from core.model.values import VALUE_KINDS, WITH_WHY, coin, value_kind_of
+from core.notes import Note, note
 
 __all__ = [
     "ANONYMOUS_DIMS",
@@ -47,16 +50,26 @@ __all__ = [
 
 SCALAR_TYPES = {"int", "float", "bool"}  # Python scalar arguments of a TorchScript forward()
 ANONYMOUS_DIMS = {"?", "-1", "", "none", "None", "unk", "unknown"}  # names that name nothing: never tied together
-# how values are made -> what the form calls it
-VALUE_KINDS = {
-    "normal": "random normal (mean 0, sd 1)",
-    "uniform": "random uniform in [low, high)",
-    "integers": "random integers in [low, high)",
-    "constant": "one value everywhere",
-    "data": "real data (an image or an array you gave)",
-}
 _MASK = re.compile(r"mask", re.I)
 _ZEROS = re.compile(r"token_?type|segment", re.I)
+# why a plan holds what it holds, and where a size came from: the notes it keeps (core.notes; core.model.dims has
+# the sizes' own)
+BATCH = N_("batch: 1 (the sweep changes it)")
+STATE_BATCH = N_("batch: 1, on axis 1 as a recurrent state keeps it ([layers, batch, hidden]; the sweep changes it)")
+SAME_AS_ANOTHER = N_("{why} (the same “{symbol}” as another input)")
+EXPORTED_SIZE = N_("the size it was exported at")
+EXAMPLE_SIZE = N_("the size in the PyTorch model's example")
+SET_BY_YOU = N_("set by you")
+SET_ON_COMMAND_LINE = N_("set on the command line")
+YOU, COMMAND_LINE, EXPORT, DATA_FILE = N_("you"), N_("the command line"), N_("the export"), N_("the data file")
+FROM_DATA_FILE = N_("from the data file")
+PYTORCH_EXAMPLE, BATCH_SOURCE = N_("the PyTorch example"), N_("batch")
+SAMPLE_RATE_WHY = N_("a sample rate: 16 kHz")
+MASK_WHY = N_("a mask: everything on")
+SEGMENT_WHY = N_("segment ids: one segment")
+TOKEN_IDS_WHY = N_("token ids: the {count} rows of the table it indexes")
+SMALL_IDS_WHY = N_("no vocabulary found: small ids and indices")
+EXPORTED_VALUE = N_("the value it was exported with")
 
 
 @dataclass(kw_only=True)
@@ -66,11 +79,21 @@ class FreeDim:
     axis: int
     symbol: str  # as the model names it; "?" when unnamed
     value: int
-    why: str  # "batch: 1", "image height: 320, what the model was made for (320×320)", "sequence length: 128"…
-    source: str = ""  # where the value came from: "metadata 'imgsz'", "its name 'seq'", "you"…; NO_HINT: nowhere
+    why: Note  # "batch: 1", "image height: 320, what the model was made for (320×320)", "sequence length: 128"…
+    source: Note  # where the value came from: "metadata 'imgsz'", "its name 'seq'", "you"…; NO_HINT: nowhere
 
-    def give(self, value: int, why: str, source: str) -> None:
+    def give(self, value: int, why: Note, source: Note) -> None:
         self.value, self.why, self.source = value, why, source
+
+    @property
+    def guessed(self) -> bool:
+        """Whether the size is the plan's guess, not one given (by a person, the command line, an export or data)."""
+        return self.source.key not in _GIVEN
+
+    @property
+    def unset(self) -> bool:
+        """Whether nothing in the model says what the size is (the plan cannot run until it is given)."""
+        return self.source.key == NO_HINT
 
 
 @dataclass(kw_only=True)
@@ -85,7 +108,7 @@ class BenchInput:
     low: float = 0.0  # uniform and integers: the range [low, high); constant: the value
     high: float = 10.0
     free: list[FreeDim] = field(default_factory=list)  # the dims the model left open
-    why: str = ""  # why the values are what they are ("the vocabulary of the embedding it indexes")
+    why: Note | None = None  # why the values are what they are ("token ids: the 30,522 rows of the table it indexes")
     data: ReadPath = ""  # values "data": an .npy of the input at batch 1 (made by core.model.data)
 
     @property
@@ -94,22 +117,17 @@ class BenchInput:
             return self.values
         return "normal" if self.dtype.startswith(("float", "bfloat")) else "integers"
 
+    @property
+    def real_data(self) -> bool:
+        """Whether its values are real data (a file the user gave), not made up."""
+        return value_kind_of(self.kind).real_data
 
-def describe_values(spec: BenchInput) -> str:
-    """How the values are made, in a few words."""
-    kind = spec.kind
-    if kind == "data":
-        return f"real data: {spec.why}" if spec.why else "real data"
-    if kind == "constant":
-        value = f"{spec.low:g}" if spec.dtype != "bool" else ("true" if spec.low else "false")
-        text = f"all {value}"
-    elif kind == "integers":
-        text = "random true/false" if spec.dtype == "bool" else f"random integers {spec.low:g}–{spec.high - 1:g}"
-    elif kind == "uniform":
-        text = f"random uniform in [{spec.low:g}, {spec.high:g})"
-    else:
-        text = "random normal (mean 0, sd 1)"
-    return f"{text} ({spec.why})" if spec.why else text
+
+def describe_values(spec: BenchInput) -> Note:
+    """How the values are made, in a few words (with why, where the plan says; real data says its file)."""
+    row = value_kind_of(spec.kind)
+    said = row.describe(spec)
+    return note(WITH_WHY, values=said, why=spec.why) if spec.why is not None and not row.real_data else said
 
 
 def scalar_value(dtype: str, value: float) -> int | float | bool:
@@ -126,10 +144,7 @@ def guess_hint(specs: list[BenchInput]) -> str:
     """For a model that failed on the plan's inputs: which open dims were guessed, and where to set them ("" when
     none was: then the sizes are not the cause)."""
     guessed = [
-        f"'{s.name}' axis {d.axis} = {d.value}"
-        for s in specs
-        for d in s.free
-        if d.axis != s.batch_axis and d.source not in _GIVEN
+        f"'{s.name}' axis {d.axis} = {d.value}" for s in specs for d in s.free if d.axis != s.batch_axis and d.guessed
     ]
     if not guessed:
         return ""
@@ -140,7 +155,7 @@ def guess_hint(specs: list[BenchInput]) -> str:
     )
 
 
-_GIVEN = ("you", "the command line", "the export", "the data file")  # sources that are not guesses
+_GIVEN = (YOU, COMMAND_LINE, EXPORT, DATA_FILE)  # sources that are not guesses
 
 
 def unset_dims(plan: list[BenchInput]) -> list[tuple[BenchInput, FreeDim]]:
@@ -149,7 +164,7 @@ def unset_dims(plan: list[BenchInput]) -> list[tuple[BenchInput, FreeDim]]:
     found: dict[str, tuple[BenchInput, FreeDim]] = {}
     for spec in plan:
         for dim in spec.free:
-            if dim.source == NO_HINT:
+            if dim.unset:
                 found.setdefault(dim.symbol if dim.symbol != "?" else f"{spec.name}\0{dim.axis}", (spec, dim))
     return list(found.values())
 
@@ -171,14 +186,15 @@ def _refuse_unset(plan: list[BenchInput]) -> None:
         )
 
 
-def set_open_dim(plan: list[BenchInput], name: str, axis: int, value: int, source: str = "you") -> None:
-    """Give ``name``'s open dim ``axis`` a size; every input that shares the dim's name moves with it."""
+def set_open_dim(plan: list[BenchInput], name: str, axis: int, value: int) -> None:
+    """Give ``name``'s open dim ``axis`` the size a person typed; every input that shares the dim's name moves with
+    it."""
     spec = next(s for s in plan if s.name == name)
     dim = next(d for d in spec.free if d.axis == axis)
     for other in plan:
         for each in other.free:
             if each is dim or (dim.symbol != "?" and each.symbol == dim.symbol):
-                each.give(value, f"set by {source}", source)
+                each.give(value, note(SET_BY_YOU), note(YOU))
                 other.shape[each.axis] = value
 
 
@@ -190,7 +206,7 @@ def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:
             "dtype": s.dtype,
             "shape": s.shape,
             "batch_axis": s.batch_axis,
-            "values": describe_values(s),
+            "values": describe_values(s).english(),  # a saved run keeps it in English, as before
             "free": {f"{d.axis}:{d.symbol}": d.value for d in s.free},
         }
         for s in specs
@@ -211,22 +227,22 @@ def _batch_symbols(specs: list[TensorSpec]) -> set[str]:
     return {s for spec in specs if spec.shape and len(spec.shape) > 1 and (s := _named(spec.shape[0])) is not None}
 
 
-def value_kind(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, str]:
+def value_kind(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, Note | None]:
     """(kind, low, high, why) of an input's values: a sample rate, a mask all on, one segment, token ids within
     the vocabulary, else small ids for integers and a normal distribution for floats."""
     scalar = not spec.shape or spec.shape == [1]
     integer = dtype.startswith(("int", "uint"))
     if integer and scalar and SAMPLE_RATE.search(spec.name):
-        return "constant", 16000, 16001, "a sample rate: 16 kHz"
+        return "constant", 16000, 16001, note(SAMPLE_RATE_WHY)
     if dtype == "bool" or (integer and _MASK.search(spec.name)):
-        return "constant", 1, 2, "a mask: everything on"
+        return "constant", 1, 2, note(MASK_WHY)
     if integer and _ZEROS.search(spec.name):
-        return "constant", 0, 1, "segment ids: one segment"
+        return "constant", 0, 1, note(SEGMENT_WHY)
     if integer and vocabulary:
-        return "integers", 0, vocabulary, f"token ids: the {vocabulary:,} rows of the table it indexes"
+        return "integers", 0, vocabulary, note(TOKEN_IDS_WHY, count=vocabulary)
     if integer:
-        return "integers", 0, 10, "no vocabulary found: small ids and indices"
-    return "normal", 0, 1, ""
+        return "integers", 0, 10, note(SMALL_IDS_WHY)
+    return "normal", 0, 1, None
 
 
 @dataclass(frozen=True)
@@ -246,13 +262,13 @@ class Exported:
 
 def _first_guess(
     spec: TensorSpec, axis: int, symbol: str | None, known: Any, exported: Exported, record: ModelRecord, audio: bool
-) -> tuple[int, str, str]:
+) -> tuple[int, Note, Note]:
     """(size, why, source) of an open dim that is not the batch and shares no name with one already sized: the
     size it was exported at, the PyTorch example's, else what the model says (core.model.dims)."""
     if (size := exported.size(spec, axis)) is not None:
-        return size, "the size it was exported at", "the export"
+        return size, note(EXPORTED_SIZE), note(EXPORT)
     if isinstance(known, int) and known > 0:
-        return known, "the size in the PyTorch model's example", "the PyTorch example"
+        return known, note(EXAMPLE_SIZE), note(PYTORCH_EXAMPLE)
     return open_dim_default(spec, axis, symbol, record, audio)
 
 
@@ -265,7 +281,7 @@ def plan_inputs(
     audio = is_audio(record)
     torch_inputs = torch_record.inputs if torch_record is not None else []
     exported = exported or Exported()
-    chosen: dict[str, tuple[int, str, str]] = {}  # symbol -> (value, why, source): shared names move together
+    chosen: dict[str, tuple[int, Note, Note]] = {}  # symbol -> (value, why, source): shared names move together
     plan = []
     for position, spec in enumerate(record.inputs):
         example = torch_inputs[position].shape if position < len(torch_inputs) else None
@@ -278,15 +294,12 @@ def plan_inputs(
             known = example[axis] if example is not None and axis < len(example) else None
             if (symbol is not None and symbol in batch) or (axis == 0 and symbol is None and len(spec.shape or []) > 1):
                 batch_axis = axis if batch_axis is None else batch_axis
-                value, why, source = 1, "batch: 1 (the sweep changes it)", "batch"
+                value, why, source = 1, note(BATCH), note(BATCH_SOURCE)
             elif symbol is None and batch_axis is None and state_batch(spec, axis, record):
-                batch_axis, value, source = axis, 1, "batch"
-                why = (
-                    "batch: 1, on axis 1 as a recurrent state keeps it ([layers, batch, hidden]; the sweep changes it)"
-                )
+                batch_axis, value, why, source = axis, 1, note(STATE_BATCH), note(BATCH_SOURCE)
             elif symbol is not None and symbol in chosen:
                 value, why, source = chosen[symbol]
-                why = f"{why} (the same '{symbol}' as another input)" if "same" not in why else why
+                why = note(SAME_AS_ANOTHER, why=why, symbol=symbol) if why.key != SAME_AS_ANOTHER else why
             else:
                 value, why, source = _first_guess(spec, axis, symbol, known, exported, record, audio)
             if symbol is not None:
@@ -294,10 +307,10 @@ def plan_inputs(
             shape.append(value)
             free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why, source=source))
         dtype = _numpy_dtype(spec.dtype)
-        kind, low, high, why = value_kind(spec, dtype, spec.vocabulary)
+        kind, low, high, reason = value_kind(spec, dtype, spec.vocabulary)
         if spec.name in exported.values:
             given = exported.values[spec.name]
-            kind, low, high, why = "constant", given, given + 1, "the value it was exported with"
+            kind, low, high, reason = "constant", given, given + 1, note(EXPORTED_VALUE)
         plan.append(
             BenchInput(
                 name=spec.name,
@@ -308,7 +321,7 @@ def plan_inputs(
                 low=low,
                 high=high,
                 free=free,
-                why=why,
+                why=reason,
             )
         )
     return plan
@@ -328,28 +341,9 @@ def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[Benc
     for spec in plan:
         for dim in spec.free:
             if dim.symbol in dims:
-                dim.give(dims[dim.symbol], "set by you", "you")
+                dim.give(dims[dim.symbol], note(SET_BY_YOU), note(YOU))
                 spec.shape[dim.axis] = dims[dim.symbol]
     return plan
-
-
-def _data(spec: BenchInput, dtype: Any, batch: int) -> Any:
-    """The input's real data (an .npy at batch 1), repeated along the batch axis for a larger batch."""
-    import numpy as np
-
-    if not spec.data:
-        raise BenchmarkError(f"Input '{spec.name}' takes real data, and none was given; choose other values.")
-    try:
-        array = np.load(spec.data, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise BenchmarkError(f"The data for input '{spec.name}' could not be read ({exc}); give it again.") from exc
-    if list(array.shape) != list(spec.shape):
-        raise BenchmarkError(
-            f"The data for input '{spec.name}' has shape {list(array.shape)}, and the plan says {spec.shape}."
-        )
-    if spec.batch_axis is not None and batch != array.shape[spec.batch_axis]:
-        array = np.repeat(array, batch, axis=spec.batch_axis)
-    return np.ascontiguousarray(array, dtype=dtype)
 
 
 def _numpy_dtype(dtype: str) -> str:
@@ -437,18 +431,7 @@ def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str,
             dtype = np.dtype("O")
         if dtype.kind not in "fbiu":
             raise BenchmarkError(f"Input '{spec.name}' has dtype {spec.dtype}, which cannot be generated here.")
-        kind = spec.kind
-        if kind == "data":
-            arrays[spec.name] = _data(spec, dtype, batch)
-        elif kind == "constant":
-            arrays[spec.name] = np.full(shape, spec.low, dtype=dtype)
-        elif dtype.kind == "b":
-            arrays[spec.name] = np.asarray(rng.random(shape) > 0.5)  # an array even for a 0-d shape
-        elif kind == "integers":
-            low, high = int(spec.low), max(int(spec.high), int(spec.low) + 1)
-            arrays[spec.name] = np.asarray(rng.integers(low, high, shape), dtype=dtype)
-        elif kind == "uniform":
-            arrays[spec.name] = np.asarray(rng.uniform(spec.low, spec.high, shape), dtype=dtype)
-        else:
-            arrays[spec.name] = np.asarray(rng.standard_normal(shape), dtype=dtype)
+        row = value_kind_of(spec.kind)  # core.model.values: how each kind is made
+        drawn_bool = row.random and dtype.kind == "b"  # a boolean input is drawn true or false, whatever the range
+        arrays[spec.name] = coin(rng, shape) if drawn_bool else row.make(spec, dtype, shape, rng, batch)
     return arrays

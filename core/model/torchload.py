@@ -12,6 +12,7 @@ from core.model import zoo
 from core.model.inputs import SCALAR_TYPES, scalar_value
 from core.model.records import ModelRecord, UserCode
 from core.model.torch_files import unwrap_checkpoint
+from core.model.values import value_kind_of
 
 if TYPE_CHECKING:
     import torch
@@ -139,13 +140,11 @@ def example_tensors(
             continue
         dtype = getattr(torch, dtypes.get(name, "float32"), torch.float32)
         made = (kinds or {}).get(name)
+        row = value_kind_of(made.kind) if made is not None else None  # core.model.values: how each kind is made
         if dtype.is_floating_point:
             tensors.append(torch.randn(*shape, generator=generator).to(dtype))
-        elif made is not None and made.kind == "constant":
-            tensors.append(torch.full(tuple(shape), made.low).to(dtype))
-        elif made is not None and made.kind == "integers" and dtype != torch.bool:
-            high = max(int(made.high), int(made.low) + 1)
-            tensors.append(torch.randint(int(made.low), high, tuple(shape), generator=generator).to(dtype))
+        elif made is not None and row is not None and row.torch_example and not (row.random and dtype == torch.bool):
+            tensors.append(row.torch_example(torch, shape, dtype, made, generator))
         elif dtype == torch.bool:
             tensors.append(torch.rand(*shape, generator=generator) > 0.5)
         else:

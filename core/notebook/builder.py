@@ -10,6 +10,7 @@ from core.errors import NotebookError
 from core.i18n import _, pgettext, using
 from core.model.inputs import BenchInput, plan_inputs
 from core.model.records import ModelRecord
+from core.model.values import notebook_make_inputs
 from core.notebook.cells import Cell, code, literal, markdown
 from core.notebook.measure_steps import benchmark_cells, profile_cells, quantize_cells, timing_helpers
 from core.notebook.onnx_steps import decode_cells, onnx_model_cells, partition_cells
@@ -100,7 +101,7 @@ def model_files(record: ModelRecord, inputs: list[BenchInput]) -> list[str]:
     files = [p for p in [record.path, *record.files] if p]
     if record.code is not None:
         files.append(str(record.code.root))
-    files += [spec.data for spec in inputs if spec.kind == "data" and spec.data]
+    files += [spec.data for spec in inputs if spec.real_data and spec.data]
     return list(dict.fromkeys(files))
 
 
@@ -113,35 +114,13 @@ def _plan_rows(inputs: list[BenchInput]) -> list[dict[str, object]]:
             "values": s.kind,
             "low": float(s.low),
             "high": float(s.high),
-            **({"data": Path(s.data).name} if s.kind == "data" and s.data else {}),
+            **({"data": Path(s.data).name} if s.real_data and s.data else {}),
         }
         for s in inputs
     ]
 
 
-_MAKE_INPUTS = '''
-def make_inputs(seed=0):
-    """Seeded inputs by the plan, made as the app makes them (the same values at the same seed)."""
-    rng = np.random.default_rng(seed)
-    arrays = {}
-    for spec in PLAN:
-        dtype, shape, kind = np.dtype(spec["dtype"]), spec["shape"], spec["values"]
-        if kind == "data":
-            array = np.load(spec["data"]).astype(dtype)
-        elif kind == "constant":
-            array = np.full(shape, spec["low"], dtype=dtype)
-        elif dtype.kind == "b":
-            array = np.asarray(rng.random(shape) > 0.5)
-        elif kind == "integers":
-            low = int(spec["low"])
-            array = np.asarray(rng.integers(low, max(int(spec["high"]), low + 1), shape), dtype=dtype)
-        elif kind == "uniform":
-            array = np.asarray(rng.uniform(spec["low"], spec["high"], shape), dtype=dtype)
-        else:
-            array = np.asarray(rng.standard_normal(shape), dtype=dtype)
-        arrays[spec["name"]] = array
-    return arrays
-'''
+_MAKE_INPUTS = notebook_make_inputs()  # written from the rows of core.model.values
 
 
 def _setup(plan: NotebookPlan) -> list[Cell]:

@@ -156,7 +156,7 @@ def split_data(
                 "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
             )
         )
-        fixed = [s.name for s in specs if s.kind == "data"]
+        fixed = [s.name for s in specs if s.real_data]
         if fixed:
             notes.append(
                 _(

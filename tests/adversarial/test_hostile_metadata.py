@@ -53,7 +53,7 @@ def test_metadata_is_read_as_data_never_run_and_cut_to_size(tmp_path: Path) -> N
     assert len(long_key) == 200 and len(meta.entries[long_key]) == VALUE_CHARS
     assert meta.lengths[long_key] == 1_000_000
     (images,) = plan_inputs(record)  # no believable imgsz: a detector's usual side
-    assert images.shape == [1, 3, 640, 640] and images.free[1].source == "its name 'height'"
+    assert images.shape == [1, 3, 640, 640] and images.free[1].source.english() == "its name 'height'"
 
     nested = _with([("names", "[" * 200_000 + "]" * 200_000), ("character", "a\n" * 600_000)], tmp_path, "deep")
     assert nested.metadata.classes == [] and nested.metadata.lengths["character"] == 1_200_000

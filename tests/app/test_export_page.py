@@ -162,5 +162,6 @@ def test_the_exported_models_plan_starts_from_the_sizes_and_values_it_was_export
     at.switch_page("app_pages/benchmark.py").run()
     assert not at.exception
     x, sr = at.session_state["input_plans"][record.id]
-    assert x.shape == [1, 6, 4] and x.free[0].why == "the size it was exported at"
-    assert (sr.kind, sr.low, sr.why) == ("constant", 8000, "the value it was exported with")
+    assert x.shape == [1, 6, 4] and x.free[0].why.english() == "the size it was exported at"
+    assert (sr.kind, sr.low) == ("constant", 8000) and sr.why is not None
+    assert sr.why.english() == "the value it was exported with"

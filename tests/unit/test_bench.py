@@ -105,7 +105,7 @@ def test_default_inputs_take_sizes_from_the_pytorch_example() -> None:
     (spec,) = default_inputs(onnx_record, torch_record)
     assert spec.shape == [1, 16, 64] and spec.batch_axis == 0
     (alone,) = default_inputs(onnx_record)  # no PyTorch original: a sequence gets a real length, and says so
-    assert alone.shape == [1, 128, 64] and alone.free[1].why == "sequence length: 128"
+    assert alone.shape == [1, 128, 64] and alone.free[1].why.english() == "sequence length: 128"
     fixed = default_inputs(_record([TensorSpec(name="x", dtype="int64", shape=[4, "?", None], dynamic_axes={})]))
     assert fixed[0].shape == [4, 1, 1] and fixed[0].batch_axis is None
 

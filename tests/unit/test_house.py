@@ -348,16 +348,22 @@ def _kind_compared_with(path: Path, names: set[str]) -> list[str]:
     return found
 
 
-def test_value_kinds_and_simulations_are_rows_of_their_tables_and_nothing_branches_on_their_names() -> None:
-    """How an input's values are made (core/model/values.py) and which providers Partition simulates
-    (core/partition/simulations.py) are tables of typed rows: a new kind or simulation is one row, and no module
-    asks ``kind == "uniform"`` or ``key == "nnapi"`` to decide what to do."""
-    from core.model.values import VALUE_KINDS
+def test_a_simulated_provider_is_a_row_of_its_table_and_nothing_branches_on_its_name() -> None:
+    """Which providers Partition simulates is core/partition/simulations.py's table: a new simulation is one row
+    (its key, the provider, its rule for the ops it takes), and no module asks ``key == "nnapi"``."""
     from core.partition.simulations import SIMULATED
 
-    tables = {CORE / "model" / "values.py", CORE / "partition" / "simulations.py"}
-    names = set(VALUE_KINDS) | set(SIMULATED)
-    places = [p for p in [*_modules(), *APP] if p not in tables]
-    assert not [where for p in places for where in _kind_compared_with(p, names)]
-    assert all(row.name == name and row.label and row.notebook for name, row in VALUE_KINDS.items())
+    places = [p for p in [*_modules(), *APP] if p != CORE / "partition" / "simulations.py"]
+    assert not [where for p in places for where in _kind_compared_with(p, set(SIMULATED))]
     assert all(row.key == key and callable(row.takes) for key, row in SIMULATED.items())
+
+
+def test_a_value_kind_is_a_row_of_its_table_and_nothing_branches_on_its_name() -> None:
+    """How an input's values are made is core/model/values.py's table: a new kind is one row (how to make the
+    values, describe them, write them in a notebook, its words and its --value word), and no module asks
+    ``kind == "uniform"`` to decide what to do (ui just translates the row's words)."""
+    from core.model.values import VALUE_KINDS
+
+    places = [p for p in [*_modules(), *APP] if p != CORE / "model" / "values.py"]
+    assert not [where for p in places for where in _kind_compared_with(p, set(VALUE_KINDS))]
+    assert all(row.name == name and row.label and row.notebook for name, row in VALUE_KINDS.items())

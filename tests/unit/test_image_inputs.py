@@ -14,6 +14,7 @@ from core.jobs import IMAGE_INPUT, run
 from core.model.data import ImageRequest
 from core.model.inputs import BenchInput, describe_values, make_inputs, plan_inputs
 from core.model.intake import IntakeRequest, describe_files
+from core.notes import say
 from tests import wild
 
 
@@ -33,7 +34,7 @@ def test_an_image_becomes_the_detectors_input_at_the_plans_size(tmp_path: Path) 
     )
     made = run(IMAGE_INPUT, request)  # in the worker, in its sandbox
     assert made.kind == "data" and made.shape == [1, 3, 640, 640]
-    assert describe_values(made) == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
+    assert say(describe_values(made)) == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
     (feed,) = make_inputs([made], batch=2).values()
     assert feed.shape == (2, 3, 640, 640) and feed.dtype == np.float32
     assert feed[0, 0, 10, 10] == pytest.approx(1.0) and feed[0, 0, 10, 600] == pytest.approx(0.0)  # red, then black
@@ -47,7 +48,7 @@ def test_imagenet_normalisation_and_refusals(tmp_path: Path) -> None:
     made = image_input(ImageRequest(image=str(_photo(tmp_path / "p.png", (8, 8))), spec=spec, out_dir=str(tmp_path)))
     array = np.load(made.data)
     assert array[0, 0, 0, 0] == pytest.approx((1 - 0.485) / 0.229, rel=1e-5)
-    assert "ImageNet" in made.why
+    assert made.why is not None and "ImageNet" in say(made.why)
     (tmp_path / "not.png").write_bytes(b"\x89PNG\r\n\x1a\n not really")
     with pytest.raises(BenchmarkError, match="could not be read as an image"):
         image_input(ImageRequest(image=str(tmp_path / "not.png"), spec=spec, out_dir=str(tmp_path)))
@@ -95,7 +96,10 @@ def test_a_picture_on_the_command_line_becomes_the_image_input(tmp_path: Path) -
     for given in (photo, f"{detector.inputs[0].name}={photo}"):  # the one image-shaped input, or it by name
         args = parser.parse_args(["--image", given, "--normalise", "unit"])
         (made,) = plan_from_args(detector, None, args, tmp_path / "work")
-        assert describe_values(made) == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
+        assert (
+            say(describe_values(made))
+            == "real data: photo.png, 320×200 resized to 640×640 (bilinear), scaled to [0, 1]"
+        )
     with pytest.raises(WorkbenchError, match=r"--image 'nothing\.png': no such file"):
         plan_from_args(detector, None, parser.parse_args(["--image", "nothing.png"]), tmp_path / "work")
     onnx.save(wild.vad_model(), str(tmp_path / "vad.onnx"))

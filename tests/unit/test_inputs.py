@@ -11,12 +11,24 @@ import pytest
 
 from core.bench import BenchRequest
 from core.bench.benchmark import run_benchmark
-from core.errors import BenchmarkError, UnsetDimError
-from core.model.dims import dim_kind
-from core.model.inputs import Exported, describe_values, make_inputs, plan_inputs, resolve_free_dims, unset_dims
+from core.errors import BenchmarkError, UnsetDimError, WorkbenchError
+from core.i18n import using
+from core.model.dims import AN_IMAGE, AUDIO_SAMPLES, CLASSIFIER, DETECTOR, NO_HINT, dim_kind
+from core.model.inputs import (
+    EXPORTED_SIZE,
+    EXPORTED_VALUE,
+    SET_BY_YOU,
+    Exported,
+    describe_values,
+    make_inputs,
+    plan_inputs,
+    resolve_free_dims,
+    unset_dims,
+)
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
+from core.notes import note, say
 from tests import wild
 
 
@@ -36,7 +48,8 @@ def test_a_detector_gets_a_real_image_size_and_its_minus_one_batch_is_dynamic(tm
     assert record.inputs[0].shape == ["-1", 3, "?", "?"]
     (x,) = plan_inputs(record)
     assert x.shape == [1, 3, 640, 640] and x.batch_axis == 0
-    assert [d.axis for d in x.free] == [0, 2, 3] and "image height" in x.free[1].why and "detector" in x.free[1].why
+    assert [d.axis for d in x.free] == [0, 2, 3]
+    assert x.free[1].why == note(DETECTOR["height"], value="640") and x.free[1].source == note(AN_IMAGE)
     assert _run(record)[0].shape == (1, 1, 640, 640)
     assert _run(record, batch=2)[0].shape == (2, 1, 640, 640)
 
@@ -48,7 +61,7 @@ def test_a_classifier_keeps_its_own_size_and_free_spatial_dims_get_a_classifiers
     for axis in (2, 3):
         model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = "side"
     (free,) = plan_inputs(_record(model, tmp_path, "cls_free"))
-    assert free.shape == [1, 3, 224, 224] and "classifier" in free.free[1].why
+    assert free.shape == [1, 3, 224, 224] and free.free[1].why == note(CLASSIFIER["height"], value="224")
 
 
 def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Path) -> None:
@@ -57,7 +70,9 @@ def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Pa
     assert (audio.shape, audio.batch_axis) == ([1, 512], 0)
     assert (state.shape, state.batch_axis) == ([2, 1, 128], 1)  # the same 'batch' as the audio's axis 0
     assert (sr.shape, sr.batch_axis, sr.kind, sr.low) == ([], None, "constant", 16000)
-    assert "16 kHz" in describe_values(sr) and "samples" in audio.free[1].why
+    assert (
+        describe_values(sr).english() == "all 16000 (a sample rate: 16 kHz)" and audio.free[1].why.key == AUDIO_SAMPLES
+    )
     feeds = make_inputs([audio, state, sr], 4)
     assert feeds["state"].shape == (2, 4, 128) and feeds["input"].shape == (4, 512) and feeds["sr"] == 16000
     prob, next_state = _run(record, batch=4)
@@ -94,9 +109,24 @@ def test_token_ids_stay_within_the_vocabulary_and_masks_are_on(tmp_path: Path) -
 def test_free_dims_set_by_name_move_together(tmp_path: Path) -> None:
     record = _record(wild.token_model(), tmp_path, "tokens")
     plan = resolve_free_dims(plan_inputs(record), {"sequence": 32})
-    assert [s.shape for s in plan] == [[1, 32]] * 3 and plan[0].free[1].why == "set by you"
+    assert [s.shape for s in plan] == [[1, 32]] * 3 and plan[0].free[1].why == note(SET_BY_YOU)
     with pytest.raises(BenchmarkError, match="no dim named seq; its named dims are: batch, sequence"):
         resolve_free_dims(plan_inputs(record), {"seq": 32})
+
+
+def test_the_plans_reasons_are_notes_said_in_the_readers_language_with_their_values(tmp_path: Path) -> None:
+    """Why a size and the values are what they are crosses as data (a template and its values): English for the
+    command line's JSON, Chinese on a Chinese page, never an English sentence parsed back."""
+    (x,) = plan_inputs(_record(wild.detector_model(), tmp_path, "det"))
+    ids, *_rest = plan_inputs(_record(wild.token_model(), tmp_path, "tokens"))
+    assert x.free[1].why.english() == "image height: 640, a detector's usual input"
+    assert say(describe_values(ids)) == "random integers 0–999 (token ids: the 1,000 rows of the table it indexes)"
+    with using("zh"):
+        assert (say(x.free[1].why), say(x.free[1].source)) == (
+            "图像高度：640，检测模型的常用输入",
+            "输入的种类（图像）",
+        )
+        assert say(describe_values(ids)) == "随机整数 0–999（token id：它所索引的表的 1,000 行）"
 
 
 def test_ir3_initializers_listed_as_inputs_are_not_inputs(tmp_path: Path) -> None:
@@ -118,12 +148,13 @@ def test_a_dim_named_for_what_it_is_gets_a_size_of_its_kind_and_one_nothing_name
     ocr = _record(wild.ocr_recogniser(), tmp_path, "ocr")
     (line,) = plan_inputs(ocr)
     assert line.shape == [1, 1, 64, 320] and not unset_dims([line])
-    assert line.free[0].why.startswith("text line width: 320") and "its name 'image_width'" in line.free[0].source
+    assert line.free[0].why.english().startswith("text line width: 320")
+    assert line.free[0].source.english() == "its name 'image_width', metadata 'character' (a text recogniser)"
     assert _run(ocr)[0].shape == (1, 80, 37)
 
     unhinted = _record(wild.unhinted_model(), tmp_path, "groups")
     plan = plan_inputs(unhinted)
-    assert [(d.symbol, d.source) for _, d in unset_dims(plan)] == [("group", "no hint")]
+    assert [(d.symbol, d.source.key) for _, d in unset_dims(plan)] == [("group", NO_HINT)]
     with pytest.raises(UnsetDimError, match=r"'group' \(input 'features', axis 2\).*nothing was run"):
         make_inputs(plan, 1)
     assert _run_given(unhinted, {"group": 4})[0].shape == (1, 16)
@@ -156,8 +187,8 @@ def test_an_ultralytics_export_is_run_at_the_size_in_its_metadata_and_says_so(tm
     assert meta.classes == wild.COCO_NAMES and meta.classes_key == "names" and "torch.onnx" in meta.producer
     (images,) = plan_inputs(record)
     assert images.shape == [1, 3, 320, 320] and images.batch_axis == 0
-    assert [d.source for d in images.free] == ["batch", "metadata 'imgsz'", "metadata 'imgsz'"]
-    assert "320×320" in images.free[1].why
+    assert [d.source.english() for d in images.free] == ["batch", "metadata 'imgsz'", "metadata 'imgsz'"]
+    assert images.free[1].why.english() == "image height: 320, what the model was made for (320×320)"
     assert _run(record)[0].shape == (1, 12, 1600)
 
     fixed = wild.yolo_model()
@@ -203,6 +234,32 @@ def test_the_command_line_takes_the_plan_and_its_json_records_it(
         assert done.returncode != 0 and message in done.stderr, done.stderr
 
 
+def test_the_command_lines_value_words_are_the_value_kinds_rows(tmp_path: Path) -> None:
+    import argparse
+
+    from core.cli.plan import add_plan_arguments, plan_from_args
+
+    parser = argparse.ArgumentParser()
+    add_plan_arguments(parser)
+    record = _record(wild.token_model(), tmp_path, "tokens")
+    name = plan_inputs(record)[0].name
+    for given, said in (
+        ("normal", "random normal (mean 0, sd 1) (set on the command line)"),
+        ("uniform:-1,1", "random uniform in [-1, 1) (set on the command line)"),
+        ("ints:2,5", "random integers 2–4 (set on the command line)"),
+        ("7", "all 7 (set on the command line)"),
+    ):
+        (spec, *_others) = plan_from_args(record, None, parser.parse_args(["--value", f"{name}={given}"]), tmp_path)
+        assert say(describe_values(spec)) == said
+    for wrong, message in (
+        ("ints:2", "expected ints:LOW,HIGH"),
+        ("uniform", "give a number"),
+        ("data", "give a number"),
+    ):
+        with pytest.raises(WorkbenchError, match=message):
+            plan_from_args(record, None, parser.parse_args(["--value", f"{name}={wrong}"]), tmp_path)
+
+
 def test_quantize_on_the_command_line_calibrates_a_detector_at_a_real_image_size(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -224,11 +281,11 @@ def test_the_sizes_and_values_a_model_was_exported_at_win_over_the_guesses(tmp_p
     changes it) and a shape of another rank is not used."""
     record = _record(wild.detector_model(), tmp_path, "det")
     (x,) = plan_inputs(record, exported=Exported({"x": [2, 3, 480, 320]}))
-    assert x.name == "x" and x.shape == [1, 3, 480, 320] and x.free[1].why == "the size it was exported at"
+    assert x.name == "x" and x.shape == [1, 3, 480, 320] and x.free[1].why == note(EXPORTED_SIZE)
     (other_rank,) = plan_inputs(record, exported=Exported({"x": [480, 320]}))
     assert other_rank.shape == [1, 3, 640, 640]
     _audio, _state, sr = plan_inputs(_record(wild.vad_model(), tmp_path, "vad"), exported=Exported(values={"sr": 8000}))
-    assert (sr.kind, sr.low, sr.why) == ("constant", 8000, "the value it was exported with")
+    assert (sr.kind, sr.low, sr.why) == ("constant", 8000, note(EXPORTED_VALUE))
 
 
 def test_dim_names_a_tool_made_up_are_explained_and_long_shapes_cut_on_the_card() -> None:
