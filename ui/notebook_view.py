@@ -13,9 +13,9 @@ from core.errors import WorkbenchError
 from core.i18n import _, language
 from core.jobs import NOTEBOOK
 from core.model import ModelRecord
+from core.model.export_options import ExportOptions
 from core.notebook import (
     STEPS,
-    ExportChoice,
     NotebookPlan,
     NotebookRequest,
     default_export,
@@ -45,7 +45,7 @@ def current_step() -> str:
     return next((row.step for row in pages.PAGES if Path(row.path).name == script), "")
 
 
-def _export_choice(torch_record: ModelRecord, exported: ModelRecord | None) -> ExportChoice:
+def _export_choice(torch_record: ModelRecord, exported: ModelRecord | None) -> ExportOptions:
     """The export as the Export page made it in this session (exporter and opset from its report; the input and
     output names and the dynamic axes as the exported model has them, at the input plan's sizes), else its
     defaults."""

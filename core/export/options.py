@@ -1,4 +1,5 @@
-"""What Export takes and gives: the options a user chooses, the exporters, and the verification report."""
+"""What Export takes and gives: the exporters, the request (with the options a user chooses, core.model's
+ExportOptions, which the notebook writes out too), and the verification report."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from core.access import WritePath
 from core.errors import ExportError
 from core.i18n import N_
+from core.model.export_options import DEFAULT_OPSET, ExportOptions
 from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
 from core.model.records import ModelRecord, TensorSpec
 from core.model.torchload import ExampleValues, TorchSource
@@ -38,25 +40,6 @@ EXPORTERS: dict[str, tuple[range, range, str]] = {
     ),
     "legacy": (range(9, 21), range(9, 21), N_("TorchScript-based (dynamo=False): traces the model; deprecated")),
 }
-
-
-DEFAULT_OPSET = 18
-
-
-@dataclass(kw_only=True)
-class ExportOptions:
-    """What the user chose on the Export page (JSON-able, so it can travel to the worker)."""
-
-    input_shapes: dict[str, list[int]]  # ONNX input name -> shape, in the model's argument order
-    input_dtypes: dict[str, str] = field(default_factory=dict)  # "int", "float" or "bool": a Python scalar
-    input_values: dict[str, float] = field(default_factory=dict)  # the value of each Python scalar argument
-    dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
-    input_kinds: dict[str, ExampleValues] = field(default_factory=dict)  # integer and boolean inputs' values
-    output_names: list[str] = field(default_factory=list)
-    exporter: str = "dynamo"
-    opset: int = DEFAULT_OPSET
-    optimize: bool = True  # dynamo: optimize=True; legacy: do_constant_folding=True
-    external_data: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

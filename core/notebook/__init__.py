@@ -13,11 +13,10 @@ from core.notebook.builder import (
     plan_steps,
     start_inputs,
 )
-from core.notebook.records import STEPS, ExportChoice, NotebookArchive, NotebookPlan, NotebookRequest
+from core.notebook.records import STEPS, NotebookArchive, NotebookPlan, NotebookRequest
 
 __all__ = [
     "STEPS",
-    "ExportChoice",
     "NotebookArchive",
     "NotebookPlan",
     "NotebookRequest",

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING
 
 from core.errors import NotebookError
 from core.i18n import _, pgettext, using
+from core.model.export_options import ExportOptions
 from core.model.inputs import BenchInput, plan_inputs
 from core.model.records import ModelRecord
 from core.model.values import notebook_make_inputs
 from core.notebook.cells import Cell, code, literal, markdown
 from core.notebook.measure_steps import benchmark_cells, profile_cells, quantize_cells, timing_helpers
 from core.notebook.onnx_steps import decode_cells, onnx_model_cells, partition_cells
-from core.notebook.records import ONNX_STEPS, STEPS, ExportChoice, NotebookPlan
+from core.notebook.records import ONNX_STEPS, STEPS, NotebookPlan
 from core.notebook.torch_steps import export_cells, torch_model_cells
 
 if TYPE_CHECKING:
@@ -50,9 +51,9 @@ def plan_steps(record: ModelRecord, steps: list[str] | tuple[str, ...]) -> tuple
     return tuple(s for s in STEPS if s in chosen)
 
 
-def default_export(record: ModelRecord) -> ExportChoice:
+def default_export(record: ModelRecord) -> ExportOptions:
     """The Export page's defaults for a PyTorch model: its example shapes, dtypes, dynamic axes and names."""
-    return ExportChoice(
+    return ExportOptions(
         input_shapes={
             s.name: [d if isinstance(d, int) and d > 0 else 1 for d in (s.shape or [])] for s in record.inputs
         },

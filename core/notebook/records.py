@@ -1,16 +1,17 @@
-"""What a notebook is written from: the model, the input plan, the export choices and the steps; and the zip job's
-request and answer."""
+"""What a notebook is written from: the model, the input plan, the export options (core.model's ExportOptions, as
+the Export page exports) and the steps; and the zip job's request and answer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from core.access import ReadPath, WritePath
 from core.i18n import N_
+from core.model.export_options import ExportOptions
 from core.model.inputs import BenchInput
 from core.model.records import ModelRecord
 
-__all__ = ["ONNX_STEPS", "STEPS", "ExportChoice", "NotebookArchive", "NotebookPlan", "NotebookRequest"]
+__all__ = ["ONNX_STEPS", "STEPS", "NotebookArchive", "NotebookPlan", "NotebookRequest"]
 
 # step -> its heading in the notebook (the pages' own names, translated where written)
 STEPS: dict[str, str] = {
@@ -26,26 +27,13 @@ ONNX_STEPS = frozenset({"decode", "partition", "benchmark", "profile", "quantize
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExportChoice:
-    """How the Export page exported (or would export) the PyTorch model: the same call, written out."""
-
-    exporter: str = "dynamo"  # "dynamo" or "legacy"
-    opset: int = 18
-    input_shapes: dict[str, list[int]] = field(default_factory=dict)  # input name -> example shape, in order
-    input_dtypes: dict[str, str] = field(default_factory=dict)
-    dynamic_axes: dict[str, dict[str, str]] = field(default_factory=dict)  # input -> {axis: label}
-    output_names: list[str] = field(default_factory=list)
-    optimize: bool = True
-
-
-@dataclass(frozen=True, kw_only=True)
 class NotebookPlan:
     """One notebook: which model (and its PyTorch original), run on which inputs, through which steps, in which
     language. ``repeat`` and ``warmup`` are the timing loops' defaults (a parameter cell the reader can change)."""
 
     model: ModelRecord  # the model the walk starts from: a PyTorch model, or an ONNX model
     inputs: list[BenchInput]  # the input plan, as the app ran the model (core.model.inputs)
-    export: ExportChoice | None = None  # a PyTorch model: how it is exported
+    export: ExportOptions | None = None  # a PyTorch model: how it is exported (the same call, written out)
     steps: tuple[str, ...] = tuple(STEPS)
     language: str = "en"
     repeat: int = 100

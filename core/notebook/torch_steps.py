@@ -10,9 +10,9 @@ from pathlib import Path
 from core.errors import NotebookError
 from core.i18n import _
 from core.model import zoo
+from core.model.export_options import ExportOptions
 from core.model.records import ModelRecord
 from core.notebook.cells import Cell, code, literal, markdown
-from core.notebook.records import ExportChoice
 
 __all__ = ["EXPORTED_FILE", "export_cells", "torch_model_cells"]
 
@@ -152,7 +152,7 @@ def torch_model_cells(record: ModelRecord) -> list[Cell]:
     ]
 
 
-def _traced_shapes(choice: ExportChoice) -> dict[str, list[int]]:
+def _traced_shapes(choice: ExportOptions) -> dict[str, list[int]]:
     """torch.export treats a dynamic axis of size 0 or 1 as a constant: the app traces such an axis at 2."""
     shapes = {k: list(v) for k, v in choice.input_shapes.items()}
     if choice.exporter == "dynamo":
@@ -168,7 +168,7 @@ def _identifier(label: str, fallback: str) -> str:
     return cleaned if cleaned and not cleaned[0].isdigit() and cleaned.isidentifier() else fallback
 
 
-def _export_call(choice: ExportChoice) -> list[str]:
+def _export_call(choice: ExportOptions) -> list[str]:
     names = list(choice.input_shapes)
     call = [
         "torch.onnx.export(",
@@ -194,7 +194,7 @@ def _export_call(choice: ExportChoice) -> list[str]:
     return [*call, ")"]
 
 
-def export_cells(choice: ExportChoice) -> list[Cell]:
+def export_cells(choice: ExportOptions) -> list[Cell]:
     """The Export page: the same call, then the checker, then PyTorch and ONNX Runtime side by side."""
     traced = _traced_shapes(choice)
     make = []

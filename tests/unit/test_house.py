@@ -367,3 +367,10 @@ def test_a_value_kind_is_a_row_of_its_table_and_nothing_branches_on_its_name() -
     places = [p for p in [*_modules(), *APP] if p != CORE / "model" / "values.py"]
     assert not [where for p in places for where in _kind_compared_with(p, set(VALUE_KINDS))]
     assert all(row.name == name and row.label and row.notebook for name, row in VALUE_KINDS.items())
+
+
+def test_an_export_is_described_by_one_options_class_below_export_and_the_notebook() -> None:
+    """The Export page, the command line and a notebook's export cell write the same torch.onnx.export call from one
+    ExportOptions in core/model, with its defaults (the notebook had a copy, ExportChoice, with its own)."""
+    assert _classes_named("ExportOptions") == ["core/model/export_options.py"]
+    assert not _classes_named("ExportChoice")
