@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.navigation.page import Page as StreamlitPage
 
 from core.i18n import N_, _
+from core.page_titles import PAGE_TITLES
 from ui.hooks import PAGES_SHOWN
 
 __all__ = ["PAGES", "PAGE_ICON", "Page", "closed", "first_open", "link", "navigation", "page"]
@@ -17,15 +18,19 @@ __all__ = ["PAGES", "PAGE_ICON", "Page", "closed", "first_open", "link", "naviga
 
 @dataclass(frozen=True, kw_only=True)
 class Page:
-    step: str  # its key: "benchmark"
+    step: str  # its key: "benchmark"; its title is core.page_titles's (the notebook's headings read it too)
     path: str  # the script under app_pages/
-    # title, section and link are marked for the catalog (N_) and translated where shown (_)
-    title: str  # in the navigation
+    # section and link are marked for the catalog (N_) and translated where shown (_)
     icon: str  # a Material icon
     section: str  # the navigation's group: the walk-through, or the team's pages
     link: str  # what a link to it says, at the end of another page
     needs: str = ""  # before it can start: "" (nothing), "pytorch" or "onnx" (a PyTorch one is exported in a click)
     doing: str = ""  # what it does to the model, for "Decoding needs an ONNX model"
+
+    @property
+    def title(self) -> str:
+        """In the navigation: marked for the catalog in core.page_titles, translated where shown (_)."""
+        return PAGE_TITLES[self.step]
 
 
 WALK_THROUGH, TEAM = N_("Walk-through"), N_("Team")
@@ -34,7 +39,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="model",
         path="app_pages/model.py",
-        title=N_("Model"),
         icon=":material/deployed_code:",
         section=WALK_THROUGH,
         link=N_("Model: see its card, or open another"),
@@ -42,7 +46,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="export",
         path="app_pages/export.py",
-        title=N_("Export"),
         icon=":material/output:",
         section=WALK_THROUGH,
         link=N_("Export: choose the opset, shapes and dynamic axes"),
@@ -52,7 +55,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="decode",
         path="app_pages/decode.py",
-        title=N_("Decode"),
         icon=":material/data_object:",
         section=WALK_THROUGH,
         link=N_("Decode: the protobuf from the first bytes to the graph"),
@@ -62,7 +64,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="partition",
         path="app_pages/partition.py",
-        title=N_("Partition"),
         icon=":material/account_tree:",
         section=WALK_THROUGH,
         link=N_("Partition: which provider runs each node"),
@@ -72,7 +73,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="benchmark",
         path="app_pages/benchmark.py",
-        title=N_("Benchmark"),
         icon=":material/speed:",
         section=WALK_THROUGH,
         link=N_("Benchmark: PyTorch eager against ONNX Runtime"),
@@ -82,7 +82,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="profile",
         path="app_pages/profile.py",
-        title=N_("Profile"),
         icon=":material/timer:",
         section=WALK_THROUGH,
         link=N_("Profile: where the time goes, node by node"),
@@ -92,7 +91,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="quantize",
         path="app_pages/quantize.py",
-        title=N_("Quantize"),
         icon=":material/compress:",
         section=WALK_THROUGH,
         link=N_("Quantize: INT8 and FP16 variants, size against accuracy"),
@@ -102,7 +100,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="compare",
         path="app_pages/compare.py",
-        title=N_("Compare"),
         icon=":material/difference:",
         section=WALK_THROUGH,
         link=N_("Compare: where two models part ways, tensor by tensor"),
@@ -112,7 +109,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="deploy",
         path="app_pages/deploy.py",
-        title=N_("Deploy"),
         icon=":material/rocket_launch:",
         section=WALK_THROUGH,
         link=N_("Deploy: the fastest session settings, a server for them, its latency under load"),
@@ -122,7 +118,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="history",
         path="app_pages/history.py",
-        title=N_("History"),
         icon=":material/history:",
         section=WALK_THROUGH,
         link=N_("History: compare this run with earlier ones"),
@@ -130,7 +125,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="dashboard",
         path="app_pages/dashboard.py",
-        title=N_("Dashboard"),
         icon=":material/dashboard:",
         section=TEAM,
         link=N_("Dashboard: the team's latest results and regressions"),
@@ -138,7 +132,6 @@ PAGES: tuple[Page, ...] = (
     Page(
         step="classroom",
         path="app_pages/classroom.py",
-        title=N_("Classroom"),
         icon=":material/school:",
         section=TEAM,
         link=N_("Classroom: the room's board"),

@@ -6,22 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.access import ReadPath, WritePath
-from core.i18n import N_
 from core.model.export_options import ExportOptions
 from core.model.inputs import BenchInput
 from core.model.records import ModelRecord
+from core.page_titles import PAGE_TITLES
 
 __all__ = ["ONNX_STEPS", "STEPS", "NotebookArchive", "NotebookPlan", "NotebookRequest"]
 
-# step -> its heading in the notebook (the pages' own names, translated where written)
+# step -> its heading in the notebook: the page's own title (core.page_titles), translated where written
 STEPS: dict[str, str] = {
-    "model": N_("Model"),
-    "export": N_("Export"),
-    "decode": N_("Decode"),
-    "partition": N_("Partition"),
-    "benchmark": N_("Benchmark"),
-    "profile": N_("Profile"),
-    "quantize": N_("Quantize"),
+    step: PAGE_TITLES[step] for step in ("model", "export", "decode", "partition", "benchmark", "profile", "quantize")
 }
 ONNX_STEPS = frozenset({"decode", "partition", "benchmark", "profile", "quantize"})  # they need an ONNX file
 

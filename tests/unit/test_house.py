@@ -23,6 +23,7 @@ FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "gr
 FEATURES |= {"diff", "compare"}
 LIBRARIES = {"model", "runtime"}
 BASICS = {"access", "errors", "extras", "i18n", "identity", "recorded", "settings", "tables", "workspace"}
+BASICS |= {"page_titles"}  # the pages' titles: ui/pages.py's rows and the notebook's headings read them
 # what each part of core may import from core (besides itself)
 ALLOWED = {
     **{feature: LIBRARIES | BASICS for feature in FEATURES},
@@ -374,3 +375,28 @@ def test_an_export_is_described_by_one_options_class_below_export_and_the_notebo
     ExportOptions in core/model, with its defaults (the notebook had a copy, ExportChoice, with its own)."""
     assert _classes_named("ExportOptions") == ["core/model/export_options.py"]
     assert not _classes_named("ExportChoice")
+
+
+def test_a_pages_title_is_written_once_below_the_pages_and_the_notebook() -> None:
+    """ui/pages.py's rows and the notebook's headings read one table of titles, core.page_titles (the notebook had
+    its own copy of seven): no other table maps the pages' steps to marked titles."""
+    from core.notebook import STEPS
+    from core.page_titles import PAGE_TITLES
+    from ui.pages import PAGES
+
+    assert list(PAGE_TITLES) == [p.step for p in PAGES]
+    assert all(p.title == PAGE_TITLES[p.step] for p in PAGES) and all(STEPS[s] == PAGE_TITLES[s] for s in STEPS)
+    titles = {f"N_({title!r})" for title in PAGE_TITLES.values()}  # as ast.unparse writes a marked title
+    copies = []
+    for path in [*_modules(), *APP]:
+        if path == CORE / "page_titles.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                keys = {k.value for k in node.keys if isinstance(k, ast.Constant)}
+                marked = [v for v in node.values if isinstance(v, ast.Call) and ast.unparse(v.func) == "N_"]
+                if len(keys & set(PAGE_TITLES)) >= 3 and marked:
+                    copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if isinstance(node, ast.keyword) and node.arg == "title" and ast.unparse(node.value) in titles:
+                copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not copies
