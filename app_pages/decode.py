@@ -77,7 +77,7 @@ if view is not None:
     if profiled is not None:
         st.caption(
             _("Latency from the profile at {level}: {headline}").format(
-                level=profiled.level, headline=md_escape(profiled.headline, 300)
+                level=profiled.level, headline=md_escape(say(profiled.headline), 300)
             )
         )
     selected = draw_graph(view, key=f"graph_{record.id[:12]}", colourings=colourings)

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from core.errors import WorkbenchError
 from core.i18n import _
-from core.recorded import significant
+from core.notes import significant
 from core.store.dashboard import Latest, Point, Tuned
 from ui.charts import colour_map, escaped, plain
 from ui.text import md_escape

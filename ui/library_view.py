@@ -36,12 +36,13 @@ def permalink(model_id: str, key: str) -> str:
 def _latest(entry: Entry) -> str:
     """The latest benchmark headline kept with this keeping, if any."""
     from core.jobs.wire import WireError, decode
+    from core.notes import say
 
     data = session.library().result(entry.kept.record.id, entry.kept.key, BENCH.name)
     if data is None:
         return ""
     try:
-        return decode(data, BenchReport).headline
+        return say(decode(data, BenchReport).headline)
     except WireError:
         return ""
 

@@ -15,10 +15,10 @@ from core.graph.colourings import latency_colouring
 from core.graph.palette import ENGINES
 from core.i18n import _, number
 from core.jobs.wire import to_data
+from core.notes import say, significant
 from core.profile import ProfileReport
 from core.profile.profiler import headline
-from core.profile.words import NOTES, note_text
-from core.recorded import shown, significant
+from core.profile.words import note_text
 from ui.bench_view import busy_notice
 from ui.charts import escaped
 from ui.graph_panel import draw_graph
@@ -208,13 +208,13 @@ def _metrics(report: ProfileReport) -> None:
 
 def profile_section(report: ProfileReport, key: str, view: GraphView | None = None) -> None:
     """One profile: headline, charts, tables, and ``view`` (the model's graph) coloured by latency, in the reader's
-    language (what the profile keeps in English is found again and translated)."""
-    st.subheader(md_escape(headline(report), 500))
+    language (the profile's notes said here: core.notes)."""
+    st.subheader(md_escape(say(headline(report)), 500))
     advice = _("Profile again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "profile_again", _("Profile it again"), advice)
     for note in report.notes:
         if note != report.activity.note:  # the machine's own note: in the busy notice above
-            st.caption(md_escape(shown(note, NOTES), 800))
+            st.caption(md_escape(say(note), 800))
     _metrics(report)
     st.markdown(_("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own."))
     st.plotly_chart(op_types_figure(report), key=f"{key}_ops", config={"displaylogo": False})

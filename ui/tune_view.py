@@ -9,20 +9,17 @@ import pandas as pd
 import streamlit as st
 
 from core.i18n import _, pgettext
+from core.notes import say, say_all, significant
 from core.quantize.records import VARIANTS, variant_label
-from core.recorded import shown_all, significant
-from core.runtime.activity import NOTES as ACTIVITY_NOTES
 from core.tune import Candidate, SessionConfig, TuneReport
 from core.tune.saved import report_data
 from core.tune.search import STAGES, config_label
-from core.tune.words import headline, shown_not_tried
+from core.tune.words import headline
 from ui.bench_view import busy_notice, latency_legend
 from ui.charts import latency_figure
 from ui.text import md_escape
 
 __all__ = ["candidates_frame", "chosen_section", "ort_code", "report_json", "results_section", "table_frame"]
-
-_NOTES = ACTIVITY_NOTES  # kept in English in the run; a variant's notes come in the worker's language
 
 
 def _name(c: Candidate, report: TuneReport) -> str:
@@ -131,7 +128,7 @@ def report_json(report: TuneReport) -> bytes:
 
 
 def _verdict(report: TuneReport, key: str) -> None:
-    said = md_escape(headline(report), 800)
+    said = md_escape(say(headline(report)), 800)
     if report.changed:
         st.success(said)
     else:
@@ -168,10 +165,10 @@ def results_section(report: TuneReport, key: str) -> None:
     )
     if report.not_tried:
         st.markdown(_("**Not tried**"))
-        st.markdown("\n".join(f"- {md_escape(line, 300)}" for line in shown_not_tried(report.not_tried)))
-    for note in shown_all(report.notes, _NOTES):
+        st.markdown("\n".join(f"- {md_escape(line, 300)}" for line in say_all(report.not_tried)))
+    for note in report.notes:
         if report.activity is None or note != report.activity.note:
-            st.caption(md_escape(note, 800))
+            st.caption(md_escape(say(note), 800))
 
 
 def chosen_section(report: TuneReport, key: str) -> None:

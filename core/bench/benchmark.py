@@ -19,29 +19,48 @@ from typing import Any
 
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
-from core.i18n import N_, _, bounds, ngettext, number, using
+from core.i18n import N_, _, bounds, number
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
-from core.recorded import significant
-from core.runtime.activity import NOTES as ACTIVITY_NOTES
+from core.notes import Note, NoteValue, note, warning
 from core.runtime.activity import ActivityMeter
-from core.runtime.harness import CUT_SHORT, NOISY, BenchResult, Config, measure, result_of, timed_session
+from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
+from core.runtime.runs import LatencyRun
 from core.runtime.stats import speedup_interval
 
-__all__ = ["NOTES", "headline", "run_benchmark"]
+__all__ = ["NOISY_LABELS", "NO_BASELINE", "headline", "run_benchmark"]
 
 WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is not one number
-# what a run's notes say: kept in English in the saved run, translated where shown (core.recorded)
-_NO_BASELINE = N_("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
-_NOISY = N_(
+# what a run says: notes (a template and its values), said in the reader's language where they are shown
+NO_BASELINE = N_("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
+NOISY_LABELS = N_(
     "Noisy: for {labels}, the 95 % CI of the median is wider than ±{percent} %, so the headline gives the interval, "
     "not one number. Another process may have used the CPU, or the run was short: run again, with more calls or on "
     "a quieter machine."
 )
-NOTES = (_NO_BASELINE, _NOISY, *CUT_SHORT, *ACTIVITY_NOTES)
+# the headline and its clauses; where a count decides the English form, one template per form
+MEDIAN_ONLY = N_("{name}: median {ms} ms per call")
+ORT_AT = N_("ONNX Runtime ({level})")
+ORT_AT_THREADS = (
+    N_("ONNX Runtime ({level}) at {count} thread, batch {batch}"),
+    N_("ONNX Runtime ({level}) at {count} threads, batch {batch}"),
+)
+MEDIANS = N_("median {ms} ms against {base} ms")
+MEDIANS_BUSY = N_(
+    "median {ms} ms against {base} ms; the machine was busy: other processes kept {others} of {cores} cores busy"
+)
+AS_FAST = N_("{name} and {baseline} are as fast as each other here: 95 % CI {low}–{high}× ({ms})")
+FASTER = N_("{name} is {speedup}× faster than {baseline}, 95 % CI {low}–{high}× ({ms})")
+SLOWER = N_("{name} is {speedup}× slower than {baseline}, 95 % CI {low}–{high}× ({ms})")
+NOISY_EITHER_WAY = N_(
+    "Noisy run: {name} was somewhere between {slower}× slower and {faster}× faster than {baseline} (95 % CI; {ms})"
+)
+NOISY_AS_FAST = N_("Noisy run: {name} was between {low}× and {high}× as fast as {baseline} (95 % CI; {ms})")
+NOISY_FASTER = N_("Noisy run: {name} was between {low}× and {high}× faster than {baseline} (95 % CI; {ms})")
+NOISY_SLOWER = N_("Noisy run: {name} was between {low}× and {high}× slower than {baseline} (95 % CI; {ms})")
 
 
 @dataclass(kw_only=True)
@@ -188,7 +207,7 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     if "ort" in plan.engines:
         report_progress(0.1, _("Creating ONNX Runtime sessions"))
         configs += _ort_configs(onnx_path, inputs, plan, feeds)
-    notes: list[str] = []
+    notes: list[Note] = []
     started_wall = time.time()
     meter = ActivityMeter()
     try:
@@ -197,7 +216,7 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
     activity = meter.stop()
     finished_wall = time.time()
-    if activity.busy or not activity.known:
+    if (activity.busy or not activity.known) and activity.note is not None:
         notes.append(activity.note)
     report_progress(0.96, _("Computing statistics"))
     results, baseline = _results(configs, notes)
@@ -218,15 +237,14 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         environment=environment(plan.threads),
         results=results,
         baseline=baseline,
-        headline="",
+        headline=note(""),
         notes=notes,
         seconds=time.perf_counter() - began,
         started=started_wall,
         finished=finished_wall,
         activity=activity,
     )
-    with using("en"):  # the saved run keeps its headline in English; a page writes it anew in its reader's language
-        report.headline = headline(report)
+    report.headline = headline(report)
     return report
 
 
@@ -252,13 +270,13 @@ def _validate(
         raise BenchmarkError("Iterations must be 1–1,000,000 and warm-up runs 0–100,000.")
 
 
-def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult], str]:
+def _results(configs: list[Config], notes: list[Note]) -> tuple[list[BenchResult], str]:
     baseline_name = "PyTorch eager" if any(c.engine == "eager" for c in configs) else "ORT DISABLE_ALL"
     baselines = {(c.threads, c.batch): c for c in configs if _is_baseline(c, baseline_name)}
     references = {c.batch: c for c in configs if _is_baseline(c, baseline_name)}
     if not baselines:
         baseline_name = ""
-        notes.append(_NO_BASELINE)
+        notes.append(note(NO_BASELINE))
     results = []
     for c in configs:
         result = result_of(c)
@@ -273,28 +291,25 @@ def _results(configs: list[Config], notes: list[str]) -> tuple[list[BenchResult]
         results.append(result)
     noisy = [r.label for r in results if r.noisy]
     if noisy:
-        notes.append(_NOISY.format(percent=f"{NOISY * 50:.0f}", labels=", ".join(noisy)))
+        notes.append(warning(NOISY_LABELS, percent=round(NOISY * 50), labels=", ".join(noisy)))
     return results, baseline_name
 
 
-def headline(report: BenchReport) -> str:
-    """The one sentence a reader wants, in the reader's language: the fastest ORT configuration against the
-    baseline (a saved run keeps it in English; a page calls this again to show it)."""
+def headline(report: LatencyRun) -> Note:
+    """The one sentence a reader wants, as a note: the fastest ORT configuration against the baseline (a noisy or
+    busy run's as a warning, with the interval, never one number)."""
     candidates = [r for r in report.results if r.engine == "ort" and r.speedup is not None and r.level != ""]
     if report.baseline == "ORT DISABLE_ALL":
         candidates = [r for r in candidates if r.level != "DISABLE_ALL"]
     if not candidates:
         fastest = min(report.results, key=lambda r: r.median_ms)
-        return _("{name}: median {ms} ms per call").format(name=fastest.label, ms=significant(fastest.median_ms))
+        return note(MEDIAN_ONLY, name=fastest.label, ms=fastest.median_ms)
     best = max(candidates, key=lambda r: r.speedup or 0)
     assert best.speedup is not None
-    name = _("ONNX Runtime ({level})").format(level=best.level)
+    name = note(ORT_AT, level=best.level)
     if len({(r.threads, r.batch) for r in report.results}) > 1:
-        name = ngettext(
-            "ONNX Runtime ({level}) at {count} thread, batch {batch}",
-            "ONNX Runtime ({level}) at {count} threads, batch {batch}",
-            best.threads,
-        ).format(level=best.level, count=best.threads, batch=best.batch)
+        at_threads = ORT_AT_THREADS[0] if best.threads == 1 else ORT_AT_THREADS[1]
+        name = note(at_threads, level=best.level, count=best.threads, batch=best.batch)
     low, high = best.speedup_low or best.speedup, best.speedup_high or best.speedup
     base = next(
         (
@@ -306,55 +321,38 @@ def headline(report: BenchReport) -> str:
     )
     busy = report.activity is not None and report.activity.busy
     noisy = busy or best.noisy or (base is not None and base.noisy) or high > low * WIDE
-    medians = {"ms": significant(best.median_ms), "base": significant(best.median_ms * best.speedup)}
-    ms = _("median {ms} ms against {base} ms").format(**medians)
+    medians: dict[str, NoteValue] = {"ms": best.median_ms, "base": best.median_ms * best.speedup}
+    ms = note(MEDIANS, **medians)
     if busy:
         assert report.activity is not None
-        ms = _(
-            "median {ms} ms against {base} ms; the machine was busy: other processes kept {others} of {cores} cores "
-            "busy"
-        ).format(**medians, others=number(report.activity.others_cores, 1), cores=report.activity.cores)
-    said = {"name": name, "baseline": report.baseline, "ms": ms}
+        others = number(report.activity.others_cores, 1)
+        ms = note(MEDIANS_BUSY, **medians, others=others, cores=report.activity.cores)
+    said: dict[str, NoteValue] = {"name": name, "baseline": report.baseline, "ms": ms}
     if noisy:  # never a settled number that the next run may contradict: the interval is the answer
         return _noisy_headline(best.speedup, low, high, said)
     if low <= 1 <= high:
         lo, hi = bounds(low, high, 2)
-        return _("{name} and {baseline} are as fast as each other here: 95 % CI {low}–{high}× ({ms})").format(
-            **said, low=lo, high=hi
-        )
+        return note(AS_FAST, **said, low=lo, high=hi)
     if best.speedup >= 1:
         lo, hi = bounds(low, high)
-        return _("{name} is {speedup}× faster than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
-            **said, speedup=number(best.speedup, 1), low=lo, high=hi
-        )
+        return note(FASTER, **said, speedup=number(best.speedup, 1), low=lo, high=hi)
     # say "slower" and turn the interval round with it
     lo, hi = bounds(1 / high, 1 / low)
-    return _("{name} is {speedup}× slower than {baseline}, 95 % CI {low}–{high}× ({ms})").format(
-        **said, speedup=number(1 / best.speedup, 1), low=lo, high=hi
-    )
+    return note(SLOWER, **said, speedup=number(1 / best.speedup, 1), low=lo, high=hi)
 
 
-def _noisy_headline(speedup: float, low: float, high: float, said: dict[str, str]) -> str:
+def _noisy_headline(speedup: float, low: float, high: float, said: dict[str, NoteValue]) -> Note:
     """A noisy run's headline: the interval, never one number."""
     if low <= 1 <= high:
         if low < 1:
-            return _(
-                "Noisy run: {name} was somewhere between {slower}× slower and {faster}× faster than {baseline} "
-                "(95 % CI; {ms})"
-            ).format(**said, slower=number(1 / low, 1), faster=number(high, 1))
+            return warning(NOISY_EITHER_WAY, **said, slower=number(1 / low, 1), faster=number(high, 1))
         lo, hi = bounds(low, high)
-        return _("Noisy run: {name} was between {low}× and {high}× as fast as {baseline} (95 % CI; {ms})").format(
-            **said, low=lo, high=hi
-        )
+        return warning(NOISY_AS_FAST, **said, low=lo, high=hi)
     if speedup >= 1:
         lo, hi = bounds(low, high)
-        return _("Noisy run: {name} was between {low}× and {high}× faster than {baseline} (95 % CI; {ms})").format(
-            **said, low=lo, high=hi
-        )
+        return warning(NOISY_FASTER, **said, low=lo, high=hi)
     lo, hi = bounds(1 / high, 1 / low)
-    return _("Noisy run: {name} was between {low}× and {high}× slower than {baseline} (95 % CI; {ms})").format(
-        **said, low=lo, high=hi
-    )
+    return warning(NOISY_SLOWER, **said, low=lo, high=hi)
 
 
 def _is_baseline(item: Config | BenchResult, baseline: str) -> bool:

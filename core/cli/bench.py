@@ -27,6 +27,7 @@ from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
 from core.model.records import format_shape
+from core.notes import say
 from core.runtime.harness import PER_CALL
 from core.settings import load_settings
 
@@ -65,7 +66,7 @@ def register(parser: Any) -> None:
 
 
 def _print(report: BenchReport) -> None:
-    print(report.headline)
+    print(say(report.headline))
     for name, used in report.settings.get("inputs", {}).items():
         print(_("input    {name}: {dtype} {shape}, {values}").format(
             name=name, dtype=used["dtype"], shape=format_shape(used["shape"]), values=used["values"]
@@ -94,7 +95,7 @@ def _print(report: BenchReport) -> None:
     ))  # fmt: skip
     print(_("versions {versions}").format(versions=", ".join(f"{k} {v}" for k, v in env.versions.items())))
     for note in report.notes:
-        print(_("note     {note}").format(note=note))
+        print(_("note     {note}").format(note=say(note)))
 
 
 def _owner(args: argparse.Namespace) -> Identity:
@@ -130,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]
         data["inputs"] = plan_json(model.inputs)
         data["environment"] = environment_json(data["environment"], args.target)
+        data["headline"] = report.headline.english()  # a sentence, in English as every text of --json; notes as data
         print(json.dumps(data, indent=2))
         return 0
     _print(report)

@@ -17,7 +17,7 @@ from core.errors import LoadtestError
 from core.i18n import _
 from core.jobs import LOADTEST, LOADTEST_URL
 from core.jobs.wire import to_data
-from core.recorded import significant
+from core.notes import say, significant
 from core.settings import load_settings
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def register(parser: Any) -> None:
 def _print(report: LoadtestReport) -> None:
     from core.deploy.loadtest import headline, percentile_text
 
-    print(headline(report))
+    print(say(headline(report)))
     print(padded(_("concurrency"), 12), padded(_("requests/s"), 11, True), padded("p50", 22, True),
           padded("p90", 10, True), padded("p99", 10, True), padded(_("errors"), 7, True))  # fmt: skip
     for r in report.results:
@@ -64,7 +64,7 @@ def _print(report: LoadtestReport) -> None:
         )
     )
     for note in report.notes:
-        print(_("note     {note}").format(note=note))
+        print(_("note     {note}").format(note=say(note)))
 
 
 def report_json(report: LoadtestReport) -> dict[str, Any]:

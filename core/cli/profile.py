@@ -15,7 +15,9 @@ from core.i18n import _
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
 from core.model.records import format_shape
+from core.notes import say
 from core.profile import ProfileRequest
+from core.profile.words import note_text
 
 if TYPE_CHECKING:
     from core.profile import ProfileReport
@@ -50,7 +52,9 @@ def report_json(report: ProfileReport, plan: list[Any]) -> dict[str, Any]:
 
 
 def _print(report: ProfileReport, top: int) -> None:
-    print(report.headline)
+    from core.profile.profiler import headline
+
+    print(say(headline(report)))
     for name, used in report.settings.get("inputs", {}).items():
         print(_("input    {name}: {dtype} {shape}, {values}").format(
             name=name, dtype=used["dtype"], shape=format_shape(used["shape"]), values=used["values"]
@@ -66,17 +70,17 @@ def _print(report: ProfileReport, top: int) -> None:
     for node in report.nodes[:top]:
         print(
             f"{node.name[:40]:<40} {node.op_type[:18]:<18} {node.mean_ms:>8.3f} {node.share:>6.1%}  "
-            f"{node.module or '-'}{'; ' + node.note if node.note else ''}"
+            f"{node.module or '-'}{'; ' + note_text(node.note) if node.note else ''}"
         )
     if report.matched:
         print(padded(_("eager layer(s)"), 40), padded("eager ms", 9, True), padded("ORT ms", 9, True), " " + _("note"))
         for row in report.matched:
-            label = " + ".join(row.modules) or "(" + row.note + ")"
+            label = " + ".join(row.modules) or "(" + note_text(row.note) + ")"
             eager = f"{row.eager_ms:.3f}" if row.eager_ms is not None else "-"
             ort = f"{row.ort_ms:.3f}" if row.ort_ms is not None else "-"
-            print(f"{label[:40]:<40} {eager:>9} {ort:>9}  {row.note if row.modules else ''}")
+            print(f"{label[:40]:<40} {eager:>9} {ort:>9}  {note_text(row.note) if row.modules else ''}")
     for note in report.notes:
-        print(_("note     {note}").format(note=note))
+        print(_("note     {note}").format(note=say(note)))
 
 
 def run(args: argparse.Namespace) -> int:

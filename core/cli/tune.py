@@ -25,7 +25,7 @@ from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.errors import JobError
 from core.i18n import _, number
 from core.jobs import TUNE
-from core.recorded import significant
+from core.notes import say, significant
 from core.settings import load_settings
 from core.tune import TuneRequest
 from core.tune.budget import TunePartial, longest_budget, read_partial
@@ -60,9 +60,9 @@ def register(parser: Any) -> None:
 
 def _print(report: TuneReport) -> None:
     from core.tune.search import config_label
-    from core.tune.words import headline, shown_not_tried
+    from core.tune.words import headline
 
-    print(headline(report))
+    print(say(headline(report)))
     print(padded(_("configuration"), 44), padded(_("median"), 10, True), padded(_("95 % CI"), 21, True))
     for c in report.candidates:
         name = config_label(c.config)
@@ -72,10 +72,10 @@ def _print(report: TuneReport) -> None:
             print(padded(name, 44), padded(significant(c.median_ms), 10, True), padded(interval, 21, True))
         else:
             print(padded(name, 44), c.accuracy_note or c.error)
-    for line in shown_not_tried(report.not_tried):
-        print(_("not tried {line}").format(line=line))
+    for line in report.not_tried:
+        print(_("not tried {line}").format(line=say(line)))
     for note in report.notes:
-        print(_("note     {note}").format(note=note))
+        print(_("note     {note}").format(note=say(note)))
 
 
 def _write(report: TuneReport, output: Path) -> None:

@@ -39,9 +39,9 @@ import numpy as np
 from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
 from core.deploy.session import session_for
 from core.errors import LoadtestError, NotAModelServer
-from core.i18n import N_, _, number
+from core.i18n import N_, _
 from core.model.inputs import make_inputs
-from core.recorded import significant
+from core.notes import Note, note, significant, warning
 from core.runtime.machine import environment
 from core.runtime.session_config import SessionConfig
 from core.runtime.stats import median_interval, quantile_interval
@@ -49,9 +49,13 @@ from core.runtime.stats import median_interval, quantile_interval
 T = TypeVar("T")
 
 __all__ = [
+    "DIFFERS",
+    "ERRORS",
     "HEADLINE",
+    "JSON_COSTS",
     "JSON_COSTS_MS",
-    "NOTES",
+    "NO_ANSWER",
+    "STOPPED",
     "check_server",
     "headline",
     "json_costs",
@@ -66,26 +70,27 @@ HEALTH_S = 5.0  # how long an address's /health may take to answer before it is 
 HEALTH_BYTES = 1 << 20  # the most of a /health answer read (the generated server's is a few hundred bytes)
 STOP_RUN = 20  # failures in a row that stop the load
 STOP_SHARE, STOP_MIN = 0.5, 40  # ... or more than this share failed, once at least STOP_MIN requests were sent
-_ERRORS = N_("{count} of {total} requests at concurrency {concurrency} failed, e.g. {example}")
-_DIFFERS = N_(
+# what a load test says: notes (a template and its values), said in the reader's language where they are shown
+ERRORS = N_("{count} of {total} requests at concurrency {concurrency} failed, e.g. {example}")
+DIFFERS = N_(
     "The outputs of {checked} checked responses at concurrency {concurrency} differ from ONNX Runtime in-process by "
     "up to {diff}: the server does not run the model as it runs here."
 )
-_JSON_COSTS = N_(
+JSON_COSTS = N_(
     "HTTP and JSON took {overhead} ms of the {p50} ms at concurrency {concurrency}: the input's {count} numbers are "
     "written and parsed as JSON text on every request. Send the input as an .npy body (the toggle on the Deploy page, "
     "or --npy on the command line) to measure the server without that cost, as a client sending large tensors should."
 )
-_STOPPED = N_(
+STOPPED = N_(
     "The load stopped at concurrency {concurrency}: {count} of {total} requests failed (the first: {example}); "
     "a server failing so is not loaded further, nor at a higher concurrency."
 )
-NOTES = (_ERRORS, _DIFFERS, _JSON_COSTS, _STOPPED)  # kept in English in the saved run, translated where shown
 JSON_COSTS_MS = 5.0  # HTTP and JSON past this, and past the call itself, are mostly the body's text: .npy is said
 HEADLINE = N_(
     "Served over HTTP: p50 {p50} ms at concurrency {concurrency} against {local} ms in-process (HTTP and {body} cost "
     "{overhead} ms); at most {rps} requests/s, at concurrency {best}."
-)  # a saved run keeps it in English: History shows it again in its reader's language (core.recorded)
+)
+NO_ANSWER = N_("No request was answered; see the errors.")
 
 
 @dataclass(kw_only=True)
@@ -397,7 +402,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     body, kind = _body(feeds, request.npy)
     rng = random.Random(request.seed)
     results: list[LoadResult] = []
-    notes: list[str] = []
+    notes: list[Note] = []
     with contextlib.ExitStack() as stack:
         if request.app:
             report_progress(0.05, _("Starting the server"))
@@ -418,12 +423,12 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
                 break
             if load.errors:
                 notes.append(
-                    _ERRORS.format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0])
+                    warning(ERRORS, count=load.errors, total=total, concurrency=concurrency, example=load.examples[0])
                 )
             if diff is not None and diff > 1e-4:
-                notes.append(_DIFFERS.format(checked=len(load.sampled), concurrency=concurrency, diff=f"{diff:.3g}"))
-    if note := json_costs(results, float(np.median(in_process)), feeds, request.npy):
-        notes.append(note)
+                notes.append(warning(DIFFERS, checked=len(load.sampled), concurrency=concurrency, diff=f"{diff:.3g}"))
+    if costs := json_costs(results, float(np.median(in_process)), feeds, request.npy):
+        notes.append(costs)
     low, high = median_interval(in_process)
     return LoadtestReport(
         id=uuid.uuid4().hex[:12], model=request.model.name or Path(request.model.path).name,
@@ -436,7 +441,7 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     )  # fmt: skip
 
 
-def _stopped(load: _Load, concurrency: int, results: list[LoadResult]) -> str:
+def _stopped(load: _Load, concurrency: int, results: list[LoadResult]) -> Note:
     """The note that says the load stopped on a run of failures; a LoadtestError when no request was answered at
     all (the server fails every request: nothing was measured)."""
     total = load.errors + len(load.latencies_ms)
@@ -448,7 +453,7 @@ def _stopped(load: _Load, concurrency: int, results: list[LoadResult]) -> str:
                 "why."
             ).format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0][:200])
         )
-    return _STOPPED.format(concurrency=concurrency, count=load.errors, total=total, example=load.examples[0])
+    return warning(STOPPED, concurrency=concurrency, count=load.errors, total=total, example=load.examples[0])
 
 
 def percentile_text(value: float, low: float, high: float) -> str:
@@ -464,31 +469,31 @@ def _lowest_answered(results: list[LoadResult]) -> LoadResult | None:
     return min((r for r in results if r.requests), key=lambda r: r.concurrency, default=None)
 
 
-def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str, np.ndarray], npy: bool) -> str:
+def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str, np.ndarray], npy: bool) -> Note | None:
     """The note that says .npy, when a JSON body of the one input cost more than JSON_COSTS_MS and more than the
     call itself at the lowest concurrency (a 1x3x224x224 image: 106 ms of HTTP and JSON against an 8 ms call), else
-    "" (an .npy body, a small input, a model of several inputs: the load test sends .npy for one input only)."""
+    None (an .npy body, a small input, a model of several inputs: the load test sends .npy for one input only)."""
     first = _lowest_answered(results)
     if npy or len(feeds) != 1 or first is None:
-        return ""
+        return None
     overhead = first.p50_ms - in_process_ms
     if overhead <= max(JSON_COSTS_MS, in_process_ms):
-        return ""
-    return _JSON_COSTS.format(
-        overhead=significant(overhead), p50=significant(first.p50_ms), concurrency=first.concurrency,
-        count=number(next(iter(feeds.values())).size),
+        return None
+    return warning(
+        JSON_COSTS, overhead=overhead, p50=first.p50_ms, concurrency=first.concurrency,
+        count=int(next(iter(feeds.values())).size),
     )  # fmt: skip
 
 
-def headline(report: LoadtestReport) -> str:
-    """The one sentence a reader wants, in the reader's language: the served p50 at the lowest concurrency
-    against in-process, and the best throughput (a saved run keeps it in English; a page writes it anew)."""
+def headline(report: LoadtestReport) -> Note:
+    """The one sentence a reader wants, as a note: the served p50 at the lowest concurrency against in-process, and
+    the best throughput."""
     first = _lowest_answered(report.results)
     if first is None:
-        return _("No request was answered; see the errors.")
+        return warning(NO_ANSWER)
     best = max((r for r in report.results if r.requests), key=lambda r: r.rps)
-    return _(HEADLINE).format(
-        p50=significant(first.p50_ms), concurrency=first.concurrency, local=significant(report.in_process_p50_ms),
-        body=report.body.upper(), overhead=significant(first.p50_ms - report.in_process_p50_ms),
-        rps=number(best.rps, 0), best=best.concurrency,
+    return note(
+        HEADLINE, p50=first.p50_ms, concurrency=first.concurrency, local=report.in_process_p50_ms,
+        body=report.body.upper(), overhead=first.p50_ms - report.in_process_p50_ms, rps=round(best.rps),
+        best=best.concurrency,
     )  # fmt: skip

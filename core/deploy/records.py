@@ -8,6 +8,7 @@ from typing import Any
 from core.access import ReadPath, WritePath
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
+from core.notes import Note
 from core.runtime.machine import Environment
 from core.runtime.session_config import SessionConfig
 
@@ -101,6 +102,6 @@ class LoadtestReport:
     in_process_calls: int
     session: SessionConfig
     environment: Environment
-    notes: list[str]
+    notes: list[Note]  # what went wrong or costs more than it should (core.deploy.loadtest), said where shown
     seconds: float
     stopped_at: int | None = None  # the concurrency at which a run of failures stopped the load (notes say more)

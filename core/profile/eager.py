@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from core.notes import Note, note
 from core.profile.records import EagerModule, EagerOp, EagerProfile
 from core.profile.words import NO_MODULES
 
@@ -46,7 +47,9 @@ def _leaf_hooks(module: Any, order: dict[str, str], totals: dict[str, list[float
     return handles
 
 
-def _modules(runner: Any, tensors: list[Any], iterations: int, warmup: int) -> tuple[float, list[EagerModule], str]:
+def _modules(
+    runner: Any, tensors: list[Any], iterations: int, warmup: int
+) -> tuple[float, list[EagerModule], Note | None]:
     """Per-call wall time and per-module times, from hooks and a clock."""
     import torch
 
@@ -56,7 +59,7 @@ def _modules(runner: Any, tensors: list[Any], iterations: int, warmup: int) -> t
         handles = _leaf_hooks(runner, order, totals)
     except (RuntimeError, AttributeError):  # a TorchScript module takes no Python hooks
         handles = []
-    note = "" if handles else NO_MODULES
+    said = None if handles else note(NO_MODULES)
     try:
         with torch.inference_mode():
             for _ in range(warmup):
@@ -80,7 +83,7 @@ def _modules(runner: Any, tensors: list[Any], iterations: int, warmup: int) -> t
         for name, kind in order.items()
         if name in totals
     ]
-    return call_ms, modules, note
+    return call_ms, modules, said
 
 
 def _ops(runner: Any, tensors: list[Any], iterations: int) -> list[EagerOp]:
@@ -119,10 +122,10 @@ def profile_eager(
 
     torch.set_num_threads(threads)
     runner = model.module() if isinstance(model, torch.export.ExportedProgram) else model
-    call_ms, modules, note = _modules(runner, tensors, iterations, warmup)
+    call_ms, modules, said = _modules(runner, tensors, iterations, warmup)
     ops = _ops(runner, tensors, max(1, min(iterations, 20)))
     # the ops' times are the profiler's (slower kernels, see above): scaled to the clock's call they would
     # overstate nothing but the shares, so they are given as shares of the clock's call time
     for op in ops:
         op.mean_ms = op.share * call_ms
-    return EagerProfile(call_ms=call_ms, modules=modules, ops=ops, note=note)
+    return EagerProfile(call_ms=call_ms, modules=modules, ops=ops, note=said)

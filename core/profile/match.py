@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.model.proto import module_of
+from core.notes import Note, note
 from core.profile.records import EagerModule, LayerRow, NodeTime
 from core.profile.words import FUSED_WITH, IN_SCOPE, INSERTED, NO_MODULE, NO_NODE, UNMATCHED
 
@@ -39,10 +40,10 @@ class Lineage:
     first_input: dict[str, str]  # node -> its first input tensor
     order: dict[str, int]
 
-    def originals(self, node: onnx.NodeProto) -> tuple[list[str], str]:
+    def originals(self, node: onnx.NodeProto) -> tuple[list[str], Note | None]:
         """The original nodes an optimized node stands for, and a note on what ONNX Runtime did to them."""
         if node.op_type in _INSERTED:
-            return [], INSERTED
+            return [], note(INSERTED)
         found: list[str] = []
         names = [node.name, *(node.name[: -len(s)] for s in _SUFFIXES if node.name.endswith(s))]
         for name in names:
@@ -53,7 +54,7 @@ class Lineage:
         found += [self.producer[t] for t in node.output if t in self.producer]
         found = sorted(set(found), key=lambda n: self.order[n])
         if not found:
-            return [], ""
+            return [], None
         wanted = node.op_type.removeprefix("Fused")
         current = found[0]
         for _ in range(4):  # up the chain to the op the node is named for (a Conv fused with the Relu after it)
@@ -66,8 +67,7 @@ class Lineage:
             found.insert(0, current)
         found = sorted(set(found), key=lambda n: self.order[n])
         others = [self.ops[n] for n in found if self.ops[n] != wanted]
-        note = FUSED_WITH.format(ops=", ".join(others)) if others and len(found) > 1 else ""
-        return found, note
+        return found, note(FUSED_WITH, ops=", ".join(others)) if others and len(found) > 1 else None
 
 
 def lineage(graph: onnx.GraphProto) -> Lineage:
@@ -91,7 +91,7 @@ def _leaf_of(scope: str, leaves: set[str]) -> str:
     return stripped if stripped in leaves else scope
 
 
-def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[list[LayerRow], list[str]]:
+def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[list[LayerRow], list[Note]]:
     """Eager leaf modules in the order they ran, each with the ONNX Runtime nodes that came from it. Modules that
     share a node share a row (a Conv fused with its Relu); a module with no node of its own joins the row before
     it when it is a normalization (folded into the Conv before it), else the next row (the dynamo exporter names
@@ -123,7 +123,7 @@ def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[l
         if node.name not in used:
             rest.setdefault(_leaf_of(node.module, leaves), []).append(node)
     for scope, found in sorted(rest.items(), key=lambda kv: -sum(n.mean_ms for n in kv[1])):
-        what = IN_SCOPE.format(scope=scope) if scope else NO_MODULE
+        what = note(IN_SCOPE, scope=scope) if scope else note(NO_MODULE)
         rows.append(
             LayerRow(
                 modules=[],
@@ -131,24 +131,27 @@ def layer_rows(modules: list[EagerModule], nodes: Iterable[NodeTime]) -> tuple[l
                 eager_ms=None,
                 ort_ms=sum(n.mean_ms for n in found),
                 nodes=[n.name for n in found],
-                note=what,
+                note=[what],
             )
         )
-    notes = []
+    notes: list[Note] = []
     unmatched = [r for r in rows if r.ort_ms is None]
     if unmatched:
         layers = ", ".join(m for r in unmatched[:8] for m in r.modules)
-        notes.append(UNMATCHED.format(count=len(unmatched), layers=layers))
+        notes.append(note(UNMATCHED, count=len(unmatched), layers=layers))
     return rows, notes
 
 
 def _row(modules: list[EagerModule], nodes: list[NodeTime]) -> LayerRow:
-    notes = sorted({n.note for n in nodes if n.note})
+    notes: list[Note] = []
+    for node in nodes:  # each once, in the order of the nodes
+        if node.note is not None and node.note not in notes:
+            notes.append(node.note)
     return LayerRow(
         modules=[m.name for m in modules],
         kinds=[m.kind for m in modules],
         eager_ms=sum(m.mean_ms for m in modules),
         ort_ms=sum(n.mean_ms for n in nodes) if nodes else None,
         nodes=[n.name for n in nodes],
-        note="; ".join(notes) if nodes else NO_NODE,
+        note=notes if nodes else [note(NO_NODE)],
     )

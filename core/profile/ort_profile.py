@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import BenchmarkError
+from core.notes import Note, note
 from core.profile.match import Lineage, lineage
 from core.profile.records import NodeTime, OpTypeTime
 from core.profile.words import FEWER_CALLS, OWN_TIME
@@ -72,16 +73,16 @@ def _shapes(entries: Any) -> list[str]:
 def profile_ort(
     path: str, source: Any, feeds: dict[str, Any], level: str, threads: int, iterations: int, warmup: int,
     folder: Path, provider: str = "CPUExecutionProvider",
-) -> tuple[OrtProfile, list[str]]:  # fmt: skip
+) -> tuple[OrtProfile, list[Note]]:  # fmt: skip
     """Profile ``iterations`` calls after ``warmup`` of the model at ``path`` (``source``: its main graph, as the
     caller loaded it); the profile and notes (fewer calls for a large graph)."""
     import onnx
 
     node_count = len(source.node)
-    notes: list[str] = []
+    notes: list[Note] = []
     limit = max(3, MAX_EVENTS // max(node_count, 1))
     if iterations > limit:
-        notes.append(FEWER_CALLS.format(count=f"{node_count:,}", limit=limit, asked=iterations))
+        notes.append(note(FEWER_CALLS, count=node_count, limit=limit, asked=iterations))
         iterations = limit
     optimized = folder / "optimized.onnx"
     keep_optimized = str(optimized) if os.path.getsize(path) <= _OPTIMIZED_UP_TO else ""
@@ -132,7 +133,7 @@ def _nodes(
         entry[0].append(event["dur"] / 1000)
     nodes = []
     for name, (durations, args) in totals.items():
-        originals, note = original.originals(by_name[name]) if name in by_name else ([name], "")
+        originals, what = original.originals(by_name[name]) if name in by_name else ([name], None)
         originals = [o for o in originals if o in original.ops]
         count = len(durations)
         # the median run of the node, as often as it runs per call: one preempted call cannot move it
@@ -151,7 +152,7 @@ def _nodes(
                 original_ops=[original.ops[o] for o in originals],
                 module=next((original.modules[o] for o in originals if original.modules[o]), ""),
                 modules=list(dict.fromkeys(original.modules[o] for o in originals if original.modules[o])),
-                note=note,
+                note=what,
             )
         )
     return sorted(nodes, key=lambda n: -n.mean_ms)
@@ -178,5 +179,5 @@ def _own_times(nodes: list[NodeTime], graph: onnx.GraphProto, call_ms: float) ->
             timed = by_name[node.name]
             timed.mean_ms = max(0.0, raw[node.name] - inner)
             timed.share = timed.mean_ms / call_ms if call_ms else 0.0
-            timed.note = OWN_TIME
+            timed.note = note(OWN_TIME)
     nodes.sort(key=lambda n: -n.mean_ms)

@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import BenchmarkError
-from core.i18n import _, ngettext, number, pgettext, using
+from core.i18n import _, number
 from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
+from core.notes import Note, note
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
 from core.profile.records import EagerProfile, LayerRow, ProfileReport, ProfileRequest
-from core.recorded import significant
+from core.profile.words import BUSY, EAGER, EAGER_TOP, END, KERNELS, NO_KERNEL, SENTENCES, TOP_OP
 from core.runtime.activity import ActivityMeter
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
@@ -67,7 +68,7 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
     matched = _lined_up(eager, ort, notes)
-    if activity.busy or not activity.known:
+    if (activity.busy or not activity.known) and activity.note is not None:
         notes.insert(0, activity.note)
     report = ProfileReport(
         id=uuid.uuid4().hex[:12],
@@ -94,8 +95,7 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         notes=notes,
     )
     report.node_ms = ort.node_ms()
-    with using("en"):  # kept in English with the model's link; a page writes it anew in its reader's language
-        report.headline = headline(report)
+    report.headline = headline(report)
     report.seconds = time.perf_counter() - began
     return report
 
@@ -109,11 +109,11 @@ def _eager(
     return profile_eager(load_module(source), tensors, threads, iterations, warmup)
 
 
-def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[str]) -> list[LayerRow]:
+def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[Note]) -> list[LayerRow]:
     """Eager's layers next to ONNX Runtime's nodes; what could not be matched goes to ``notes``."""
     if eager is None:
         return []
-    if eager.note:
+    if eager.note is not None:
         notes.append(eager.note)
     if not eager.modules:
         return []
@@ -122,41 +122,27 @@ def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[str]) -> 
     return matched
 
 
-def headline(report: ProfileReport) -> str:
-    """Where the time goes, in one sentence per engine, in the current language."""
+def headline(report: ProfileReport) -> Note:
+    """Where the time goes, in one sentence per engine, as a note."""
     top = report.op_types[0] if report.op_types else None
     if report.call_ms:
-        text = ngettext(
-            "ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernel",
-            "ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernels",
-            len(report.nodes),
-        ).format(
-            level=report.level,
-            ms=significant(report.call_ms),
-            share=f"{report.kernel_ms / report.call_ms:.0%}",
-            count=number(len(report.nodes)),
-        )
+        share = f"{report.kernel_ms / report.call_ms:.0%}"
+        kernels = KERNELS[0] if len(report.nodes) == 1 else KERNELS[1]
+        text = note(kernels, level=report.level, ms=report.call_ms, share=share, count=len(report.nodes))
     else:
-        text = _("ONNX Runtime ran no kernel")
-    sentences = [
-        _("{said}; {op} takes the most ({share}).").format(said=text, op=top.op_type, share=f"{top.share:.0%}")
-        if top is not None
-        else _("{said}.").format(said=text)
-    ]
+        text = note(NO_KERNEL)
+    said = (
+        note(TOP_OP, said=text, op=top.op_type, share=f"{top.share:.0%}") if top is not None else note(END, said=text)
+    )
     if report.eager is not None:
         eager_top = report.eager.ops[0] if report.eager.ops else None
-        ms = significant(report.eager.call_ms)
-        sentences.append(
-            _("PyTorch eager: {ms} ms per call, most in {op} ({share}).").format(
-                ms=ms, op=eager_top.name, share=f"{eager_top.share:.0%}"
-            )
+        ms = report.eager.call_ms
+        eager = (
+            note(EAGER_TOP, ms=ms, op=eager_top.name, share=f"{eager_top.share:.0%}")
             if eager_top is not None
-            else _("PyTorch eager: {ms} ms per call.").format(ms=ms)
+            else note(EAGER, ms=ms)
         )
+        said = note(SENTENCES, said=said, more=eager)
     if report.activity.busy:
-        sentences.append(
-            _("The machine was busy: other processes kept {cores} cores busy.").format(
-                cores=number(report.activity.others_cores, 1)
-            )
-        )
-    return pgettext("sentences", " ").join(sentences)
+        said = note(SENTENCES, said=said, more=note(BUSY, cores=number(report.activity.others_cores, 1)))
+    return said

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.model.measured import MeasuredModel
+from core.notes import Note
 from core.runtime.activity import Activity
 from core.runtime.machine import Environment
 
@@ -52,7 +53,7 @@ class NodeTime:
     original_ops: list[str] = field(default_factory=list)
     module: str = ""  # the PyTorch module its first original node came from, when the exporter said so
     modules: list[str] = field(default_factory=list)  # the modules of all its original nodes
-    note: str = ""  # "fused with its Relu", "inserted by ONNX Runtime (layout)"
+    note: Note | None = None  # "fused with its Relu", "inserted by ONNX Runtime (layout)" (core.profile.words)
 
 
 @dataclass(kw_only=True)
@@ -87,7 +88,7 @@ class EagerProfile:
     call_ms: float  # one call of the model under the profiler
     modules: list[EagerModule]
     ops: list[EagerOp]
-    note: str = ""
+    note: Note | None = None
 
 
 @dataclass(kw_only=True)
@@ -99,7 +100,7 @@ class LayerRow:
     eager_ms: float | None
     ort_ms: float | None
     nodes: list[str]  # ONNX Runtime nodes
-    note: str = ""
+    note: list[Note] = field(default_factory=list)  # what happened to them, clauses of one sentence
 
 
 @dataclass(kw_only=True)
@@ -124,8 +125,8 @@ class ProfileReport:
     matched: list[LayerRow]
     environment: Environment
     activity: Activity
-    notes: list[str]
-    headline: str = ""
+    notes: list[Note]
+    headline: Note = field(default_factory=lambda: Note(""))  # where the time goes (core.profile.profiler.headline)
     seconds: float = 0.0
     cpu_ms: float = 0.0  # the median call's CPU time, all our threads: beside call_ms, how much it waited or spread
     node_ms: list[float] = field(default_factory=list)  # per node of that graph: the time of what it became

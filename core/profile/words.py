@@ -1,19 +1,25 @@
-"""What a profile says in words. A profile is kept with the model's link and may be read in either language, so it
-keeps its sentences in English; these templates find each again, with its values, and translate it where it is
-shown (core.recorded). The headline is written anew in the reader's language (core.profile.profiler.headline)."""
+"""What a profile says in words: notes (a template and its values) that a page, the command line or a notebook says
+in its reader's language (core.notes). The headline is written anew in the reader's language
+(core.profile.profiler.headline)."""
 
 from __future__ import annotations
 
 from core.i18n import N_, pgettext
-from core.recorded import shown
-from core.runtime.activity import NOTES as ACTIVITY_NOTES
+from core.notes import Note, say_all
 
 __all__ = [
+    "BUSY",
+    "EAGER",
+    "EAGER_TOP",
+    "END",
+    "KERNELS",
+    "NO_KERNEL",
+    "SENTENCES",
+    "TOP_OP",
     "FEWER_CALLS",
     "FUSED_WITH",
     "INSERTED",
     "IN_SCOPE",
-    "NOTES",
     "NO_MODULE",
     "NO_MODULES",
     "NO_NODE",
@@ -31,19 +37,29 @@ UNMATCHED = N_(
     "{count} eager layer(s) have no ONNX Runtime node: {layers}. The exporter fused them away or did not say where "
     "its nodes came from."
 )
-NOTES = (NO_MODULES, FEWER_CALLS, UNMATCHED, *ACTIVITY_NOTES)
-# a node's or a layer row's note (several are joined with "; ")
+# the headline: one sentence per engine (where a count decides the English form, one template per form)
+KERNELS = (
+    N_("ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernel"),
+    N_("ONNX Runtime ({level}): {ms} ms per call, {share} of it in {count} kernels"),
+)
+NO_KERNEL = N_("ONNX Runtime ran no kernel")
+TOP_OP = N_("{said}; {op} takes the most ({share}).")
+END = N_("{said}.")
+EAGER_TOP = N_("PyTorch eager: {ms} ms per call, most in {op} ({share}).")
+EAGER = N_("PyTorch eager: {ms} ms per call.")
+BUSY = N_("The machine was busy: other processes kept {cores} cores busy.")
+SENTENCES = N_("{said} {more}")  # a sentence and the one that follows it
+# a node's or a layer row's note (a row's are clauses of one sentence)
 INSERTED = N_("inserted by ONNX Runtime (layout or copy)")
 FUSED_WITH = N_("fused with its {ops}")
 OWN_TIME = N_("its own time: the nodes of its branches or body are listed on their own")
 IN_SCOPE = N_("in '{scope}' itself")
 NO_MODULE = N_("from no module the exporter named")
 NO_NODE = N_("no ONNX Runtime node came from it")
-_ROW_NOTES = (INSERTED, FUSED_WITH, OWN_TIME, IN_SCOPE, NO_MODULE, NO_NODE)
 
 
-def note_text(note: str) -> str:
-    """A node's or a row's note in the reader's language (each of a "; "-joined list on its own)."""
-    if not note:
+def note_text(said: Note | list[Note] | None) -> str:
+    """A node's note or a row's clauses in the reader's language ("" for none)."""
+    if said is None:
         return ""
-    return pgettext("clauses", "; ").join(shown(part, _ROW_NOTES) for part in note.split("; "))
+    return pgettext("clauses", "; ").join(say_all(said if isinstance(said, list) else [said]))

@@ -17,6 +17,7 @@ from typing import Any
 from core.errors import QuantizeError
 from core.i18n import _, number, pgettext
 from core.model.inputs import BenchInput, make_inputs
+from core.notes import Note, say_all
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
@@ -198,7 +199,9 @@ def _latency(
         )
         variant.ops = _ops(variant.path)
     started = time.time()
-    measure(configs, iterations, warmup, budget, notes, progress, span=(0.45, 0.8))
+    cut_short: list[Note] = []
+    measure(configs, iterations, warmup, budget, cut_short, progress, span=(0.45, 0.8))
+    notes += say_all(cut_short)  # Quantize's notes are written in its reader's language
     finished = time.time()
     by_label = {c.label: c for c in configs}
     base = by_label.get(made[0].label) if made else None

@@ -14,24 +14,23 @@ import time
 from dataclasses import dataclass
 
 from core.i18n import N_
-from core.recorded import shown
+from core.notes import Note, note, warning
 
-__all__ = ["BUSY_CORES", "MIN_SECONDS", "NOTES", "Activity", "ActivityMeter", "note_text"]
+__all__ = ["BUSY", "BUSY_CORES", "MIN_SECONDS", "QUIET", "SHORT", "UNKNOWN", "Activity", "ActivityMeter"]
 
 # Other processes using more than this many cores' worth of CPU, or more than a quarter of the cores we did not
 # use, make a measurement "busy": its numbers are the other work's as much as the model's.
 BUSY_CORES = 0.5
 MIN_SECONDS = 0.5  # the kernel counts CPU time in ticks of 10 ms: a shorter measurement cannot be judged
 
-# what a record says about the machine: kept in English (a saved run is read in either language), shown translated
-_SHORT = N_("The measurement took {seconds} s, too short to tell what else the machine did.")
-_UNKNOWN = N_("The machine's CPU counters could not be read here, so other work is not known.")
-_BUSY = N_(
+# what a record says about the machine: a note (key and values), said in its reader's language where it is shown
+SHORT = N_("The measurement took {seconds} s, too short to tell what else the machine did.")
+UNKNOWN = N_("The machine's CPU counters could not be read here, so other work is not known.")
+BUSY = N_(
     "Other processes kept {others} of the {cores} cores busy during the measurement (load {before} → {after}): the "
     "numbers are theirs as much as the model's."
 )
-_QUIET = N_("The machine was quiet: other processes used {others} of {cores} cores.")
-NOTES = (_SHORT, _UNKNOWN, _BUSY, _QUIET)
+QUIET = N_("The machine was quiet: other processes used {others} of {cores} cores.")
 
 
 @dataclass(kw_only=True)
@@ -46,7 +45,7 @@ class Activity:
     load_after: float
     known: bool = True  # False where the kernel's counters could not be read
     busy: bool = False
-    note: str = ""
+    note: Note | None = None  # what the machine did, said where it is shown (None in runs saved before it)
 
 
 def _busy_jiffies() -> int | None:
@@ -85,7 +84,7 @@ class ActivityMeter:
         busy_after = _busy_jiffies()
         cores = os.cpu_count() or 1
         if seconds < MIN_SECONDS:
-            short = _SHORT.format(seconds=f"{seconds:.2f}")
+            short = note(SHORT, seconds=f"{seconds:.2f}")
             return Activity(
                 seconds=seconds,
                 cores=cores,
@@ -97,7 +96,7 @@ class ActivityMeter:
                 note=short,
             )
         if self._busy is None or busy_after is None:
-            unknown = _UNKNOWN
+            unknown = note(UNKNOWN)
             return Activity(
                 seconds=seconds,
                 cores=cores,
@@ -112,10 +111,10 @@ class ActivityMeter:
         others = min(float(cores), max(0.0, everyone - own))
         free = max(cores - own, 1.0)
         busy = others > BUSY_CORES and others > 0.25 * free
-        note = (
-            _BUSY.format(others=f"{others:.1f}", cores=cores, before=f"{self._load:.1f}", after=f"{_load():.1f}")
+        said = (
+            warning(BUSY, others=f"{others:.1f}", cores=cores, before=f"{self._load:.1f}", after=f"{_load():.1f}")
             if busy
-            else _QUIET.format(others=f"{others:.2f}", cores=cores)
+            else note(QUIET, others=f"{others:.2f}", cores=cores)
         )
         return Activity(
             seconds=seconds,
@@ -125,10 +124,5 @@ class ActivityMeter:
             load_before=self._load,
             load_after=_load(),
             busy=busy,
-            note=note,
+            note=said,
         )
-
-
-def note_text(activity: Activity) -> str:
-    """What the record says about the machine, in the reader's language."""
-    return shown(activity.note, NOTES)

@@ -12,6 +12,7 @@ from typing import Any
 
 from core.errors import BenchmarkError, RuntimeRefusedError
 from core.i18n import N_, _
+from core.notes import Note, warning
 from core.runtime.ort import explain_session_error, ort_message, session_options, stop_spinning
 from core.runtime.stats import summarize
 
@@ -116,7 +117,7 @@ def timed_session(
     return session, (time.perf_counter_ns() - start) / 1e6
 
 
-# the note of a run the time budget stopped, one template per English form (kept in the run, translated where shown)
+# the note of a run the time budget stopped, one template per English form (a note of the run, said where shown)
 CUT_SHORT = (
     N_(
         "The time budget of {budget} s ran out after {rounds} round: {measured} of the {asked} calls asked for were "
@@ -136,7 +137,7 @@ def measure(
     iterations: int,
     warmup: int,
     time_budget_s: float,
-    notes: list[str],
+    notes: list[Note],
     progress: Callable[[float, str], None],
     span: tuple[float, float] = (0.12, 0.95),
 ) -> int:
@@ -179,13 +180,11 @@ def measure(
     return rounds
 
 
-def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rounds: int) -> str:
+def _cut_short(configs: list[Config], iterations: int, time_budget_s: float, rounds: int) -> Note:
     """What a run that the time budget stopped measured, and the one change that tightens its intervals."""
     measured = min(len(c.samples) for c in configs)  # every configuration gets the same calls in a round
-    template = CUT_SHORT[0] if rounds == 1 else CUT_SHORT[1]  # kept in English in the run: see core.recorded
-    return template.format(
-        budget=f"{time_budget_s:g}", rounds=rounds, measured=f"{measured:,}", asked=f"{iterations:,}"
-    )
+    template = CUT_SHORT[0] if rounds == 1 else CUT_SHORT[1]
+    return warning(template, budget=f"{time_budget_s:g}", rounds=rounds, measured=measured, asked=iterations)
 
 
 def timed_fields(calls_ms: list[float], batch: int = 1) -> dict[str, Any]:

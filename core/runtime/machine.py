@@ -8,10 +8,11 @@ import sys
 from dataclasses import dataclass
 
 from core.i18n import N_
+from core.notes import Note, note
 
 __all__ = ["THREADS_NOTE", "Environment", "cpu_description", "default_threads", "environment"]
 
-# kept in English in a saved run's environment, translated where shown (core.recorded)
+# how a run set its threads: a note in the run's environment, said in its reader's language where it is shown
 THREADS_NOTE = N_(
     "intra-op threads {threads} for both engines (torch.set_num_threads and SessionOptions.intra_op_num_threads); "
     "inter-op 1, sequential execution"
@@ -28,7 +29,7 @@ class Environment:
     python: str
     versions: dict[str, str]
     cpu_flags: list[str]  # the ones that matter for speed: avx2, avx512f, avx512_vnni, amx...
-    threads_note: str = ""
+    threads_note: Note | None = None  # how the threads were set (None where nothing was said)
     target: str = ""  # the cluster target it ran on (core.jobs.cluster); "" for the app's own server
 
     @property
@@ -101,5 +102,5 @@ def environment(threads: list[int] | None = None, torch: bool = True) -> Environ
         python=platform.python_version(),
         versions=versions,
         cpu_flags=flags,
-        threads_note=THREADS_NOTE.format(threads=", ".join(map(str, threads))) if threads else "",
+        threads_note=note(THREADS_NOTE, threads=", ".join(map(str, threads))) if threads else None,
     )

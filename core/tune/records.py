@@ -8,6 +8,7 @@ from typing import Any
 
 from core.access import WritePath
 from core.model.measured import MeasuredModel
+from core.notes import Note
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
@@ -79,9 +80,9 @@ class TuneReport:
     default: Candidate  # ONNX Runtime's defaults, measured in the final round beside the best
     best: Candidate  # the default itself unless another is surely faster
     candidates: list[Candidate]  # every one tried, the default first, in the order tried
-    headline: str  # why the best is the best, in English (a page writes it anew in its reader's language)
-    not_tried: list[str]  # the parts of the search the budget or the machine left out, in English
-    notes: list[str]
+    headline: Note  # why the best is the best (core.tune.words.headline)
+    not_tried: list[Note]  # the parts of the search the budget or the machine left out
+    notes: list[Note]
     tolerance: str  # what a variant must keep of the original's outputs
     budget_s: float
     seconds: float  # the whole run, from the request to the answer

@@ -10,14 +10,24 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from core.i18n import N_, _, pgettext, using
+from core.i18n import N_, pgettext
+from core.notes import Note, NoteValue, note, say
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
 
-__all__ = ["STAGES", "Space", "config_label", "english_label", "stage_configs", "stage_winner", "surely_faster"]
+__all__ = [
+    "STAGES",
+    "Space",
+    "config_label",
+    "config_note",
+    "english_label",
+    "stage_configs",
+    "stage_winner",
+    "surely_faster",
+]
 
-# the stages, the most promising first (kept in English in a saved run, translated where shown)
+# the stages, the most promising first (notes' values in a saved run, said where shown)
 STAGES = {
     "providers": N_("execution providers"),
     "threads": N_("intra-op threads"),
@@ -79,29 +89,46 @@ def stage_winner(incumbent: Candidate, tried: list[Candidate]) -> Candidate:
     return min(faster, key=lambda c: c.median_ms) if faster else incumbent
 
 
-def config_label(config: SessionConfig) -> str:
-    """What sets ``config`` apart from ONNX Runtime's defaults, in the reader's language (the defaults alone:
-    "ORT defaults")."""
+_DEFAULTS = N_("ORT defaults")
+_INTRA = N_("intra-op {count}")
+_PARALLEL = N_("parallel, inter-op {count}")
+_AUTO = N_("auto")
+_IO_BINDING = N_("IO binding")
+_BATCH = N_("batch {batch}")
+_SETTINGS = N_("{first} · {rest}")  # a configuration's settings, one after another
+
+
+def config_note(config: SessionConfig) -> Note:
+    """What sets ``config`` apart from ONNX Runtime's defaults, as a note (the defaults alone: "ORT defaults")."""
     default = SessionConfig()
-    parts = []
+    parts: list[NoteValue] = []
     if config.providers != default.providers:
         parts.append(pgettext("list", ", ").join(short_name(p) for p in config.providers))
     if config.intra_op_threads != default.intra_op_threads:
-        parts.append(_("intra-op {count}").format(count=config.intra_op_threads))
+        parts.append(note(_INTRA, count=config.intra_op_threads))
     if config.execution_mode != default.execution_mode:
-        parts.append(_("parallel, inter-op {count}").format(count=config.inter_op_threads or _("auto")))
+        parts.append(note(_PARALLEL, count=config.inter_op_threads or note(_AUTO)))
     if config.level != default.level:
         parts.append(LEVELS[config.level].name)
     if config.io_binding:
-        parts.append(_("IO binding"))
+        parts.append(note(_IO_BINDING))
     if config.variant != default.variant:
         parts.append(config.variant)
     if config.batch != default.batch:
-        parts.append(_("batch {batch}").format(batch=config.batch))
-    return " · ".join(parts) or _("ORT defaults")
+        parts.append(note(_BATCH, batch=config.batch))
+    if not parts:
+        return note(_DEFAULTS)
+    said = parts[-1]
+    for part in reversed(parts[:-1]):
+        said = note(_SETTINGS, first=part, rest=said)
+    return said if isinstance(said, Note) else Note.kept(str(said))
+
+
+def config_label(config: SessionConfig) -> str:
+    """``config_note`` in the reader's language."""
+    return say(config_note(config))
 
 
 def english_label(config: SessionConfig) -> str:
     """``config_label`` in English, as a saved run keeps it."""
-    with using("en"):
-        return config_label(config)
+    return config_note(config).english()

@@ -21,8 +21,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import TuneError, WorkbenchError
-from core.i18n import _, number, using
+from core.i18n import _, number
 from core.model.inputs import make_inputs, plan_summary
+from core.notes import Note
 from core.quantize.judge import Tolerance
 from core.quantize.records import VARIANTS
 from core.quantize.variants import range_inputs
@@ -43,7 +44,7 @@ from core.tune.words import (
     NOT_ASKED,
     NOTHING_LEFT,
     headline,
-    not_tried_text,
+    not_tried_note,
 )
 
 __all__ = ["run_tune"]
@@ -79,17 +80,17 @@ def _validate(request: TuneRequest) -> None:
         raise TuneError(_("Held-out samples for accuracy must be between 1 and 1,000."))
 
 
-def _space(request: TuneRequest, not_tried: list[str]) -> Space:
+def _space(request: TuneRequest, not_tried: list[Note]) -> Space:
     import onnxruntime as ort
     import psutil
 
     providers = tuple(p for p in ort.get_available_providers() if p not in NOT_HARDWARE)
     if not providers:
-        not_tried.append(not_tried_text(NO_ACCELERATOR, "providers"))
+        not_tried.append(not_tried_note(NO_ACCELERATOR, "providers"))
     open_batch = any(s.batch_axis is not None for s in request.model.inputs)
     batches = tuple(sorted({b for b in (request.batches or [8]) if b > 1})) if open_batch else ()
     if not open_batch:
-        not_tried.append(not_tried_text(FIXED_BATCH, "batch"))
+        not_tried.append(not_tried_note(FIXED_BATCH, "batch"))
     return Space(physical_cores=psutil.cpu_count(logical=False) or 1, providers=providers, variants=(), batches=batches)
 
 
@@ -101,8 +102,8 @@ class _Search:
         self.began = time.perf_counter()
         self.deadline = self.began + request.budget_s
         self.reserve = request.budget_s * FINAL_SHARE
-        self.not_tried: list[str] = []
-        self.notes: list[str] = []
+        self.not_tried: list[Note] = []
+        self.notes: list[Note] = []
         self.tried: list[Candidate] = []
         self.paths: dict[str, str] = {}
         self.space = _space(request, self.not_tried)
@@ -128,7 +129,7 @@ class _Search:
         return max(min(took) * 1000, 0.001)
 
     def measure(
-        self, candidates: list[Candidate], seconds: float, span: tuple[float, float], notes: list[str]
+        self, candidates: list[Candidate], seconds: float, span: tuple[float, float], notes: list[Note]
     ) -> dict[str, int]:
         """Time ``candidates`` side by side for about ``seconds`` with the harness; each gets its result, or the
         reason it could not be opened. Returns how: iterations, warmup, rounds and seed."""
@@ -183,10 +184,10 @@ class _Search:
         request = self.request
         keys = request.variants if request.variants is not None else list(DEFAULT_VARIANTS)
         if not keys:
-            self.not_tried.append(not_tried_text(NOT_ASKED, "variant"))
+            self.not_tried.append(not_tried_note(NOT_ASKED, "variant"))
             return []
         if self.left() < VARIANT_SHARE * (request.budget_s - self.reserve):  # making them takes seconds
-            self.not_tried.append(not_tried_text(BUDGET_OUT, "variant"))
+            self.not_tried.append(not_tried_note(BUDGET_OUT, "variant"))
             return []
         held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(request.held_out)]
         tolerance = Tolerance(min_cosine=request.min_cosine)
@@ -195,11 +196,11 @@ class _Search:
         made, self.paths, notes = make_variants(
             keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
         )
-        self.notes += notes
+        self.notes += [Note.kept(n) for n in notes]  # Quantize's, in the reader's language already
         passing = tuple(c.config.variant for c in made if c.accuracy_ok)
         self.space = dataclasses.replace(self.space, variants=passing)
         if not passing:
-            self.not_tried.append(not_tried_text(NO_VARIANT, "variant"))
+            self.not_tried.append(not_tried_note(NO_VARIANT, "variant"))
         return made
 
     def stage(self, stage: str, incumbent: Candidate, span: tuple[float, float], stages_left: int) -> Candidate:
@@ -210,9 +211,9 @@ class _Search:
         configs = stage_configs(stage, incumbent.config, self.space)
         if not configs:
             if stage == "io_binding":
-                self.not_tried.append(not_tried_text(NO_GPU, stage))
+                self.not_tried.append(not_tried_note(NO_GPU, stage))
             elif stage in ("threads", "level", "mode"):
-                self.not_tried.append(not_tried_text(NOTHING_LEFT, stage))
+                self.not_tried.append(not_tried_note(NOTHING_LEFT, stage))
             return incumbent
         candidates = [Candidate(config=c, label=english_label(c), stage=stage) for c in configs]
         for c in candidates:  # a variant keeps the accuracy it was judged with
@@ -223,7 +224,7 @@ class _Search:
                 )  # fmt: skip
         seconds = self.left() / stages_left
         if (len(configs) + 1) * (MIN_CALLS + 2) * self.call_ms / 1000 > max(seconds, self.left()):
-            self.not_tried.append(not_tried_text(BUDGET_OUT, stage))  # a slow model: not even the fewest calls fit
+            self.not_tried.append(not_tried_note(BUDGET_OUT, stage))  # a slow model: not even the fewest calls fit
             return incumbent
         again = Candidate(config=incumbent.config, label=incumbent.label, stage=stage)
         self.progress(span[0], _("Trying {stage}").format(stage=_(STAGES[stage])))
@@ -249,7 +250,7 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
     stages = list(STAGES)
     for k, stage in enumerate(stages):
         if search.left() < MIN_STAGE_S:
-            search.not_tried += [not_tried_text(BUDGET_OUT, s) for s in stages[k:]]
+            search.not_tried += [not_tried_note(BUDGET_OUT, s) for s in stages[k:]]
             break
         span = (0.05 + 0.7 * k / len(stages), 0.05 + 0.7 * (k + 1) / len(stages))
         best = search.stage(stage, best, span, len(stages) - k)
@@ -275,9 +276,9 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         best=final if wins else default,
         runner_up=None if wins or final.config == default.config else final,
         candidates=[default, *search.tried],
-        headline="",
+        headline=Note.kept(""),
         not_tried=search.not_tried,
-        notes=search.notes + ([activity.note] if activity.busy or not activity.known else []),
+        notes=search.notes + ([activity.note] if (activity.busy or not activity.known) and activity.note else []),
         tolerance=Tolerance(min_cosine=request.min_cosine).describe(),
         budget_s=request.budget_s,
         seconds=time.perf_counter() - search.began,
@@ -290,7 +291,6 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         activity=activity,
         final_round=final_round,
     )
-    with using("en"):  # kept in English; a page writes it anew in its reader's language
-        report.headline = headline(report)
+    report.headline = headline(report)
     report_progress(1.0, _("Done in {seconds} s").format(seconds=number(report.seconds, 1)))
     return report

@@ -15,13 +15,15 @@ import numpy as np
 import pytest
 
 from core.bench import BenchReport, BenchRequest, headline, run_benchmark
+from core.bench.benchmark import NOISY_FASTER, NOISY_LABELS
 from core.errors import BenchmarkError
 from core.jobs import BENCH, ProcessBackend, submit
 from core.model import ModelRecord, TensorSpec, zoo
 from core.model.inputs import BenchInput, default_inputs, make_inputs
 from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
-from core.runtime.harness import Config, measure
+from core.notes import Note, say, warning
+from core.runtime.harness import CUT_SHORT, Config, measure
 from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
 from core.store import Store
@@ -154,7 +156,8 @@ def test_eager_against_ort_on_tinycnn(tinycnn: Path) -> None:
     assert r.median_ms <= r.p90_ms <= r.p99_ms
     assert r.throughput == pytest.approx(1000 / r.median_ms)
     assert r.first_run_ms > 0 and r.load_ms > 0
-    assert report.baseline == "PyTorch eager" and "PyTorch eager" in report.headline and "95 % CI" in report.headline
+    said = say(report.headline)
+    assert report.baseline == "PyTorch eager" and "PyTorch eager" in said and "95 % CI" in said
     assert report.environment.versions["onnxruntime"] and report.environment.physical_cores >= 1
     assert report.settings["rounds"] == 10 and report.started <= report.finished
     assert report.settings["torch_model_id"] == "7" * 64  # what eager measured: the Dashboard's version for it
@@ -169,7 +172,7 @@ def test_without_pytorch_the_baseline_is_ort_disable_all_and_batches_sweep(tinyc
     ]  # fmt: skip
     b4 = next(r for r in report.results if r.label == "ORT EXTENDED · batch 4")
     assert b4.throughput == pytest.approx(4000 / b4.median_ms) and b4.max_abs_diff is not None
-    assert "ONNX Runtime (EXTENDED)" in report.headline and "ORT DISABLE_ALL" in report.headline
+    assert "ONNX Runtime (EXTENDED)" in say(report.headline) and "ORT DISABLE_ALL" in say(report.headline)
     # what the page draws from it
     frame = results_frame(report)
     assert list(frame["batch"]) == [1, 4, 1, 4]
@@ -187,7 +190,8 @@ def test_the_time_budget_stops_measuring_and_says_so(tinycnn: Path) -> None:
     report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable"], threads=[1], iterations=10_000,
                                         warmup=0, time_budget_s=0.5))  # fmt: skip
     assert report.results[0].n < 10_000
-    assert any("time budget" in note for note in report.notes)
+    (cut,) = [note for note in report.notes if note.key in CUT_SHORT]  # a warning: the page shows it as one
+    assert cut.severity == "warning" and "time budget" in say(cut)
 
 
 def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises_fewer_calls() -> None:
@@ -198,7 +202,7 @@ def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises
     def silent(fraction: float, message: str) -> None:
         pass
 
-    notes: list[str] = []
+    notes: list[Note] = []
     every = configs()
     measure(every, iterations=1, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
     assert all(len(c.samples) == 1 for c in every) and notes == []  # the one round ran them all, past the budget
@@ -206,11 +210,32 @@ def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises
     cut = configs()
     rounds = measure(cut, iterations=100, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
     assert rounds == 1 and all(len(c.samples) == 10 for c in cut)
-    assert notes == [
+    assert notes == [warning(CUT_SHORT[0], budget="0", rounds=1, measured=10, asked=100)]  # data: key and values
+    assert say(notes[0]) == (
         "The time budget of 0 s ran out after 1 round: 10 of the 100 calls asked for were measured per "
         "configuration. The intervals come from those calls; raise the budget to measure them all (more calls give "
         "tighter intervals)."
-    ]
+    )
+
+
+def test_a_noisy_configuration_is_noted_as_a_warning_by_its_severity_not_by_its_words() -> None:
+    """The page shows a note as a warning by its field: in Chinese no note starts with "Noisy", and an English
+    prefix must never decide (DESIGN.md rule 6)."""
+    from core.bench.benchmark import _results
+
+    def config(label: str, engine: str, level: str, samples_ms: list[float]) -> Config:
+        made = Config(label=label, engine=engine, level=level, provider="CPU", threads=1, batch=1, run=list,
+                      load_ms=0.0)  # fmt: skip
+        made.samples = [int(ms * 1e6) for ms in samples_ms]
+        return made
+
+    steady = [1.0 + 0.001 * (k % 3) for k in range(60)]
+    spread = [0.5 + 0.05 * k for k in range(60)]  # 0.5 to 3.5 ms: its median's interval far wider than ±5 %
+    notes: list[Note] = []
+    _results([config("ORT DISABLE_ALL", "ort", "DISABLE_ALL", steady), config("ORT ALL", "ort", "ALL", spread)], notes)
+    (noisy,) = notes
+    assert noisy == warning(NOISY_LABELS, percent=5, labels="ORT ALL")
+    assert say(noisy).startswith("Noisy: for ORT ALL, the 95 % CI of the median is wider than ±5 %")
 
 
 def test_models_from_the_wild_are_benchmarked(tmp_path: Path) -> None:
@@ -250,7 +275,7 @@ def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> N
     for result in report.results:
         result.noisy = False
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 0.5, 0.4, 0.625
-    assert "2.0× slower than ORT DISABLE_ALL, 95 % CI 1.6–2.5×" in headline(report)
+    assert "2.0× slower than ORT DISABLE_ALL, 95 % CI 1.6–2.5×" in say(headline(report))
 
 
 def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> None:
@@ -262,22 +287,25 @@ def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> N
     for result in report.results:
         result.noisy = False
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 54.7, 7.9, 65.0
-    text = headline(report)
+    said = headline(report)
+    assert said.key == NOISY_FASTER and said.severity == "warning"  # the page shows it as a warning: a field
+    text = say(said)
     assert text.startswith("Noisy run:") and "between 7.9× and 65.0× faster than ORT DISABLE_ALL" in text
     assert "54.7×" not in text and "Noisy" in text
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.2, 1.1, 1.3
     next(r for r in report.results if r.level == "DISABLE_ALL").noisy = True  # the baseline's own spread
-    assert headline(report).startswith("Noisy run:")
+    assert say(headline(report)).startswith("Noisy run:")
     for result in report.results:
         result.noisy = False
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.02, 0.95, 1.1
-    assert "as fast as each other here: 95 % CI 0.95–1.10×" in headline(report)
+    assert "as fast as each other here: 95 % CI 0.95–1.10×" in say(headline(report))
+    assert headline(report).severity == "info"
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 5.41, 5.38, 5.44  # narrow, on a busy machine
     ort_all.noisy = True
-    assert "between 5.38× and 5.44× faster" in headline(report)  # never "between 5.4× and 5.4×"
+    assert "between 5.38× and 5.44× faster" in say(headline(report))  # never "between 5.4× and 5.4×"
     ort_all.noisy = False
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.3, 1.27, 1.33
-    assert "1.3× faster than ORT DISABLE_ALL, 95 % CI 1.27–1.33×" in headline(report)
+    assert "1.3× faster than ORT DISABLE_ALL, 95 % CI 1.27–1.33×" in say(headline(report))
 
 
 # -- the lock --------------------------------------------------------------------------------------------------
@@ -339,6 +367,8 @@ def test_cli_bench_sample_reports_a_real_speedup(tmp_path: Path, monkeypatch: py
             "throughput", "speedup", "max_abs_diff"}  # fmt: skip
     assert keys <= set(by["ORT ALL"])
     assert by["ORT ALL"]["speedup"] > 1.5 and by["ORT ALL"]["max_abs_diff"] < 1e-4
+    assert data["headline"].startswith(("ONNX Runtime (ALL)", "Noisy run: ONNX Runtime (ALL)"))  # a sentence
+    assert all(set(n) == {"key", "values", "severity"} for n in data["notes"])  # the run's notes, as data
     assert data["environment"]["versions"]["torch"].startswith("2.13")
     (saved,) = Store(f"sqlite:///{tmp_path / 'history.sqlite'}").runs()
     assert (saved.owner, saved.team) == ("ci@acme.test", "acme")  # a pipeline's run on its team's Dashboard

@@ -1,13 +1,13 @@
-"""Charts and kept sentences in the reader's language: a figure's words are translated as it is drawn, and a
-sentence a record keeps in English is found again and shown in Chinese with its values."""
+"""Charts and kept notes in the reader's language: a figure's words are translated as it is drawn, and a note a
+record keeps (its template and values) is said in Chinese with its values."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from core.i18n import using
-from core.recorded import shown, significant
-from core.runtime.activity import NOTES, Activity, note_text
+from core.notes import Note, note, say, significant, warning
+from core.runtime.activity import QUIET, Activity
 from core.runtime.harness import CUT_SHORT
 from ui.charts import latency_figure, levels_figure, provider_share_figure, speedup_figure
 
@@ -53,17 +53,18 @@ def test_partition_and_speedup_charts_in_chinese() -> None:
     assert speed.layout.xaxis.title.text == "相对 PyTorch eager 的加速比（越高越快）"
 
 
-def test_a_kept_sentence_is_shown_in_the_readers_language_with_its_values() -> None:
+def test_a_kept_note_is_said_in_the_readers_language_with_its_values() -> None:
     quiet = Activity(seconds=2.0, cores=4, others_cores=0.1, own_cores=1.0, load_before=0.2, load_after=0.3)
-    quiet.note = NOTES[3].format(others="0.10", cores=4)  # as the meter writes it, in English
+    quiet.note = note(QUIET, others="0.10", cores=4)  # as the meter keeps it: its template and values
+    assert quiet.note is not None
     with using("zh"):
-        assert note_text(quiet) == "机器当时很空闲：其他进程只用了 4 个核心中的 0.10 个。"
-        one, many = (shown(t.format(budget="5", rounds=n, measured="30", asked="200"), CUT_SHORT) for t, n in
+        assert say(quiet.note) == "机器当时很空闲：其他进程只用了 4 个核心中的 0.10 个。"
+        one, many = (say(warning(t, budget="5", rounds=n, measured=30, asked=200)) for t, n in
                      zip(CUT_SHORT, (1, 3), strict=True))  # fmt: skip
         assert one.startswith("5 秒的时间预算在 1 轮后用完") and many.startswith("5 秒的时间预算在 3 轮后用完")
-        assert shown("Something an older version wrote.", NOTES) == "Something an older version wrote."
+        assert say(Note.kept("Something an older version wrote.")) == "Something an older version wrote."
     with using("en"):
-        assert note_text(quiet) == "The machine was quiet: other processes used 0.10 of 4 cores."
+        assert say(quiet.note) == "The machine was quiet: other processes used 0.10 of 4 cores."
 
 
 def test_figures_are_written_to_a_few_significant_digits_the_readers_way() -> None:

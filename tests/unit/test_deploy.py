@@ -333,9 +333,9 @@ def test_a_tuned_variant_is_served_from_beside_the_tuned_file_or_made_again_as_t
 
 
 def test_a_json_body_that_costs_more_than_the_call_says_to_send_npy_and_reads_in_chinese() -> None:
-    from core.deploy.loadtest import NOTES, json_costs
+    from core.deploy.loadtest import JSON_COSTS, json_costs
     from core.i18n import using
-    from core.recorded import shown
+    from core.notes import say
 
     def at(p50_ms: float) -> list[LoadResult]:
         return [
@@ -348,13 +348,33 @@ def test_a_json_body_that_costs_more_than_the_call_says_to_send_npy_and_reads_in
         ]  # fmt: skip
 
     image = {"x": np.zeros((1, 3, 224, 224), np.float32)}
-    with using("en"):  # as the job writes it into the saved run
-        note = json_costs(at(114.0), 8.07, image, npy=False)
-    assert note.startswith("HTTP and JSON took 106 ms of the 114 ms at concurrency 1: the input's 150,528 numbers")
-    assert ".npy" in note and "--npy" in note
+    note = json_costs(at(114.0), 8.07, image, npy=False)  # as the job keeps it in the run: a template and values
+    assert note is not None and note.key == JSON_COSTS and note.severity == "warning"
+    assert note.values["count"] == 150_528 and note.values["concurrency"] == 1
+    english = say(note)
+    assert english.startswith("HTTP and JSON took 106 ms of the 114 ms at concurrency 1: the input's 150,528 numbers")
+    assert ".npy" in english and "--npy" in english
     with using("zh"):
-        assert "150,528" in shown(note, NOTES) and "JSON" in shown(note, NOTES) and "took" not in shown(note, NOTES)
-    assert json_costs(at(114.0), 8.07, image, npy=True) == ""  # already .npy
-    assert json_costs(at(3.0), 0.5, {"x": np.zeros((1, 4), np.float32)}, npy=False) == ""  # HTTP's floor, not JSON
-    assert json_costs(at(12.0), 8.0, image, npy=False) == ""  # the call costs more than HTTP and JSON
-    assert json_costs(at(114.0), 8.07, {**image, "y": np.zeros(3, np.float32)}, npy=False) == ""  # .npy: one input
+        chinese = say(note)
+    assert "150,528" in chinese and "JSON" in chinese and "took" not in chinese
+    assert json_costs(at(114.0), 8.07, image, npy=True) is None  # already .npy
+    assert json_costs(at(3.0), 0.5, {"x": np.zeros((1, 4), np.float32)}, npy=False) is None  # HTTP's floor, not JSON
+    assert json_costs(at(12.0), 8.0, image, npy=False) is None  # the call costs more than HTTP and JSON
+    assert json_costs(at(114.0), 8.07, {**image, "y": np.zeros(3, np.float32)}, npy=False) is None  # .npy: one input
+
+
+def test_a_servers_own_words_in_a_load_tests_note_are_shown_as_it_wrote_them() -> None:
+    """A failed request's text comes from the server: kept as a value of the note, it is said as written inside the
+    sentence, even where it repeats the template's own words or holds a placeholder. Found again with the template's
+    regular expression, as an earlier version did, it was taken apart and rewritten as a Chinese sentence of its own
+    ("并发 3 时 2 个请求中有 HTTP 500: 1 个失败")."""
+    from core.deploy.loadtest import ERRORS
+    from core.i18n import using
+    from core.notes import say, warning
+
+    example = "HTTP 500: 1 of 2 requests at concurrency 3 failed, e.g. {count}"
+    said = warning(ERRORS, count=5, total=9, concurrency=4, example=example)
+    with using("zh"):
+        chinese = say(said)
+    assert chinese == "并发 4 时 9 个请求中有 5 个失败，例如 " + example
+    assert say(said) == "5 of 9 requests at concurrency 4 failed, e.g. " + example

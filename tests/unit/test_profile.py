@@ -13,9 +13,11 @@ from core.model import zoo
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
+from core.notes import note, say
 from core.profile import ProfileRequest, profile_model
 from core.profile.match import layer_rows
 from core.profile.records import EagerModule, NodeTime
+from core.profile.words import FUSED_WITH, IN_SCOPE, OWN_TIME, note_text
 from tests.cli import cli
 from tests.real_models import real_model
 
@@ -42,7 +44,7 @@ def test_the_resnet_samples_convolutions_are_matched_to_their_nodes(tmp_path: Pa
     conv_rows = [r for r in report.matched if "Conv2d" in r.kinds]
     assert len(conv_rows) == 5 and all(r.ort_ms is not None and r.nodes for r in conv_rows)
     assert all("BatchNorm2d" in r.kinds for r in conv_rows)  # folded into its Conv: the same row
-    assert sum("fused with its Relu" in r.note for r in conv_rows) >= 3
+    assert sum(note(FUSED_WITH, ops="Relu") in r.note for r in conv_rows) >= 3
     assert [r.modules for r in report.matched if "Linear" in r.kinds] == [["7"]]
     # the graph's colours account for every kernel but the ones ONNX Runtime inserted (layout reorders)
     inserted = sum(n.mean_ms for n in report.nodes if not n.originals)
@@ -68,16 +70,39 @@ def test_matching_joins_folded_layers_and_says_what_it_could_not_match() -> None
                EagerModule(name="head", kind="Linear", mean_ms=0.3, share=0.1, calls=1)]  # fmt: skip
     fused = NodeTime(name="relu_nchwc", op_type="Conv", provider="CPU", mean_ms=0.4, share=0.4, calls=1,
                      originals=["c", "r"], module="conv", modules=["conv", "relu"],
-                     note="fused with its Relu")  # fmt: skip
+                     note=note(FUSED_WITH, ops="Relu"))  # fmt: skip
     gemm = NodeTime(name="gemm", op_type="Gemm", provider="CPU", mean_ms=0.1, share=0.1, calls=1, originals=["g"],
                     module="head", modules=["head"])  # fmt: skip
     add = NodeTime(name="add", op_type="Add", provider="CPU", mean_ms=0.05, share=0.05, calls=1, originals=["a"],
                    module="block", modules=["block"])  # fmt: skip
     rows, notes = layer_rows(modules, [fused, gemm, add])
     assert [r.modules for r in rows] == [["conv", "bn", "relu"], ["drop", "head"], []]
-    assert rows[0].ort_ms == 0.4 and rows[0].eager_ms == pytest.approx(1.3) and rows[0].note == "fused with its Relu"
-    assert rows[2].note == "in 'block' itself" and rows[2].ort_ms == 0.05
+    assert rows[0].ort_ms == 0.4 and rows[0].eager_ms == pytest.approx(1.3)
+    assert rows[0].note == [note(FUSED_WITH, ops="Relu")] and note_text(rows[0].note) == "fused with its Relu"
+    assert rows[2].note == [note(IN_SCOPE, scope="block")] and rows[2].ort_ms == 0.05
+    assert note_text(rows[2].note) == "in 'block' itself"
     assert not notes
+
+
+def test_a_rows_notes_are_clauses_said_in_the_readers_language() -> None:
+    """A row made of several nodes keeps each node's note once, as clauses of one sentence, joined the reader's
+    way (a model's op names, from the graph, stay as they are)."""
+    from core.i18n import using
+
+    modules = [EagerModule(name="block", kind="Block", mean_ms=1.0, share=1.0, calls=1)]
+    one, two, three = (
+        NodeTime(name=f"n{k}", op_type="Conv", provider="CPU", mean_ms=0.1, share=0.1, calls=1, originals=[f"c{k}"],
+                 module="block", modules=["block"], note=said)
+        for k, said in enumerate([note(FUSED_WITH, ops="Relu"), note(OWN_TIME), note(FUSED_WITH, ops="Relu")])
+    )  # fmt: skip
+    ((row,), _notes) = layer_rows(modules, [one, two, three])
+    assert row.note == [note(FUSED_WITH, ops="Relu"), note(OWN_TIME)]
+    assert note_text(row.note) == (
+        "fused with its Relu; its own time: the nodes of its branches or body are listed on their own"
+    )
+    with using("zh"):
+        chinese = note_text(row.note)
+    assert "；" in chinese and "Relu" in chinese and "fused" not in chinese
 
 
 def test_the_command_line_prints_and_writes_json(tmp_path: Path) -> None:
@@ -112,7 +137,8 @@ def test_if_branches_are_not_counted_twice() -> None:
     model = MeasuredModel(path=str(path), inputs=plan_inputs(describe_files(IntakeRequest(paths=[str(path)]))))
     report = profile_model(ProfileRequest(model=model, iterations=10, warmup=2))
     assert report.kernel_ms <= report.call_ms * 1.02
-    assert any(n.op_type == "If" and n.note.startswith("its own time") for n in report.nodes)
+    assert any(n.op_type == "If" and n.note == note(OWN_TIME) for n in report.nodes)
+    assert any(n.op_type == "If" and say(n.note).startswith("its own time") for n in report.nodes if n.note)
     assert any(n.op_type == "LSTM" for n in report.nodes)  # the branch's nodes, each on its own
 
 

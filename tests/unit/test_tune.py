@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from core.errors import SessionConfigError, TuneError
+from core.i18n import using
 from core.jobs import JOBS
 from core.jobs.wire import decode, encode
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
+from core.notes import say, say_all
 from core.runtime.harness import BenchResult
 from core.runtime.runs import TuneRun
 from core.store import Store
@@ -21,7 +23,7 @@ from core.store.dashboard import latest_per_model_machine, latest_tuned
 from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest, run_tune
 from core.tune.saved import as_run
 from core.tune.search import Space, stage_configs, stage_winner, surely_faster
-from core.tune.words import BUDGET_OUT, not_tried_text
+from core.tune.words import BUDGET_OUT, not_tried_note
 from tests import builders
 from tests.cli import cli
 from ui.charts import latency_figure
@@ -112,9 +114,9 @@ def test_the_defaults_are_a_candidate_and_the_answer_is_never_slower(strict: Tun
     assert strict.default.measured
     if strict.changed:  # the winner's interval lies below the defaults', measured in the same rounds
         assert strict.best.ci_ms[1] < strict.default.ci_ms[0]
-        assert strict.headline.startswith("Use ")
+        assert say(strict.headline).startswith("Use ")
     else:
-        assert strict.best.config == SessionConfig() and strict.headline.startswith("ONNX Runtime's defaults stay")
+        assert strict.best.config == SessionConfig() and say(strict.headline).startswith("ONNX Runtime's defaults stay")
     tried = {c.stage for c in strict.candidates}
     assert {"threads", "variant"} <= tried, strict.not_tried
 
@@ -126,14 +128,14 @@ def test_a_variant_outside_the_tolerance_is_judged_and_never_timed(strict: TuneR
     for c in variants:
         assert c.accuracy_ok is False and "cosine" in c.accuracy_note and not c.measured
     assert strict.best.config.variant == "fp32"
-    assert "variant" in " ".join(strict.not_tried) or any("variants" in line for line in strict.not_tried)
+    assert any("variants" in line for line in say_all(strict.not_tried))
 
 
 @pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
 def test_tune_stops_near_its_budget_and_names_what_it_did_not_try(short: TuneReport) -> None:
     assert short.seconds < short.budget_s + 1.5
     assert short.default.measured
-    out_of_time = [line for line in short.not_tried if line == not_tried_text(BUDGET_OUT, "mode")]
+    out_of_time = [line for line in short.not_tried if line == not_tried_note(BUDGET_OUT, "mode")]
     assert out_of_time, short.not_tried  # the least promising stage comes last and is the first left out
     assert not short.per_sample or short.best.config.batch > 1
 
@@ -224,8 +226,12 @@ def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_ov
         (_measured(SessionConfig(intra_op_threads=1), 5.7, 5.5, 5.9), "the intervals overlap"),
     ):
         report = SimpleNamespace(best=default, default=default, runner_up=runner_up, per_sample=False, candidates=[])
-        text = headline(report)  # type: ignore[arg-type]
+        verdict = headline(report)  # type: ignore[arg-type]
+        text = say(verdict)
         assert said in text and "intra-op 1" in text
+        with using("zh"):  # kept as data, the configuration's words too: a Chinese reader of the history reads Chinese
+            chinese = say(verdict)
+        assert "算子内 1" in chinese and "intra-op" not in chinese and "ONNX Runtime" in chinese
 
 
 def test_a_batch_that_wins_per_sample_says_what_it_costs_each_request() -> None:
@@ -238,7 +244,7 @@ def test_a_batch_that_wins_per_sample_says_what_it_costs_each_request() -> None:
     default = _measured(SessionConfig(), 0.283, 0.28, 0.29)
     best = _measured(SessionConfig(batch=8), 1.85, 1.82, 1.87)
     report = SimpleNamespace(best=best, default=default, runner_up=best, per_sample=True, candidates=[])
-    text = headline(report)  # type: ignore[arg-type]
+    text = say(headline(report))  # type: ignore[arg-type]
     assert text.startswith("Use batch 8: 1.22× as fast") and "takes 1.85 ms, against 0.283 ms" in text
     assert "where each request must be answered at once, keep batch 1" in text
 
