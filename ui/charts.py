@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 
 from core.graph.palette import ENGINES, FIXED, LEVELS, engine_colour
 from core.i18n import N_, _, number
-from core.recorded import significant
+from core.notes import significant
 
 P = ParamSpec("P")
 

@@ -16,9 +16,9 @@ from core.graph import GraphView
 from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
+from core.notes import significant
 from core.quantize import Variant
 from core.quantize.judge import Tolerance
-from core.recorded import significant
 from ui import session
 from ui.graph_panel import draw_graph
 from ui.text import md_escape

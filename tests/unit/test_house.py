@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
 APP = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "streamlit_app.py"]
 FEATURES = {"export", "decode", "partition", "bench", "quantize", "profile", "graph", "upgrade", "notebook", "deploy"}
-FEATURES |= {"diff", "compare"}
+FEATURES |= {"diff", "compare", "generate"}
 LIBRARIES = {"model", "runtime"}
-BASICS = {"access", "errors", "extras", "i18n", "identity", "recorded", "settings", "tables", "workspace"}
+BASICS = {"access", "errors", "extras", "i18n", "identity", "notes", "settings", "tables", "workspace"}
 BASICS |= {"page_titles"}  # the pages' titles: ui/pages.py's rows and the notebook's headings read them
 # what each part of core may import from core (besides itself)
 ALLOWED = {
@@ -400,3 +400,23 @@ def test_a_pages_title_is_written_once_below_the_pages_and_the_notebook() -> Non
             if isinstance(node, ast.keyword) and node.arg == "title" and ast.unparse(node.value) in titles:
                 copies.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not copies
+
+
+# where the server may use a regular expression, and on what: each on text of a bounded size, never a note
+_SERVER_PATTERNS = {"ui/text.py": "escaping Markdown, one character class", "ui/upload_spool.py": "a session id"}
+
+
+def test_notes_cross_as_data_and_nothing_parses_a_sentence_back() -> None:
+    """A note is a template key and its values (core/notes.py), said in the reader's language at the edge: no
+    module turns templates into patterns to find a sentence's values again (that matching was quadratic on a
+    model's text and froze a hosted server), the pages and ui use no regular expression but the two listed, and
+    no severity is read from a sentence's first word."""
+    assert not (CORE / "recorded.py").exists()
+    for path in [*_modules(), *APP]:
+        text = path.read_text()
+        where = path.relative_to(ROOT).as_posix()
+        assert "core.recorded" not in text, where
+        assert "Formatter().parse" not in text and "_FORMATTER" not in text, where
+        assert not any(f"{n}.startswith(" in text for n in ("note", "headline", "said")), where
+        if path in APP and ("import re\n" in text or "from re import" in text):
+            assert where in _SERVER_PATTERNS, f"{where} uses regular expressions in the server"
