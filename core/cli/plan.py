@@ -104,7 +104,9 @@ def plan_from_args(
     dims = {}
     for text in args.dim:
         name, value = _assign(text, "--dim")
-        if not value.isdigit() or not 1 <= int(value) <= MAX_DIM:
+        cache = record.generative  # a language model's past may be empty (0: a prefill)
+        least = 0 if cache is not None and name == cache.past_symbol else 1
+        if not value.isdigit() or not least <= int(value) <= MAX_DIM:
             raise WorkbenchError(
                 _("--dim {text}: the value must be a whole number from 1 to {most}").format(
                     text=repr(text), most=number(MAX_DIM)

@@ -43,7 +43,7 @@ NORMALISATIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
 def image_layout(spec: BenchInput) -> str:
     """ "NCHW" or "NHWC" when ``spec`` (a float input of rank 4 with 1–4 channels) can take an image, else ""."""
     shape = spec.shape
-    if len(shape) != 4 or not spec.dtype.startswith("float"):
+    if len(shape) != 4 or not spec.dtype.startswith("float") or spec.role:  # a language model's cache is no image
         return ""
     if shape[1] in (1, 3, 4):
         return "NCHW"

@@ -18,6 +18,8 @@ from core.access import ReadPath
 from core.errors import BenchmarkError, PlanTooLargeError, UnsetDimError, brief
 from core.i18n import N_
 from core.model.dims import NO_HINT, SAMPLE_RATE, is_audio, open_dim_default, state_batch
+from core.model.generative import CACHE_SOURCE
+from core.model.prefill import PARTS, cache_dims, cache_roles, cache_values, derive_dims, formula_of
 from core.model.records import ModelRecord, TensorSpec
 from core.model.values import VALUE_KINDS, WITH_WHY, coin, value_kind_of
 from core.notes import Note, note
@@ -31,6 +33,7 @@ __all__ = [
     "FreeDim",
     "check_plan_memory",
     "default_inputs",
+    "derive_dims",
     "describe_values",
     "dim_label",
     "guess_hint",
@@ -81,6 +84,7 @@ class FreeDim:
     value: int
     why: Note  # "batch: 1", "image height: 320, what the model was made for (320×320)", "sequence length: 128"…
     source: Note  # where the value came from: "metadata 'imgsz'", "its name 'seq'", "you"…; NO_HINT: nowhere
+    formula: str = ""  # the sum of other dims it is computed from ("past_sequence_length + sequence_length")
 
     def give(self, value: int, why: Note, source: Note) -> None:
         self.value, self.why, self.source = value, why, source
@@ -110,6 +114,7 @@ class BenchInput:
     free: list[FreeDim] = field(default_factory=list)  # the dims the model left open
     why: Note | None = None  # why the values are what they are ("token ids: the 30,522 rows of the table it indexes")
     data: ReadPath = ""  # values "data": an .npy of the input at batch 1 (made by core.model.data)
+    role: str = ""  # a language model's input (core.model.generative.ROLES: ids, mask, positions, past); "" else
 
     @property
     def kind(self) -> str:
@@ -155,7 +160,7 @@ def guess_hint(specs: list[BenchInput]) -> str:
     )
 
 
-_GIVEN = (YOU, COMMAND_LINE, EXPORT, DATA_FILE)  # sources that are not guesses
+_GIVEN = (YOU, COMMAND_LINE, EXPORT, DATA_FILE, CACHE_SOURCE, PARTS)  # sources that are not guesses
 
 
 def unset_dims(plan: list[BenchInput]) -> list[tuple[BenchInput, FreeDim]]:
@@ -196,6 +201,7 @@ def set_open_dim(plan: list[BenchInput], name: str, axis: int, value: int) -> No
             if each is dim or (dim.symbol != "?" and each.symbol == dim.symbol):
                 each.give(value, note(SET_BY_YOU), note(YOU))
                 other.shape[each.axis] = value
+    derive_dims(plan)
 
 
 def plan_summary(specs: list[BenchInput]) -> dict[str, dict[str, Any]]:
@@ -282,6 +288,10 @@ def plan_inputs(
     torch_inputs = torch_record.inputs if torch_record is not None else []
     exported = exported or Exported()
     chosen: dict[str, tuple[int, Note, Note]] = {}  # symbol -> (value, why, source): shared names move together
+    layout = record.generative  # a language model's cache: its prefill (a past of 0) fixes what it says
+    fixed = cache_dims(layout) if layout is not None else {}
+    values = cache_values(layout) if layout is not None else {}
+    roles = cache_roles(layout) if layout is not None else {}
     plan = []
     for position, spec in enumerate(record.inputs):
         example = torch_inputs[position].shape if position < len(torch_inputs) else None
@@ -297,6 +307,8 @@ def plan_inputs(
                 value, why, source = 1, note(BATCH), note(BATCH_SOURCE)
             elif symbol is None and batch_axis is None and state_batch(spec, axis, record):
                 batch_axis, value, why, source = axis, 1, note(STATE_BATCH), note(BATCH_SOURCE)
+            elif (spec.name, axis) in fixed:
+                value, why, source = fixed[(spec.name, axis)]
             elif symbol is not None and symbol in chosen:
                 value, why, source = chosen[symbol]
                 why = note(SAME_AS_ANOTHER, why=why, symbol=symbol) if why.key != SAME_AS_ANOTHER else why
@@ -305,9 +317,10 @@ def plan_inputs(
             if symbol is not None:
                 chosen.setdefault(symbol, (value, why, source))
             shape.append(value)
-            free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why, source=source))
+            formula = formula_of(layout, spec.name, axis, symbol or "")
+            free.append(FreeDim(axis=axis, symbol=symbol or "?", value=value, why=why, source=source, formula=formula))
         dtype = _numpy_dtype(spec.dtype)
-        kind, low, high, reason = value_kind(spec, dtype, spec.vocabulary)
+        kind, low, high, reason = values.get(spec.name) or value_kind(spec, dtype, spec.vocabulary)
         if spec.name in exported.values:
             given = exported.values[spec.name]
             kind, low, high, reason = "constant", given, given + 1, note(EXPORTED_VALUE)
@@ -322,9 +335,10 @@ def plan_inputs(
                 high=high,
                 free=free,
                 why=reason,
+                role=roles.get(spec.name, ""),
             )
         )
-    return plan
+    return derive_dims(plan)
 
 
 default_inputs = plan_inputs  # the name the pages and the command line first used
@@ -343,7 +357,7 @@ def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[Benc
             if dim.symbol in dims:
                 dim.give(dims[dim.symbol], note(SET_BY_YOU), note(YOU))
                 spec.shape[dim.axis] = dims[dim.symbol]
-    return plan
+    return derive_dims(plan)
 
 
 def _numpy_dtype(dtype: str) -> str:

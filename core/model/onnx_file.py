@@ -37,6 +37,7 @@ from core.model.proto import (
     tensor_nbytes,
     value_specs,
 )
+from core.model.recognise import recognise
 from core.model.records import ModelRecord
 from core.settings import IntakeLimits
 
@@ -254,6 +255,18 @@ def _domain_notes(model: onnx.ModelProto) -> list[Note]:
     return notes
 
 
+def _card_notes(model: onnx.ModelProto, counts: ModelCounts, constant_weights: int) -> list[Note]:
+    """What the card says of the graph: subgraphs, local functions, weights kept in Constant nodes, domains."""
+    notes: list[Note] = []
+    if counts.subgraphs:
+        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=counts.nodes))
+    if model.functions:
+        notes.append(note(FUNCTIONS, count=len(model.functions)))
+    if constant_weights:
+        notes.append(note(CONSTANT_WEIGHTS, count=constant_weights))
+    return notes + _domain_notes(model)
+
+
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
     import onnx
 
@@ -302,19 +315,15 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
 
     initializer_names = {t.name for t in model.graph.initializer}
     opsets = {op.domain or "ai.onnx": op.version for op in model.opset_import}
-    notes: list[Note] = []
-    if counts.subgraphs:
-        notes.append(note(SUBGRAPHS, subgraphs=counts.subgraphs, nodes=counts.nodes))
-    if model.functions:
-        notes.append(note(FUNCTIONS, count=len(model.functions)))
-    if constant_weights:
-        notes.append(note(CONSTANT_WEIGHTS, count=constant_weights))
-    notes += _domain_notes(model)
+    notes: list[Note | str] = [*_card_notes(model, counts, constant_weights)]
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
     tables = index_tables(model.graph)
     for spec in inputs:
         spec.vocabulary = tables.get(spec.name)
+    outputs = value_specs(model.graph.output)
+    recognition = recognise(model, inputs, outputs, folder)  # a language model's cache, or why it was not told
+    notes += [recognition.note] if recognition.note is not None else []
     return ModelRecord(
         id=sha256_files(main, data_files),
         name=name or main.stem,
@@ -323,7 +332,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         path=str(main),
         files=[str(main)] + [str(p) for p in data_files],
         inputs=inputs,
-        outputs=value_specs(model.graph.output),
+        outputs=outputs,
         parameter_count=parameter_count(model),
         opset=opsets.get("ai.onnx"),
         ir_version=int(model.ir_version),
@@ -332,6 +341,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         external_data=[p.name for p in data_files],
         notes=notes,
         metadata=read_metadata(model),
+        generative=recognition.layout,
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core.access import ReadPath
 from core.i18n import N_
+from core.model.generative import GenerativeLayout
 from core.model.metadata import ModelMetadata
 from core.notes import Note
 
@@ -96,6 +97,7 @@ class ModelRecord:
     notes: list[Note | str] = field(default_factory=list)  # str: a sentence an earlier version kept, shown as it is
     metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
     code: UserCode | None = None  # a model built from its own code (format "code")
+    generative: GenerativeLayout | None = None  # a language model's cache, found in its graph (core.model.recognise)
 
     @property
     def format_label(self) -> str:

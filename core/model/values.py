@@ -28,6 +28,7 @@ TRUE_OR_FALSE = N_("random true/false")
 INTEGERS = N_("random integers {low}–{high}")
 UNIFORM = N_("random uniform in [{low}, {high})")
 NORMAL = N_("random normal (mean 0, sd 1)")
+POSITIONS = N_("positions {low}–{high}")
 WITH_WHY = N_("{values} ({why})")
 
 Make = Callable[["BenchInput", Any, list[int], Any, int], Any]  # (spec, numpy dtype, shape, generator, batch) -> array
@@ -108,6 +109,21 @@ def _normal(spec: BenchInput, dtype: Any, shape: list[int], rng: Any, batch: int
     return np.asarray(rng.standard_normal(shape), dtype=dtype)
 
 
+def _positions(spec: BenchInput, dtype: Any, shape: list[int], rng: Any, batch: int) -> Any:
+    """A language model's positions: from ``low`` (the past length) on, along the last axis, the same in every
+    sequence of the batch."""
+    import numpy as np
+
+    start = int(spec.low)
+    along = np.arange(start, start + (shape[-1] if shape else 1), dtype=dtype)
+    return np.ascontiguousarray(np.broadcast_to(along, shape)) if shape else along[:1].reshape(())
+
+
+def _positions_said(spec: BenchInput) -> Note:
+    count = spec.shape[-1] if spec.shape else 1
+    return note(POSITIONS, low=_g(spec.low), high=_g(spec.low + count - 1))
+
+
 def _all(spec: BenchInput) -> Note:
     value = _g(spec.low) if spec.dtype != "bool" else ("true" if spec.low else "false")
     return note(ALL, value=value)
@@ -183,6 +199,16 @@ VALUE_KINDS: dict[str, ValueKind] = {
             notebook=('array = np.full(shape, spec["low"], dtype=dtype)',),
             torch_example=_constant_tensor,
             torch_line=_constant_line,
+        ),
+        ValueKind(
+            name="positions",
+            label=N_("positions, from the past length on (a language model's)"),
+            make=_positions,
+            describe=_positions_said,
+            notebook=(
+                'start = int(spec["low"])',
+                "array = np.ascontiguousarray(np.broadcast_to(np.arange(start, start + shape[-1], dtype=dtype), shape))",
+            ),
         ),
         ValueKind(
             name="data",
