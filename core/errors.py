@@ -10,6 +10,7 @@ __all__ = [
     "DiffError",
     "CompareError",
     "ExportError",
+    "GenerateError",
     "IdentityRefused",
     "IntakeError",
     "NotebookError",
@@ -129,6 +130,11 @@ class PlanTooLargeError(BenchmarkError):
 
 class UnsetDimError(BenchmarkError):
     """An input plan with an open dim that nothing in the model sizes: it runs only once the user gives it one."""
+
+
+class GenerateError(BenchmarkError):
+    """A language model cannot be generated from as asked: a cache whose layout was not recognised, a prompt outside
+    its vocabulary or past its context, a reference that is no Hugging Face causal language model."""
 
 
 class DeployError(WorkbenchError):

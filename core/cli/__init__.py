@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "export a PyTorch model to ONNX and verify it"),
     "partition": ("partition", "which execution provider runs which node; optimization levels"),
     "bench": ("bench", "PyTorch eager against ONNX Runtime: latency, throughput, speedup"),
+    "generate": (
+        "generate",
+        "a language model token by token: time to first token, tokens/s, eager against ONNX Runtime per token",
+    ),
     "history": ("history", "list the saved benchmark runs, newest first"),
     "profile": ("profile", "where the time goes: per ONNX Runtime node and per PyTorch layer"),
     "quantize": ("quantize", "INT8 and FP16 variants, with size, latency and accuracy"),

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
     from core.diff.records import DiffReport, DiffRequest
     from core.export.options import ExportReport, ExportRequest
+    from core.generate.records import GenerateReport, GenerateRequest
     from core.graph.records import GraphRequest, GraphView
     from core.model.data import ImageRequest, NpzRequest
     from core.model.inputs import BenchInput
@@ -57,6 +58,7 @@ __all__ = [
     "DEPLOY",
     "DIFF",
     "EXPORT",
+    "GENERATE",
     "GRAPH",
     "HARDWARE",
     "IMAGE_INPUT",
@@ -278,6 +280,12 @@ COMPARE: Job[CompareRequest, CompareReport] = Job(  # two models tensor by tenso
     name="compare.run", target="core.compare.engine:compare_models", targeted=True, kept_with_link=True
 )
 
+# a language model token by token (core.generate): measures, so alone on the machine as BENCH; a pre-started worker
+# without torch (torch, imported for a reference only, would count in ONNX Runtime's peak memory)
+GENERATE: Job[GenerateRequest, GenerateReport] = Job(
+    name="generate.run", target="core.generate.generator:run_generate", exclusive=True, kept_with_link=True
+)
+
 HANDLES: list[Job[Any, Any]] = [INTAKE, SAMPLE, EXPORT, DECODE, GRAPH, PARTITION, OPTIMIZE, BENCH, PROFILE, QUANTIZE]
 HANDLES += [
     UPGRADE,
@@ -292,5 +300,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
-HANDLES += [TUNE, COMPARE]
+HANDLES += [TUNE, COMPARE, GENERATE]
 JOBS = JobRegistry(HANDLES)
