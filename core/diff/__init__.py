@@ -4,24 +4,7 @@ the opsets and the metadata."""
 
 from __future__ import annotations
 
-from core.diff.records import (
-    CHANGE_WORDS,
-    KIND_WORDS,
-    Change,
-    DiffReport,
-    DiffRequest,
-    ModelChange,
-    NodeDiff,
-    WeightChange,
-)
+from core.diff import records as _records
+from core.diff.records import *  # noqa: F403 (the records' names, listed once: core.diff.records.__all__)
 
-__all__ = [
-    "CHANGE_WORDS",
-    "KIND_WORDS",
-    "Change",
-    "DiffReport",
-    "DiffRequest",
-    "ModelChange",
-    "NodeDiff",
-    "WeightChange",
-]
+__all__ = list(_records.__all__)
