@@ -12,7 +12,7 @@ CHROMIUM ?= /usr/bin/chromium
 unexport PYTHONDONTWRITEBYTECODE
 COMPILE := $(PY) -m compileall -q -j 0 core ui app_pages streamlit_app.py > /dev/null
 
-.PHONY: run test lint constraints sample-cards team cluster-extras bench-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle browser-bundle messages
+.PHONY: run test lint constraints sample-cards team cluster-extras bench-extras chromium cjk-font sandbox postgres netns cluster cluster-run cluster-stop clean graph-bundle browser-bundle messages runtime-openvino runtime-gpu
 
 # pip says what it collects and installs as it goes (a first install takes minutes: torch alone is 200 MB)
 PIP := $(PY) -m pip install --no-input -c constraints.txt
@@ -47,6 +47,27 @@ $(VENV)/.dev: requirements-dev.txt requirements-models.txt constraints.txt $(VEN
 	$(PIP) --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	@touch $@
+
+# Other builds of ONNX Runtime, each a runtime in an environment of its own (core/runtime/runtimes.py): .runtimes/NAME
+# holds the build of requirements-NAME.txt alone (installed without its dependencies: the app's environment has them,
+# pinned by constraints.txt), and a .pth file after its own site-packages adds .venv's, so it imports its own
+# onnxruntime and everything else from .venv (no second 1.6 GB install). .ready is written once its onnxruntime
+# imports and is not .venv's (core/runtime/probe.py prints what it offers).
+RUNTIMES := .runtimes
+$(RUNTIMES)/%/.ready: requirements-%.txt | $(VENV)/.runtime
+	@echo "Building the runtime $* in $(RUNTIMES)/$* (requirements-$*.txt), beside $(VENV)"
+	@rm -rf $(RUNTIMES)/$* && mkdir -p $(RUNTIMES)
+	$(PY) -m venv --without-pip $(RUNTIMES)/$*
+	@$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	  "$$($(RUNTIMES)/$*/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/zz_workbench_app.pth"
+	$(PY) -m pip --python $(RUNTIMES)/$*/bin/python install --no-input --no-deps -r requirements-$*.txt
+	@cd $(CURDIR) && $(RUNTIMES)/$*/bin/python -c "import onnxruntime as o, sys; \
+	  own = o.__file__.startswith('$(CURDIR)/$(RUNTIMES)/$*/'); print('runtime $*: onnxruntime', o.__version__, \
+	  o.get_available_providers(), 'torch imported' if 'torch' in sys.modules else ''); sys.exit(0 if own else 1)"
+	@touch $@
+
+runtime-openvino: $(RUNTIMES)/openvino/.ready
+runtime-gpu: $(RUNTIMES)/gpu/.ready
 
 run: $(VENV)/.runtime sandbox
 	@$(COMPILE)
@@ -106,7 +127,7 @@ lint: $(VENV)/.dev
 # server or the browser, and four keep both cores busy where two left a third of them idle; the longest files go
 # first, tests/conftest.py), with lint beside them (mypy from cold takes a core for a minute or more), then the
 # ones that need a quiet machine, one at a time
-test: $(VENV)/.dev chromium cjk-font sandbox postgres netns
+test: $(VENV)/.dev chromium cjk-font sandbox postgres netns runtime-openvino
 	@mkdir -p test-artifacts
 	@$(COMPILE)
 	@$(MAKE) --no-print-directory lint > test-artifacts/lint.log 2>&1 & lint=$$!; \
@@ -135,7 +156,7 @@ sample-cards: $(VENV)/.runtime
 	$(PY) -m core.model.cards
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache test-artifacts
+	rm -rf $(VENV) $(RUNTIMES) .pytest_cache .mypy_cache .ruff_cache test-artifacts
 
 # The graph view's renderer: `npm ci` and esbuild in ui/graph_component (needs Node); the bundle is committed,
 # so run and test never need Node. tests/unit/test_graph_view.py fails when the bundle is older than its sources.

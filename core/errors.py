@@ -29,8 +29,10 @@ __all__ = [
     "PartitionError",
     "RoomError",
     "PlanTooLargeError",
+    "ProviderFallbackError",
     "ResultFileError",
     "QuantizeError",
+    "RuntimeNotFound",
     "RuntimeRefusedError",
     "SessionConfigError",
     "StoreError",
@@ -101,6 +103,15 @@ class PartitionError(WorkbenchError):
 class RuntimeRefusedError(WorkbenchError):
     """ONNX Runtime refuses to open the model for a reason the message names in the user's terms (an op it has no
     kernel for, a locale the machine lacks), not for a setting of this app."""
+
+
+class RuntimeNotFound(WorkbenchError):
+    """A job asked for a runtime (an ONNX Runtime build in an environment of its own) this machine has not built."""
+
+
+class ProviderFallbackError(WorkbenchError):
+    """With --strict (session.disable_cpu_ep_fallback): an execution provider asked for is absent, takes no node,
+    or leaves nodes to the CPU provider, so the run is refused instead of quietly measuring the CPU."""
 
 
 class OldOpsetError(RuntimeRefusedError):

@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quantize": ("quantize", "INT8 and FP16 variants, with size, latency and accuracy"),
     "serve": ("serve", "start the web app with the upload limit and error details of the settings"),
     "targets": ("targets", "where jobs can run: the targets of the Ray cluster (cluster_address), with their hardware"),
+    "runtimes": ("runtimes", "the builds of ONNX Runtime this machine has (make runtime-NAME), with their providers"),
     "upgrade": ("upgrade", "an old model brought to a newer opset, checked against the original"),
     "notebook": (
         "notebook",

@@ -4,6 +4,9 @@ A job is a registered name (core.jobs.registry), typed arguments and a typed res
 a backend; the default backend starts a fresh Python process per job (core.jobs.worker), watches its
 wall-clock time and memory from the outside, and turns every way a job can end into its own error. A cluster
 backend (Ray) can implement the same ``Backend`` protocol: ``submit(spec) -> JobHandle``.
+
+A request's ``runtime`` (core.runtime.runtimes) starts its worker from that runtime's Python and warm pool, in the same
+sandbox and limits; on a cluster target, the node's own runtimes (its agent reads the same field).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
-from core.jobs.warm import Spare, Staging, WarmPool
+from core.jobs.warm import RuntimePools, Spare, Staging, WarmPool
+from core.runtime.runtimes import Runtime, asked_runtime, runtime_named
 from core.settings import Settings, load_settings
 
 __all__ = [
@@ -150,8 +154,10 @@ class _ProcessJob:
         settings: Settings,
         slots: _Slots,
         pool: WarmPool | None = None,
+        runtime: Runtime | None = None,
     ) -> None:
         self.spec = spec
+        self._runtime = runtime  # whose Python the worker starts from (None: the app's own)
         self._settings = settings
         self._result_type = signature.result
         self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
@@ -279,8 +285,9 @@ class _ProcessJob:
 
     def _spawn(self, scratch: str) -> None:
         """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
+        network, runtime = self._network, self._runtime
         self._proc = sandbox.start_worker(
-            self._confinement, self._settings, scratch, self._sandboxed, self._stderr, network=self._network
+            self._confinement, self._settings, scratch, self._sandboxed, self._stderr, network=network, runtime=runtime
         )
         assert self._proc.stdin is not None
         self._proc.stdin.write(wire.encode(self._request))
@@ -417,16 +424,19 @@ class ProcessBackend:
         self.settings = settings or load_settings()
         self.registry = registry
         self.slots = _Slots(self.settings.worker_limit)
-        self.pool = (
-            WarmPool(settings=self.settings, sandboxed=sandbox.require_sandbox(self.settings), size=warm)
-            if warm > 0
-            else None
-        )
+        self._pools = RuntimePools(self.settings, sandbox.require_sandbox(self.settings), warm) if warm > 0 else None
+        self.pool = self._pools.default if self._pools is not None else None  # the default runtime's
+
+    def pool_for(self, runtime: Runtime) -> WarmPool | None:
+        """The warm pool of ``runtime`` (core.jobs.warm.RuntimePools); None when this backend keeps none."""
+        return self._pools.pool_for(runtime) if self._pools is not None else None
 
     def submit(self, spec: JobSpec) -> JobHandle:
         job = self.registry.get(spec.name)
         signature = self.registry.check_arguments(spec.name, spec.args)
-        return _ProcessJob(spec, job, signature, self.settings, self.slots, self.pool)
+        runtime = runtime_named(asked_runtime(spec.args.get("request")))  # one this machine lacks: refused at once
+        pool = self.pool_for(runtime)
+        return _ProcessJob(spec, job, signature, self.settings, self.slots, pool, runtime)
 
 
 def submit_spec(spec: JobSpec, backend: Backend | None = None) -> JobHandle:

@@ -31,7 +31,8 @@ import psutil
 from core.access import READ
 from core.errors import JobError
 from core.i18n import N_
-from core.jobs.view import code_folders, host_view
+from core.jobs.view import code_folders, host_view, runtime_view
+from core.runtime.runtimes import Runtime
 from core.settings import PROJECT_ROOT, Settings
 
 __all__ = [
@@ -186,17 +187,20 @@ def worker_command(
     *,
     staged: bool = False,
     network: bool = False,
+    runtime: Runtime | None = None,
 ) -> list[str]:
     """bubblewrap around ``python``: the worker sees the host only as ``host_view`` shows it, its private
     ``scratch`` folder as /tmp (and its working folder), and its job's paths. ``staged`` (a worker started before
     its job, core.jobs.warm): ``scratch/in`` is shown read-only at /tmp/in, where the files of its job will be
     linked once it comes. ``network``: the host's network is kept (a job that loads a server elsewhere, local
-    mode only; the job runner refuses it in hosted mode)."""
+    mode only; the job runner refuses it in hosted mode). ``runtime``: a runtime's environment is shown too,
+    read-only (core.jobs.view.runtime_view; a GPU build's, with the NVIDIA devices)."""
     bwrap = shutil.which("bwrap") or "bwrap"
     args = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv"]
     args += ["--share-net"] if network else []
     # /tmp first: a checkout or a Python installation under /tmp is then shown inside it
     args += ["--dev", "/dev", "--proc", "/proc", "--bind", scratch, "/tmp", *host_view()]
+    args += runtime_view(runtime.root, runtime.gpu) if runtime is not None else ()
     if staged:
         args += ["--ro-bind", str(Path(scratch) / "in"), "/tmp/in"]
     # the data folder (every session's files, the locks, the history) and the secrets, as small empty folders:
@@ -248,14 +252,18 @@ def start_worker(
     warm: bool = False,
     torch: bool = False,
     network: bool = False,
+    runtime: Runtime | None = None,
 ) -> subprocess.Popen[bytes]:
     """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm; ``--torch``: it
     imports torch ahead too), in its sandbox when there is one, with ``scratch`` as its private folder; its
-    stdin and stdout are the job's channel."""
+    stdin and stdout are the job's channel. ``runtime``: from that runtime's Python (core.runtime.runtimes), whose
+    environment the sandbox shows read-only; the app's own by default."""
     flags = [*(["--warm"] if warm else []), *(["--torch"] if warm and torch else [])]
-    python = [sys.executable, "-m", "core.jobs.worker", *flags]
+    python = [runtime.python if runtime is not None else sys.executable, "-m", "core.jobs.worker", *flags]
     command = (
-        worker_command(python, confinement, settings, scratch, staged=warm, network=network) if sandboxed else python
+        worker_command(python, confinement, settings, scratch, staged=warm, network=network, runtime=runtime)
+        if sandboxed
+        else python
     )
     return subprocess.Popen(
         command,

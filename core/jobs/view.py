@@ -19,13 +19,23 @@ from pathlib import Path
 
 from core.settings import PROJECT_ROOT
 
-__all__ = ["ETC_FILES", "code_folders", "host_view", "python_installation"]
+__all__ = ["ETC_FILES", "NVIDIA_DEVICES", "code_folders", "host_view", "python_installation", "runtime_view"]
 
 # /usr/lib64 and the like are under /usr; the top-level names are links to them on a merged-/usr system
 _SYSTEM_TOP = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # The loader's cache and configuration, the time zone, and the name-service switch: with it (and no passwd file)
 # the C library still names root and nobody (nss-systemd), which some libraries ask for.
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "nsswitch.conf")
+# what a runtime with a GPU build (core.runtime.runtimes) must see of /dev: the driver's control, memory and capability
+# devices and one node per GPU (the sandbox's /dev is otherwise a fresh one with null, zero, random and the like)
+NVIDIA_DEVICES: tuple[str, ...] = (
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm-tools",
+    "/dev/nvidia-modeset",
+    "/dev/nvidia[0-9]*",
+    "/dev/nvidia-caps/*",
+)
 # of the project's own folder, its history (a remote's address may hold a token); its secrets (.streamlit) are
 # hidden with the data folder (core.jobs.sandbox.hidden_folders)
 _PROJECT_HIDDEN = (".git",)
@@ -128,15 +138,63 @@ def host_view() -> tuple[str, ...]:
     return tuple(args)
 
 
+def _venv_paths(root: Path) -> list[Path]:
+    """A virtual environment's folders as its own Python would name them, read from its files rather than asked
+    (its ``pyvenv.cfg`` names the Python it was made from; its site folder's ``.pth`` files add folders)."""
+    found = [root]
+    try:
+        config = (root / "pyvenv.cfg").read_text(errors="replace").splitlines()
+    except OSError:
+        config = []
+    for line in config:
+        key, _sep, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            found.append(Path(value.strip()).parent)  # .../bin's parent: the base installation
+    for site_folder in root.glob("lib*/python*/site-packages"):
+        found += [Path(p) for p in _pth_folders(str(site_folder))]
+    found.append(root / "bin" / "python")
+    return [Path(os.path.abspath(p)) for p in found if os.path.exists(p)]
+
+
+def _nvidia_devices() -> list[str]:
+    return sorted({str(p) for pattern in NVIDIA_DEVICES for p in Path("/").glob(pattern.lstrip("/"))})
+
+
+@functools.cache
+def runtime_view(root: str, gpu: bool = False) -> tuple[str, ...]:
+    """bubblewrap's arguments that show a runtime's environment (core.runtime.runtimes) beside ``host_view``,
+    read-only: its folder and what it reads that the host view does not show (the Python it was made from, the
+    folders its ``.pth`` files add); with ``gpu``, the NVIDIA devices, which a GPU build's worker needs and no
+    other worker is shown. The default runtime ("") adds nothing."""
+    if not root:
+        return ()
+    shown = [Path("/usr"), PROJECT_ROOT, *python_installation()[0]]
+    args: list[str] = []
+    paths = _venv_paths(Path(root))
+    folders: list[Path] = []
+    for real in sorted(
+        {p.parent if p.is_file() else p for p in (p.resolve() for p in paths)}, key=lambda p: len(p.parts)
+    ):
+        if not _inside(real, [*shown, *folders]):
+            folders.append(real)
+            args += ["--ro-bind", str(real), str(real)]
+    for link, target in {link: t for p in paths for link, t in _links_on_the_way(p)}.items():
+        if not _inside(link, [*shown, *folders]) and str(link) not in _SYSTEM_TOP:
+            args += ["--symlink", target, str(link)]
+    for device in _nvidia_devices() if gpu else []:
+        args += ["--dev-bind-try", device, device]
+    return tuple(args)
+
+
 @functools.cache
 def code_folders() -> tuple[Path, ...]:
     """Where the code every worker (and the server) runs lies: the system's, the Python installation's and the
-    project's own (its folders that hold Python files, and locale/ with the translations its messages use; its top
-    folder holds the secrets, and is never given)."""
+    project's own (its folders that hold Python files, locale/ with the translations its messages use, and .runtimes/
+    with the other ONNX Runtime builds' environments; its top folder holds the secrets, and is never given)."""
     packages = [
         p
         for p in PROJECT_ROOT.iterdir()
-        if p.is_dir() and not p.is_symlink() and (any(p.glob("*.py")) or p.name == "locale")
+        if p.is_dir() and not p.is_symlink() and (any(p.glob("*.py")) or p.name in ("locale", ".runtimes"))
     ]
     python = {p.parent if p.is_file() else p for p in (p.resolve() for p in _python_paths())}
     return (Path("/usr"), *sorted(python), *packages)

@@ -20,6 +20,11 @@ the job comes:
 
 A job whose paths cannot be staged that way (a path outside the data folder, nested folders, thousands of
 files, a folder to write that is not empty) starts a worker of its own as before.
+
+Each runtime (core.runtime.runtimes) has a pool of its own, whose workers start from its Python: a job on the
+OpenVINO runtime cannot use a worker that imported the app's onnxruntime. The process backend starts the default
+runtime's pool with the server and another runtime's with that runtime's first job (that job starts cold), so a
+server whose users never pick another runtime keeps no worker of it. Benchmarks hold every pool back alike.
 """
 
 from __future__ import annotations
@@ -40,9 +45,19 @@ import psutil
 
 from core.jobs import outputs, sandbox, wire
 from core.jobs.sandbox import Confinement
+from core.runtime.runtimes import Runtime
 from core.settings import Settings
 
-__all__ = ["MAX_STAGED_FILES", "Spare", "Staging", "WarmPool", "collect_outputs", "plan_staging"]
+__all__ = [
+    "MAX_STAGED_FILES",
+    "ExclusiveJobs",
+    "RuntimePools",
+    "Spare",
+    "Staging",
+    "WarmPool",
+    "collect_outputs",
+    "plan_staging",
+]
 
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
 
@@ -143,6 +158,23 @@ def collect_outputs(spare: Spare, staging: Staging) -> list[str]:
     return dropped
 
 
+class ExclusiveJobs:
+    """How many jobs that must have the machine to themselves (benchmarks) run now, counted once for every pool of
+    a backend: while one runs, no pool starts a worker, whichever runtime the benchmark runs on."""
+
+    def __init__(self) -> None:
+        self._running = 0
+        self._lock = threading.Lock()
+
+    @property
+    def running(self) -> int:
+        return self._running
+
+    def change(self, by: int) -> None:
+        with self._lock:
+            self._running += by
+
+
 @dataclass(kw_only=True)
 class WarmPool:
     """Keeps ``size`` workers with torch imported, and twice as many without, started ahead for a backend's jobs
@@ -155,10 +187,11 @@ class WarmPool:
     settings: Settings
     sandboxed: bool
     size: int = 1
+    runtime: Runtime | None = None  # whose Python its workers start from (None: the app's own)
+    exclusive: ExclusiveJobs = field(default_factory=ExclusiveJobs)  # shared by a backend's pools
     _ready: dict[bool, list[Spare]] = field(default_factory=lambda: {False: [], True: []})  # torch imported?
     _wanted: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _exclusive_running: int = 0
     _closed: bool = False
 
     def __post_init__(self) -> None:
@@ -188,14 +221,12 @@ class WarmPool:
 
     def job_started(self, exclusive: bool) -> None:
         if exclusive:
-            with self._lock:
-                self._exclusive_running += 1
+            self.exclusive.change(+1)
 
     def job_ended(self, exclusive: bool) -> None:
         """A job of this backend ended: start workers to replace the ones used."""
-        with self._lock:
-            if exclusive:
-                self._exclusive_running -= 1
+        if exclusive:
+            self.exclusive.change(-1)
         self._wanted.set()
 
     def wanted(self, torch: bool = False) -> int:
@@ -228,7 +259,7 @@ class WarmPool:
                     short = [kind for kind in (False, True) if len(self._ready[kind]) < self.wanted(kind)]
                     if self._closed or not short:
                         break
-                    waiting = self._exclusive_running > 0
+                    waiting = self.exclusive.running > 0
                 if waiting:  # a benchmark runs: starting a worker now would take CPU from it
                     self._wanted.wait(0.5)
                     self._wanted.clear()
@@ -249,7 +280,9 @@ class WarmPool:
         (Path(scratch) / "out").mkdir()
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
         settings, sandboxed = self.settings, self.sandboxed
-        proc = sandbox.start_worker(Confinement(), settings, scratch, sandboxed, stderr, warm=True, torch=torch)
+        proc = sandbox.start_worker(
+            Confinement(), settings, scratch, sandboxed, stderr, warm=True, torch=torch, runtime=self.runtime
+        )
         spare = Spare(proc, scratch, stderr)
         assert spare.proc.stdout is not None
         payload = wire.read_frame(spare.proc.stdout)
@@ -257,6 +290,35 @@ class WarmPool:
             _discard(spare)
             return None
         return spare
+
+
+class RuntimePools:
+    """A backend's warm pools, one per runtime: the default runtime's started with the backend, another's with that
+    runtime's first job (so a runtime nobody uses keeps no worker), all held back by the same benchmarks."""
+
+    def __init__(self, settings: Settings, sandboxed: bool, size: int) -> None:
+        self._settings, self._sandboxed, self._size = settings, sandboxed, size
+        self._exclusive = ExclusiveJobs()
+        self.default = self._new(None)
+        self._others: dict[str, WarmPool] = {}
+        self._lock = threading.Lock()
+
+    def _new(self, runtime: Runtime | None) -> WarmPool:
+        return WarmPool(
+            settings=self._settings,
+            sandboxed=self._sandboxed,
+            size=self._size,
+            runtime=runtime,
+            exclusive=self._exclusive,
+        )
+
+    def pool_for(self, runtime: Runtime) -> WarmPool:
+        if not runtime.root:  # the default: the app's own Python
+            return self.default
+        with self._lock:
+            if runtime.name not in self._others:
+                self._others[runtime.name] = self._new(runtime)
+            return self._others[runtime.name]
 
 
 def _rss(spare: Spare) -> int:

@@ -1,0 +1,133 @@
+"""Runtimes (core.runtime.runtimes): each ONNX Runtime build in an environment of its own, listed with what it offers,
+and a job's worker started from the Python of the runtime its request names, in the same sandbox."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from core.errors import JobError, RuntimeNotFound
+from core.jobs import JOBS, Job, ProcessBackend, submit
+from core.jobs.sandbox import Confinement, refuse_wide_folders, sandbox_status, worker_command
+from core.jobs.view import code_folders, runtime_view
+from core.runtime import runtimes
+from core.runtime.runtimes import RUNTIMES_DIR, Runtime, installed_runtimes, runtime_named
+from core.settings import PROJECT_ROOT, load_settings
+from tests.cli import cli
+from tests.runtimes import OPENVINO, require_openvino
+from tests.unit.runtime_jobs import WhereRequest
+
+WHERE: Job[WhereRequest, dict[str, str]] = Job(name="test.where", target="tests.unit.runtime_jobs:where")
+REGISTRY = JOBS.with_jobs(WHERE)
+VENV_SITE = str(PROJECT_ROOT / ".venv" / "lib")
+
+
+@pytest.fixture(scope="module")
+def openvino() -> Runtime:
+    require_openvino()
+    return runtime_named(OPENVINO)
+
+
+def _backend(data: Path, warm: int = 0) -> ProcessBackend:
+    settings = dataclasses.replace(load_settings(environ={}), data_dir=str(data))
+    return ProcessBackend(settings, REGISTRY, warm=warm)
+
+
+def test_runtimes_json_lists_the_default_wheel_and_the_openvino_build_with_their_providers(openvino: Runtime) -> None:
+    done = cli("runtimes", "--json")
+    assert done.returncode == 0, done.stderr
+    rows = {row["name"]: row for row in json.loads(done.stdout)["runtimes"]}
+    assert rows["default"]["package"] == "onnxruntime" and "CPUExecutionProvider" in rows["default"]["providers"]
+    assert rows[OPENVINO]["package"] == "onnxruntime-openvino" and rows[OPENVINO]["onnxruntime"] == "1.24.1"
+    assert rows[OPENVINO]["providers"] == ["OpenVINOExecutionProvider", "CPUExecutionProvider"]
+    assert not rows[OPENVINO]["torch_imported"] and not rows[OPENVINO]["error"]
+    assert all("devices" in row and "plugins" in row for row in rows.values())  # get_ep_devices(), plugin EPs
+
+
+def test_a_job_on_the_openvino_runtime_runs_its_build_in_the_sandbox_and_the_rest_from_the_apps_environment(
+    openvino: Runtime, tmp_path: Path
+) -> None:
+    seen = submit(WHERE, WhereRequest(runtime=OPENVINO), _backend(tmp_path / "data")).result()
+    assert seen["python"] == openvino.python and seen["onnxruntime"] == "1.24.1"
+    assert seen["onnxruntime_file"].startswith(openvino.root)
+    assert all(seen[k].startswith(VENV_SITE) for k in ("numpy_file", "onnx_file", "msgspec_file"))
+    assert seen["torch"] == "False"  # its onnxruntime pulls nothing of torch in through the app's environment
+    default = submit(WHERE, WhereRequest(), _backend(tmp_path / "data")).result()
+    assert default["onnxruntime"] != "1.24.1" and default["onnxruntime_file"].startswith(VENV_SITE)
+
+
+@pytest.mark.skipif(not sandbox_status()[0], reason="bubblewrap cannot build a sandbox here")
+def test_a_sandboxed_worker_cannot_write_into_its_runtimes_environment(openvino: Runtime, tmp_path: Path) -> None:
+    target = str(Path(openvino.root) / "lib" / "tampered.py")
+    seen = submit(WHERE, WhereRequest(runtime=OPENVINO, write_into=target), _backend(tmp_path / "data")).result()
+    assert seen["write"] == "OSError" and not Path(target).exists()
+
+
+def test_a_runtime_has_a_warm_pool_of_its_own_started_by_its_first_job(openvino: Runtime, tmp_path: Path) -> None:
+    backend = _backend(tmp_path / "data", warm=1)
+    assert backend.pool is not None
+    try:
+        first = submit(WHERE, WhereRequest(runtime=OPENVINO), backend)
+        assert first.result()["onnxruntime"] == "1.24.1" and not first.handle.started_warm  # type: ignore[attr-defined]
+        pool = backend.pool_for(openvino)
+        assert pool is not None and pool is not backend.pool and pool.runtime == openvino
+        assert pool.exclusive is backend.pool.exclusive  # a benchmark on any runtime holds every pool back
+        deadline = time.monotonic() + 90
+        while pool.ready_count() == 0:
+            assert time.monotonic() < deadline, "no worker of the OpenVINO runtime got ready"
+            time.sleep(0.05)
+        second = submit(WHERE, WhereRequest(runtime=OPENVINO), backend)
+        assert second.result()["onnxruntime"] == "1.24.1" and second.handle.started_warm  # type: ignore[attr-defined]
+    finally:
+        for pool in (backend.pool, backend.pool_for(openvino)):
+            if pool is not None:
+                pool.close()
+
+
+def test_a_runtime_this_machine_lacks_is_refused_naming_those_it_has_and_how_to_build_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runtimes, "RUNTIMES_DIR", tmp_path)
+    (tmp_path / "gpu" / "bin").mkdir(parents=True)
+    (tmp_path / "gpu" / "bin" / "python").write_text("")  # no .ready: the Makefile did not finish it
+    assert [r.name for r in installed_runtimes()] == ["default"]
+    with pytest.raises(RuntimeNotFound, match=r"no runtime 'gpu'.*it has: default.*make runtime-gpu"):
+        runtime_named("gpu")
+    with pytest.raises(RuntimeNotFound, match=r"no runtime '\.\./x'"):
+        runtime_named("../x")
+    with pytest.raises(RuntimeNotFound):  # refused when the job is submitted, before any worker starts
+        submit(WHERE, WhereRequest(runtime="gpu"), _backend(tmp_path / "data"))
+
+
+def test_the_sandbox_shows_a_runtime_made_elsewhere_read_only_and_the_gpu_only_to_a_gpu_runtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base, root = tmp_path / "python", tmp_path / "rt"
+    (base / "bin").mkdir(parents=True)
+    extra = tmp_path / "extra-site"
+    extra.mkdir()
+    site_folder = root / "lib" / "python3.11" / "site-packages"
+    site_folder.mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    (site_folder / "zz_workbench_app.pth").write_text(f"{extra}\n")
+    monkeypatch.setattr("core.jobs.view._nvidia_devices", lambda: ["/dev/nvidia0", "/dev/nvidiactl"])
+    args = " ".join(runtime_view(str(root), gpu=False))
+    assert f"--ro-bind {root} {root}" in args and f"--ro-bind {base} {base}" in args and str(extra) in args
+    assert "--bind " not in args.replace("--ro-bind ", "") and "nvidia" not in args
+    assert "--dev-bind-try /dev/nvidia0 /dev/nvidia0" in " ".join(runtime_view(str(root), gpu=True))
+    assert runtime_view("") == ()  # the default runtime: the app's own environment, shown as before
+    runtime = Runtime(name="rt", python=str(root / "bin" / "python"), root=str(root))
+    settings = load_settings(environ={})
+    assert f"--ro-bind {root} {root}" in " ".join(
+        worker_command(["py"], Confinement(), settings, "/s", runtime=runtime)
+    )
+
+
+def test_no_job_may_write_into_the_runtimes_environments() -> None:
+    assert RUNTIMES_DIR in code_folders()
+    with pytest.raises(JobError, match="among the code every worker runs"):
+        refuse_wide_folders(Confinement(writes=(str(RUNTIMES_DIR / OPENVINO / "lib"),)), load_settings(environ={}))
