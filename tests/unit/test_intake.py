@@ -17,14 +17,17 @@ import torch
 from core.errors import (
     IntakeError,
     LimitExceededError,
+    MissingDataError,
     NoMatchingArchitectureError,
     UnsafeModelError,
     UnsupportedFormatError,
 )
 from core.model import zoo
 from core.model.intake import IntakeRequest, describe_files, detect_format
+from core.model.notes import CHECKPOINT_ENTRY, CONSTANT_WEIGHTS, DATAPARALLEL, SUBGRAPHS, note
 from core.model.pickles import pickle_globals
 from core.model.records import ModelRecord
+from core.notes import say_all
 from core.settings import IntakeLimits
 from tests import builders
 
@@ -76,13 +79,14 @@ def test_symbolic_dims_keep_their_names_and_empty_ones_show_as_unknown(tmp_path:
 def test_weights_in_constant_nodes_count_as_parameters(tmp_path: Path) -> None:
     record = describe(builders.write(builders.constant_weights_model(), tmp_path / "m.onnx"))
     assert record.parameter_count == 8 * 4 + 4
-    assert any("Constant nodes" in n for n in record.notes)
+    assert note(CONSTANT_WEIGHTS, count=2) in record.notes  # kept as data: the template and its value
 
 
 def test_subgraph_nodes_are_counted_in_the_notes(tmp_path: Path) -> None:
     record = describe(builders.write(builders.control_flow_model(), tmp_path / "m.onnx"))
     assert record.node_count == 2
-    assert any("3 subgraph(s)" in n and "6 nodes in all" in n for n in record.notes)
+    assert note(SUBGRAPHS, subgraphs=3, nodes=6) in record.notes
+    assert "3 subgraph(s) (If/Loop/Scan), 6 nodes in all." in say_all(record.notes)
 
 
 def test_fp16_weights_are_sized_at_two_bytes(tmp_path: Path) -> None:
@@ -115,10 +119,11 @@ def test_external_data_in_a_zip_of_the_model_folder(tmp_path: Path) -> None:
     assert record.format == "onnx" and record.external_data == ["model.onnx.data"]
 
 
-def test_missing_external_data_file_says_to_upload_it(tmp_path: Path) -> None:
+def test_missing_external_data_file_says_to_upload_it_and_what_it_holds(tmp_path: Path) -> None:
+    """MissingDataError: the page says the upload limit under it (the box refuses a file over it unseen)."""
     main = builders.save_with_external_data(builders.chain_model(10), tmp_path / "up")
     main.with_name("model.onnx.data").unlink()
-    with pytest.raises(IntakeError, match="was not uploaded"):
+    with pytest.raises(MissingDataError, match=r"model\.onnx\.data' \(at least 320 B\), which was not uploaded"):
         describe(main)
 
 
@@ -214,8 +219,8 @@ def test_checkpoint_dicts_and_dataparallel_prefixes_are_unwrapped(tmp_path: Path
     torch.save({"epoch": 3, "state_dict": weights}, path)
     record = describe(path)
     assert record.architecture == "mlp"
-    assert any("'state_dict' entry" in n for n in record.notes)
-    assert any("module." in n for n in record.notes)
+    assert note(CHECKPOINT_ENTRY, key="state_dict") in record.notes
+    assert note(DATAPARALLEL) in record.notes
 
 
 def test_legacy_torch_save_format_is_read_with_weights_only(tmp_path: Path) -> None:
