@@ -2,32 +2,10 @@
 
 from __future__ import annotations
 
+from core.export import options as _options
 from core.export.code import reproduce_code
 from core.export.exporter import export_model
 from core.export.messages import plain_warnings
-from core.export.options import (
-    DEFAULT_OPSET,
-    EXPORTERS,
-    Check,
-    ExportOptions,
-    ExportReport,
-    ExportRequest,
-    ShapeTrial,
-    choose_exporter,
-    default_options,
-)
+from core.export.options import *  # noqa: F403 (the options' names, listed once: core.export.options.__all__)
 
-__all__ = [
-    "DEFAULT_OPSET",
-    "EXPORTERS",
-    "Check",
-    "ExportOptions",
-    "ExportReport",
-    "ExportRequest",
-    "ShapeTrial",
-    "choose_exporter",
-    "default_options",
-    "export_model",
-    "plain_warnings",
-    "reproduce_code",
-]
+__all__ = [*_options.__all__, "export_model", "plain_warnings", "reproduce_code"]
