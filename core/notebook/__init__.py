@@ -4,27 +4,8 @@ onnx, onnxruntime, numpy, matplotlib), never this app; and the whole session zip
 
 from __future__ import annotations
 
-from core.notebook.builder import (
-    build_notebook,
-    default_export,
-    default_plan,
-    model_files,
-    notebook_bytes,
-    plan_steps,
-    start_inputs,
-)
+from core.notebook import builder as _builder
+from core.notebook.builder import *  # noqa: F403 (the builder's names, listed once: core.notebook.builder.__all__)
 from core.notebook.records import STEPS, NotebookArchive, NotebookPlan, NotebookRequest
 
-__all__ = [
-    "STEPS",
-    "NotebookArchive",
-    "NotebookPlan",
-    "NotebookRequest",
-    "build_notebook",
-    "default_export",
-    "default_plan",
-    "model_files",
-    "notebook_bytes",
-    "plan_steps",
-    "start_inputs",
-]
+__all__ = ["STEPS", "NotebookArchive", "NotebookPlan", "NotebookRequest", *_builder.__all__]
