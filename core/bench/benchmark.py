@@ -20,7 +20,8 @@ from typing import Any
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
 from core.i18n import N_, _, bounds, number
-from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
+from core.model.hints import guess_hint
+from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.notes import Note, NoteValue, note, warning
 from core.runtime.activity import ActivityMeter

@@ -46,7 +46,8 @@ def add_plan_arguments(parser: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=16000",
-        help="an input's values: a number (everywhere), normal, uniform:LOW,HIGH or ints:LOW,HIGH",
+        help="an input's values: a number (everywhere), normal, uniform:LOW,HIGH or ints:LOW,HIGH; for a string "
+        "input, its text (repeat --value for several strings)",
     )
     parser.add_argument("--data", metavar="FILE.npz", help="real inputs: one array per input, named after it")
     parser.add_argument(
@@ -67,6 +68,9 @@ def _assign(text: str, option: str) -> tuple[str, str]:
 
 
 def _set_values(spec: BenchInput, text: str) -> None:
+    if spec.dtype == "str":  # a tensor(string): the text itself, each --value one more string
+        spec.values, spec.texts, spec.why = "text", [*spec.texts, text], note(SET_ON_COMMAND_LINE)
+        return
     word, _sep, bounds = text.partition(":")  # --value's word for a kind (core.model.values), then its range
     row = next((r for r in VALUE_KINDS.values() if r.option and r.option == word and r.ranged == bool(bounds)), None)
     if row is not None and not row.ranged:

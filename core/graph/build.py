@@ -16,6 +16,7 @@ from core.graph.weights import WeightBudget, weight_stats
 from core.i18n import N_
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
+from core.model.records import shape_dim
 from core.notes import Note, note
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _LEND_ELEMENTS = 1 << 14  # larger weights are kept out of shape inference (it n
 
 
 def _dims(dims: Any) -> str:
-    return "×".join(str(d) for d in dims)
+    return "×".join(shape_dim(d) for d in dims)
 
 
 @dataclass(kw_only=True)

@@ -51,7 +51,8 @@ def check_npz(path: str, what: str = "calibration file", error: type[WorkbenchEr
             if dtype.hasobject:
                 raise error(
                     f"'{brief(member.filename)}' in the {what} holds Python objects (a pickle), which are "
-                    "never loaded here; save plain numeric arrays."
+                    "never loaded here; save plain numeric arrays, and strings as a text array "
+                    "(np.array(texts, dtype=str): numpy's '<U' arrays need no pickle)."
                 )
             total += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if total > MAX_ARRAY_BYTES:

@@ -205,7 +205,12 @@ def _from_array(spec: BenchInput, array: object, file: str, out: Path) -> BenchI
     import numpy as np
 
     data = np.asarray(array)
-    if data.dtype != np.dtype(spec.dtype):
+    if spec.dtype == "str" and data.dtype.kind != "U":
+        raise BenchmarkError(
+            f"'{spec.name}' in the data file is {data.dtype}; the model takes strings, a tensor(string) (save them "
+            "with np.array(texts, dtype=str))."
+        )
+    if data.dtype != np.dtype(spec.dtype) and spec.dtype != "str":
         raise BenchmarkError(
             f"'{spec.name}' in the data file is {data.dtype}; the model takes {spec.dtype} (save it with "
             f".astype(np.{spec.dtype}))."

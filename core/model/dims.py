@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from core.i18n import N_
+from core.model.graph_uses import WAVEFORM
 from core.model.records import ModelRecord, TensorSpec
 from core.notes import Note, note
 
@@ -31,8 +32,11 @@ TEXT_HEIGHT, TEXT_WIDTH = 48, 320  # a line of text as PaddleOCR's recognisers t
 DIRECTION_HEIGHT, DIRECTION_WIDTH = 48, 192  # a line of text as PaddleOCR's direction classifier (0° or 180°) takes it
 TEXT_MAX_HEIGHT = 64  # an image this low with a free width is a line of text (CRNN: 32, PaddleOCR: 48, ddddocr: 64)
 FRAMES, SECOND_OF_AUDIO = 100, 16_000  # a second of 10 ms frames; a second of samples at 16 kHz
+LOOP_TRIPS = 16  # the iterations a loop's free trip count gets: a few, so a step's cost shows without a long wait
 SAMPLE_RATE = re.compile(r"(^|[^a-z])(sr|sample_?rate|sampling_?rate|rate)($|[^a-z])", re.I)
-_AUDIO = re.compile(r"audio|wav|speech|pcm|waveform|samples|signal", re.I)
+_AUDIO = re.compile(r"audio|wav|speech|pcm|waveform|samples|signal|^input_values$", re.I)  # input_values: HF's
+_BOXES = re.compile(r"(^|[^a-z])(boxes|bboxes|bbox|dets|detections)([^a-z]|$)", re.I)  # a detector's outputs
+MIN_RATE, MAX_RATE = 1_000, 384_000  # a sample rate in metadata outside these is not believed
 _STATE = re.compile(r"state|hidden|^h0?$|^c0?$|^h_|^c_", re.I)
 # the kind of a dim, by the words of its name (checked in this order)
 _NAMES = {
@@ -75,6 +79,14 @@ MADE_FOR = {
 }
 SIDE = {"height": N_("image height: {value}"), "width": N_("image width: {value}")}
 AUDIO_SAMPLES = N_("samples: {value}, a 32 ms chunk at 16 kHz (what streaming audio models take)")
+AUDIO_SECOND = N_("audio samples: {value}, one second of raw audio at {rate} Hz")
+RAW_AUDIO_NAMED = N_("the kind of input (raw audio, by its name '{name}')")
+RAW_AUDIO_CONV = N_("the kind of input (raw audio: a strided 1-D convolution opens on it, as a speech encoder's does)")
+RATE_METADATA = N_("metadata '{key}' (the model's sample rate)")
+LOOP_TRIP_COUNT = N_("a loop's trip count: {value} (how many times its body runs; set it to what your data has)")
+A_LOOP = N_("the graph (a Loop or Scan iterates over this axis: its trip count, not a batch)")
+DETECTOR_NMS = N_("the kind of model (a detector: NonMaxSuppression in its graph)")
+DETECTOR_BOXES = N_("the kind of model (a detector: its output '{name}' holds boxes)")
 SEQUENCE_LENGTH = N_("sequence length: {value}")
 NOTHING_SAYS = N_("nothing in the model says what it is: give it a size")
 # where a size came from
@@ -164,12 +176,52 @@ def state_batch(spec: TensorSpec, axis: int, record: ModelRecord) -> bool:
 
 
 def is_audio(record: ModelRecord) -> bool:
-    """A model of audio: an integer sample-rate input, a float [batch, samples] input named like audio, or one
-    beside a recurrent state (a streaming model)."""
+    """A model of audio: an integer sample-rate input, a float [batch, samples] input named like audio or that a
+    strided 1-D convolution opens on (raw audio into a speech encoder), or one beside a recurrent state (a
+    streaming model)."""
     rate = any(SAMPLE_RATE.search(s.name) and not s.dtype.startswith("float") for s in record.inputs)
     waves = [s for s in record.inputs if s.dtype.startswith("float") and s.shape is not None and len(s.shape) == 2]
-    state = any(_STATE.search(s.name) and s.shape is not None and len(s.shape) == 3 for s in record.inputs)
-    return rate or bool(waves and (state or any(_AUDIO.search(s.name) for s in waves)))
+    heard = any(_AUDIO.search(s.name) or s.use == WAVEFORM for s in waves)
+    return rate or bool(waves and (_streaming(record) or heard))
+
+
+def _streaming(record: ModelRecord) -> bool:
+    """A recurrent state among the inputs: the model takes audio a chunk at a time."""
+    return any(_STATE.search(s.name) and s.shape is not None and len(s.shape) == 3 for s in record.inputs)
+
+
+def _sample_rate(record: ModelRecord) -> tuple[int, str]:
+    """(rate, the metadata key that says it) of a model whose metadata names its sample rate, else (16000, "")."""
+    for key, value in record.metadata.entries.items():
+        if SAMPLE_RATE.search(key) and value.strip().isdigit() and MIN_RATE <= int(value.strip()) <= MAX_RATE:
+            return int(value.strip()), key
+    return SECOND_OF_AUDIO, ""
+
+
+def _audio_clip(spec: TensorSpec, record: ModelRecord) -> tuple[int, Note, Note]:
+    """One second of raw audio at the model's sample rate (16 kHz unless its metadata says another)."""
+    rate, key = _sample_rate(record)
+    if key:
+        source = note(RATE_METADATA, key=key)
+    elif spec.use == WAVEFORM:
+        source = note(RAW_AUDIO_CONV)
+    else:
+        source = note(RAW_AUDIO_NAMED, name=spec.name)
+    return rate, _size(AUDIO_SECOND, rate, rate=rate), source
+
+
+def _detector(record: ModelRecord) -> Note | None:
+    """Why the model is a detector (a NonMaxSuppression anywhere in its graphs, or an output that holds boxes:
+    named so, or [..., 4] beside outputs of the same count), else None."""
+    if record.suppresses_boxes:
+        return note(DETECTOR_NMS)
+    for out in record.outputs:
+        shape = out.shape or []
+        per_detection = [o for o in record.outputs if o is not out and o.shape == shape[:1]]  # [num, 4] beside [num]
+        counted = len(shape) == 2 and isinstance(shape[0], str) and bool(per_detection)
+        if _BOXES.search(out.name) or (shape and shape[-1] == 4 and (len(shape) >= 3 or counted)):
+            return note(DETECTOR_BOXES, name=out.name)
+    return None
 
 
 def _text_direction(record: ModelRecord) -> bool:
@@ -215,6 +267,10 @@ def _image_side(shape: list[int | str], axis: int, symbol: str | None, record: M
         value = DIRECTION_HEIGHT if side == "height" else DIRECTION_WIDTH
         why = _size(DIRECTION[side], value, height=DIRECTION_HEIGHT, width=DIRECTION_WIDTH)
         return value, why, named or note(A_DIRECTION_CLASSIFIER)
+    detector = _detector(record)
+    if detector is not None:
+        source = note(BOTH, first=named, second=detector) if named is not None else detector
+        return DETECTOR_SIDE, _size(DETECTOR[side], DETECTOR_SIDE), source
     classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
     value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
     return value, _size((CLASSIFIER if classifier else DETECTOR)[side], value), named or note(AN_IMAGE)
@@ -227,7 +283,8 @@ def _by_name(kind: str, symbol: str, record: ModelRecord) -> tuple[int, Note, No
         if len(sides) == 2:
             value = sides[0 if kind == "height" else 1]
             return value, _size(MADE_FOR[kind], value), note(IMGSZ)
-        classifier = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
+        scores = any(o.shape is not None and len(o.shape) == 2 for o in record.outputs)
+        classifier = scores and _detector(record) is None
         value = CLASSIFIER_SIDE if classifier else DETECTOR_SIDE
         return value, _size(SIDE[kind], value), note(ITS_NAME, symbol=symbol)
     value, why = _SIZES[kind]
@@ -240,12 +297,16 @@ def open_dim_default(
     """(size, why, where it came from) of free dim ``axis`` of ``spec`` when neither the user nor an export gave
     one; NO_HINT as the source (and a size of 1 that must not be measured) when nothing says what it is."""
     shape = spec.shape or []
+    if spec.loop_axis == axis:
+        return LOOP_TRIPS, _size(LOOP_TRIP_COUNT, LOOP_TRIPS), note(A_LOOP)
     layout = image_layout(shape)
     if layout and axis in ((2, 3) if layout == "NCHW" else (1, 2)):
         return _image_side(shape, axis, symbol, record)
     floating = spec.dtype.startswith(("float", "bfloat"))
-    if len(shape) == 2 and axis == 1 and floating and audio:
+    if len(shape) == 2 and axis == 1 and floating and audio and _streaming(record):
         return AUDIO_CHUNK, _size(AUDIO_SAMPLES, AUDIO_CHUNK), note(STREAMING_AUDIO)
+    if len(shape) == 2 and axis == 1 and floating and audio:
+        return _audio_clip(spec, record)
     kind = dim_kind(symbol)
     if kind and symbol:
         return _by_name(kind, symbol, record)

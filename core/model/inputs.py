@@ -17,9 +17,11 @@ from typing import Any
 from core.access import ReadPath
 from core.errors import BenchmarkError, PlanTooLargeError, UnsetDimError, brief
 from core.i18n import N_
-from core.model.dims import NO_HINT, SAMPLE_RATE, is_audio, open_dim_default, state_batch
+from core.model.dims import LOOP_TRIPS, NO_HINT, SAMPLE_RATE, is_audio, open_dim_default, state_batch
 from core.model.generative import CACHE_SOURCE
+from core.model.graph_uses import CONDITION, ONE_HOT, TRIP_COUNT
 from core.model.prefill import PARTS, cache_dims, cache_roles, cache_values, derive_dims, formula_of
+from core.model.proto import onnx_type
 from core.model.records import ModelRecord, TensorSpec
 from core.model.values import VALUE_KINDS, WITH_WHY, coin, value_kind_of
 from core.notes import Note, note
@@ -36,7 +38,6 @@ __all__ = [
     "derive_dims",
     "describe_values",
     "dim_label",
-    "guess_hint",
     "input_bytes",
     "make_inputs",
     "plan_inputs",
@@ -73,6 +74,12 @@ SEGMENT_WHY = N_("segment ids: one segment")
 TOKEN_IDS_WHY = N_("token ids: the {count} rows of the table it indexes")
 SMALL_IDS_WHY = N_("no vocabulary found: small ids and indices")
 EXPORTED_VALUE = N_("the value it was exported with")
+ONE_HOT_WHY = N_("ids 0–{last}: the {count} values the model one-hot encodes it against")
+BRANCH_WHY = N_(
+    "true: it chooses an If's branch, so only the 'then' branch is measured; --value {name}=0 measures the other"
+)
+TRIPS_WHY = N_("a loop's trip count: how many times its body runs")
+SAMPLE_TEXT_WHY = N_("sample text; give your own strings with --value NAME=TEXT or an .npz of strings")
 
 
 @dataclass(kw_only=True)
@@ -114,6 +121,7 @@ class BenchInput:
     free: list[FreeDim] = field(default_factory=list)  # the dims the model left open
     why: Note | None = None  # why the values are what they are ("token ids: the 30,522 rows of the table it indexes")
     data: ReadPath = ""  # values "data": an .npy of the input at batch 1 (made by core.model.data)
+    texts: list[str] = field(default_factory=list)  # values "text": the strings given ([]: sample sentences)
     role: str = ""  # a language model's input (core.model.generative.ROLES: ids, mask, positions, past); "" else
 
     @property
@@ -143,21 +151,6 @@ def scalar_value(dtype: str, value: float) -> int | float | bool:
 def scalar_default(name: str, dtype: str) -> float:
     """The example value of a Python scalar argument: a sample rate of 16000, else 1."""
     return 16000.0 if dtype == "int" and SAMPLE_RATE.search(name) else 1.0
-
-
-def guess_hint(specs: list[BenchInput]) -> str:
-    """For a model that failed on the plan's inputs: which open dims were guessed, and where to set them ("" when
-    none was: then the sizes are not the cause)."""
-    guessed = [
-        f"'{s.name}' axis {d.axis} = {d.value}" for s in specs for d in s.free if d.axis != s.batch_axis and d.guessed
-    ]
-    if not guessed:
-        return ""
-    return (
-        f" The model left some sizes open and they were guessed ({', '.join(guessed[:6])}); if it needs other "
-        "sizes (a text recognizer wants a height of 48 or 32), set them in the input plan (on the command line "
-        "with --dim or --input)."
-    )
 
 
 _GIVEN = (YOU, COMMAND_LINE, EXPORT, DATA_FILE, CACHE_SOURCE, PARTS)  # sources that are not guesses
@@ -230,7 +223,11 @@ def _is_free(dim: int | str | None) -> bool:
 
 def _batch_symbols(specs: list[TensorSpec]) -> set[str]:
     """Symbols of the free first axes of inputs of rank 2 and more: the batch, wherever else it appears."""
-    return {s for spec in specs if spec.shape and len(spec.shape) > 1 and (s := _named(spec.shape[0])) is not None}
+    return {
+        s
+        for spec in specs
+        if spec.shape and len(spec.shape) > 1 and spec.loop_axis != 0 and (s := _named(spec.shape[0])) is not None
+    }
 
 
 def value_kind(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[str, float, float, Note | None]:
@@ -238,12 +235,20 @@ def value_kind(spec: TensorSpec, dtype: str, vocabulary: int | None) -> tuple[st
     the vocabulary, else small ids for integers and a normal distribution for floats."""
     scalar = not spec.shape or spec.shape == [1]
     integer = dtype.startswith(("int", "uint"))
+    if dtype == "str":
+        return "text", 0, 0, note(SAMPLE_TEXT_WHY)
+    if dtype == "bool" and spec.use == CONDITION:
+        return "constant", 1, 2, note(BRANCH_WHY, name=spec.name)
+    if integer and scalar and spec.use == TRIP_COUNT:
+        return "constant", LOOP_TRIPS, LOOP_TRIPS + 1, note(TRIPS_WHY)
     if integer and scalar and SAMPLE_RATE.search(spec.name):
         return "constant", 16000, 16001, note(SAMPLE_RATE_WHY)
     if dtype == "bool" or (integer and _MASK.search(spec.name)):
         return "constant", 1, 2, note(MASK_WHY)
     if integer and _ZEROS.search(spec.name):
         return "constant", 0, 1, note(SEGMENT_WHY)
+    if integer and vocabulary and spec.use == ONE_HOT:
+        return "integers", 0, vocabulary, note(ONE_HOT_WHY, last=vocabulary - 1, count=vocabulary)
     if integer and vocabulary:
         return "integers", 0, vocabulary, note(TOKEN_IDS_WHY, count=vocabulary)
     if integer:
@@ -302,7 +307,11 @@ def plan_inputs(
                 continue
             symbol = _named(dim)
             known = example[axis] if example is not None and axis < len(example) else None
-            if (symbol is not None and symbol in batch) or (axis == 0 and symbol is None and len(spec.shape or []) > 1):
+            if spec.loop_axis == axis:  # a Loop's or Scan's trip count, never the batch (core.model.dims sizes it)
+                value, why, source = open_dim_default(spec, axis, symbol, record, audio)
+            elif (symbol is not None and symbol in batch) or (
+                axis == 0 and symbol is None and len(spec.shape or []) > 1
+            ):
                 batch_axis = axis if batch_axis is None else batch_axis
                 value, why, source = 1, note(BATCH), note(BATCH_SOURCE)
             elif symbol is None and batch_axis is None and state_batch(spec, axis, record):
@@ -361,7 +370,7 @@ def resolve_free_dims(plan: list[BenchInput], dims: dict[str, int]) -> list[Benc
 
 
 def _numpy_dtype(dtype: str) -> str:
-    return {"bfloat16": "float32", "string": "str"}.get(dtype, dtype)
+    return {"bfloat16": "float32", "string": "str", "object": "str"}.get(dtype, dtype)  # object: a string, as kept
 
 
 _MAX_BYTES = 1 << 80  # past this a plan's size stops growing: no machine has it, and a number stays a number
@@ -443,9 +452,18 @@ def make_inputs(specs: list[BenchInput], batch: int, seed: int = 0) -> dict[str,
             dtype = np.dtype(spec.dtype)
         except TypeError:
             dtype = np.dtype("O")
-        if dtype.kind not in "fbiu":
-            raise BenchmarkError(f"Input '{spec.name}' has dtype {spec.dtype}, which cannot be generated here.")
+        if dtype.kind not in "fbiuU":
+            raise BenchmarkError(
+                f"Input '{spec.name}' is a {onnx_type(spec.dtype)}, which cannot be made here: the input plan makes "
+                "tensors of numbers, booleans and strings."
+            )
         row = value_kind_of(spec.kind)  # core.model.values: how each kind is made
+        if (dtype.kind == "U") != row.text and not row.real_data:  # strings are text, and text is strings
+            text = f"give text (--value {spec.name}=TEXT, or an .npz of strings)"
+            way = text if dtype.kind == "U" else "choose numbers"
+            raise BenchmarkError(
+                f"Input '{spec.name}' is a {onnx_type(spec.dtype)}: its values cannot be {spec.kind}; {way}."
+            )
         drawn_bool = row.random and dtype.kind == "b"  # a boolean input is drawn true or false, whatever the range
         arrays[spec.name] = coin(rng, shape) if drawn_bool else row.make(spec, dtype, shape, rng, batch)
     return arrays

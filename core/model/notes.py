@@ -13,6 +13,7 @@ __all__ = [
     "CODE_SHAPES",
     "CONSTANT_WEIGHTS",
     "DATAPARALLEL",
+    "DEFAULT_INPUTS",
     "DOMAINS_IN_USE",
     "DOMAINS_UNUSED",
     "DOMAIN_UNUSED",
@@ -45,6 +46,10 @@ DOMAINS_UNUSED = N_("Operator domains declared and unused: {domains} (no node us
 SUBGRAPHS = N_("{subgraphs} subgraph(s) (If/Loop/Scan), {nodes} nodes in all.")
 FUNCTIONS = N_("{count} local function(s).")
 CONSTANT_WEIGHTS = N_("{count} weight tensor(s) are held in Constant nodes instead of initializers.")
+DEFAULT_INPUTS = N_(
+    "{count} input(s) hold a default in the model (an initializer of the same name): {names}. Every page leaves "
+    "them at it and feeds none of them; a program that calls the model may pass other values."
+)
 BUILT_FROM_CODE = N_(
     "Built {name}(**{args}) from your code ({module}) and loaded the weights: every key and shape matches."
 )
@@ -54,5 +59,5 @@ CODE_SHAPES = N_("Your code does not say its input shapes: give them on the Expo
 TEMPLATES = (
     CHECKPOINT_ENTRY, DATAPARALLEL, LOADED_INTO, TORCHSCRIPT_SHAPES, PT2_EXPORTED, PT2_NAMES, DOMAINS_IN_USE,
     DOMAIN_UNUSED, DOMAINS_UNUSED, SUBGRAPHS, FUNCTIONS, CONSTANT_WEIGHTS, BUILT_FROM_CODE, CODE_SHAPES,
-    EXPORTED_FROM,
+    EXPORTED_FROM, DEFAULT_INPUTS,
 )  # fmt: skip

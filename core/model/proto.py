@@ -27,6 +27,7 @@ __all__ = [
     "external_entries",
     "iter_tensors",
     "module_of",
+    "onnx_type",
     "parameter_count",
     "tensor_elements",
     "tensor_nbytes",
@@ -50,6 +51,8 @@ def dtype_name(elem_type: int) -> str:
     import onnx
     from onnx import helper
 
+    if elem_type == onnx.TensorProto.STRING:
+        return "string"  # numpy holds strings as objects; the model's type is a string
     try:
         return str(helper.tensor_dtype_to_np_dtype(elem_type).name).replace("str", "string")
     except Exception:
@@ -86,6 +89,20 @@ def type_spec(type_proto: onnx.TypeProto) -> tuple[str, list[int | str] | None]:
         value, _ = type_spec(type_proto.map_type.value_type)
         return f"map<{dtype_name(type_proto.map_type.key_type)}, {value}>", None
     return "unknown", None
+
+
+def onnx_type(dtype: str) -> str:
+    """A dtype as ONNX names the type: tensor(string), tensor(float), seq(tensor(float)), map(int64, ...) (from
+    numpy's names, as records and plans keep them)."""
+    for head, onnx_head in (("sequence<", "seq("), ("optional<", "optional(")):
+        if dtype.startswith(head) and dtype.endswith(">"):
+            return onnx_head + onnx_type(dtype[len(head) : -1]) + ")"
+    if dtype.startswith("map<") and dtype.endswith(">"):
+        return f"map({dtype[4:-1]})"
+    return f"tensor({_ONNX_NAMES.get(dtype, dtype)})"
+
+
+_ONNX_NAMES = {"str": "string", "object": "string", "float32": "float", "float64": "double"}
 
 
 def type_text(type_proto: onnx.TypeProto) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ __all__ = [
     "TensorSpec",
     "UserCode",
     "format_shape",
+    "shape_dim",
 ]
 
 # format id -> what the user reads (marked for the catalog: translated where shown, core.i18n)
@@ -43,6 +45,10 @@ class TensorSpec:
     shape: list[int | str] | None = None  # None: rank unknown
     dynamic_axes: dict[str, str] = field(default_factory=dict)  # axis index -> name (PyTorch models)
     vocabulary: int | None = None  # an integer input that indexes a table (an embedding): the table's rows
+    # what the graph does with it (core.model.graph_uses): "waveform" (a strided 1-D Conv opens on it), "trip_count"
+    # (a Loop's), "condition" (it chooses an If's branch), "one_hot" (its ids are compared with 0…vocabulary-1)
+    use: str = ""
+    loop_axis: int | None = None  # the axis a Loop or Scan iterates over: a trip count, not a batch
 
 
 @dataclass(kw_only=True)
@@ -97,6 +103,7 @@ class ModelRecord:
     notes: list[Note | str] = field(default_factory=list)  # str: a sentence an earlier version kept, shown as it is
     metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
     code: UserCode | None = None  # a model built from its own code (format "code")
+    suppresses_boxes: bool = False  # a NonMaxSuppression in its graph or a subgraph: a detector, post-processing kept
     generative: GenerativeLayout | None = None  # a language model's cache, found in its graph (core.model.recognise)
 
     @property
@@ -114,4 +121,13 @@ def format_shape(shape: list[int | str] | None) -> str:
         return "unknown"
     if not shape:
         return "scalar"
-    return "×".join(str(d) for d in shape)
+    return "×".join(shape_dim(d) for d in shape)
+
+
+_OPERATORS = re.compile(r"[+*/%]|\s-\s|\w-\d")  # a sum, a product, a difference (a name keeps its hyphen)
+
+
+def shape_dim(dim: int | str) -> str:
+    """A dim as a shape writes it: an expression in parentheses (batch×(past + seq)×32, never batch×past + seq×32)."""
+    text = str(dim)
+    return f"({text})" if isinstance(dim, str) and _OPERATORS.search(text) else text

@@ -30,6 +30,13 @@ UNIFORM = N_("random uniform in [{low}, {high})")
 NORMAL = N_("random normal (mean 0, sd 1)")
 POSITIONS = N_("positions {low}–{high}")
 WITH_WHY = N_("{values} ({why})")
+TEXTS = N_("text: “{first}” ({count} strings, repeated to fill the shape)")
+SAMPLE_TEXTS = (  # what a string input gets when no text is given: sentences of a few lengths, plain ASCII
+    "The quick brown fox jumps over the lazy dog.",
+    "ONNX Runtime measured this model.",
+    "hello",
+    "A longer line of text, with punctuation, digits (42) and a second clause; models see all kinds.",
+)
 
 Make = Callable[["BenchInput", Any, list[int], Any, int], Any]  # (spec, numpy dtype, shape, generator, batch) -> array
 
@@ -44,6 +51,7 @@ class ValueKind:
     describe: Callable[[BenchInput], Note]  # its values in a few words
     notebook: tuple[str, ...]  # the notebook's lines that make ``array`` from its PLAN row (``spec``, ``dtype``...)
     random: bool = False  # drawn from the seeded generator: a boolean input is drawn true or false instead
+    text: bool = False  # strings: the only kind made up for a tensor(string) input
     real_data: bool = False  # taken from a file the user gave (which the notebook ships beside itself)
     option: str = ""  # how --value names it on the command line ("" where --value does not)
     ranged: bool = False  # --value gives it LOW,HIGH after its name
@@ -122,6 +130,20 @@ def _positions(spec: BenchInput, dtype: Any, shape: list[int], rng: Any, batch: 
 def _positions_said(spec: BenchInput) -> Note:
     count = spec.shape[-1] if spec.shape else 1
     return note(POSITIONS, low=_g(spec.low), high=_g(spec.low + count - 1))
+
+
+def _text(spec: BenchInput, dtype: Any, shape: list[int], rng: Any, batch: int) -> Any:
+    """A string input's values: the strings given (else SAMPLE_TEXTS), in turn, to fill the shape."""
+    import numpy as np
+
+    texts = list(spec.texts) or list(SAMPLE_TEXTS)
+    count = int(np.prod(shape)) if shape else 1
+    return np.array([texts[i % len(texts)] for i in range(count)], dtype=np.str_).reshape(shape)
+
+
+def _texts_said(spec: BenchInput) -> Note:
+    texts = list(spec.texts) or list(SAMPLE_TEXTS)
+    return note(TEXTS, first=texts[0], count=len(texts))
 
 
 def _all(spec: BenchInput) -> Note:
@@ -209,6 +231,18 @@ VALUE_KINDS: dict[str, ValueKind] = {
                 'start = int(spec["low"])',
                 "array = np.ascontiguousarray(np.broadcast_to(np.arange(start, start + shape[-1], dtype=dtype), shape))",
             ),
+        ),
+        ValueKind(
+            name="text",
+            label=N_("text (sample sentences, or the strings you give)"),
+            make=_text,
+            describe=_texts_said,
+            notebook=(
+                f'texts = spec.get("texts") or {list(SAMPLE_TEXTS)!r}',
+                "array = np.array([texts[i % len(texts)] for i in range(int(np.prod(shape)))], dtype=str)",
+                "array = array.reshape(shape)",
+            ),
+            text=True,
         ),
         ValueKind(
             name="data",

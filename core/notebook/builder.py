@@ -116,6 +116,7 @@ def _plan_rows(inputs: list[BenchInput]) -> list[dict[str, object]]:
             "low": float(s.low),
             "high": float(s.high),
             **({"data": Path(s.data).name} if s.real_data and s.data else {}),
+            **({"texts": list(s.texts)} if s.texts else {}),
         }
         for s in inputs
     ]

@@ -16,7 +16,8 @@ from typing import Any
 
 from core.errors import BenchmarkError
 from core.i18n import _, number
-from core.model.inputs import BenchInput, guess_hint, make_inputs, plan_summary
+from core.model.hints import guess_hint
+from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.notes import Note, note
 from core.profile.eager import profile_eager
