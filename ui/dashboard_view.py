@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
@@ -11,7 +12,7 @@ import plotly.graph_objects as go
 from core.errors import WorkbenchError
 from core.i18n import _
 from core.notes import significant
-from core.store.dashboard import Latest, Point, Tuned
+from core.store.dashboard import Latest, Newest, Point, Tuned
 from ui.charts import colour_map, escaped, plain
 from ui.text import md_escape
 
@@ -45,6 +46,18 @@ def same_file_notes(rows: list[Latest]) -> list[str]:
     ]
 
 
+def _newest_columns(rows: Sequence[Newest]) -> dict[str, list[Any]]:
+    """The columns that end both tables: which version the newest run measured, who ran it and when, how many runs
+    there are and the newest's id."""
+    return {
+        _("version"): [r.version for r in rows],
+        _("by"): [r.owner or _("anonymous") for r in rows],
+        _("when (UTC)"): [r.created_at[:16].replace("T", " ") for r in rows],
+        _("runs"): [r.runs for r in rows],
+        _("latest run"): [r.run_id for r in rows],
+    }
+
+
 def latest_frame(rows: list[Latest]) -> pd.DataFrame:
     return pd.DataFrame(
         {
@@ -54,11 +67,7 @@ def latest_frame(rows: list[Latest]) -> pd.DataFrame:
             _("fastest"): [r.fastest for r in rows],
             _("median ms"): [round(r.fastest_ms, 4) for r in rows],
             _("speedup"): [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
-            _("version"): [r.version for r in rows],
-            _("by"): [r.owner or _("anonymous") for r in rows],
-            _("when (UTC)"): [r.created_at[:16].replace("T", " ") for r in rows],
-            _("runs"): [r.runs for r in rows],
-            _("latest run"): [r.run_id for r in rows],
+            **_newest_columns(rows),
         }
     )
 
@@ -85,11 +94,7 @@ def tuned_frame(rows: list[Tuned]) -> pd.DataFrame:
             ],
             _("defaults ms"): [significant(r.default_ms) for r in rows],
             _("speedup"): [round(r.speedup, 2) if r.speedup is not None else None for r in rows],
-            _("version"): [r.version for r in rows],
-            _("by"): [r.owner or _("anonymous") for r in rows],
-            _("when (UTC)"): [r.created_at[:16].replace("T", " ") for r in rows],
-            _("runs"): [r.runs for r in rows],
-            _("latest run"): [r.run_id for r in rows],
+            **_newest_columns(rows),
         }
     )
 

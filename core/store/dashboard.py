@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from core.i18n import _
 from core.runtime.harness import BenchResult
@@ -20,6 +20,7 @@ from core.runtime.runs import LatencyRun, TuneRun
 
 __all__ = [
     "Latest",
+    "Newest",
     "Point",
     "Regression",
     "Tuned",
@@ -52,17 +53,23 @@ def _version_of(run: LatencyRun, result: BenchResult) -> str:
 
 
 @dataclass(kw_only=True)
-class Latest:
+class Newest:
+    """The newest run of a model on a machine, as a row of the Dashboard's tables names it (Latest, Tuned)."""
+
     model: str
     machine: str
     run_id: str
     created_at: str
     owner: str
     version: str
+    runs: int  # runs of this model on this machine (of the kind the table lists: tunings for Tuned)
+
+
+@dataclass(kw_only=True)
+class Latest(Newest):
     fastest: str  # the fastest ONNX Runtime configuration
     fastest_ms: float
     speedup: float | None  # against the run's baseline (eager, or ORT DISABLE_ALL)
-    runs: int  # runs of this model on this machine
     regressed: bool  # its version is surely slower than the version before on some configuration
 
 
@@ -129,15 +136,26 @@ def _fastest(results: list[BenchResult]) -> BenchResult | None:
 _Run = TypeVar("_Run", bound=LatencyRun)
 
 
-def _per_model_machine(runs: Iterable[_Run]) -> list[tuple[str, str, list[_Run], _Run]]:
-    """``runs`` grouped by model and machine, in that order: each group's model, machine, runs and newest run."""
+def _per_model_machine(runs: Iterable[_Run]) -> list[tuple[dict[str, Any], _Run]]:
+    """The newest of ``runs`` on each model and machine, in that order: what a row says of it (Newest's fields, for
+    Latest or Tuned), and the run."""
     groups: dict[tuple[str, str], list[_Run]] = defaultdict(list)
     for run in runs:
         groups[(run.model, run.environment.place)].append(run)
-    return [
-        (model, machine, group, max(group, key=lambda r: r.created_at))
-        for (model, machine), group in sorted(groups.items())
-    ]
+    found = []
+    for (model, machine), group in sorted(groups.items()):
+        newest = max(group, key=lambda r: r.created_at)
+        row = Newest(
+            model=model,
+            machine=machine,
+            run_id=newest.id,
+            created_at=newest.created_at,
+            owner=newest.owner,
+            version=_version(newest),
+            runs=len(group),
+        )
+        found.append((vars(row), newest))
+    return found
 
 
 def latest_per_model_machine(runs: Iterable[LatencyRun]) -> list[Latest]:
@@ -146,22 +164,16 @@ def latest_per_model_machine(runs: Iterable[LatencyRun]) -> list[Latest]:
     measured = [run for run in runs if not isinstance(run, TuneRun)]  # a tuning's answer is its own table's
     flagged = {r.after_run for r in regressions(measured)}
     rows = []
-    for model, machine, group, newest in _per_model_machine(measured):
+    for row, newest in _per_model_machine(measured):
         best = _fastest(newest.results)
         if best is None:
             continue
         rows.append(
             Latest(
-                model=model,
-                machine=machine,
-                run_id=newest.id,
-                created_at=newest.created_at,
-                owner=newest.owner,
-                version=_version(newest),
+                **row,
                 fastest=best.label,
                 fastest_ms=best.median_ms,
                 speedup=best.speedup,
-                runs=len(group),
                 regressed=newest.id in flagged,
             )
         )
@@ -235,15 +247,9 @@ def regressions(runs: Iterable[LatencyRun], slower: float = SLOWER) -> list[Regr
 
 
 @dataclass(kw_only=True)
-class Tuned:
+class Tuned(Newest):
     """The newest tuning run of a model on a machine: the configuration it chose against the defaults."""
 
-    model: str
-    machine: str
-    run_id: str
-    created_at: str
-    owner: str
-    version: str
     chosen: str  # the chosen configuration's label, in English as saved ("ORT defaults" when they stayed)
     settings: dict[str, object]  # its SessionConfig, as JSON data
     median_ms: float  # per sample, in the final round
@@ -251,25 +257,19 @@ class Tuned:
     high_ms: float
     default_ms: float  # the defaults' median, in the same rounds
     speedup: float | None  # default / chosen; None when the defaults stayed
-    runs: int  # tuning runs of this model on this machine
 
 
 def latest_tuned(runs: Iterable[LatencyRun]) -> list[Tuned]:
     """The newest tuning run of each model on each machine, with the configuration it chose."""
     rows = []
     tunings = (run for run in runs if isinstance(run, TuneRun) and run.results)
-    for model, machine, group, newest in _per_model_machine(tunings):
+    for row, newest in _per_model_machine(tunings):
         default = newest.results[0]  # the final round's defaults come first
         label = newest.best_label or default.label
         chosen = next((r for r in newest.results if r.label == label), default)
         rows.append(
             Tuned(
-                model=model,
-                machine=machine,
-                run_id=newest.id,
-                created_at=newest.created_at,
-                owner=newest.owner,
-                version=_version(newest),
+                **row,
                 chosen=chosen.label,
                 settings=dict(newest.best),
                 median_ms=chosen.median_ms / chosen.batch,
@@ -277,7 +277,6 @@ def latest_tuned(runs: Iterable[LatencyRun]) -> list[Tuned]:
                 high_ms=chosen.median_high_ms / chosen.batch,
                 default_ms=default.median_ms / default.batch,
                 speedup=chosen.speedup if chosen is not default else None,
-                runs=len(group),
             )
         )
     return rows
