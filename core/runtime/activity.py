@@ -83,20 +83,8 @@ class ActivityMeter:
         own = (time.process_time() - self._own) / seconds
         busy_after = _busy_jiffies()
         cores = os.cpu_count() or 1
-        if seconds < MIN_SECONDS:
-            short = note(SHORT, seconds=f"{seconds:.2f}")
-            return Activity(
-                seconds=seconds,
-                cores=cores,
-                others_cores=0.0,
-                own_cores=own,
-                load_before=self._load,
-                load_after=_load(),
-                known=False,
-                note=short,
-            )
-        if self._busy is None or busy_after is None:
-            unknown = note(UNKNOWN)
+        if seconds < MIN_SECONDS or self._busy is None or busy_after is None:  # nothing to judge it by
+            unknown = note(SHORT, seconds=f"{seconds:.2f}") if seconds < MIN_SECONDS else note(UNKNOWN)
             return Activity(
                 seconds=seconds,
                 cores=cores,
