@@ -12,6 +12,7 @@ import streamlit as st
 from core.compare import CompareReport, Divergence, TensorError
 from core.compare.divergence import CAUSES
 from core.compare.engine import ONLY_OUTPUTS
+from core.compare.records import EXACT_NODES
 from core.graph import GraphView
 from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
@@ -48,8 +49,8 @@ def tensors_frame(tensors: list[TensorError]) -> pd.DataFrame:
 
 
 def nodes_frame(report: CompareReport) -> pd.DataFrame:
-    """Every compared node, worst first."""
-    nodes = sorted(report.nodes, key=lambda n: (n.within, -n.relative, n.index))
+    """Every compared node that differs at all, worst first (one that agrees exactly is no lead)."""
+    nodes = report.ranked_nodes
     return pd.DataFrame(
         {
             _("node"): [n.node for n in nodes],
@@ -153,6 +154,8 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
         )
     )
     st.dataframe(frame.head(SHOWN_NODES), hide_index=True, width="stretch")
+    if report.exact_nodes:
+        st.caption(_(EXACT_NODES).format(count=number(report.exact_nodes)))
     for lost in report.uncompared:
         examples = md_escape(pgettext("list", ", ").join(lost.examples), 500)
         st.caption(

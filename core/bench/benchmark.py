@@ -56,6 +56,8 @@ MEDIANS_BUSY = N_(
 AS_FAST = N_("{name} and {baseline} are as fast as each other here: 95 % CI {low}–{high}× ({ms})")
 FASTER = N_("{name} is {speedup}× faster than {baseline}, 95 % CI {low}–{high}× ({ms})")
 SLOWER = N_("{name} is {speedup}× slower than {baseline}, 95 % CI {low}–{high}× ({ms})")
+NEARLY_FASTER = N_("{name} is about as fast as {baseline}, faster by {percent} %: 95 % CI {low}–{high}× ({ms})")
+NEARLY_SLOWER = N_("{name} is about as fast as {baseline}, slower by {percent} %: 95 % CI {low}–{high}× ({ms})")
 NOISY_EITHER_WAY = N_(
     "Noisy run: {name} was somewhere between {slower}× slower and {faster}× faster than {baseline} (95 % CI; {ms})"
 )
@@ -334,6 +336,11 @@ def headline(report: LatencyRun) -> Note:
     if low <= 1 <= high:
         lo, hi = bounds(low, high, 2)
         return note(AS_FAST, **said, low=lo, high=hi)
+    if number(best.speedup, 1) == number(1.0, 1) or number(1 / best.speedup, 1) == number(1.0, 1):
+        lo, hi = bounds(low, high, 2)  # "1.0× faster" says nothing: the percent does, beside the interval
+        percent = abs(best.speedup - 1) * 100
+        template = NEARLY_FASTER if best.speedup >= 1 else NEARLY_SLOWER
+        return note(template, **said, percent=number(percent, 1 if percent < 1 else 0), low=lo, high=hi)
     if best.speedup >= 1:
         lo, hi = bounds(low, high)
         return note(FASTER, **said, speedup=number(best.speedup, 1), low=lo, high=hi)

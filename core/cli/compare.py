@@ -23,6 +23,7 @@ from core.cli.common import (
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.compare import CompareRequest, CompareSide
 from core.compare.engine import ONLY_OUTPUTS
+from core.compare.records import EXACT_NODES
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import COMPARE
@@ -99,10 +100,11 @@ def _print(report: CompareReport) -> None:
     if report.keep_float32:
         print(_("keep in float32 / exclude from quantization: {nodes}").format(nodes=", ".join(report.keep_float32)))
     print(padded(_("node"), 40), padded(_("op"), 20), padded(_("max abs"), 10, True), padded(_("relative"), 10, True))
-    worst = sorted(report.nodes, key=lambda n: -n.relative)[:SHOWN]
-    for node in worst:
+    for node in report.ranked_nodes[:SHOWN]:
         mark = "" if node.within else " ✗"
         print(f"{node.node[:40]:<40} {node.op_type:<20} {node.max_abs:>10.3g} {node.relative:>10.3g}{mark}")
+    if report.exact_nodes:
+        print(_(EXACT_NODES).format(count=number(report.exact_nodes)))
 
 
 def run(args: argparse.Namespace) -> int:

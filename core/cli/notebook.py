@@ -12,9 +12,11 @@ from typing import Any
 
 from core import jobs
 from core.cli.common import add_code_arguments, choose_language, code_choice, describe, parse_input, split
+from core.cli.plan import given_dims, refuse_unset_dims
 from core.errors import NotebookError
 from core.i18n import LANGUAGES, _
 from core.jobs import NOTEBOOK
+from core.model.inputs import resolve_free_dims
 from core.notebook import STEPS, NotebookRequest, default_plan, model_files, notebook_bytes
 
 __all__ = ["register", "run"]
@@ -41,6 +43,9 @@ def register(parser: Any) -> None:
         metavar="NAME=DIMS",
         help="an input's shape, e.g. x=1,3,224,224 (for TorchScript and a model's own code, which keep none)",
     )
+    parser.add_argument(
+        "--dim", action="append", default=[], metavar="NAME=VALUE", help="a symbolic dim, on every input that has it"
+    )
     add_code_arguments(parser)
     parser.set_defaults(func=run)
 
@@ -56,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
             for s in record.inputs
         ]
         record = dataclasses.replace(record, inputs=specs)
+    dims = given_dims(record, args.dim)  # before any work: a typo is named at once
     plan = default_plan(record, split(args.steps) or list(STEPS), choose_language(args))
-    plan = dataclasses.replace(plan, repeat=args.repeat, warmup=args.warmup)
+    inputs = resolve_free_dims(plan.inputs, dims)
+    refuse_unset_dims(inputs)  # a notebook times what it runs: never a size nothing said
+    plan = dataclasses.replace(plan, inputs=inputs, repeat=args.repeat, warmup=args.warmup)
     output = Path(args.output).expanduser().resolve()
     files = model_files(record, plan.inputs)
     if output.suffix.lower() == ".zip":

@@ -31,7 +31,7 @@ from core.model.torchload import source_of
 from core.notes import note
 from core.settings import load_settings
 
-__all__ = ["add_plan_arguments", "plan_from_args", "plan_json"]
+__all__ = ["add_plan_arguments", "given_dims", "plan_from_args", "plan_json", "refuse_unset_dims"]
 
 
 def add_plan_arguments(parser: Any) -> None:
@@ -97,16 +97,10 @@ def _set_values(spec: BenchInput, text: str) -> None:
     spec.why = note(SET_ON_COMMAND_LINE)
 
 
-def plan_from_args(
-    record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace, work_dir: Path
-) -> list[BenchInput]:
-    """The model's default plan with the command line's --dim, --input, --value and --data applied (in that
-    order); the data's arrays are kept in ``work_dir`` for the command's life. A plan whose inputs, at the
-    largest --batch, could not fit in a worker's memory is refused here, before anything runs."""
-    plan = plan_inputs(record, torch_record)
-    by_name = {spec.name: spec for spec in plan}
+def given_dims(record: ModelRecord, texts: list[str]) -> dict[str, int]:
+    """--dim NAME=VALUE, each a whole number from 1 (0 for a language model's past: a prefill) to MAX_DIM."""
     dims = {}
-    for text in args.dim:
+    for text in texts:
         name, value = _assign(text, "--dim")
         cache = record.generative  # a language model's past may be empty (0: a prefill)
         least = 0 if cache is not None and name == cache.past_symbol else 1
@@ -117,7 +111,18 @@ def plan_from_args(
                 )
             )
         dims[name] = int(value)
-    plan = resolve_free_dims(plan, dims)
+    return dims
+
+
+def plan_from_args(
+    record: ModelRecord, torch_record: ModelRecord | None, args: argparse.Namespace, work_dir: Path
+) -> list[BenchInput]:
+    """The model's default plan with the command line's --dim, --input, --value and --data applied (in that
+    order); the data's arrays are kept in ``work_dir`` for the command's life. A plan whose inputs, at the
+    largest --batch, could not fit in a worker's memory is refused here, before anything runs."""
+    plan = plan_inputs(record, torch_record)
+    by_name = {spec.name: spec for spec in plan}
+    plan = resolve_free_dims(plan, given_dims(record, args.dim))
     for text in args.input:
         name, shape = parse_input(text)
         spec = _input(by_name, name, "--input")
@@ -139,7 +144,7 @@ def plan_from_args(
             raise WorkbenchError(_("--data {path}: no such file").format(path=repr(args.data)))
         (work_dir / "data").mkdir(parents=True, exist_ok=True)
         plan = jobs.run(NPZ_INPUTS, NpzRequest(path=str(data), inputs=plan, out_dir=str(work_dir / "data")))
-    _refuse_unset_dims(plan)
+    refuse_unset_dims(plan)
     memory = load_settings().worker_memory_mb << 20
     check_plan_memory(plan, _largest_batch(args), memory, _MEMORY_SETTING)
     if args.image:
@@ -196,7 +201,7 @@ def _with_image(plan: list[BenchInput], text: str, normalise: str, work_dir: Pat
     return [made if s.name == made.name else s for s in plan]
 
 
-def _refuse_unset_dims(plan: list[BenchInput]) -> None:
+def refuse_unset_dims(plan: list[BenchInput]) -> None:
     """Refuse a plan with a dim nothing in the model sizes, naming the exact options that give it one."""
     missing = unset_dims(plan)
     if not missing:

@@ -6,10 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.access import ReadPath
+from core.i18n import N_
 from core.model.inputs import BenchInput
 from core.model.torchload import TorchSource
 
-__all__ = ["CompareReport", "CompareRequest", "CompareSide", "Divergence", "NodeError", "TensorError", "Uncompared"]
+__all__ = [
+    "EXACT_NODES",
+    "CompareReport",
+    "CompareRequest",
+    "CompareSide",
+    "Divergence",
+    "NodeError",
+    "TensorError",
+    "Uncompared",
+]
+
+EXACT_NODES = N_("{count} other node(s) agree exactly (zero error) and are not listed.")  # said where shown
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,3 +133,15 @@ class CompareReport:
     # why the comparison shows nothing (core.compare.engine's NOTHING_COMPARED or NO_OUTPUT, in English: said in the
     # reader's language where shown), "" when outputs were compared: no verdict stands on it
     proves_nothing: str = ""
+
+    @property
+    def ranked_nodes(self) -> list[NodeError]:
+        """The nodes that differ at all, worst first (those outside the tolerance, then by relative error): a node
+        that agrees exactly (an Identity, a Reshape, a Cast) is no lead, and listing it only pads the list."""
+        differing = [n for n in self.nodes if not n.within or n.max_abs != 0]  # NaN differs too
+        return sorted(differing, key=lambda n: (n.within, -n.relative, n.index))
+
+    @property
+    def exact_nodes(self) -> int:
+        """How many compared nodes agree exactly (zero error): left out of the ranked list."""
+        return len(self.nodes) - len(self.ranked_nodes)

@@ -113,3 +113,23 @@ def test_the_command_writes_a_notebook_in_chinese_and_refuses_an_unknown_step(tm
     assert headings == ["## 模型", "## 导出", "## 解析", "## 这个笔记本测得的结果"]
     refused = cli("notebook", "sample:tinycnn", "--steps", "deploy", "-o", out)
     assert refused.returncode == 2 and "the steps are" in refused.stderr
+
+
+def test_the_command_takes_dims_as_the_other_commands_do_and_refuses_a_size_nothing_says(tmp_path: object) -> None:
+    """`core notebook` lacked --dim: a dim nothing in the model sizes had no way in (a notebook times what it runs,
+    so it is refused until given), and one the plan guessed could not be changed."""
+    import onnx
+
+    from tests import wild
+
+    model, out = f"{tmp_path}/groups.onnx", f"{tmp_path}/walk.ipynb"
+    onnx.save(wild.unhinted_model(), model)
+    refused = cli("notebook", model, "--steps", "benchmark", "-o", out)
+    assert refused.returncode != 0 and "--dim group=N" in refused.stderr
+    done = cli("notebook", model, "--steps", "benchmark", "--dim", "group=4", "-o", out)
+    assert done.returncode == 0, done.stderr
+    code = "\n".join(c.source for c in nbformat.read(out, as_version=4).cells if c.cell_type == "code")
+    assert "'shape': [1, 16, 4]" in code
+    wrong = cli("notebook", model, "--dim", "groups=4", "-o", out)
+    assert wrong.returncode != 0 and "no dim named groups; its named dims are: batch, group" in wrong.stderr
+    assert cli("notebook", model, "--dim", "group=0", "-o", out).returncode != 0

@@ -389,3 +389,23 @@ def test_a_benchmark_of_an_onnx_model_names_torchs_version_without_importing_it(
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == [torch.__version__, "False"]
+
+
+def test_a_speedup_that_rounds_to_one_is_said_as_about_as_fast_with_its_percent(tinycnn: Path) -> None:
+    """ "1.0× faster" read oddly: a speedup surely above 1 that rounds to 1.0 is about as fast, by a few percent."""
+    from core.bench.benchmark import NEARLY_FASTER, NEARLY_SLOWER
+
+    request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
+    report = run_benchmark(request)
+    ort_all = next(r for r in report.results if r.level == "ALL")
+    for result in report.results:
+        result.noisy = False
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.03, 1.01, 1.05
+    said = headline(report)
+    assert said.key == NEARLY_FASTER and "1.0×" not in say(said)
+    assert "is about as fast as ORT DISABLE_ALL, faster by 3 %: 95 % CI 1.01–1.05×" in say(said)
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 0.97, 0.96, 0.98
+    assert headline(report).key == NEARLY_SLOWER
+    assert "about as fast as ORT DISABLE_ALL, slower by 3 %: 95 % CI 0.96–0.98×" in say(headline(report))
+    ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.1, 1.08, 1.12
+    assert "1.1× faster than ORT DISABLE_ALL" in say(headline(report))

@@ -272,3 +272,26 @@ def test_outputs_paired_by_position_alone_are_compared_and_said_so_and_no_output
     headless.graph.output.append(onnx.helper.make_tensor_value_info("scores", onnx.TensorProto.FLOAT, [1, 10]))
     report = _compare(cnn, write(headless, tmp_path / "headless.onnx"), IMAGE)
     assert report.matched > 0 and report.outputs == [] and report.proves_nothing == NO_OUTPUT
+
+
+def test_the_worst_nodes_list_leaves_out_the_nodes_that_agree_exactly(cnn: Path, tmp_path: Path) -> None:
+    """The list of nodes by error was padded with zero-error rows (the Identity and Reshape nodes before and beside a
+    divergence, which are no lead): it lists the nodes that differ, and says how many agree exactly."""
+    from ui.compare_view import nodes_frame
+
+    model = _cnn()
+    next(n for n in model.graph.node if n.name == "/stem/conv1/Relu").op_type = "Sigmoid"
+    b = write(model, tmp_path / "b.onnx")
+    report = _compare(cnn, b, IMAGE)
+    exact = [n for n in report.nodes if n.max_abs == 0]
+    assert exact and report.exact_nodes == len(exact)
+    assert report.ranked_nodes and all(n.max_abs > 0 for n in report.ranked_nodes)
+    assert report.ranked_nodes[0].node == "/stem/conv1/Relu" or not report.ranked_nodes[0].within
+    assert len(nodes_frame(report)) == len(report.nodes) - len(exact)
+    done = cli("compare", str(cnn), str(b), "--input", "image=1,3,32,32")
+    assert done.returncode in (0, 1), done.stderr
+    listed = done.stdout.split("relative", 1)[1]
+    assert not any(f"{n.node[:40]:<40} " in listed for n in exact)
+    assert f"{len(exact)} other node(s) agree exactly (zero error) and are not listed." in done.stdout
+    same = _compare(cnn, cnn, IMAGE)  # a model against itself: nothing to list, and it says so
+    assert not same.ranked_nodes and same.exact_nodes == len(same.nodes)
