@@ -9,8 +9,8 @@ from core.i18n import _, ngettext, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.notes import say
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
-from core.runtime.ort import LEVELS, PROVIDERS, ProviderInfo, provider_table, short_name
-from ui import jobs, partition_view, session, targets
+from core.runtime.ort import LEVELS, ProviderInfo, provider_table
+from ui import jobs, partition_view, runtime_view, session, targets
 from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of, start_graph
 from ui.needs import next_steps, require_onnx
@@ -49,7 +49,8 @@ def _providers(available: tuple[str, ...] | None) -> list[ProviderInfo]:
     return provider_table(list(available) if available is not None else None)
 
 
-target_providers = targets.providers()
+runtime = runtime_view.runtime_picker("partition_runtime")  # shown when this server has more than one runtime
+target_providers = targets.providers() if runtime == "default" else runtime_view.runtime_providers(runtime)
 table = _providers(tuple(target_providers) if target_providers is not None else None)
 available = [p.name for p in table if p.available]
 known = ngettext(
@@ -69,7 +70,7 @@ with st.form("partition_form"):
         format_func={  # made here, in the run's language (a format_func may be called after the run)
             p.name: p.name if p.available else _("{name} (not in this build)").format(name=p.name) for p in table
         }.__getitem__,
-        key="partition_providers",
+        key="partition_providers" if runtime == "default" else f"partition_providers_{runtime}",
     )
     left, right = st.columns(2)
     level = left.selectbox(
@@ -89,25 +90,12 @@ with st.form("partition_form"):
     st.form_submit_button(_("Partition"), type="primary")
 
 session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
-request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate)
+request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate, runtime=runtime)
 label = _("Partitioning “{name}”").format(name=record.name)
 start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
 result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
-for provider in result.unavailable:  # said here, in the reader's language (the result keeps the CLI's English)
-    needs = PROVIDERS[provider].install if provider in PROVIDERS else "a build of ONNX Runtime that has it"
-    st.warning(
-        _(
-            "{name} is not in this build of ONNX Runtime ({available}); it needs {install}. Its nodes go to the next "
-            "provider in your list."
-        ).format(
-            name=short_name(provider),
-            available=", ".join(result.available),
-            install=_(PROVIDERS[provider].install)
-            if provider in PROVIDERS
-            else _("a build of ONNX Runtime that has it"),
-        )
-    )
+# a provider asked for that this runtime lacks is the real partition's first warning (core.runtime.fallback)
 if len(result.reports) > 1:
     st.plotly_chart(provider_share_figure(share_frame(result)), key="partition_share", config={"displaylogo": False})
 titles = [say(r.title) for r in result.reports]
@@ -131,6 +119,7 @@ if view is not None:
         if done is not None and done.keys:
             colourings[key] = done
 report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
+runtime_view.compare_section(result, request, f"partition_{record.id[:12]}")
 
 st.header(_("The graph at each optimization level"), anchor="levels")
 st.markdown(

@@ -28,6 +28,7 @@ from core.runtime.placement import CONSTANT, INLINED, REMOVED, NodePlacement
 from ui import session
 from ui.charts import levels_figure
 from ui.graph_panel import draw_graph
+from ui.runtime_view import declined_section
 from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -140,11 +141,15 @@ def _metrics(report: PartitionReport) -> None:
 def report_section(
     report: PartitionReport, view: GraphView | None, key: str, colourings: dict[str, Colouring] | None = None
 ) -> None:
-    """One partition: its figures, the graph coloured by provider (``colourings`` offers more), every node."""
+    """One partition: what fell back (before any figure), its figures, the graph coloured by provider
+    (``colourings`` offers more), every node and the nodes a provider declined."""
+    for warned in (n for n in report.notes if n.severity == "warning"):
+        st.warning(say(warned))  # the app's own words: provider and runtime names
     st.subheader(summary(report))
     _metrics(report)
-    for note in say_all(report.notes):
+    for note in say_all(n for n in report.notes if n.severity != "warning"):
         st.caption(md_escape(note, 600))
+    declined_section(report)
     if view is not None:
         selected = draw_graph(view, key=key, colourings=colourings, colour="provider")
         if selected is not None and selected.index >= 0:

@@ -21,6 +21,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
+from core.cli.partition_text import print_declined, print_level_placements, print_runtime, print_side_by_side
 from core.i18n import _, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.jobs.process import TypedHandle
@@ -44,7 +45,20 @@ _log = logging.getLogger(__name__)
 
 def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
-    parser.add_argument("--providers", help="in order of preference, e.g. cuda,cpu (default: cpu)")
+    parser.add_argument(
+        "--providers", help="in order of preference, e.g. cuda,cpu (default: every provider of the runtime)"
+    )
+    parser.add_argument(
+        "--runtime",
+        default="default",
+        help="the ONNX Runtime build that places it (`python -m core runtimes`), or two side by side: default,openvino",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) when a provider asked for is absent, takes no node or leaves nodes to the CPU provider",
+    )
+    parser.add_argument("--each-level", action="store_true", help="the real partition at every optimization level too")
     parser.add_argument("--level", default="all", choices=["disable", "basic", "extended", "layout", "all"])
     parser.add_argument("--simulate", help="simulated partitions, e.g. nnapi,coreml")
     parser.add_argument("--levels", action="store_true", help="also compare the graph at every optimization level")
@@ -54,10 +68,13 @@ def register(parser: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> None:
+def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bool, named: bool = False) -> None:
     for message in result.unavailable.values():
         print(_("note: {note}").format(note=message), file=sys.stderr)
+    print_runtime(result, always=named)
     for report in result.reports:
+        for warned in (n for n in report.notes if n.severity == "warning"):  # a fallback, before any figure
+            print(_("warning: {message}").format(message=say(warned)))
         print(summary(report))  # in the reader's language (the JSON keeps the English one)
         for subgraph in report.subgraphs:
             ops = ", ".join(f"{op} {n}" for op, n in subgraph.ops.items())
@@ -69,8 +86,10 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
             print("  " + _("unsupported ops: {ops}").format(ops=", ".join(report.unsupported_ops)))
         for line in report.log:
             print("  " + _("ORT log  {line}").format(line=line.strip()))
-        for note in report.notes:
+        for note in (n for n in report.notes if n.severity != "warning"):
             print("  " + _("note  {note}").format(note=say(note)))
+        print_declined(report)
+    print_level_placements(result)
     if levels is None:
         return
     print(_("optimization levels ({count} nodes in the model):").format(count=number(levels.original_nodes)))
@@ -100,26 +119,38 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
 
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
+    runtimes = split(args.runtime) or ["default"]
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record = in_own_folder(as_onnx(args.model, Path(tmp))[0], Path(tmp), backend)
-        request = PartitionRequest(
-            path=record.path,
-            providers=provider_names(args.providers),
-            level=args.level,
-            simulate=split(args.simulate),
-        )
-        partitioned = jobs.submit(PARTITION, request, backend)
-        leveled: TypedHandle[OptimizationReport] | None = None
-        if args.levels:  # at the same time: on a large model both spend seconds in ORT building sessions
-            out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
-            leveled = jobs.submit(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
-        result, levels = _results(partitioned, leveled)
+        requests = [
+            PartitionRequest(
+                path=record.path,
+                providers=provider_names(args.providers),
+                level=args.level,
+                simulate=split(args.simulate) if k == 0 else None,  # the simulations once, beside the first runtime
+                runtime=runtime,
+                strict=args.strict,
+                each_level=args.each_level,
+            )
+            for k, runtime in enumerate(runtimes)
+        ]
+        results = []
+        for n, request in enumerate(requests):  # one runtime after the other: each builds sessions on every core
+            leveled: TypedHandle[OptimizationReport] | None = None
+            if args.levels and n == 0:  # at the same time: on a large model both spend seconds in ORT building sessions
+                out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
+                leveled = jobs.submit(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
+            results.append(_results(jobs.submit(PARTITION, request, backend), leveled))
     if args.json:
-        data = _partition_json(result, levels, bool(args.out_dir))
+        blocks = [_partition_json(result, levels, bool(args.out_dir)) for result, levels in results]
+        data = blocks[0] if len(blocks) == 1 else {"model": blocks[0]["model"], "runtimes": blocks}
         data["environment"] = environment_json(None, args.target)
         print(json.dumps(data, indent=2))
-    else:
-        _print(result, levels, bool(args.out_dir))
+        return 0
+    for result, levels in results:
+        _print(result, levels, bool(args.out_dir), named=len(results) > 1)
+    if len(results) > 1:
+        print_side_by_side([result for result, _levels in results])
     return 0
 
 
@@ -147,6 +178,8 @@ def _partition_json(result: PartitionResult, levels: OptimizationReport | None, 
     data: dict[str, Any] = {
         "model": result.model,
         "node_count": result.node_count,
+        "runtime": result.runtime,
+        "onnxruntime": result.onnxruntime,
         "available": result.available,
         "unavailable": result.unavailable,
     }
@@ -170,10 +203,16 @@ def _partition_json(result: PartitionResult, levels: OptimizationReport | None, 
                 "unsupported_ops": report.unsupported_ops,
                 "log": report.log,
                 "notes": [note.english() for note in report.notes],
+                "warnings": [note.english() for note in report.notes if note.severity == "warning"],
+                "declined": [
+                    {**to_data(d), "reason": d.reason.english(), "provider": d.provider} for d in report.declined
+                ],
             }
         )
     data.update(reports[0])  # the real partition at the top level; simulated ones under "simulations"
     data["simulations"] = reports[1:]
+    if result.levels:
+        data["placement_levels"] = to_data(result.levels)
     if levels is not None:
         data["levels"] = {
             level.name: {

@@ -7,6 +7,8 @@ from core.partition.explain import FUSIONS, KIND_TITLES, LevelChanges, fusions_u
 from core.partition.optimize import optimize_levels
 from core.partition.partitioner import KERNEL_PROVIDERS, SIMULATED, partition_model
 from core.partition.records import (
+    Declined,
+    LevelPlacement,
     LevelResult,
     LevelsRequest,
     OptimizationReport,
@@ -22,6 +24,8 @@ __all__ = [
     "KIND_TITLES",
     "LevelChanges",
     "KERNEL_PROVIDERS",
+    "Declined",
+    "LevelPlacement",
     "SIMULATED",
     "LevelResult",
     "LevelsRequest",

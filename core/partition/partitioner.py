@@ -18,7 +18,8 @@ from core.errors import PartitionError
 from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
-from core.partition.records import PartitionReport, PartitionRequest, PartitionResult, Subgraph
+from core.partition.declined import declined_nodes
+from core.partition.records import LevelPlacement, PartitionReport, PartitionRequest, PartitionResult, Subgraph
 from core.partition.simulations import SIMULATED
 from core.partition.words import (
     CALLS_INLINED,
@@ -33,6 +34,7 @@ from core.partition.words import (
     UNSUPPORTED_RANK,
     summary,
 )
+from core.runtime.fallback import Placed, placement_notes, refuse
 from core.runtime.ort import LEVELS, PROVIDERS, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, Assignment, NodePlacement, assign_providers
 from core.runtime.placement import placement_lines as _placement_lines
@@ -124,6 +126,30 @@ def _real_partition(
     path: str, model: onnx.ModelProto, providers: list[str], level: str, log: list[tuple[int, str, str]]
 ) -> PartitionReport:
     matched = assign_providers(path, model, providers, level, log)
+    report = _report(model, matched, providers, level, log)
+    report.declined = declined_nodes(model, matched.placements, providers, log)
+    return report
+
+
+def _level_placement(path: str, model: onnx.ModelProto, providers: list[str], level: str) -> LevelPlacement:
+    """The real partition at ``level``, in numbers."""
+    log: list[tuple[int, str, str]] = []
+    matched = assign_providers(path, model, providers, level, log)
+    report = _report(model, matched, providers, level, log)
+    first = {p: k for k, p in enumerate(providers)}
+    declined = sum(1 for n in matched.placements if n.index >= 0 and first.get(n.provider, 0) > 0)
+    return LevelPlacement(
+        level=LEVELS[level].name,
+        providers=report.providers,
+        pieces=dict(Counter(s.provider for s in report.subgraphs)),
+        declined=declined,
+        copies=[c.name for c in matched.copies],
+    )
+
+
+def _report(
+    model: onnx.ModelProto, matched: Assignment, providers: list[str], level: str, log: list[tuple[int, str, str]]
+) -> PartitionReport:
     report = PartitionReport(
         title=note(THIS_MACHINE),
         simulated=False,
@@ -207,8 +233,16 @@ def _simulated_partition(model: onnx.ModelProto, key: str) -> PartitionReport:
     return _finish(report, model, groups)
 
 
+def _runtime_providers(available: list[str]) -> list[str]:
+    """What a partition asks for when the request names no provider: every provider of the runtime (the CPU
+    provider last; Azure, which only forwards requests to an endpoint, never). The default wheel's: CPU alone."""
+    devices = [p for p in available if p not in ("CPUExecutionProvider", "AzureExecutionProvider")]
+    return [*devices, "CPUExecutionProvider"]
+
+
 def partition_model(request: PartitionRequest, progress: Callable[[float, str], None] | None = None) -> PartitionResult:
-    """The real partition for the request's providers and simulated ones for its ``simulate``."""
+    """The real partition for the request's providers (on the runtime the worker runs in) and simulated ones for
+    its ``simulate``; the fallbacks said first among the real partition's notes (core.runtime.fallback)."""
     import onnx
     import onnxruntime as ort
 
@@ -216,7 +250,7 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     available = ort.get_available_providers()
     known = set(ort.get_all_providers()) | set(PROVIDERS)
     path, level, out_dir = request.path, request.level, request.out_dir
-    requested = list(dict.fromkeys(request.providers or ["CPUExecutionProvider"]))
+    requested = list(dict.fromkeys(request.providers or _runtime_providers(available)))
     unknown = [p for p in requested if p not in known]
     if unknown:
         raise PartitionError(
@@ -242,7 +276,17 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     names = ", ".join(short_name(p) for p in usable)
     report_progress(0.3, _("Creating a session with {names}").format(names=names))
     log: list[tuple[int, str, str]] = []
-    reports = [_real_partition(path, model, usable, level, log)]
+    real = _real_partition(path, model, usable, level, log)
+    placed = Placed(
+        runtime=request.runtime, asked=requested, available=available, used=real.providers_used, nodes=real.providers
+    )
+    real.notes[:0] = placement_notes(placed)  # before anything else the partition says
+    refuse(real.notes, request.strict, real.fallback)
+    reports = [real]
+    levels = []
+    for n, other in enumerate(k for k in LEVELS if request.each_level and k != level):
+        report_progress(0.4 + 0.1 * n, _("Placing the graph at {level}").format(level=LEVELS[other].name))
+        levels.append(_level_placement(path, model, usable, other))
     for n, key in enumerate(simulate):
         simulating = _("Simulating {name}").format(name=SIMULATED[key].name)
         report_progress(0.5 + 0.4 * n / max(len(simulate), 1), simulating)
@@ -257,4 +301,7 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
         available=available,
         unavailable=unavailable,
         reports=reports,
+        runtime=request.runtime,
+        onnxruntime=ort.__version__,
+        levels=levels,
     )

@@ -12,6 +12,8 @@ from core.runtime.placement import CopyNode, NodePlacement
 from core.tables import RowFile
 
 __all__ = [
+    "Declined",
+    "LevelPlacement",
     "LevelResult",
     "LevelsRequest",
     "OptimizationReport",
@@ -34,6 +36,10 @@ class PartitionRequest:
     level: str = "all"
     simulate: list[str] | None = None
     out_dir: WritePath = ""
+    # the ONNX Runtime build that places it (core.runtime.runtimes); its providers when ``providers`` is None
+    runtime: str = "default"
+    strict: bool = False  # a provider asked for that is absent, takes nothing or leaves nodes to the CPU: refused
+    each_level: bool = False  # the real partition at every optimization level too (``PartitionResult.levels``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +64,29 @@ class Subgraph:
 
 
 @dataclass(kw_only=True)
+class Declined:
+    """A node a provider asked for did not take, where it went, and why (core.partition.declined)."""
+
+    name: str
+    op_type: str
+    provider: str  # the provider that declined it
+    placed: str  # the provider that runs it
+    reason: Note
+    source: str  # where the reason comes from: "log" (ORT's), "alone" or "context" (tried alone), "untried"
+
+
+@dataclass(kw_only=True)
+class LevelPlacement:
+    """The real partition at one optimization level, in numbers (the nodes as ORT has them at that level)."""
+
+    level: str  # DISABLE_ALL, BASIC, ...
+    providers: dict[str, int]  # provider -> nodes of the main graph
+    pieces: dict[str, int]  # provider -> connected pieces it runs
+    declined: int  # nodes a provider asked for first did not take
+    copies: list[str]  # the Memcpy nodes ORT added, by name
+
+
+@dataclass(kw_only=True)
 class PartitionReport:
     title: Note  # "This machine" or "NNAPI (simulated)" (core.partition.words)
     simulated: bool
@@ -77,6 +106,7 @@ class PartitionReport:
     node_total: int = 0  # placements, of every graph and those ORT added
     main_providers: list[str] = field(default_factory=list)  # by main-graph node index; "" runs nowhere
     node_providers: list[str] = field(default_factory=list)  # the providers (and "") the placements name
+    declined: list[Declined] = field(default_factory=list)  # with the reason each provider gave, or was found
 
 
 @dataclass(kw_only=True)
@@ -86,6 +116,9 @@ class PartitionResult:
     available: list[str]
     unavailable: dict[str, str]  # requested but not in this build -> what it would take
     reports: list[PartitionReport]
+    runtime: str = "default"  # which build placed it (core.runtime.runtimes)
+    onnxruntime: str = ""  # that build's version
+    levels: list[LevelPlacement] = field(default_factory=list)  # with each_level: the real partition per level
 
 
 @dataclass(kw_only=True)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -26,6 +29,7 @@ __all__ = [
     "capture_session_logs",
     "explain_session_error",
     "ort_message",
+    "parse_ort_log",
     "provider_table",
     "session_options",
     "short_name",
@@ -198,10 +202,57 @@ def session_options(level: str = "all", threads: int = 0) -> onnxruntime.Session
     return options
 
 
+MAX_LOG_BYTES = 16 << 20  # of a build's log written to stderr, what is read back (a 30,000-node model's: ~4 MB)
+# a line of ORT's default log: "2026-12-04 16:31:02.72 [V:onnxruntime:, session_state.cc:1307 Verify...] Node ..."
+_LOG_LINE = re.compile(r"^\S+ \S+ \[([VIWEF]):onnxruntime:[^,]*, ([^\]]*)\] ?(.*)$")
+_SEVERITIES = {"V": 0, "I": 1, "W": 2, "E": 3, "F": 4}
+
+
+def parse_ort_log(text: str) -> list[tuple[int, str, str]]:
+    """ORT's default log as it writes it to stderr, as (severity, code location, message); a line without the
+    prefix continues the message before it."""
+    found: list[tuple[int, str, str]] = []
+    for line in text.splitlines():
+        matched = _LOG_LINE.match(line.replace("\x1b[1;31m", "").replace("\x1b[m", ""))
+        if matched:
+            found.append((_SEVERITIES[matched.group(1)], matched.group(2), matched.group(3)))
+        elif found and line.strip():
+            severity, location, message = found[-1]
+            found[-1] = (severity, location, f"{message}\n{line}")
+    return found
+
+
+@contextlib.contextmanager
+def _stderr_log(lines: list[tuple[int, str, str]], severity: int) -> Iterator[None]:
+    """A build without ``set_default_logger_callback`` (before 1.2x, such as onnxruntime-openvino 1.24) writes its
+    log to the process's stderr: it goes to a file of its own while the block runs, and is read back. Only for a
+    process that runs one thing at a time (a job's worker)."""
+    import onnxruntime as ort
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        ort.set_default_logger_severity(severity)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            ort.set_default_logger_severity(2)
+            log.seek(0)
+            lines.extend(parse_ort_log(log.read(MAX_LOG_BYTES).decode(errors="replace")))
+
+
 @contextlib.contextmanager
 def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Iterator[None]:
     """Collect ORT's log messages as (severity, code location, message) while the block runs."""
     import onnxruntime as ort
+
+    if not hasattr(ort, "set_default_logger_callback"):
+        with _stderr_log(lines, severity):
+            yield
+        return
 
     def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
         lines.append((sev, location, message))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core.i18n import N_
 from core.model.proto import walk_graphs
 from core.runtime.ort import capture_ort_log, explain_session_error, session_options
+from core.runtime.provider_options import session_providers
 
 if TYPE_CHECKING:
     import onnx
@@ -93,7 +94,8 @@ def placement_lines(log: list[tuple[int, str, str]]) -> list[str]:
 
 
 def _session(path: str, providers: list[str], level: str, log: list[tuple[int, str, str]]) -> tuple[Any, Any]:
-    """A session with ORT's record of which provider took which node, and that record."""
+    """A session with ORT's record of which provider took which node, and that record; each provider opened with
+    its options (core.runtime.provider_options)."""
     import onnxruntime as ort
 
     options = session_options(level)
@@ -101,7 +103,7 @@ def _session(path: str, providers: list[str], level: str, log: list[tuple[int, s
     options.log_severity_level = 0
     try:
         with capture_ort_log(log):
-            session = ort.InferenceSession(path, options, providers=providers)
+            session = ort.InferenceSession(path, options, providers=session_providers(providers))
         return session, session.get_provider_graph_assignment_info()
     except Exception as exc:  # ORT raises its own Fail/InvalidGraph/NotImplemented types
         raise explain_session_error(exc, "create a session for this model", path) from exc

@@ -1,0 +1,41 @@
+"""The runtimes on the pages: the Partition page's runtime picker (shown because make test builds the OpenVINO runtime),
+the nodes OpenVINO declined with their reasons, and the same model on another runtime side by side."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.pages import open_page, texts
+from tests.runtimes import OPENVINO, require_openvino, split_model
+
+
+@pytest.fixture(scope="module")
+def split_bytes() -> bytes:
+    require_openvino()
+    return split_model("Det").SerializeToString()
+
+
+def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_another(
+    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("partition", ("split.onnx", split_bytes))
+    labels = at.selectbox(key="partition_runtime").options
+    assert labels[0].startswith("default (onnxruntime ") and labels[1] == "openvino (onnxruntime-openvino 1.24.1)"
+    assert [s.value for s in at.subheader] == ["3 nodes in the main graph: 3 on CPU"]  # the default, as before
+
+    at.selectbox(key="partition_runtime").set_value(OPENVINO).run()
+    assert not at.exception
+    assert at.subheader[0].value == "3 nodes in the main graph: 1 on OpenVINO in 1 partition, 2 fall back to CPU"
+    declined = next(d.value for d in at.dataframe if "declined by" in d.value.columns)
+    assert list(declined["node"]) == ["relu_in", "det"] and set(declined["declined by"]) == {"OpenVINO"}
+    assert "does not take Det" in declined["why"].iloc[1] and "tried alone" in declined["why"].iloc[1]
+
+    compare = next(s for s in at.selectbox if (s.key or "").endswith("_compare"))
+    compare.set_value("default").run()
+    assert not at.exception
+    table = next(t.value for t in at.table if any(c.startswith("openvino (1.24.1)") for c in t.value.columns))
+    rows = table.set_index(table.columns[0]).map(lambda cell: str(cell).replace("\\", ""))  # as shown
+    assert rows.loc["OpenVINO"].tolist() == ["1 (1)", "—"] and rows.loc["CPU"].tolist() == ["2 (1)", "3 (1)"]
+    assert "Side by side with another runtime" in [h.value for h in at.header]
+    assert "the CPU provider runs the other 2" in texts(at)
