@@ -117,22 +117,34 @@ def code_choice(args: Any) -> tuple[str, str]:
 
 def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
     """The record of ``model``: a file path, several paths joined by ',' (model + data files, or a model's code
-    and its weights, built as ``code`` (class, JSON arguments) says) or sample:NAME. Relative paths are the
-    caller's, not the worker's."""
+    and its weights, built as ``code`` (class, JSON arguments) says), a Hugging Face folder (or one of its ONNX
+    files, FOLDER/onnx/model_q4.onnx: read with its folder, whose family it lists) or sample:NAME. Relative paths
+    are the caller's, not the worker's."""
+    from core.model.hf_folder import relative_member
+
     if model.startswith("sample:"):
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
         card = cards.known(name)
         return card if card is not None else run(SAMPLE, SampleRequest(name=name))
     paths = [Path(p).expanduser().resolve() for p in model.split(",")]
-    missing = [str(p) for p in paths if not p.is_file()]
+    missing = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
     if missing:
         raise WorkbenchError(
-            _("No such file: {paths} (give a path to a model file, or sample:NAME).").format(paths=", ".join(missing))
+            _("No such file: {paths} (give a path to a model file, a Hugging Face folder, or sample:NAME).").format(
+                paths=", ".join(missing)
+            )
         )
+    variant = ""
+    member = relative_member(paths[0]) if len(paths) == 1 and paths[0].suffix == ".onnx" else None
+    if member is not None:  # an ONNX file of a Hugging Face folder: read with the folder, beside its family
+        folder, variant = member
+        paths = [folder]
     unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
     atexit.register(shutil.rmtree, unpacked, True)
-    request = IntakeRequest(paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1])
+    request = IntakeRequest(
+        paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1], variant=variant
+    )
     return run(INTAKE, request)
 
 

@@ -9,19 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import describe
+from core.cli.common import describe, english_data, padded, print_record
 from core.decode import DecodedModel, DecodeRequest, summary
 from core.errors import IntakeError, WorkbenchError
 from core.i18n import _, number
 from core.jobs import DECODE
-from core.model.records import format_shape
+from core.jobs.wire import to_data
+from core.model.inputs import readable_bytes
+from core.model.records import ModelRecord, format_shape
 from core.notes import Note, say
 
 __all__ = ["register", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx path ('model.onnx,model.onnx.data' with external data)")
+    parser.add_argument(
+        "model",
+        help="an .onnx path ('model.onnx,model.onnx.data' with external data), or a Hugging Face folder (its ONNX "
+        "files listed: FOLDER/onnx/model_q4.onnx names one)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
@@ -96,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         record = describe(args.model)
     except IntakeError as exc:
         return _refused(args, exc)
+    if record.format == "hf":  # a Hugging Face folder of PyTorch weights: its card and its ONNX files
+        return _print_folder(args, record)
     if record.format != "onnx":
         raise WorkbenchError(
             _("inspect reads ONNX; “{model}” is a {format}. Export it first.").format(
@@ -104,7 +112,39 @@ def run(args: argparse.Namespace) -> int:
         )
     decoded = jobs.run(DECODE, DecodeRequest(path=record.path, with_text=False))
     if args.json:
-        print(json.dumps(summary(decoded), indent=2))
+        print(json.dumps({**summary(decoded), **_family_data(record)}, indent=2))
     else:
         _print_decoded(record.name, decoded)
+        _print_family(record)
+    return 0
+
+
+def _family_data(record: ModelRecord) -> dict[str, Any]:
+    """The folder and its ONNX files, for --json (nothing for a model that is no folder's)."""
+    if not record.folder:
+        return {}
+    return {"folder": record.folder, "family": [to_data(m) for m in record.family]}
+
+
+def _print_family(record: ModelRecord) -> None:
+    """The folder's ONNX files, one a line (the one described marked *), and how to name one to a command."""
+    if not record.family:
+        return
+    print(_("{folder}: {count} ONNX file(s), one model in several precisions").format(
+        folder=record.folder, count=number(len(record.family))
+    ))  # fmt: skip
+    for member in record.family:
+        mark = "*" if member.path == record.path else " "
+        size = padded(readable_bytes(member.size_bytes), 10, right=True)
+        print(f"  {mark} {padded(member.variant, 9)} {size}  {member.file}")
+    example = Path(record.folder) / record.family[-1].file
+    print("  " + _("any command takes one by its path, e.g. {path}").format(path=example))
+
+
+def _print_folder(args: argparse.Namespace, record: ModelRecord) -> int:
+    if args.json:
+        print(json.dumps({"model": english_data(to_data(record)), **_family_data(record)}, indent=2))
+        return 0
+    print_record(record)
+    _print_family(record)
     return 0

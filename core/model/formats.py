@@ -9,7 +9,15 @@ from pathlib import Path
 from core.model.code_listing import is_python_source
 from core.model.protowire import looks_like_onnx
 
-__all__ = ["HEAD_BYTES", "detect_format", "file_sha256", "read_head", "sha256_files", "zip_names"]
+__all__ = [
+    "HEAD_BYTES",
+    "detect_format",
+    "file_sha256",
+    "folder_root_in_zip",
+    "read_head",
+    "sha256_files",
+    "zip_names",
+]
 
 HEAD_BYTES = 4096
 ZIP_MAGIC = b"PK\x03\x04"
@@ -28,6 +36,18 @@ def zip_names(path: Path) -> list[str]:
     return [info.filename for info in list_members(path)]
 
 
+def folder_root_in_zip(names: list[str]) -> str | None:
+    """Where a zip holds a Hugging Face folder: "" (config.json at its top) or "name/" (one folder at its top); None
+    when it holds none (no config.json beside weights or ONNX files, core.model.hf_folder)."""
+    for root in ("", *sorted({n.split("/", 1)[0] + "/" for n in names if "/" in n})):
+        inside = [n[len(root) :] for n in names if n.startswith(root)]
+        if "config.json" in inside and any(
+            n.endswith((".safetensors", ".bin", ".onnx")) and n.count("/") <= 1 for n in inside
+        ):
+            return root
+    return None
+
+
 def _looks_like_safetensors(head: bytes, size: int) -> bool:
     if len(head) < 10:
         return False
@@ -36,9 +56,9 @@ def _looks_like_safetensors(head: bytes, size: int) -> bool:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """The format of one file, from its content: onnx, onnx-damaged, onnx-bundle, state_dict-zip,
-    torchscript, pt2, safetensors, legacy-torch, pickle, python (a .py file of text), code-zip (a zip of Python
-    files), zip, empty or unknown."""
+    """The format of one file, from its content: onnx, onnx-damaged, onnx-bundle, hf-zip (a Hugging Face folder),
+    state_dict-zip, torchscript, pt2, safetensors, legacy-torch, pickle, python (a .py file of text), code-zip (a zip
+    of Python files), zip, empty or unknown."""
     path = Path(path)
     size = path.stat().st_size
     if size == 0:
@@ -46,6 +66,8 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     head = read_head(path)
     if head.startswith(ZIP_MAGIC):
         names = zip_names(path)
+        if folder_root_in_zip(names) is not None:  # before its .onnx files or .py files say otherwise
+            return "hf-zip"
         if any(n.endswith("/data.pkl") or n == "data.pkl" for n in names):
             if any("/code/" in n or n.endswith("constants.pkl") for n in names):
                 return "torchscript"

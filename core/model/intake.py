@@ -82,6 +82,9 @@ class IntakeRequest:
     unpack_dir: WritePath = ""
     code_class: str = ""  # with a model's own code: the class to build ("" = the one the weights fit)
     code_args: str = ""  # ... and its constructor's arguments, a JSON object ("" = its defaults)
+    # a Hugging Face folder (a path that is a folder, or a .zip of one): the ONNX file of it to describe (its variant,
+    # q4, fp16..., or its path in the folder, core.model.hf_folder.pick_member); "" describes the folder itself
+    variant: str = ""
 
 
 def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -> ModelRecord:
@@ -92,6 +95,8 @@ def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -
     files = [Path(p) for p in request.paths]
     if not files:
         raise IntakeError(_("No file was given."))
+    if len(files) == 1 and (files[0].is_dir() or detect_format(files[0]) == "hf-zip"):
+        return _describe_folder(files[0], request, limits)
     formats = {p: detect_format(p) for p in files}
     if any(f in _CODE for f in formats.values()):
         return _describe_code(request, files, formats, limits)
@@ -141,3 +146,18 @@ def _describe_code(
         )
     unpack = Path(request.unpack_dir) if request.unpack_dir else None
     return describe_code(code[0], weights[0], (request.name, request.code_class, request.code_args), limits, unpack)
+
+
+def _describe_folder(path: Path, request: IntakeRequest, limits: IntakeLimits) -> ModelRecord:
+    """A Hugging Face folder, or a .zip of one (checked as every archive is, then unpacked beside it or into
+    ``unpack_dir``)."""
+    from core.model.archives import unpack_bundle
+    from core.model.formats import folder_root_in_zip, zip_names
+    from core.model.hf_folder import describe_folder
+
+    if path.is_dir():
+        return describe_folder(path, request.name, limits, request.variant)
+    root = folder_root_in_zip(zip_names(path)) or ""
+    unpacked = unpack_bundle(path, limits, Path(request.unpack_dir) if request.unpack_dir else None)
+    name = request.name or (root.rstrip("/") or path.stem)
+    return describe_folder(unpacked / root, name, limits, request.variant)

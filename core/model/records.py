@@ -16,6 +16,7 @@ __all__ = [
     "FORMAT_LABELS",
     "PYTORCH_FORMATS",
     "ArchitectureMatch",
+    "FamilyMember",
     "ModelRecord",
     "TensorSpec",
     "UserCode",
@@ -32,8 +33,9 @@ FORMAT_LABELS: dict[str, str] = {
     "torchscript": N_("TorchScript archive"),
     "pt2": N_("torch.export program (.pt2)"),
     "code": N_("PyTorch code with its weights"),
+    "hf": N_("Hugging Face folder (config.json and weights)"),
 }
-PYTORCH_FORMATS = frozenset({"sample", "state_dict", "safetensors", "torchscript", "pt2", "code"})
+PYTORCH_FORMATS = frozenset({"sample", "state_dict", "safetensors", "torchscript", "pt2", "code", "hf"})
 
 
 @dataclass(kw_only=True)
@@ -80,6 +82,19 @@ class UserCode:
     package: str = ""  # the package the root folder itself is (a zip with __init__.py at its top), else ""
 
 
+@dataclass(frozen=True, kw_only=True)
+class FamilyMember:
+    """One ONNX file of a Hugging Face folder's family (``onnx/model_q4.onnx``): the same model, another precision."""
+
+    key: str  # the file's stem, unique in the folder: "model_q4", "decoder_model_merged_fp16"
+    component: str  # "model", or "decoder_model_merged", "encoder_model"... for a model of several graphs
+    variant: str  # transformers.js's dtype name: "fp32" (model.onnx), "fp16", "q4", "q4f16", "int8", "quantized"...
+    file: str  # its path inside the folder: "onnx/model_q4.onnx"
+    path: ReadPath  # where it is
+    size_bytes: int  # the file and its external data together
+    data_files: list[str] = field(default_factory=list)  # its external data, beside it ("model_q4.onnx_data")
+
+
 @dataclass(kw_only=True)
 class ModelRecord:
     """The model card: identity, format, size and signature of one model."""
@@ -104,6 +119,9 @@ class ModelRecord:
     metadata: ModelMetadata = field(default_factory=ModelMetadata)  # what the exporter wrote (ONNX metadata_props)
     code: UserCode | None = None  # a model built from its own code (format "code")
     suppresses_boxes: bool = False  # a NonMaxSuppression in its graph or a subgraph: a detector, post-processing kept
+    # a Hugging Face folder's (core.model.hf_folder): where it is, and its ONNX files, one family of precisions
+    folder: str = ""
+    family: list[FamilyMember] = field(default_factory=list)
     generative: GenerativeLayout | None = None  # a language model's cache, found in its graph (core.model.recognise)
 
     @property

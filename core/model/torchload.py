@@ -26,7 +26,7 @@ __all__ = ["ExampleValues", "TorchSource", "example_tensors", "load_module", "mo
 class TorchSource:
     """Where a PyTorch model comes from, as JSON-able data: enough for the worker to rebuild it."""
 
-    kind: str  # sample | state_dict | safetensors | torchscript | pt2 | code
+    kind: str  # sample | state_dict | safetensors | torchscript | pt2 | code | hf (a Hugging Face folder)
     name: str = ""  # sample or architecture name (the class, for a model's own code)
     path: ReadPath = ""  # the file for everything but samples (the weights, for a model's own code)
     code: UserCode | None = None  # a model's own code: where it is and how to build it
@@ -53,6 +53,8 @@ def source_of(record: ModelRecord) -> TorchSource:
         return TorchSource(kind=record.format, path=record.path)
     if record.format == "code" and record.code is not None:
         return TorchSource(kind="code", name=record.code.class_name, path=record.path, code=record.code)
+    if record.format == "hf":
+        return TorchSource(kind="hf", name=record.architecture, path=record.path)
     raise IntakeError(f"'{record.name}' is a {record.format_label}, not a PyTorch model.")
 
 
@@ -75,6 +77,12 @@ def load_module(source: TorchSource) -> Any:
         return model.eval()
     if source.kind == "code" and source.code is not None:
         return _user_module(source.path, source.code)
+    if source.kind == "hf":  # its flat signature: the ids, mask, positions and each layer's past (core.model.causal_lm)
+        from pathlib import Path
+
+        from core.model.causal_lm import flat_module, load_causal_lm
+
+        return flat_module(load_causal_lm(Path(source.path)))
     if source.kind == "torchscript":
         return torch.jit.load(source.path, map_location="cpu").eval()
     if source.kind == "pt2":
