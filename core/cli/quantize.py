@@ -1,5 +1,6 @@
 """quantize: INT8 and FP16 variants (the Quantize page's three by default), each with its size, latency and
-accuracy against the original."""
+accuracy against the original; a language model's (int4 weight-only too) judged by their greedy tokens
+(core/cli/quantize_lm.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from core import jobs
 from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
+from core.cli.quantize_lm import add_language_model_arguments, refuse_language_model_options, run_language_model
 from core.errors import WorkbenchError
 from core.i18n import _, number, pgettext
 from core.jobs import QUANTIZE
@@ -32,9 +34,10 @@ def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
     parser.add_argument(
         "--mode",
-        choices=MODES,
+        choices=[*MODES, "int4"],
         action="append",
-        help="dynamic, static or fp16; repeat it for several (default: all three, as the Quantize page)",
+        help="dynamic, static or fp16; repeat it for several (default: all three, as the Quantize page); a language "
+        "model: int4 (weight-only), dynamic or fp16 (default: all three)",
     )
     parser.add_argument("--format", choices=["qdq", "qoperator"], default="qdq", help="static: QDQ or QOperator")
     parser.add_argument("--method", choices=["minmax", "entropy", "percentile"], default="minmax")
@@ -52,6 +55,7 @@ def register(parser: Any) -> None:
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_plan_arguments(parser)
+    add_language_model_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -142,12 +146,15 @@ def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    keys = _variant_keys(args)
-    calibration_file, calibration_count = _calibration(args.calibration)
-    outputs = _outputs(Path(args.output).resolve(), keys)
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp))
+        if record.generative is not None:  # judged by its tokens, not one call
+            return run_language_model(args, record, Path(tmp), backend, Path(args.output).resolve())
+        refuse_language_model_options(args)
+        keys = _variant_keys(args)
+        calibration_file, calibration_count = _calibration(args.calibration)
+        outputs = _outputs(Path(args.output).resolve(), keys)
         plan = plan_from_args(record, torch_record, args, Path(tmp))
         record = in_own_folder(record, Path(tmp), backend)
         request = QuantizeRequest(

@@ -40,9 +40,13 @@ def _feeds(layout: GenerativeLayout, past: int, new: int, batch: int) -> dict[st
     return feeds
 
 
-def ort_generate(session: Any, layout: GenerativeLayout, prompt: Any, new_tokens: int, record: bool = False) -> Trace:
+def ort_generate(
+    session: Any, layout: GenerativeLayout, prompt: Any, new_tokens: int, record: bool = False, forced: Any = None
+) -> Trace:
     """Greedy tokens from ``prompt`` ([batch, length] ids), ``new_tokens`` of them, timed step by step; with
-    ``record``, each step's last logits kept (copied) too."""
+    ``record``, each step's last logits kept (copied) too.
+    ``forced``: the tokens to feed after each step ([batch, new tokens]) instead of the model's own choice (another
+    model's, so that each step's logits are compared on the same context); the trace's tokens stay its own choice."""
     import numpy as np
     import onnxruntime as ort
 
@@ -78,7 +82,8 @@ def ort_generate(session: Any, layout: GenerativeLayout, prompt: Any, new_tokens
             binding.bind_ortvalue_input(name, value)  # the present, as it is, is the next step's past
         binding.clear_binding_outputs()
         past += length
-        ids = chosen.astype(layout.ids_dtype).reshape(batch, 1)
+        fed = chosen if forced is None else forced[:, step]
+        ids = np.asarray(fed).astype(layout.ids_dtype).reshape(batch, 1)
     trace.cache_bytes = sum(_bytes(value) for value in outputs[1:])
     return trace
 

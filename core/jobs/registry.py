@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from core.partition.records import LevelsRequest, OptimizationReport, PartitionRequest, PartitionResult
     from core.profile.records import ProfileReport, ProfileRequest
     from core.quantize.calibration import CalibrationRequest
+    from core.quantize.lm_records import LMQuantizeReport, LMQuantizeRequest
     from core.quantize.records import QuantizeReport, QuantizeRequest
     from core.runtime.hardware import Hardware, HardwareRequest
     from core.tune.records import TuneReport, TuneRequest
@@ -72,6 +73,7 @@ __all__ = [
     "PARTITION",
     "PROFILE",
     "QUANTIZE",
+    "QUANTIZE_LM",
     "SAMPLE",
     "TUNE",
     "UPGRADE",
@@ -235,6 +237,14 @@ QUANTIZE: Job[QuantizeRequest, QuantizeReport] = Job(
     targeted=True,
     folder="quantized",
 )
+# a language model's variants judged by their greedy tokens (core.quantize.lm): measures, as QUANTIZE
+QUANTIZE_LM: Job[LMQuantizeRequest, LMQuantizeReport] = Job(
+    name="quantize.language_model",
+    target="core.quantize.lm:quantize_language_model",
+    exclusive=True,
+    warm=False,  # its result names the variants' files in its folder
+    folder="quantized",
+)
 UPGRADE: Job[UpgradeRequest, UpgradeReport] = Job(  # onnx's version converter: native code, run in the sandbox
     name="upgrade.run", target="core.upgrade.converter:upgrade_model", folder="upgraded"
 )
@@ -300,5 +310,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
-HANDLES += [TUNE, COMPARE, GENERATE]
+HANDLES += [TUNE, COMPARE, GENERATE, QUANTIZE_LM]
 JOBS = JobRegistry(HANDLES)

@@ -229,7 +229,7 @@ def _to_float16(
         converted = _convert(
             onnx.load_from_string(original), keep_io_types, DEFAULT_OP_BLOCK_LIST + SENSITIVE_OPS, blocked
         )
-    onnx.save_model(converted, str(target), save_as_external_data=large)
+    onnx.save_model(converted, str(target), save_as_external_data=large, location=f"{target.name}.data")
     ops = {n.name: n.op_type for n in model.graph.node}
     kept = [
         (

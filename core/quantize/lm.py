@@ -1,0 +1,270 @@
+"""Quantize for a language model: int4 weight-only (MatMulNBits, through ONNX Runtime's MatMulNBitsQuantizer),
+dynamic INT8 and FP16 variants, each judged by its greedy tokens, not by one call. Runs in the worker, under the
+machine-wide lock (it measures).
+
+Method: the cache is recognised in the graph (core.generate); the variants are made with ONNX Runtime's own tools
+(from the model in memory: nothing is written beside it); the prompts are made once
+(given, or drawn inside the vocabulary). Each model generates from every prompt once with its logits recorded, a
+variant fed the original's tokens (so each step compares the same context: where its own choice differs is where
+its greedy tokens part, core.quantize.lm_judge); then ``runs`` rounds, the models in turn, each generating from
+every prompt, time its decoding (Generate's loop, core.generate.ort_loop, its cache in ONNX Runtime's buffers).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core.errors import QuantizeError
+from core.generate.generator import recognised_layout
+from core.generate.measures import interval
+from core.generate.ort_loop import Trace, ort_generate
+from core.generate.prompt import Prompt, check_plan, make_prompt
+from core.generate.records import GenerativePlan, Interval
+from core.i18n import _, number
+from core.model.generative import GenerativeLayout
+from core.quantize.lm_judge import divergence, judge_variants, method_note, repeats_note
+from core.quantize.lm_records import (
+    ACCURACY_LEVELS,
+    BLOCK_SIZES,
+    LM_KINDS,
+    LMQuantizeReport,
+    LMQuantizeRequest,
+    LMVariant,
+    LMVariantSpec,
+    original_label,
+)
+from core.quantize.records import INTEGER_OPS
+from core.quantize.variants import file_size, is_large, make_variant
+from core.runtime.harness import timed_session
+from core.runtime.machine import default_threads
+from core.runtime.stats import speedup_interval
+
+__all__ = ["make_dynamic", "make_int4", "quantize_language_model"]
+
+MAX_PROMPTS = 32
+
+
+def _silent(fraction: float, message: str) -> None:
+    """Progress goes nowhere when nobody watches."""
+
+
+def _check(request: LMQuantizeRequest, layout: GenerativeLayout) -> None:
+    """Refuse, before anything is made, what cannot be asked: no variant, an unknown kind or setting, sizes out of
+    range, a model whose weights are int4 already."""
+    unknown = [v.kind for v in request.variants if v.kind not in LM_KINDS]
+    if unknown or not request.variants:
+        raise QuantizeError(
+            _("Unknown variant {names}; a language model is offered {known}.").format(
+                names=", ".join(unknown) or _("(none)"), known=", ".join(LM_KINDS)
+            )
+        )
+    for spec in (v for v in request.variants if v.kind == "int4"):
+        if spec.block_size not in BLOCK_SIZES or spec.accuracy_level not in ACCURACY_LEVELS:
+            raise QuantizeError(
+                _("INT4's block size is one of {blocks} and its accuracy level one of {levels}.").format(
+                    blocks=", ".join(map(str, BLOCK_SIZES)), levels=", ".join(map(str, ACCURACY_LEVELS))
+                )
+            )
+    if not 1 <= request.prompts <= MAX_PROMPTS or len(request.prompt_ids) > MAX_PROMPTS:
+        raise QuantizeError(_("Give 1 to {most} prompts.").format(most=MAX_PROMPTS))
+    if not 1 <= request.runs <= 100:
+        raise QuantizeError(_("The timed rounds must be 1 to 100."))
+    if layout.weight_bits is not None:
+        raise QuantizeError(
+            _(
+                "The model's weights are {bits}-bit already (MatMulNBits): quantize the float model it was made from."
+            ).format(bits=layout.weight_bits)
+        )
+
+
+def _prompts(path: Path, request: LMQuantizeRequest, layout: GenerativeLayout) -> list[Prompt]:
+    """The prompts, one sequence each: those given, else drawn with seeds of their own."""
+    plans = [GenerativePlan(prompt_ids=list(ids), new_tokens=request.new_tokens) for ids in request.prompt_ids] or [
+        GenerativePlan(prompt_length=request.prompt_length, new_tokens=request.new_tokens, seed=request.seed + k)
+        for k in range(request.prompts)
+    ]
+    for plan in plans:
+        check_plan(plan, layout, request.runs)
+    return [make_prompt(path, plan, layout) for plan in plans]
+
+
+def make_int4(source: Path, target: Path, spec: LMVariantSpec, large: bool) -> None:
+    """Int4 weight-only: every MatMul with constant weights becomes MatMulNBits (symmetric blocks, as
+    onnxruntime-genai's builder makes them), through ONNX Runtime's MatMulNBitsQuantizer."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    quantizer = MatMulNBitsQuantizer(
+        onnx.load_model(str(source)),  # with its external data: the quantizer reads the weights
+        bits=4,
+        block_size=spec.block_size,
+        is_symmetric=True,
+        accuracy_level=spec.accuracy_level or None,  # 0: the attribute left out, the kernel's default
+    )
+    quantizer.process()
+    if not any(n.op_type == "MatMulNBits" for n in quantizer.model.model.graph.node):
+        raise QuantizeError(
+            _("{variant}: no MatMul with constant weights was found, so nothing was quantized.").format(
+                variant=spec.label()
+            )
+        )
+    quantizer.model.save_model_to_file(str(target), use_external_data_format=large)
+
+
+def make_dynamic(source: Path, target: Path, large: bool) -> None:
+    """Dynamic INT8 (QInt8 weights) with ONNX Runtime's quantize_dynamic, given the model itself: given its path,
+    the quantizer writes its shape-inferred copy beside it, where the model's folder is read-only."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(
+        onnx.load_model(str(source)), str(target), weight_type=QuantType.QInt8, use_external_data_format=large
+    )
+    if not any(n.op_type in INTEGER_OPS for n in onnx.load_model(str(target), load_external_data=False).graph.node):
+        raise QuantizeError(
+            _("{variant}: no MatMul with constant weights was found, so nothing was quantized.").format(
+                variant=LMVariantSpec(kind="dynamic").label()
+            )
+        )
+
+
+def _make(spec: LMVariantSpec, source: Path, out: Path, large: bool) -> LMVariant:
+    """One variant of ``source``, made in ``out``; one that cannot be made says why, and the others are made.
+    Nothing is written beside ``source`` (its folder is read-only in the sandbox) and its external data is read
+    where it is (onnx refuses to read it through a link)."""
+    variant = LMVariant(key=spec.key, label=spec.label())
+    started = time.perf_counter()
+    target = out / f"{source.stem}.{spec.key}.onnx"
+    try:
+        tool = LM_KINDS[spec.kind].tool
+        if tool == "matmul_nbits":
+            make_int4(source, target, spec, large)
+        elif tool == "dynamic":
+            make_dynamic(source, target, large)
+        else:
+            target = make_variant(tool, source, None, out, [], large)  # FP16, checked on no inputs: none fit a cache
+        variant.path, variant.size_bytes = str(target), file_size(target)
+    except QuantizeError as exc:
+        variant.error = str(exc)
+    except Exception as exc:  # ORT's quantizers raise plain errors on graphs they cannot handle
+        variant.error = _("ONNX Runtime could not make this variant: {error}").format(error=str(exc)[:600])
+    variant.seconds = time.perf_counter() - started
+    return variant
+
+
+def _open(variants: list[LMVariant], threads: int) -> dict[str, Any]:
+    """A session for each model (the original's failure is the run's; a variant's is its own)."""
+    sessions: dict[str, Any] = {}
+    for variant in variants:
+        if variant.error:
+            continue
+        try:
+            sessions[variant.key], _load = timed_session(variant.path, "all", "CPUExecutionProvider", threads)
+        except Exception as exc:
+            if variant is variants[0]:
+                raise
+            variant.error = _("ONNX Runtime cannot load this variant: {reason}").format(reason=str(exc)[:600])
+    return sessions
+
+
+def _compare(
+    variants: list[LMVariant], sessions: dict[str, Any], layout: GenerativeLayout, prompts: list[Prompt], new: int
+) -> None:
+    """Every variant's choices on the original's context, prompt by prompt, against the original's."""
+    original = [ort_generate(sessions["fp32"], layout, p.ids, new, record=True) for p in prompts]
+    for variant in variants[1:]:
+        if variant.key not in sessions:
+            continue
+        try:
+            fed = [
+                ort_generate(sessions[variant.key], layout, p.ids, new, record=True, forced=theirs.tokens)
+                for p, theirs in zip(prompts, original, strict=True)
+            ]
+        except Exception as exc:  # a kernel the variant needs and this build lacks: the others still run
+            variant.error = _("ONNX Runtime cannot run this variant: {reason}").format(reason=str(exc)[:600])
+            del sessions[variant.key]
+            continue
+        found = [
+            divergence(index, theirs, mine) for index, (theirs, mine) in enumerate(zip(original, fed, strict=True))
+        ]
+        variant.divergences = [parted for parted, _largest in found if parted is not None]
+        variant.max_logit_diff = max(largest for _parted, largest in found)
+        variant.same_tokens = not variant.divergences
+
+
+def _rounds(
+    sessions: dict[str, Any],
+    layout: GenerativeLayout,
+    prompts: list[Prompt],
+    new: int,
+    runs: int,
+    progress: Callable[[float, str], None],
+) -> dict[str, list[list[Trace]]]:
+    """``runs`` rounds, the models in turn (each round starting one further along), each generating from every
+    prompt: each model's traces per round."""
+    keys = list(sessions)
+    rounds: dict[str, list[list[Trace]]] = {key: [] for key in keys}
+    for run in range(runs):
+        progress(0.5 + 0.45 * run / runs, _("Timing round {round} of {rounds}").format(round=run + 1, rounds=runs))
+        for key in keys[run % len(keys) :] + keys[: run % len(keys)]:
+            rounds[key].append([ort_generate(sessions[key], layout, p.ids, new) for p in prompts])
+    return rounds
+
+
+def _figures(variant: LMVariant, traces: list[list[Trace]], base: list[float]) -> list[float]:
+    """The variant's tokens (the first round's), its decoding speed and time to the first token over the rounds,
+    and its speed against the original's (``base``: the original's ms per token in each round; empty for the
+    original itself). Returns its own ms per token in each round."""
+    variant.tokens = [t.tokens[0].tolist() for t in traces[0]]
+    per_token = [sum(sum(t.step_ns[1:]) for t in run) / 1e6 / sum(len(t.step_ns) - 1 for t in run) for run in traces]
+    variant.decode_tok_s = interval([1000 / ms for ms in per_token]) if all(per_token) else None
+    variant.ttft_ms = interval([sum(t.step_ns[0] for t in run) / 1e6 / len(run) for run in traces])
+    if base:
+        ratio, low, high = speedup_interval(base, per_token)
+        variant.speedup = Interval(median=ratio, low=low, high=high)
+    return per_token
+
+
+def quantize_language_model(
+    request: LMQuantizeRequest, progress: Callable[[float, str], None] | None = None
+) -> LMQuantizeReport:
+    """Make every variant, generate from the same prompts with each and with the original, and judge each by its
+    tokens, then its speed and size (see the module's docstring for the method)."""
+    report_progress = progress or _silent
+    began = time.perf_counter()
+    source, out = Path(request.model), Path(request.out_dir)
+    layout = recognised_layout(source)
+    _check(request, layout)
+    prompts = _prompts(source, request, layout)
+    out.mkdir(parents=True, exist_ok=True)
+    large = is_large(source)  # refuses a model quantized already, or one with no float weights
+    variants = [LMVariant(key="fp32", label=original_label(), path=str(source), size_bytes=file_size(source))]
+    for n, spec in enumerate(request.variants):
+        report_progress(0.05 + 0.3 * n / len(request.variants), _("Making {variant}").format(variant=spec.label()))
+        variants.append(_make(spec, source, out, large))
+    threads = request.threads or default_threads()
+    report_progress(0.35, _("Comparing the tokens on {count} prompts").format(count=number(len(prompts))))
+    sessions = _open(variants, threads)
+    _compare(variants, sessions, layout, prompts, request.new_tokens)
+    rounds = _rounds(sessions, layout, prompts, request.new_tokens, request.runs, report_progress)
+    base = _figures(variants[0], rounds["fp32"], [])
+    for variant in variants[1:]:
+        if variant.key in rounds:
+            _figures(variant, rounds[variant.key], base)
+    report = LMQuantizeReport(
+        model=request.name or source.name,
+        model_id=request.model_id,
+        layout=layout,
+        prompts=[p.ids[0].tolist() for p in prompts],
+        new_tokens=request.new_tokens,
+        runs=request.runs,
+        threads=threads,
+        variants=variants,
+    )
+    judge_variants(report)
+    report.notes += [method_note(report), *filter(None, [repeats_note(report)])]
+    report.seconds = time.perf_counter() - began
+    return report

@@ -1,0 +1,155 @@
+"""What Quantize asks and answers for a language model: each variant (int4 weight-only, dynamic INT8, FP16) judged
+by its greedy tokens against the float model's on a fixed set of prompts, not by one call's outputs; with its
+size and its decoding speed (Generate's loop, core.generate), and, where its tokens part from the float model's,
+the step, the two tokens and how far the logits were apart there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from core.access import ReadPath, WritePath
+from core.generate.records import Interval
+from core.i18n import N_, _
+from core.model.generative import GenerativeLayout
+from core.notes import Note
+
+__all__ = [
+    "ACCURACY_LEVELS",
+    "BLOCK_SIZES",
+    "LM_KINDS",
+    "Divergence",
+    "LMKind",
+    "LMQuantizeReport",
+    "LMQuantizeRequest",
+    "LMVariant",
+    "LMVariantSpec",
+    "original_label",
+]
+
+BLOCK_SIZES = (16, 32, 64, 128, 256)  # MatMulNBits' blocks along the weights' input axis: a power of two, ≥ 16
+# MatMulNBits' accuracy level: the precision its kernel computes in (0: the attribute left out, the kernel's default)
+ACCURACY_LEVELS = {
+    0: N_("0: unset (the kernel's default)"),
+    1: N_("1: float32"),
+    2: N_("2: float16"),
+    3: N_("3: bfloat16"),
+    4: N_("4: int8 activations"),
+}
+
+
+class LMKind(NamedTuple):
+    """A variant Quantize makes of a language model: its label and the tool that makes it."""
+
+    label: str
+    tool: str  # "matmul_nbits" (int4 weight-only), "dynamic", or the key of FP16 in core.quantize.records.VARIANTS
+
+
+_INT4 = N_("INT4 weight-only (MatMulNBits, block {block}, accuracy level {level})")
+# the kinds a language model is offered; the keys are the command line's --mode and the page's choices
+LM_KINDS: dict[str, LMKind] = {
+    "int4": LMKind(_INT4, "matmul_nbits"),
+    "dynamic": LMKind(N_("Dynamic INT8 (QInt8 weights)"), "dynamic"),
+    "fp16": LMKind(N_("FP16 (float32 inputs and outputs kept)"), "fp16"),
+}
+_ORIGINAL = N_("FP32 (original)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LMVariantSpec:
+    """One variant to make: its kind (a key of LM_KINDS) and, for int4, its block size and accuracy level."""
+
+    kind: str
+    block_size: int = 32
+    accuracy_level: int = 0
+
+    @property
+    def key(self) -> str:
+        """The variant's name in files and in the report: ``int4-b32-a4``, ``dynamic``, ``fp16``."""
+        return f"int4-b{self.block_size}-a{self.accuracy_level}" if self.kind == "int4" else self.kind
+
+    def label(self) -> str:
+        """The variant in words, in the current language."""
+        template = _(LM_KINDS[self.kind].label)
+        return template.format(block=self.block_size, level=self.accuracy_level) if self.kind == "int4" else template
+
+    def english(self) -> str:
+        """The variant in English words (a name kept in the model library)."""
+        template = LM_KINDS[self.kind].label
+        return template.format(block=self.block_size, level=self.accuracy_level) if self.kind == "int4" else template
+
+
+def original_label() -> str:
+    """The float model's label, in the current language."""
+    return _(_ORIGINAL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LMQuantizeRequest:
+    """Make each of ``variants`` of the language model ``model`` into ``out_dir``, then generate greedily from the
+    same prompts with each and with the float model: the tokens compared step by step (each variant fed the float
+    model's tokens, so every step compares the same context), and the decoding speed timed ``runs`` times, the
+    models in turn. The prompts: ``prompt_ids`` when given, else ``prompts`` drawn inside the vocabulary."""
+
+    model: ReadPath  # the ONNX file (its external data and genai_config.json beside it)
+    out_dir: WritePath
+    variants: list[LMVariantSpec]
+    prompts: int = 3  # prompts drawn inside the vocabulary (a random-weight model repeats one token: several)
+    prompt_length: int = 16  # each drawn prompt's tokens
+    prompt_ids: list[list[int]] = field(default_factory=list)  # the prompts, given as ids (instead of drawn)
+    new_tokens: int = 16  # tokens generated after each prompt
+    runs: int = 5  # timed rounds (each model generates from every prompt once per round)
+    threads: int = 0  # 0: every core but one
+    seed: int = 0  # the drawn prompts' seed
+    name: str = ""  # as the report names the model; else the file's name
+    model_id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Divergence:
+    """Where a variant's greedy tokens part from the float model's on one prompt."""
+
+    prompt: int  # the prompt's index (0 for the first)
+    step: int  # the generated token where they part (0: the first generated)
+    float_token: int  # the float model's choice there
+    variant_token: int  # the variant's choice there, on the same context
+    logit_diff: float  # the largest |variant - float| of that step's logits
+    margin: float  # how much the float model preferred its token over the variant's (its logits' gap, ≥ 0)
+
+
+@dataclass(kw_only=True)
+class LMVariant:
+    """One model of the comparison (the float original first): its size, its speed and its tokens."""
+
+    key: str  # "fp32" for the original
+    label: str
+    path: str = ""
+    size_bytes: int = 0  # the file and its external data
+    seconds: float = 0.0  # time to make it
+    error: str = ""  # why it could not be made or run; the others still are
+    tokens: list[list[int]] = field(default_factory=list)  # per prompt, its own greedy tokens
+    decode_tok_s: Interval | None = None  # tokens per second after the first, over the rounds
+    ttft_ms: Interval | None = None  # time to the first token, over the rounds (the prompts' mean in each)
+    speedup: Interval | None = None  # decoding speed against the float model's (its 95 % interval)
+    divergences: list[Divergence] = field(default_factory=list)  # one per prompt whose tokens part
+    max_logit_diff: float = 0.0  # the largest |variant - float| of the logits, every step of every prompt
+    same_tokens: bool | None = None  # the float model's greedy tokens on every prompt (None: the original)
+    verdict: Note | None = None  # what the comparison says of it
+
+
+@dataclass(kw_only=True)
+class LMQuantizeReport:
+    """Quantize's answer for a language model: the float model and its variants, judged by their tokens."""
+
+    model: str
+    model_id: str
+    layout: GenerativeLayout
+    prompts: list[list[int]]  # the prompts' ids
+    new_tokens: int
+    runs: int
+    threads: int
+    variants: list[LMVariant]  # the float original first
+    recommended: str | None = None  # a variant's key: only ever one that kept every greedy token
+    headline: Note | None = None
+    notes: list[Note] = field(default_factory=list)
+    seconds: float = 0.0
