@@ -17,12 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-__all__ = ["MachineLock"]
+__all__ = ["MachineLock", "pid_alive"]
 
 _POLL_S = 0.1
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (another user's, which we may not signal, runs as far as we know)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -77,7 +78,7 @@ class MachineLock:
                 pid = int(other.name.split("-")[1])
             except (IndexError, ValueError):
                 continue
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 ahead += 1
             else:
                 other.unlink(missing_ok=True)  # a waiter whose process died without cleaning up

@@ -34,6 +34,7 @@ from core.errors import WorkbenchError
 from core.i18n import _
 from core.jobs import wire
 from core.jobs.cluster.answers import Answer, Missing, Status, encode
+from core.jobs.machine import pid_alive
 from core.jobs.process import JobHandle, JobSpec, ProcessBackend
 from core.settings import load_settings
 
@@ -110,22 +111,12 @@ def collect_outputs(writes: list[tuple[Path, str]]) -> list[tuple[str, str, byte
     return found
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _sweep(jobs: Path) -> None:
     """Remove the job folders of agents that are gone (died with their client or their node): each agent's
     folder is named after its process."""
     for folder in jobs.iterdir() if jobs.is_dir() else ():
         pid = folder.name.split("-")[0]
-        if not (pid.isdigit() and _pid_alive(int(pid))):
+        if not (pid.isdigit() and pid_alive(int(pid))):
             shutil.rmtree(folder, ignore_errors=True)
 
 
