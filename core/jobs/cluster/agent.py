@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import shutil
@@ -25,7 +26,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import msgspec
 
@@ -39,6 +40,8 @@ from core.jobs.process import JobHandle, JobSpec, ProcessBackend
 from core.settings import load_settings
 
 __all__ = ["CACHE_FOLDER", "JOBS_FOLDER", "TargetAgent", "collect_outputs", "relocate", "with_target"]
+
+_P = ParamSpec("_P")
 
 CACHE_FOLDER = "cluster-cache"
 JOBS_FOLDER = "cluster-jobs"
@@ -132,6 +135,16 @@ def _answer(work: Callable[[], Answer]) -> bytes:
         return encode(Answer(error=("JobFailed", message, traceback.format_exc())))
 
 
+def _answered(method: Callable[_P, Answer]) -> Callable[_P, bytes]:
+    """``method``, answering in bytes (``_answer``): what it returns, or the error it raised."""
+
+    @functools.wraps(method)
+    def answered(*args: _P.args, **kwargs: _P.kwargs) -> bytes:
+        return _answer(lambda: method(*args, **kwargs))
+
+    return answered
+
+
 class TargetAgent:
     """Runs one client's jobs on its node; its methods are called concurrently (a threaded actor), and each
     answers in bytes (core.jobs.cluster.answers)."""
@@ -150,17 +163,16 @@ class TargetAgent:
         self.jobs: dict[str, _NodeJob] = {}
         self._lock = threading.Lock()
 
-    def missing(self, hashes: list[str]) -> bytes:
+    @_answered
+    def missing(self, hashes: list[str]) -> Answer:
         """Which of these files (by sha256) the node's cache lacks (a ``Missing``)."""
-        return _answer(lambda: Missing(hashes=[h for h in hashes if not (self.cache / h).is_file()]))
+        return Missing(hashes=[h for h in hashes if not (self.cache / h).is_file()])
 
-    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> bytes:
+    @_answered
+    def put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> Answer:
         """Write a piece of a file at ``offset``; with the ``last`` piece the whole file is checked against its
         sha256 and kept in the cache under it (pieces keep a large model from needing its size in the object
         store at once)."""
-        return _answer(lambda: self._put(sha256, offset, data, last, sender))
-
-    def _put(self, sha256: str, offset: int, data: bytes, last: bool, sender: str) -> Answer:
         partial = self.cache / f".{sha256}.{sender}.partial"  # two clients may send the same file at once
         with partial.open("r+b" if offset else "wb") as fh:
             fh.seek(offset)
@@ -179,6 +191,7 @@ class TargetAgent:
         partial.replace(self.cache / sha256)
         return Answer()
 
+    @_answered
     def submit(
         self,
         job_id: str,
@@ -188,22 +201,10 @@ class TargetAgent:
         reads: list[tuple[str, list[tuple[str, str]]]],
         writes: list[str],
         policy: dict[str, Any] | None = None,
-    ) -> bytes:
+    ) -> Answer:
         """Start job ``job_id``: ``reads`` are (the client's folder, [(file name, sha256)]) of files already in
         the cache, ``writes`` the client's folders the job writes into, ``policy`` the caller's settings named in
         ``POLICY`` (its limits; a caller that requires the sandbox gets it or an error, never a job without)."""
-        return _answer(lambda: self._submit(job_id, name, args, limits, reads, writes, policy or {}))
-
-    def _submit(
-        self,
-        job_id: str,
-        name: str,
-        args: bytes,
-        limits: tuple[float | None, int | None],
-        reads: list[tuple[str, list[tuple[str, str]]]],
-        writes: list[str],
-        policy: dict[str, Any],
-    ) -> Answer:
         self._forget_unheard()
         folder = self.jobs_root / job_id
         moves: dict[str, str] = {}
@@ -221,7 +222,7 @@ class TargetAgent:
             out.append((here, theirs))
         try:
             typed = self._typed_args(name, args, moves)
-            handle = self._backend(policy).submit(
+            handle = self._backend(policy or {}).submit(
                 JobSpec(name=name, args=typed, timeout_s=limits[0], memory_mb=limits[1])
             )
         except BaseException:
@@ -259,13 +260,11 @@ class TargetAgent:
             for key, value in raw.items()
         }
 
-    def poll(self, job_id: str, wait_s: float = 0.0) -> bytes:
+    @_answered
+    def poll(self, job_id: str, wait_s: float = 0.0) -> Status:
         """Where the job stands (a ``Status``), after waiting up to ``wait_s`` for it to end (so the caller hears
         of the end at once, without polling fast); once it has ended, its result (or error) and the files it
         wrote, after which the node forgets it."""
-        return _answer(lambda: self._poll(job_id, wait_s))
-
-    def _poll(self, job_id: str, wait_s: float) -> Status:
         with self._lock:
             job = self.jobs.get(job_id)
         if job is None:
