@@ -19,7 +19,7 @@ from core.quantize import VARIANTS, QuantizeRequest
 from core.quantize.records import variant_label
 from core.runtime.ort import LEVELS
 from core.workspace import safe_filename
-from ui import jobs, session
+from ui import jobs, session, uploads
 from ui.compare_view import compare_section, fix_verdict
 from ui.diff_view import diff_section
 from ui.graph_panel import graph_of
@@ -127,7 +127,7 @@ def other_model() -> tuple[str, str]:
         if upload is None:
             raise WorkbenchError(_("Upload the other ONNX file, or choose another B."))
         target = session.workspace().new_folder("compare") / safe_filename(upload.name or "model.onnx")
-        target.write_bytes(upload.getvalue())
+        uploads.save(upload, target)
         return str(target), upload.name or target.name
     return record.path, record.name
 

@@ -14,7 +14,7 @@ from core.i18n import _, ngettext, number
 from core.notes import say
 from core.runtime.runs import KINDS
 from core.store.history import RunSummary, inputs_text
-from ui import pages, session
+from ui import pages, session, uploads
 from ui.bench_view import environment_section, results_frame, results_section
 from ui.charts import compare_figure
 from ui.dashboard_view import date_span
@@ -54,7 +54,7 @@ with st.expander(_("Import a browser's result")):
     uploaded = st.file_uploader(_("Result file (JSON)"), type=["json"], key="history_import")
     if uploaded is not None and st.session_state.get("history_imported") != uploaded.file_id:
         try:
-            imported = browser_report(json.loads(uploaded.getvalue()), imported_at=datetime.now(UTC))
+            imported = browser_report(json.loads(uploads.read_bytes(uploaded)), imported_at=datetime.now(UTC))
             session.store().save(imported, owner=who.user, team=who.team)
         except ValueError as exc:
             st.error(_("This file is not JSON ({error}); give the result file the browser page downloaded.").format(

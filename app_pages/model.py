@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
 import streamlit as st
-from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
-from core.i18n import _, number
+from core.i18n import _
 from core.jobs import INTAKE
 from core.model import ModelRecord, format_shape, zoo
 from core.model.intake import IntakeRequest
-from core.workspace import safe_filename, shown_name
-from ui import pages, session, tutorial_view
+from ui import pages, session, tutorial_view, uploads
 from ui.cards import model_card
 from ui.code_view import code_classes, code_picker
+from ui.family_view import family_actions
 from ui.jobs import run, show_error
 from ui.library_view import library_section
-from ui.text import human_bytes, md_escape
+from ui.text import human_bytes
 
 st.title(_("Model"))
 st.markdown(
@@ -34,32 +32,7 @@ st.markdown(
 config = session.settings()
 
 
-def save_upload(files: list[UploadedFile], total: int) -> tuple[Path, list[str], dict[str, str]]:
-    """Write the upload to a new folder of this session's (earlier uploads not in use are removed first, and the
-    session stays within its quota): its folder, its paths and the names the person gave the files."""
-    workspace = session.workspace()
-    workspace.prune("upload", keep=session.paths_in_use())  # failed and replaced uploads
-    quota = config.workspace_quota_bytes
-    if workspace.size_bytes() + total > quota:
-        raise WorkbenchError(
-            _(
-                "This session keeps {used} on the server, and the upload would take it past its quota of {quota} "
-                "(setting WORKBENCH_WORKSPACE_QUOTA_MB). Reload the page to start a fresh session."
-            ).format(used=human_bytes(workspace.size_bytes()), quota=human_bytes(quota))
-        )
-    folder = workspace.new_folder("upload")
-    paths, shown = [], {}
-    for f in files:
-        target = folder / safe_filename(f.name)  # safe on disk; the model keeps the name the person gave it
-        target.write_bytes(f.getbuffer())
-        paths.append(str(target))
-        shown[target.name] = shown_name(f.name)
-    return folder, paths, shown
-
-
-def read_upload(
-    saved: tuple[Path, list[str], dict[str, str]], code_class: str = "", code_args: str = ""
-) -> ModelRecord:
+def read_upload(saved: uploads.Saved, code_class: str = "", code_args: str = "") -> ModelRecord:
     """Have the worker read the saved upload (only the worker opens the bytes; a model's own code is built there
     as the class and arguments say)."""
     workspace, quota = session.workspace(), config.workspace_quota_bytes
@@ -81,7 +54,8 @@ def read_upload(
     return uploaded
 
 
-upload_tab, sample_tab, library_tab = st.tabs([_("Upload a file"), _("Pick a sample"), _("Library")])
+tabs = [_("Upload a file"), _("Pick a sample"), _("Library")] + ([] if config.hosted else [_("A path on this machine")])
+upload_tab, sample_tab, library_tab, *path_tab = st.tabs(tabs)  # a path: local mode only, never a hosted instance
 
 with upload_tab:
     files = st.file_uploader(
@@ -94,8 +68,8 @@ with upload_tab:
         key="uploads",
     )
     st.caption(
-        _("Up to {size} MB per upload, all files together. {code}").format(
-            size=number(config.max_upload_mb),
+        "{limit} {code}".format(
+            limit=uploads.limit_caption(config),
             code=_(
                 "TorchScript and .pt2 archives and a model's own code (.py, package .zip) carry code and are "
                 "refused on this hosted instance."
@@ -131,52 +105,33 @@ with sample_tab:
 with library_tab:
     library_section()
 
-MODEL_SUFFIXES = (
-    ".onnx",
-    ".pt",
-    ".pth",
-    ".pt2",
-    ".ptl",
-    ".zip",
-    ".safetensors",
-    ".ckpt",
-    ".py",
-)  # not .bin: external data
-
-
-def this_upload(files: list[UploadedFile]) -> list[UploadedFile]:
-    """The files of the newest upload. The upload box keeps what was dropped before: a model dropped beside an
-    earlier one replaces it, while a data file dropped beside its model joins it, and so do a model's code and
-    its weights, dropped one after the other. (The names only choose the files; the worker tells the format from
-    the bytes.)"""
-    names = [f.name for f in files]
-    last = st.session_state.get("upload_names", [])
-    if names != last:  # the box changed: decide once which files make the upload
-        added = [n for n in names if n not in last]
-        replaces = last and added and len(added) < len(names)
-        code = [n.lower().endswith(".py") for n in added], [n.lower().endswith(".py") for n in last]
-        halves = (all(code[0]) and not any(code[1])) or (not any(code[0]) and all(code[1]))  # code, then weights
-        newest = replaces and not halves and any(n.lower().endswith(MODEL_SUFFIXES) for n in added)
-        st.session_state["upload_names"], st.session_state["upload_chosen"] = names, added if newest else names
-    chosen = [f for f in files if f.name in st.session_state["upload_chosen"]]
-    if len(chosen) < len(files):
-        earlier = ", ".join(md_escape(f.name, 80) for f in files if f not in chosen)
+for tab in path_tab:
+    with tab:
         st.caption(
-            _("The newest upload replaces the earlier one ({names}); remove that from the list with its ×.").format(
-                names=earlier
+            _(
+                "Open a model where it lies on this machine, with no upload and no size limit: an .onnx with its "
+                "external-data files beside it, any other model file, or a model's folder."
             )
         )
-    return chosen
-
+        typed = st.text_input(_("Path"), key="local_path", placeholder="/home/me/models/model.onnx").strip()
+        if st.button(_("Open"), key="open_local_path", disabled=not typed):
+            where = Path(typed).expanduser()
+            try:
+                if not where.exists():
+                    raise WorkbenchError(
+                        _("Nothing is at {path}: give the path of a model file or folder.").format(path=typed)
+                    )
+                opened = read_upload((session.workspace().new_folder("upload"), [str(where)], {}))
+            except WorkbenchError as exc:
+                show_error(exc)
+            else:
+                st.session_state.pop("upload_error", None)  # the box's error is not this model's
+                session.set_current_model(opened)
 
 if files:
-    files = this_upload(files)
-    total = sum(f.size for f in files)
-    digest = hashlib.sha256()
-    for f in sorted(files, key=lambda f: f.name):
-        digest.update(f.name.encode())
-        digest.update(f.getbuffer())
-    fingerprint = digest.hexdigest()
+    files = uploads.this_upload(files)
+    total = sum(uploads.size_of(f) for f in files)
+    fingerprint = sorted((f.name, f.file_id) for f in files)  # each file the box takes gets an id of its own
     if st.session_state.get("upload_fingerprint") != fingerprint:
         st.session_state["upload_fingerprint"] = fingerprint
         st.session_state.pop("upload_error", None)
@@ -187,10 +142,12 @@ if files:
                 _(
                     "The upload is {size}; this instance accepts at most {limit} (setting WORKBENCH_MAX_UPLOAD_MB)."
                 ).format(size=human_bytes(total), limit=human_bytes(config.max_upload_bytes))
+                + " "
+                + uploads.too_large_help(config)
             )
         else:
             try:
-                saved = save_upload(files, total)
+                saved = uploads.save_upload(files, total, config)
                 classes = code_classes(saved[1], config.intake_limits) if config.allow_code_archives else None
                 if classes is None:  # not code (or code this instance refuses, which the worker says)
                     session.set_current_model(read_upload(saved))
@@ -219,6 +176,7 @@ st.markdown("#### " + _("Current model"))
 if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
     st.caption(_("The app starts with this sample so there is something to explore; upload your own model above."))
 model_card(record)
+family_actions(record)  # a Hugging Face folder's ONNX files, each a click from Benchmark's generate panel and Compare
 tutorial_view.parameter_figure(record)  # the tutorial printed 87,114 for the sample's layers
 if record.is_pytorch:
     pages.link("export", _("Next: export it to ONNX"))

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import TypeVar
 
 import streamlit as st
 
 from core.errors import WorkbenchError
 from core.i18n import _, ngettext, number
-from core.jobs import CALIBRATION, INTAKE, QUANTIZE
+from core.jobs import CALIBRATION, INTAKE, QUANTIZE, QUANTIZE_LM
 from core.model.data import image_layout
 from core.model.intake import IntakeRequest
 from core.quantize import VARIANTS, CalibrationRequest, QuantizeReport, QuantizeRequest
+from core.quantize.lm_records import LMQuantizeReport
 from core.quantize.records import variant_label
 from core.runtime.machine import default_threads
 from core.workspace import safe_filename
-from ui import jobs, session
+from ui import jobs, session, uploads
 from ui.jobs import stop_with_error
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_ready, plan_section
+from ui.quantize_lm_view import language_model_form, language_model_results
 from ui.quantize_view import results_section
 from ui.text import md_escape
 
@@ -43,6 +47,58 @@ st.markdown(
 )
 
 record = require_onnx("quantize")
+Report = TypeVar("Report", QuantizeReport, LMQuantizeReport)
+
+
+def make_current(path: str, label: str, english: str, report: QuantizeReport | LMQuantizeReport) -> None:
+    """The chosen variant (with its external data) opened and made the current model, named after the original and
+    the variant in English (a name kept in the library, read in either language)."""
+    data = Path(f"{path}.data")
+    try:
+        variant_record = jobs.run(
+            INTAKE,
+            IntakeRequest(paths=[path, *([str(data)] if data.is_file() else [])]),
+            _("Opening {variant}").format(variant=label),
+        )
+    except WorkbenchError as exc:
+        stop_with_error(exc)
+    variant_record.name = f"{record.name} ({english})"
+    if variant_record.id != record.id:
+        st.session_state["quantized_from"] = (variant_record.id, report, record.name)
+        session.set_current_model(variant_record, exported_from=session.torch_model())
+
+
+def chosen_from(kind: type[Report]) -> Report | None:
+    """The comparison the current model was chosen from, when it is a variant made here, said so."""
+    made_from = st.session_state.get("quantized_from")  # (variant's id, the report it was chosen from, the original)
+    if made_from is None or made_from[0] != record.id or not isinstance(made_from[1], kind):
+        return None
+    st.info(
+        _(
+            "The current model is this variant of **{name}**; the comparison it was chosen from stays below. "
+            "Benchmark it, or go back to the original on the Model page."
+        ).format(name=md_escape(made_from[2]))
+    )
+    return made_from[1]
+
+
+if record.generative is not None:  # a language model: each variant judged by its greedy tokens
+    lm_request = language_model_form(record)
+    if lm_request is not None:
+        label = _("Quantizing “{name}” and comparing the tokens of {count} models").format(
+            name=record.name, count=number(len(lm_request.variants) + 1)
+        )
+        jobs.run(QUANTIZE_LM, lm_request, label, model=record.id)
+    lm_report = jobs.kept(QUANTIZE_LM, record.id) or chosen_from(LMQuantizeReport)
+    if lm_report is None:
+        st.info(_("Choose the variants and press **Quantize and compare the tokens**. The current model is not changed."))
+        st.stop()
+    lm_chosen = language_model_results(lm_report, key=f"quantize_lm_{record.id[:12]}")
+    if lm_chosen is not None:
+        make_current(lm_chosen.path, lm_chosen.label, lm_chosen.english, lm_report)
+    next_steps("benchmark", "history")
+    st.stop()
+
 inputs = plan_section(record, session.torch_model(), key="quantize_plan")
 if any(image_layout(i) and not i.real_data for i in inputs):
     st.info(
@@ -96,7 +152,7 @@ def calibration_path() -> str:
     if upload is None:
         raise WorkbenchError(_("Upload an .npz with the calibration data, or choose generated data."))
     target = session.workspace().new_folder("calibration") / safe_filename(upload.name or "calibration.npz")
-    target.write_bytes(upload.getvalue())
+    uploads.save(upload, target)
     request = CalibrationRequest(path=str(target), inputs=inputs)
     calls = jobs.run(CALIBRATION, request, _("Checking the calibration data"))
     st.caption(
@@ -131,31 +187,12 @@ if submitted:
     )
     jobs.run(QUANTIZE, request, label, model=record.id)
 
-report: QuantizeReport | None = jobs.kept(QUANTIZE, record.id)
-made_from = st.session_state.get("quantized_from")  # (variant's id, the report it was chosen from, the original)
-if report is None and made_from is not None and made_from[0] == record.id:
-    report = made_from[1]
-    st.info(
-        _(
-            "The current model is this variant of **{name}**; the comparison it was chosen from stays below. "
-            "Benchmark it, or go back to the original on the Model page."
-        ).format(name=md_escape(made_from[2]))
-    )
+report = jobs.kept(QUANTIZE, record.id) or chosen_from(QuantizeReport)
 if report is None:
     st.info(_("Choose the variants and press **Quantize and compare**. The current model is not changed."))
     st.stop()
 chosen = results_section(report, key=f"quantize_{record.id[:12]}")
 if chosen is not None:
-    try:
-        variant_record = jobs.run(
-            INTAKE, IntakeRequest(paths=[chosen.path]), _("Opening {variant}").format(variant=chosen.label)
-        )
-    except WorkbenchError as exc:
-        stop_with_error(exc)
-    english = VARIANTS[chosen.key].label  # a name kept in the library, read in either language: English
-    variant_record.name = f"{record.name} ({english})"
-    if variant_record.id != record.id:
-        st.session_state["quantized_from"] = (variant_record.id, report, record.name)
-        session.set_current_model(variant_record, exported_from=session.torch_model())
+    make_current(chosen.path, chosen.label, VARIANTS[chosen.key].label, report)
 
 next_steps("benchmark", "history")

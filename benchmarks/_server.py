@@ -16,14 +16,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextmanager
-def running_app(data_dir: Path, root: Path = ROOT, **settings: str) -> Iterator[tuple[str, int]]:
-    """The app's URL and server pid, started with `python -m core serve` and WORKBENCH_<NAME> settings, from the
-    checkout at ``root`` (another one, such as the commit before a change, to measure both in one run)."""
+def running_app(
+    data_dir: Path, root: Path = ROOT, env: dict[str, str] | None = None, **settings: str
+) -> Iterator[tuple[str, int]]:
+    """The app's URL and server pid, started with `python -m core serve` and WORKBENCH_<NAME> settings (and more of
+    its environment in ``env``, such as a Streamlit option's STREAMLIT_ variable), from the checkout at ``root``
+    (another one, such as the commit before a change, to measure both in one run)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     # a cache of its own, empty at first (core.export.reuse): the first export of a sample is made, as on a new machine
-    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir), WORKBENCH_CACHE_DIR=str(data_dir / "cache"))
+    env = dict(os.environ, WORKBENCH_DATA_DIR=str(data_dir), WORKBENCH_CACHE_DIR=str(data_dir / "cache"), **(env or {}))
     env.update({f"WORKBENCH_{name.upper()}": value for name, value in settings.items()})
     server = subprocess.Popen(
         [sys.executable, "-m", "core", "serve", "--port", str(port), "--address", "127.0.0.1"],

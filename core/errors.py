@@ -22,6 +22,7 @@ __all__ = [
     "JobTimedOut",
     "LimitExceededError",
     "LoadtestError",
+    "MissingDataError",
     "MissingExtraError",
     "NoMatchingArchitectureError",
     "NotAModelServer",
@@ -73,6 +74,11 @@ class UnsafeModelError(IntakeError):
 
 class LimitExceededError(IntakeError):
     """The model is larger than this instance's limits allow."""
+
+
+class MissingDataError(IntakeError):
+    """An ONNX model's external-data file is not beside it (not uploaded with it: the upload box refuses a file over
+    the upload limit before the app sees it)."""
 
 
 class NoMatchingArchitectureError(IntakeError):

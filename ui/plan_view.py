@@ -38,7 +38,7 @@ from core.model.shapes import parse_dims
 from core.model.torchload import source_of
 from core.notes import note, say
 from core.workspace import safe_filename
-from ui import session
+from ui import session, uploads
 from ui.jobs import run, show_error, stop_with_error
 from ui.plan_words import said_dim, said_values
 from ui.text import escaped_frame, md_escape
@@ -93,7 +93,8 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
     """The plan with the table's edits: a changed free dim that has a name moves every input that shares it."""
     named: dict[str, int] = {}
     for spec, row in zip(plan, frame.itertuples(index=False), strict=True):
-        shape = parse_dims(str(row[2]), _("the shape of “{name}”").format(name=spec.name)) if spec.shape else []
+        what = _("the shape of “{name}”").format(name=spec.name)
+        shape = parse_dims(str(row[2]), what, frozenset(_empty_axes(spec))) if spec.shape else []
         if len(shape) != len(spec.shape):
             raise WorkbenchError(
                 _("“{name}” has {dims} dims; the shape given has {given}.").format(
@@ -110,6 +111,17 @@ def _edited(plan: list[BenchInput], frame: pd.DataFrame) -> list[BenchInput]:
         if row[3] != spec.kind or float(row[4]) != spec.low or float(row[5]) != spec.high:
             spec.values, spec.low, spec.high, spec.why = str(row[3]), float(row[4]), float(row[5]), note(SET_BY_YOU)
     return resolve_free_dims(plan, named)
+
+
+def _may_be_empty(spec: BenchInput, dim: FreeDim) -> bool:
+    """Whether an open dim may be 0: a language model's past (empty at prefill), or a dim named for a past or a
+    cache in a model whose cache was not recognised."""
+    symbol = dim.symbol.lower()
+    return spec.role == "past" or "past" in symbol or "cache" in symbol
+
+
+def _empty_axes(spec: BenchInput) -> list[int]:
+    return [dim.axis for dim in spec.free if _may_be_empty(spec, dim)]
 
 
 def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
@@ -168,7 +180,7 @@ def _from_upload(
     the file's path and the folder for what the job writes); None, with the error shown, when it fails."""
     folder = session.workspace().new_folder("inputs")
     source = folder / safe_filename(upload.name or fallback)
-    source.write_bytes(upload.getvalue())
+    uploads.save(upload, source)
     try:
         return run(job, request(str(source), str(folder)), label)
     except WorkbenchError as exc:
@@ -295,7 +307,7 @@ def _give_unset(record: ModelRecord, plan: list[BenchInput], key: str) -> list[B
     for index, (spec, dim) in enumerate(missing):
         columns[index % len(columns)].number_input(
             md_escape(_("Size of {dim}").format(dim=said_dim(spec, dim)), 200),
-            min_value=1,
+            min_value=0 if _may_be_empty(spec, dim) else 1,
             value=None,
             step=1,
             placeholder=_("give a size"),

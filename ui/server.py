@@ -88,9 +88,19 @@ def pay_first_run_costs() -> None:
     session.freeze_imports()
 
 
+def keep_uploads_on_disk() -> None:
+    """Uploads go to a folder of this server's under the data folder, not into its memory (ui.upload_spool)."""
+    from core.settings import load_settings
+    from ui.upload_spool import install
+
+    settings = load_settings()
+    install(settings.data_dir, settings.workspace_max_age_h * 3600)
+
+
 def main() -> int:
     import_the_pages()
     pay_first_run_costs()
+    keep_uploads_on_disk()
     from streamlit.web.cli import main as streamlit
 
     sys.argv[0] = "streamlit"

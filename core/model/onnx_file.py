@@ -7,16 +7,14 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from core.errors import IntakeError, LimitExceededError, UnsafeModelError, brief
+from core.errors import IntakeError, LimitExceededError, MissingDataError, UnsafeModelError, brief
 from core.i18n import N_, _, number
 from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
-from core.model.graph_uses import graph_uses
 from core.model.metadata import read_metadata
 from core.model.notes import (
     CONSTANT_WEIGHTS,
-    DEFAULT_INPUTS,
     DOMAIN_UNUSED,
     DOMAINS_IN_USE,
     DOMAINS_UNUSED,
@@ -147,11 +145,12 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
             try:
                 mode = os.lstat(current).st_mode
             except FileNotFoundError:
-                raise IntakeError(
+                raise MissingDataError(
                     _(
-                        "The model keeps the data of {label} in '{location}', which was not uploaded. Select "
-                        "the .onnx and its data file(s) together, or upload a .zip of the model's folder."
-                    ).format(label=label, location=brief(location))
+                        "The model keeps the data of {label} in '{location}' (at least {size}), which was not "
+                        "uploaded. Select the .onnx and its data file(s) together, or upload a .zip of the model's "
+                        "folder."
+                    ).format(label=label, location=brief(location), size=_size(_needed(model, location)))
                 ) from None
             if stat.S_ISLNK(mode):
                 raise UnsafeModelError(
@@ -169,6 +168,29 @@ def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:
         _check_bounds(tensor, entries, label, location, current.stat().st_size)
         files[posix] = current
     return list(files.values())
+
+
+def _size(nbytes: int) -> str:
+    """Bytes as the upload box counts them (powers of 1024: its "1.0GB" is 1,024 MB)."""
+    if nbytes >= 1 << 30:
+        return f"{number(nbytes / (1 << 30), 2)} GB"
+    return f"{number(nbytes / (1 << 20), 1)} MB" if nbytes >= 1 << 20 else f"{number(nbytes)} B"
+
+
+def _needed(model: onnx.ModelProto, location: str) -> int:
+    """The least a data file at ``location`` holds: the last byte any tensor wants of it."""
+    import onnx
+
+    end = 0
+    for _where, tensor in iter_tensors(model):
+        entries = external_entries(tensor) if tensor.data_location == onnx.TensorProto.EXTERNAL else {}
+        if entries.get("location") == location:
+            try:
+                length = int(entries["length"]) if entries.get("length") else tensor_nbytes(tensor)
+                end = max(end, int(entries.get("offset") or 0) + length)
+            except ValueError:
+                continue
+    return end
 
 
 def _check_bounds(tensor: onnx.TensorProto, entries: dict[str, str], label: str, location: str, size: int) -> None:
@@ -269,17 +291,6 @@ def _card_notes(model: onnx.ModelProto, counts: ModelCounts, constant_weights: i
     return notes + _domain_notes(model)
 
 
-def _default_notes(model: onnx.ModelProto, initializer_names: set[str]) -> list[Note]:
-    """Inputs that hold a default (an initializer of the same name, from IR 4 on: an IR 3 model lists every weight
-    as an input): each is left at its default, never fed."""
-    if model.ir_version < 4:
-        return []
-    defaults = [i.name for i in model.graph.input if i.name in initializer_names]
-    if not defaults:
-        return []
-    return [note(DEFAULT_INPUTS, count=len(defaults), names=_domains_said(defaults))]
-
-
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
     import onnx
 
@@ -332,11 +343,8 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
     tables = index_tables(model.graph)
-    found = graph_uses(model)  # what the graph does with each input: a waveform, a trip count, a branch's choice
     for spec in inputs:
-        spec.vocabulary = tables.get(spec.name) or found.one_hot.get(spec.name)
-        spec.use, spec.loop_axis = found.uses.get(spec.name, ""), found.loop_axes.get(spec.name)
-    notes += _default_notes(model, initializer_names)
+        spec.vocabulary = tables.get(spec.name)
     outputs = value_specs(model.graph.output)
     recognition = recognise(model, inputs, outputs, folder)  # a language model's cache, or why it was not told
     notes += [recognition.note] if recognition.note is not None else []
@@ -357,7 +365,6 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         external_data=[p.name for p in data_files],
         notes=notes,
         metadata=read_metadata(model),
-        suppresses_boxes=found.suppression,
         generative=recognition.layout,
     )
 

@@ -231,3 +231,60 @@ def test_an_ultralytics_export_shows_what_its_metadata_says_escaped(app: AppTest
     dims = next(t.value for t in app.table if "from" in t.value.columns)
     assert dims["from"].tolist() == ["batch", "metadata 'imgsz'", "metadata 'imgsz'"]
     assert dims["value"].tolist() == ["1", "320", "320"]
+
+
+def _large_data_model(folder: Path) -> Path:
+    """An .onnx whose weight (2.4 MiB) lies in a data file beside it: over a limit of 1 MB per file."""
+    import onnx
+
+    return builders.save_with_external_data(onnx.load_from_string(_weights_model(800)), folder)
+
+
+def test_a_data_file_over_the_upload_limit_says_the_limit_whose_it_is_and_the_ways_round_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upload box refuses a file over the limit itself ("File must be 1.0GB or smaller") and the app gets the
+    .onnx alone: it said the data file "was not uploaded. Select the .onnx and its data file(s) together", which
+    the person had done. Now it says what the data file holds, the limit, that it is the operator's, and in local
+    mode the ways round it; a path on this machine opens the model where it lies, external data and all."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    monkeypatch.setenv("WORKBENCH_MAX_UPLOAD_MB", "1")
+    main = _large_data_model(tmp_path / "models")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert "WORKBENCH_MAX_UPLOAD_MB" in texts(at) and "A path on this machine" in [t.label for t in at.tabs]
+    at.file_uploader(key="uploads").set_value(("model.onnx", main.read_bytes(), "application/octet-stream")).run()
+    assert not at.exception
+    error = at.error[0].value.replace("\\", "")
+    assert "was not uploaded" in error and "at least 2.4 MB" in error, error
+    offer = at.info[0].value
+    assert "at most 1 MB per file" in offer and "WORKBENCH_MAX_UPLOAD_MB" in offer and "operator" in offer
+    assert "A path on this machine" in offer and "python -m core inspect PATH" in offer
+
+    at.text_input(key="local_path").input(str(main)).run()
+    at.button(key="open_local_path").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    record = at.session_state["model"]
+    assert record.path == str(main) and record.external_data == ["model.onnx.data"]  # where it lies: no copy
+    assert not list(at.session_state["workspace"].path.rglob("*.data"))
+
+    at.text_input(key="local_path").input(str(tmp_path / "nowhere.onnx")).run()
+    at.button(key="open_local_path").click().run()
+    assert "Nothing is at" in at.error[0].value and at.session_state["model"].path == str(main)
+
+
+def test_a_hosted_instance_says_the_limit_is_its_operators_and_offers_no_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("WORKBENCH_MODE", "hosted")
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    main = _large_data_model(tmp_path / "models")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert "A path on this machine" not in [t.label for t in at.tabs] and not at.text_input
+    at.file_uploader(key="uploads").set_value(("model.onnx", main.read_bytes(), "application/octet-stream")).run()
+    offer = at.info[0].value
+    assert "at most 200 MB per file" in offer and "operator" in offer and "make run" in offer
+    assert "A path on this machine" not in offer

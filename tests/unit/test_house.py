@@ -422,3 +422,21 @@ def test_notes_cross_as_data_and_nothing_parses_a_sentence_back() -> None:
         assert not any(f"{n}.startswith(" in text for n in ("note", "headline", "said")), where
         if path in APP and ("import re\n" in text or "from re import" in text):
             assert where in _SERVER_PATTERNS, f"{where} uses regular expressions in the server"
+
+
+def test_an_uploaded_files_bytes_are_read_only_through_ui_uploads() -> None:
+    """The server writes an upload to disk and Streamlit's record of it holds no bytes (ui/upload_spool.py): a page
+    that reads an UploadedFile's ``getvalue()`` or ``getbuffer()`` gets nothing (and where Streamlit does hold the
+    bytes, ``getbuffer()`` copies them on every run: a 1.34 GB model took the server to 5 GB). ui/uploads.py alone
+    reads them: ``save``, ``read_bytes``, ``size_of``."""
+    import re
+
+    reads = re.compile(r"\.(getvalue|getbuffer)\(\)")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in APP
+        if path != ROOT / "ui" / "uploads.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if reads.search(line)
+    ]
+    assert not found
