@@ -18,15 +18,18 @@ __all__ = [
     "PARAMETERS",
     "SAMPLE",
     "SPEEDUP",
+    "TUTORIAL_MODEL",
     "WRITTEN_PARAMETERS",
     "Figure",
     "comparison",
     "figure",
+    "is_tutorials",
     "parameters_as_written",
     "setup",
 ]
 
 SAMPLE = "tinycnn"  # the app's sample with the tutorial's layers (core.model.zoo)
+TUTORIAL_MODEL = f"sample:{SAMPLE}"  # how a classroom's setting names the tutorial's model (core.classroom)
 
 # the article's own code: conv 3→16, BatchNorm, conv 16→32, BatchNorm, and a Linear head from 32·28·28 to 10
 WRITTEN_PARAMETERS = (3 * 16 * 9 + 16) + 2 * 16 + (16 * 32 * 9 + 32) + 2 * 32 + (32 * 28 * 28 * 10 + 10)
@@ -134,6 +137,12 @@ FIGURES: dict[str, Figure] = {f.key: f for f in (SPEEDUP, GRAPH_OPTIMIZATIONS, L
 def setup() -> str:
     """What the tutorial measured on, in the current language."""
     return _(_SETUP)
+
+
+def is_tutorials(model: str) -> bool:
+    """Whether a room's model (``sample:NAME``, ``library:ID:KEY``) is the tutorial's CNN: its figures are shown
+    beside that model's only (beside another's, 5.11× reads as a target the model missed)."""
+    return model == TUTORIAL_MODEL
 
 
 def figure(key: str) -> Figure:

@@ -16,6 +16,9 @@ import streamlit as st
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.classroom import (
+    BASELINES,
+    EAGER,
+    TITLES,
     DeviceGroup,
     Entry,
     Room,
@@ -27,18 +30,21 @@ from core.classroom import (
     clean_code,
     clean_name,
     device_groups,
+    empty_sentence,
+    latencies,
     machines,
     new_participant,
     quantize_entry,
     range_sentence,
     spread,
+    tutorial_figure,
 )
 from core.errors import RoomError, WorkbenchError
 from core.i18n import LANGUAGES, _, ngettext, number
 from core.jobs import BENCH, QUANTIZE
 from core.jobs.cluster.client import LOCAL
 from core.jobs.registry import Job
-from core.tutorial import SPEEDUP
+from core.tutorial import TUTORIAL_MODEL
 from ui import session, targets
 from ui.charts import escaped
 from ui.hooks import PAGES_SHOWN, RESULT_KEPT
@@ -261,8 +267,9 @@ def _labels(rows: list[Spread]) -> list[str]:
 
 
 @escaped
-def board_figure(rows: list[Spread]) -> go.Figure:
-    """Everyone's speedup: each participant's median with its interval, and the tutorial's figure as a line."""
+def board_figure(rows: list[Spread], against: str = EAGER, model: str = TUTORIAL_MODEL) -> go.Figure:
+    """Everyone's speedup against ``against``: each participant's median with its interval, and the tutorial's figure
+    as a line in a room on the tutorial's model (beside another model's it says nothing of them)."""
     labels = _labels(rows)
     medians = [r.median for r in rows]
     plus = [(r.high - r.median) if r.high is not None else 0.0 for r in rows]
@@ -279,11 +286,13 @@ def board_figure(rows: list[Spread]) -> go.Figure:
             name=_("participants"),
         )
     )
-    fig.add_vline(
-        x=SPEEDUP.value, line_dash="dash", annotation_text=_("the tutorial: {value}×").format(value=SPEEDUP.value)
-    )
+    figure = tutorial_figure(against, model)
+    if figure is not None:
+        fig.add_vline(
+            x=figure.value, line_dash="dash", annotation_text=_("the tutorial: {value}×").format(value=figure.value)
+        )
     fig.update_layout(
-        title=_("PyTorch eager → ONNX Runtime: each participant's median and its interval"),
+        title=_(TITLES[against]),
         xaxis_title=_("speedup (×)"),
         yaxis_title=None,
         height=max(260, 28 * len(rows) + 120),
@@ -356,6 +365,24 @@ def devices_board(entries: list[Any]) -> None:
     st.table(escaped_frame(frame), hide_index=True)
 
 
+def _latency_board(entries: list[Entry]) -> None:
+    """The benchmarks that measured no speedup (no baseline: one level, or providers side by side): each
+    participant's fastest configuration and its median."""
+    rows = latencies(entries)
+    if not rows:
+        return
+    st.markdown("**" + _("Benchmarks without a baseline: the fastest configuration of each") + "**")
+    frame = pd.DataFrame(
+        {
+            _("participant"): [r.name for r in rows],
+            _("configuration"): [r.configuration for r in rows],
+            _("median (ms)"): [number(r.median_ms, 3) for r in rows],
+            _("machine or target"): [r.machine for r in rows],
+        }
+    )
+    st.table(escaped_frame(frame), hide_index=True)
+
+
 def board(room: Room, shared: bool = False) -> None:
     """The room board: pooled results only (display names as text, never a model). ``shared``: as read at most a
     few seconds ago by any participant (the teacher's board reads them afresh)."""
@@ -364,10 +391,15 @@ def board(room: Room, shared: bool = False) -> None:
         return rooms().entries(room.code)
 
     entries = _shared("entries", room.code, read) if shared else read()
-    rows = spread(entries)
-    st.subheader(md_escape(range_sentence(rows), 300), anchor=False)
-    if rows:
-        st.plotly_chart(board_figure(rows), key=f"board_{room.code}", config={"displaylogo": False})
+    model = room.setup.model
+    charts = [(against, rows) for against in BASELINES if (rows := spread(entries, against))]
+    if not charts:  # an ONNX model's room measures against DISABLE_ALL; a browser's run has no baseline
+        st.subheader(md_escape(empty_sentence(entries, model), 300), anchor=False)
+    for against, rows in charts:
+        st.subheader(md_escape(range_sentence(rows, against, model), 300), anchor=False)
+        key = f"board_{room.code}" if against == EAGER else f"board_{room.code}_{BASELINES.index(against)}"
+        st.plotly_chart(board_figure(rows, against, model), key=key, config={"displaylogo": False})
+    _latency_board(entries)
     devices_board(entries)
     left, right = st.columns(2)
     picked, where = choices(entries), machines(entries)

@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
-from core.classroom.board import Spread, bench_entry, choices, machines, quantize_entry, range_sentence, spread, to_csv
+from core.classroom.board import (
+    BASELINES,
+    EAGER,
+    LEVELS,
+    TITLES,
+    Latency,
+    Spread,
+    bench_entry,
+    choices,
+    empty_sentence,
+    latencies,
+    machines,
+    quantize_entry,
+    range_sentence,
+    spread,
+    to_csv,
+    tutorial_figure,
+)
 from core.classroom.devices import BROWSER, DeviceGroup, browser_entry, device_groups, device_key
 from core.classroom.rooms import Entry, Room, Rooms, RoomSetup, clean_code, clean_name, new_code, new_participant
 
 __all__ = [
+    "BASELINES",
     "BROWSER",
+    "EAGER",
+    "LEVELS",
+    "TITLES",
+    "Latency",
     "DeviceGroup",
     "Entry",
     "Room",
@@ -21,6 +43,8 @@ __all__ = [
     "clean_name",
     "device_groups",
     "device_key",
+    "empty_sentence",
+    "latencies",
     "machines",
     "new_code",
     "new_participant",
@@ -28,4 +52,5 @@ __all__ = [
     "range_sentence",
     "spread",
     "to_csv",
+    "tutorial_figure",
 ]

@@ -192,3 +192,27 @@ def test_a_participants_run_in_this_browser_pools_once_into_their_room_with_its_
     [entry] = _rooms().entries(code)
     assert (entry.name, entry.kind, entry.machine) == ("Ada", "browser", "Edge 150 · Windows · 12 cores · WebGPU")
     assert entry.value == 3.0 and entry.detail["adapter"] == "<i>Intel</i>"  # kept as given; shown only as text
+
+
+def test_a_room_on_another_model_pools_onnx_runtimes_levels_and_shows_no_tutorial_figure() -> None:
+    """A room on an ONNX model (magika) stayed "no one in this room has measured yet" after three benchmarks, and
+    the tutorial's 5.11× line stood beside a model that is not the tutorial's."""
+    from core.classroom import bench_entry
+    from tests.unit.test_classroom import _onnx_report
+
+    teacher = open_page()
+    code = _teacher_opens_a_room(teacher, ["model", "benchmark"], model="sample:classifier")
+    assert "No one in this room has measured yet." in texts(teacher) and "5.11" not in texts(teacher)
+    for who, report in (("p1", _onnx_report()), ("p2", _onnx_report(baseline=""))):
+        entry = bench_entry(report, "Ada" if who == "p1" else "Bob", who)
+        assert entry is not None
+        _rooms().add(code, entry)
+    teacher.run()
+    assert not teacher.exception, teacher.exception
+    said = texts(teacher)
+    assert "ONNX Runtime's best level against DISABLE_ALL: this room measured 2.0–2.0×." in said
+    assert "5.11" not in said and "17.9" not in said and "no one" not in said.lower()
+    chart = json.loads(teacher.get("plotly_chart")[0].proto.spec)
+    assert not chart["layout"].get("shapes") and "DISABLE_ALL" in chart["layout"]["title"]["text"]
+    table = next(t.value for t in teacher.table if "configuration" in t.value.columns)
+    assert table["participant"].tolist() == ["Bob"] and table["configuration"].tolist() == ["ORT ALL"]

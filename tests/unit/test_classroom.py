@@ -180,3 +180,52 @@ def test_a_quantization_pools_the_variant_it_recommended_and_where_it_ran() -> N
     entry = quantize_entry(report, "Ada", "p1", "lab-07")
     assert (entry.kind, entry.value, entry.low, entry.machine) == ("quantize", 1.8, 1.6, "lab-07")
     assert entry.detail == {"recommended": "int8_dynamic", "variants": ["fp32", "int8_dynamic"]}
+
+
+def _onnx_report(baseline: str = "ORT DISABLE_ALL"):  # type: ignore[no-untyped-def]
+    """An ONNX model's benchmark (magika's, say): no PyTorch eager, speedups against DISABLE_ALL (or none)."""
+    import dataclasses
+
+    report = made_report(model="magika", machine="lab-07")
+    results = [r for r in report.results if r.engine == "ort"]
+    for r in results:
+        r.speedup = 2.0 / r.median_ms if baseline else None
+    return dataclasses.replace(report, results=results, baseline=baseline)
+
+
+def test_an_onnx_models_benchmarks_pool_their_levels_speedup_and_the_board_is_not_empty() -> None:
+    """A room on magika showed "no one in this room has measured yet" after three benchmarks: only speedups
+    against PyTorch eager were pooled. A speedup against DISABLE_ALL pools (the best level), and a run with no
+    baseline pools its fastest median; the tutorial's 5.11× is said only in a room on the tutorial's model."""
+    from core.classroom import LEVELS, empty_sentence, latencies, tutorial_figure
+    from core.tutorial import GRAPH_OPTIMIZATIONS, SPEEDUP
+    from ui.classroom_view import board_figure
+
+    entry = bench_entry(_onnx_report(), "Ada", "p1")
+    assert entry is not None and entry.value == 2.0 and entry.detail["baseline"] == LEVELS
+    assert entry.detail["level"] == "ALL" and entry.detail["provider"] == "CPUExecutionProvider"
+    bare = bench_entry(_onnx_report(baseline=""), "Bob", "p2")  # one level, or providers side by side
+    assert bare is not None and bare.value is None and bare.detail["median_ms"] == 1.0
+    entries = [_entry("Cy", "p3", 5.0, 4.5, 5.5), entry, bare]  # Cy measured against eager, on another day
+    assert [r.name for r in spread(entries)] == ["Cy"] and [r.name for r in spread(entries, LEVELS)] == ["Ada"]
+    assert [(r.name, r.configuration, r.median_ms) for r in latencies(entries)] == [("Bob", "ORT ALL", 1.0)]
+
+    magika = "library:abc:key"
+    levels = range_sentence(spread([entry], LEVELS), LEVELS, magika)
+    assert levels == "ONNX Runtime's best level against DISABLE_ALL: this room measured 2.0–2.0×."
+    eager = range_sentence(spread(entries), model=magika)
+    assert eager == "PyTorch eager → ONNX Runtime: this room measured 5.0–5.0×." and "5.11" not in eager
+    assert empty_sentence([bare], magika) == (
+        "1 participant measured; no speedup against a baseline yet: their runs are below."
+    )
+    assert empty_sentence([], magika) == "No one in this room has measured yet."
+    assert "5.11" in empty_sentence([], "sample:tinycnn")
+    tutorial = range_sentence(spread([entry], LEVELS), LEVELS, "sample:tinycnn")
+    assert tutorial.startswith("With graph optimizations the tutorial measured 17.9×")
+    assert tutorial_figure(LEVELS, "sample:tinycnn") is GRAPH_OPTIMIZATIONS and tutorial_figure(LEVELS, magika) is None
+    assert tutorial_figure("PyTorch eager", "sample:tinycnn") is SPEEDUP
+    assert not board_figure(spread(entries), model=magika).layout.shapes  # no tutorial's line beside magika
+    assert len(board_figure(spread(entries), model="sample:tinycnn").layout.shapes) == 1
+    with using("zh"):
+        assert "2.0–2.0" in range_sentence(spread([entry], LEVELS), LEVELS, magika)
+        assert "DISABLE_ALL" in str(board_figure(spread([entry], LEVELS), LEVELS, magika).layout.title.text)
