@@ -73,15 +73,15 @@ with st.form("bench_form"):
     iterations = right.number_input(_("Measured calls per configuration"), 10, 100_000, 200, step=50, key="bench_iters")
     left, mid, right = st.columns(3)
     warmup = left.number_input(_("Warm-up calls"), 0, 10_000, 20, key="bench_warmup")
-    budget = mid.number_input(_("Time budget for measuring (s)"), 5, 3600, 60, key="bench_budget")
+    budget = mid.number_input(_("Time budget (s)"), 5, 3600, 60, key="bench_budget")
     seed = right.number_input(_("Seed of the inputs"), 0, 2**31 - 1, 0, key="bench_seed")
     submitted = st.form_submit_button(_("Run the benchmark"), type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
     _(
-        "Measuring stops at the time budget, whatever calls are left; loading the model and the warm-up come on "
-        "top. Benchmarks run one at a time on this machine; if another is running, yours waits in the queue and the "
-        "status box shows its place."
+        "The time budget holds the whole run: loading the model, the warm-up and measuring, which stops when it "
+        "runs out, whatever calls are left (the results say so). Benchmarks run one at a time on this machine; if "
+        "another is running, yours waits in the queue and the status box shows its place."
     )
 )
 if submitted or st.session_state.pop("bench_again", False):  # the button, or "Run it again" after a busy run

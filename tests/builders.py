@@ -268,6 +268,27 @@ def set_external_location(model: onnx.ModelProto, location: str, offset: int = 0
         entry.key, entry.value = key, value
 
 
+def slow_model(depth: int = 4, size: int = 1024, batch: str | int = 1) -> onnx.ModelProto:
+    """A model of about a third of a second a call on one core (``depth`` MatMuls of size×size, ~65 ms each),
+    with a large input (x: batch×size×size float32, 4 MiB at batch 1: ~44 MB as JSON text): what a slow model from
+    the wild costs Tune, Quantize and a load test, at a test's CPU."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array((rng.standard_normal((size, size)) / np.sqrt(size)).astype(np.float32), "w")
+    nodes, prev = [], "x"
+    for i in range(depth):
+        out = "y" if i == depth - 1 else f"m{i}"
+        nodes.append(helper.make_node("MatMul", [prev, "w"], [out], name=f"matmul_{i}"))
+        prev = out
+    graph = helper.make_graph(
+        nodes, "slow",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, size, size])], [weight],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
 def write(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model.SerializeToString())

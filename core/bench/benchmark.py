@@ -9,6 +9,7 @@ all of them alike. Statistics come from core.runtime.stats; agreement is checked
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 import uuid
@@ -25,7 +26,7 @@ from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.notes import Note, NoteValue, note, warning
 from core.runtime.activity import ActivityMeter
-from core.runtime.harness import NOISY, BenchResult, Config, measure, result_of, timed_session
+from core.runtime.harness import CUT_SHORT, NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
@@ -35,12 +36,22 @@ from core.runtime.stats import speedup_interval
 __all__ = ["NOISY_LABELS", "NO_BASELINE", "headline", "run_benchmark"]
 
 WIDE = 2.0  # a speedup interval whose ends are further apart than this ratio is not one number
+SESSIONS_SHARE = 0.5  # of the memory free, the most the sessions after the first may take together (else one at a time)
 # what a run says: notes (a template and its values), said in the reader's language where they are shown
 NO_BASELINE = N_("No baseline (PyTorch eager or ORT DISABLE_ALL) was measured, so there are no speedups.")
 NOISY_LABELS = N_(
     "Noisy: for {labels}, the 95 % CI of the median is wider than ±{percent} %, so the headline gives the interval, "
     "not one number. Another process may have used the CPU, or the run was short: run again, with more calls or on "
     "a quieter machine."
+)
+ONE_AT_A_TIME = N_(
+    "One session of this model takes about {size} MB and this machine has {free} MB free, so its {count} "
+    "ONNX Runtime sessions were measured one after another, each closed before the next opened, each in its share of "
+    "the time budget, not side by side in rounds: a change in the machine between them is not evened out."
+)
+LOADING_TOOK = N_(
+    "Opening the sessions took {load} s of the {budget} s time budget, which holds the loading, the warm-up and the "
+    "measuring: raise the budget to measure more calls."
 )
 # the headline and its clauses; where a count decides the English form, one template per form
 MEDIAN_ONLY = N_("{name}: median {ms} ms per call")
@@ -87,36 +98,60 @@ class _Plan:
         return text
 
 
-def _ort_configs(path: str, specs: list[BenchInput], plan: _Plan, feeds: dict[int, dict[str, Any]]) -> list[Config]:
+def _sessions(plan: _Plan) -> list[tuple[str, str, int]]:
+    """The ONNX Runtime sessions the plan opens: (level, provider, threads), one per combination."""
+    if "ort" not in plan.engines:
+        return []
+    return [(level, provider, t) for level in plan.levels for provider in plan.providers for t in plan.threads]
+
+
+def _ort_configs(
+    path: str, specs: list[BenchInput], plan: _Plan, feeds: dict[int, dict[str, Any]], key: tuple[str, str, int]
+) -> list[Config]:
+    """One session opened, as one configuration per batch size."""
+    level, provider, t = key
+    session, load_ms = timed_session(path, level, provider, t)
+    names = [i.name for i in session.get_inputs()]
+    missing = [s.name for s in specs if s.name not in names]
+    if missing:
+        raise BenchmarkError(f"The model has no input named {', '.join(missing)}; its inputs: {names}.")
     configs = []
-    for level in plan.levels:
-        for provider in plan.providers:
-            for t in plan.threads:
-                session, load_ms = timed_session(path, level, provider, t)
-                names = [i.name for i in session.get_inputs()]
-                missing = [s.name for s in specs if s.name not in names]
-                if missing:
-                    raise BenchmarkError(f"The model has no input named {', '.join(missing)}; its inputs: {names}.")
-                for batch in plan.batches:
-                    feed = feeds[batch]
+    for batch in plan.batches:
+        feed = feeds[batch]
 
-                    def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
-                        return list(session.run(None, feed))
+        def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
+            return list(session.run(None, feed))
 
-                    label = plan.label("ort", LEVELS[level].name, provider, t, batch)
-                    configs.append(
-                        Config(
-                            label=label,
-                            engine="ort",
-                            level=LEVELS[level].name,
-                            provider=provider,
-                            threads=t,
-                            batch=batch,
-                            run=run,
-                            load_ms=load_ms,
-                        )
-                    )
+        label = plan.label("ort", LEVELS[level].name, provider, t, batch)
+        configs.append(
+            Config(
+                label=label,
+                engine="ort",
+                level=LEVELS[level].name,
+                provider=provider,
+                threads=t,
+                batch=batch,
+                run=run,
+                load_ms=load_ms,
+            )
+        )
     return configs
+
+
+def _closed() -> list[Any]:
+    raise AssertionError("this configuration's session was closed after it was measured")
+
+
+def _rss() -> int:
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+def _free_memory() -> int:
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 def _eager_configs(
@@ -203,18 +238,11 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     _validate(plan, iterations, warmup, inputs, torch_source)
     report_progress(0.02, _("Generating inputs"))
     feeds = {batch: make_inputs(inputs, batch, seed) for batch in plan.batches}
-    configs: list[Config] = []
-    if "eager" in plan.engines and torch_source is not None:
-        report_progress(0.05, _("Loading the PyTorch model"))
-        configs += _eager_configs(torch_source, inputs, plan, feeds)
-    if "ort" in plan.engines:
-        report_progress(0.1, _("Creating ONNX Runtime sessions"))
-        configs += _ort_configs(onnx_path, inputs, plan, feeds)
     notes: list[Note] = []
     started_wall = time.time()
     meter = ActivityMeter()
-    try:
-        rounds = measure(configs, iterations, warmup, time_budget_s, notes, report_progress)
+    try:  # the budget holds everything from here: loading, warm-up and measuring
+        configs, rounds = _measured(request, plan, feeds, began + time_budget_s, notes, report_progress)
     except BenchmarkError as exc:
         raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
     activity = meter.stop()
@@ -249,6 +277,64 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     )
     report.headline = headline(report)
     return report
+
+
+def _measured(
+    request: BenchRequest,
+    plan: _Plan,
+    feeds: dict[int, dict[str, Any]],
+    deadline: float,
+    notes: list[Note],
+    progress: Callable[[float, str], None],
+) -> tuple[list[Config], int]:
+    """Every configuration opened and timed by ``deadline`` (the budget's end, counting the loading): all sessions
+    at once, interleaved in rounds, when the memory this machine has free holds them; else one at a time, each
+    closed before the next opens, each with its share of the time left. The configurations, and the rounds."""
+    model, timing = request.model, (request.iterations, request.warmup, request.time_budget_s)
+    eager: list[Config] = []
+    if "eager" in plan.engines and model.torch_source is not None:
+        progress(0.05, _("Loading the PyTorch model"))
+        eager = _eager_configs(model.torch_source, model.inputs, plan, feeds)
+    keys = _sessions(plan)
+    progress(0.1, _("Creating ONNX Runtime sessions"))
+    before = _rss()
+    first = _ort_configs(model.path, model.inputs, plan, feeds, keys[0]) if keys else []
+    each, free = max(_rss() - before, 0), _free_memory()  # what one session of this model takes
+    if len(keys) <= 1 or (len(keys) - 1) * each < SESSIONS_SHARE * free:
+        rest = [c for key in keys[1:] for c in _ort_configs(model.path, model.inputs, plan, feeds, key)]
+        configs = eager + first + rest
+        rounds = measure(configs, *timing, notes, progress, deadline=deadline)
+        _loading_note(configs, request.time_budget_s, notes)
+        return configs, rounds
+    notes.append(note(ONE_AT_A_TIME, count=len(keys), size=f"{each / 2**20:,.0f}", free=f"{free / 2**20:,.0f}"))
+    slots: list[list[Config] | tuple[str, str, int]] = [eager] if eager else []
+    slots += [first, *keys[1:]]
+    done: list[Config] = []
+    cut: list[Note] = []  # one group's note that the budget cut it short says it for all
+    rounds = 0
+    for k, slot in enumerate(slots):
+        until = time.perf_counter() + (deadline - time.perf_counter()) / (len(slots) - k)  # an equal share of the rest
+        group = slot if isinstance(slot, list) else _ort_configs(model.path, model.inputs, plan, feeds, slot)
+        span = (0.12 + 0.83 * k / len(slots), 0.12 + 0.83 * (k + 1) / len(slots))
+        rounds = max(rounds, measure(group, *timing, cut, progress, span, deadline=until))
+        for c in group:
+            c.run = _closed  # the session (or the PyTorch module) goes before the next opens
+        done += group
+        slots[k] = []
+        del group, slot
+        gc.collect()
+    notes += cut[:1]
+    _loading_note(done, request.time_budget_s, notes)
+    return done, rounds
+
+
+def _loading_note(configs: list[Config], budget_s: float, notes: list[Note]) -> None:
+    """When the budget cut the measuring short and opening the sessions took a fifth of it or more, a note that
+    says so (the budget holds the loading)."""
+    loads = {(c.engine, c.level, c.provider, c.threads): c.load_ms for c in configs}
+    load_s = sum(loads.values()) / 1000
+    if load_s >= 0.2 * budget_s and any(n.key in CUT_SHORT for n in notes):
+        notes.append(note(LOADING_TOOK, load=load_s, budget=f"{budget_s:g}"))
 
 
 def _validate(

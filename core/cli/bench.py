@@ -47,7 +47,7 @@ def register(parser: Any) -> None:
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
     parser.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")
-    parser.add_argument("--budget", type=float, default=120.0, help="time budget for measuring, seconds")
+    parser.add_argument("--budget", type=float, default=120.0, help="time budget, seconds: opening the sessions, warm-up and measuring")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
     add_code_arguments(parser)

@@ -34,6 +34,7 @@ ROUNDS = 10  # measurement rounds; each runs a slice of every configuration's it
 
 
 NOISY = 0.10  # a median interval wider than 10 % of the median is flagged
+WARMUP_SHARE = 0.2  # of the time left to a deadline, the most the warm-up may take (measured calls get the rest)
 
 
 MAX_SAMPLES_KEPT = 5000  # per configuration, for the distribution chart and the history
@@ -140,10 +141,18 @@ def measure(
     notes: list[Note],
     progress: Callable[[float, str], None],
     span: tuple[float, float] = (0.12, 0.95),
+    deadline: float | None = None,
 ) -> int:
     """Time ``configs``: a cold first run each (outputs kept), warm-up, then interleaved rounds. Returns the
-    number of rounds; a note says so when the time budget cut them short."""
+    number of rounds; a note says so when the time budget cut them short.
+
+    Without ``deadline``, measuring has ``time_budget_s`` from its first round. With it (a ``time.perf_counter()``
+    the caller's budget ends at, counting what it did before: opening sessions), the warm-up stops once it has
+    taken WARMUP_SHARE of the time left, and measuring stops at the deadline. Either way the clock is read after
+    every call, not every round (a model of a second a call ran 20 calls a configuration past a round's end), and
+    every configuration gets one timed call at least, so that each has a result."""
     first, last = span
+    warm_until = None if deadline is None else time.perf_counter() + WARMUP_SHARE * (deadline - time.perf_counter())
     for k, config in enumerate(configs):
         progress(first + (last - first) * 0.15 * k / len(configs), _("Warming up {name}").format(name=config.label))
         start = time.perf_counter_ns()
@@ -155,16 +164,20 @@ def measure(
             ) from exc
         config.first_ns = time.perf_counter_ns() - start
         for _run in range(warmup):
+            if warm_until is not None and time.perf_counter() > warm_until:
+                break
             config.run()
 
     # rounds that interleave the configurations, each round in a rotated order
     chunk = max(1, math.ceil(iterations / ROUNDS))
-    deadline = time.perf_counter() + time_budget_s
+    deadline = time.perf_counter() + time_budget_s if deadline is None else deadline
     rounds = 0
     while any(len(c.samples) < iterations for c in configs):
         order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]
         for config in order:
             for _call in range(min(chunk, iterations - len(config.samples))):
+                if config.samples and time.perf_counter() > deadline:
+                    break
                 cpu = time.process_time_ns()
                 start = time.perf_counter_ns()
                 config.run()

@@ -207,15 +207,76 @@ def test_the_budget_note_appears_only_when_calls_were_left_out_and_never_advises
     measure(every, iterations=1, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
     assert all(len(c.samples) == 1 for c in every) and notes == []  # the one round ran them all, past the budget
 
-    cut = configs()
+    cut = configs()  # the clock is read after every call, not every round: one call each, then it stops
     rounds = measure(cut, iterations=100, warmup=0, time_budget_s=0.0, notes=notes, progress=silent)
-    assert rounds == 1 and all(len(c.samples) == 10 for c in cut)
-    assert notes == [warning(CUT_SHORT[0], budget="0", rounds=1, measured=10, asked=100)]  # data: key and values
+    assert rounds == 1 and all(len(c.samples) == 1 for c in cut)
+    assert notes == [warning(CUT_SHORT[0], budget="0", rounds=1, measured=1, asked=100)]  # data: key and values
     assert say(notes[0]) == (
-        "The time budget of 0 s ran out after 1 round: 10 of the 100 calls asked for were measured per "
+        "The time budget of 0 s ran out after 1 round: 1 of the 100 calls asked for were measured per "
         "configuration. The intervals come from those calls; raise the budget to measure them all (more calls give "
         "tighter intervals)."
     )
+
+
+def _slow(folder: Path) -> MeasuredModel:
+    """About a third of a second a call (tests/builders.py slow_model)."""
+    path = builders.write(builders.slow_model(), folder / "slow.onnx")
+    return MeasuredModel(path=str(path), inputs=[BenchInput(name="x", dtype="float32", shape=[1, 1024, 1024])])
+
+
+@pytest.mark.quiet  # a time budget measured
+def test_the_budget_holds_the_sessions_the_warm_up_and_the_measuring_of_a_slow_model(tmp_path: Path) -> None:
+    """A model of a second a call took 214 s of a 60 s budget: the sessions and 20 warm-up calls each came on top,
+    and the clock was read once a round (20 calls a configuration). Now the budget holds everything from the
+    request on, the warm-up stops at a fifth of it, and the clock is read after every call: past the budget by
+    at most one call a configuration."""
+    began = time.perf_counter()
+    report = run_benchmark(BenchRequest(model=_slow(tmp_path), threads=[1], iterations=200, warmup=20,
+                                        time_budget_s=3.0))  # fmt: skip
+    took = time.perf_counter() - began
+    call_s = max(r.median_ms for r in report.results) / 1000
+    assert took < 3.0 + 2 * call_s + 1.0, (took, call_s)  # the budget, a call of each of the two, and slack
+    assert all(1 <= r.n < 200 for r in report.results) and report.results[0].speedup is not None
+    assert any(n.key in CUT_SHORT for n in report.notes)  # it says so
+
+
+def test_sessions_that_do_not_fit_in_memory_together_are_measured_one_at_a_time(
+    tinycnn: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1.34 GB model's benchmark held its two sessions at once (and its command line 7 GB across workers). With
+    no room for a second session, each is opened, measured in its share of the budget and closed before the next;
+    with room, they are opened together and interleaved in rounds as before."""
+    import gc
+    import weakref
+
+    from core.bench import benchmark
+
+    def most_sessions_alive(free: int) -> tuple[int, BenchReport]:
+        alive: weakref.WeakSet[Any] = weakref.WeakSet()
+        most = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> tuple[Any, float]:
+            gc.collect()
+            session, load_ms = opened(*args, **kwargs)
+            alive.add(session)
+            most[0] = max(most[0], len(alive))
+            return session, load_ms
+
+        monkeypatch.setattr(benchmark, "timed_session", counted)
+        monkeypatch.setattr(benchmark, "_free_memory", lambda: free)
+        report = run_benchmark(BenchRequest(model=_tiny(tinycnn), levels=["disable", "basic", "all"], threads=[1],
+                                            iterations=20, warmup=2))  # fmt: skip
+        return most[0], report
+
+    opened = benchmark.timed_session
+    most, report = most_sessions_alive(free=0)
+    assert most == 1
+    assert [(r.label, r.n) for r in report.results] == [("ORT DISABLE_ALL", 20), ("ORT BASIC", 20), ("ORT ALL", 20)]
+    assert all(r.speedup is not None and r.max_abs_diff is not None for r in report.results)
+    (one_at_a_time,) = [n for n in report.notes if n.key == benchmark.ONE_AT_A_TIME]
+    assert "measured one after another" in say(one_at_a_time) and one_at_a_time.values["count"] == 3
+    most, report = most_sessions_alive(free=1 << 50)
+    assert most == 3 and not any(n.key == benchmark.ONE_AT_A_TIME for n in report.notes)
 
 
 def test_a_noisy_configuration_is_noted_as_a_warning_by_its_severity_not_by_its_words() -> None:
