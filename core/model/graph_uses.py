@@ -37,29 +37,45 @@ class GraphUses:
     suppression: bool = False  # a NonMaxSuppression node in the graph or a subgraph
 
 
-def _constants(graph: onnx.GraphProto) -> dict[str, Any]:
-    """The graph's initializers and Constant nodes' values as arrays (small ones only: they are indices and ranges)."""
-    import onnx
-    from onnx import numpy_helper
+class _Constants:
+    """The graph's initializers and Constant nodes' tensors by name, each decoded only when asked and only when small
+    and of integers (indices, a depth, a range of classes): a large model's weights are never read here."""
 
-    found: dict[str, Any] = {}
-    for tensor in graph.initializer:
-        if len(tensor.dims) <= 4 and _elements(tensor) <= MAX_ONE_HOT and tensor.data_location != 1:
-            found[tensor.name] = tensor
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            value = next(
-                (a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None
-            )
-            if value is not None and _elements(value) <= MAX_ONE_HOT:
-                found[node.output[0]] = value
-    arrays = {}
-    for name, tensor in found.items():
+    def __init__(self, graph: onnx.GraphProto) -> None:
+        import onnx
+
+        self.tensors: dict[str, onnx.TensorProto] = {t.name: t for t in graph.initializer}
+        for node in graph.node:
+            if node.op_type == "Constant" and node.output:
+                value = next(
+                    (a.t for a in node.attribute if a.name == "value" and a.type == onnx.AttributeProto.TENSOR), None
+                )
+                if value is not None:
+                    self.tensors[node.output[0]] = value
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+    def rank(self, name: str) -> int | None:
+        tensor = self.tensors.get(name)
+        return len(tensor.dims) if tensor is not None else None
+
+    def integers(self, name: str) -> Any:
+        """The tensor's values, or None for one that is large, external, not of integers or damaged."""
+        from onnx import numpy_helper
+
+        tensor = self.tensors.get(name)
+        if tensor is None or tensor.data_location == 1 or tensor.data_type not in _INTEGER_TYPES:
+            return None
+        if len(tensor.dims) > 4 or _elements(tensor) > MAX_ONE_HOT:
+            return None
         try:
-            arrays[name] = numpy_helper.to_array(tensor)
-        except Exception:  # a damaged or external tensor: it says nothing here
-            continue
-    return arrays
+            return numpy_helper.to_array(tensor)
+        except Exception:  # a damaged tensor says nothing here
+            return None
+
+
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}  # TensorProto's UINT8 … INT64, UINT32, UINT64
 
 
 def _elements(tensor: onnx.TensorProto) -> int:
@@ -69,17 +85,12 @@ def _elements(tensor: onnx.TensorProto) -> int:
     return count
 
 
-def _weight_rank(graph: onnx.GraphProto, node: onnx.NodeProto) -> int:
-    """The rank of a Conv's weight (3 for a 1-D convolution), from its initializer, its Constant or its kernel_shape."""
-    if len(node.input) > 1:
-        for tensor in graph.initializer:
-            if tensor.name == node.input[1]:
-                return len(tensor.dims)
-        for other in graph.node:
-            if other.op_type == "Constant" and other.output and other.output[0] == node.input[1]:
-                value = next((a.t for a in other.attribute if a.name == "value"), None)
-                if value is not None:
-                    return len(value.dims)
+def _weight_rank(constants: _Constants, node: onnx.NodeProto) -> int:
+    """The rank of a Conv's weight (3 for a 1-D convolution), from its initializer or Constant, else its
+    kernel_shape."""
+    rank = constants.rank(node.input[1]) if len(node.input) > 1 else None
+    if rank is not None:
+        return rank
     kernel = next((list(a.ints) for a in node.attribute if a.name == "kernel_shape"), None)
     return len(kernel) + 2 if kernel else 0
 
@@ -96,6 +107,8 @@ def _arange_size(array: Any) -> int:
     """n when ``array`` holds 0, 1, …, n-1 along its one axis longer than 1 (a one-hot's table of classes), else 0."""
     import numpy as np
 
+    if array is None:
+        return 0
     flat = np.asarray(array).reshape(-1)
     if flat.size < 2 or flat.dtype.kind not in "iu" or flat.size != max(np.asarray(array).shape or (1,)):
         return 0
@@ -105,6 +118,8 @@ def _arange_size(array: Any) -> int:
 def _scalar(array: Any) -> int | None:
     import numpy as np
 
+    if array is None:
+        return None
     flat = np.asarray(array).reshape(-1)
     return int(flat[0]) if flat.size == 1 and flat.dtype.kind in "iu" else None
 
@@ -117,7 +132,7 @@ def graph_uses(model: onnx.ModelProto) -> GraphUses:
     signal = {name: name for name in dtypes}  # the same, scaled or shifted on the way
     same_axes = {name: name for name in dtypes}  # the same, through ops that keep every axis in place
     axis_of: dict[str, tuple[str, int | None]] = {}  # Shape(x) -> (x, None); a dim of it -> (x, axis)
-    constants = _constants(graph)
+    constants = _Constants(graph)
     uses: dict[str, str] = {}
     loop_axes: dict[str, int] = {}
     one_hot: dict[str, int] = {}
@@ -126,7 +141,7 @@ def graph_uses(model: onnx.ModelProto) -> GraphUses:
         op = node.op_type
         if op == "Conv" and ins and ins[0] in signal and dtypes.get(signal[ins[0]]) in (1, 10, 11, 16):
             strides = _ints(node, "strides")
-            if _weight_rank(graph, node) == 3 and any(s > 1 for s in strides):
+            if _weight_rank(constants, node) == 3 and any(s > 1 for s in strides):
                 uses.setdefault(signal[ins[0]], WAVEFORM)
         elif op == "If" and ins and ins[0] in origin and dtypes.get(origin[ins[0]]) == 9:  # BOOL
             uses.setdefault(origin[ins[0]], CONDITION)
@@ -143,19 +158,19 @@ def graph_uses(model: onnx.ModelProto) -> GraphUses:
                 if name in same_axes:
                     loop_axes.setdefault(same_axes[name], axes[k] if k < len(axes) else 0)
         elif op == "OneHot" and len(ins) > 1 and ins[0] in origin and ins[1] in constants:
-            depth = _scalar(constants[ins[1]])
+            depth = _scalar(constants.integers(ins[1]))
             if depth and 1 < depth <= MAX_ONE_HOT:
                 one_hot[origin[ins[0]]] = max(one_hot.get(origin[ins[0]], 0), depth)
         elif op == "Equal" and len(ins) == 2:
             for mine, other in ((ins[0], ins[1]), (ins[1], ins[0])):
-                if mine in origin and other in constants and dtypes.get(origin[mine]) in (2, 3, 4, 5, 6, 7, 12, 13):
-                    size = _arange_size(constants[other])
+                if mine in origin and other in constants and dtypes.get(origin[mine]) in _INTEGER_TYPES:
+                    size = _arange_size(constants.integers(other))
                     if size:
                         one_hot[origin[mine]] = max(one_hot.get(origin[mine], 0), size)
         if op == "Shape" and ins and ins[0] in same_axes and not node.attribute:
             axis_of[node.output[0]] = (same_axes[ins[0]], None)
         elif op == "Gather" and len(ins) > 1 and ins[0] in axis_of and ins[1] in constants:
-            index = _scalar(constants[ins[1]])
+            index = _scalar(constants.integers(ins[1]))
             if index is not None and index >= 0 and axis_of[ins[0]][1] is None:
                 axis_of[node.output[0]] = (axis_of[ins[0]][0], index)
         elif op in ("Squeeze", "Cast", "Reshape", "Identity", "Unsqueeze") and ins and ins[0] in axis_of:
