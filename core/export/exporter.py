@@ -38,6 +38,7 @@ from core.export.verify import (
 )
 from core.i18n import N_, _
 from core.model.intake import IntakeRequest, describe_files
+from core.model.notes import EXPORTED_FROM, note
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.notes import Note, warning
 from core.settings import IntakeLimits
@@ -228,11 +229,11 @@ def export_model(
     progress: Callable[[float, str], None] | None = None,
 ) -> ExportReport:
     """Export, verify, and describe the result. Runs in the worker."""
-    source, options = request.source, request.options
     if request.source.kind == "hf":  # a causal language model: exported with its cache, verified by generating
         from core.export.causal_lm import export_causal_lm
 
         return export_causal_lm(request, limits, progress)
+    source, options = request.source, request.options
     report_progress = progress or _silent
     started = time.perf_counter()
     exporter, reason = choose_exporter(source.kind, options.exporter)
@@ -262,7 +263,7 @@ def export_model(
     onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
     record = describe_files(IntakeRequest(paths=files, name=shown_name(request.file_name, path.stem)), limits)
     record.notes.insert(
-        0, f"Exported from {source.kind} '{source.name or Path(source.path).name}' by the {exporter} exporter."
+        0, note(EXPORTED_FROM, kind=source.kind, name=source.name or Path(source.path).name, exporter=exporter)
     )
     traced = export_example_shapes(used, exporter)
     return ExportReport(

@@ -23,10 +23,10 @@ __all__ = [
     "ExportOptions",
     "ExportReport",
     "ExportRequest",
+    "GreedyCheck",
     "ShapeTrial",
     "choose_exporter",
     "default_options",
-    "GreedyCheck",
     "example_values",
     "names_of_tensors",
 ]
@@ -78,7 +78,7 @@ class GreedyCheck:
     """A language model's export, verified on one prompt: the greedy tokens PyTorch eager and ONNX Runtime generate
     from it, each per sequence, and each step's largest difference of the last logits (core.export.causal_lm)."""
 
-    label: str  # "greedy, batch 1, 5 prompt token(s), 8 new"
+    label: str  # "input_ids 1×5 +8": the prompt's shape, and how many tokens were generated from it
     prompt: list[list[int]]
     eager: list[list[int]]
     onnx: list[list[int]]
@@ -91,7 +91,6 @@ class ExportReport:
     ok: bool
     exporter: str
     exporter_reason: Note
-    greedy: list[GreedyCheck] = field(default_factory=list)  # a language model's: generated with both, per prompt
     opset_requested: int
     opset_produced: int | None
     opset_note: Note | None  # the opset produced is not the one asked for (a warning)
@@ -108,6 +107,7 @@ class ExportReport:
     record: ModelRecord | None = None
     traced_shapes: dict[str, list[int]] = field(default_factory=dict)  # what the exporter saw, when it differs
     reused: bool = False  # a copy of an earlier export of the same sample with the same settings (core.export.reuse)
+    greedy: list[GreedyCheck] = field(default_factory=list)  # a language model's: generated with both, per prompt
 
     @property
     def usable(self) -> bool:

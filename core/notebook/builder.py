@@ -13,10 +13,11 @@ from core.model.inputs import BenchInput, plan_inputs
 from core.model.records import ModelRecord
 from core.model.values import notebook_make_inputs
 from core.notebook.cells import Cell, code, literal, markdown
+from core.notebook.lm_steps import lm_export_cells, lm_model_cells
 from core.notebook.measure_steps import benchmark_cells, profile_cells, quantize_cells, timing_helpers
 from core.notebook.onnx_steps import decode_cells, onnx_model_cells, partition_cells
 from core.notebook.records import ONNX_STEPS, STEPS, NotebookPlan
-from core.notebook.torch_steps import export_cells, torch_model_cells
+from core.notebook.torch_steps import EXPORTED_FILE, export_cells, torch_model_cells
 
 if TYPE_CHECKING:
     import nbformat
@@ -100,6 +101,8 @@ def model_files(record: ModelRecord, inputs: list[BenchInput]) -> list[str]:
     """The files the notebook loads from beside itself: the model's (and its external data), its code's file or
     folder, and the arrays of inputs given as real data."""
     files = [p for p in [record.path, *record.files] if p]
+    if record.format == "hf":  # a Hugging Face folder: its config, weights and tokenizer beside the notebook
+        files = [f for f in record.files if Path(f).parent == Path(record.path) and not f.endswith(".onnx")]
     if record.code is not None:
         files.append(str(record.code.root))
     files += [spec.data for spec in inputs if spec.real_data and spec.data]
@@ -178,8 +181,12 @@ def _setup(plan: NotebookPlan) -> list[Cell]:
 
 def _step_cells(plan: NotebookPlan, step: str) -> list[Cell]:
     record = plan.model
+    if step == "model" and record.format == "hf":  # a Hugging Face folder's language model (core.notebook.lm_steps)
+        return lm_model_cells()
     if step == "model":
         return torch_model_cells(record) if record.is_pytorch else onnx_model_cells(record)
+    if step == "export" and record.format == "hf":
+        return lm_export_cells(plan.export or default_export(record), EXPORTED_FILE)
     if step == "export":
         return export_cells(plan.export or default_export(record))
     if step == "decode":
