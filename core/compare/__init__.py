@@ -3,24 +3,8 @@ error in."""
 
 from __future__ import annotations
 
+from core.compare import records as _records
 from core.compare.engine import compare_models
-from core.compare.records import (
-    CompareReport,
-    CompareRequest,
-    CompareSide,
-    Divergence,
-    NodeError,
-    TensorError,
-    Uncompared,
-)
+from core.compare.records import *  # noqa: F403 (the records' names, listed once: core.compare.records.__all__)
 
-__all__ = [
-    "CompareReport",
-    "CompareRequest",
-    "CompareSide",
-    "Divergence",
-    "NodeError",
-    "TensorError",
-    "Uncompared",
-    "compare_models",
-]
+__all__ = [*_records.__all__, "compare_models"]
