@@ -12,7 +12,7 @@ from core.i18n import _
 from core.jobs import BENCH
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import jobs, pages, session, targets, tutorial_view
+from ui import jobs, pages, runtime_view, session, targets, tutorial_view
 from ui.bench_view import environment_section, results_section
 from ui.browser_bench import browser_section
 from ui.needs import next_steps, require_onnx
@@ -36,6 +36,7 @@ batch_dynamic = any(i.batch_axis is not None for i in inputs)
 cores = targets.cores() or os.cpu_count() or 1  # the chosen target's, when jobs run on one
 
 with st.form("bench_form"):
+    runtime = runtime_view.runtime_picker("bench_runtime")  # another build: its providers, each a configuration
     left, right = st.columns(2)
     eager = left.checkbox(
         _("PyTorch eager (inference_mode)"),
@@ -99,6 +100,7 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
         warmup=int(warmup),
         time_budget_s=float(budget),
         seed=int(seed),
+        runtime=runtime,
     )
     measured = jobs.run(BENCH, request, _("Benchmarking “{name}”").format(name=record.name), model=record.id)
     try:

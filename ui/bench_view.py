@@ -13,7 +13,9 @@ from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.notes import say, significant
 from core.runtime.activity import Activity
+from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import PER_CALL
+from core.runtime.ort import short_name
 from core.runtime.runs import LatencyRun, LoadtestRun, TuneRun
 from core.store.history import inputs_text
 from ui.charts import LATENCY_MARKERS, batch_figure, distribution_figure, latency_figure, speedup_figure
@@ -32,7 +34,7 @@ __all__ = [
 _COLUMNS = [
     "label", "engine", "level", "provider", "threads", "batch", "n", "median_ms", "p90_ms", "p99_ms", "mean_ms",
     "std_ms", "min_ms", "max_ms", "median_low_ms", "median_high_ms", "throughput", "speedup", "speedup_low",
-    "speedup_high", "max_abs_diff", "first_run_ms", "load_ms", "noisy", "cpu_median_ms",
+    "speedup_high", "max_abs_diff", "first_run_ms", "load_ms", "noisy", "cpu_median_ms", "provider_nodes",
 ]  # fmt: skip
 
 
@@ -70,6 +72,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             _("configuration"): frame["label"],
+            _("nodes per provider"): [_nodes(v) for v in frame["provider_nodes"]],
             _("median ms (95 % CI)"): _interval(frame["median_ms"], frame["median_low_ms"], frame["median_high_ms"]),
             _("p90 ms"): _figures(frame["p90_ms"]),
             _("p99 ms"): _figures(frame["p99_ms"]),
@@ -85,6 +88,13 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
             _("calls"): [number(int(n)) for n in frame["n"]],
         }
     )
+
+
+def _nodes(counts: object) -> str:
+    """A result's share of the nodes per provider (ORT's assignment in its session): "OpenVINO 8 · CPU 1"."""
+    if not isinstance(counts, dict) or not counts:
+        return ""
+    return " · ".join(f"{short_name(provider)} {number(int(n))}" for provider, n in counts.items())
 
 
 def busy_notice(activity: Activity | None, key: str, flag: str, label: str, advice: str) -> None:
@@ -133,12 +143,15 @@ def results_section(report: LatencyRun, key: str) -> None:
     # a load test's or Tune's run: its verdict as saved; a benchmark's written anew from its numbers (so a run an
     # earlier version saved, its headline an English sentence, is said in the reader's language too)
     saved = isinstance(report, LoadtestRun | TuneRun) or not report.results
+    fallbacks = [n for n in report.notes if n.key in FALLBACKS and n.severity == "warning"]
+    for warned in fallbacks:  # a provider asked for that fell back to the CPU, said before any figure
+        st.warning(say(warned))  # the app's own words: provider and runtime names
     st.subheader(md_escape(say(report.headline if saved else headline(report)), 400))
     advice = _("A quieter moment gives numbers that hold: run it again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "bench_again", _("Run it again"), advice)
     for note in report.notes:
-        if report.activity is not None and note == report.activity.note:
-            continue  # the machine's own note: in the busy notice above
+        if (report.activity is not None and note == report.activity.note) or note in fallbacks:
+            continue  # the machine's own note: in the busy notice above; a fallback: above the headline
         if note.severity == "warning":
             st.warning(md_escape(say(note), 800))
         else:

@@ -9,12 +9,13 @@ all of them alike. Statistics come from core.runtime.stats; agreement is checked
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,11 +27,14 @@ from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
 from core.notes import Note, NoteValue, note, warning
 from core.runtime.activity import ActivityMeter
+from core.runtime.fallback import Placed, placement_notes, session_placement
 from core.runtime.harness import CUT_SHORT, NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.outputs import flatten_outputs, max_abs_diff
+from core.runtime.provider_options import CPU
 from core.runtime.runs import LatencyRun
+from core.runtime.runtimes import DEFAULT
 from core.runtime.stats import speedup_interval
 
 __all__ = ["NOISY_LABELS", "NO_BASELINE", "headline", "run_benchmark"]
@@ -86,10 +90,16 @@ class _Plan:
     providers: list[str]
     threads: list[int]
     batches: list[int]
+    runtime: str = DEFAULT  # the build of ONNX Runtime that measures (core.runtime.runtimes)
+    strict: bool = False  # no node may fall back to the CPU provider
+    # (level name, provider, threads) -> (the providers the session kept, nodes per provider): ORT's assignment
+    placed: dict[tuple[str, str, int], tuple[list[str], dict[str, int]]] = field(default_factory=dict)
 
     def label(self, engine: str, level: str, provider: str, threads: int, batch: int) -> str:
         text = "PyTorch eager" if engine == "eager" else f"ORT {level}"
-        if engine == "ort" and len(self.providers) > 1:
+        if engine == "ort" and self.runtime != DEFAULT:  # "ORT ALL on openvino/OpenVINOExecutionProvider"
+            text += f" on {self.runtime}/{provider}"
+        elif engine == "ort" and len(self.providers) > 1:
             text += f" {short_name(provider)}"
         if len(self.threads) > 1:
             text += f" · {threads} thread{'s' * (threads != 1)}"
@@ -110,7 +120,8 @@ def _ort_configs(
 ) -> list[Config]:
     """One session opened, as one configuration per batch size."""
     level, provider, t = key
-    session, load_ms = timed_session(path, level, provider, t)
+    session, load_ms = timed_session(path, level, provider, t, strict=plan.strict, record=True)
+    plan.placed[(LEVELS[level].name, provider, t)] = session_placement(session)
     names = [i.name for i in session.get_inputs()]
     missing = [s.name for s in specs if s.name not in names]
     if missing:
@@ -197,23 +208,48 @@ def _plan(
     threads: list[int] | None,
     batches: list[int] | None,
     has_torch: bool,
+    runtime: str = DEFAULT,
+    strict: bool = False,
 ) -> _Plan:
     import onnxruntime as ort
 
+    available = ort.get_available_providers()
+    # another runtime's own providers, each measured beside the CPU provider; the default wheel's: the CPU
+    devices = [p for p in available if p not in (CPU, "AzureExecutionProvider")] if runtime != DEFAULT else []
     plan = _Plan(
         engines=engines or (["eager", "ort"] if has_torch else ["ort"]),
         levels=levels or ["disable", "all"],
-        providers=providers or ["CPUExecutionProvider"],
+        providers=providers or [*devices, CPU],
         threads=sorted(set(threads or [default_threads()])),
         batches=sorted(set(batches or [1])),
+        runtime=runtime,
+        strict=strict,
     )
-    unavailable = [p for p in plan.providers if p not in ort.get_available_providers()]
+    unavailable = [p for p in plan.providers if p not in available]
     if unavailable:
         raise BenchmarkError(
-            f"{', '.join(short_name(p) for p in unavailable)} is not in this build of ONNX Runtime "
-            f"({', '.join(ort.get_available_providers())}); benchmark it on a machine that has it."
+            f"{', '.join(short_name(p) for p in unavailable)} is not in this build of ONNX Runtime (the runtime "
+            f"{runtime}: {', '.join(available)}); measure it on a runtime that has it (--runtime NAME; `python -m "
+            "core runtimes` lists them) or on a machine that has it."
         )
     return plan
+
+
+def _provider_notes(plan: _Plan, results: list[BenchResult]) -> list[Note]:
+    """Each ORT result's share of the nodes per provider (ORT's assignment in its session), and what fell back:
+    a provider asked for that took no node or that its session left out (core.runtime.fallback), once each."""
+    import onnxruntime as ort
+
+    for result in results:
+        result.provider_nodes = plan.placed.get((result.level, result.provider, result.threads), ([], {}))[1]
+    said: list[Note] = []
+    for provider in dict.fromkeys(p for p in plan.providers if p != CPU):
+        # the last session of the provider (the highest level asked): the one whose assignment ORT optimized most
+        last = [placed for (_level, p, _t), placed in plan.placed.items() if p == provider]
+        used, nodes = last[-1] if last else ([], {})
+        placed = Placed(runtime=plan.runtime, asked=[provider], available=ort.get_available_providers(), used=used)
+        said += placement_notes(dataclasses.replace(placed, nodes=nodes))
+    return said
 
 
 def _silent(fraction: float, message: str) -> None:
@@ -234,7 +270,9 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         request.threads,
         request.batches,
     )
-    plan = _plan(engines, levels, providers, threads, batches, torch_source is not None)
+    plan = _plan(
+        engines, levels, providers, threads, batches, torch_source is not None, request.runtime, request.strict
+    )
     _validate(plan, iterations, warmup, inputs, torch_source)
     report_progress(0.02, _("Generating inputs"))
     feeds = {batch: make_inputs(inputs, batch, seed) for batch in plan.batches}
@@ -251,12 +289,15 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
         notes.append(activity.note)
     report_progress(0.96, _("Computing statistics"))
     results, baseline = _results(configs, notes)
+    notes[:0] = _provider_notes(plan, results)  # what fell back, said before any figure (core.runtime.fallback)
     settings = {
         "engines": plan.engines, "levels": [LEVELS[lv].name for lv in plan.levels], "providers": plan.providers,
         "threads": plan.threads, "batches": plan.batches, "iterations": iterations, "warmup": warmup,
         "time_budget_s": time_budget_s, "seed": seed, "rounds": rounds,
         "inputs": plan_summary(inputs),
     }  # fmt: skip
+    if plan.runtime != DEFAULT:  # measured by another build of ONNX Runtime (the default's runs say nothing)
+        settings["runtime"] = plan.runtime
     if any(c.engine == "eager" for c in configs):  # eager measured the PyTorch original, not the ONNX model
         settings["torch_model_id"] = measured.torch_id
     report = BenchReport(

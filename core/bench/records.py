@@ -17,7 +17,8 @@ BenchReport = BenchmarkRun
 class BenchRequest:
     """Every combination of engines, levels, providers, threads and batch sizes, each measured on the model's
     input plan; None takes the default (eager and ORT when there is a PyTorch original, DISABLE_ALL and ALL,
-    CPU, every core but one, batch 1)."""
+    CPU, every core but one, batch 1). ``runtime``: the build of ONNX Runtime that measures it (core.runtime.runtimes);
+    ``strict``: a provider that leaves nodes to the CPU provider is refused (session.disable_cpu_ep_fallback)."""
 
     model: MeasuredModel
     engines: list[str] | None = None  # "eager", "ort"
@@ -29,3 +30,5 @@ class BenchRequest:
     warmup: int = 20
     time_budget_s: float = 60.0
     seed: int = 0
+    runtime: str = "default"
+    strict: bool = False

@@ -22,13 +22,15 @@ from core.cli.common import (
 )
 from core.cli.plan import add_plan_arguments, measured_model, plan_json
 from core.errors import IdentityRefused
-from core.i18n import _
+from core.i18n import _, number, pgettext
 from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
 from core.model.records import format_shape
 from core.notes import say
+from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import PER_CALL
+from core.runtime.ort import short_name
 from core.settings import load_settings
 
 if TYPE_CHECKING:
@@ -42,7 +44,19 @@ def register(parser: Any) -> None:
     parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
     parser.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")
     parser.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
-    parser.add_argument("--providers", help="ORT execution providers to measure, e.g. cpu (default cpu)")
+    parser.add_argument(
+        "--providers", help="ORT execution providers to measure, each a configuration, e.g. openvino,cpu (default cpu)"
+    )
+    parser.add_argument(
+        "--runtime",
+        default="default",
+        help="the ONNX Runtime build that measures (`python -m core runtimes`); with it, its providers by default",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
+    )
     parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: every core but one)")
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
     parser.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
@@ -66,13 +80,16 @@ def register(parser: Any) -> None:
 
 
 def _print(report: BenchReport) -> None:
+    for warned in (n for n in report.notes if n.severity == "warning" and n.key in FALLBACKS):
+        print(_("warning  {note}").format(note=say(warned)))  # a provider that fell back, before any figure
     print(say(report.headline))
     for name, used in report.settings.get("inputs", {}).items():
         print(_("input    {name}: {dtype} {shape}, {values}").format(
             name=name, dtype=used["dtype"], shape=format_shape(used["shape"]), values=used["values"]
         ))  # fmt: skip
+    width = max(32, *(len(r.label) for r in report.results))  # "ORT ALL on openvino/OpenVINOExecutionProvider"
     print(
-        padded(_("configuration"), 32), padded(_("median"), 9, True), padded("p90", 9, True),
+        padded(_("configuration"), width), padded(_("median"), 9, True), padded("p90", 9, True),
         padded("p99", 9, True), padded(_("items/s"), 10, True), padded(_("speedup"), 15, True),
         padded(_("max diff"), 9, True),
     )  # fmt: skip
@@ -80,7 +97,7 @@ def _print(report: BenchReport) -> None:
         speedup = f"{r.speedup:.2f}× ({r.speedup_low:.1f}–{r.speedup_high:.1f})" if r.speedup is not None else "-"
         diff = f"{r.max_abs_diff:.1e}" if r.max_abs_diff is not None else "-"
         print(
-            f"{r.label:<32} {r.median_ms:>7.3f}ms {r.p90_ms:>7.3f}ms {r.p99_ms:>7.3f}ms {r.throughput:>10,.0f} "
+            f"{r.label:<{width}} {r.median_ms:>7.3f}ms {r.p90_ms:>7.3f}ms {r.p99_ms:>7.3f}ms {r.throughput:>10,.0f} "
             f"{speedup:>15} {diff:>9}"
         )
     env = report.environment
@@ -94,8 +111,17 @@ def _print(report: BenchReport) -> None:
         os=env.os,
     ))  # fmt: skip
     print(_("versions {versions}").format(versions=", ".join(f"{k} {v}" for k, v in env.versions.items())))
-    for note in report.notes:
+    for r in (r for r in report.results if r.provider_nodes):
+        print(_("nodes    {label}: {nodes}").format(label=r.label, nodes=_nodes(r.provider_nodes)))
+    for note in (n for n in report.notes if n.severity != "warning" or n.key not in FALLBACKS):
         print(_("note     {note}").format(note=say(note)))
+
+
+def _nodes(counts: dict[str, int]) -> str:
+    """A result's share of the nodes per provider: "OpenVINO 8, CPU 1 of 9"."""
+    total = sum(counts.values())
+    shares = pgettext("list", ", ").join(f"{short_name(p)} {number(n)}" for p, n in counts.items())
+    return _("{shares} of {total}").format(shares=shares, total=number(total))
 
 
 def _owner(args: argparse.Namespace) -> Identity:
@@ -120,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             warmup=args.warmup,
             time_budget_s=args.budget,
             seed=args.seed,
+            runtime=args.runtime,
+            strict=args.strict,
         )
         report = jobs.run(BENCH, request, backend)
     if not args.no_save:

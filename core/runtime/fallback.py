@@ -21,6 +21,7 @@ from core.runtime.provider_options import CPU
 __all__ = [
     "ABSENT",
     "DROPPED",
+    "FALLBACKS",
     "PARTLY",
     "SHARE",
     "TOOK_NOTHING",
@@ -28,6 +29,7 @@ __all__ = [
     "nodes_per_provider",
     "placement_notes",
     "refuse",
+    "session_placement",
 ]
 
 ABSENT = N_(
@@ -42,6 +44,7 @@ TOOK_NOTHING = N_("{provider} took none of the {total} nodes: every node runs on
 PARTLY = N_("{provider} runs {count} of the {total} nodes; the CPU provider runs the other {rest}.")
 SHARE = N_("{provider} runs all {total} nodes.")
 _ANY_BUILD = N_("a build of ONNX Runtime that has it")
+FALLBACKS = (ABSENT, DROPPED, TOOK_NOTHING, PARTLY)  # the notes that say a provider fell back (strict refuses them)
 # never meant for a run: CPU and Azure (which only forwards requests to an endpoint) are not asked for as devices
 _NOT_ASKED = (CPU, "AzureExecutionProvider")
 
@@ -69,6 +72,11 @@ def nodes_per_provider(session: Any) -> dict[str, int]:
     for group in groups:
         counts[group.ep_name] = counts.get(group.ep_name, 0) + len(group.get_nodes())
     return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def session_placement(session: Any) -> tuple[list[str], dict[str, int]]:
+    """(the providers ``session`` kept, how many nodes each runs): what ``placement_notes`` judges."""
+    return list(session.get_providers()), nodes_per_provider(session)
 
 
 def placement_notes(placed: Placed) -> list[Note]:
@@ -100,7 +108,7 @@ MAX_NAMED = 10  # nodes a refusal names
 def refuse(notes: list[Note], strict: bool, on_cpu: list[str] | None = None) -> None:
     """With ``strict``, the fallbacks among ``notes`` as the refusal (ProviderFallbackError, exit 2), naming the
     nodes ``on_cpu`` (the first MAX_NAMED) when they are known."""
-    fallbacks = [n for n in notes if n.key in (ABSENT, DROPPED, TOOK_NOTHING, PARTLY)]
+    fallbacks = [n for n in notes if n.key in FALLBACKS]
     if not strict or not fallbacks:
         return
     why = " ".join(say(n) for n in fallbacks)

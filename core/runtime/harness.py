@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import BenchmarkError, RuntimeRefusedError
+from core.errors import BenchmarkError, ProviderFallbackError, RuntimeRefusedError
 from core.i18n import N_, _
 from core.notes import Note, warning
-from core.runtime.ort import explain_session_error, ort_message, session_options, stop_spinning
+from core.runtime.ort import explain_session_error, ort_message, session_options, short_name, stop_spinning
+from core.runtime.provider_options import CPU, STRICT, session_providers
 from core.runtime.stats import summarize
 
 __all__ = [
@@ -72,6 +73,8 @@ class BenchResult:
     # wall time when they all work; far below it, the call waited for a CPU that something else had
     cpu_median_ms: float | None = None
     cpu_samples_ms: list[float] = field(default_factory=list)  # each kept call's CPU time, beside samples_ms
+    # ORT's: how many nodes each provider ran in this configuration's session (its share; empty for eager)
+    provider_nodes: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(kw_only=True)
@@ -90,14 +93,26 @@ class Config:
     cpu_samples: list[int] = field(default_factory=list)  # the same calls' CPU time (every thread of ours), ns
     first_ns: int = 0
     outputs: list[Any] = field(default_factory=list)
+    provider_nodes: dict[str, int] = field(default_factory=dict)  # ORT's assignment in its session
 
 
 def timed_session(
-    path: str, level: str, provider: str, threads: int, profile_prefix: str = "", optimized_path: str = ""
+    path: str,
+    level: str,
+    provider: str,
+    threads: int,
+    profile_prefix: str = "",
+    optimized_path: str = "",
+    *,
+    strict: bool = False,
+    record: bool = False,
 ) -> tuple[Any, float]:
     """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time.
     Profile's sessions are the same, with ORT's profiler on (its trace named ``profile_prefix``) and the
-    optimized graph saved (at ``optimized_path``) to trace its nodes back."""
+    optimized graph saved (at ``optimized_path``) to trace its nodes back. ``provider`` is opened with its
+    options (core.runtime.provider_options), the CPU provider after it; ``record``: ORT keeps which provider took
+    which node (core.runtime.fallback.nodes_per_provider); ``strict``: no node may fall back to the CPU provider
+    (``session.disable_cpu_ep_fallback``), else ProviderFallbackError."""
     import onnxruntime as ort
 
     options = stop_spinning(session_options(level, threads))  # sessions timed in turn must not slow each other
@@ -108,11 +123,25 @@ def timed_session(
         options.profile_file_prefix = profile_prefix
     if optimized_path:
         options.optimized_model_filepath = optimized_path
-    providers = [provider] + (["CPUExecutionProvider"] if provider != "CPUExecutionProvider" else [])
+    if record:
+        options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    strict = strict and provider != CPU  # the CPU provider alone cannot fall back
+    if strict:
+        options.add_session_config_entry(*STRICT)
+    providers = session_providers([provider, CPU] if provider != CPU else [CPU], strict=strict)
     start = time.perf_counter_ns()
     try:
         session = ort.InferenceSession(path, options, providers=providers)
     except Exception as exc:
+        if strict and "fallback to CPU EP has been explicitly disabled" in str(exc):
+            raise ProviderFallbackError(
+                _(
+                    "Refused (--strict): {provider} does not take every node of this model, and ONNX Runtime refuses "
+                    "to run the rest on the CPU provider (session.disable_cpu_ep_fallback). `python -m core "
+                    "partition MODEL --runtime RUNTIME` names the nodes and why; without --strict the CPU provider "
+                    "runs them."
+                ).format(provider=short_name(provider))
+            ) from exc
         error = explain_session_error(exc, "create a session for this model", path)
         raise (error if isinstance(error, RuntimeRefusedError) else BenchmarkError(str(error))) from exc
     return session, (time.perf_counter_ns() - start) / 1e6
@@ -236,4 +265,5 @@ def result_of(c: Config) -> BenchResult:
         **timed_fields([s / 1e6 for s in c.samples], c.batch),
         cpu_median_ms=float(statistics.median(c.cpu_samples)) / 1e6 if c.cpu_samples else None,
         cpu_samples_ms=[s / 1e6 for s in c.cpu_samples[:MAX_SAMPLES_KEPT]],
+        provider_nodes=c.provider_nodes,
     )

@@ -39,3 +39,25 @@ def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_anot
     assert rows.loc["OpenVINO"].tolist() == ["1 (1)", "—"] and rows.loc["CPU"].tolist() == ["2 (1)", "3 (1)"]
     assert "Side by side with another runtime" in [h.value for h in at.header]
     assert "the CPU provider runs the other 2" in texts(at)
+
+
+def test_the_benchmark_page_measures_each_provider_of_the_runtime_picked_on_one_chart(
+    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("benchmark", ("split.onnx", split_bytes))
+    at.selectbox(key="bench_runtime").set_value(OPENVINO)
+    at.multiselect(key="bench_levels").set_value(["all"])
+    at.multiselect(key="bench_threads").set_value([1])
+    at.number_input(key="bench_iters").set_value(20)
+    at.number_input(key="bench_warmup").set_value(2)
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
+    shares = dict(zip(table["configuration"], table["nodes per provider"], strict=True))
+    assert shares == {
+        "ORT ALL on openvino/OpenVINOExecutionProvider": "CPU 2 · OpenVINO 1",
+        "ORT ALL on openvino/CPUExecutionProvider": "CPU 3",
+    }
+    assert "OpenVINO runs 1 of the 3 nodes; the CPU provider runs the other 2." in texts(at)
