@@ -1,0 +1,112 @@
+"""The GPU runtime's sessions checked in its own Python (benchmarks/gpu_check.py runs it; not a test, no sandbox):
+TensorRT's engine build timed apart from its runs, with its engine and timing caches in the cache folder, and CUDA
+with and without IO binding.
+
+Run: .runtimes/gpu/bin/python benchmarks/gpu_sessions.py MODEL.onnx CACHE_DIR
+Prints one JSON object: what each check found, or why it could not run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from core.runtime.provider_options import SETUPS, session_providers, tensorrt_cache
+
+RUNS = 50
+
+
+def _feed(session: Any) -> dict[str, Any]:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    feed = {}
+    for spec in session.get_inputs():
+        shape = [d if isinstance(d, int) and d > 0 else 1 for d in spec.shape]
+        feed[spec.name] = rng.standard_normal(shape).astype(np.float32)
+    return feed
+
+
+def _median_ms(call: Any, runs: int = RUNS) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+def tensorrt(model: str, cache_dir: str) -> dict[str, Any]:
+    """The engine built (its time), cached (its files), loaded again from the cache (its time), and run."""
+    import onnxruntime as ort
+
+    folder = tensorrt_cache(cache_dir)
+    for old in folder.iterdir():  # a cold build, so that its time is the build's
+        old.unlink()
+    providers = session_providers(["TensorrtExecutionProvider", "CPUExecutionProvider"], cache_dir)
+    start = time.perf_counter()
+    session = ort.InferenceSession(model, providers=providers)
+    feed = _feed(session)
+    session.run(None, feed)  # TensorRT builds its engine at the first run of a shape
+    built_s = time.perf_counter() - start
+    files = sorted(p.name for p in folder.iterdir())
+    start = time.perf_counter()
+    again = ort.InferenceSession(model, providers=providers)
+    again.run(None, feed)
+    cached_s = time.perf_counter() - start
+    return {
+        "providers": session.get_providers(),
+        "engine_build_s": built_s,
+        "from_cache_s": cached_s,
+        "cache_files": files,
+        "engine_cached": any(name.endswith(".engine") for name in files),
+        "timing_cached": any("timing" in name for name in files),
+        "run_ms": _median_ms(lambda: again.run(None, feed)),
+    }
+
+
+def cuda_io_binding(model: str) -> dict[str, Any]:
+    """CUDA's median run, and the same with inputs and outputs bound on the GPU (IO binding), the outputs compared."""
+    import numpy as np
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(
+        model, providers=session_providers(["CUDAExecutionProvider", "CPUExecutionProvider"])
+    )
+    feed = _feed(session)
+    plain = session.run(None, feed)
+    binding = session.io_binding()
+    for name, value in feed.items():
+        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, "cuda", 0))
+    for output in session.get_outputs():
+        binding.bind_output(output.name, "cuda", 0)
+    session.run_with_iobinding(binding)
+    bound = binding.copy_outputs_to_cpu()
+    return {
+        "providers": session.get_providers(),
+        "run_ms": _median_ms(lambda: session.run(None, feed)),
+        "io_binding_ms": _median_ms(lambda: session.run_with_iobinding(binding)),
+        "max_abs_diff": float(max(np.max(np.abs(a - b)) for a, b in zip(plain, bound, strict=True))),
+    }
+
+
+def main() -> int:
+    model, cache_dir = sys.argv[1], sys.argv[2]
+    found: dict[str, Any] = {"setups": sorted(SETUPS)}
+    for name, check in (("tensorrt", lambda: tensorrt(model, cache_dir)), ("cuda", lambda: cuda_io_binding(model))):
+        try:
+            found[name] = check()
+        except Exception as exc:  # a check that cannot run says why; the others still run
+            found[name] = {"error": f"{type(exc).__name__}: {str(exc)[:500]}"}
+    print(json.dumps(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

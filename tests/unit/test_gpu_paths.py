@@ -1,0 +1,89 @@
+"""The code that needs a GPU, run without one: each provider's row of options and preparation
+(core.runtime.provider_options), and benchmarks/gpu_check.py's way out and its table. On a machine with an NVIDIA
+GPU and `make runtime-gpu`, benchmarks/gpu_check.py runs all of it for real."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from benchmarks import gpu_check
+from core.runtime import provider_options
+from core.runtime.provider_options import CPU, SETUPS, ProviderSetup, session_providers
+from core.runtime.runtimes import runtime_names
+
+TRT, CUDA = "TensorrtExecutionProvider", "CUDAExecutionProvider"
+
+
+def test_tensorrt_keeps_its_engines_and_timing_cache_in_the_cache_folder_given(tmp_path: Path) -> None:
+    options = SETUPS[TRT].options(str(tmp_path))
+    folder = tmp_path / "tensorrt"
+    assert options["trt_engine_cache_enable"] == options["trt_timing_cache_enable"] == "1"
+    assert options["trt_engine_cache_path"] == options["trt_timing_cache_path"] == str(folder) and folder.is_dir()
+    assert SETUPS[TRT].device == SETUPS[CUDA].device == "gpu" and SETUPS[CUDA].options("")["device_id"] == "0"
+    assert SETUPS["OpenVINOExecutionProvider"].options("") == {"device_type": "CPU"}
+
+
+def test_a_strict_session_lists_no_cpu_provider_unless_the_cpu_is_all_that_is_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setitem(SETUPS, "FakeExecutionProvider", ProviderSetup(
+        provider="FakeExecutionProvider", options=lambda cache: {"cache": cache}, prepare=lambda: calls.append("x")
+    ))  # fmt: skip
+    monkeypatch.setattr(provider_options, "_PREPARED", set())
+    asked = ["FakeExecutionProvider", CPU]
+    assert session_providers(asked, "/c") == [("FakeExecutionProvider", {"cache": "/c"}), CPU]
+    assert session_providers(asked, "/c", strict=True) == [("FakeExecutionProvider", {"cache": "/c"})]
+    assert session_providers([CPU], strict=True) == [CPU]  # ORT refuses a strict session only when CPU is listed
+    assert calls == ["x"]  # prepared once per process, however many sessions
+
+
+def test_tensorrts_libraries_are_loaded_from_its_package_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10", "libother.so"):
+        (tmp_path / name).write_bytes(b"")
+    loaded: list[tuple[str, int]] = []
+    monkeypatch.setattr(provider_options, "_preload_cuda", lambda: None)
+    monkeypatch.setattr(provider_options.ctypes, "CDLL", lambda path, mode: loaded.append((Path(path).name, mode)))
+    spec = types.SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+    names = provider_options._preload_tensorrt(lambda name: spec if name == "tensorrt_libs" else None)
+    assert names == ["libnvinfer.so.10", "libnvinfer_plugin.so.10", "libnvonnxparser.so.10"]
+    assert {mode for _name, mode in loaded} == {provider_options.ctypes.RTLD_GLOBAL}
+    assert provider_options._preload_tensorrt(lambda name: None) == []  # no package: the provider says so itself
+
+
+def test_the_gpu_check_without_a_gpu_says_so_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpu_check.main([], smi=lambda: "") == 0
+    assert "No NVIDIA GPU here (nvidia-smi lists no GPU): nothing to check." in capsys.readouterr().out
+    assert gpu_check.gpu_present(lambda: "GPU 0: NVIDIA H200 (UUID: GPU-1)\n") == (
+        True,
+        "GPU 0: NVIDIA H200 (UUID: GPU-1)",
+    )
+
+
+@pytest.mark.skipif("gpu" in runtime_names(), reason="the GPU runtime is built here")
+def test_the_gpu_check_with_a_gpu_but_no_gpu_runtime_says_how_to_build_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpu_check.main([], smi=lambda: "GPU 0: NVIDIA H200 (UUID: GPU-1)") == 0
+    assert "run `make runtime-gpu`, then this again" in capsys.readouterr().out
+
+
+def test_the_gpu_checks_table_fails_a_tensorrt_without_its_caches_and_a_binding_that_changes_outputs() -> None:
+    found = {
+        "tensorrt": {
+            "engine_build_s": 12.5, "from_cache_s": 0.4, "run_ms": 0.2, "cache_files": ["a.engine"],
+            "engine_cached": True, "timing_cached": False,
+        },
+        "cuda": {"run_ms": 0.3, "io_binding_ms": 0.2, "max_abs_diff": 0.5},
+    }  # fmt: skip
+    rows = gpu_check._session_rows(found, 13.0)
+    assert [(r.check, r.outcome) for r in rows] == [
+        ("TensorRT engine and caches", "FAILED"),
+        ("CUDA IO binding", "FAILED"),
+    ]
+    assert "built in 12.5 s, loaded from the cache in 0.4 s" in rows[0].found  # the build apart from the runs
+    text = gpu_check.table([*rows, gpu_check.Row("GPU runtime", "ok", "onnxruntime-gpu 1.31.1", 0.0)])
+    assert text.splitlines()[0].split() == ["check", "outcome", "s", "found"] and len(text.splitlines()) == 4
