@@ -44,6 +44,7 @@ __all__ = [
     "JobSpec",
     "ProcessBackend",
     "Progress",
+    "ThreadedJob",
     "TypedHandle",
     "run",
     "submit",
@@ -141,7 +142,43 @@ class _Slots:
             return self.waiting.index(job) if job in self.waiting else None
 
 
-class _ProcessJob:
+class ThreadedJob:
+    """What a job run by a thread of its own shows its caller alike on every backend (part of the JobHandle
+    protocol): the thread sets ``_state`` and ``_progress`` as the job goes, then ``_result`` or ``_error``, and
+    ``_finished`` last."""
+
+    def __init__(self, spec: JobSpec) -> None:
+        self.spec = spec
+        self._finished = threading.Event()
+        self._state = "queued"
+        self._queue_position: int | None = None
+        self._progress: Progress | None = None
+        self._result: Any = None
+        self._error: WorkbenchError | None = None
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def progress(self) -> Progress | None:
+        return self._progress
+
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._finished.wait(timeout)
+
+    def result(self, timeout: float | None = None) -> Any:
+        if not self._finished.wait(timeout):
+            raise TimeoutError(f"job {self.spec.name} is still {self._state}")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class _ProcessJob(ThreadedJob):
     """One job: a thread that waits for its turn (a worker slot, or the machine for exclusive jobs), starts the
     worker, reads its messages and cleans up; a second thread watches its time and memory. The worker is
     started by the job's own thread and dies with it, so it dies with the server or command line too."""
@@ -156,19 +193,13 @@ class _ProcessJob:
         pool: WarmPool | None = None,
         runtime: Runtime | None = None,
     ) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self._runtime = runtime  # whose Python the worker starts from (None: the app's own)
         self._settings = settings
         self._result_type = signature.result
         self._timeout_s = spec.timeout_s if spec.timeout_s is not None else settings.worker_timeout_s
         self._memory_bytes = (spec.memory_mb if spec.memory_mb is not None else settings.worker_memory_mb) << 20
         self._lock = threading.Lock()
-        self._finished = threading.Event()
-        self._state = "queued"
-        self._queue_position: int | None = None
-        self._progress: Progress | None = None
-        self._result: Any = None
-        self._error: WorkbenchError | None = None
         self._kill_reason: str | None = None
         self._started_at: float | None = None
         self._cancel_requested = threading.Event()
@@ -293,11 +324,7 @@ class _ProcessJob:
         self._proc.stdin.write(wire.encode(self._request))
         self._proc.stdin.close()
 
-    # -- what the caller sees -------------------------------------------------------------------------
-    @property
-    def state(self) -> str:
-        return self._state
-
+    # -- what the caller sees (the rest is ThreadedJob's) ----------------------------------------------
     @property
     def started_warm(self) -> bool:
         """Whether the job went to a worker started before it came (core.jobs.warm)."""
@@ -310,28 +337,11 @@ class _ProcessJob:
         return self._queue_position if self._exclusive else self._slots.position(self)
 
     @property
-    def progress(self) -> Progress | None:
-        return self._progress
-
-    @property
     def warnings(self) -> tuple[str, ...]:
         return (outputs.dropped_warning(self.spec.name, self._dropped),) if self._dropped else ()
 
-    def done(self) -> bool:
-        return self._finished.is_set()
-
-    def wait(self, timeout: float | None) -> bool:
-        return self._finished.wait(timeout)
-
     def cancel(self) -> None:
         self._kill("cancelled")
-
-    def result(self, timeout: float | None = None) -> Any:
-        if not self._finished.wait(timeout):
-            raise TimeoutError(f"job {self.spec.name} is still {self._state}")
-        if self._error is not None:
-            raise self._error
-        return self._result
 
     # -- inside ---------------------------------------------------------------------------------------
     def _kill(self, reason: str) -> None:

@@ -26,7 +26,7 @@ from core.i18n import _
 from core.jobs import wire
 from core.jobs.cluster import answers
 from core.jobs.cluster.answers import Answer, Missing, Status
-from core.jobs.process import JobSpec, Progress
+from core.jobs.process import JobSpec, Progress, ThreadedJob
 
 if TYPE_CHECKING:
     from core.jobs.cluster.client import TargetBackend
@@ -94,11 +94,11 @@ def _checked(answer: Answer) -> None:
         raise _error(*answer.error)
 
 
-class ClusterJob:
+class ClusterJob(ThreadedJob):
     """A job on a target; see the module's docstring."""
 
     def __init__(self, backend: TargetBackend, spec: JobSpec) -> None:
-        self.spec = spec
+        super().__init__(spec)
         self.backend = backend
         self.target = backend.target
         self.job_id = uuid.uuid4().hex
@@ -108,48 +108,21 @@ class ClusterJob:
         paths = list(signature.paths(spec.args))
         self._reads = list(dict.fromkeys(str(Path(p).parent) for a, p in paths if a is READ))
         self._writes = list(dict.fromkeys(str(p).rstrip("/") for a, p in paths if a is not READ))
-        self._state = "queued"
-        self._queue_position: int | None = None
-        self._progress: Progress | None = None
-        self._result: Any = None
-        self._error: WorkbenchError | None = None
         self._cancel = threading.Event()
-        self._finished = threading.Event()
         self.tries = 0
         threading.Thread(target=self._run, name=f"cluster job {spec.name}", daemon=True).start()
 
-    # -- what the caller sees (the JobHandle protocol) --------------------------------------------------------
-    @property
-    def state(self) -> str:
-        return self._state
-
+    # -- what the caller sees (the rest of the JobHandle protocol is ThreadedJob's) ---------------------------
     @property
     def queue_position(self) -> int | None:
         return self._queue_position if self._state == "queued" else None
 
     @property
-    def progress(self) -> Progress | None:
-        return self._progress
-
-    @property
     def warnings(self) -> tuple[str, ...]:
         return ()  # a node sends back only the plain files its job wrote (agent.collect_outputs)
 
-    def done(self) -> bool:
-        return self._finished.is_set()
-
-    def wait(self, timeout: float | None) -> bool:
-        return self._finished.wait(timeout)
-
     def cancel(self) -> None:
         self._cancel.set()
-
-    def result(self, timeout: float | None = None) -> Any:
-        if not self._finished.wait(timeout):
-            raise TimeoutError(f"job {self.spec.name} is still {self._state}")
-        if self._error is not None:
-            raise self._error
-        return self._result
 
     # -- inside -----------------------------------------------------------------------------------------------
     def _run(self) -> None:
