@@ -91,7 +91,9 @@ if record.generative is not None:  # a language model: each variant judged by it
         jobs.run(QUANTIZE_LM, lm_request, label, model=record.id)
     lm_report = jobs.kept(QUANTIZE_LM, record.id) or chosen_from(LMQuantizeReport)
     if lm_report is None:
-        st.info(_("Choose the variants and press **Quantize and compare the tokens**. The current model is not changed."))
+        st.info(
+            _("Choose the variants and press **Quantize and compare the tokens**. The current model is not changed.")
+        )
         st.stop()
     lm_chosen = language_model_results(lm_report, key=f"quantize_lm_{record.id[:12]}")
     if lm_chosen is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +15,7 @@ from ui import session
 from ui.charts import quantize_figure
 from ui.text import escaped_frame, human_bytes, md_escape
 
-__all__ = ["comparison_frame", "results_section"]
+__all__ = ["choose_variant", "comparison_frame", "results_section"]
 
 
 def _speedup(v: Variant) -> str:
@@ -156,7 +157,7 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
         measured = _("{measured} Calibration: {calibration}.").format(measured=measured, calibration=report.calibration)
     st.caption(md_escape(measured, 1200))
     _where_integer_ops_ran(made)
-    return _choose_variant(made, key)
+    return choose_variant(made, key)
 
 
 def _where_integer_ops_ran(made: list[Variant]) -> None:
@@ -180,7 +181,19 @@ def _where_integer_ops_ran(made: list[Variant]) -> None:
     )
 
 
-def _choose_variant(made: list[Variant], key: str) -> Variant | None:
+class _Made(Protocol):
+    """A variant as the chooser reads it: a language model's (core.quantize.lm_records.LMVariant) too."""
+
+    key: str
+    label: str
+    path: str
+    size_bytes: int
+
+
+Made = TypeVar("Made", bound=_Made)
+
+
+def choose_variant(made: list[Made], key: str) -> Made | None:
     """A download of one variant, and a button that makes it the current model (returned when pressed)."""
     left, right = st.columns(2)
     choice = left.selectbox(

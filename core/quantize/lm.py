@@ -3,7 +3,7 @@ dynamic INT8 and FP16 variants, each judged by its greedy tokens, not by one cal
 machine-wide lock (it measures).
 
 Method: the cache is recognised in the graph (core.generate); the variants are made with ONNX Runtime's own tools
-(from the model in memory: nothing is written beside it); the prompts are made once
+(core.quantize.lm_variants, from the model in memory); the prompts are made once
 (given, or drawn inside the vocabulary). Each model generates from every prompt once with its logits recorded, a
 variant fed the original's tokens (so each step compares the same context: where its own choice differs is where
 its greedy tokens part, core.quantize.lm_judge); then ``runs`` rounds, the models in turn, each generating from
@@ -36,13 +36,13 @@ from core.quantize.lm_records import (
     LMVariantSpec,
     original_label,
 )
-from core.quantize.records import INTEGER_OPS
-from core.quantize.variants import file_size, is_large, make_variant
+from core.quantize.lm_variants import MAKERS, model_with_weights
+from core.quantize.variants import file_size, is_large
 from core.runtime.harness import timed_session
 from core.runtime.machine import default_threads
 from core.runtime.stats import speedup_interval
 
-__all__ = ["make_dynamic", "make_int4", "quantize_language_model"]
+__all__ = ["quantize_language_model"]
 
 MAX_PROMPTS = 32
 
@@ -91,61 +91,15 @@ def _prompts(path: Path, request: LMQuantizeRequest, layout: GenerativeLayout) -
     return [make_prompt(path, plan, layout) for plan in plans]
 
 
-def make_int4(source: Path, target: Path, spec: LMVariantSpec, large: bool) -> None:
-    """Int4 weight-only: every MatMul with constant weights becomes MatMulNBits (symmetric blocks, as
-    onnxruntime-genai's builder makes them), through ONNX Runtime's MatMulNBitsQuantizer."""
-    import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-    quantizer = MatMulNBitsQuantizer(
-        onnx.load_model(str(source)),  # with its external data: the quantizer reads the weights
-        bits=4,
-        block_size=spec.block_size,
-        is_symmetric=True,
-        accuracy_level=spec.accuracy_level or None,  # 0: the attribute left out, the kernel's default
-    )
-    quantizer.process()
-    if not any(n.op_type == "MatMulNBits" for n in quantizer.model.model.graph.node):
-        raise QuantizeError(
-            _("{variant}: no MatMul with constant weights was found, so nothing was quantized.").format(
-                variant=spec.label()
-            )
-        )
-    quantizer.model.save_model_to_file(str(target), use_external_data_format=large)
-
-
-def make_dynamic(source: Path, target: Path, large: bool) -> None:
-    """Dynamic INT8 (QInt8 weights) with ONNX Runtime's quantize_dynamic, given the model itself: given its path,
-    the quantizer writes its shape-inferred copy beside it, where the model's folder is read-only."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        onnx.load_model(str(source)), str(target), weight_type=QuantType.QInt8, use_external_data_format=large
-    )
-    if not any(n.op_type in INTEGER_OPS for n in onnx.load_model(str(target), load_external_data=False).graph.node):
-        raise QuantizeError(
-            _("{variant}: no MatMul with constant weights was found, so nothing was quantized.").format(
-                variant=LMVariantSpec(kind="dynamic").label()
-            )
-        )
-
-
 def _make(spec: LMVariantSpec, source: Path, out: Path, large: bool) -> LMVariant:
     """One variant of ``source``, made in ``out``; one that cannot be made says why, and the others are made.
-    Nothing is written beside ``source`` (its folder is read-only in the sandbox) and its external data is read
-    where it is (onnx refuses to read it through a link)."""
-    variant = LMVariant(key=spec.key, label=spec.label())
+    Nothing is written beside ``source`` (its folder is read-only in the sandbox)."""
+    variant = LMVariant(key=spec.key, label=spec.label(), english=spec.english())
     started = time.perf_counter()
     target = out / f"{source.stem}.{spec.key}.onnx"
     try:
-        tool = LM_KINDS[spec.kind].tool
-        if tool == "matmul_nbits":
-            make_int4(source, target, spec, large)
-        elif tool == "dynamic":
-            make_dynamic(source, target, large)
-        else:
-            target = make_variant(tool, source, None, out, [], large)  # FP16, checked on no inputs: none fit a cache
+        model = model_with_weights(source)  # a copy each: the tools change the model they are given
+        MAKERS[spec.kind](model, target, spec, large)
         variant.path, variant.size_bytes = str(target), file_size(target)
     except QuantizeError as exc:
         variant.error = str(exc)

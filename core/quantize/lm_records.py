@@ -39,18 +39,17 @@ ACCURACY_LEVELS = {
 
 
 class LMKind(NamedTuple):
-    """A variant Quantize makes of a language model: its label and the tool that makes it."""
+    """A variant Quantize makes of a language model (core.quantize.lm_variants.MAKERS makes it, by its key)."""
 
     label: str
-    tool: str  # "matmul_nbits" (int4 weight-only), "dynamic", or the key of FP16 in core.quantize.records.VARIANTS
 
 
 _INT4 = N_("INT4 weight-only (MatMulNBits, block {block}, accuracy level {level})")
 # the kinds a language model is offered; the keys are the command line's --mode and the page's choices
 LM_KINDS: dict[str, LMKind] = {
-    "int4": LMKind(_INT4, "matmul_nbits"),
-    "dynamic": LMKind(N_("Dynamic INT8 (QInt8 weights)"), "dynamic"),
-    "fp16": LMKind(N_("FP16 (float32 inputs and outputs kept)"), "fp16"),
+    "int4": LMKind(_INT4),
+    "dynamic": LMKind(N_("Dynamic INT8 (QInt8 weights)")),
+    "fp16": LMKind(N_("FP16 (float32 inputs and outputs kept)")),
 }
 _ORIGINAL = N_("FP32 (original)")
 
@@ -123,6 +122,7 @@ class LMVariant:
 
     key: str  # "fp32" for the original
     label: str
+    english: str = ""  # the label in English: a name kept in the model library, read in either language
     path: str = ""
     size_bytes: int = 0  # the file and its external data
     seconds: float = 0.0  # time to make it

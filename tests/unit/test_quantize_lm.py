@@ -162,3 +162,25 @@ def test_static_int8_an_int4_model_and_bad_settings_are_refused(gpt2_past: Langu
                 variants=[LMVariantSpec(kind="int4", block_size=24)],
             )
         )
+
+
+def test_a_model_whose_data_file_is_hard_linked_as_an_upload_is_still_quantized(
+    qwen_genai: LanguageModel, tmp_path: Path
+) -> None:
+    """The app links an upload into its workspace; onnx's loader refuses a data file with a second link."""
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    for path in qwen_genai.onnx.parent.iterdir():
+        (folder / path.name).hardlink_to(path)
+    report = quantize_language_model(
+        LMQuantizeRequest(
+            model=str(folder / "model.onnx"),
+            out_dir=str(tmp_path / "out"),
+            variants=[LMVariantSpec(kind="int4"), LMVariantSpec(kind="fp16")],
+            prompts=2,
+            new_tokens=3,
+            runs=1,
+            threads=1,
+        )
+    )
+    assert [v.error for v in report.variants] == ["", "", ""]
