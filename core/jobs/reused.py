@@ -14,7 +14,7 @@ from core.jobs.process import Backend, JobHandle, JobSpec, Progress, TypedHandle
 from core.jobs.registry import Job, Request, Result
 from core.settings import load_settings
 
-__all__ = ["submit_reusing"]
+__all__ = ["Answered", "submit_reusing"]
 
 
 def submit_reusing(job: Job[Request, Result], request: Request, backend: Backend | None) -> TypedHandle[Result]:
@@ -23,13 +23,13 @@ def submit_reusing(job: Job[Request, Result], request: Request, backend: Backend
     settings = getattr(backend, "settings", None) or load_settings()
     earlier = reuse.earlier(request, settings.cache_dir)
     if earlier is not None:
-        return TypedHandle(_Reused(job.name, earlier))
+        return TypedHandle(Answered(job.name, earlier))
     handle = submit_spec(JobSpec(name=job.name, args={"request": request}), backend)
     return _Keeping(handle, reuse.keep, request, settings.cache_dir)
 
 
-class _Reused:
-    """A job answered from what an earlier one made (``Job.reuse``): done before anyone asks."""
+class Answered:
+    """A job answered without a worker (``Job.reuse``: from what an earlier one made): done before anyone asks."""
 
     def __init__(self, name: str, result: Any) -> None:
         self.spec = JobSpec(name=name)

@@ -29,6 +29,7 @@ from core.export import (
 )
 from core.export.messages import REPEATED
 from core.jobs import EXPORT, JobHandle, JobSpec, run
+from core.jobs.reused import Answered
 from core.model import zoo
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
@@ -411,26 +412,7 @@ def test_an_export_of_a_sample_is_reused_with_the_same_settings_and_only_then(tm
             answered = tmp_path / "answered"
             shutil.copytree(second, answered)
             moved = json.dumps(dataclasses.asdict(again)).replace(str(second), str(answered))
-            return _Done(dataclasses.replace(msgspec.json.decode(moved, type=ExportReport), reused=False))
+            return Answered(spec.name, dataclasses.replace(msgspec.json.decode(moved, type=ExportReport), reused=False))
 
     third = run(EXPORT, dataclasses.replace(request, out_dir=str(tmp_path / "answered")), _Answers(cache))
     assert not third.reused and reuse.earlier(dataclasses.replace(request, out_dir=str(tmp_path / "4")), str(cache))
-
-
-class _Done:
-    state, queue_position, progress, warnings = "done", None, None, ()
-
-    def __init__(self, value: object) -> None:
-        self.value = value
-
-    def done(self) -> bool:
-        return True
-
-    def wait(self, timeout: float | None) -> bool:
-        return True
-
-    def cancel(self) -> None:
-        pass
-
-    def result(self, timeout: float | None = None) -> object:
-        return self.value
