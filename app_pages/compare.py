@@ -53,10 +53,12 @@ CHOICES = {
     "eager": _("Its PyTorch original, run eagerly: each module's output against this export (A is PyTorch)"),
     "level": _("The same model at another optimization level"),
     "variant": _("A variant made on the Quantize page"),
+    "family": _("Another ONNX file of its folder (the same model at another precision: fp16, q4…)"),
     "version": _("Another version from your library (a model you kept, one a History run measured)"),
     "upload": _("Another ONNX file (another version, another export)"),
 }
-offered = {"eager": original is not None, "variant": bool(variants), "version": bool(versions)}
+family = {m.key: m for m in record.family if m.path != record.path}  # a Hugging Face folder's (core.model.hf_folder)
+offered = {"eager": original is not None, "variant": bool(variants), "version": bool(versions), "family": bool(family)}
 choices = [c for c in CHOICES if offered.get(c, True)]
 wanted = session.page_param("b")  # a link that names B (History's "compare with this run's version")
 if wanted in versions and st.session_state.get("compare_b_asked") != wanted:
@@ -81,6 +83,16 @@ with st.form("compare_form"):
             key="compare_version",
         )
         if versions
+        else None
+    )
+    member = (
+        st.selectbox(
+            _("The file of its folder (when B is one)"),
+            list(family),
+            format_func=lambda key: f"{family[key].variant} ({family[key].file})",
+            key="compare_member",
+        )
+        if family
         else None
     )
     upload = st.file_uploader(_("The other ONNX file (when B is another file)"), type=["onnx"], key="compare_upload")
@@ -120,6 +132,8 @@ def other_model() -> tuple[str, str]:
     if against == "variant":
         chosen = variants[str(variant)]
         return chosen.path, chosen.label
+    if against == "family" and member is not None:
+        return family[member].path, family[member].file
     if against == "version":
         kept = versions[str(version)].kept
         return kept.record.path, f"{kept.label} ({kept.record.id[:8]})"

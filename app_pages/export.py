@@ -11,6 +11,7 @@ from core.model import format_shape
 from core.model.inputs import SCALAR_TYPES, scalar_default
 from core.model.shapes import parse_dims
 from ui import session, tutorial_view
+from ui.export_lm_view import lm_export
 from ui.export_view import kept_report, run_export, show_report
 from ui.needs import next_steps, require_pytorch
 from ui.text import md_escape
@@ -90,6 +91,9 @@ optimize = right.checkbox(
 external = right.checkbox(
     _("Weights in a separate .onnx.data file (required past 2 GB)"), value=False, key="external_data"
 )
+if source.format == "hf":  # a language model: its cache's axes are its own, and generation verifies it
+    lm_export(source, exporter or "dynamo", int(opset), optimize, external)
+    st.stop()
 
 st.markdown(
     _(

@@ -12,7 +12,7 @@ from core.model.metadata import ModelMetadata
 from core.notes import say
 from ui.text import escaped_frame, human_bytes, md_escape
 
-__all__ = ["model_card", "sidebar_model", "signature_frame", "signature_tables"]
+__all__ = ["family_frame", "model_card", "sidebar_model", "signature_frame", "signature_tables"]
 
 _FORMAT_HELP = {  # translated where shown
     "onnx": N_("A protobuf ModelProto: a graph of standard operators with its weights. Runs in ONNX Runtime."),
@@ -24,6 +24,11 @@ _FORMAT_HELP = {  # translated where shown
     "code": N_(
         "Your model's own Python class, built with your arguments and loaded with your weights, only inside the "
         "isolated worker (again in every later job)."
+    ),
+    "hf": N_(
+        "A causal language model that transformers builds from its config.json and weights, offline, only inside "
+        "the isolated worker; none of the folder's own code runs. It takes its past and gives its present as flat "
+        "tensors, as its ONNX export does."
     ),
 }
 
@@ -224,6 +229,8 @@ def model_card(record: ModelRecord) -> None:
             st.table(escaped_frame(frame), hide_index=True)
         for note in record.notes:  # kept as data; said here in the reader's language (core.notes)
             st.markdown(f"- {md_escape(say(note), 400)}")
+        if record.family:
+            _family_section(record)
         _metadata_section(record)
         if record.architecture_matches:
             title = (
@@ -243,6 +250,28 @@ def model_card(record: ModelRecord) -> None:
                     }
                 )
                 st.table(escaped_frame(frame), hide_index=True)
+
+
+def family_frame(record: ModelRecord) -> pd.DataFrame:
+    """A Hugging Face folder's ONNX files, one row each: its variant (transformers.js's dtype name), its path in the
+    folder, its size with its external data, and whether it is the current model."""
+    return pd.DataFrame(
+        {
+            _("variant"): [m.variant if m.component == record.family[0].component else m.key for m in record.family],
+            _("file"): [m.file for m in record.family],
+            _("size"): [human_bytes(m.size_bytes) for m in record.family],
+            _("external data"): [", ".join(m.data_files) or "—" for m in record.family],
+            _("current"): ["●" if m.path == record.path else "" for m in record.family],
+        }
+    )
+
+
+def _family_section(record: ModelRecord) -> None:
+    """The folder's ONNX files: one model in several precisions."""
+    st.markdown("**" + _("ONNX files of this folder: one model in {count} precisions").format(
+        count=number(len(record.family))
+    ) + "**")  # fmt: skip
+    st.table(escaped_frame(family_frame(record)), hide_index=True)
 
 
 def sidebar_model(record: ModelRecord | None) -> None:

@@ -17,6 +17,7 @@ from core.model.torchload import source_of
 from core.notes import say
 from ui import jobs, session
 from ui.charts import op_count_figure, op_count_frame
+from ui.greedy_view import greedy_section
 from ui.plan_view import forget_plan, keep_export_examples
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -144,6 +145,7 @@ def show_report(report: ExportReport) -> None:
         lines.append(f"- {mark} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
     st.table(escaped_frame(_trial_frame(report)), hide_index=True)
+    greedy_section(report)  # a language model's: the tokens both engines generated
     if report.traced_shapes:
         traced = ", ".join(f"{k} {'×'.join(map(str, v))}" for k, v in report.traced_shapes.items())
         st.caption(
