@@ -5,7 +5,6 @@ the committed ONNX Runtime Web bundle matching its sources, and every word of th
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import re
@@ -29,6 +28,7 @@ from core.notes import note, say
 from core.runtime.stats import summarize
 from core.settings import load_settings
 from tests import builders
+from tests.bundles import source_hash
 
 COMPONENT = RUNTIME_DIR.parent
 
@@ -152,21 +152,9 @@ def test_text_from_a_result_file_is_cut_and_cleaned_and_a_size_mismatch_is_infin
     assert report.results[0].max_abs_diff == math.inf and note(MISMATCH) in report.notes
 
 
-def _source_hash() -> str:
-    """build.mjs's sourceHash, recomputed."""
-    files = ["build.mjs", "package.json", "package-lock.json"]
-    files += [f"src/{p.name}" for p in (COMPONENT / "src").glob("*.js")]
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(f"{name}\0".encode())
-        digest.update((COMPONENT / name).read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def test_the_committed_bundle_is_built_from_the_sources_and_pins_onnxruntime_web() -> None:
     first = (RUNTIME_DIR / "bench.js").read_text(encoding="utf-8").split("\n", 1)[0]
-    assert first == f"/* onnx-workbench browser bench; sources sha256 {_source_hash()} */", (
+    assert first == f"/* onnx-workbench browser bench; sources sha256 {source_hash(COMPONENT)} */", (
         "ui/browser_component/dist is older than its sources: run `make browser-bundle` and commit dist/"
     )
     lock = json.loads((COMPONENT / "package-lock.json").read_text())
