@@ -15,6 +15,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, pages, runtime_view, session, targets, tutorial_view
 from ui.bench_view import environment_section, results_section
 from ui.browser_bench import browser_section
+from ui.generate_view import generate_section
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.text import md_escape
@@ -31,6 +32,7 @@ st.markdown(
 
 record = require_onnx("benchmark")
 torch_record = session.torch_model()
+generate_section(record, torch_record)  # a language model: token by token first, then one call at a time
 inputs = plan_section(record, torch_record, key="bench_plan")
 batch_dynamic = any(i.batch_axis is not None for i in inputs)
 cores = targets.cores() or os.cpu_count() or 1  # the chosen target's, when jobs run on one

@@ -23,6 +23,7 @@ __all__ = [
     "LanguageModel",
     "build_gpt2",
     "build_qwen",
+    "byte_tokenizer",
     "gpt2_past",
     "hand_decoder",
     "qwen_genai",
@@ -134,6 +135,29 @@ def word_tokenizer(path: Path) -> Path:
     tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<|endoftext|>"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.decoder = decoders.WordPiece()  # joins the words with spaces
+    tokenizer.save(str(path))
+    return path
+
+
+CHINESE = ["你好，世界。", "语言模型一个一个地生成词元。", "模型说中文，也说英文。", "hello world, the model speaks."]
+
+
+def byte_tokenizer(path: Path) -> Path:
+    """A byte-level BPE tokenizer.json as Qwen's is (every UTF-8 byte a symbol, merges learnt from a few Chinese and
+    English sentences, 300 ids): a Chinese character it has not merged is two or three tokens, each of which alone
+    decodes to U+FFFD (the ``tokenizers`` library, trained here, offline)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=[WORDS[0]],
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(CHINESE * 4, trainer)
     tokenizer.save(str(path))
     return path
 

@@ -84,6 +84,7 @@ def _ort(request: GenerateRequest, layout: GenerativeLayout, prompt: Prompt, thr
     run = engine_run("ort", label, traces, int(prompt.ids.shape[1]), load_ms=load_ms, peak_mb=peak_rss_mb())
     run.steady = steady
     run.text = [prompt.text(tokens) for tokens in run.tokens]
+    run.pieces = [prompt.pieces(tokens, ids) for tokens, ids in zip(run.tokens, prompt.ids.tolist(), strict=True)]
     return run, recorded
 
 
@@ -104,6 +105,7 @@ def _eager(request: GenerateRequest, prompt: Prompt, ort_trace: Trace, threads: 
     run = engine_run("eager", "PyTorch eager", traces, int(prompt.ids.shape[1]), load_ms=load_ms, peak_mb=peak_rss_mb())
     run.steady = all((t.tokens == traces[0].tokens).all() for t in traces)
     run.text = [prompt.text(tokens) for tokens in run.tokens]
+    run.pieces = [prompt.pieces(tokens, ids) for tokens, ids in zip(run.tokens, prompt.ids.tolist(), strict=True)]
     return run, forced
 
 

@@ -20,6 +20,7 @@ __all__ = ["MAX_BATCH", "MAX_TOKENS", "Prompt", "make_prompt", "check_plan"]
 MAX_TOKENS = 1 << 16  # a prompt's tokens, or the new tokens, at most
 MAX_BATCH = 256
 MAX_TOKENIZER_BYTES = 64 << 20  # Qwen's tokenizer.json is 7 MB
+_PIECE_CONTEXT = 4  # a character takes at most four byte-level tokens (UTF-8)
 
 
 @dataclass(kw_only=True)
@@ -32,6 +33,26 @@ class Prompt:
     def text(self, ids: list[int]) -> str:
         """``ids`` as text (empty without a tokenizer)."""
         return str(self.tokenizer.decode(ids, skip_special_tokens=False)) if self.tokenizer is not None else ""
+
+    def pieces(self, ids: list[int], before: list[int] | None = None) -> list[str]:
+        """Each of ``ids`` as the text it adds (empty without a tokenizer), after ``before`` (the prompt). A token
+        that holds only part of a character (Qwen's byte-level tokens split a Chinese character in two or three)
+        adds nothing until the one that completes it, which adds the whole character; a token is decoded with
+        the one before it, so a word's leading space is kept. Each step decodes a few tokens: linear in ``ids``."""
+        if self.tokenizer is None:
+            return []
+        context = list(before or [])[-_PIECE_CONTEXT:]
+        tokens, done, pieces = context + list(ids), len(context), []
+        for end in range(len(context) + 1, len(tokens) + 1):
+            start = max(0, done - 1)
+            said = self.text(tokens[start:done]) if done > start else ""
+            text = self.text(tokens[start:end])
+            if text.endswith("\ufffd") and end - done < _PIECE_CONTEXT:  # waits for the rest of its character
+                pieces.append("")
+                continue
+            pieces.append(text[len(said) :] if text.startswith(said) else text)
+            done = end
+        return pieces
 
 
 def check_plan(plan: GenerativePlan, layout: GenerativeLayout, runs: int) -> None:

@@ -89,6 +89,7 @@ class EngineRun:
     load_ms: float  # creating the session, or loading the PyTorch model
     runs_ms: list[float] = field(default_factory=list)  # each run's whole time, for the record
     text: list[str] = field(default_factory=list)  # the generated tokens as text, per sequence (with a tokenizer)
+    pieces: list[list[str]] = field(default_factory=list)  # per sequence, the text each token adds (with a tokenizer)
     steady: bool = True  # every run generated the same tokens
 
 

@@ -11,8 +11,9 @@ __all__ = ["MAX_DIM", "parse_dims"]
 MAX_DIM = 2**63 - 1  # the largest dim ONNX (int64) can write
 
 
-def parse_dims(text: str, what: str = "the shape") -> list[int]:
-    """Positive whole numbers separated by commas, x or ×; a WorkbenchError that says how to write it else."""
+def parse_dims(text: str, what: str = "the shape", empty: frozenset[int] = frozenset()) -> list[int]:
+    """Positive whole numbers separated by commas, x or ×; a WorkbenchError that says how to write it else.
+    ``empty``: the axes that may be 0 (a language model's past at prefill holds no position)."""
     parts = [p.strip() for p in re.split(r"[,x×]", text.strip()) if p.strip()]
     try:
         dims = [int(p) for p in parts]
@@ -21,7 +22,7 @@ def parse_dims(text: str, what: str = "the shape") -> list[int]:
             f"{what[:1].upper()}{what[1:]} must be whole numbers separated by commas, e.g. 1,3,224,224; "
             f"got '{brief(text)}'."
         ) from None
-    if not dims or min(dims) < 1:
+    if not dims or any(d < (0 if axis in empty else 1) for axis, d in enumerate(dims)):
         raise WorkbenchError(f"Give {what} as positive whole numbers, e.g. 1,3,224,224; got '{brief(text)}'.")
     if max(dims) > MAX_DIM:
         big = max(dims)

@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
+from tests.lm_models import gpt2_past, qwen_genai  # language models built once per session (tests/lm_models.py)
+
+__all__ = ["APP", "as_person", "fresh_caches", "gpt2_past", "qwen_genai"]
+
 APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
 
 

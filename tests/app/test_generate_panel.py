@@ -1,0 +1,107 @@
+"""Benchmark for a language model, through AppTest: the generate panel on a two-layer Qwen2 of onnxruntime-genai's
+builder (a .zip of its folder: the model, its external data, genai_config.json and a Qwen-style byte-level
+tokenizer), a Chinese prompt as text, PyTorch eager beside ONNX Runtime from the Hugging Face folder it came from,
+the figures, the chart and the tokens side by side; and the plain single-call benchmark of such a model on its
+prefill plan (a past of 0). The models are built from configs with random weights (tests/lm_models.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from core.jobs import GENERATE
+from tests.app.conftest import APP
+from tests.app.pages import open_page, texts
+from tests.lm_models import LanguageModel, byte_tokenizer
+
+PROMPT = "你好，世界。"
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def qwen_zip(model: LanguageModel, tmp_path: Path) -> tuple[str, bytes]:
+    """The Qwen2's ONNX folder as a .zip, with a byte-level tokenizer (Chinese characters split over tokens)."""
+    byte_tokenizer(tmp_path / "tokenizer.json")
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in model.onnx.parent.iterdir():
+            if path.name != "tokenizer.json":
+                archive.write(path, f"qwen/{path.name}")
+        archive.write(tmp_path / "tokenizer.json", "qwen/tokenizer.json")
+    return "qwen.zip", data.getvalue()
+
+
+def generate(at: AppTest, reference: Path, new: int = 4) -> None:
+    """On the Benchmark page: a text prompt, ``new`` tokens, two runs at one thread, eager beside it."""
+    at.text_input(key="generate_reference_path").set_value(str(reference)).run()
+    at.radio(key="generate_prompt_kind").set_value("text").run()
+    at.text_area(key="generate_prompt_text").set_value(PROMPT)
+    at.number_input(key="generate_new").set_value(new)
+    at.number_input(key="generate_runs").set_value(2)
+    at.number_input(key="generate_threads").set_value(1)
+    next(b for b in at.button if b.label in ("Generate", "生成")).click()
+    at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_generate_panel_measures_both_engines_and_shows_the_tokens_side_by_side(
+    qwen_genai: LanguageModel, tmp_path: Path
+) -> None:
+    at = open_page("benchmark", model=qwen_zip(qwen_genai, tmp_path), timeout=300)
+    assert any(h.value == "Generate, token by token" for h in at.header)
+    assert "attention by GroupQueryAttention" in texts(at)
+    generate(at, qwen_genai.reference)
+    report = at.session_state[GENERATE.name][1]
+    assert report.eager is not None and report.first_divergent_token is None  # fp32: the same greedy tokens
+    assert report.prompt_text == [PROMPT]
+    headline = at.subheader[0].value.replace("\\", "")
+    assert headline.startswith("ONNX Runtime (ALL): ") and "tokens/s decoding (95 % CI" in headline
+    figures = at.dataframe[0].value
+    assert list(figures.columns) == ["figure", "ONNX Runtime (ALL)", "PyTorch eager"]
+    assert {"time to first token, ms (95 % CI)", "decoding, tokens/s (95 % CI)", "KV cache, MB"} <= set(
+        figures["figure"]
+    )
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    lines = [t["name"] for t in chart["data"] if t["mode"] == "lines+markers"]
+    assert lines == ["ONNX Runtime (ALL)", "PyTorch eager"]  # both engines on the one chart
+    tokens = at.dataframe[1].value
+    assert list(tokens["step"]) == [0, 1, 2, 3] and set(tokens["tokens"]) == {"same"}
+    assert list(tokens["ONNX Runtime (ALL)"]) == report.ort.tokens[0] == list(tokens["PyTorch eager"])
+    assert "ONNX Runtime (ALL): text" in tokens.columns and "largest logit difference" in tokens.columns
+    assert PROMPT in [c.value for c in at.code]  # the prompt reads as written: no U+FFFD, no half characters
+    assert any(h.value == "One call at a time" for h in at.header)  # the single-call benchmark below it
+
+
+def test_the_panel_speaks_chinese(qwen_genai: LanguageModel, tmp_path: Path) -> None:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["lang"] = "zh"
+    at.run()
+    at.file_uploader(key="uploads").set_value((*qwen_zip(qwen_genai, tmp_path), "application/zip")).run()
+    at.switch_page("app_pages/benchmark.py").run()
+    assert any(h.value == "逐词元生成" for h in at.header)
+    generate(at, qwen_genai.reference, new=3)
+    assert "词元/秒" in at.subheader[0].value
+    assert "首个词元时间，毫秒（95 % 置信区间）" in list(at.dataframe[0].value["指标"])
+
+
+def test_a_language_models_single_call_benchmark_runs_on_its_prefill_plan(gpt2_past: LanguageModel) -> None:
+    at = open_page("benchmark", model=("gpt2.onnx", gpt2_past.onnx.read_bytes()), timeout=300)
+    assert not at.error, [e.value for e in at.error]  # the past's shape 1,4,0,16 was refused: "positive numbers"
+    assert "past_key_values.0.key 1×4×0×16" in texts(at)  # the plan runs it on an empty past
+    at.number_input(key="bench_iters").set_value(10)
+    at.number_input(key="bench_warmup").set_value(1)
+    at.multiselect(key="bench_threads").set_value([1])
+    next(b for b in at.button if b.label == "Run the benchmark").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(s.value.replace("\\", "").startswith(("ONNX Runtime (", "Noisy run")) for s in at.subheader)
