@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.errors import PlanTooLargeError
 from core.jobs import IMAGE_INPUT, run
-from core.jobs.process import JobSpec, ProcessBackend, submit_spec
+from core.jobs.process import JobSpec, submit_spec
 from core.model.data import ImageRequest, check_image_fits, image_bytes, image_input
 from core.model.inputs import BenchInput, check_plan_memory, input_bytes
 from tests.app.conftest import APP
@@ -165,20 +165,17 @@ def image_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ids=["60000-pixels", "dim-2^31", "batch-64", "zero-dim", "dim-2^64", "zero-named-dim", "image", "image-dim-2^31"],
 )
 def test_the_command_line_refuses_them_before_anything_runs_with_exit_2(
-    args: list[str], said: str, image_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    args: list[str], said: str, image_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs_run: list[str]
 ) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
     _picture(tmp_path / "p.png")
-    started: list[str] = []
-    submit = ProcessBackend.submit
-    monkeypatch.setattr(ProcessBackend, "submit", lambda self, spec: started.append(spec.name) or submit(self, spec))
     command, *options = args
     done = cli(command, str(image_model), *options, *(["--no-save"] if command == "bench" else []))
     assert done.returncode == 2 and said in done.stderr.replace("\\", ""), done.stderr[-2000:]
     assert "Traceback" not in done.stderr and "OverflowError" not in done.stderr
     # refused before any benchmark, profile or quantization (a shape that is no shape, before the model is read)
-    assert started in (["intake.describe_files"], []), started
+    assert jobs_run in (["intake.describe_files"], []), jobs_run
 
 
 def _benchmark_page(model: Path, plan: list[BenchInput], monkeypatch: pytest.MonkeyPatch) -> AppTest:
@@ -220,15 +217,12 @@ def test_the_benchmark_page_refuses_a_sweep_whose_largest_batch_cannot_fit(
 
 
 def test_the_plans_form_refuses_a_picture_it_could_not_make_before_one_is_given(
-    image_model: Path, monkeypatch: pytest.MonkeyPatch
+    image_model: Path, monkeypatch: pytest.MonkeyPatch, jobs_run: list[str]
 ) -> None:
     monkeypatch.setenv("WORKBENCH_WORKER_MEMORY_MB", "512")  # the input, 412 MB, fits; its picture, 682 MB, does not
-    started: list[str] = []
-    submit = ProcessBackend.submit
-    monkeypatch.setattr(ProcessBackend, "submit", lambda self, spec: started.append(spec.name) or submit(self, spec))
     at = _benchmark_page(image_model, [_image(1, 3, 6000, 6000)], monkeypatch)
     errors = [e.value.replace("\\", "") for e in at.error]
     said = "Input 'image' is float32 1×3×6000×6000: 412.0 MB, and making it from a picture takes"
     assert any(said in e and "at most 512.0 MB (setting WORKBENCH_WORKER_MEMORY_MB)" in e for e in errors), errors
     assert not [u for u in at.get("file_uploader") if "_image_" in str(u.proto.id)]  # no picture is asked for
-    assert IMAGE_INPUT.name not in started
+    assert IMAGE_INPUT.name not in jobs_run

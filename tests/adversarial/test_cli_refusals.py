@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from core.cli import parser
-from core.jobs.process import ProcessBackend
 from tests.adversarial import hostile
 from tests.cli import cli
 
@@ -47,20 +46,12 @@ def test_every_command_that_takes_a_model_is_checked_here() -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_refused_model_stops_the_command_at_once_with_exit_2(
-    command: str, bomb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: str, bomb: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs_run: list[str]
 ) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    started: list[str] = []
-    submit = ProcessBackend.submit
-
-    def recording(self: ProcessBackend, spec):  # type: ignore[no-untyped-def]
-        started.append(spec.name)
-        return submit(self, spec)
-
-    monkeypatch.setattr(ProcessBackend, "submit", recording)
     extra = [a.format(out=tmp_path) for a in COMMANDS[command]]
     done = cli(command, str(bomb), *extra)
     assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
     assert "inline them into 100,000,000 nodes" in done.stderr and "Traceback" not in done.stderr
-    assert started == ["intake.describe_files"], started  # nothing ran after the refusal
+    assert jobs_run == ["intake.describe_files"], jobs_run  # nothing ran after the refusal
     assert done.stdout == "" and sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # and nothing was written

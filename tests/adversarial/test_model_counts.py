@@ -15,7 +15,6 @@ from core.decode import DecodeRequest
 from core.errors import LimitExceededError
 from core.graph.records import GraphRequest
 from core.jobs import DECODE, GRAPH, run
-from core.jobs.process import ProcessBackend
 from core.model.intake import IntakeRequest, describe_files
 from core.settings import IntakeLimits
 from tests.adversarial.counts import COUNT_CASES, CountCase, count_model, empty_initializers
@@ -28,20 +27,6 @@ def million(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A million empty initializers: a 15 MB file."""
     (path,) = empty_initializers(tmp_path_factory.mktemp("million"))
     return path
-
-
-@pytest.fixture
-def jobs_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The names of the jobs started from here on, in order."""
-    started: list[str] = []
-    submit = ProcessBackend.submit
-
-    def recording(self: ProcessBackend, spec):  # type: ignore[no-untyped-def]
-        started.append(spec.name)
-        return submit(self, spec)
-
-    monkeypatch.setattr(ProcessBackend, "submit", recording)
-    return started
 
 
 @pytest.mark.parametrize("case", COUNT_CASES, ids=lambda c: c.name)
