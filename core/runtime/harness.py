@@ -128,7 +128,7 @@ def timed_session(
     strict = strict and provider != CPU  # the CPU provider alone cannot fall back
     if strict:
         options.add_session_config_entry(*STRICT)
-    providers = session_providers([provider, CPU] if provider != CPU else [CPU], strict=strict)
+    providers = session_providers([provider, CPU] if provider != CPU else [CPU], strict=strict, threads=threads)
     start = time.perf_counter_ns()
     try:
         session = ort.InferenceSession(path, options, providers=providers)

@@ -35,11 +35,12 @@ TENSORRT_FOLDER = "tensorrt"  # under the cache folder the caller names: engines
 
 @dataclass(frozen=True, kw_only=True)
 class ProviderSetup:
-    """One provider's row: the options its sessions get (from the cache folder the caller names) and what must be
-    loaded before its first session (libraries its build does not find by itself)."""
+    """One provider's row: the options its sessions get (from the cache folder the caller names and the threads a
+    session is given: a provider that keeps its own thread pool must be told) and what must be loaded before its
+    first session (libraries its build does not find by itself)."""
 
     provider: str
-    options: Callable[[str], dict[str, str]]
+    options: Callable[[str, int], dict[str, str]]
     prepare: Callable[[], object] | None = None
     device: str = "cpu"  # where it computes: "gpu" providers copy inputs and outputs across (Memcpy nodes)
 
@@ -51,15 +52,17 @@ def tensorrt_cache(cache_dir: str) -> Path:
     return folder
 
 
-def _openvino(cache_dir: str) -> dict[str, str]:
-    return {"device_type": "CPU"}  # the only device OpenVINO finds on a machine without an Intel GPU or NPU
+def _openvino(cache_dir: str, threads: int) -> dict[str, str]:
+    # the only device OpenVINO finds on a machine without an Intel GPU or NPU; its own threads, not ORT's (which it
+    # ignores: left to itself it takes every core, while the CPU provider beside it is given one)
+    return {"device_type": "CPU", **({"num_of_threads": str(threads)} if threads > 0 else {})}
 
 
-def _cuda(cache_dir: str) -> dict[str, str]:
+def _cuda(cache_dir: str, threads: int) -> dict[str, str]:
     return {"device_id": "0"}
 
 
-def _tensorrt(cache_dir: str) -> dict[str, str]:
+def _tensorrt(cache_dir: str, threads: int) -> dict[str, str]:
     folder = str(tensorrt_cache(cache_dir))
     return {
         "device_id": "0",
@@ -109,9 +112,10 @@ SETUPS: dict[str, ProviderSetup] = {
 _PREPARED: set[str] = set()  # loaded once per process
 
 
-def session_providers(providers: list[str], cache_dir: str = "", strict: bool = False) -> list[Any]:
-    """``providers`` as ``InferenceSession`` takes them, each with its row's options (its ``prepare`` run first);
-    ``strict``: without the CPU provider, for a session made with ``STRICT`` (unless CPU is all that is asked)."""
+def session_providers(providers: list[str], cache_dir: str = "", strict: bool = False, threads: int = 0) -> list[Any]:
+    """``providers`` as ``InferenceSession`` takes them, each with its row's options (its ``prepare`` run first) for
+    a session of ``threads`` intra-op threads (0: the default); ``strict``: without the CPU provider, for a session
+    made with ``STRICT`` (unless CPU is all that is asked)."""
     listed: list[Any] = []
     for name in providers:
         if strict and name == CPU and any(p != CPU for p in providers):
@@ -123,5 +127,5 @@ def session_providers(providers: list[str], cache_dir: str = "", strict: bool = 
         if setup.prepare is not None and name not in _PREPARED:
             setup.prepare()
             _PREPARED.add(name)
-        listed.append((name, setup.options(cache_dir)))
+        listed.append((name, setup.options(cache_dir, threads)))
     return listed

@@ -18,21 +18,29 @@ TRT, CUDA = "TensorrtExecutionProvider", "CUDAExecutionProvider"
 
 
 def test_tensorrt_keeps_its_engines_and_timing_cache_in_the_cache_folder_given(tmp_path: Path) -> None:
-    options = SETUPS[TRT].options(str(tmp_path))
+    options = SETUPS[TRT].options(str(tmp_path), 0)
     folder = tmp_path / "tensorrt"
     assert options["trt_engine_cache_enable"] == options["trt_timing_cache_enable"] == "1"
     assert options["trt_engine_cache_path"] == options["trt_timing_cache_path"] == str(folder) and folder.is_dir()
-    assert SETUPS[TRT].device == SETUPS[CUDA].device == "gpu" and SETUPS[CUDA].options("")["device_id"] == "0"
-    assert SETUPS["OpenVINOExecutionProvider"].options("") == {"device_type": "CPU"}
+    assert SETUPS[TRT].device == SETUPS[CUDA].device == "gpu" and SETUPS[CUDA].options("", 0)["device_id"] == "0"
+
+
+def test_openvino_is_given_the_sessions_threads_since_it_ignores_onnx_runtimes() -> None:
+    openvino = SETUPS["OpenVINOExecutionProvider"]
+    assert openvino.options("", 0) == {"device_type": "CPU"}
+    assert openvino.options("", 1) == {"device_type": "CPU", "num_of_threads": "1"}
 
 
 def test_a_strict_session_lists_no_cpu_provider_unless_the_cpu_is_all_that_is_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[str] = []
-    monkeypatch.setitem(SETUPS, "FakeExecutionProvider", ProviderSetup(
-        provider="FakeExecutionProvider", options=lambda cache: {"cache": cache}, prepare=lambda: calls.append("x")
-    ))  # fmt: skip
+    fake = ProviderSetup(
+        provider="FakeExecutionProvider",
+        options=lambda cache, _threads: {"cache": cache},
+        prepare=lambda: calls.append("x"),
+    )
+    monkeypatch.setitem(SETUPS, "FakeExecutionProvider", fake)
     monkeypatch.setattr(provider_options, "_PREPARED", set())
     asked = ["FakeExecutionProvider", CPU]
     assert session_providers(asked, "/c") == [("FakeExecutionProvider", {"cache": "/c"}), CPU]
