@@ -16,7 +16,6 @@ from ui import pages, session, tutorial_view, uploads
 from ui.cards import model_card
 from ui.code_view import code_classes, code_picker
 from ui.family_view import family_actions
-from ui.family_view import family_actions
 from ui.jobs import run, show_error
 from ui.library_view import library_section
 from ui.text import human_bytes
@@ -177,7 +176,6 @@ st.markdown("#### " + _("Current model"))
 if record.format == "sample" and record.name == config.start_sample and "upload_fingerprint" not in st.session_state:
     st.caption(_("The app starts with this sample so there is something to explore; upload your own model above."))
 model_card(record)
-family_actions(record)  # a Hugging Face folder's ONNX files, each a click from Benchmark's generate panel and Compare
 family_actions(record)  # a Hugging Face folder's ONNX files, each a click from Benchmark's generate panel and Compare
 tutorial_view.parameter_figure(record)  # the tutorial printed 87,114 for the sample's layers
 if record.is_pytorch:
