@@ -13,7 +13,7 @@ from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
 
-__all__ = ["made_report"]
+__all__ = ["made_environment", "made_report"]
 
 
 def _result(label: str, engine: str, level: str, median: float) -> BenchResult:
@@ -27,12 +27,9 @@ def _result(label: str, engine: str, level: str, median: float) -> BenchResult:
     )  # fmt: skip
 
 
-def made_report(
-    run_id: str = "", model: str = "tinycnn", machine: str = "box-a", when: datetime | None = None
-) -> BenchReport:
-    """A finished benchmark of ``model`` on ``machine`` at ``when`` (now), as run_benchmark returns one."""
-    created = (when or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
-    environment = Environment(
+def made_environment(machine: str = "box-a") -> Environment:
+    """The machine a made-up run was measured on, named ``machine``."""
+    return Environment(
         machine=machine,
         cpu="Test CPU @ 3 GHz",
         physical_cores=2,
@@ -42,6 +39,14 @@ def made_report(
         versions={"onnxruntime": "1.32.0"},
         cpu_flags=["avx2"],
     )
+
+
+def made_report(
+    run_id: str = "", model: str = "tinycnn", machine: str = "box-a", when: datetime | None = None
+) -> BenchReport:
+    """A finished benchmark of ``model`` on ``machine`` at ``when`` (now), as run_benchmark returns one."""
+    created = (when or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
+    environment = made_environment(machine)
     return BenchReport(
         id=run_id or uuid.uuid4().hex,
         model=model,

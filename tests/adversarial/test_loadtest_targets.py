@@ -19,9 +19,9 @@ from core.cli.loadtest import _print, report_json
 from core.deploy import LoadResult, LoadtestReport
 from core.deploy.loadtest import STOP_RUN
 from core.deploy.session import read_tuned
-from core.runtime.machine import Environment
 from tests.builders import relu_model, write
 from tests.cli import cli
+from tests.reports import made_environment
 
 RELU = {"inputs": [{"name": "x", "dtype": "float32", "shape": [None, 4]}]}
 RELU["outputs"] = [{"name": "y", "dtype": "float32", "shape": [None, 4]}]
@@ -153,9 +153,7 @@ def test_a_concurrency_that_no_request_answered_says_so_in_words_and_null_in_jso
         concurrency=1, requests=50, errors=0, rps=100.0, p50_ms=2.0, p90_ms=3.0, p99_ms=4.0, p50_low_ms=1.9,
         p50_high_ms=2.1, p90_low_ms=2.8, p90_high_ms=3.2, p99_low_ms=3.5, p99_high_ms=5.0, checked=5, max_abs_diff=0.0,
     )  # fmt: skip
-    machine = Environment(
-        machine="m", cpu="cpu", physical_cores=2, logical_cores=2, os="Linux", python="3.11", versions={}, cpu_flags=[]
-    )
+    machine = made_environment("m")
     report = LoadtestReport(
         id="lt", model="relu", model_id="", created_at="2026-12-04T06:00:00+00:00", target="", started_app=True,
         body="json", duration_s=1.0, results=[answered, failed], in_process_p50_ms=0.5, in_process_low_ms=0.4,

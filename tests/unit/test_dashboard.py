@@ -5,8 +5,8 @@ from __future__ import annotations
 from core.bench import BenchReport
 from core.runtime.activity import Activity
 from core.runtime.harness import BenchResult
-from core.runtime.machine import Environment
 from core.store.dashboard import busy_runs, latest_per_model_machine, regressions, trend
+from tests.reports import made_environment
 
 
 def _result(label: str, engine: str, median: float, spread: float = 0.02) -> BenchResult:
@@ -30,16 +30,7 @@ def _run(
     eager_ms: float = 10.0,
     busy: bool = False,
 ) -> BenchReport:
-    environment = Environment(
-        machine=machine,
-        cpu="cpu",
-        physical_cores=2,
-        logical_cores=2,
-        os="linux",
-        python="3.11",
-        versions={},
-        cpu_flags=[],
-    )
+    environment = made_environment(machine)
     results = [_result("PyTorch eager", "eager", eager_ms), _result("ORT ALL", "ort", ort_ms)]
     results[1].speedup = eager_ms / ort_ms
     activity = Activity(seconds=1.0, cores=2, others_cores=1.5 if busy else 0.0, own_cores=1.0, load_before=0.0,

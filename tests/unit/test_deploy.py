@@ -22,16 +22,14 @@ from core.deploy.saved import as_run
 from core.deploy.server import generate_server, pbtxt_string
 from core.deploy.session import read_tuned
 from core.errors import SessionConfigError
-from core.runtime.machine import Environment
 from core.runtime.runs import LoadtestRun
 from core.runtime.session_config import SessionConfig
 from core.store import Store
 from tests.builders import mixed_inputs_model, mlp_model, relu_model, write
 from tests.cli import cli
+from tests.reports import made_environment
 
-MACHINE = Environment(
-    machine="box-a", cpu="cpu", physical_cores=2, logical_cores=2, os="Linux", python="3.11", versions={}, cpu_flags=[]
-)
+MACHINE = made_environment()
 TUNED = SessionConfig(intra_op_threads=3, execution_mode="parallel", level="disable")
 
 
