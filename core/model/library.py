@@ -31,6 +31,7 @@ import time
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -163,7 +164,7 @@ class ModelLibrary:
             return None
         link = self._link(folder, key)
         kept = _read(link)
-        if kept is None or not Path(kept.record.path).is_file():
+        if kept is None or not Path(kept.record.path).exists():  # a file, or a Hugging Face folder
             return None
         return link, kept
 
@@ -440,5 +441,22 @@ def _copied(record: ModelRecord | None, folder: Path) -> ModelRecord | None:
     if code is not None and Path(code.root).resolve().is_relative_to(base.resolve()):
         code = dataclasses.replace(code, root=str(folder / Path(code.root).resolve().relative_to(base.resolve())))
     return dataclasses.replace(
-        record, path=moved.get(record.path, str(folder / main.name)), files=[moved[str(f)] for f in files], code=code
+        record,
+        path=moved.get(record.path, str(folder / main.name)),
+        files=[moved[str(f)] for f in files],
+        code=code,
+        **_family_copied(record, base, folder, moved),
     )
+
+
+def _family_copied(record: ModelRecord, base: Path, folder: Path, moved: dict[str, str]) -> dict[str, Any]:
+    """A Hugging Face folder's place and ONNX files where the copy put them: every file of the family was kept
+    with the folder's model; one ONNX file of the folder kept alone keeps no family (its siblings were not copied)."""
+    if not record.folder:
+        return {}
+    if not all(m.path in moved for m in record.family) or not Path(record.folder).resolve().is_relative_to(
+        base.resolve()
+    ):
+        return {"folder": "", "family": []}
+    family = [dataclasses.replace(m, path=moved[m.path]) for m in record.family]
+    return {"folder": str(folder / Path(record.folder).resolve().relative_to(base.resolve())), "family": family}

@@ -231,3 +231,19 @@ def test_inspect_lists_a_folders_family_and_its_onnx_files_are_given_by_path(onn
     assert member["folder"] == str(onnx_family) and len(member["family"]) == 3  # read with its folder
     info = cli("--lang", "en", "info", str(onnx_family / "onnx" / "model_fp16.onnx"))
     assert info.returncode == 0 and "model_fp16" in info.stdout
+
+
+def test_a_folder_kept_in_the_library_keeps_its_family_where_its_copy_is(tmp_path: Path, onnx_family: Path) -> None:
+    from core.model.library import ModelLibrary
+
+    library = ModelLibrary(tmp_path / "models", max_age_s=3600)
+    record = describe(onnx_family)
+    key = library.keep(record)
+    assert key is not None
+    kept = library.open(record.id, key)
+    assert kept is not None and Path(kept.record.folder).is_dir()
+    assert Path(kept.record.folder).is_relative_to(tmp_path / "models")
+    assert all(Path(m.path).is_file() and Path(m.path).is_relative_to(kept.record.folder) for m in kept.record.family)
+    alone = describe(onnx_family, variant="q4")  # one file of the folder, kept without its siblings
+    opened = library.open(alone.id, library.keep(alone) or "")
+    assert opened is not None and not opened.record.family and not opened.record.folder
