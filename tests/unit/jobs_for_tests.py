@@ -12,7 +12,7 @@ from typing import Any
 
 from core.access import ReadPath, WritePath
 from core.errors import IntakeError
-from core.jobs.process import Backend, JobSpec, submit_spec
+from core.jobs.process import Backend, JobHandle, JobSpec, submit_spec
 from core.settings import IntakeLimits
 
 
@@ -20,6 +20,16 @@ def run_spec(name: str, args: dict[str, Any] | None = None, backend: Backend | N
     """Run job ``name`` to the end through the backends' own protocol (free-form arguments, as the test jobs
     below take them) and return its result, raising its error."""
     return submit_spec(JobSpec(name=name, args=args or {}), backend).result()
+
+
+def progress_seen(handle: JobHandle) -> set[str]:
+    """The progress messages a running job's handle showed, read until the job ended."""
+    seen = set()
+    while not handle.done():
+        if handle.progress is not None:
+            seen.add(handle.progress.message)
+        time.sleep(0.01)
+    return seen
 
 
 @dataclass

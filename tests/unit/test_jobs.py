@@ -23,7 +23,7 @@ from core.errors import (
 from core.jobs import JOBS, Job, JobSpec, ProcessBackend
 from core.jobs.process import submit_spec
 from core.settings import load_settings
-from tests.unit.jobs_for_tests import Echoed, Point, run_spec
+from tests.unit.jobs_for_tests import Echoed, Point, progress_seen, run_spec
 
 T = "tests.unit.jobs_for_tests"
 TEST_JOBS = JOBS.with_jobs(
@@ -155,11 +155,7 @@ def test_a_compare_error_in_a_worker_is_a_compare_error(backend: ProcessBackend)
 
 def test_progress_is_reported_while_running(backend: ProcessBackend) -> None:
     handle = submit_spec(JobSpec(name="test.with_progress", args={"steps": 20}), backend)
-    seen = set()
-    while not handle.done():
-        if handle.progress is not None:
-            seen.add(handle.progress.message)
-        time.sleep(0.01)
+    seen = progress_seen(handle)
     assert handle.result() == 20
     assert len(seen) >= 3 and "step 20 of 20" in seen
 

@@ -18,7 +18,7 @@ from core.jobs.sandbox import sandbox_status
 from core.settings import load_settings
 from core.workspace import open_within
 from tests import builders
-from tests.unit.jobs_for_tests import Point
+from tests.unit.jobs_for_tests import Point, progress_seen
 from tests.unit.test_jobs import TEST_JOBS
 
 T = "tests.unit.jobs_for_tests"
@@ -101,11 +101,7 @@ def test_a_warm_worker_has_the_same_endings(warm: ProcessBackend) -> None:
 
 def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
     handle = submit_spec(JobSpec(name="test.with_progress", args={"steps": 20}), warm)
-    seen = set()
-    while not handle.done():
-        if handle.progress is not None:
-            seen.add(handle.progress.message)
-        time.sleep(0.01)
+    seen = progress_seen(handle)
     assert handle.result() == 20 and handle.started_warm  # type: ignore[attr-defined]
     assert "step 20 of 20" in seen
 
