@@ -76,27 +76,20 @@ def test_a_warm_worker_returns_typed_results_and_is_never_used_twice(warm: Proce
 
 
 def test_a_warm_worker_has_the_same_endings(warm: ProcessBackend) -> None:
-    handle = submit_spec(JobSpec(name="test.segfault"), warm)
-    with pytest.raises(JobCrashed, match="SIGSEGV"):
-        handle.result(timeout=60)
-    assert handle.started_warm  # type: ignore[attr-defined]
-
-    handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 30}, timeout_s=1), _ready(warm))
-    with pytest.raises(JobTimedOut, match="limit of 1 s"):
-        handle.result(timeout=30)
-    assert handle.started_warm  # type: ignore[attr-defined]
-
-    handle = submit_spec(JobSpec(name="test.sleep", args={"seconds": 60}), _ready(warm))
-    time.sleep(0.5)
-    handle.cancel()
-    with pytest.raises(JobCancelled):
-        handle.result(timeout=10)
-    assert handle.started_warm  # type: ignore[attr-defined]
-
-    handle = submit_spec(JobSpec(name="test.allocate", args={"megabytes": 8192}, memory_mb=1500), _ready(warm))
-    with pytest.raises(JobOutOfMemory, match="limit of 1500 MB"):
-        handle.result(timeout=60)
-    assert handle.started_warm  # type: ignore[attr-defined]
+    endings: list[tuple[JobSpec, type[Exception], str]] = [
+        (JobSpec(name="test.segfault"), JobCrashed, "SIGSEGV"),
+        (JobSpec(name="test.sleep", args={"seconds": 30}, timeout_s=1), JobTimedOut, "limit of 1 s"),
+        (JobSpec(name="test.sleep", args={"seconds": 60}), JobCancelled, ""),  # cancelled below
+        (JobSpec(name="test.allocate", args={"megabytes": 8192}, memory_mb=1500), JobOutOfMemory, "limit of 1500 MB"),
+    ]
+    for spec, error, said in endings:
+        handle = submit_spec(spec, _ready(warm))
+        if error is JobCancelled:
+            time.sleep(0.5)
+            handle.cancel()
+        with pytest.raises(error, match=said):
+            handle.result(timeout=60)
+        assert handle.started_warm  # type: ignore[attr-defined]
 
 
 def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
