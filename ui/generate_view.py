@@ -17,6 +17,7 @@ from core.generate.words import headline
 from core.i18n import _, number, pgettext
 from core.jobs import GENERATE
 from core.model import ModelRecord
+from core.model.cache_config import CONFIG_FILE, TOKENIZER_FILE
 from core.model.generative import PROMPT_LENGTH, GenerativeLayout
 from core.notes import say, significant
 from core.runtime.machine import default_threads
@@ -25,15 +26,30 @@ from ui import jobs, session
 from ui.text import md_escape
 from ui.token_chart import token_latency_figure
 
-__all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokens_frame"]
+__all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokenizer_file", "tokens_frame"]
 
 PROMPT_KINDS = ("length", "ids", "text")
 MOST_NEW_TOKENS = 4096
 
 
-def reference_folder(torch_record: ModelRecord | None) -> str:
-    """The Hugging Face folder the model came from, when this session knows it (its PyTorch original is one)."""
-    return str(torch_record.path) if torch_record is not None and torch_record.format == "hf" else ""
+def reference_folder(record: ModelRecord, torch_record: ModelRecord | None) -> str:
+    """The Hugging Face folder the model came from, when this session knows it: its PyTorch original is one, or the
+    model is an ONNX file of a folder that holds config.json and safetensors weights."""
+    if torch_record is not None and torch_record.format == "hf":
+        return str(torch_record.path)
+    folder = Path(record.folder) if record.folder else None
+    if folder is not None and (folder / CONFIG_FILE).is_file() and any(folder.glob("*.safetensors")):
+        return str(folder)
+    return ""
+
+
+def tokenizer_file(record: ModelRecord) -> str:
+    """The tokenizer.json the worker is given for the model: "" when it lies beside the model (the worker finds it
+    there) or nowhere; the one at the top of the model's Hugging Face folder (its ONNX files under onnx/)."""
+    if record.generative is None or record.generative.tokenizer or not record.folder:
+        return ""
+    found = Path(record.folder) / TOKENIZER_FILE
+    return str(found) if found.is_file() and not found.is_symlink() else ""
 
 
 def _cache_said(layout: GenerativeLayout) -> str:
@@ -69,11 +85,11 @@ def _ids(text: str) -> list[int]:
 
 def _reference(record: ModelRecord, torch_record: ModelRecord | None) -> str:
     """The PyTorch reference's folder the person chose, or ""."""
-    known = reference_folder(torch_record)
+    known = reference_folder(record, torch_record)
     if known:
         use = st.checkbox(
             _("PyTorch eager beside it: the Hugging Face folder “{name}” it came from").format(
-                name=md_escape(torch_record.name if torch_record else "", 80)
+                name=md_escape(Path(known).name, 80)
             ),
             value=True,
             key="generate_eager",
@@ -115,9 +131,10 @@ def _prompt(kind: str) -> tuple[int, int, str, str]:
     return int(length), int(seed), "", ""
 
 
-def _plan(layout: GenerativeLayout) -> GenerativePlan | None:
-    """The prompt and the sizes, from the form's widgets (None: the button was not pressed)."""
-    kinds = [k for k in PROMPT_KINDS if k != "text" or layout.tokenizer]
+def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
+    """The prompt and the sizes, from the form's widgets (None: the button was not pressed); a text prompt when the
+    model has a tokenizer (beside it, or ``tokenizer``)."""
+    kinds = [k for k in PROMPT_KINDS if k != "text" or layout.tokenizer or tokenizer]
     words = {"length": _("drawn ids"), "ids": _("token ids"), "text": _("text (the model's tokenizer)")}
     kind = st.radio(_("Prompt"), kinds, format_func=words.__getitem__, horizontal=True, key="generate_prompt_kind")
     with st.form("generate_form"):
@@ -149,8 +166,8 @@ def _plan(layout: GenerativeLayout) -> GenerativePlan | None:
 def _run(record: ModelRecord, plan: GenerativePlan, reference: str) -> None:
     runs, threads, level = st.session_state["generate_settings"]
     request = GenerateRequest(
-        model=record.path, plan=plan, reference=reference, name=record.name, model_id=record.id, runs=runs,
-        threads=threads, level=level,
+        model=record.path, plan=plan, reference=reference, tokenizer=tokenizer_file(record), name=record.name,
+        model_id=record.id, runs=runs, threads=threads, level=level,
     )  # fmt: skip
     jobs.run(GENERATE, request, _("Generating from “{name}”").format(name=record.name), model=record.id)
 
@@ -235,7 +252,7 @@ def _tokens_section(report: GenerateReport) -> None:
     if report.prompt_text:  # text the model's tokenizer wrote: shown as code, never as Markdown
         st.code(report.prompt_text[sequence], language=None, wrap_lines=True)
         for run in runs:
-            st.caption(_("{engine} continued:").format(engine=run.label))
+            st.caption(_("{engine} continued:").format(engine=md_escape(run.label, 80)))
             st.code(run.text[sequence] if run.text else "", language=None, wrap_lines=True)
     frame = tokens_frame(report, sequence)
     parted = _("tokens") in frame and (frame[_("tokens")] != _("same")).any()
@@ -305,7 +322,7 @@ def generate_section(record: ModelRecord, torch_record: ModelRecord | None) -> N
     st.caption(_("The model: {cache}.").format(cache=md_escape(_cache_said(layout), 400)))
     reference = _reference(record, torch_record)
     try:
-        plan = _plan(layout)
+        plan = _plan(layout, tokenizer_file(record))
         if plan is not None:
             _run(record, plan, reference)
     except WorkbenchError as exc:

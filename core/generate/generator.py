@@ -132,7 +132,7 @@ def run_generate(request: GenerateRequest, progress: Callable[[float, str], None
     if request.warmup < 1 or request.warmup > 100:
         raise GenerateError(_("Warm-up runs must be 1 to 100 (the first records the logits)."))
     threads = request.threads or default_threads()
-    prompt = make_prompt(path, request.plan, layout)
+    prompt = make_prompt(path, request.plan, layout, Path(request.tokenizer) if request.tokenizer else None)
     report_progress(0.1, _("Generating with ONNX Runtime"))
     ort_run, ort_trace = _ort(request, layout, prompt, threads)
     eager_run: EngineRun | None = None

@@ -79,8 +79,11 @@ def check_plan(plan: GenerativePlan, layout: GenerativeLayout, runs: int) -> Non
         )
 
 
-def _tokenizer(model: Path, layout: GenerativeLayout) -> Any:
-    path = plain_file(model.parent, layout.tokenizer) if layout.tokenizer else None
+def _tokenizer(model: Path, layout: GenerativeLayout, given: Path | None = None) -> Any:
+    if given is not None:  # a tokenizer.json elsewhere (a Hugging Face folder's top, the model under onnx/)
+        path = plain_file(given.parent, given.name)
+    else:
+        path = plain_file(model.parent, layout.tokenizer) if layout.tokenizer else None
     if path is None or path.stat().st_size > MAX_TOKENIZER_BYTES:
         return None
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the worker's threads are the measurement's
@@ -124,11 +127,14 @@ def _ids(plan: GenerativePlan, layout: GenerativeLayout, tokenizer: Any) -> list
     return rng.integers(0, layout.vocabulary, (plan.batch, plan.prompt_length)).tolist()
 
 
-def make_prompt(model: Path, plan: GenerativePlan, layout: GenerativeLayout) -> Prompt:
-    """The prompt of ``plan`` for the model at ``model``, refused when it and the new tokens pass its context."""
+def make_prompt(
+    model: Path, plan: GenerativePlan, layout: GenerativeLayout, tokenizer_file: Path | None = None
+) -> Prompt:
+    """The prompt of ``plan`` for the model at ``model``, refused when it and the new tokens pass its context.
+    ``tokenizer_file``: the tokenizer.json to use when it is not beside the model."""
     import numpy as np
 
-    tokenizer = _tokenizer(model, layout)
+    tokenizer = _tokenizer(model, layout, tokenizer_file)
     ids = _ids(plan, layout, tokenizer)
     length = len(ids[0])
     if length > MAX_TOKENS:

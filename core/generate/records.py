@@ -45,6 +45,9 @@ class GenerateRequest:
     model: ReadPath  # the ONNX file (its external data, genai_config.json and tokenizer.json beside it)
     plan: GenerativePlan = field(default_factory=GenerativePlan)
     reference: ReadPath = ""  # a Hugging Face folder of the PyTorch model, for eager token by token
+    # a tokenizer.json for a text prompt and the tokens' text, when none lies beside the model (a Hugging Face folder
+    # keeps it at its top, its ONNX files under onnx/)
+    tokenizer: ReadPath = ""
     name: str = ""  # as the report names the model; else the file's name
     model_id: str = ""  # its sha256
     runs: int = 5

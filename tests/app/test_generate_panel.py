@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from core.jobs import GENERATE
 from tests.app.conftest import APP
 from tests.app.pages import open_page, texts
-from tests.lm_models import LanguageModel, byte_tokenizer
+from tests.lm_models import LanguageModel, byte_tokenizer, word_tokenizer
 
 PROMPT = "你好，世界。"
 
@@ -105,3 +105,62 @@ def test_a_language_models_single_call_benchmark_runs_on_its_prefill_plan(gpt2_p
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(s.value.replace("\\", "").startswith(("ONNX Runtime (", "Noisy run")) for s in at.subheader)
+
+
+def hf_folder_zip(model: LanguageModel, tmp_path: Path) -> tuple[str, bytes]:
+    """A Hugging Face folder as the Hub's ONNX repositories lay it out: config.json and model.safetensors, a
+    tokenizer.json, and the model's export under onnx/."""
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in model.reference.iterdir():
+            archive.write(path, f"tiny-gpt2/{path.name}")
+        archive.write(model.onnx, "tiny-gpt2/onnx/model.onnx")
+        archive.write(word_tokenizer(tmp_path / "tokenizer.json"), "tiny-gpt2/tokenizer.json")
+    return "tiny-gpt2.zip", data.getvalue()
+
+
+def test_a_folders_onnx_file_generates_with_the_folders_pytorch_model_beside_it(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    at = open_page(model=hf_folder_zip(gpt2_past, tmp_path), timeout=300)
+    at.button(key="family_generate_model").click().run()  # the Model page's table of the folder's ONNX files
+    assert not at.exception, at.exception
+    assert at.checkbox(key="generate_eager").value is True  # the folder's PyTorch model, offered as eager
+    assert not [t for t in at.text_input if t.key == "generate_reference_path"]
+    at.radio(key="generate_prompt_kind").set_value("text").run()
+    at.text_area(key="generate_prompt_text").set_value("hello world 你好")
+    at.number_input(key="generate_new").set_value(3)
+    at.number_input(key="generate_runs").set_value(1)
+    at.number_input(key="generate_threads").set_value(1)
+    next(b for b in at.button if b.label == "Generate").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    report = at.session_state[GENERATE.name][1]
+    assert report.eager is not None and report.ort.tokens == report.eager.tokens
+    assert report.prompt_ids == [[1, 2, 5]] and report.prompt_text == ["hello world 你好"]
+
+
+def test_markup_a_tokenizer_writes_is_shown_as_text(gpt2_past: LanguageModel, tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    words = ["<|endoftext|>", "<img", "src=x", "onerror=alert(1)>", "**bold**", "[link](javascript:x)"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token=words[0]))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer.decoder = decoders.WordPiece()
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        archive.write(gpt2_past.onnx, "hostile/model.onnx")
+        archive.write(tmp_path / "tokenizer.json", "hostile/tokenizer.json")
+    at = open_page("benchmark", model=("hostile.zip", data.getvalue()), timeout=300)
+    hostile = " ".join(words[1:])
+    at.radio(key="generate_prompt_kind").set_value("text").run()
+    at.text_area(key="generate_prompt_text").set_value(hostile)
+    at.number_input(key="generate_new").set_value(2)
+    at.number_input(key="generate_runs").set_value(1)
+    next(b for b in at.button if b.label == "Generate").click()
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert hostile in [c.value for c in at.code]  # as code: shown as written, never rendered
+    rendered = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.warning)]
+    assert not any(mark in text for text in rendered for mark in ("<img", "**bold**", "](javascript"))
