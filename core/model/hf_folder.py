@@ -393,7 +393,22 @@ def _describe_member(
     record = describe_onnx(main, main.parent, shown, limits)
     record.notes[:0] = [note(ONNX_OF_FOLDER, file=member.file, folder=brief(folder.name, 80)), *notes]
     record.folder, record.family = str(folder), family
+    if record.generative is None and main.parent != folder:  # under onnx/: the config.json above it says the sizes
+        record.generative = _recognised_with(main, record, folder)
     return record
+
+
+def _recognised_with(main: Path, record: ModelRecord, folder: Path) -> GenerativeLayout | None:
+    """The cache of an ONNX file under onnx/, told with the folder's config.json (its head count and head size,
+    where the file's shapes leave them open)."""
+    import onnx
+
+    from core.model.recognise import recognise
+
+    if not any("past" in s.name for s in record.inputs):
+        return None
+    model = onnx.load_model(str(main), load_external_data=False)
+    return recognise(model, record.inputs, record.outputs, folder).layout
 
 
 def relative_member(path: Path) -> tuple[Path, str] | None:

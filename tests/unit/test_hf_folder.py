@@ -247,3 +247,18 @@ def test_a_folder_kept_in_the_library_keeps_its_family_where_its_copy_is(tmp_pat
     alone = describe(onnx_family, variant="q4")  # one file of the folder, kept without its siblings
     opened = library.open(alone.id, library.keep(alone) or "")
     assert opened is not None and not opened.record.family and not opened.record.folder
+
+
+def test_an_onnx_file_under_onnx_is_recognised_with_the_config_above_it(tmp_path: Path, hf_gpt2: Path) -> None:
+    """A cache whose heads and head size the file leaves open (symbolic dims) is told by the folder's config.json,
+    which lies above onnx/, not beside the file."""
+    import onnx
+
+    from tests.lm_models import hand_decoder
+
+    folder = copied(hf_gpt2, tmp_path)
+    (folder / "onnx").mkdir()
+    model = hand_decoder(["batch", "heads", "past", "size"], ["batch", "heads", "total", "size"])
+    onnx.save_model(model, str(folder / "onnx" / "model.onnx"))
+    layout = describe(folder, variant="fp32").generative
+    assert layout is not None and (layout.kv_heads, layout.head_size) == (4, 16)
