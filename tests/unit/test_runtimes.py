@@ -7,6 +7,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -131,3 +132,37 @@ def test_no_job_may_write_into_the_runtimes_environments() -> None:
     assert RUNTIMES_DIR in code_folders()
     with pytest.raises(JobError, match="among the code every worker runs"):
         refuse_wide_folders(Confinement(writes=(str(RUNTIMES_DIR / OPENVINO / "lib"),)), load_settings(environ={}))
+
+
+def test_a_plugin_ep_package_is_registered_and_its_devices_listed_or_why_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As onnxruntime-ep-openvino 1.8.1 beside onnxruntime 1.32 on this AMD machine: it registers, and
+    get_ep_devices() offers it nothing (OpenVINO's plugin lists Intel devices only)."""
+    from core.runtime import probe
+
+    cpu = SimpleNamespace(ep_name="CPUExecutionProvider", device=SimpleNamespace(type="CPU", vendor="AMD"))
+    npu = SimpleNamespace(ep_name="FakeEP", device=SimpleNamespace(type="NPU", vendor="Intel"))
+    registered: list[str] = []
+
+    def register(name: str, path: str) -> None:
+        if name == "onnxruntime-ep-broken":
+            raise RuntimeError("built for another onnxruntime")
+        registered.append(name)
+
+    ort = SimpleNamespace(
+        __version__="1.32.0",
+        get_ep_devices=lambda: [cpu, *([npu] if "onnxruntime-ep-npu" in registered else [])],
+        register_execution_provider_library=register,
+    )
+    names = ["onnxruntime", "onnxruntime-ep-broken", "onnxruntime-ep-none", "onnxruntime-ep-npu"]
+    monkeypatch.setattr(
+        probe.importlib.metadata, "distributions", lambda: [SimpleNamespace(metadata={"Name": n}) for n in names]
+    )
+    monkeypatch.setattr(probe.importlib, "import_module", lambda name: SimpleNamespace(get_library_path=lambda: name))
+    found = {p["package"]: p for p in probe._plugins(ort)}
+    assert set(found) == {"onnxruntime-ep-broken", "onnxruntime-ep-none", "onnxruntime-ep-npu"}
+    assert found["onnxruntime-ep-broken"]["why_none"].startswith("it did not register: built for another")
+    assert (
+        found["onnxruntime-ep-none"]["why_none"]
+        == "it registered, but get_ep_devices() offers it no device on this machine"
+    )
+    assert found["onnxruntime-ep-npu"]["devices"] == [{"ep": "FakeEP", "type": "NPU", "vendor": "Intel"}]
