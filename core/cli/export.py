@@ -185,6 +185,11 @@ def _print_export(report: ExportReport) -> None:
         detail = say(trial.error) if trial.error is not None else _("max abs diff {value}").format(value=f"{worst:.2e}")
         verdict = _("VOID") if trial.proves_nothing is not None else mark[trial.ok]
         print(f"  {verdict}  " + _("matches PyTorch at {inputs}: {detail}").format(inputs=trial.label, detail=detail))
+    for check in report.greedy:  # a language model's: the tokens both engines generated from each prompt
+        for eager, onnx in zip(check.eager, check.onnx, strict=True):
+            print("  " + _("tokens  {prompt}  PyTorch {eager}  ONNX Runtime {onnx}").format(
+                prompt=check.label, eager=" ".join(map(str, eager)), onnx=" ".join(map(str, onnx))
+            ))  # fmt: skip
     for change in report.changes:
         print("  " + _("change  {change}").format(change=say(change)))
     for warning in report.warnings:

@@ -193,7 +193,7 @@ def export_causal_lm(
 ) -> ExportReport:
     """Export a Hugging Face folder's causal language model with its cache, check it, and verify it by greedy
     generation against PyTorch. Runs in the worker (core.export.exporter.export_model hands it over)."""
-    from core.export.exporter import PROTOBUF_LIMIT, _collected_warnings, _target
+    from core.export.exporter import PROTOBUF_LIMIT, _collected_warnings, _opset_note, _target
     from core.export.messages import explain_export_failure, plain_warnings
 
     report_progress = progress or _silent
@@ -239,13 +239,14 @@ def export_causal_lm(
     )
     onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
     torch_ops = module_op_counts(hf)
+    produced = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
     return ExportReport(
         ok=all(c.ok for c in checks) and bool(trials) and all(t.ok for t in trials),
         exporter=exporter,
         exporter_reason=Note(key=reason),
         opset_requested=options.opset,
-        opset_produced=next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None),
-        opset_note=None,
+        opset_produced=produced,
+        opset_note=_opset_note(options.opset, produced, exporter),
         onnx_path=str(path),
         files=files,
         checks=checks,

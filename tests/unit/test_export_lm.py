@@ -140,3 +140,24 @@ def test_the_notebook_of_a_folder_builds_it_exports_it_with_its_cache_and_genera
     assert past.shape[2] == 0  # the plan is a prefill: the past is empty
     files = {Path(f).name for f in model_files(record, plan.inputs)}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= files and not any(".onnx" in f for f in files)
+
+
+def test_the_command_line_prints_each_prompts_tokens_by_both_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    from core.cli.export import _print_export
+    from core.export import ExportReport
+    from core.export.options import GreedyCheck
+    from core.notes import Note
+
+    check = GreedyCheck(
+        label="input_ids 2×3 +2", prompt=[[1, 2, 3], [4, 5, 6]], eager=[[7, 8], [9, 10]], onnx=[[7, 8], [9, 11]],
+        first_divergent=1, logit_diff=[1e-7, 0.3],
+    )  # fmt: skip
+    report = ExportReport(
+        ok=False, exporter="dynamo", exporter_reason=Note(key="x"), opset_requested=18, opset_produced=18,
+        opset_note=None, onnx_path="m.onnx", files=[], checks=[], trials=[], torch_ops={}, onnx_ops={}, changes=[],
+        warnings=[], code="", seconds=1.0, greedy=[check],
+    )  # fmt: skip
+    _print_export(report)
+    lines = capsys.readouterr().out.splitlines()
+    assert "  tokens  input_ids 2×3 +2  PyTorch 7 8  ONNX Runtime 7 8" in lines
+    assert "  tokens  input_ids 2×3 +2  PyTorch 9 10  ONNX Runtime 9 11" in lines
