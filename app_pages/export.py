@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.errors import ExportError, WorkbenchError
-from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, choose_exporter, default_options
+from core.export import DEFAULT_OPSET, EXPORTERS, ExportOptions, choose_exporter, default_options, offered_axes
 from core.i18n import _, pgettext
 from core.model import format_shape
 from core.model.inputs import SCALAR_TYPES, scalar_default
@@ -39,7 +39,9 @@ if current is not None and current.id != source.id:
 try:
     defaults = default_options(source)
 except ExportError:
-    defaults = ExportOptions(input_shapes={s.name: [] for s in source.inputs}, exporter="legacy")
+    defaults = ExportOptions(  # no shapes yet (a model's code, TorchScript): the dims its first layer leaves free
+        input_shapes={s.name: [] for s in source.inputs}, dynamic_axes=offered_axes(source), exporter="legacy"
+    )
 forced_exporter, forced_reason = (
     choose_exporter(source.format, "dynamo") if source.format in ("torchscript", "pt2") else (None, "")
 )

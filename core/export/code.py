@@ -52,36 +52,47 @@ def _integer_example(var: str, shape: list[int], dtype: str, made: ExampleValues
     return f"{line}  # {made.why}" if made.why else line
 
 
+_HERE = 'here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()'
+_UNWRAP = (  # a checkpoint dict's state_dict, and DataParallel's "module." prefix off, as the app loaded it
+    'for key in ("state_dict", "model_state_dict", "model", "net"):  # a checkpoint dict: the state_dict in it',
+    "    if isinstance(state, dict) and isinstance(state.get(key), dict) and state[key]:",
+    "        state = state[key]",
+    "        break",
+    'if all(k.startswith("module.") for k in state):  # saved from DataParallel',
+    '    state = {k.removeprefix("module."): v for k, v in state.items()}',
+)
+
+
 def _user_code_lines(source: TorchSource) -> list[str]:
-    """The lines that rebuild a model from its own code: the class imported from where it was uploaded, built
-    with the same arguments, the weights loaded."""
+    """The lines that rebuild a model from its own code, anywhere with torch and the person's files beside the
+    script (never this app's modules or the folder it kept them in): the class imported from the code, built with
+    the same arguments, the weights loaded as the app loaded them."""
     code = source.code
     assert code is not None
     weights = Path(source.path).name
+    lines = ["import json, sys", "from pathlib import Path", "", f"{_HERE}  # your code and weights lie here"]
     if code.package:  # the package is the folder itself (a zip with __init__.py at its top)
-        init = str(Path(code.folder) / "__init__.py")
-        lines = [
-            "import importlib, importlib.util, json, sys",
-            f"spec = importlib.util.spec_from_file_location({code.package!r}, {init!r},"
-            f" submodule_search_locations=[{code.folder!r}])",
+        lines += [
+            "import importlib, importlib.util",
+            f"folder = here / {code.package!r}  # your package: its zip unpacked into this folder beside the script",
+            f'spec = importlib.util.spec_from_file_location({code.package!r}, folder / "__init__.py",'
+            " submodule_search_locations=[str(folder)])",
             f"sys.modules[{code.package!r}] = importlib.util.module_from_spec(spec)",
             f"spec.loader.exec_module(sys.modules[{code.package!r}])",
             f"model_class = importlib.import_module({code.module!r}).{code.class_name}",
         ]
     else:
-        lines = [
-            "import json, sys",
-            f"sys.path.insert(0, {code.folder!r})  # the folder your code was uploaded to",
+        where = Path(code.root).name  # model.py, or the zip's folder unzipped
+        lines += [
+            f"sys.path.insert(0, str(here))  # {where} beside this script",
             f"from {code.module} import {code.class_name} as model_class",
         ]
     lines.append(f"model = model_class(**json.loads({code.args!r}))")
     if detect_format(source.path) == "safetensors":
-        lines += ["from safetensors.torch import load_file", f"model.load_state_dict(load_file({weights!r}))"]
-    else:  # a checkpoint dict holding the state_dict was unwrapped the same way
-        lines += [
-            "from core.model.torch_files import unwrap_checkpoint  # this project's: takes the state_dict out",
-            f"model.load_state_dict(unwrap_checkpoint(torch.load({weights!r}, weights_only=True), []))",
-        ]
+        lines += ["from safetensors.torch import load_file", f"model.load_state_dict(load_file(here / {weights!r}))"]
+    else:
+        lines += [f"state = torch.load(here / {weights!r}, weights_only=True)", *_UNWRAP]
+        lines.append("model.load_state_dict(state)")
     return [*lines, "model.eval()"]
 
 

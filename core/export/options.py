@@ -29,6 +29,7 @@ __all__ = [
     "default_options",
     "example_values",
     "names_of_tensors",
+    "offered_axes",
 ]
 
 # exporter -> (opsets it can be asked for, opsets it really produces as asked, one-line description)
@@ -140,20 +141,33 @@ def default_options(record: ModelRecord, exporter: str = "dynamo") -> ExportOpti
     shapes: dict[str, list[int]] = {}
     for spec in record.inputs:
         if spec.shape is None:
+            why = "TorchScript keeps no shapes" if record.format == "torchscript" else "a model's own code says none"
             raise ExportError(
-                f"The model does not say the shape of its input '{spec.name}' (TorchScript keeps no shapes). "
-                "Give it, e.g. --input NAME=1,3,224,224 on the command line or in the shape box on the Export page."
+                f"The model does not say the shape of its input '{spec.name}' ({why}). Give it, e.g. --input "
+                "NAME=1,3,224,224 on the command line or in the shape box on the Export page."
             )
         shapes[spec.name] = [d if isinstance(d, int) and d > 0 else 1 for d in spec.shape]
     return ExportOptions(
         input_shapes=shapes,
         input_dtypes={s.name: s.dtype for s in record.inputs if s.dtype in _TORCH_DTYPES | SCALAR_TYPES},
         input_values={s.name: scalar_default(s.name, s.dtype) for s in record.inputs if s.dtype in SCALAR_TYPES},
-        dynamic_axes={s.name: dict(s.dynamic_axes) for s in record.inputs if s.dynamic_axes},
+        dynamic_axes=offered_axes(record, shapes),
         input_kinds={s.name: kind for s in record.inputs if (kind := example_values(s)) is not None},
         output_names=[s.name for s in record.outputs] if record.format != "torchscript" else [],
         exporter=choose_exporter(record.format, exporter)[0] if record.format in ("torchscript", "pt2") else exporter,
     )
+
+
+def offered_axes(record: ModelRecord, shapes: dict[str, list[int]] | None = None) -> dict[str, dict[str, str]]:
+    """The dynamic axes the Export page and the command line start from: the model's own (a sample's, a program's
+    dims), or those the first layer of a model's own code leaves free; within each shape's rank where one is known."""
+    offered = {}
+    for spec in record.inputs:
+        rank = len(shapes[spec.name]) if shapes and spec.name in shapes else None
+        axes = {a: label for a, label in spec.dynamic_axes.items() if rank is None or int(a) < rank}
+        if axes:
+            offered[spec.name] = axes
+    return offered
 
 
 def example_values(spec: TensorSpec) -> ExampleValues | None:

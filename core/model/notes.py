@@ -18,6 +18,7 @@ __all__ = [
     "DOMAINS_UNUSED",
     "DOMAIN_UNUSED",
     "EXPORTED_FROM",
+    "FIRST_LAYER",
     "FUNCTIONS",
     "LOADED_INTO",
     "PT2_EXPORTED",
@@ -55,9 +56,13 @@ BUILT_FROM_CODE = N_(
 )
 EXPORTED_FROM = N_("Exported from {kind} '{name}' by the {exporter} exporter.")
 CODE_SHAPES = N_("Your code does not say its input shapes: give them on the Export page (float32 is assumed).")
+FIRST_LAYER = N_(
+    "Its first layer, {layer}, leaves axes {axes} of '{name}' free: the Export page offers them as dynamic (untick "
+    "any the rest of the model fixes)."
+)
 
 TEMPLATES = (
     CHECKPOINT_ENTRY, DATAPARALLEL, LOADED_INTO, TORCHSCRIPT_SHAPES, PT2_EXPORTED, PT2_NAMES, DOMAINS_IN_USE,
     DOMAIN_UNUSED, DOMAINS_UNUSED, SUBGRAPHS, FUNCTIONS, CONSTANT_WEIGHTS, BUILT_FROM_CODE, CODE_SHAPES,
-    EXPORTED_FROM, DEFAULT_INPUTS,
+    EXPORTED_FROM, DEFAULT_INPUTS, FIRST_LAYER,
 )  # fmt: skip

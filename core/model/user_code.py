@@ -18,7 +18,7 @@ from core.i18n import N_
 from core.model.archives import unpack_bundle
 from core.model.code_listing import ModuleClass, module_classes, zip_package
 from core.model.formats import detect_format, sha256_files
-from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, Note, note
+from core.model.notes import BUILT_FROM_CODE, CODE_SHAPES, FIRST_LAYER, Note, note
 from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec, UserCode
 from core.model.torch_files import compare_keys, mismatch_summary, read_weights, refuse_code
 from core.settings import IntakeLimits
@@ -201,8 +201,29 @@ def _choose(
     )
 
 
-def _inputs(net: torch.nn.Module) -> list[TensorSpec]:
-    """The forward's required parameters: shapes unknown (the person gives them when exporting)."""
+# the axes a first layer leaves free, by its kind: the batch, and what a convolution slides over or an embedding reads
+_FREE_AXES = {
+    "Conv1d": {"0": "batch", "2": "length"},
+    "Conv2d": {"0": "batch", "2": "height", "3": "width"},
+    "Conv3d": {"0": "batch", "2": "depth", "3": "height", "4": "width"},
+    "Embedding": {"0": "batch", "1": "sequence"},
+    "Linear": {"0": "batch"},
+}
+
+
+def first_layer(net: torch.nn.Module) -> tuple[str, dict[str, str]]:
+    """The model's first layer that holds weights (as its code registers them: the first its input meets, in a
+    model written in order) and the axes of its input it leaves free; ("", {}) when it is none of _FREE_AXES."""
+    for name, module in net.named_modules():
+        if next(module.parameters(recurse=False), None) is not None:
+            kind = type(module).__name__
+            return (f"{name} ({kind})", dict(_FREE_AXES[kind])) if kind in _FREE_AXES else ("", {})
+    return "", {}
+
+
+def _inputs(net: torch.nn.Module, notes: list[Note]) -> list[TensorSpec]:
+    """The forward's required parameters: shapes unknown (the person gives them when exporting); the first of them
+    offered as dynamic on the axes the first layer leaves free."""
     try:
         params = inspect.signature(net.forward).parameters.values()
     except (TypeError, ValueError):
@@ -212,7 +233,13 @@ def _inputs(net: torch.nn.Module) -> list[TensorSpec]:
         for p in params
         if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
     ]
-    return [TensorSpec(name=n, dtype="unknown", shape=None) for n in named or ["input"]]
+    specs = [TensorSpec(name=n, dtype="unknown", shape=None) for n in named or ["input"]]
+    layer, free = first_layer(net)
+    if free:
+        specs[0].dynamic_axes = free
+        axes = ", ".join(f"{axis} ({label})" for axis, label in free.items())
+        notes.append(note(FIRST_LAYER, layer=brief(layer, 80), name=specs[0].name, axes=axes))
+    return specs
 
 
 def describe_code(
@@ -247,7 +274,7 @@ def describe_code(
         size_bytes=weights_path.stat().st_size + code_path.stat().st_size,
         path=str(weights_path),
         files=[str(weights_path), str(code_path), *unpacked],
-        inputs=_inputs(model),
+        inputs=_inputs(model, notes),
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in model.parameters()),
         architecture=code.class_name,

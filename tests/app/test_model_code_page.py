@@ -45,6 +45,11 @@ def test_the_code_and_its_weights_become_the_current_model_once_the_class_and_ar
     assert record.format == "code" and record.name == "Net" and record.code.args == '{"width": 4}'
     shown = [m.value for m in at.markdown] + [c.value for c in at.caption] + [i.value for i in at.info]
     assert any("Built Net" in str(text) for text in shown)  # the card's notes
+    at.switch_page("app_pages/export.py").run()  # the dims its first layer (a Conv2d) leaves free are offered
+    shape = next(t for t in at.text_input if t.key.startswith("shape_") and t.key.endswith("_x"))
+    shape.set_value("1,3,16,16").run()
+    ticked = {c.key.rsplit("_", 1)[1]: c.value for c in at.checkbox if c.key.startswith("dyn_")}
+    assert ticked == {"0": True, "1": False, "2": True, "3": True}
 
 
 def test_hosted_mode_refuses_a_models_code_without_listing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

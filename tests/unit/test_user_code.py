@@ -22,6 +22,7 @@ from core.model.code_listing import CodeFile, default_args, list_classes, module
 from core.model.intake import IntakeRequest, describe_files
 from core.model.records import ModelRecord
 from core.model.torchload import load_module, source_of
+from core.notes import say
 from core.settings import IntakeLimits
 from tests import builders
 from tests.cli import cli
@@ -124,7 +125,7 @@ def test_the_class_the_weights_fit_is_found_and_exports_to_onnx_that_matches_pyt
     assert record.format == "code" and record.is_pytorch and record.name == "Net"
     assert record.code is not None and (record.code.module, record.code.class_name) == ("tinynet_a", "Net")
     assert [(i.name, i.shape) for i in record.inputs] == [("x", None)]  # a shape the person gives, as TorchScript's
-    assert "checkpoint's 'model_state_dict'" in " ".join(record.notes)
+    assert "checkpoint's 'model_state_dict'" in " ".join(say(n) for n in record.notes)
     options = ExportOptions(input_shapes={"x": [1, 3, 16, 16]}, dynamic_axes={}, exporter="legacy")
     request = ExportRequest(source=source_of(record), options=options, out_dir=str(tmp_path), file_name="net.onnx")
     report = export_model(request)
@@ -289,3 +290,71 @@ def test_a_model_built_from_code_is_not_sent_to_a_cluster_target(tmp_path: Path)
     )  # fmt: skip
     with pytest.raises(TargetError, match="runs only on this machine"):
         in_own_folder(record, tmp_path, backend=object())  # type: ignore[arg-type]
+
+
+def test_the_code_that_reproduces_an_export_runs_anywhere_with_torch_and_the_persons_files(
+    net_upload: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """It imported this app's own module (core.model.torch_files) and put the workspace's folder on sys.path: it
+    now needs only torch and the person's model.py and weights beside it, and runs from any folder."""
+    import shutil
+    import subprocess
+
+    code, weights = net_upload
+    record = describe(code, weights, code_args='{"width": 4}')
+    options = ExportOptions(input_shapes={"x": [1, 3, 16, 16]}, dynamic_axes={}, exporter="legacy")
+    request = ExportRequest(source=source_of(record), options=options, out_dir=str(tmp_path), file_name="net.onnx")
+    text = export_model(request).code
+    assert "core." not in text and str(code.parent) not in text and "here / 'weights.pt'" in text
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for path in (code, weights):
+        shutil.copy(path, elsewhere / path.name)
+    (elsewhere / "export.py").write_text(text)
+    done = subprocess.run(
+        [sys.executable, str(elsewhere / "export.py")], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "net.onnx").is_file()  # written where it was run
+
+
+def test_a_model_of_its_own_code_without_shapes_is_told_so_not_as_torchscript(
+    net_upload: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    code, weights = net_upload
+    done = cli("export", f"{code},{weights}", "--args", '{"width": 4}', "-o", str(tmp_path / "net.onnx"))
+    assert done.returncode != 0 and "a model's own code says none" in done.stderr
+    assert "TorchScript" not in done.stderr
+
+
+def test_the_dims_a_models_first_layer_leaves_free_are_offered_as_dynamic(
+    net_upload: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every axis of a .py + state_dict model started static (a U-Net exported at one size only): its first layer,
+    a Conv2d, leaves the batch, the height and the width free, and those are offered as dynamic."""
+    import onnx
+
+    from core.export import default_options
+    from core.model.notes import FIRST_LAYER
+
+    code, weights = net_upload
+    record = describe(code, weights, code_args='{"width": 4}')
+    assert record.inputs[0].dynamic_axes == {"0": "batch", "2": "height", "3": "width"}
+    said = [say(n) for n in record.notes if getattr(n, "key", "") == FIRST_LAYER]
+    assert said == [
+        "Its first layer, stem (Conv2d), leaves axes 0 (batch), 2 (height), 3 (width) of 'x' free: the Export page "
+        "offers them as dynamic (untick any the rest of the model fixes)."
+    ]
+    given = dataclasses.replace(record.inputs[0], shape=[1, 3, 16, 16])
+    options = default_options(dataclasses.replace(record, inputs=[given]))
+    assert options.dynamic_axes == {"x": {"0": "batch", "2": "height", "3": "width"}}
+    flat = dataclasses.replace(record.inputs[0], shape=[3, 16])  # a rank the offer does not fit: kept within it
+    assert default_options(dataclasses.replace(record, inputs=[flat])).dynamic_axes == {"x": {"0": "batch"}}
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    out = tmp_path / "net.onnx"
+    done = cli("export", f"{code},{weights}", "--args", '{"width": 4}', "--input", "x=1,3,16,16", "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    dims = [d.dim_param or d.dim_value for d in onnx.load(str(out)).graph.input[0].type.tensor_type.shape.dim]
+    assert dims == ["batch", 3, "height", "width"]
