@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
@@ -20,7 +18,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
-from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
 from core.errors import IdentityRefused
 from core.i18n import _, number, pgettext
 from core.identity import ANONYMOUS, Identity, named
@@ -40,9 +38,7 @@ __all__ = ["register", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
-    parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
-    parser.add_argument("--no-eager", action="store_true", help="measure ONNX Runtime only")
+    add_model_arguments(parser, eager="measure ONNX Runtime only")
     parser.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
     parser.add_argument(
         "--providers", help="ORT execution providers to measure, each a configuration, e.g. openvino,cpu (default cpu)"
@@ -61,7 +57,9 @@ def register(parser: Any) -> None:
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
     parser.add_argument("--iters", type=int, default=200, help="measured calls per configuration (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls per configuration (default 20)")
-    parser.add_argument("--budget", type=float, default=120.0, help="time budget, seconds: opening the sessions, warm-up and measuring")
+    parser.add_argument(
+        "--budget", type=float, default=120.0, help="time budget, seconds: opening the sessions, warm-up and measuring"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
     add_code_arguments(parser)
@@ -134,8 +132,7 @@ def _owner(args: argparse.Namespace) -> Identity:
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
     owner = ANONYMOUS if args.no_save else _owner(args)
-    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        model = measured_model(args, Path(tmp), backend)
+    with measured(args, backend) as model:
         request = BenchRequest(
             model=model,
             levels=[level.lower().removesuffix("_all") for level in split(args.levels)] or None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +10,7 @@ from core import jobs
 from core.browser import BrowserRequest, runtime_files
 from core.browser.page import bench_message, standalone_page
 from core.cli.common import add_code_arguments
-from core.cli.plan import add_plan_arguments, measured_model
+from core.cli.plan import add_model_arguments, add_plan_arguments, measured
 from core.errors import WorkbenchError
 from core.i18n import _, language
 from core.jobs import BROWSER
@@ -21,7 +20,7 @@ __all__ = ["register", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    add_model_arguments(parser)
     parser.add_argument("-o", "--output", default="bench.html", help="the HTML file to write (bench.html)")
     parser.add_argument("--iters", type=int, default=200, help="timed calls in the browser (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls in the browser (default 20)")
@@ -34,7 +33,7 @@ def register(parser: Any) -> None:
     )
     add_plan_arguments(parser)
     add_code_arguments(parser)
-    parser.set_defaults(func=run, torch=None, no_eager=True)
+    parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise WorkbenchError(_("--iters takes 1–100,000 calls, --warmup 0–10,000 and --budget 0–3,600 seconds."))
     runtime = runtime_files()
     limit = load_settings().browser_model_mb
-    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        model = measured_model(args, Path(tmp), None)
+    with measured(args, None) as model:
         payload = jobs.run(BROWSER, BrowserRequest(model=model, seed=args.seed, limit_mb=limit))
     meta = bench_message(
         payload, name=model.name or Path(model.path).name, model_id=model.id, iterations=args.iters,

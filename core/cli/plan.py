@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,28 @@ from core.model.torchload import source_of
 from core.notes import note
 from core.settings import load_settings
 
-__all__ = ["add_plan_arguments", "given_dims", "plan_from_args", "plan_json", "refuse_unset_dims"]
+__all__ = [
+    "add_model_arguments",
+    "add_plan_arguments",
+    "given_dims",
+    "measured",
+    "measured_model",
+    "plan_from_args",
+    "plan_json",
+    "refuse_unset_dims",
+]
+
+
+def add_model_arguments(parser: Any, eager: str = "") -> None:
+    """The model a command measures, as ``measured_model`` reads it: an .onnx path, or a PyTorch model exported
+    first; where the command measures PyTorch eager beside ONNX Runtime (``eager``: what --no-eager does, in the
+    command's words), the original behind an .onnx file (--torch) and --no-eager, else no eager side at all."""
+    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    if eager:
+        parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
+        parser.add_argument("--no-eager", action="store_true", help=eager)
+    else:
+        parser.set_defaults(torch=None, no_eager=True)
 
 
 def add_plan_arguments(parser: Any) -> None:
@@ -267,6 +291,13 @@ def measured_model(args: argparse.Namespace, work_dir: Path, backend: Backend | 
     return MeasuredModel(
         path=record.path, inputs=plan, name=named, id=record.id, torch_source=torch_source, torch_id=torch_id
     )
+
+
+@contextlib.contextmanager
+def measured(args: argparse.Namespace, backend: Backend | None) -> Iterator[MeasuredModel]:
+    """``measured_model``, made in a temporary folder that is kept while the command measures it."""
+    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
+        yield measured_model(args, Path(tmp), backend)
 
 
 def plan_json(plan: list[BenchInput]) -> list[dict[str, Any]]:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
 from core.cli.common import add_code_arguments, add_target_argument, environment_json, padded, target_backend
-from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
 from core.i18n import _
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
@@ -26,9 +24,7 @@ __all__ = ["register", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
-    parser.add_argument("--torch", help="the PyTorch model behind an .onnx file (sample:NAME or a path)")
-    parser.add_argument("--no-eager", action="store_true", help="profile ONNX Runtime only")
+    add_model_arguments(parser, eager="profile ONNX Runtime only")
     parser.add_argument("--level", default="all", help="ORT optimization level: disable, basic, extended, layout, all")
     parser.add_argument(
         "--threads", type=int, default=0, help="intra-op threads for both engines (default: every core but one)"
@@ -85,8 +81,7 @@ def _print(report: ProfileReport, top: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
-    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        model = measured_model(args, Path(tmp), backend)
+    with measured(args, backend) as model:
         request = ProfileRequest(
             model=model,
             level=args.level.lower().removesuffix("_all"),

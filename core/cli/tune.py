@@ -21,7 +21,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
-from core.cli.plan import add_plan_arguments, measured_model, plan_json
+from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
 from core.errors import JobError
 from core.i18n import _, number
 from core.jobs import TUNE
@@ -38,7 +38,7 @@ __all__ = ["register", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
+    add_model_arguments(parser)
     parser.add_argument("--budget", type=float, default=60.0, help="seconds to search, all in (default 60)")
     parser.add_argument(
         "--variants",
@@ -55,7 +55,7 @@ def register(parser: Any) -> None:
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run, torch=None, no_eager=True)
+    parser.set_defaults(func=run)
 
 
 def _print(report: TuneReport) -> None:
@@ -143,8 +143,7 @@ def _partial_json(partial: TunePartial, error: JobError) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
-    with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
-        model = measured_model(args, Path(tmp), backend)
+    with measured(args, backend) as model, tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         request = TuneRequest(
             model=model,
             out_dir=str(Path(tmp) / "tuned"),
