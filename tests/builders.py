@@ -46,6 +46,17 @@ def mlp_model(width: int = 64) -> onnx.ModelProto:
     return _model(graph, producer_name="tests")
 
 
+def weights_model(size: int) -> onnx.ModelProto:
+    """A MatMul whose float32 weight is size×size (400: 640 kB): a model of the size a test needs."""
+    w = numpy_helper.from_array(np.ones((size, size), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])], [w],
+    )  # fmt: skip
+    return _model(graph)
+
+
 def constant_weights_model() -> onnx.ModelProto:
     """Weights in Constant nodes instead of initializers, as Paddle and TF exports do."""
     w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32), "w_value")

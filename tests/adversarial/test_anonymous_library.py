@@ -10,25 +10,10 @@ from streamlit.testing.v1 import AppTest
 
 from core.identity import ANONYMOUS
 from core.model.library import NotYourModel
+from tests import builders
 from tests.app.conftest import APP
 from tests.app.pages import texts, upload
 from ui import session
-
-
-def _weights_model(size: int) -> bytes:
-    """A MatMul whose float32 weight is size×size (400: 640 kB)."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((size, size), np.float32), "w")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])], [w],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return bytes(model.SerializeToString())
 
 
 @pytest.fixture(autouse=True)
@@ -48,12 +33,12 @@ def test_a_visitor_who_fills_the_anonymous_library_drops_nobody_elses_link(monke
     monkeypatch.setenv("WORKBENCH_LIBRARY_QUOTA_MB", "1")  # room for one of these models, not two
     monkeypatch.setenv("WORKBENCH_LIBRARY_SESSION_SHARE", "1")  # what is tested here is the room, not the share
     alice = AppTest.from_file(APP, default_timeout=120).run()
-    upload(alice, "alices.onnx", _weights_model(400))
+    upload(alice, "alices.onnx", builders.weights_model(400).SerializeToString())
     link = alice.session_state["link"]
     assert link.get("key") and not alice.warning, [w.value for w in alice.warning]
 
     mallory = AppTest.from_file(APP, default_timeout=120).run()  # another visitor, the same server
-    upload(mallory, "mallorys.onnx", _weights_model(401))
+    upload(mallory, "mallorys.onnx", builders.weights_model(401).SerializeToString())
     assert mallory.session_state["model"].name == "mallorys"  # still theirs to work with in this session
     assert mallory.session_state["link"] == {}  # but not kept: no permalink
     (warning,) = [w.value for w in mallory.warning]
@@ -63,7 +48,7 @@ def test_a_visitor_who_fills_the_anonymous_library_drops_nobody_elses_link(monke
 
 def test_a_sent_permalink_opens_but_only_the_session_that_kept_it_renames_or_deletes_it() -> None:
     alice = _visitor()
-    upload(alice, "alices.onnx", _weights_model(40))
+    upload(alice, "alices.onnx", builders.weights_model(40).SerializeToString())
     link = alice.session_state["link"]
     bob = _visitor(link)  # Alice sends Bob the permalink
     assert bob.session_state["model"].name == "alices"  # it opens
@@ -90,14 +75,14 @@ def test_one_visitor_takes_a_share_of_the_anonymous_room_and_leaves_the_rest_to_
     monkeypatch.setenv("WORKBENCH_LIBRARY_SESSION_SHARE", "0.5")  # one session: one of them
     mallory = _visitor()
     for n in range(3):  # each new one takes the place of the session's last
-        upload(mallory, f"m{n}.onnx", _weights_model(400 + n))
+        upload(mallory, f"m{n}.onnx", builders.weights_model(400 + n).SerializeToString())
         assert mallory.session_state["link"].get("key"), [w.value for w in mallory.warning]
     alice = _visitor()
-    upload(alice, "alices.onnx", _weights_model(399))
+    upload(alice, "alices.onnx", builders.weights_model(399).SerializeToString())
     assert alice.session_state["link"].get("key") and not alice.warning, [w.value for w in alice.warning]
 
     big = _visitor()  # a model larger than a session's share: not kept, and the page says why and what to do
-    upload(big, "big.onnx", _weights_model(600))  # 1.4 MB
+    upload(big, "big.onnx", builders.weights_model(600).SerializeToString())  # 1.4 MB
     assert big.session_state["model"].name == "big" and big.session_state["link"] == {}
     (warning,) = [w.value for w in big.warning]
     assert "larger than one browser session's share" in warning and "WORKBENCH_LIBRARY_SESSION_SHARE" in warning

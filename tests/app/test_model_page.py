@@ -143,28 +143,14 @@ def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.Mon
     assert "does not accept them" in at.error[0].value
 
 
-def _weights_model(size: int) -> bytes:
-    """A MatMul whose float32 weight is size×size."""
-    import numpy as np
-    from onnx import TensorProto, helper, numpy_helper
-
-    w = numpy_helper.from_array(np.ones((size, size), np.float32), "w")
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, size])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, size])], [w],
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return bytes(model.SerializeToString())
-
-
 def test_a_new_upload_replaces_the_earlier_ones_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
     for n in range(3):
-        at.file_uploader(key="uploads").set_value((f"m{n}.onnx", _weights_model(8 + n), "application/octet-stream"))
+        at.file_uploader(key="uploads").set_value(
+            (f"m{n}.onnx", builders.weights_model(8 + n).SerializeToString(), "application/octet-stream")
+        )
         at.run()
         assert at.session_state["model"].name == f"m{n}" and not at.exception
     folder = at.session_state["workspace"].path
@@ -176,7 +162,9 @@ def test_a_session_past_its_quota_is_told_so(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("WORKBENCH_WORKSPACE_QUOTA_MB", "1")
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.file_uploader(key="uploads").set_value(("big.onnx", _weights_model(600), "application/octet-stream")).run()
+    at.file_uploader(key="uploads").set_value(
+        ("big.onnx", builders.weights_model(600).SerializeToString(), "application/octet-stream")
+    ).run()
     assert any("past its quota of 1.0 MB" in e.value.replace("\\", "") for e in at.error), at.error
     assert "model" not in at.session_state or at.session_state["model"] is None
 
@@ -184,8 +172,8 @@ def test_a_session_past_its_quota_is_told_so(tmp_path: Path, monkeypatch: pytest
 def test_a_second_model_dropped_beside_the_first_replaces_it(app: AppTest, tmp_path: Path) -> None:
     """The upload box keeps the first file; a second model dropped beside it is the new model (not "are each a
     model"), and a data file dropped beside its model still joins it."""
-    first = ("first.onnx", _weights_model(8), "application/octet-stream")
-    second = ("second.onnx", _weights_model(9), "application/octet-stream")
+    first = ("first.onnx", builders.weights_model(8).SerializeToString(), "application/octet-stream")
+    second = ("second.onnx", builders.weights_model(9).SerializeToString(), "application/octet-stream")
     app.file_uploader(key="uploads").set_value(first).run()
     assert app.session_state["model"].name == "first"
     app.file_uploader(key="uploads").set_value([first, second]).run()
@@ -235,9 +223,8 @@ def test_an_ultralytics_export_shows_what_its_metadata_says_escaped(app: AppTest
 
 def _large_data_model(folder: Path) -> Path:
     """An .onnx whose weight (2.4 MiB) lies in a data file beside it: over a limit of 1 MB per file."""
-    import onnx
 
-    return builders.save_with_external_data(onnx.load_from_string(_weights_model(800)), folder)
+    return builders.save_with_external_data(builders.weights_model(800), folder)
 
 
 def test_a_data_file_over_the_upload_limit_says_the_limit_whose_it_is_and_the_ways_round_it(
