@@ -125,19 +125,30 @@ def _record_from_state_dict(tensors: dict[str, Any], main: Path, fmt: str, name:
     model.load_state_dict(tensors, strict=True)
     sample_record = zoo.describe_sample(arch)
     notes.append(note(LOADED_INTO, arch=arch))
-    return ModelRecord(
-        id=file_sha256(main),
-        name=name or main.stem,
-        format=fmt,
-        size_bytes=main.stat().st_size,
-        path=str(main),
-        files=[str(main)],
+    return _file_record(
+        main,
+        name,
+        fmt,
         inputs=sample_record.inputs,
         outputs=sample_record.outputs,
         parameter_count=sum(p.numel() for p in model.parameters()),
         architecture=arch,
         architecture_matches=matches,
         notes=notes,
+    )
+
+
+def _file_record(path: Path, name: str, fmt: str, **found: Any) -> ModelRecord:
+    """The record of a PyTorch model that is the one file ``path`` (named ``name``, else after the file): its hash,
+    size and place, with what reading it ``found`` (inputs, outputs, parameter count, notes...)."""
+    return ModelRecord(
+        id=file_sha256(path),
+        name=name or path.stem,
+        format=fmt,
+        size_bytes=path.stat().st_size,
+        path=str(path),
+        files=[str(path)],
+        **found,
     )
 
 
@@ -241,13 +252,10 @@ def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) 
         TensorSpec(name=a.name, dtype="unknown" if str(a.type) == "Tensor" else str(a.type), shape=None)
         for a in args
     ]  # fmt: skip
-    return ModelRecord(
-        id=file_sha256(path),
-        name=name or path.stem,
-        format="torchscript",
-        size_bytes=path.stat().st_size,
-        path=str(path),
-        files=[str(path)],
+    return _file_record(
+        path,
+        name,
+        "torchscript",
         inputs=inputs,
         outputs=[TensorSpec(name="output", dtype="unknown", shape=None)],
         parameter_count=sum(p.numel() for p in module.parameters()),
@@ -354,13 +362,10 @@ def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> Model
     if names:
         named = ", ".join(f"{symbol} → {role}" for symbol, role in names.items())
         notes.append(note(PT2_NAMES, named=named))
-    return ModelRecord(
-        id=file_sha256(path),
-        name=name or path.stem,
-        format="pt2",
-        size_bytes=path.stat().st_size,
-        path=str(path),
-        files=[str(path)],
+    return _file_record(
+        path,
+        name,
+        "pt2",
         inputs=[spec(n) for n in signature.user_inputs],
         outputs=[spec(n) for n in output_names],
         parameter_count=sum(params[p].numel() for p in signature.parameters if p in params),
