@@ -11,29 +11,25 @@ __all__ = ["change_text", "weight_text"]
 def weight_text(w: WeightChange) -> str:
     if w.note:
         return f"{w.tensor}: {w.note}"
-    relative = f"{w.relative:.2%}" if w.relative is not None else "—"
-    if w.dequantized:
-        return _(
+    said = (
+        _(
             "{tensor}: stored as {dtype}; dequantized, {differing} of {elements} values differ from A's; max |Δ| "
             "{max_abs}, mean |Δ| {mean_abs}, relative {relative}"
-        ).format(
-            tensor=w.tensor,
-            dtype=w.dequantized,
-            differing=number(w.differing),
-            elements=number(w.elements),
-            max_abs=f"{w.max_abs:.3g}",
-            mean_abs=f"{w.mean_abs:.3g}",
-            relative=relative,
         )
-    return _(
-        "{tensor}: {differing} of {elements} values differ; max |Δ| {max_abs}, mean |Δ| {mean_abs}, relative {relative}"
-    ).format(
+        if w.dequantized
+        else _(
+            "{tensor}: {differing} of {elements} values differ; max |Δ| {max_abs}, mean |Δ| {mean_abs}, relative "
+            "{relative}"
+        )
+    )
+    return said.format(
         tensor=w.tensor,
+        dtype=w.dequantized,
         differing=number(w.differing),
         elements=number(w.elements),
         max_abs=f"{w.max_abs:.3g}",
         mean_abs=f"{w.mean_abs:.3g}",
-        relative=relative,
+        relative=f"{w.relative:.2%}" if w.relative is not None else "—",
     )
 
 
