@@ -1,18 +1,34 @@
-"""ONNX Runtime's greedy loop, with the cache kept in ONNX Runtime's own buffers: each step's ``present`` outputs
-are bound to values ONNX Runtime allocates (IO binding) and bound back, as they are, as the next step's past. Only
-what changes each step crosses from numpy (the new token, the mask, the positions); the logits are read in place
-(DLPack), the last position only.
+"""ONNX Runtime's greedy loop, with the cache kept in ONNX Runtime's own buffers (IO binding) and nothing allocated
+per step that need not be.
+
+Two ways to keep the cache, chosen by the graph:
+- **one buffer** (GroupQueryAttention, as onnxruntime-genai's builder writes it): each layer's keys and values live in
+  a buffer of the whole generation's length, bound once as both the past and the present, which the attention writes
+  in place (its past_present_share_buffer mode, as genai's own generator runs it); a step binds nothing new but the
+  mask. A graph that will not take it (a present computed as the past and the new positions, whatever the past's
+  length) fails its first call, quietly, and the loop takes the second way, remembering the session.
+- **a growing cache** (any other attention: present = past + the new positions): each step's present outputs are
+  bound to values ONNX Runtime allocates and bound back, as they are, as the next step's past.
+Either way the new token, the positions and the logits live in buffers made once (the token and positions updated in
+place, the logits written by ONNX Runtime into an array of ours: nothing is read back from it), and the mask, all
+ones, is a prefix of one array.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.model.generative import GenerativeLayout
+from core.runtime.ort import NUMPY_TYPES
 
 __all__ = ["Trace", "ort_generate"]
+
+# sessions whose attention would not write its cache in place (tried once, then the growing cache), and those that did
+_GROWS: weakref.WeakSet[Any] = weakref.WeakSet()
+_SHARES: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclass(kw_only=True)
@@ -25,19 +41,113 @@ class Trace:
     logits: list[Any] = field(default_factory=list)  # per step, [batch, vocabulary] float32 (a recorded run)
 
 
-def _feeds(layout: GenerativeLayout, past: int, new: int, batch: int) -> dict[str, Any]:
-    """The mask (past + new, all on), the positions and the cache position of a step, as numpy arrays."""
-    import numpy as np
+class _Buffers:
+    """What a step is fed and what it gives back, made once per generation: the ids (the prompt, then the chosen
+    token, in place), a mask of ones (a prefix of one array), the positions (in place), the logits (ours)."""
 
-    feeds: dict[str, Any] = {}
-    if layout.mask:
-        feeds[layout.mask] = np.ones((batch, past + new), dtype=layout.mask_dtype)
-    along = np.arange(past, past + new, dtype=layout.positions_dtype)
-    if layout.positions:
-        feeds[layout.positions] = np.ascontiguousarray(np.broadcast_to(along, (batch, new)))
-    if layout.cache_position:
-        feeds[layout.cache_position] = along.astype("int64")
-    return feeds
+    def __init__(self, layout: GenerativeLayout, prompt: Any, new_tokens: int, logits_dtype: Any) -> None:
+        import numpy as np
+        import onnxruntime as ort
+
+        batch, length = int(prompt.shape[0]), int(prompt.shape[1])
+        self.layout, self.batch = layout, batch
+        self.prompt = np.ascontiguousarray(prompt, dtype=layout.ids_dtype)
+        self.ones = np.ones(batch * (length + new_tokens), dtype=layout.mask_dtype)
+        self.token = np.zeros((batch, 1), dtype=layout.ids_dtype)
+        self.position = np.zeros((batch, 1), dtype=layout.positions_dtype)
+        self.cache_position = np.zeros(1, dtype="int64")
+        self.prompt_logits = np.empty((batch, length, layout.vocabulary), dtype=logits_dtype)
+        self.step_logits = np.empty((batch, 1, layout.vocabulary), dtype=logits_dtype)
+        self._value = ort.OrtValue.ortvalue_from_numpy
+
+    def prefill(self, binding: Any) -> Any:
+        """Bind the prompt, its mask and positions, and the prompt's logits; returns the logits' array."""
+        import numpy as np
+
+        layout, length = self.layout, int(self.prompt.shape[1])
+        binding.bind_cpu_input(layout.ids, self.prompt)
+        along = np.arange(length, dtype=layout.positions_dtype)
+        if layout.mask:
+            binding.bind_cpu_input(layout.mask, self.ones[: self.batch * length].reshape(self.batch, length))
+        if layout.positions:
+            binding.bind_cpu_input(layout.positions, np.ascontiguousarray(np.broadcast_to(along, (self.batch, length))))
+        if layout.cache_position:
+            binding.bind_cpu_input(layout.cache_position, along.astype("int64"))
+        return self._bind_logits(binding, self.prompt_logits)
+
+    def first_step(self, binding: Any) -> Any:
+        """Bind, once, what every step after the prefill reads in place; returns the logits' array."""
+        layout = self.layout
+        binding.bind_ortvalue_input(layout.ids, self._value(self.token))
+        if layout.positions:
+            binding.bind_ortvalue_input(layout.positions, self._value(self.position))
+        if layout.cache_position:
+            binding.bind_ortvalue_input(layout.cache_position, self._value(self.cache_position))
+        return self._bind_logits(binding, self.step_logits)
+
+    def step(self, binding: Any, fed: Any, past: int) -> None:
+        """The token fed and where it stands: written in place; the mask, one longer, bound."""
+        self.token[:, 0] = fed
+        self.position[:] = past
+        self.cache_position[0] = past
+        if self.layout.mask:
+            total = past + 1
+            binding.bind_cpu_input(self.layout.mask, self.ones[: self.batch * total].reshape(self.batch, total))
+
+    def _bind_logits(self, binding: Any, logits: Any) -> Any:
+        binding.bind_output(
+            self.layout.logits, "cpu", element_type=logits.dtype.type, shape=logits.shape, buffer_ptr=logits.ctypes.data
+        )
+        return logits
+
+
+class _SharedCache:
+    """The cache in one buffer per tensor, of the whole generation's length, bound as past and present."""
+
+    def __init__(self, layout: GenerativeLayout, binding: Any, batch: int, capacity: int) -> None:
+        import numpy as np
+        import onnxruntime as ort
+
+        self.arrays = [np.zeros(layout.past_shape(batch, capacity), dtype=layout.kv_dtype) for _ in layout.past_names]
+        for past, present, array in zip(layout.past_names, layout.present_names, self.arrays, strict=True):
+            value = ort.OrtValue.ortvalue_from_numpy(array)
+            binding.bind_ortvalue_input(past, value)
+            binding.bind_ortvalue_output(present, value)
+
+    def before(self, binding: Any) -> None:
+        """Nothing to bind: the attention writes the new positions in place."""
+
+    def after(self, binding: Any) -> None:
+        """Nothing to bind back."""
+
+    def bytes(self) -> int:
+        return sum(int(a.nbytes) for a in self.arrays)
+
+
+class _GrowingCache:
+    """The cache as ONNX Runtime allocates each step's present, bound back as the next past."""
+
+    def __init__(self, layout: GenerativeLayout, binding: Any, batch: int) -> None:
+        import numpy as np
+        import onnxruntime as ort
+
+        self.layout = layout
+        self.outputs: list[Any] = []
+        empty = ort.OrtValue.ortvalue_from_numpy(np.zeros(layout.past_shape(batch, 0), dtype=layout.kv_dtype))
+        for name in layout.past_names:
+            binding.bind_ortvalue_input(name, empty)  # a past of 0 positions: no memory at all
+
+    def before(self, binding: Any) -> None:
+        for name in self.layout.present_names:
+            binding.bind_output(name, "cpu")
+
+    def after(self, binding: Any) -> None:
+        self.outputs = binding.get_outputs()[1:]  # the logits are bound first
+        for name, value in zip(self.layout.past_names, self.outputs, strict=True):
+            binding.bind_ortvalue_input(name, value)  # the present, as it is, is the next step's past
+
+    def bytes(self) -> int:
+        return sum(_bytes(value) for value in self.outputs)
 
 
 def ort_generate(
@@ -47,44 +157,55 @@ def ort_generate(
     ``record``, each step's last logits kept (copied) too.
     ``forced``: the tokens to feed after each step ([batch, new tokens]) instead of the model's own choice (another
     model's, so that each step's logits are compared on the same context); the trace's tokens stay its own choice."""
+    shared = layout.attention == "GroupQueryAttention" and session not in _GROWS
+    if shared:
+        try:
+            return _generate(session, layout, prompt, new_tokens, record, forced, shared=True)
+        except Exception:  # its attention will not write a cache of the generation's length in place
+            _GROWS.add(session)
+    return _generate(session, layout, prompt, new_tokens, record, forced, shared=False)
+
+
+def _generate(
+    session: Any, layout: GenerativeLayout, prompt: Any, new_tokens: int, record: bool, forced: Any, *, shared: bool
+) -> Trace:
     import numpy as np
     import onnxruntime as ort
 
-    batch = int(prompt.shape[0])
+    kind = next((o.type for o in session.get_outputs() if o.name == layout.logits), "tensor(float)")
+    buffers = _Buffers(layout, prompt, new_tokens, NUMPY_TYPES.get(kind, np.float32))
+    batch, length = buffers.batch, int(buffers.prompt.shape[1])
     binding = session.io_binding()
-    empty = np.zeros(layout.past_shape(batch, 0), dtype=layout.kv_dtype)  # a past of 0 positions: no memory at all
-    for name in layout.past_names:
-        binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(empty))
+    logits = buffers.prefill(binding)  # bound first: the growing cache's presents follow it
+    cache = (
+        _SharedCache(layout, binding, batch, length + new_tokens) if shared else _GrowingCache(layout, binding, batch)
+    )
+    trial = None  # a session not yet known to share its cache tries quietly, once (a RunOptions costs each run
+    if shared and session not in _SHARES:  # ~0.1 ms in ONNX Runtime's Python: none is passed otherwise)
+        trial = ort.RunOptions()
+        trial.log_severity_level = 4
     tokens = np.zeros((batch, new_tokens), dtype=np.int64)
     trace = Trace(tokens=tokens, step_ns=[])
-    ids, past = np.ascontiguousarray(prompt), 0
-    outputs: list[Any] = []
+    past = 0
     last = time.perf_counter_ns()
     for step in range(new_tokens):
-        length = int(ids.shape[1])
-        binding.bind_cpu_input(layout.ids, ids)
-        for name, array in _feeds(layout, past, length, batch).items():
-            binding.bind_cpu_input(name, array)
-        binding.bind_output(layout.logits, "cpu")
-        for name in layout.present_names:
-            binding.bind_output(name, "cpu")
-        session.run_with_iobinding(binding)
-        outputs = binding.get_outputs()
-        logits = np.from_dlpack(outputs[0])[:, -1, :]  # in ONNX Runtime's buffer: no copy
-        chosen = logits.argmax(axis=-1)
+        cache.before(binding)
+        session.run_with_iobinding(binding, trial if step == 0 else None)
+        chosen = logits[:, -1, :].argmax(axis=-1)
         tokens[:, step] = chosen
         now = time.perf_counter_ns()
         trace.step_ns.append(now - last)
         last = now
         if record:
-            trace.logits.append(np.array(logits, dtype=np.float32))
-        for name, value in zip(layout.past_names, outputs[1:], strict=True):
-            binding.bind_ortvalue_input(name, value)  # the present, as it is, is the next step's past
-        binding.clear_binding_outputs()
-        past += length
-        fed = chosen if forced is None else forced[:, step]
-        ids = np.asarray(fed).astype(layout.ids_dtype).reshape(batch, 1)
-    trace.cache_bytes = sum(_bytes(value) for value in outputs[1:])
+            trace.logits.append(np.array(logits[:, -1, :], dtype=np.float32))
+        cache.after(binding)
+        past += length if step == 0 else 1
+        if step == 0:
+            logits = buffers.first_step(binding)
+        buffers.step(binding, chosen if forced is None else forced[:, step], past)
+    trace.cache_bytes = cache.bytes()
+    if shared:
+        _SHARES.add(session)
     return trace
 
 
