@@ -207,35 +207,32 @@ def bench_entry(report: BenchReport, name: str, participant: str) -> Entry | Non
     pooled = [r for r in report.results if r.engine == "ort" and r.speedup is not None]
     if report.baseline == LEVELS:
         pooled = [r for r in pooled if r.level != "DISABLE_ALL"]  # the baseline against itself is 1×
-    if report.baseline not in BASELINES or not pooled:
+    if report.baseline not in BASELINES or not pooled:  # its fastest configuration's median, no speedup
         fastest = min(report.results, key=lambda r: r.median_ms)
+        speedup: tuple[float | None, float | None, float | None] = (None, None, None)
         detail = {"baseline": "", "label": fastest.label, "median_ms": fastest.median_ms, "provider": fastest.provider}
-        return Entry(
-            name=name,
-            participant=participant,
-            kind="benchmark",
-            created_at=_now(),
-            machine=report.environment.place,
-            detail=detail,
-        )
-    same = [r for r in pooled if r.threads == first.threads and r.batch == first.batch] or pooled
-    best = max(same, key=lambda r: r.speedup or 0.0)
+    else:
+        same = [r for r in pooled if r.threads == first.threads and r.batch == first.batch] or pooled
+        best = max(same, key=lambda r: r.speedup or 0.0)
+        speedup = (best.speedup, best.speedup_low, best.speedup_high)
+        detail = {
+            "baseline": report.baseline,
+            "level": best.level,
+            "threads": best.threads,
+            "batch": best.batch,
+            "provider": best.provider,
+        }
+    value, low, high = speedup
     return Entry(
         name=name,
         participant=participant,
         kind="benchmark",
         created_at=_now(),
         machine=report.environment.place,
-        value=best.speedup,
-        low=best.speedup_low,
-        high=best.speedup_high,
-        detail={
-            "baseline": report.baseline,
-            "level": best.level,
-            "threads": best.threads,
-            "batch": best.batch,
-            "provider": best.provider,
-        },
+        value=value,
+        low=low,
+        high=high,
+        detail=detail,
     )
 
 
