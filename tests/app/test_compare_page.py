@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
+from core.compare import CompareReport
 from core.graph.colourings import FIRST_DIVERGENCE, error_colouring
 from core.jobs import COMPARE, GRAPH
 from core.store import Store
@@ -23,17 +26,29 @@ def _models() -> tuple[bytes, bytes]:
     return original, model.SerializeToString()
 
 
+def _compare(at: AppTest, level_b: str | None = "disable") -> CompareReport:
+    """Press Compare, B at ``level_b`` (None: the level the page chose), and the report it made."""
+    if level_b is not None:
+        at.selectbox(key="compare_level_b").set_value(level_b)
+    next(b for b in at.button if b.label == "Compare").click()
+    at.run()
+    assert not at.exception, at.exception
+    report: CompareReport = at.session_state[COMPARE.name][1]
+    return report
+
+
+def _against_upload(at: AppTest, name: str, data: bytes) -> CompareReport:
+    """The current model compared with ``data`` uploaded as B (at DISABLE_ALL)."""
+    at.radio(key="compare_against").set_value("upload")
+    at.file_uploader(key="compare_upload").set_value((name, data, "application/octet-stream"))
+    return _compare(at)
+
+
 def test_an_uploaded_copy_with_a_swapped_op_diverges_at_that_node_on_the_page_and_in_the_graph() -> None:
     original, swapped = _models()
     at = open_page("compare", model=("cnn.onnx", original), timeout=240)
     assert "Choose B and press Compare" in "".join(i.value for i in at.info).replace("*", "")
-    at.radio(key="compare_against").set_value("upload")
-    at.file_uploader(key="compare_upload").set_value(("cnn_swapped.onnx", swapped, "application/octet-stream"))
-    at.selectbox(key="compare_level_b").set_value("disable")
-    next(b for b in at.button if b.label == "Compare").click()
-    at.run()
-    assert not at.exception, at.exception
-    report = at.session_state[COMPARE.name][1]
+    report = _against_upload(at, "cnn_swapped.onnx", swapped)
     assert report.first_divergence is not None and report.first_divergence.node == "/layer1/layer1.0/conv2/Relu"
     said = "".join(e.value for e in at.error).replace("\\", "")
     assert "first divergence" in said and "/layer1/layer1.0/conv2/Relu" in said
@@ -71,11 +86,7 @@ def test_an_earlier_version_from_the_library_is_b_and_a_history_run_of_it_links_
     assert at.radio(key="compare_against").value == "version"
     assert at.selectbox(key="compare_version").options[0].startswith("cnn · ")
     assert at.selectbox(key="compare_version").value == earlier
-    at.selectbox(key="compare_level_b").set_value("disable")
-    next(b for b in at.button if b.label == "Compare").click()
-    at.run()
-    assert not at.exception, at.exception
-    report = at.session_state[COMPARE.name][1]
+    report = _compare(at)
     assert report.b == f"cnn ({earlier[:8]})"
     assert report.first_divergence is not None and report.first_divergence.node == "/layer1/layer1.0/conv2/Relu"
     assert at.query_params["b"] == earlier  # the address keeps which B
@@ -91,11 +102,7 @@ def test_a_pytorch_model_run_eagerly_against_its_export_on_the_page() -> None:
     at.button(key="export_defaults").click().run()
     assert not at.exception, at.exception
     assert at.radio(key="compare_against").value == "eager"  # the first question after an export
-    at.selectbox(key="compare_level_b").set_value("disable")  # ALL fuses most of TinyCNN: fewer tensors to compare
-    next(b for b in at.button if b.label == "Compare").click()
-    at.run()
-    assert not at.exception, at.exception
-    report = at.session_state[COMPARE.name][1]
+    report = _compare(at, "disable")  # ALL fuses most of TinyCNN: fewer tensors to compare
     assert report.a_level == "PyTorch eager" and report.a.endswith("(PyTorch eager)")
     assert report.first_divergence is None and report.matched >= 6
     assert any("No node leaves the tolerance" in s.value for s in at.success)
@@ -108,10 +115,7 @@ def test_the_same_model_at_another_level_with_the_defaults_runs_b_at_all_and_a_v
     at = open_page("compare", model=("cnn.onnx", original), timeout=240)
     assert at.selectbox(key="compare_level_b").value == at.selectbox(key="compare_level_a").value == "disable"
     at.radio(key="compare_against").set_value("level")
-    next(b for b in at.button if b.label == "Compare").click()
-    at.run()
-    assert not at.exception, at.exception
-    report = at.session_state[COMPARE.name][1]
+    report = _compare(at, level_b=None)
     assert (report.a_level, report.b_level) == ("DISABLE_ALL", "ALL"), (report.a_level, report.b_level)
     assert "B runs at ALL: at A's level it would be the same model." in [c.value for c in at.caption]
 
@@ -126,13 +130,7 @@ def test_a_model_that_shares_nothing_with_it_gets_a_warning_that_nothing_was_com
     )  # fmt: skip
     unrelated = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     at = open_page("compare", model=("cnn.onnx", _models()[0]), timeout=240)
-    at.radio(key="compare_against").set_value("upload")
-    at.file_uploader(key="compare_upload").set_value(("unrelated.onnx", unrelated, "application/octet-stream"))
-    at.selectbox(key="compare_level_b").set_value("disable")
-    next(b for b in at.button if b.label == "Compare").click()
-    at.run()
-    assert not at.exception, at.exception
-    assert at.session_state[COMPARE.name][1].proves_nothing
+    assert _against_upload(at, "unrelated.onnx", unrelated).proves_nothing
     warned = " ".join(w.value for w in at.warning)
     assert "Nothing was compared: the two models share no tensor" in warned
     assert not any("No node leaves the tolerance" in s.value for s in at.success)
