@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from tests import builders
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 def _files(tmp_path: Path, module: str) -> list[tuple[str, bytes, str]]:
@@ -22,8 +21,7 @@ def test_the_code_and_its_weights_become_the_current_model_once_the_class_and_ar
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
+    at = open_page(timeout=180)
     at.file_uploader(key="uploads").set_value(_files(tmp_path, "tinynet_page")).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     picker = at.selectbox(key="code_class")
@@ -55,8 +53,7 @@ def test_the_code_and_its_weights_become_the_current_model_once_the_class_and_ar
 def test_hosted_mode_refuses_a_models_code_without_listing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_MODE", "hosted")
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
+    at = open_page(timeout=180)
     assert "a model's own code (.py, package .zip) carry code and are refused" in "\n".join(c.value for c in at.caption)
     at.file_uploader(key="uploads").set_value(_files(tmp_path, "tinynet_hosted")).run()
     assert "does not accept them" in at.error[0].value.replace("\\", "")
@@ -67,8 +64,7 @@ def test_weights_dropped_after_the_code_join_it_and_nothing_runs_before_the_buil
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.run()
+    at = open_page(timeout=60)
     code, weights = _files(tmp_path, "tinynet_halves")
     at.file_uploader(key="uploads").set_value([code]).run()
     assert [o.split(" — ")[0] for o in at.selectbox(key="code_class").options[1:]] == ["Block", "Net"]

@@ -11,24 +11,20 @@ from streamlit.testing.v1 import AppTest
 
 from core.model import zoo
 from tests import builders
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 
 
 @pytest.fixture
 def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception
+    at = open_page(timeout=120)
     return at
 
 
 def test_a_new_session_starts_with_the_tinycnn_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
-    assert not at.exception
+    at = open_page(timeout=120)
     assert at.session_state["model"].name == "tinycnn"
     assert metric(at, "Parameters") == "256,074"
     assert any("starts with this sample" in c.value for c in at.caption)
@@ -133,8 +129,7 @@ def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("WORKBENCH_MODE", "hosted")
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     assert any("Hosted mode" in c.value for c in at.sidebar.caption)
     assert "refused on this hosted instance" in texts(at)
     path = tmp_path / "ts.pt"
@@ -145,8 +140,7 @@ def test_hosted_mode_refuses_torchscript(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_a_new_upload_replaces_the_earlier_ones_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     for n in range(3):
         at.file_uploader(key="uploads").set_value(
             (f"m{n}.onnx", builders.weights_model(8 + n).SerializeToString(), "application/octet-stream")
@@ -160,8 +154,7 @@ def test_a_new_upload_replaces_the_earlier_ones_on_disk(tmp_path: Path, monkeypa
 def test_a_session_past_its_quota_is_told_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     monkeypatch.setenv("WORKBENCH_WORKSPACE_QUOTA_MB", "1")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     at.file_uploader(key="uploads").set_value(
         ("big.onnx", builders.weights_model(600).SerializeToString(), "application/octet-stream")
     ).run()
@@ -238,8 +231,7 @@ def test_a_data_file_over_the_upload_limit_says_the_limit_whose_it_is_and_the_wa
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     monkeypatch.setenv("WORKBENCH_MAX_UPLOAD_MB", "1")
     main = _large_data_model(tmp_path / "models")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     assert "WORKBENCH_MAX_UPLOAD_MB" in texts(at) and "A path on this machine" in [t.label for t in at.tabs]
     at.file_uploader(key="uploads").set_value(("model.onnx", main.read_bytes(), "application/octet-stream")).run()
     assert not at.exception
@@ -268,8 +260,7 @@ def test_a_hosted_instance_says_the_limit_is_its_operators_and_offers_no_path(
     monkeypatch.setenv("WORKBENCH_MODE", "hosted")
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     main = _large_data_model(tmp_path / "models")
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     assert "A path on this machine" not in [t.label for t in at.tabs] and not at.text_input
     at.file_uploader(key="uploads").set_value(("model.onnx", main.read_bytes(), "application/octet-stream")).run()
     offer = at.info[0].value
