@@ -153,14 +153,14 @@ def _interval(value: float, low: float, high: float) -> str:
     return percentile_text(value, low, high)  # in words where no request was answered, never "nan"
 
 
-def _results(report: LoadtestReport) -> None:
-    said = headline(report)
-    (st.warning if said.severity == "warning" else st.success)(md_escape(say(said), 600))
+def load_table(report: LoadtestReport) -> pd.DataFrame:
+    """The load test's table as the page shows it: numbers as text, in words where no request was answered (never
+    "nan", never "0 requests/s" as if measured)."""
     frame = load_frame(report)
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             _("concurrency"): frame["concurrency"],
-            _("requests/s"): [number(v, 1) for v in frame["rps"]],
+            _("requests/s"): [number(v, 1) if n else _("none answered") for v, n in frame[["rps", "requests"]].values],
             _("p50 ms (95 % CI)"): [_interval(*v) for v in frame[["p50_ms", "p50_low_ms", "p50_high_ms"]].values],
             _("p90 ms (95 % CI)"): [_interval(*v) for v in frame[["p90_ms", "p90_low_ms", "p90_high_ms"]].values],
             _("p99 ms (95 % CI)"): [_interval(*v) for v in frame[["p99_ms", "p99_low_ms", "p99_high_ms"]].values],
@@ -168,7 +168,13 @@ def _results(report: LoadtestReport) -> None:
             _("outputs checked"): frame["checked"],
         }
     )
-    st.table(table)
+
+
+def _results(report: LoadtestReport) -> None:
+    said = headline(report)
+    (st.warning if said.severity == "warning" else st.success)(md_escape(say(said), 600))
+    frame = load_frame(report)
+    st.table(load_table(report))
     left, right = st.columns(2)
     left.plotly_chart(latency_load_figure(frame), key="loadtest_latency")
     right.plotly_chart(throughput_figure(frame), key="loadtest_throughput")
@@ -206,13 +212,22 @@ def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None
     history (and so on the Dashboard)."""
     concurrency = st.multiselect(_("Concurrent requests"), CONCURRENCIES, [1, 4, 16], key=f"{key}_concurrency")
     duration = st.slider(_("Seconds per concurrency"), 1, 30, 5, key=f"{key}_duration")
-    npy = len(model.inputs) == 1 and st.toggle(_("Send the input as an .npy body"), key=f"{key}_npy")
+    bodies = {
+        "auto": _("JSON, or .npy/.npz when JSON would be over 1 MiB"),
+        "json": "JSON",
+        "npy" if len(model.inputs) == 1 else "npz": ".npy" if len(model.inputs) == 1 else ".npz",
+    }
+    body = st.selectbox(
+        _("Request body"), list(bodies), format_func=bodies.__getitem__, key=f"{key}_body",
+        help=_("The generated server takes JSON up to 16 MiB; a large input goes faster as an .npy (one input) or "
+               ".npz (several) body, and its answers come back as .npz."),
+    )  # fmt: skip
     url = _where(key)
     if st.button(_("Run the load test"), key=f"{key}_run", disabled=not concurrency, type="primary"):
         app = "" if url else _server(model, tuned).out_dir
         request = LoadtestRequest(
             model=model, app=app or None, url=url, concurrency=sorted(concurrency), duration_s=float(duration),
-            npy=bool(npy), tuned=tuned,
+            body=str(body), tuned=tuned,
         )  # fmt: skip
         said = _("Load-testing the server of “{name}”").format(name=model.name)
         report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)

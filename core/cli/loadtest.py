@@ -13,6 +13,7 @@ from core.cli.common import add_code_arguments, ints, padded
 from core.cli.deploy import tuned_options
 from core.cli.plan import add_plan_arguments, measured_model
 from core.deploy import LoadtestRequest
+from core.deploy.load_requests import BODIES
 from core.errors import LoadtestError
 from core.i18n import _
 from core.jobs import LOADTEST, LOADTEST_URL
@@ -35,7 +36,12 @@ def register(parser: Any) -> None:
     parser.add_argument("--model", required=True, help="the model it serves: outputs are checked against it")
     parser.add_argument("--concurrency", default="1,4,16", help="concurrent requests, in turn (default 1,4,16)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per concurrency (default 5)")
-    parser.add_argument("--npy", action="store_true", help="send the one input as an .npy body instead of JSON")
+    parser.add_argument(
+        "--body", choices=BODIES, default="auto",
+        help="the request body: JSON, or .npy (one input) / .npz (several) when JSON would be over 1 MiB (auto, the "
+        "default; the answers then come as .npz); json, npy or npz",
+    )  # fmt: skip
+    parser.add_argument("--npy", action="store_const", const="npy", dest="body", help="the same as --body npy")
     parser.add_argument("--tuned", metavar="FILE.json", help="with a URL: the session options it serves with")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
@@ -98,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         model = measured_model(args, Path(tmp), None)
         request = LoadtestRequest(
             model=model, app=None if is_url else str(Path(args.target).resolve()), url=args.target if is_url else "",
-            concurrency=concurrency, duration_s=args.duration, npy=args.npy, seed=args.seed,
+            concurrency=concurrency, duration_s=args.duration, body=args.body, seed=args.seed,
             tuned=tuned_options(args.tuned),
         )  # fmt: skip
         report = jobs.run(LOADTEST_URL if is_url else LOADTEST, request)

@@ -1,7 +1,11 @@
 """The load test: a served model's latency and throughput at each concurrency, beside ONNX Runtime in-process.
 
-Method: one request body is made from the model's input plan (core.model.inputs, seeded) and its outputs are
-computed in-process with the server's own session options; the in-process latency is measured one call at a time.
+Method: one request body is made from the model's input plan (core.model.inputs, seeded): JSON, unless its text
+would be large (AUTO_JSON_BYTES), then an .npy (one input) or .npz body, with the answers asked for as .npz too.
+Its outputs are computed in-process with the server's own session options; the in-process latency is measured
+one call at a time (IN_PROCESS_S, at least IN_PROCESS_CALLS calls), and what one call takes sizes the rest: a
+request's timeout (core.deploy.load_requests: 30 s, or four calls for each request ahead of it, if longer) and whether
+a concurrency is warmed up with a request per worker or one.
 Then, for each concurrency, that many workers (asyncio tasks on one aiohttp client with as many connections) send
 the body back to back for ``duration_s`` seconds after a short warm-up; each request's latency is timed on the
 client, and a seeded sample of responses is checked against the in-process outputs. Percentiles come with
@@ -18,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import math
 import random
@@ -36,12 +39,13 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from core.deploy.load_requests import RequestBody, check_body, failure, max_diff, request_body, timed_out, timeout_s
 from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
 from core.deploy.session import session_for
 from core.errors import LoadtestError, NotAModelServer
 from core.i18n import N_, _
 from core.model.inputs import make_inputs
-from core.notes import Note, note, significant, warning
+from core.notes import Note, note, say, significant, warning
 from core.runtime.machine import environment
 from core.runtime.session_config import SessionConfig
 from core.runtime.stats import median_interval, quantile_interval
@@ -70,6 +74,7 @@ HEALTH_S = 5.0  # how long an address's /health may take to answer before it is 
 HEALTH_BYTES = 1 << 20  # the most of a /health answer read (the generated server's is a few hundred bytes)
 STOP_RUN = 20  # failures in a row that stop the load
 STOP_SHARE, STOP_MIN = 0.5, 40  # ... or more than this share failed, once at least STOP_MIN requests were sent
+IN_PROCESS_CALLS = 6  # the fewest in-process calls timed: the fewest whose median has a 95 % interval
 # what a load test says: notes (a template and its values), said in the reader's language where they are shown
 ERRORS = N_("{count} of {total} requests at concurrency {concurrency} failed, e.g. {example}")
 DIFFERS = N_(
@@ -78,8 +83,9 @@ DIFFERS = N_(
 )
 JSON_COSTS = N_(
     "HTTP and JSON took {overhead} ms of the {p50} ms at concurrency {concurrency}: the input's {count} numbers are "
-    "written and parsed as JSON text on every request. Send the input as an .npy body (the toggle on the Deploy page, "
-    "or --npy on the command line) to measure the server without that cost, as a client sending large tensors should."
+    "written and parsed as JSON text on every request. Send the input as an .npy body (the request body on the Deploy "
+    "page, or --body npy on the command line) to measure the server without that cost, as a client sending large "
+    "tensors should."
 )
 STOPPED = N_(
     "The load stopped at concurrency {concurrency}: {count} of {total} requests failed (the first: {example}); "
@@ -97,7 +103,7 @@ NO_ANSWER = N_("No request was answered; see the errors.")
 class _Load:
     latencies_ms: list[float] = field(default_factory=list)
     errors: int = 0
-    examples: list[str] = field(default_factory=list)
+    examples: list[Note | str] = field(default_factory=list)  # a timeout's reason is a note; a server's words as sent
     sampled: list[bytes] = field(default_factory=list)
     seen: int = 0
     elapsed_s: float = 0.0
@@ -123,6 +129,7 @@ def _validate(request: LoadtestRequest) -> None:
         raise LoadtestError(_("Each concurrency must be from 1 to 256, e.g. 1,4,16."))
     if not 0.5 <= request.duration_s <= 600:
         raise LoadtestError(_("The duration per concurrency must be from 0.5 to 600 seconds."))
+    check_body(request.body)
 
 
 def _free_port() -> int:
@@ -265,24 +272,17 @@ def check_server(base: str, feeds: dict[str, np.ndarray], outputs: list[str]) ->
         )  # fmt: skip
 
 
-def _body(feeds: dict[str, np.ndarray], npy: bool) -> tuple[bytes, str]:
-    if npy:
-        if len(feeds) != 1:
-            raise LoadtestError(
-                _(".npy bodies are for a model with one input; this one has {count}.").format(count=len(feeds))
-            )
-        buffer = io.BytesIO()
-        np.save(buffer, next(iter(feeds.values())), allow_pickle=False)
-        return buffer.getvalue(), "application/x-npy"
-    return json.dumps({"inputs": {k: v.tolist() for k, v in feeds.items()}}).encode(), "application/json"
-
-
 def _in_process(session: Any, feeds: dict[str, np.ndarray]) -> list[float]:
+    """One call at a time for IN_PROCESS_S (at least IN_PROCESS_CALLS calls), after up to five warm-up calls (a
+    quarter of that time at most: a model of a second a call took 25 s here)."""
+    began = time.perf_counter()
     for _warm in range(5):
         session.run(None, feeds)
+        if time.perf_counter() - began > IN_PROCESS_S / 4:
+            break
     samples: list[float] = []
     deadline = time.perf_counter() + IN_PROCESS_S
-    while len(samples) < 1000 and (len(samples) < 20 or time.perf_counter() < deadline):
+    while len(samples) < 1000 and (len(samples) < IN_PROCESS_CALLS or time.perf_counter() < deadline):
         start = time.perf_counter_ns()
         session.run(None, feeds)
         samples.append((time.perf_counter_ns() - start) / 1e6)
@@ -300,30 +300,35 @@ def run_client(client: Coroutine[Any, Any, T]) -> T:
 
 
 async def _load(
-    url: str, body: bytes, kind: str, concurrency: int, duration_s: float, keep: int, rng: random.Random
+    url: str, body: RequestBody, concurrency: int, duration_s: float, keep: int, rng: random.Random
 ) -> _Load:
-    """``concurrency`` workers posting ``body`` back to back until the time is up (after one warm-up request
-    each); a reservoir sample of ``keep`` successful responses is kept for checking. The client is aiohttp: on
-    two cores its own cost per request is 0.9 ms against a server that answers at once, httpx's async one 3 ms
+    """``concurrency`` workers posting ``body`` back to back until the time is up (after a warm-up request each, or
+    one alone when a round of them would take half the time); a reservoir sample of ``keep`` successful responses
+    is kept for checking; the requests still in flight when the time is up are waited for. The client is aiohttp:
+    on two cores its own cost per request is 0.9 ms against a server that answers at once, httpx's async one 3 ms
     (benchmarks/serve.py measures it beside every model), which would be counted as the server's."""
     import aiohttp
 
     load = _Load()
-    headers = {"content-type": kind}
+    headers = {"content-type": body.kind} | ({"accept": "application/x-npz"} if body.binary else {})
     connector = aiohttp.TCPConnector(limit=concurrency)
-    timeout = aiohttp.ClientTimeout(total=30.0)
+    limit = timeout_s(body.call_ms, concurrency)
+    timeout = aiohttp.ClientTimeout(total=limit)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False) as client:
 
-        async def post() -> tuple[float, int, bytes, str]:
+        async def post() -> tuple[float, int, bytes, Note | str]:
             start = time.perf_counter()
             try:
-                async with client.post(url, data=body, headers=headers) as response:
+                async with client.post(url, data=body.content, headers=headers) as response:
                     content = await response.read()
                 return (time.perf_counter() - start) * 1e3, response.status, content, ""
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                return (time.perf_counter() - start) * 1e3, 0, b"", f"{type(exc).__name__}: {exc}"[:200]
+            except TimeoutError:
+                return (time.perf_counter() - start) * 1e3, 0, b"", timed_out(limit, body.call_ms, concurrency)
+            except aiohttp.ClientError as exc:
+                return (time.perf_counter() - start) * 1e3, 0, b"", failure(exc)
 
-        await asyncio.gather(*(post() for _warm in range(concurrency)))
+        warm = concurrency if concurrency * body.call_ms / 1000 <= duration_s / 2 else 1
+        await asyncio.gather(*(post() for _warm in range(warm)))
         began = time.perf_counter()
         deadline = began + duration_s
 
@@ -351,18 +356,6 @@ async def _load(
     return load
 
 
-def _max_diff(sampled: list[bytes], reference: dict[str, np.ndarray]) -> float | None:
-    worst: float | None = None
-    for content in sampled:
-        outputs = json.loads(content).get("outputs", {})
-        for name, expected in reference.items():
-            got = np.asarray(outputs.get(name), dtype=np.float64)
-            want = np.asarray(expected, dtype=np.float64)
-            diff = float(np.max(np.abs(got - want))) if got.shape == want.shape and want.size else float("inf")
-            worst = diff if worst is None else max(worst, diff)
-    return worst
-
-
 def _result(concurrency: int, load: _Load, max_diff: float | None) -> LoadResult:
     data = np.sort(np.asarray(load.latencies_ms, dtype=np.float64))
     nan = float("nan")
@@ -373,7 +366,7 @@ def _result(concurrency: int, load: _Load, max_diff: float | None) -> LoadResult
         rps=len(load.latencies_ms) / load.elapsed_s if load.elapsed_s > 0 else 0.0,
         p50_ms=p50, p90_ms=p90, p99_ms=p99, p50_low_ms=l50, p50_high_ms=h50, p90_low_ms=l90, p90_high_ms=h90,
         p99_low_ms=l99, p99_high_ms=h99, checked=len(load.sampled), max_abs_diff=max_diff,
-        error_examples=load.examples,
+        error_examples=[e.english() if isinstance(e, Note) else e for e in load.examples],
     )  # fmt: skip
 
 
@@ -399,7 +392,8 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     reference = dict(zip(names, session.run(None, feeds), strict=True))
     in_process = np.sort(np.asarray(_in_process(session, feeds)))
     del session
-    body, kind = _body(feeds, request.npy)
+    content, kind, sent = request_body(feeds, request.body)
+    body = RequestBody(content=content, kind=kind, binary=sent != "json", call_ms=float(np.median(in_process)))
     rng = random.Random(request.seed)
     results: list[LoadResult] = []
     notes: list[Note] = []
@@ -411,10 +405,8 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         for i, concurrency in enumerate(request.concurrency):
             said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
             report_progress(0.1 + 0.85 * i / len(request.concurrency), said)
-            load = run_client(
-                _load(f"{base}/predict", body, kind, concurrency, request.duration_s, request.checks, rng)
-            )
-            diff = _max_diff(load.sampled, reference)
+            load = run_client(_load(f"{base}/predict", body, concurrency, request.duration_s, request.checks, rng))
+            diff = max_diff(load.sampled, reference, body.binary)
             results.append(_result(concurrency, load, diff))
             total = load.errors + len(load.latencies_ms)
             if load.stopped:
@@ -427,13 +419,13 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
                 )
             if diff is not None and diff > 1e-4:
                 notes.append(warning(DIFFERS, checked=len(load.sampled), concurrency=concurrency, diff=f"{diff:.3g}"))
-    if costs := json_costs(results, float(np.median(in_process)), feeds, request.npy):
+    if costs := json_costs(results, float(np.median(in_process)), feeds, sent != "json"):
         notes.append(costs)
     low, high = median_interval(in_process)
     return LoadtestReport(
         id=uuid.uuid4().hex[:12], model=request.model.name or Path(request.model.path).name,
         model_id=request.model.id, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        target=base if request.url else "", started_app=bool(request.app), body="npy" if request.npy else "json",
+        target=base if request.url else "", started_app=bool(request.app), body=sent,
         duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
         in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
         environment=environment([config.intra_op_threads]), notes=notes, seconds=time.perf_counter() - began,
@@ -451,9 +443,14 @@ def _stopped(load: _Load, concurrency: int, results: list[LoadResult]) -> Note:
                 "The server failed every request: {count} of {total} at concurrency {concurrency} (the first: "
                 "{example}), so the load stopped and nothing was measured. Send it the same request yourself to see "
                 "why."
-            ).format(count=load.errors, total=total, concurrency=concurrency, example=load.examples[0][:200])
+            ).format(count=load.errors, total=total, concurrency=concurrency, example=_said(load.examples[0]))
         )
     return warning(STOPPED, concurrency=concurrency, count=load.errors, total=total, example=load.examples[0])
+
+
+def _said(example: Note | str) -> str:
+    """A failure's example in a message: a note said in the reader's language, a server's words as it wrote them."""
+    return say(example) if isinstance(example, Note) else example[:200]
 
 
 def percentile_text(value: float, low: float, high: float) -> str:

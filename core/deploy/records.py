@@ -59,7 +59,9 @@ class LoadtestRequest:
     url: str = ""
     concurrency: list[int] = field(default_factory=lambda: [1, 4, 16])
     duration_s: float = 5.0
-    npy: bool = False  # send the one input as an .npy body instead of JSON
+    # the request body: "auto" sends JSON unless its text would be large (AUTO_JSON_BYTES: then .npy for one input,
+    # .npz for several, and the answers come as .npz too), "json", "npy" (one input) or "npz"
+    body: str = "auto"
     checks: int = 5  # responses checked per concurrency
     seed: int = 0
     tuned: SessionConfig | None = None  # the in-process session's options for a URL (an app brings its own)
@@ -93,7 +95,7 @@ class LoadtestReport:
     created_at: str  # ISO 8601, UTC
     target: str  # the URL loaded ("the app the job started" is its loopback address)
     started_app: bool
-    body: str  # "json" or "npy"
+    body: str  # "json", "npy" or "npz": what the requests sent
     duration_s: float
     results: list[LoadResult]
     in_process_p50_ms: float  # the same session options, in the job's own process, one call at a time

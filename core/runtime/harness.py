@@ -182,6 +182,7 @@ def measure(
     every configuration gets one timed call at least, so that each has a result."""
     first, last = span
     warm_until = None if deadline is None else time.perf_counter() + WARMUP_SHARE * (deadline - time.perf_counter())
+    call_ns: dict[int, int] = {}  # what a configuration's last call before the rounds took
     for k, config in enumerate(configs):
         progress(first + (last - first) * 0.15 * k / len(configs), _("Warming up {name}").format(name=config.label))
         start = time.perf_counter_ns()
@@ -192,14 +193,21 @@ def measure(
                 _("{name} failed on the generated inputs: {error}").format(name=config.label, error=ort_message(exc))
             ) from exc
         config.first_ns = time.perf_counter_ns() - start
+        call_ns[id(config)] = config.first_ns
         for _run in range(warmup):
             if warm_until is not None and time.perf_counter() > warm_until:
                 break
+            start = time.perf_counter_ns()
             config.run()
+            call_ns[id(config)] = time.perf_counter_ns() - start
 
-    # rounds that interleave the configurations, each round in a rotated order
-    chunk = max(1, math.ceil(iterations / ROUNDS))
+    # rounds that interleave the configurations, each round in a rotated order; a slow model's round is made short
+    # enough that ROUNDS of them fit in the time left (one call each at least), so that none takes the rest alone
     deadline = time.perf_counter() + time_budget_s if deadline is None else deadline
+    round_s = sum(call_ns.values()) / 1e9
+    chunk = max(1, math.ceil(iterations / ROUNDS))
+    if round_s > 0:
+        chunk = max(1, min(chunk, int((deadline - time.perf_counter()) / (ROUNDS * round_s))))
     rounds = 0
     while any(len(c.samples) < iterations for c in configs):
         order = configs[rounds % len(configs) :] + configs[: rounds % len(configs)]

@@ -7,6 +7,10 @@ interleave them) and keeps a change only when its median's 95 % interval lies be
 Quantize's, made by its tools and judged by its tolerance (core.quantize). A final round times the winner beside
 ONNX Runtime's defaults, both opened afresh; the winner replaces the defaults only when the intervals are apart.
 A quarter of the budget is kept for that round; the stages share the rest, and those it does not reach are named.
+The search is planned from what one call at the defaults takes (and opening a session): a stage starts with as many
+of its settings, the most promising first, as can each be timed FEWEST_CALLS times in the time left, and one that
+cannot time even one says so with the call's time; every measurement keeps to its share (core.runtime.harness's
+deadline), so a model of a second a call keeps the budget too (a 60 s one took 162 s and tried nothing).
 After each stage, what was measured so far is written into the job's folder (core.tune.budget), so that a job the
 worker's time limit ends keeps it.
 """
@@ -23,10 +27,10 @@ from pathlib import Path
 from core.errors import TuneError, WorkbenchError
 from core.i18n import _, number
 from core.model.inputs import make_inputs, plan_summary
-from core.notes import Note
+from core.notes import Note, note
 from core.quantize.judge import Tolerance
 from core.quantize.records import VARIANTS
-from core.quantize.variants import range_inputs
+from core.quantize.variants import file_size, range_inputs
 from core.runtime.activity import ActivityMeter
 from core.runtime.harness import Config, measure, result_of
 from core.runtime.machine import environment
@@ -38,11 +42,14 @@ from core.tune.sessions import harness_config, make_variants, open_session
 from core.tune.words import (
     BUDGET_OUT,
     FIXED_BATCH,
+    HELD_OUT_FEWER,
     NO_ACCELERATOR,
     NO_GPU,
     NO_VARIANT,
     NOT_ASKED,
     NOTHING_LEFT,
+    TOO_SLOW,
+    VARIANTS_TOO_SLOW,
     headline,
     not_tried_note,
 )
@@ -52,8 +59,12 @@ __all__ = ["run_tune"]
 FINAL_SHARE = 0.25  # of the budget, kept for the final round: the defaults beside the winner
 MIN_STAGE_S = 0.3  # a stage with less time than this left is not started
 VARIANT_SHARE = 0.3  # of the search's time, left at least before variants are made (ORT's tools take seconds)
-MIN_CALLS = 10  # per configuration: fewer give no interval worth comparing
+MIN_CALLS = 10  # per configuration, where the time allows: fewer give a wide interval
+FEWEST_CALLS = 6  # per configuration at least: the fewest whose median has a 95 % interval
+OVERHEAD_CALLS = 3  # a configuration's calls besides the timed ones: a trial, the first run, a warm-up
 PROBES = 5  # calls at the defaults whose fastest sizes the first stage's rounds
+PROBE_SHARE = 0.05  # of the budget, the most those calls take (one of them at least)
+MAKE_S, MAKE_MB_S = 1.0, 50.0  # what making a variant takes, guessed: a second, and a second per 50 MB of the model
 Progress = Callable[[float, str], None]
 
 
@@ -107,23 +118,32 @@ class _Search:
         self.tried: list[Candidate] = []
         self.paths: dict[str, str] = {}
         self.space = _space(request, self.not_tried)
+        self.open_s = 0.0  # what opening a session of the model takes (s)
         self.call_ms = self._probe()
 
     def left(self) -> float:
         return self.deadline - self.reserve - time.perf_counter()
 
+    def per_config_s(self) -> float:
+        """What timing one more configuration takes at the fewest calls: opening its session, and its calls."""
+        return self.open_s + (FEWEST_CALLS + OVERHEAD_CALLS) * self.call_ms / 1000
+
     def _probe(self) -> float:
-        """About how long one call at the defaults takes (ms): what sizes each stage's rounds."""
+        """About how long one call at the defaults takes (ms): what sizes each stage's rounds (and ``open_s``)."""
         model = self.request.model
-        session, _load = open_session(model.path, SessionConfig())
+        session, load_ms = open_session(model.path, SessionConfig())
+        self.open_s = load_ms / 1000
         feed = make_inputs(model.inputs, 1, self.request.seed)
         took = []
         try:
             session.run(None, feed)  # the first call pays for allocations
+            enough = time.perf_counter() + PROBE_SHARE * self.request.budget_s
             for _call in range(PROBES):  # a call preempted on a busy machine would make every stage look too long
                 start = time.perf_counter()
                 session.run(None, feed)
                 took.append(time.perf_counter() - start)
+                if time.perf_counter() > enough:
+                    break
         except Exception as exc:
             raise TuneError(_("The model failed on the plan's inputs: {error}").format(error=str(exc)[:600])) from exc
         return max(min(took) * 1000, 0.001)
@@ -132,7 +152,9 @@ class _Search:
         self, candidates: list[Candidate], seconds: float, span: tuple[float, float], notes: list[Note]
     ) -> dict[str, int]:
         """Time ``candidates`` side by side for about ``seconds`` with the harness; each gets its result, or the
-        reason it could not be opened. Returns how: iterations, warmup, rounds and seed."""
+        reason it could not be opened, within ``seconds`` from now (opening the sessions too). Returns how:
+        iterations, warmup, rounds and seed."""
+        deadline = time.perf_counter() + seconds
         configs: list[tuple[Candidate, Config]] = []
         model = self.request.model
         for c in candidates:
@@ -149,7 +171,7 @@ class _Search:
         warmup = min(10, max(1, iterations // 20))
         try:
             timed = [cfg for _c, cfg in configs]
-            rounds = measure(timed, iterations, warmup, round(0.8 * seconds, 1), notes, self.progress, span)
+            rounds = measure(timed, iterations, warmup, seconds, notes, self.progress, span, deadline=deadline)
         except WorkbenchError as exc:  # one configuration failed on the inputs: the stage is left out
             for c, _cfg in configs:
                 c.error = str(exc)
@@ -171,7 +193,7 @@ class _Search:
                 kept.append((c, cfg))
                 continue
             ms = (time.perf_counter() - start) * 1000 / c.config.batch
-            if c is not configs[0][0] and ms * c.config.batch * MIN_CALLS > seconds * 1000:
+            if c is not configs[0][0] and ms * c.config.batch * FEWEST_CALLS > seconds * 1000:
                 c.error = _("Too slow to measure within the budget: one call took {ms} ms.").format(ms=f"{ms:.3g}")
                 continue
             kept.append((c, cfg))
@@ -189,7 +211,10 @@ class _Search:
         if self.left() < VARIANT_SHARE * (request.budget_s - self.reserve):  # making them takes seconds
             self.not_tried.append(not_tried_note(BUDGET_OUT, "variant"))
             return []
-        held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(request.held_out)]
+        held = self._held_out(len(keys))
+        if not held:
+            return []
+        held_out = [make_inputs(request.model.inputs, 1, request.seed + 1 + k) for k in range(held)]
         tolerance = Tolerance(min_cosine=request.min_cosine)
         deadline = self.deadline - self.reserve
         seen = range_inputs(request.model.inputs, request.seed)
@@ -202,6 +227,21 @@ class _Search:
         if not passing:
             self.not_tried.append(not_tried_note(NO_VARIANT, "variant"))
         return made
+
+    def _held_out(self, count: int) -> int:
+        """How many held-out inputs the ``count`` variants are judged on: as many as asked, or as a fifth of the time
+        left allows (two at least), a note saying so; 0 (and why in ``not_tried``) when making the variants,
+        judging them and timing one beside the best so far would not fit in the time left."""
+        request, left, call_s = self.request, max(self.left(), 0.0), self.call_ms / 1000
+        held = min(request.held_out, max(2, int(0.2 * left / (call_s * (1 + count)))))
+        making = count * (MAKE_S + file_size(Path(request.model.path)) / 1e6 / MAKE_MB_S)
+        need = making + held * (1 + count) * call_s + 2 * self.per_config_s()
+        if need > left:
+            self.not_tried.append(not_tried_note(VARIANTS_TOO_SLOW, "variant", need=need, left=left, call=self.call_ms))
+            return 0
+        if held < request.held_out:
+            self.notes.append(note(HELD_OUT_FEWER, count=held, asked=request.held_out, call=self.call_ms))
+        return held
 
     def stage(self, stage: str, incumbent: Candidate, span: tuple[float, float], stages_left: int) -> Candidate:
         """Try stage ``stage`` against ``incumbent``; returns the winner (``incumbent`` unless one is surely
@@ -222,10 +262,17 @@ class _Search:
                 c.accuracy_ok, c.accuracy_note, c.cosine, c.max_abs_error = (
                     known.accuracy_ok, known.accuracy_note, known.cosine, known.max_abs_error
                 )  # fmt: skip
-        seconds = self.left() / stages_left
-        if (len(configs) + 1) * (MIN_CALLS + 2) * self.call_ms / 1000 > max(seconds, self.left()):
-            self.not_tried.append(not_tried_note(BUDGET_OUT, stage))  # a slow model: not even the fewest calls fit
+        each, left = self.per_config_s(), max(self.left(), 0.0)
+        fit = int(left // each) - 1  # beside the best so far, which is timed again in the same rounds
+        if fit < 1:  # a slow model: not one setting can be timed beside the best so far
+            self.not_tried.append(not_tried_note(TOO_SLOW, stage, call=self.call_ms, need=2 * each, left=left))
             return incumbent
+        for c in candidates[fit:]:  # the most promising first: the others wait for a longer budget
+            said = _("Not measured: the time left held {count} of this stage's {total} settings.")
+            c.error = said.format(count=fit, total=len(candidates))
+        self.tried += candidates[fit:]
+        candidates = candidates[:fit]
+        seconds = min(max(left / stages_left, (len(candidates) + 1) * each), left)
         again = Candidate(config=incumbent.config, label=incumbent.label, stage=stage)
         self.progress(span[0], _("Trying {stage}").format(stage=_(STAGES[stage])))
         self.measure([again, *candidates], seconds, span, [])

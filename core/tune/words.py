@@ -11,6 +11,18 @@ from core.tune.search import STAGES, config_note
 __all__ = ["headline", "not_tried_note"]
 
 BUDGET_OUT = N_("{stage}: not tried, the time budget ran out first.")
+TOO_SLOW = N_(
+    "{stage}: not tried, one call of the model takes {call} ms, so timing a setting beside the best so far takes about "
+    "{need} s, and {left} s of the budget were left."
+)
+VARIANTS_TOO_SLOW = N_(
+    "{stage}: not tried, making them, checking their accuracy and timing one would take about {need} s (one call of "
+    "the model takes {call} ms), and {left} s of the budget were left."
+)
+HELD_OUT_FEWER = N_(
+    "The variants' accuracy was checked on {count} held-out inputs of the {asked} asked for: one call of the model "
+    "takes {call} ms, and the checks keep to a fifth of the time that was left."
+)
 NO_ACCELERATOR = N_("{stage}: not tried, this ONNX Runtime has no provider but the CPU's here.")
 NO_GPU = N_("{stage}: not tried, it only pays on a GPU provider's device, and none was chosen.")
 FIXED_BATCH = N_("{stage}: not tried, the model's batch axis is fixed.")
@@ -45,9 +57,9 @@ BATCH_TRADE = N_(
 SENTENCES = N_("{said} {more}")  # a sentence and the one that follows it
 
 
-def not_tried_note(template: str, stage: str) -> Note:
-    """A line of ``not_tried``: ``template`` said of stage ``stage``."""
-    return note(template, stage=note(STAGES[stage]))
+def not_tried_note(template: str, stage: str, **values: NoteValue) -> Note:
+    """A line of ``not_tried``: ``template`` said of stage ``stage`` (and ``values``)."""
+    return note(template, stage=note(STAGES[stage]), **values)
 
 
 def _figures(c: Candidate) -> dict[str, NoteValue]:

@@ -351,7 +351,7 @@ def test_a_json_body_that_costs_more_than_the_call_says_to_send_npy_and_reads_in
     assert note.values["count"] == 150_528 and note.values["concurrency"] == 1
     english = say(note)
     assert english.startswith("HTTP and JSON took 106 ms of the 114 ms at concurrency 1: the input's 150,528 numbers")
-    assert ".npy" in english and "--npy" in english
+    assert ".npy" in english and "--body npy" in english
     with using("zh"):
         chinese = say(note)
     assert "150,528" in chinese and "JSON" in chinese and "took" not in chinese
