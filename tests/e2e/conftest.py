@@ -236,6 +236,16 @@ def shot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     return path
 
 
+def offline_page(browser, width: int = 1400, height: int = 900):  # type: ignore[no-untyped-def]
+    """A page of a context with no network (a file the app wrote, opened alone), and the errors its scripts raise,
+    as they come: (context, page, errors)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, offline=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return context, page, errors
+
+
 def upload(page, *paths: Path, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-def]
     """Put files in the Model page's upload box and wait for the app to read them."""
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files([str(p) for p in paths])

@@ -14,7 +14,7 @@ from core.i18n import _, using
 from core.runtime.stats import summarize
 from tests import builders
 from tests.cli import cli
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, offline_page
 
 pytestmark = [pytest.mark.e2e]
 
@@ -27,10 +27,7 @@ def test_the_sendable_page_benchmarks_the_model_on_wasm_and_says_why_not_webgpu(
     made = cli("--lang", "zh", "browser-bench", str(model), "-o", str(html), "--iters", "20", "--warmup", "2")
     assert made.returncode == 0, made.stderr
 
-    context = browser.new_context(viewport={"width": 1000, "height": 1200}, offline=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = offline_page(browser, 1000, 1200)
     page.goto(html.as_uri())
     page.locator("html[data-ready='true'], html[data-error]").wait_for(timeout=20_000)
     assert page.get_attribute("html", "data-error") is None and not errors

@@ -11,7 +11,7 @@ import pytest
 
 from core.graph import view_graph
 from tests.cli import cli
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, offline_page
 from tests.graph_models import transformer_like
 from tests.real_models import real_model
 
@@ -19,10 +19,7 @@ pytestmark = [pytest.mark.e2e]
 
 
 def _open(browser, html: Path):  # type: ignore[no-untyped-def]
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = offline_page(browser)
     page.goto(html.as_uri())
     page.locator("#graph[data-ready='true']").wait_for(timeout=30_000)
     return context, page, errors

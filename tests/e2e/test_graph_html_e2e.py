@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from tests.cli import cli
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import ARTIFACTS, offline_page
 from tests.graph_models import classic_cnn, transformer_like
 
 pytestmark = [pytest.mark.e2e]
@@ -34,10 +34,7 @@ def test_graph_html_opens_offline_expands_groups_and_finds_a_node(browser, tmp_p
     assert result.returncode == 0, result.stderr
     assert "303 nodes" in result.stdout
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = offline_page(browser)
     page.goto(html.as_uri())
     root = page.locator("#graph[data-ready='true']")
     root.wait_for(timeout=15_000)
@@ -121,10 +118,7 @@ def test_names_from_the_html_tokenizers_states_leave_the_page_drawn(browser, tmp
             html.write_text(graph_page(view_graph(onnx.load(model), name=model.stem), BUNDLE.read_text()))
         pages.append((name, html, f"{model.stem} · graph"))
 
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, offline=True)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = offline_page(browser)
     page.on("dialog", lambda dialog: errors.append(f"a dialog: {dialog.message}"))
     try:
         for name, html, title in pages:
