@@ -33,6 +33,7 @@ from core.jobs.reused import Answered
 from core.model import zoo
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
+from core.model.records import ModelRecord
 from core.model.torchload import TorchSource
 from core.notes import say, say_all
 from core.settings import PROJECT_ROOT, load_settings
@@ -131,16 +132,23 @@ def test_torchscript_archive_exports_with_the_legacy_exporter(tmp_path: Path) ->
     assert report.ok
 
 
-def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
-    batch = torch.export.Dim("batch", min=1, max=64)
-    program = torch.export.export(zoo.build_model("mlp"), (torch.randn(2, 784),), dynamic_shapes=({0: batch},))
-    path = tmp_path / "program.pt2"
+def _exported_program(
+    program: torch.export.ExportedProgram, path: Path
+) -> tuple[ModelRecord, ExportOptions, ExportReport]:
+    """``program`` saved at ``path`` (a .pt2), its record, and its export with the default options into o/ beside."""
     torch.export.save(program, str(path))
     record = describe_files(IntakeRequest(paths=[str(path)]))
     options = default_options(record)
-    report = export_model(
-        ExportRequest(source=TorchSource(kind="pt2", path=str(path)), options=options, out_dir=str(tmp_path / "o"))
+    request = ExportRequest(
+        source=TorchSource(kind="pt2", path=str(path)), options=options, out_dir=str(path.parent / "o")
     )
+    return record, options, export_model(request)
+
+
+def test_pt2_program_exports_with_its_own_dynamic_dims(tmp_path: Path) -> None:
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = torch.export.export(zoo.build_model("mlp"), (torch.randn(2, 784),), dynamic_shapes=({0: batch},))
+    *_, report = _exported_program(program, tmp_path / "program.pt2")
     assert report.exporter == "dynamo" and report.ok
     assert len(report.trials) == 2 and next(iter(report.trials[1].input_shapes.values()))[0] == 3
     assert isinstance(report.record.inputs[0].shape[0], str)
@@ -311,14 +319,7 @@ def bert_export(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-un
     examples = (torch.randint(0, 1000, (2, 8)), torch.ones(2, 8, dtype=torch.long), torch.zeros(2, 8, dtype=torch.long))
     axes = {0: batch, 1: seq}
     program = torch.export.export(TinyBert().eval(), examples, dynamic_shapes=(axes, axes, axes))
-    path = folder / "bert.pt2"
-    torch.export.save(program, str(path))
-    record = describe_files(IntakeRequest(paths=[str(path)]))
-    options = default_options(record)
-    report = export_model(
-        ExportRequest(source=TorchSource(kind="pt2", path=str(path)), options=options, out_dir=str(folder / "o"))
-    )
-    return record, options, report
+    return _exported_program(program, folder / "bert.pt2")
 
 
 def test_a_saved_programs_dims_are_named_on_the_card_in_the_checks_and_in_the_onnx_model(bert_export) -> None:  # type: ignore[no-untyped-def]
