@@ -383,6 +383,16 @@ def _latency_board(entries: list[Entry]) -> None:
     st.table(escaped_frame(frame), hide_index=True)
 
 
+def _participants(title: str, counts: dict[str, int], what: str, none: str) -> None:
+    """How many participants chose each ``what`` (``counts``), as a table under ``title``; ``none`` when empty."""
+    st.markdown("**" + title + "**")
+    if counts:
+        frame = pd.DataFrame({what: list(counts), _("participants"): list(counts.values())})
+        st.table(escaped_frame(frame), hide_index=True)
+    else:
+        st.caption(none)
+
+
 def board(room: Room, shared: bool = False) -> None:
     """The room board: pooled results only (display names as text, never a model). ``shared``: as read at most a
     few seconds ago by any participant (the teacher's board reads them afresh)."""
@@ -404,16 +414,6 @@ def board(room: Room, shared: bool = False) -> None:
     left, right = st.columns(2)
     picked, where = choices(entries), machines(entries)
     with left:
-        st.markdown("**" + _("Quantization chosen") + "**")
-        if picked:
-            frame = pd.DataFrame({_("variant"): list(picked), _("participants"): list(picked.values())})
-            st.table(escaped_frame(frame), hide_index=True)
-        else:
-            st.caption(_("No quantization yet."))
+        _participants(_("Quantization chosen"), picked, _("variant"), _("No quantization yet."))
     with right:
-        st.markdown("**" + _("Where they ran") + "**")
-        if where:
-            frame = pd.DataFrame({_("machine or target"): list(where), _("participants"): list(where.values())})
-            st.table(escaped_frame(frame), hide_index=True)
-        else:
-            st.caption(_("No result yet."))
+        _participants(_("Where they ran"), where, _("machine or target"), _("No result yet."))
