@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from core.decode import DecodedModel, NodeInfo
-from core.i18n import N_, _, ngettext, number
+from core.i18n import N_, _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.model import format_shape
 from core.notes import say
@@ -18,7 +18,16 @@ from ui.charts import histogram_figure
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
-__all__ = ["header_section", "model_section", "node_details", "nodes_section", "weights_section", "model_tree"]
+__all__ = [
+    "header_section",
+    "layers_frame",
+    "layers_section",
+    "model_section",
+    "model_tree",
+    "node_details",
+    "nodes_section",
+    "weights_section",
+]
 
 
 def header_section(decoded: DecodedModel) -> None:
@@ -185,6 +194,42 @@ def nodes_section(decoded: DecodedModel) -> None:
         on_click="ignore",
     )
     st.plotly_chart(histogram_figure(decoded.op_counts, _("Op types in the main graph")), key="op_histogram")
+    layers_section(decoded)
+
+
+def layers_frame(decoded: DecodedModel) -> pd.DataFrame:
+    """One row per repeated block: its name, nodes, most frequent op types, contrib ops and weights."""
+    groups = decoded.layer_groups
+    return pd.DataFrame(
+        {
+            _("block"): [g.name for g in groups],
+            _("nodes"): [g.nodes for g in groups],
+            _("op types (the most frequent)"): [
+                pgettext("list", ", ").join(f"{op} ×{count}" for op, count in list(g.ops.items())[:5]) for g in groups
+            ],
+            _("contrib ops (com.microsoft)"): [pgettext("list", ", ").join(g.contrib_ops) or "—" for g in groups],
+            _("parameters"): [number(g.parameters) for g in groups],
+            _("weight bytes"): [human_bytes(g.bytes) for g in groups],
+        }
+    )
+
+
+def layers_section(decoded: DecodedModel) -> None:
+    """The main graph's repeated blocks (a language model's decoder layers), when its nodes' names show them."""
+    groups = decoded.layer_groups
+    if not groups:
+        return
+    inside = sum(g.nodes for g in groups)
+    st.markdown(
+        _(
+            "**The layers.** The nodes' names put {inside} of the main graph's {total} nodes in {count} repeated "
+            "blocks, one row each: its nodes, its most frequent op types, the contrib ops it uses (com.microsoft's, "
+            "which ONNX Runtime alone runs: the Partition page says which provider took them) and the weights its "
+            "nodes hold. A block that differs from the others is one to look at; a block's name in the search above "
+            "lists its nodes, and the graph shows each block as a group that opens with a click."
+        ).format(inside=number(inside), total=number(decoded.node_count), count=number(len(groups)))
+    )
+    st.dataframe(layers_frame(decoded), hide_index=True, width="stretch")  # names as text: a cell renders nothing
 
 
 def weights_section(decoded: DecodedModel) -> None:

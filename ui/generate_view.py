@@ -6,6 +6,7 @@ tokens side by side with the step where they part."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,7 @@ import streamlit as st
 from core.errors import WorkbenchError
 from core.generate.records import NEW_TOKENS, EngineRun, GenerateReport, GenerateRequest, GenerativePlan, Interval
 from core.generate.words import headline
-from core.i18n import _, number, pgettext
+from core.i18n import N_, _, number, pgettext
 from core.jobs import GENERATE
 from core.model import ModelRecord
 from core.model.cache_config import CONFIG_FILE, TOKENIZER_FILE
@@ -28,7 +29,6 @@ from ui.token_chart import token_latency_figure
 
 __all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokenizer_file", "tokens_frame"]
 
-PROMPT_KINDS = ("length", "ids", "text")
 MOST_NEW_TOKENS = 4096
 
 
@@ -115,30 +115,55 @@ def _reference(record: ModelRecord, torch_record: ModelRecord | None) -> str:
     return str(Path(typed).expanduser().resolve()) if typed else ""
 
 
-def _prompt(kind: str) -> tuple[int, int, str, str]:
-    """The prompt's widgets for ``kind``: (length, seed, ids, text), the ones not asked at their defaults."""
-    if kind == "text":
-        return PROMPT_LENGTH, 0, "", st.text_area(
-            _("The prompt"), key="generate_prompt_text", placeholder=_("Hello, world."), height=90
-        )  # fmt: skip
+@dataclass(frozen=True, kw_only=True)
+class _Prompt:
+    """What the prompt's widgets asked: a drawn prompt's length and seed, typed ids, or a text."""
+
+    length: int = PROMPT_LENGTH
+    seed: int = 0
+    ids: str = ""
+    text: str = ""
+
+    @property
+    def empty(self) -> bool:
+        """Ids or a text were asked for and none was given."""
+        return self.ids.strip() == "" and self.text.strip() == "" and self.length == 0
+
+
+def _drawn() -> _Prompt:
     left, right = st.columns([2, 1])
-    if kind == "ids":
-        return PROMPT_LENGTH, 0, left.text_input(
-            _("The prompt's token ids"), key="generate_prompt_ids", placeholder="9707, 11, 1879"
-        ), ""  # fmt: skip
     length = left.number_input(_("Prompt tokens"), 1, 65_536, PROMPT_LENGTH, key="generate_prompt_length")
     seed = right.number_input(_("Seed of the drawn ids"), 0, 2**31 - 1, 0, key="generate_seed")
-    return int(length), int(seed), "", ""
+    return _Prompt(length=int(length), seed=int(seed))
+
+
+def _typed_ids() -> _Prompt:
+    box = st.columns([2, 1])[0]
+    ids = box.text_input(_("The prompt's token ids"), key="generate_prompt_ids", placeholder="9707, 11, 1879")
+    return _Prompt(length=0, ids=ids)
+
+
+def _text() -> _Prompt:
+    text = st.text_area(_("The prompt"), key="generate_prompt_text", placeholder=_("Hello, world."), height=90)
+    return _Prompt(length=0, text=text)
+
+
+# where a prompt comes from: the radio's option -> (its words, its widgets); "text" needs a tokenizer
+PROMPT_SOURCES = {
+    "length": (N_("drawn ids"), _drawn),
+    "ids": (N_("token ids"), _typed_ids),
+    "text": (N_("text (the model's tokenizer)"), _text),
+}
 
 
 def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
     """The prompt and the sizes, from the form's widgets (None: the button was not pressed); a text prompt when the
     model has a tokenizer (beside it, or ``tokenizer``)."""
-    kinds = [k for k in PROMPT_KINDS if k != "text" or layout.tokenizer or tokenizer]
-    words = {"length": _("drawn ids"), "ids": _("token ids"), "text": _("text (the model's tokenizer)")}
-    kind = st.radio(_("Prompt"), kinds, format_func=words.__getitem__, horizontal=True, key="generate_prompt_kind")
+    sources = list(PROMPT_SOURCES) if layout.tokenizer or tokenizer else list(PROMPT_SOURCES)[:2]
+    words = {source: _(label) for source, (label, _widgets) in PROMPT_SOURCES.items()}  # in the reader's language
+    source = st.radio(_("Prompt"), sources, format_func=words.__getitem__, horizontal=True, key="generate_prompt_kind")
     with st.form("generate_form"):
-        length, seed, ids, text = _prompt(kind)
+        prompt = PROMPT_SOURCES[source][1]()
         new_box, batch_box, runs_box, threads_box, level_box = st.columns(5)
         new = new_box.number_input(_("New tokens"), 1, MOST_NEW_TOKENS, NEW_TOKENS, key="generate_new")
         batch = batch_box.number_input(_("Sequences at once (batch)"), 1, 64, 1, key="generate_batch")
@@ -154,12 +179,12 @@ def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
         pressed = st.form_submit_button(_("Generate"), type="primary")
     if not pressed:
         return None
-    if kind != "length" and not (ids.strip() or text.strip()):
+    if prompt.empty:
         raise WorkbenchError(_("The prompt is empty: give its ids or its text, or draw a prompt of a given length."))
     st.session_state["generate_settings"] = (int(runs), int(threads), str(level))
     return GenerativePlan(
-        prompt_length=length, new_tokens=int(new), batch=int(batch), prompt_ids=_ids(ids) if ids else [],
-        prompt_text=text, seed=seed,
+        prompt_length=prompt.length or PROMPT_LENGTH, new_tokens=int(new), batch=int(batch),
+        prompt_ids=_ids(prompt.ids) if prompt.ids.strip() else [], prompt_text=prompt.text, seed=prompt.seed,
     )  # fmt: skip
 
 

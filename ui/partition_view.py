@@ -34,6 +34,9 @@ from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
     "LEVELS_ON_REQUEST",
+    "contrib_frame",
+    "contrib_line",
+    "contrib_section",
     "levels_frame",
     "levels_section",
     "placement_frame",
@@ -138,6 +141,52 @@ def _metrics(report: PartitionReport) -> None:
         )
 
 
+def contrib_frame(report: PartitionReport) -> pd.DataFrame:
+    """ONNX Runtime's own ops in the partition, each with its nodes and the providers that took them."""
+    return pd.DataFrame(
+        {
+            _("op"): [c.op for c in report.contrib],
+            _("nodes"): [c.nodes for c in report.contrib],
+            _("added by ORT"): [c.added for c in report.contrib],
+            _("runs on"): [_runs_on(c.providers) for c in report.contrib],
+        }
+    )
+
+
+def _runs_on(providers: dict[str, int]) -> str:
+    """The providers that took an op's nodes: "CPU", or "CUDA ×3, CPU ×1" when they share them."""
+    names = {p: _where(short_name(p) if p else NOWHERE) for p in providers}
+    if len(providers) == 1:
+        return next(iter(names.values()))
+    return pgettext("list", ", ").join(f"{names[p]} ×{number(n)}" for p, n in providers.items())
+
+
+def contrib_line(report: PartitionReport) -> None:
+    """The model's own contrib ops (a language model's GroupQueryAttention, MatMulNBits) and where they run, in a
+    line above the tables; the fusions ONNX Runtime added are in the tab."""
+    written = [c for c in report.contrib if c.added < c.nodes]
+    if not written:
+        return
+    ops = pgettext("list", "; ").join(
+        _("{op} ×{count} on {where}").format(op=md_escape(c.op, 120), count=number(c.nodes - c.added),
+                                              where=_runs_on(c.providers))
+        for c in written
+    )  # fmt: skip
+    st.markdown(_("**ONNX Runtime's own ops in the model** (com.microsoft): {ops}.").format(ops=ops))
+
+
+def contrib_section(report: PartitionReport) -> None:
+    """Where ONNX Runtime's own ops (com.microsoft) run: the model's and those its optimizer put in."""
+    st.caption(
+        _(
+            "The com.microsoft domain holds ONNX Runtime's own ops: contrib ops a model is written with "
+            "(GroupQueryAttention, MatMulNBits, SkipLayerNormalization...) and the fusions its optimizer puts in. "
+            "No other runtime runs them, and a provider runs only those it has kernels for."
+        )
+    )
+    st.dataframe(contrib_frame(report), hide_index=True, width="stretch")
+
+
 def report_section(
     report: PartitionReport, view: GraphView | None, key: str, colourings: dict[str, Colouring] | None = None
 ) -> None:
@@ -149,6 +198,7 @@ def report_section(
     _metrics(report)
     for note in say_all(n for n in report.notes if n.severity != "warning"):
         st.caption(md_escape(note, 600))
+    contrib_line(report)
     declined_section(report)
     if view is not None:
         selected = draw_graph(view, key=key, colourings=colourings, colour="provider")
@@ -168,7 +218,10 @@ def report_section(
                     else _("**{node}** ({op}) runs on **{where}**.").format(**said)
                 )
                 st.info(text + (f" ({md_escape(_note(node.note), 200)})" if node.note else ""))
-    nodes_tab, subgraphs_tab, log_tab = st.tabs([_("Every node"), _("Subgraphs"), _("ORT's log")])
+    titles = [_("Every node"), _("Subgraphs"), _("ORT's log")] + (
+        [_("ONNX Runtime's own ops")] if report.contrib else []
+    )
+    nodes_tab, subgraphs_tab, log_tab, *contrib_tab = st.tabs(titles)
     with nodes_tab:
         providers = sorted({short_name(p) if p else _where(NOWHERE) for p in report.node_providers})
         chosen = st.multiselect(_("Show providers"), providers, default=providers, key=f"{key}_filter")
@@ -206,6 +259,9 @@ def report_section(
             st.caption(
                 _("A simulation creates no session, so there is no log; the checker's groups are shown instead.")
             )
+    for tab in contrib_tab:
+        with tab:
+            contrib_section(report)
 
 
 def levels_frame(report: OptimizationReport) -> pd.DataFrame:

@@ -53,24 +53,7 @@ def token_latency_figure(frame: pd.DataFrame, divergent: int | None = None) -> g
                 hoverinfo="text",
             )
         )
-        head = group[group["step"] == 0]
-        beyond = [clipped and v > edge for v in head["ms"]]
-        said = [_("first token {ms} ms").format(ms=significant(v)) for v in head["ms"]]
-        fig.add_trace(
-            go.Scatter(
-                x=head["step"],
-                y=[edge * 0.97 if b else v for v, b in zip(head["ms"], beyond, strict=True)],
-                mode="markers+text",
-                name=_("{engine}: first token (prefill)").format(engine=label),
-                legendgroup=str(label),
-                showlegend=False,
-                marker={"size": 11, "color": colour, "symbol": ["triangle-up" if b else "diamond" for b in beyond]},
-                text=[s if b else "" for s, b in zip(said, beyond, strict=True)],
-                textposition="middle right",
-                hovertext=said,
-                hoverinfo="text",
-            )
-        )
+        fig.add_trace(_first_token(group[group["step"] == 0], str(label), colour, edge if clipped else None))
     fig.add_trace(  # the legend's key to the markers at step 0 (in each engine's colour on the chart)
         go.Scatter(
             x=[None],
@@ -102,3 +85,23 @@ def token_latency_figure(frame: pd.DataFrame, divergent: int | None = None) -> g
         hovermode="closest",
     )
     return fig
+
+
+def _first_token(head: pd.DataFrame, label: str, colour: str, edge: float | None) -> go.Scatter:
+    """An engine's first token (step 0, the prefill's time) as a marker; past ``edge`` (when the axis stops short of
+    it) drawn at the edge as a triangle, with its value written beside it."""
+    beyond = [edge is not None and v > edge for v in head["ms"]]
+    said = [_("first token {ms} ms").format(ms=significant(v)) for v in head["ms"]]
+    return go.Scatter(
+        x=head["step"],
+        y=[(edge or 0) * 0.97 if b else v for v, b in zip(head["ms"], beyond, strict=True)],
+        mode="markers+text",
+        name=_("{engine}: first token (prefill)").format(engine=label),
+        legendgroup=label,
+        showlegend=False,
+        marker={"size": 11, "color": colour, "symbol": ["triangle-up" if b else "diamond" for b in beyond]},
+        text=[s if b else "" for s, b in zip(said, beyond, strict=True)],
+        textposition="middle right",
+        hovertext=said,
+        hoverinfo="text",
+    )

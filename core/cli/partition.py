@@ -207,6 +207,7 @@ def _partition_json(result: PartitionResult, levels: OptimizationReport | None, 
                 "declined": [
                     {**to_data(d), "reason": d.reason.english(), "provider": d.provider} for d in report.declined
                 ],
+                "contrib": to_data(report.contrib),
             }
         )
     data.update(reports[0])  # the real partition at the top level; simulated ones under "simulations"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.decode import sentences as say
 from core.decode.header import HEADER_BYTES, top_level_fields
+from core.decode.layers import layer_groups
 from core.decode.records import (
     DecodedModel,
     DecodeRequest,
@@ -234,7 +235,10 @@ def _walk(decoded: DecodedModel, model: onnx.ModelProto) -> list[GraphVisit]:
             )
         _graph_tensors(decoded, visit, external)
         decoded.nodes.extend(_node_info(node, index, visit.path) for index, node in enumerate(visit.graph.node))
-        decoded.layers.extend(_layer_weights(visit))
+        weights = _layer_weights(visit)
+        decoded.layers.extend(weights)
+        if visit.owner is None and visit.depth == 0 and not decoded.layer_groups:  # the main graph
+            decoded.layer_groups = layer_groups(visit.graph, weights)
     decoded.initializer_count = sum(1 for t in decoded.initializers if t.storage.key != say.CONSTANT_NODE)
     decoded.initializer_bytes = sum(t.bytes for t in decoded.initializers)
     decoded.parameter_count = parameter_count(model)  # as the Model page counts them

@@ -15,6 +15,7 @@ __all__ = [
     "DecodedModel",
     "FunctionInfo",
     "HeaderField",
+    "LayerGroup",
     "LayerWeight",
     "NodeInfo",
     "SubgraphInfo",
@@ -98,6 +99,19 @@ class LayerWeight:
 
 
 @dataclass(kw_only=True)
+class LayerGroup:
+    """One repeated block of the main graph (a language model's decoder layer), by its nodes' names."""
+
+    name: str  # with the scopes above it, dotted: "model.layers.3", "transformer.h.3"
+    index: int  # its number: 3
+    nodes: int = 0
+    parameters: int = 0  # the weights its nodes hold
+    bytes: int = 0
+    ops: dict[str, int] = field(default_factory=dict)  # op type -> nodes, the most frequent first
+    contrib_ops: list[str] = field(default_factory=list)  # com.microsoft's ops in it (GroupQueryAttention...)
+
+
+@dataclass(kw_only=True)
 class SubgraphInfo:
     path: str  # e.g. "main / if (If) . then_branch"
     owner: str  # the node that holds it
@@ -149,6 +163,7 @@ class DecodedModel:
     node_rows: RowFile | None = None  # every node, in the job's folder (when it was given one)
     op_types: list[str] = field(default_factory=list)  # of every graph and function
     layers: list[LayerWeight] = field(default_factory=list)
+    layer_groups: list[LayerGroup] = field(default_factory=list)  # the main graph's repeated blocks, by name
     text: str = ""
     checker_ok: bool | None = None
     checker_message: Note | None = None  # what onnx.checker said (its own words when it fails)

@@ -19,7 +19,14 @@ from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
 from core.partition.declined import declined_nodes
-from core.partition.records import LevelPlacement, PartitionReport, PartitionRequest, PartitionResult, Subgraph
+from core.partition.records import (
+    ContribOp,
+    LevelPlacement,
+    PartitionReport,
+    PartitionRequest,
+    PartitionResult,
+    Subgraph,
+)
 from core.partition.simulations import SIMULATED
 from core.partition.words import (
     CALLS_INLINED,
@@ -43,7 +50,7 @@ from core.tables import write_rows
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["KERNEL_PROVIDERS", "SIMULATED", "partition_model"]
+__all__ = ["KERNEL_PROVIDERS", "SIMULATED", "contrib_ops", "partition_model"]
 
 
 def _connected(model: onnx.ModelProto, provider_of: dict[int, str]) -> list[list[int]]:
@@ -103,7 +110,30 @@ def _finish(report: PartitionReport, model: onnx.ModelProto, groups: list[list[i
     with using("en"):  # kept in English (the command line's); the page writes it in its reader's language
         report.summary = summary(report)
     report.node_providers = sorted({n.provider for n in report.nodes})
+    report.contrib = contrib_ops(report.nodes)
     return report
+
+
+CONTRIB_DOMAIN = "com.microsoft"  # ONNX Runtime's own ops (and com.microsoft.nchwc, .experimental)
+ADDED = "added by ORT"  # the graph core.runtime.placement names for a node the optimizer put in
+
+
+def contrib_ops(nodes: list[NodePlacement]) -> list[ContribOp]:
+    """ONNX Runtime's own ops among ``nodes`` (the model's and those its optimizer put in), each with the providers
+    its nodes run on; the most frequent first."""
+    found: dict[str, ContribOp] = {}
+    where: dict[str, Counter[str]] = {}
+    for node in nodes:
+        if not node.domain.startswith(CONTRIB_DOMAIN):
+            continue
+        op = f"{node.domain}:{node.op_type}"
+        entry = found.setdefault(op, ContribOp(op=op, nodes=0))
+        entry.nodes += 1
+        entry.added += node.graph == ADDED
+        where.setdefault(op, Counter())[node.provider] += 1
+    for op, entry in found.items():
+        entry.providers = dict(where[op].most_common())
+    return sorted(found.values(), key=lambda e: (-e.nodes, e.op))
 
 
 def _real_notes(matched: Assignment, level: str) -> list[Note]:

@@ -12,6 +12,7 @@ from core.runtime.placement import CopyNode, NodePlacement
 from core.tables import RowFile
 
 __all__ = [
+    "ContribOp",
     "Declined",
     "LevelPlacement",
     "LevelResult",
@@ -87,6 +88,17 @@ class LevelPlacement:
 
 
 @dataclass(kw_only=True)
+class ContribOp:
+    """An op of ONNX Runtime's own domains (com.microsoft: GroupQueryAttention, MatMulNBits, SkipLayerNormalization,
+    the fusions of its optimizer), which no other runtime runs, and where its nodes run."""
+
+    op: str  # "com.microsoft:GroupQueryAttention"
+    nodes: int
+    providers: dict[str, int] = field(default_factory=dict)  # provider ("": runs nowhere) -> nodes, the most first
+    added: int = 0  # of them, put in by ONNX Runtime's optimizer (a fusion), not in the model as written
+
+
+@dataclass(kw_only=True)
 class PartitionReport:
     title: Note  # "This machine" or "NNAPI (simulated)" (core.partition.words)
     simulated: bool
@@ -107,6 +119,7 @@ class PartitionReport:
     main_providers: list[str] = field(default_factory=list)  # by main-graph node index; "" runs nowhere
     node_providers: list[str] = field(default_factory=list)  # the providers (and "") the placements name
     declined: list[Declined] = field(default_factory=list)  # with the reason each provider gave, or was found
+    contrib: list[ContribOp] = field(default_factory=list)  # ONNX Runtime's own ops, and where they run
 
 
 @dataclass(kw_only=True)
