@@ -71,6 +71,7 @@ def _trial_frame(report: ExportReport) -> pd.DataFrame:
         worst_rel = max((d.max_rel for d in trial.diffs), default=None)
         matches = pgettext("a check's result", "matches")  # a verdict; the card's "matches" heads a column
         result = matches if trial.ok else _("proves nothing") if trial.proves_nothing is not None else _("FAILS")
+        result = _("not checked") if trial.unchecked is not None else result
         rows.append(
             {
                 _("shapes"): f"{_label(trial)}: {shapes}",
@@ -88,7 +89,7 @@ def _headline(report: ExportReport) -> None:
     total = len(report.checks) + len(report.trials)
     where = _where(report.trials)
     unproven = _unproven(report.trials)
-    failed = total - passed - sum(t.proves_nothing is not None for t in report.trials)
+    failed = total - passed - sum(t.proves_nothing is not None or t.unchecked is not None for t in report.trials)
     seconds = number(report.seconds, 1)
     if report.reused:  # only verified exports of samples are reused (core.export.reuse)
         st.success(
@@ -141,7 +142,7 @@ def show_report(report: ExportReport) -> None:
             else _("matches PyTorch at {where}").format(where=_label(trial))
         )
         detail = say(trial.error) if trial.error is not None else _("every output within 1e-4 + 1e-3·|value|")
-        mark = _OK if trial.ok else _VOID if trial.proves_nothing is not None else _FAIL
+        mark = _OK if trial.ok else _VOID if trial.proves_nothing is not None or trial.unchecked is not None else _FAIL
         lines.append(f"- {mark} **{md_escape(what)}**: {md_escape(detail, 700)}")
     st.markdown("\n".join(lines))
     st.table(escaped_frame(_trial_frame(report)), hide_index=True)

@@ -184,6 +184,7 @@ def _print_export(report: ExportReport) -> None:
         worst = max((d.max_abs for d in trial.diffs), default=float("nan"))
         detail = say(trial.error) if trial.error is not None else _("max abs diff {value}").format(value=f"{worst:.2e}")
         verdict = _("VOID") if trial.proves_nothing is not None else mark[trial.ok]
+        verdict = _("SKIP") if trial.unchecked is not None else verdict  # PyTorch refused every size tried
         print(f"  {verdict}  " + _("matches PyTorch at {inputs}: {detail}").format(inputs=trial.label, detail=detail))
     for check in report.greedy:  # a language model's: the tokens both engines generated from each prompt
         for eager, onnx in zip(check.eager, check.onnx, strict=True):

@@ -54,6 +54,10 @@ __all__ = ["export_model"]
 _EXTERNAL = N_(
     "The weights take more than one protobuf file can hold (2 GB), so they were written to an external .onnx.data file."
 )
+_RETRACED = N_(
+    "The program's dims are written as expressions ({dims}), which ONNX's exporter does not take: it was traced again "
+    "from its own module with those axes automatic (Dim.AUTO)."
+)
 _TRACED_AT_2 = N_(
     "torch.export treats an axis of size 1 as a constant, so the dynamic axes of size 1 were traced at size 2; the "
     "checks below still run at the shapes you chose."
@@ -200,7 +204,7 @@ def _export(
     output_axes = _output_axes(options, reference, export_shapes)
     with _collected_warnings() as messages:
         try:
-            _run_export(model, tensors, path, exporter, options, output_axes)
+            _run_export(_plain_dims(model, tensors, notes), tensors, path, exporter, options, output_axes)
         except ExportError:
             raise
         except Exception as exc:
@@ -208,6 +212,35 @@ def _export(
     if export_shapes != options.input_shapes:
         notes.append(warning(_TRACED_AT_2))
     return options, messages, notes
+
+
+def _plain_dims(
+    model: torch.nn.Module | torch.export.ExportedProgram, tensors: list[Any], notes: list[Note]
+) -> torch.nn.Module | torch.export.ExportedProgram:
+    """A torch.export program whose dims are expressions (``2*h``, as torch.export's own suggested fixes write them)
+    traced again from its module with those axes automatic (Dim.AUTO): ONNX's exporter takes only dims that are
+    plain symbols, and failed with "expected sympy.Symbol" on the program as saved. Any other model as it is."""
+    import torch
+
+    if not isinstance(model, torch.export.ExportedProgram):
+        return model
+    users = set(model.graph_signature.user_inputs)
+    shapes = [
+        getattr(node.meta.get("val"), "shape", None)
+        for node in model.graph.nodes
+        if node.op == "placeholder" and node.name in users
+    ]
+    dims = [d for shape in shapes if shape is not None for d in shape if isinstance(d, torch.SymInt)]
+    if all(d.node.expr.is_Symbol for d in dims):
+        return model
+    dynamic = tuple(
+        {axis: torch.export.Dim.AUTO for axis, d in enumerate(shape) if isinstance(d, torch.SymInt)} or None
+        if shape is not None
+        else None
+        for shape in shapes
+    )
+    notes.append(note(_RETRACED, dims=", ".join(sorted({str(d.node.expr) for d in dims if not d.node.expr.is_Symbol}))))
+    return torch.export.export(model.module(), tuple(tensors), dynamic_shapes=dynamic)
 
 
 def _opset_note(requested: int, produced: int | None, exporter: str) -> Note | None:

@@ -5,6 +5,7 @@ Comparing at another size of every dynamic axis is what catches an axis that the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,11 @@ _STRICT, _INFERRED = N_("strict shape inference"), N_("every node's output type 
 _LOADS = N_("loads in ONNX Runtime")
 _AXIS = N_("{name} axis {axis} ({label})")
 _TORCH_FAILS = N_("PyTorch itself fails at this shape: {error}")
+UNCHECKED = N_(
+    "Not checked: PyTorch itself refuses {label} at every size tried ({sizes}): the program's own guards allow no "
+    "other size near the export's. It said: {error}"
+)
+OTHER_SIZES = (8, 16, 32, 64)  # a size PyTorch refuses is tried again this far past the export's (a stride's multiple)
 _NOT_DYNAMIC = N_(
     "ONNX Runtime fails when {axis} changes, so this axis is not really dynamic: the exporter baked its size into "
     "the graph. ORT said: {message}"
@@ -65,6 +71,8 @@ _FLATTEN = N_("{count} Flatten layer(s) became Reshape.")
 
 __all__ = [
     "EXPORT_SHAPE",
+    "OTHER_SIZES",
+    "UNCHECKED",
     "UNPROVEN",
     "call_module",
     "describe_changes",
@@ -269,8 +277,58 @@ def run_trials(
     for index, (label, axis, shapes) in enumerate(plan):
         shown = _(label) if label == EXPORT_SHAPE else label
         progress(0.7 + 0.25 * index / len(plan), _("Comparing with PyTorch at {where}").format(where=shown))
-        trials.append(_trial(model, session, options, label, axis, shapes, seed=index + 1))
+        trial = _trial(model, session, options, label, axis, shapes, seed=index + 1)
+        if axis is not None and _refused(trial) and _program(model):  # its guards (an even height): a size they allow
+            trial = _another_size(model, session, options, trial, seed=index + 1)
+        trials.append(trial)
     return trials
+
+
+def _program(model: object) -> bool:
+    """A saved torch.export program: its guards may forbid a size its dim allows. A module PyTorch cannot run at
+    another size fixes that axis, and its trial fails as it should."""
+    import torch
+
+    return isinstance(model, torch.export.ExportedProgram)
+
+
+def _refused(trial: ShapeTrial) -> bool:
+    return trial.error is not None and trial.error.key == _TORCH_FAILS
+
+
+def _another_size(
+    model: torch.nn.Module | torch.export.ExportedProgram,
+    session: onnxruntime.InferenceSession,
+    options: ExportOptions,
+    refused: ShapeTrial,
+    seed: int,
+) -> ShapeTrial:
+    """The trial at the first size near the export's that PyTorch takes (OTHER_SIZES further, twice it, then
+    OTHER_SIZES below it), on every input that shares the axis; when PyTorch refuses them all, the refused trial
+    marked as not checked."""
+    changed = [
+        (name, axis)
+        for name, dims in refused.input_shapes.items()
+        for axis, size in enumerate(dims)
+        if size != options.input_shapes[name][axis]
+    ]
+    if not changed:
+        return refused
+    base = options.input_shapes[changed[0][0]][changed[0][1]]
+    label = refused.label.rpartition(" = ")[0] or refused.label
+    tried = [refused.input_shapes[changed[0][0]][changed[0][1]]]
+    below = [base - step for step in OTHER_SIZES if base - step >= 2]  # a program's maximum may be the export's
+    for size in dict.fromkeys(s for s in [base + step for step in OTHER_SIZES] + [base * 2] + below if s not in tried):
+        shapes = {k: list(v) for k, v in refused.input_shapes.items()}
+        for name, axis in changed:
+            shapes[name][axis] = size
+        trial = _trial(model, session, options, f"{label} = {size}", refused.axis, shapes, seed)
+        if not _refused(trial):
+            return trial
+        tried.append(size)
+    error = refused.error.values.get("error", "") if refused.error is not None else ""
+    unchecked = warning(UNCHECKED, label=label, sizes=", ".join(map(str, tried)), error=str(error))
+    return dataclasses.replace(refused, error=unchecked, unchecked=unchecked)
 
 
 def describe_changes(torch_ops: dict[str, int], onnx_ops: dict[str, int]) -> list[Note]:
