@@ -12,9 +12,11 @@ from core.i18n import N_, _, number
 from core.model.archives import unpack_bundle
 from core.model.counts import ModelCounts, check_counts
 from core.model.formats import detect_format, sha256_files
+from core.model.graph_uses import graph_uses
 from core.model.metadata import read_metadata
 from core.model.notes import (
     CONSTANT_WEIGHTS,
+    DEFAULT_INPUTS,
     DOMAIN_UNUSED,
     DOMAINS_IN_USE,
     DOMAINS_UNUSED,
@@ -291,6 +293,17 @@ def _card_notes(model: onnx.ModelProto, counts: ModelCounts, constant_weights: i
     return notes + _domain_notes(model)
 
 
+def _default_notes(model: onnx.ModelProto, initializer_names: set[str]) -> list[Note]:
+    """Inputs that hold a default (an initializer of the same name, from IR 4 on: an IR 3 model lists every weight
+    as an input): each is left at its default, never fed."""
+    if model.ir_version < 4:
+        return []
+    defaults = [i.name for i in model.graph.input if i.name in initializer_names]
+    if not defaults:
+        return []
+    return [note(DEFAULT_INPUTS, count=len(defaults), names=_domains_said(defaults))]
+
+
 def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
     import onnx
 
@@ -343,8 +356,11 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
     size = main.stat().st_size + sum(p.stat().st_size for p in data_files)
     inputs = value_specs(model.graph.input, skip=initializer_names)
     tables = index_tables(model.graph)
+    found = graph_uses(model)  # what the graph does with each input: a waveform, a trip count, a branch's choice
     for spec in inputs:
-        spec.vocabulary = tables.get(spec.name)
+        spec.vocabulary = tables.get(spec.name) or found.one_hot.get(spec.name)
+        spec.use, spec.loop_axis = found.uses.get(spec.name, ""), found.loop_axes.get(spec.name)
+    notes += _default_notes(model, initializer_names)
     outputs = value_specs(model.graph.output)
     recognition = recognise(model, inputs, outputs, folder)  # a language model's cache, or why it was not told
     notes += [recognition.note] if recognition.note is not None else []
@@ -365,6 +381,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         external_data=[p.name for p in data_files],
         notes=notes,
         metadata=read_metadata(model),
+        suppresses_boxes=found.suppression,
         generative=recognition.layout,
     )
 
