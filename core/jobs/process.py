@@ -34,6 +34,7 @@ from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
+from core.jobs.threaded import ThreadedJob
 from core.jobs.warm import RuntimePools, Spare, Staging, WarmPool
 from core.runtime.runtimes import Runtime, asked_runtime, runtime_named
 from core.settings import Settings, load_settings
@@ -44,7 +45,6 @@ __all__ = [
     "JobSpec",
     "ProcessBackend",
     "Progress",
-    "ThreadedJob",
     "TypedHandle",
     "run",
     "submit",
@@ -140,42 +140,6 @@ class _Slots:
         """How many jobs wait ahead of ``job``, or None when it is not waiting."""
         with self._cond:
             return self.waiting.index(job) if job in self.waiting else None
-
-
-class ThreadedJob:
-    """What a job run by a thread of its own shows its caller alike on every backend (part of the JobHandle
-    protocol): the thread sets ``_state`` and ``_progress`` as the job goes, then ``_result`` or ``_error``, and
-    ``_finished`` last."""
-
-    def __init__(self, spec: JobSpec) -> None:
-        self.spec = spec
-        self._finished = threading.Event()
-        self._state = "queued"
-        self._queue_position: int | None = None
-        self._progress: Progress | None = None
-        self._result: Any = None
-        self._error: WorkbenchError | None = None
-
-    @property
-    def state(self) -> str:
-        return self._state
-
-    @property
-    def progress(self) -> Progress | None:
-        return self._progress
-
-    def done(self) -> bool:
-        return self._finished.is_set()
-
-    def wait(self, timeout: float | None) -> bool:
-        return self._finished.wait(timeout)
-
-    def result(self, timeout: float | None = None) -> Any:
-        if not self._finished.wait(timeout):
-            raise TimeoutError(f"job {self.spec.name} is still {self._state}")
-        if self._error is not None:
-            raise self._error
-        return self._result
 
 
 class _ProcessJob(ThreadedJob):

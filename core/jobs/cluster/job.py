@@ -26,7 +26,8 @@ from core.i18n import _
 from core.jobs import wire
 from core.jobs.cluster import answers
 from core.jobs.cluster.answers import Answer, Missing, Status
-from core.jobs.process import JobSpec, Progress, ThreadedJob
+from core.jobs.process import JobSpec, Progress
+from core.jobs.threaded import ThreadedJob
 
 if TYPE_CHECKING:
     from core.jobs.cluster.client import TargetBackend
