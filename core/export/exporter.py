@@ -115,36 +115,21 @@ def _run_export(
 
     # torch.export specializes a Python scalar into a constant; a scripted module keeps it as a graph input
     names = list(options.input_shapes) if exporter == "legacy" else names_of_tensors(options)
-    common: dict[str, Any] = {
+    settings: dict[str, Any] = {
         "opset_version": options.opset,
         "input_names": names,
         "output_names": options.output_names or None,
+        "dynamo": exporter == "dynamo",
     }
     if exporter == "dynamo":
         # a program's dims are dynamic already: for one, dynamic_shapes only names them in the ONNX model
-        common["dynamic_shapes"] = dynamic_shapes(options)
-        torch.onnx.export(
-            model,
-            tuple(tensors),
-            str(path),
-            dynamo=True,
-            optimize=options.optimize,
-            external_data=options.external_data,
-            verbose=False,
-            **common,
-        )
+        settings["dynamic_shapes"] = dynamic_shapes(options)
+        settings.update(optimize=options.optimize, external_data=options.external_data, verbose=False)
     else:
         dynamic = {n: {int(a): lbl for a, lbl in options.dynamic_axes.get(n, {}).items()} for n in names}
         dynamic.update(output_axes)
-        torch.onnx.export(
-            model,
-            tuple(tensors),
-            str(path),
-            dynamo=False,
-            do_constant_folding=options.optimize,
-            dynamic_axes={k: v for k, v in dynamic.items() if v},
-            **common,
-        )
+        settings.update(do_constant_folding=options.optimize, dynamic_axes={k: v for k, v in dynamic.items() if v})
+    torch.onnx.export(model, tuple(tensors), str(path), **settings)
 
 
 def _weight_bytes(model: torch.nn.Module | torch.export.ExportedProgram) -> int:
