@@ -312,7 +312,7 @@ def results_section(report: GenerateReport) -> None:
             st.caption(md_escape(say(note), 800))
     first, decode, cache, peak = st.columns(4)
     first.metric(_("Time to first token"), _("{ms} ms").format(ms=significant(report.ort.ttft_ms.median)))
-    decode.metric(_("Decode speed"), _("{count} tokens/s").format(count=significant(report.ort.decode_tok_s.median)))
+    decode.metric(_("Decoding, tokens/s"), significant(report.ort.decode_tok_s.median))
     cache.metric(_("KV cache"), f"{significant(report.ort.kv_cache_mb)} MB")
     peak.metric(_("Peak memory (the worker's)"), f"{significant(report.ort.peak_rss_mb)} MB")
     st.dataframe(figures_frame(runs), hide_index=True, width="stretch")

@@ -4,18 +4,39 @@ figure out, its words translated as it is drawn and every string it shows made t
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import plotly.graph_objects as go
 
 from core.graph.palette import engine_colour
 from core.i18n import _, number
 from core.notes import significant
-from ui.charts import escaped, plain
+from ui.charts import escaped, log_ticks, plain
 
-__all__ = ["FIRST_TOKEN_BEYOND", "token_latency_figure"]
+__all__ = ["ENGINES_APART", "FIRST_TOKEN_BEYOND", "token_latency_figure"]
 
 
 FIRST_TOKEN_BEYOND = 3.0  # a first token slower than this many times the slowest later one is drawn at the edge
+ENGINES_APART = 10.0  # engines whose decode steps differ by more than this factor share a log axis
+
+
+def _y_axis(frame: pd.DataFrame, later: pd.DataFrame, edge: float) -> dict[str, object]:
+    """Linear from 0 to ``edge``; a log axis when one engine's steps are ENGINES_APART times another's (eager's
+    20 ms beside ONNX Runtime's 0.5 ms would draw the faster one as a line on the floor)."""
+    medians = later.groupby("label")["ms"].median() if len(later) else pd.Series(dtype=float)
+    positive = frame["ms"][frame["ms"] > 0]
+    if len(medians) < 2 or medians.min() <= 0 or medians.max() / medians.min() <= ENGINES_APART or positive.empty:
+        return {"title": _("ms per token, the median of the runs"), "range": [0, edge]}
+    low = float(positive.min()) * 0.7
+    ticks = log_ticks(low, edge)  # every tick written out: "0.05 0.1 0.2", never a bare "5 2" between decades
+    return {
+        "title": _("ms per token, the median of the runs (log scale)"),
+        "type": "log",
+        "range": [math.log10(low), math.log10(edge)],
+        "tickvals": ticks or None,
+        "ticktext": [f"{t:g}" for t in ticks] or None,
+    }
 
 
 @escaped
@@ -80,7 +101,7 @@ def token_latency_figure(frame: pd.DataFrame, divergent: int | None = None) -> g
             "range": [-0.6, float(frame["step"].max()) + 0.6 if len(frame) else 1],  # step 0's marker whole
             "tickformat": "d",
         },
-        yaxis={"title": _("milliseconds per token (median of the runs)"), "range": [0, edge]},
+        yaxis=_y_axis(frame, later, edge),
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02},
         hovermode="closest",
     )

@@ -58,3 +58,18 @@ def test_the_chart_speaks_chinese_and_a_hostile_label_stays_text() -> None:
     hostile = _steps('<a href="javascript:alert(1)">x</a>', "ort", 2.0, [1.0, 1.0])
     shown = token_latency_figure(hostile).to_json()
     assert "<a " not in shown and "&lt;a href" in shown
+
+
+def test_engines_far_apart_share_a_log_axis_so_the_faster_is_no_line_on_the_floor() -> None:
+    frame = pd.concat(
+        [
+            _steps("ONNX Runtime (ALL)", "ort", 0.2, [0.05, 0.06, 0.05]),
+            _steps("PyTorch eager", "eager", 9.0, [2.0, 2.5, 3.0]),
+        ],
+        ignore_index=True,
+    )
+    axis = token_latency_figure(frame).layout.yaxis
+    assert axis.type == "log" and "log scale" in axis.title.text
+    assert 10 ** axis.range[0] < 0.05 and 10 ** axis.range[1] >= 9.0  # both engines, and the first tokens, in view
+    assert list(axis.ticktext)[:3] == ["0.05", "0.1", "0.2"]  # each tick written out, as the Benchmark's charts
+    assert token_latency_figure(_frame()).layout.yaxis.type != "log"  # 1 ms beside 2 ms: a plain axis from 0
