@@ -8,7 +8,6 @@ transformers and torch are imported here only, when a reference is asked for.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from core.errors import GenerateError, brief
 from core.generate.ort_loop import Trace
 from core.i18n import _
+from core.model.causal_lm import pretrained
 
 __all__ = ["eager_generate", "load_reference"]
 
@@ -36,23 +36,11 @@ def load_reference(folder: Path) -> Any:
                 "loaded here. Save them as safetensors: model.save_pretrained(folder, safe_serialization=True)."
             ).format(folder=brief(folder.name))
         )
-    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is fetched: the folder is all there is
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    try:
-        model = AutoModelForCausalLM.from_pretrained(
-            str(folder), local_files_only=True, use_safetensors=True, trust_remote_code=False, dtype=torch.float32
-        )
-    except Exception as exc:  # transformers' own words: a config it does not know, code it will not run
-        raise GenerateError(
-            _(
-                "The reference '{folder}' could not be loaded as a causal language model by transformers ({error}). "
-                "Give a folder saved with save_pretrained, whose model type transformers knows."
-            ).format(folder=brief(folder.name), error=brief(f"{type(exc).__name__}: {exc}", 300))
-        ) from None
-    return model.eval()
+    said = _(  # transformers' own words: a config it does not know, code it will not run
+        "The reference '{folder}' could not be loaded as a causal language model by transformers ({error}). "
+        "Give a folder saved with save_pretrained, whose model type transformers knows."
+    )
+    return pretrained(folder, GenerateError, said, use_safetensors=True)
 
 
 def eager_generate(network: Any, prompt: Any, new_tokens: int, forced: Any = None, record: bool = False) -> Trace:

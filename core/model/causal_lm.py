@@ -32,6 +32,7 @@ __all__ = [
     "input_names",
     "load_causal_lm",
     "output_names",
+    "pretrained",
     "signature",
 ]
 
@@ -139,27 +140,28 @@ def load_causal_lm(folder: Path, limits: IntakeLimits | None = None) -> Any:
                 "here: export it where you trust its code, and give the ONNX file."
             ).format(folder=brief(folder.name))
         )
-    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing is fetched: the folder is all there is
+    said = _(  # transformers' own words: a config it does not know, weights that do not fit
+        "'{folder}' could not be loaded as a causal language model by transformers ({error}). Give a folder "
+        "saved with save_pretrained, whose model type transformers knows."
+    )
+    return pretrained(folder, IntakeError, said, use_safetensors=bool(safetensors), weights_only=True)
+
+
+def pretrained(folder: Path, error: type[Exception], said: str, **options: Any) -> Any:
+    """transformers' causal language model of ``folder``, float32 on the CPU in eval mode, read offline (nothing is
+    fetched: the folder is all there is) and with no code of the folder's run; ``options``: from_pretrained's others
+    (which weights it may read). When transformers cannot, an ``error`` that ``said`` its words ({folder}, {error})."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import torch
     from transformers import AutoModelForCausalLM
 
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            str(folder),
-            local_files_only=True,
-            use_safetensors=bool(safetensors),
-            weights_only=True,
-            trust_remote_code=False,
-            dtype=torch.float32,
+            str(folder), local_files_only=True, trust_remote_code=False, dtype=torch.float32, **options
         )
-    except Exception as exc:  # transformers' own words: a config it does not know, weights that do not fit
-        raise IntakeError(
-            _(
-                "'{folder}' could not be loaded as a causal language model by transformers ({error}). Give a folder "
-                "saved with save_pretrained, whose model type transformers knows."
-            ).format(folder=brief(folder.name), error=brief(f"{type(exc).__name__}: {exc}", 300))
-        ) from None
+    except Exception as exc:
+        raise error(said.format(folder=brief(folder.name), error=brief(f"{type(exc).__name__}: {exc}", 300))) from None
     return model.eval()
 
 
