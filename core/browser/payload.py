@@ -100,8 +100,9 @@ def _model_bytes(path: str) -> bytes:
     model = onnx.load(path, load_external_data=False)
     if not any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
         return Path(path).read_bytes()
-    onnx.load_external_data_for_model(model, str(Path(path).parent))
-    return model.SerializeToString()
+    from core.model.onnx_file import read_external_data
+
+    return read_external_data(model, Path(path).parent).SerializeToString()
 
 
 def _reference(path: str, feeds: dict[str, object]) -> list[Tensor]:

@@ -46,7 +46,7 @@ from core.settings import IntakeLimits
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "describe_onnx"]
+__all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "describe_onnx", "read_external_data"]
 
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
@@ -98,6 +98,25 @@ def check_tensor_data(label: str, tensor: onnx.TensorProto, elements: int | None
                 held=number(held),
             )
         )
+
+
+def read_external_data(model: onnx.ModelProto, folder: Path) -> onnx.ModelProto:
+    """``model`` with its external data read in from ``folder``, each location checked first (``check_external_data``).
+    onnx's own loader is not used: it refuses a data file that has a second hard link, and the app links an upload
+    into its workspace (and a kept model into the library) rather than copy it."""
+    import onnx
+
+    check_external_data(model, folder)
+    for _where, tensor in iter_tensors(model):
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        entries = external_entries(tensor)
+        with (folder / entries["location"]).open("rb") as data:
+            data.seek(int(entries.get("offset", 0)))
+            tensor.raw_data = data.read(int(entries["length"]) if "length" in entries else -1)
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+    return model
 
 
 def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from core.errors import QuantizeError
 from core.i18n import _
-from core.model.proto import external_entries, iter_tensors
 from core.quantize.lm_records import LMVariantSpec
 from core.quantize.records import INTEGER_OPS
 
@@ -28,20 +27,9 @@ def model_with_weights(source: Path) -> onnx.ModelProto:
     copy it."""
     import onnx
 
-    from core.model.onnx_file import check_external_data
+    from core.model.onnx_file import read_external_data
 
-    model = onnx.load_model(str(source), load_external_data=False)
-    check_external_data(model, source.parent)
-    for _where, tensor in iter_tensors(model):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        entries = external_entries(tensor)
-        with (source.parent / entries["location"]).open("rb") as data:
-            data.seek(int(entries.get("offset", 0)))
-            tensor.raw_data = data.read(int(entries["length"]) if "length" in entries else -1)
-        tensor.data_location = onnx.TensorProto.DEFAULT
-        del tensor.external_data[:]
-    return model
+    return read_external_data(onnx.load_model(str(source), load_external_data=False), source.parent)
 
 
 def _save(model: onnx.ModelProto, target: Path, large: bool) -> None:

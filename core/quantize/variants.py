@@ -55,7 +55,10 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
         link = staged / name
         if not link.exists():
             link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to((source.parent / name).resolve())
+            if name == source.name:
+                link.symlink_to((source.parent / name).resolve())
+            else:  # onnx's loader refuses a data file behind a link, or with a second hard link (an upload has one)
+                shutil.copyfile(source.parent / name, link)
     moved = constants_to_initializers(model)
     if moved:
         (staged / source.name).unlink()
@@ -70,11 +73,11 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
 
 
 def unstage_source(out: Path) -> None:
-    """Remove the links ``stage_source`` made, once every variant is made and measured: links are never read
-    back from a job's folder (core.jobs.outputs), and the model they lead to is the job's input anyway."""
+    """Remove what ``stage_source`` made, once every variant is made and measured: links are never read back from
+    a job's folder (core.jobs.outputs), and the model they lead to is the job's input anyway."""
     staged = out / "source"
-    for link in [p for p in staged.rglob("*") if p.is_symlink()]:
-        link.unlink()
+    for link in [p for p in staged.rglob("*") if p.is_symlink() or (p.is_file() and p.suffix != ".onnx")]:
+        link.unlink()  # a link, or a copy of the external data: the job's input, never an output
     if staged.is_dir() and not any(p.is_file() for p in staged.rglob("*")):
         shutil.rmtree(staged)
 

@@ -51,3 +51,25 @@ def test_a_variant_out_of_tolerance_is_never_recommended(tmp_path: Path) -> None
     assert report.recommended != "fp16"
     if report.recommended is None:
         assert "keep the float32 model" in report.headline
+
+
+def test_an_uploaded_model_with_external_data_is_quantized(tmp_path: Path) -> None:
+    """An upload is linked into the workspace (a second hard link to its data), and onnx's loader refuses a data
+    file with two links or behind a symbolic one: Quantize's quantizers read a copy of the data beside the model."""
+    import os
+
+    from tests import builders
+
+    kept = builders.save_with_external_data(wild.range_model(1.0), tmp_path / "kept")
+    upload = tmp_path / "upload"
+    upload.mkdir()
+    for file in kept.parent.iterdir():
+        os.link(file, upload / file.name)  # as the workspace holds an upload
+    path = upload / kept.name
+    record = describe_files(IntakeRequest(paths=[str(path), str(path) + ".data"]))
+    report = quantize_model(QuantizeRequest(
+        model=MeasuredModel(path=str(path), inputs=plan_inputs(record)), out_dir=str(tmp_path / "out"),
+        variants=["dynamic-qint8", "fp16"], calibration_count=2, held_out=2, iterations=5, warmup=1, threads=1,
+    ))  # fmt: skip
+    assert [v.error for v in report.variants[1:]] == ["", ""], [v.error for v in report.variants]
+    assert not [p for p in (tmp_path / "out").rglob("*.data") if "source" in p.parts]  # the copies are gone
