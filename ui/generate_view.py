@@ -170,7 +170,7 @@ def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
         runs = runs_box.number_input(_("Timed runs"), 1, 100, 5, key="generate_runs")
         threads = threads_box.number_input(_("Intra-op threads"), 1, 256, default_threads(), key="generate_threads")
         level = level_box.selectbox(
-            _("ONNX Runtime optimization level"),
+            _("Optimization level"),
             list(LEVELS),
             index=list(LEVELS).index("all"),
             format_func=lambda k: LEVELS[k].name,
