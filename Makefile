@@ -20,7 +20,9 @@ PIP := $(PY) -m pip install --no-input -c constraints.txt
 $(VENV)/.runtime: requirements.txt constraints.txt
 	@test -x $(PY) || { echo "Creating the virtual environment in $(VENV)"; $(PYTHON) -m venv $(VENV); }
 	@$(PY) -m pip install --quiet --upgrade pip
-	@echo "Installing the app's packages (requirements.txt: torch, ONNX Runtime, Streamlit...)"
+	@echo "Installing torch first, the largest package: pip prints nothing while it unpacks and installs it (1-3 minutes)"
+	$(PIP) $$(grep -m1 '^torch==' requirements.txt)
+	@echo "Installing the app's other packages (requirements.txt: ONNX Runtime, Streamlit, transformers...)"
 	$(PIP) -r requirements.txt
 	@touch $@
 
