@@ -186,10 +186,10 @@ def _print_export(report: ExportReport) -> None:
         verdict = _("VOID") if trial.proves_nothing is not None else mark[trial.ok]
         verdict = _("SKIP") if trial.unchecked is not None else verdict  # PyTorch refused every size tried
         print(f"  {verdict}  " + _("matches PyTorch at {inputs}: {detail}").format(inputs=trial.label, detail=detail))
-    for check in report.greedy:  # a language model's: the tokens both engines generated from each prompt
-        for eager, onnx in zip(check.eager, check.onnx, strict=True):
+    for greedy in report.greedy:  # a language model's: the tokens both engines generated from each prompt
+        for eager, onnx in zip(greedy.eager, greedy.onnx, strict=True):
             print("  " + _("tokens  {prompt}  PyTorch {eager}  ONNX Runtime {onnx}").format(
-                prompt=check.label, eager=" ".join(map(str, eager)), onnx=" ".join(map(str, onnx))
+                prompt=greedy.label, eager=" ".join(map(str, eager)), onnx=" ".join(map(str, onnx))
             ))  # fmt: skip
     for change in report.changes:
         print("  " + _("change  {change}").format(change=say(change)))

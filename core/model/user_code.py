@@ -279,6 +279,6 @@ def describe_code(
         parameter_count=sum(p.numel() for p in model.parameters()),
         architecture=code.class_name,
         architecture_matches=[match],
-        notes=notes,
+        notes=[*notes],
         code=code,
     )
