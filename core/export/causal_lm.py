@@ -12,24 +12,19 @@ model: the export is verified by greedy generation, PyTorch eager (transformers'
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from core.errors import ExportError
 from core.export.options import EXPORTERS, ExportOptions, ExportReport, ExportRequest, GreedyCheck, ShapeTrial
-from core.export.verify import describe_changes, load_session, static_checks
 from core.i18n import N_, _
 from core.model import causal_lm
 from core.model.causal_lm_code import NEW_TOKENS, PROMPTS, export_lines, greedy_lines, load_lines
-from core.model.intake import IntakeRequest, describe_files
-from core.model.notes import EXPORTED_FROM
 from core.model.torchload import module_op_counts
 from core.notes import Note, note, warning
 from core.runtime.outputs import ATOL, RTOL, OutputDiff
 from core.settings import IntakeLimits
-from core.workspace import shown_name
 
 __all__ = ["NEW_TOKENS", "PROMPTS", "export_causal_lm", "greedy_checks", "lm_code"]
 
@@ -193,7 +188,7 @@ def export_causal_lm(
 ) -> ExportReport:
     """Export a Hugging Face folder's causal language model with its cache, check it, and verify it by greedy
     generation against PyTorch. Runs in the worker (core.export.exporter.export_model hands it over)."""
-    from core.export.exporter import PROTOBUF_LIMIT, _collected_warnings, _opset_note, _target
+    from core.export.exporter import PROTOBUF_LIMIT, _checked, _collected_warnings, _exported_record, _report, _target
     from core.export.messages import explain_export_failure, plain_warnings
 
     report_progress = progress or _silent
@@ -223,37 +218,21 @@ def export_causal_lm(
             raise
         except Exception as exc:
             raise explain_export_failure(exc, exporter, options.opset) from None
-    report_progress(0.55, _("Checking the ONNX model (checker, strict shape inference)"))
-    checks, proto = static_checks(path)
-    data_file = path.with_name(path.name + ".data")
-    files = [str(path)] + ([str(data_file)] if data_file.exists() else [])
-    report_progress(0.65, _("Loading the model in ONNX Runtime"))
-    loaded, session = load_session(path)
-    checks.append(loaded)
-    record = describe_files(IntakeRequest(paths=files, name=shown_name(request.file_name, path.stem)), limits)
-    record.notes.insert(0, note(EXPORTED_FROM, kind=source.kind, name=source.name or folder.name, exporter=exporter))
+    written = _checked(path, report_progress)
+    record = _exported_record(request, written, limits, exporter)
     layout = record.generative
-    checks.append(_recognition_check(layout))
+    written.checks.append(_recognition_check(layout))
+    session = written.session
     greedy, trials = (
         greedy_checks(hf, session, layout, report_progress) if layout is not None and session is not None else ([], [])
     )
-    onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
-    torch_ops = module_op_counts(hf)
-    produced = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
-    return ExportReport(
-        ok=all(c.ok for c in checks) and bool(trials) and all(t.ok for t in trials),
+    return _report(
+        written,
+        trials,
         exporter=exporter,
-        exporter_reason=Note(key=reason),
-        opset_requested=options.opset,
-        opset_produced=produced,
-        opset_note=_opset_note(options.opset, produced, exporter),
-        onnx_path=str(path),
-        files=files,
-        checks=checks,
-        trials=trials,
-        torch_ops=torch_ops,
-        onnx_ops=onnx_ops,
-        changes=describe_changes(torch_ops, onnx_ops),
+        reason=reason,
+        opset=options.opset,
+        torch_ops=module_op_counts(hf),
         warnings=plain_warnings(messages),
         code=lm_code(folder, options, str(path)),
         seconds=time.perf_counter() - started,

@@ -15,13 +15,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from core.errors import ExportError
 from core.export.code import dynamic_shapes, export_example_shapes, reproduce_code
 from core.export.messages import Collect, explain_export_failure, plain_warnings
 from core.export.options import (
     EXPORTERS,
+    Check,
     ExportOptions,
     ExportReport,
     ExportRequest,
@@ -39,6 +40,7 @@ from core.export.verify import (
 from core.i18n import N_, _
 from core.model.intake import IntakeRequest, describe_files
 from core.model.notes import EXPORTED_FROM, note
+from core.model.records import ModelRecord
 from core.model.torchload import example_tensors, load_module, module_op_counts
 from core.notes import Note, warning
 from core.settings import IntakeLimits
@@ -241,6 +243,71 @@ def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
 
 
+class _Written(NamedTuple):
+    """An exported file as checked: the checks, its proto (weights left out), the files written (the model, then its
+    data file) and its session of ONNX Runtime (None: it did not load)."""
+
+    checks: list[Check]
+    proto: Any
+    files: list[str]
+    session: Any
+
+
+def _checked(path: Path, report_progress: Callable[[float, str], None]) -> _Written:
+    """What every export checks of the file it wrote: onnx's full checker, strict shape inference, then a session."""
+    report_progress(0.55, _("Checking the ONNX model (checker, strict shape inference)"))
+    checks, proto = static_checks(path)
+    data_file = path.with_name(path.name + ".data")
+    files = [str(path)] + ([str(data_file)] if data_file.exists() else [])
+    report_progress(0.65, _("Loading the model in ONNX Runtime"))
+    loaded, session = load_session(path)
+    return _Written([*checks, loaded], proto, files, session)
+
+
+def _exported_record(
+    request: ExportRequest, written: _Written, limits: IntakeLimits | None, exporter: str
+) -> ModelRecord:
+    """The written model's record, its first note saying what it was exported from and how."""
+    path, source = Path(written.files[0]), request.source
+    record = describe_files(IntakeRequest(paths=written.files, name=shown_name(request.file_name, path.stem)), limits)
+    record.notes.insert(
+        0, note(EXPORTED_FROM, kind=source.kind, name=source.name or Path(source.path).name, exporter=exporter)
+    )
+    return record
+
+
+def _report(
+    written: _Written,
+    trials: list[Any],
+    *,
+    exporter: str,
+    reason: str,
+    opset: int,
+    torch_ops: dict[str, int],
+    **more: Any,
+) -> ExportReport:
+    """The report of an export whose file is ``written`` (``more``: the report's fields that are the export's own:
+    warnings, code, record...); it passes when there were trials, and every check and every trial passed."""
+    produced = next((o.version for o in written.proto.opset_import if o.domain in ("", "ai.onnx")), None)
+    onnx_ops = dict(Counter(n.op_type for n in written.proto.graph.node))
+    return ExportReport(
+        ok=all(c.ok for c in written.checks) and bool(trials) and all(t.ok for t in trials),
+        exporter=exporter,
+        exporter_reason=Note(key=reason),
+        opset_requested=opset,
+        opset_produced=produced,
+        opset_note=_opset_note(opset, produced, exporter),
+        onnx_path=written.files[0],
+        files=written.files,
+        checks=written.checks,
+        trials=trials,
+        torch_ops=torch_ops,
+        onnx_ops=onnx_ops,
+        changes=describe_changes(torch_ops, onnx_ops),
+        **more,
+    )
+
+
 def export_model(
     request: ExportRequest,
     limits: IntakeLimits | None = None,
@@ -267,37 +334,17 @@ def export_model(
     report_progress(0.15, exporting.format(exporter=exporter, opset=options.opset))
     used, messages, notes = _export(model, path, exporter, options)
 
-    report_progress(0.55, _("Checking the ONNX model (checker, strict shape inference)"))
-    checks, proto = static_checks(path)
-    opset_produced = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
-    data_file = path.with_name(path.name + ".data")
-    files = [str(path)] + ([str(data_file)] if data_file.exists() else [])
-    report_progress(0.65, _("Loading the model in ONNX Runtime"))
-    loaded, session = load_session(path)
-    checks.append(loaded)
-    trials = run_trials(model, session, used, report_progress) if session is not None else []
-
-    torch_ops = module_op_counts(model)
-    onnx_ops = dict(Counter(n.op_type for n in proto.graph.node))
-    record = describe_files(IntakeRequest(paths=files, name=shown_name(request.file_name, path.stem)), limits)
-    record.notes.insert(
-        0, note(EXPORTED_FROM, kind=source.kind, name=source.name or Path(source.path).name, exporter=exporter)
-    )
+    written = _checked(path, report_progress)
+    trials = run_trials(model, written.session, used, report_progress) if written.session is not None else []
+    record = _exported_record(request, written, limits, exporter)
     traced = export_example_shapes(used, exporter)
-    return ExportReport(
-        ok=all(c.ok for c in checks) and bool(trials) and all(t.ok for t in trials),
+    return _report(
+        written,
+        trials,
         exporter=exporter,
-        exporter_reason=Note(key=reason),
-        opset_requested=used.opset,
-        opset_produced=opset_produced,
-        opset_note=_opset_note(used.opset, opset_produced, exporter),
-        onnx_path=str(path),
-        files=files,
-        checks=checks,
-        trials=trials,
-        torch_ops=torch_ops,
-        onnx_ops=onnx_ops,
-        changes=describe_changes(torch_ops, onnx_ops),
+        reason=reason,
+        opset=used.opset,
+        torch_ops=module_op_counts(model),
         warnings=[w for w in [unproven_warning(trials)] if w is not None] + plain_warnings(messages) + notes,
         code=reproduce_code(source, used, exporter, str(path)),
         seconds=time.perf_counter() - started,
