@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import UnknownSampleError
 from core.i18n import N_
 from core.model.records import ModelRecord, TensorSpec
+from core.notes import note
 
 if TYPE_CHECKING:
     import torch
@@ -254,5 +255,5 @@ def describe_sample(name: str) -> ModelRecord:
         outputs=[spec(n, t, _output_axes(sample, inputs, t)) for n, t in zip(sample.outputs, outs, strict=True)],
         parameter_count=sum(p.numel() for p in model.parameters()),
         architecture=sample.name,
-        notes=[sample.description],
+        notes=[note(sample.description)],
     )
