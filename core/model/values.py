@@ -229,7 +229,8 @@ VALUE_KINDS: dict[str, ValueKind] = {
             describe=_positions_said,
             notebook=(
                 'start = int(spec["low"])',
-                "array = np.ascontiguousarray(np.broadcast_to(np.arange(start, start + shape[-1], dtype=dtype), shape))",
+                "positions = np.arange(start, start + shape[-1], dtype=dtype)",
+                "array = np.ascontiguousarray(np.broadcast_to(positions, shape))",
             ),
         ),
         ValueKind(
