@@ -26,6 +26,7 @@ __all__ = [
     "byte_tokenizer",
     "gpt2_past",
     "hand_decoder",
+    "hf_offline",
     "qwen_genai",
     "unrecognised_cache_model",
     "word_tokenizer",
@@ -46,6 +47,13 @@ class LanguageModel:
 def _offline() -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def hf_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a test module that imports it: transformers and the Hub never reach the network (as in the worker)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
 def build_qwen(folder: Path) -> LanguageModel:

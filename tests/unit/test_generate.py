@@ -21,15 +21,10 @@ from tests.lm_models import (  # the models gpt2_past and qwen_genai: fixtures o
     LAYERS,
     LanguageModel,
     copy_model,
+    hf_offline,  # noqa: F401 - an autouse fixture: transformers never reaches the network
     unrecognised_cache_model,
     word_tokenizer,
 )
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
 def _generate(model: LanguageModel, **plan: object) -> GenerateReport:

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import onnx
 import onnxruntime as ort
-import pytest
 
 from core.model.cache_shape import FROM_QKV, NO_KV_HEADS
 from core.model.data import image_layout
@@ -29,14 +28,9 @@ from tests.lm_models import (  # the models gpt2_past and qwen_genai: fixtures o
     LanguageModel,
     copy_model,
     hand_decoder,
+    hf_offline,  # noqa: F401 - an autouse fixture: transformers never reaches the network
     unrecognised_cache_model,
 )
-
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
 def _record(path: Path) -> ModelRecord:
