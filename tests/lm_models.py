@@ -8,8 +8,10 @@ written by hand for the layouts a recogniser must tell apart. The built models a
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ __all__ = [
     "gpt2_past",
     "hand_decoder",
     "hf_offline",
+    "model_zip",
     "qwen_genai",
     "unrecognised_cache_model",
     "word_tokenizer",
@@ -168,6 +171,19 @@ def byte_tokenizer(path: Path) -> Path:
     tokenizer.train_from_iterator(CHINESE * 4, trainer)
     tokenizer.save(str(path))
     return path
+
+
+def model_zip(model: LanguageModel, folder: str, work: Path) -> bytes:
+    """``model``'s ONNX folder zipped as ``folder``/, with a byte-level tokenizer (byte_tokenizer, written in ``work``):
+    what a person uploads."""
+    byte_tokenizer(work / "tokenizer.json")
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for path in model.onnx.parent.iterdir():
+            if path.name != "tokenizer.json":
+                archive.write(path, f"{folder}/{path.name}")
+        archive.write(work / "tokenizer.json", f"{folder}/tokenizer.json")
+    return data.getvalue()
 
 
 def copy_model(model: Path, folder: Path, *extra: str) -> Path:

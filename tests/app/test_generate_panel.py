@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from core.jobs import GENERATE
 from tests.app.conftest import APP
 from tests.app.pages import open_page, texts
-from tests.lm_models import LanguageModel, byte_tokenizer, word_tokenizer
+from tests.lm_models import LanguageModel, model_zip, word_tokenizer
 
 PROMPT = "你好，世界。"
 
@@ -30,14 +30,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def qwen_zip(model: LanguageModel, tmp_path: Path) -> tuple[str, bytes]:
     """The Qwen2's ONNX folder as a .zip, with a byte-level tokenizer (Chinese characters split over tokens)."""
-    byte_tokenizer(tmp_path / "tokenizer.json")
-    data = io.BytesIO()
-    with zipfile.ZipFile(data, "w") as archive:
-        for path in model.onnx.parent.iterdir():
-            if path.name != "tokenizer.json":
-                archive.write(path, f"qwen/{path.name}")
-        archive.write(tmp_path / "tokenizer.json", "qwen/tokenizer.json")
-    return "qwen.zip", data.getvalue()
+    return "qwen.zip", model_zip(model, "qwen", tmp_path)
 
 
 def generate(at: AppTest, reference: Path, new: int = 4) -> None:

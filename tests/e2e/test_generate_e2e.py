@@ -5,15 +5,13 @@ English and in Chinese; screenshots for a person to look at."""
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import go_to, shot, upload, wait_idle
-from tests.lm_models import LanguageModel, byte_tokenizer, qwen_genai
+from tests.lm_models import LanguageModel, model_zip, qwen_genai
 
 pytestmark = pytest.mark.e2e
 __all__ = ["qwen_genai"]  # the session's model (a fixture of tests/lm_models.py)
@@ -22,15 +20,8 @@ PROMPT = "你好，世界。语言模型"
 
 
 def _zipped(model: LanguageModel, folder: Path) -> Path:
-    byte_tokenizer(folder / "tokenizer.json")
-    data = io.BytesIO()
-    with zipfile.ZipFile(data, "w") as archive:
-        for path in model.onnx.parent.iterdir():
-            if path.name != "tokenizer.json":
-                archive.write(path, f"qwen2-tiny/{path.name}")
-        archive.write(folder / "tokenizer.json", "qwen2-tiny/tokenizer.json")
     path = folder / "qwen2-tiny.zip"
-    path.write_bytes(data.getvalue())
+    path.write_bytes(model_zip(model, "qwen2-tiny", folder))
     return path
 
 
