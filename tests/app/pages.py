@@ -15,10 +15,14 @@ def upload(at: AppTest, name: str, data: bytes) -> AppTest:
     return at
 
 
-def open_page(page: str | None = None, model: tuple[str, bytes] | None = None, timeout: float = 180) -> AppTest:
-    """A fresh session of the app, with ``model`` (name, bytes) uploaded when given, then on ``page`` (e.g.
-    "decode"); the page must have run without an exception."""
+def open_page(
+    page: str | None = None, model: tuple[str, bytes] | None = None, timeout: float = 180, lang: str = ""
+) -> AppTest:
+    """A fresh session of the app (opened at ``?lang=`` when given), with ``model`` (name, bytes) uploaded when
+    given, then on ``page`` (e.g. "decode"); the page must have run without an exception."""
     at = AppTest.from_file(APP, default_timeout=timeout)
+    if lang:
+        at.query_params["lang"] = lang
     at.run()
     if model is not None:
         upload(at, *model)

@@ -15,7 +15,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.jobs import GENERATE
-from tests.app.conftest import APP
 from tests.app.pages import open_page, texts
 from tests.lm_models import LanguageModel, model_zip, word_tokenizer
 
@@ -76,11 +75,7 @@ def test_generate_panel_measures_both_engines_and_shows_the_tokens_side_by_side(
 
 
 def test_the_panel_speaks_chinese(qwen_genai: LanguageModel, tmp_path: Path) -> None:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["lang"] = "zh"
-    at.run()
-    at.file_uploader(key="uploads").set_value((*qwen_zip(qwen_genai, tmp_path), "application/zip")).run()
-    at.switch_page("app_pages/benchmark.py").run()
+    at = open_page("benchmark", model=qwen_zip(qwen_genai, tmp_path), timeout=300, lang="zh")
     assert any(h.value == "逐词元生成" for h in at.header)
     generate(at, qwen_genai.reference, new=3)
     assert "词元/秒" in at.subheader[0].value

@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP
 from tests.app.pages import open_page, texts
 from tests.app.test_generate_panel import qwen_zip
 from tests.lm_models import LanguageModel
@@ -42,12 +40,7 @@ def test_partition_names_the_contrib_ops_and_where_they_run(qwen_genai: Language
 
 
 def test_the_layers_and_the_contrib_ops_in_chinese(qwen_genai: LanguageModel, tmp_path: Path) -> None:
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.query_params["lang"] = "zh"
-    at.run()
-    at.file_uploader(key="uploads").set_value((*qwen_zip(qwen_genai, tmp_path), "application/zip")).run()
-    at.switch_page("app_pages/partition.py").run()
-    assert not at.exception
+    at = open_page("partition", model=qwen_zip(qwen_genai, tmp_path), timeout=300, lang="zh")
     assert "com.microsoft:GroupQueryAttention ×2，运行于 CPU" in texts(at)
     at.switch_page("app_pages/decode.py").run()
     assert not at.exception
