@@ -8,6 +8,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from core.model.records import ModelRecord
+
 OPSET = [helper.make_opsetid("", 17)]
 
 
@@ -304,6 +306,13 @@ def write(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model.SerializeToString())
     return path
+
+
+def described(model: onnx.ModelProto, folder: Path, name: str) -> ModelRecord:
+    """``model`` written as NAME.onnx in ``folder`` and read as an upload is: its record."""
+    from core.model.intake import IntakeRequest, describe_files
+
+    return describe_files(IntakeRequest(paths=[str(write(model, folder / f"{name}.onnx"))]))
 
 
 def exported_sample(name: str, folder: Path) -> Path:

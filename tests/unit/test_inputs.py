@@ -25,17 +25,11 @@ from core.model.inputs import (
     resolve_free_dims,
     unset_dims,
 )
-from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
 from core.notes import note, say
 from tests import wild
-
-
-def _record(model: onnx.ModelProto, tmp_path: Path, name: str) -> ModelRecord:
-    path = tmp_path / f"{name}.onnx"
-    onnx.save(model, str(path))
-    return describe_files(IntakeRequest(paths=[str(path)]))
+from tests.builders import described
 
 
 def _run(record: ModelRecord, batch: int = 1) -> list[np.ndarray]:
@@ -44,7 +38,7 @@ def _run(record: ModelRecord, batch: int = 1) -> list[np.ndarray]:
 
 
 def test_a_detector_gets_a_real_image_size_and_its_minus_one_batch_is_dynamic(tmp_path: Path) -> None:
-    record = _record(wild.detector_model(), tmp_path, "det")
+    record = described(wild.detector_model(), tmp_path, "det")
     assert record.inputs[0].shape == ["-1", 3, "?", "?"]
     (x,) = plan_inputs(record)
     assert x.shape == [1, 3, 640, 640] and x.batch_axis == 0
@@ -55,17 +49,17 @@ def test_a_detector_gets_a_real_image_size_and_its_minus_one_batch_is_dynamic(tm
 
 
 def test_a_classifier_keeps_its_own_size_and_free_spatial_dims_get_a_classifiers(tmp_path: Path) -> None:
-    (image,) = plan_inputs(_record(wild.minus_one_classifier(), tmp_path, "cls"))
+    (image,) = plan_inputs(described(wild.minus_one_classifier(), tmp_path, "cls"))
     assert image.shape == [1, 3, 64, 64] and image.batch_axis == 0
     model = wild.minus_one_classifier()
     for axis in (2, 3):
         model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = "side"
-    (free,) = plan_inputs(_record(model, tmp_path, "cls_free"))
+    (free,) = plan_inputs(described(model, tmp_path, "cls_free"))
     assert free.shape == [1, 3, 224, 224] and free.free[1].why == note(CLASSIFIER["height"], value="224")
 
 
 def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Path) -> None:
-    record = _record(wild.vad_model(), tmp_path, "vad")
+    record = described(wild.vad_model(), tmp_path, "vad")
     audio, state, sr = plan_inputs(record)
     assert (audio.shape, audio.batch_axis) == ([1, 512], 0)
     assert (state.shape, state.batch_axis) == ([2, 1, 128], 1)  # the same 'batch' as the audio's axis 0
@@ -80,7 +74,7 @@ def test_a_state_model_ties_its_batch_axes_and_gets_its_sample_rate(tmp_path: Pa
 
 
 def test_the_state_model_benchmarks_at_16_khz_and_sweeps_batch_1_and_4(tmp_path: Path) -> None:
-    record = _record(wild.vad_model(), tmp_path, "vad")
+    record = described(wild.vad_model(), tmp_path, "vad")
     report = run_benchmark(
         BenchRequest(
             model=MeasuredModel(path=record.path, inputs=plan_inputs(record)),
@@ -96,7 +90,7 @@ def test_the_state_model_benchmarks_at_16_khz_and_sweeps_batch_1_and_4(tmp_path:
 
 
 def test_token_ids_stay_within_the_vocabulary_and_masks_are_on(tmp_path: Path) -> None:
-    record = _record(wild.token_model(vocabulary=1000), tmp_path, "tokens")
+    record = described(wild.token_model(vocabulary=1000), tmp_path, "tokens")
     assert record.inputs[0].vocabulary == 1000 and record.inputs[2].vocabulary == 2
     ids, mask, types = plan_inputs(record)
     assert ids.shape == [1, 128] and (ids.kind, ids.low, ids.high) == ("integers", 0, 1000)
@@ -107,7 +101,7 @@ def test_token_ids_stay_within_the_vocabulary_and_masks_are_on(tmp_path: Path) -
 
 
 def test_free_dims_set_by_name_move_together(tmp_path: Path) -> None:
-    record = _record(wild.token_model(), tmp_path, "tokens")
+    record = described(wild.token_model(), tmp_path, "tokens")
     plan = resolve_free_dims(plan_inputs(record), {"sequence": 32})
     assert [s.shape for s in plan] == [[1, 32]] * 3 and plan[0].free[1].why == note(SET_BY_YOU)
     with pytest.raises(BenchmarkError, match="no dim named seq; its named dims are: batch, sequence"):
@@ -117,8 +111,8 @@ def test_free_dims_set_by_name_move_together(tmp_path: Path) -> None:
 def test_the_plans_reasons_are_notes_said_in_the_readers_language_with_their_values(tmp_path: Path) -> None:
     """Why a size and the values are what they are crosses as data (a template and its values): English for the
     command line's JSON, Chinese on a Chinese page, never an English sentence parsed back."""
-    (x,) = plan_inputs(_record(wild.detector_model(), tmp_path, "det"))
-    ids, *_rest = plan_inputs(_record(wild.token_model(), tmp_path, "tokens"))
+    (x,) = plan_inputs(described(wild.detector_model(), tmp_path, "det"))
+    ids, *_rest = plan_inputs(described(wild.token_model(), tmp_path, "tokens"))
     assert x.free[1].why.english() == "image height: 640, a detector's usual input"
     assert say(describe_values(ids)) == "random integers 0–999 (token ids: the 1,000 rows of the table it indexes)"
     with using("zh"):
@@ -130,7 +124,7 @@ def test_the_plans_reasons_are_notes_said_in_the_readers_language_with_their_val
 
 
 def test_ir3_initializers_listed_as_inputs_are_not_inputs(tmp_path: Path) -> None:
-    record = _record(wild.ir3_model(), tmp_path, "ir3")
+    record = described(wild.ir3_model(), tmp_path, "ir3")
     assert [s.name for s in plan_inputs(record)] == ["data"]
     assert _run(record)[0].shape == (1, 4, 14, 14)
 
@@ -145,14 +139,14 @@ def test_a_dim_named_for_what_it_is_gets_a_size_of_its_kind_and_one_nothing_name
              "seq_len": "sequence", "length": "sequence", "num_tokens": "sequence", "time": "time",
              "frames": "time", "s43": "", "unk__30": "", "p2o.DynamicDimension.0": "", "group": ""}  # fmt: skip
     assert {name: dim_kind(name) for name in kinds} == kinds
-    ocr = _record(wild.ocr_recogniser(), tmp_path, "ocr")
+    ocr = described(wild.ocr_recogniser(), tmp_path, "ocr")
     (line,) = plan_inputs(ocr)
     assert line.shape == [1, 1, 64, 320] and not unset_dims([line])
     assert line.free[0].why.english().startswith("text line width: 320")
     assert line.free[0].source.english() == "its name 'image_width', metadata 'character' (a text recogniser)"
     assert _run(ocr)[0].shape == (1, 80, 37)
 
-    unhinted = _record(wild.unhinted_model(), tmp_path, "groups")
+    unhinted = described(wild.unhinted_model(), tmp_path, "groups")
     plan = plan_inputs(unhinted)
     assert [(d.symbol, d.source.key) for _, d in unset_dims(plan)] == [("group", NO_HINT)]
     with pytest.raises(UnsetDimError, match=r"'group' \(input 'features', axis 2\).*nothing was run"):
@@ -160,7 +154,7 @@ def test_a_dim_named_for_what_it_is_gets_a_size_of_its_kind_and_one_nothing_name
     assert _run_given(unhinted, {"group": 4})[0].shape == (1, 16)
     channels = wild.minus_one_classifier()
     channels.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "channels"
-    assert [d.symbol for _, d in unset_dims(plan_inputs(_record(channels, tmp_path, "odd")))] == ["channels"]
+    assert [d.symbol for _, d in unset_dims(plan_inputs(described(channels, tmp_path, "odd")))] == ["channels"]
 
     from core.settings import load_settings
     from core.store import open_history
@@ -180,7 +174,7 @@ def _run_given(record: ModelRecord, dims: dict[str, int]) -> list[np.ndarray]:
 def test_an_ultralytics_export_is_run_at_the_size_in_its_metadata_and_says_so(tmp_path: Path) -> None:
     """A YOLOv8n exported at 320 with dynamic height and width: its metadata, not the usual 640, sizes the plan;
     the class names and the OCR model's characters are read (as lists, never evaluated)."""
-    record = _record(wild.yolo_model(), tmp_path, "yolo")
+    record = described(wild.yolo_model(), tmp_path, "yolo")
     meta = record.metadata
     made_for = (meta.exporter, meta.task, meta.image_size, meta.stride, meta.batch)
     assert made_for == ("Ultralytics 8.3.27", "detect", [320, 320], 32, 1)
@@ -194,10 +188,10 @@ def test_an_ultralytics_export_is_run_at_the_size_in_its_metadata_and_says_so(tm
     fixed = wild.yolo_model()
     for axis in (2, 3):
         fixed.graph.input[0].type.tensor_type.shape.dim[axis].dim_value = 320
-    (still,) = plan_inputs(_record(fixed, tmp_path, "yolo_fixed"))
+    (still,) = plan_inputs(described(fixed, tmp_path, "yolo_fixed"))
     assert still.shape == [1, 3, 320, 320] and [d.axis for d in still.free] == [0]
 
-    ocr = _record(wild.ocr_recogniser(list("甲乙丙")), tmp_path, "ocr").metadata
+    ocr = described(wild.ocr_recogniser(list("甲乙丙")), tmp_path, "ocr").metadata
     assert (ocr.classes, ocr.class_count, ocr.text_line) == (["甲", "乙", "丙"], 3, True)
 
 
@@ -241,7 +235,7 @@ def test_the_command_lines_value_words_are_the_value_kinds_rows(tmp_path: Path) 
 
     parser = argparse.ArgumentParser()
     add_plan_arguments(parser)
-    record = _record(wild.token_model(), tmp_path, "tokens")
+    record = described(wild.token_model(), tmp_path, "tokens")
     name = plan_inputs(record)[0].name
     for given, said in (
         ("normal", "random normal (mean 0, sd 1) (set on the command line)"),
@@ -279,12 +273,14 @@ def test_quantize_on_the_command_line_calibrates_a_detector_at_a_real_image_size
 def test_the_sizes_and_values_a_model_was_exported_at_win_over_the_guesses(tmp_path: Path) -> None:
     """The Export page's example sizes and Python scalar values, by ONNX input name; the batch stays 1 (the sweep
     changes it) and a shape of another rank is not used."""
-    record = _record(wild.detector_model(), tmp_path, "det")
+    record = described(wild.detector_model(), tmp_path, "det")
     (x,) = plan_inputs(record, exported=Exported({"x": [2, 3, 480, 320]}))
     assert x.name == "x" and x.shape == [1, 3, 480, 320] and x.free[1].why == note(EXPORTED_SIZE)
     (other_rank,) = plan_inputs(record, exported=Exported({"x": [480, 320]}))
     assert other_rank.shape == [1, 3, 640, 640]
-    _audio, _state, sr = plan_inputs(_record(wild.vad_model(), tmp_path, "vad"), exported=Exported(values={"sr": 8000}))
+    _audio, _state, sr = plan_inputs(
+        described(wild.vad_model(), tmp_path, "vad"), exported=Exported(values={"sr": 8000})
+    )
     assert (sr.kind, sr.low, sr.why) == ("constant", 8000, note(EXPORTED_VALUE))
 
 
@@ -310,9 +306,9 @@ def test_the_plans_open_dims_say_when_a_tool_made_up_their_name(tmp_path: Path) 
     model = wild.minus_one_classifier()
     model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "unk__30"
     model.graph.input[0].type.tensor_type.shape.dim[3].dim_param = "width"
-    free = _free_dims(plan_inputs(_record(model, tmp_path, "unk")))
+    free = _free_dims(plan_inputs(described(model, tmp_path, "unk")))
     said = dict(zip(free["the model calls it"], free["that name"], strict=True))
     assert "shape inference made up" in said["unk__30"] and said["width"] == ""
     named = wild.minus_one_classifier()  # only names people chose: no empty column
     named.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "height"
-    assert "that name" not in _free_dims(plan_inputs(_record(named, tmp_path, "named")))
+    assert "that name" not in _free_dims(plan_inputs(described(named, tmp_path, "named")))

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 
@@ -45,13 +44,8 @@ from core.model.notes import DEFAULT_INPUTS
 from core.model.records import ModelRecord, TensorSpec, format_shape
 from core.notes import note, say
 from tests import builders, wild
+from tests.builders import described
 from tests.cli import cli
-
-
-def _record(model: onnx.ModelProto, tmp_path: Path, name: str) -> ModelRecord:
-    path = tmp_path / f"{name}.onnx"
-    onnx.save(model, str(path))
-    return describe_files(IntakeRequest(paths=[str(path)]))
 
 
 def _run(record: ModelRecord, plan: list[BenchInput], batch: int = 1) -> list[np.ndarray]:
@@ -62,7 +56,7 @@ def _run(record: ModelRecord, plan: list[BenchInput], batch: int = 1) -> list[np
 def test_raw_audio_into_a_speech_encoder_is_a_second_at_16_khz_and_its_convolutions_run(tmp_path: Path) -> None:
     """wav2vec2's input_values [batch, sequence_length] was planned as a sequence of 128 samples (8 ms), too short
     for its feature extractor's seven convolutions (400 samples make the first frame)."""
-    record = _record(wild.wav2vec2_model(), tmp_path, "wav2vec2")
+    record = described(wild.wav2vec2_model(), tmp_path, "wav2vec2")
     (audio,) = plan_inputs(record)
     assert audio.shape == [1, 16000] and audio.batch_axis == 0
     assert audio.free[1].why == note(AUDIO_SECOND, value="16000", rate="16000")
@@ -74,7 +68,7 @@ def test_raw_audio_into_a_speech_encoder_is_a_second_at_16_khz_and_its_convoluti
             None, {"input_values": np.zeros((1, 128), np.float32)}
         )
 
-    (unnamed,) = plan_inputs(_record(wild.wav2vec2_model("x"), tmp_path, "unnamed"))  # known by its first layer
+    (unnamed,) = plan_inputs(described(wild.wav2vec2_model("x"), tmp_path, "unnamed"))  # known by its first layer
     assert unnamed.shape == [1, 16000] and unnamed.free[1].source == note(RAW_AUDIO_CONV)
     for name in ("input_values", "waveform", "pcm", "speech", "audio"):  # known by its name alone
         spec = TensorSpec(name=name, dtype="float32", shape=["batch", "sequence_length"])
@@ -82,17 +76,17 @@ def test_raw_audio_into_a_speech_encoder_is_a_second_at_16_khz_and_its_convoluti
         (planned,) = plan_inputs(named)
         assert planned.shape == [1, 16000] and planned.free[1].source == note(RAW_AUDIO_NAMED, name=name), name
 
-    (at_8k,) = plan_inputs(_record(wild.wav2vec2_model(sampling_rate=8000), tmp_path, "at_8k"))  # the model says
+    (at_8k,) = plan_inputs(described(wild.wav2vec2_model(sampling_rate=8000), tmp_path, "at_8k"))  # the model says
     assert at_8k.shape == [1, 8000] and at_8k.free[1].source == note(RATE_METADATA, key="sampling_rate")
 
-    _chunk, state, _sr = plan_inputs(_record(wild.vad_model(), tmp_path, "vad"))  # a streaming model keeps its chunk
+    _chunk, state, _sr = plan_inputs(described(wild.vad_model(), tmp_path, "vad"))  # a streaming model keeps its chunk
     assert _chunk.shape == [1, 512] and state.batch_axis == 1
 
 
 def test_a_detector_that_keeps_its_nms_is_planned_at_640_not_as_a_classifier(tmp_path: Path) -> None:
     """Boxes [num, 4], scores and labels [num] out and a NonMaxSuppression inside: planned at 224 "for one output of
     scores" before. Found in a subgraph too, and by box-shaped outputs alone."""
-    record = _record(wild.nms_detector(), tmp_path, "nms")
+    record = described(wild.nms_detector(), tmp_path, "nms")
     assert record.suppresses_boxes
     (images,) = plan_inputs(record)
     assert images.shape == [1, 3, 640, 640]
@@ -103,7 +97,7 @@ def test_a_detector_that_keeps_its_nms_is_planned_at_640_not_as_a_classifier(tmp
     boxes, scores, labels = _run(record, [images])
     assert boxes.shape[1:] == (4,) and scores.shape == labels.shape == (boxes.shape[0],)
 
-    nested = _record(wild.nms_detector(nested=True), tmp_path, "nested")  # inside an If's branch, outputs out0..2
+    nested = described(wild.nms_detector(nested=True), tmp_path, "nested")  # inside an If's branch, outputs out0..2
     assert nested.suppresses_boxes and plan_inputs(nested)[0].shape == [1, 3, 640, 640]
 
     no_nms = ModelRecord(
@@ -120,7 +114,7 @@ def test_a_detector_that_keeps_its_nms_is_planned_at_640_not_as_a_classifier(tmp
     )
     (planned,) = plan_inputs(no_nms)
     assert planned.shape == [1, 3, 640, 640] and planned.free[1].source == note(DETECTOR_BOXES, name="dets")
-    (classifier,) = plan_inputs(_record(wild.minus_one_classifier(), tmp_path, "cls"))
+    (classifier,) = plan_inputs(described(wild.minus_one_classifier(), tmp_path, "cls"))
     assert classifier.shape == [1, 3, 64, 64]  # a classifier of four classes is no box
 
 
@@ -129,7 +123,7 @@ def test_a_string_input_runs_on_sample_text_or_the_text_given_and_a_default_inpu
 ) -> None:
     """ "Input 'text' has dtype object, which cannot be generated here": a tensor(string) now takes sample sentences,
     strings from --value (one a --value) or an .npz of strings; an input holding a default is said and not fed."""
-    record = _record(wild.text_classifier(), tmp_path, "text")
+    record = described(wild.text_classifier(), tmp_path, "text")
     assert [(s.name, s.dtype) for s in record.inputs] == [("text", "string")]
     assert note(DEFAULT_INPUTS, count=1, names="scale") in record.notes
     assert "hold a default in the model (an initializer of the same name): scale" in say(record.notes[-1])
@@ -184,7 +178,7 @@ def test_a_loops_trip_count_is_no_batch_and_a_branch_choice_says_which_branch_is
     """x [steps, 4] walked by a Loop (its trip count read from x's shape) or a Scan: the steps axis was planned as
     a batch of 1; a boolean choosing an If's branch measured one branch without saying so."""
     for scan in (False, True):
-        record = _record(wild.loop_model(scan=scan), tmp_path, f"loop_{scan}")
+        record = described(wild.loop_model(scan=scan), tmp_path, f"loop_{scan}")
         x, use_relu = plan_inputs(record)
         assert x.shape == [16, 4] and x.batch_axis is None
         assert x.free[0].why == note(LOOP_TRIP_COUNT, value="16") and x.free[0].source == note(A_LOOP)
@@ -195,7 +189,7 @@ def test_a_loops_trip_count_is_no_batch_and_a_branch_choice_says_which_branch_is
         )
         (y,) = _run(record, [x, use_relu])
         assert y.shape == (4,) and (y >= 0).all()  # the Relu branch
-    flag, _x, trips = plan_inputs(_record(builders.control_flow_model(), tmp_path, "control"))  # a trip-count input
+    flag, _x, trips = plan_inputs(described(builders.control_flow_model(), tmp_path, "control"))  # a trip-count input
     assert (trips.kind, trips.low, trips.why) == ("constant", 16, note(TRIPS_WHY))
     assert flag.why == note(BRANCH_WHY, name="flag")
 
@@ -203,7 +197,7 @@ def test_a_loops_trip_count_is_no_batch_and_a_branch_choice_says_which_branch_is
 def test_bytes_one_hot_encoded_get_the_whole_range_the_model_compares_them_with(tmp_path: Path) -> None:
     """magika's bytes (0–255, and 256 for padding) were planned as ids 0–9: their range is the table an Equal
     compares them with."""
-    record = _record(wild.one_hot_bytes(), tmp_path, "bytes")
+    record = described(wild.one_hot_bytes(), tmp_path, "bytes")
     (ids,) = plan_inputs(record)
     assert (ids.kind, ids.low, ids.high) == ("integers", 0, 257)
     assert ids.why == note(ONE_HOT_WHY, last=256, count=257)
@@ -246,7 +240,7 @@ def test_a_failure_on_guessed_sizes_names_the_dim_most_likely_wrong(tmp_path: Pa
     assert "were guessed ('images' axis 2 = 224, 'images' axis 3 = 224, 'features' axis 1 = 128)" in hint
     assert "The likeliest wrong is input 'features', axis 1 = 128 (sequence length: 128, from its place" in hint
     assert "try --input features=SHAPE" in hint and "text recognizer" not in hint
-    tokens = plan_inputs(_record(wild.token_model(), tmp_path, "tokens"))
+    tokens = plan_inputs(described(wild.token_model(), tmp_path, "tokens"))
     assert "The likeliest wrong is 'sequence' (input 'input_ids', axis 1) = 128" in guess_hint(tokens)
     assert "try --dim sequence=N" in guess_hint(tokens)
 
