@@ -23,7 +23,7 @@ from core.model.inputs import BenchInput, default_inputs, make_inputs
 from core.model.measured import MeasuredModel
 from core.model.torchload import TorchSource
 from core.notes import Note, say, warning
-from core.runtime.harness import CUT_SHORT, Config, measure
+from core.runtime.harness import CUT_SHORT, BenchResult, Config, measure
 from core.runtime.stats import median_interval, speedup_interval, summarize
 from core.settings import PROJECT_ROOT, load_settings
 from core.store import Store
@@ -329,12 +329,18 @@ def test_bad_configurations_are_refused_clearly(tinycnn: Path) -> None:
         run_benchmark(BenchRequest(model=MeasuredModel(path=str(tinycnn), inputs=wrong), iterations=5))
 
 
-def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> None:
+def _quiet_levels(tinycnn: Path) -> tuple[BenchReport, BenchResult]:
+    """A short run of TinyCNN at DISABLE_ALL and ALL, every result marked quiet, and ALL's result: a test sets its
+    speedup to what the headline is checked on."""
     request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
     report = run_benchmark(request)
-    ort_all = next(r for r in report.results if r.level == "ALL")
     for result in report.results:
         result.noisy = False
+    return report, next(r for r in report.results if r.level == "ALL")
+
+
+def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> None:
+    report, ort_all = _quiet_levels(tinycnn)
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 0.5, 0.4, 0.625
     assert "2.0× slower than ORT DISABLE_ALL, 95 % CI 1.6–2.5×" in say(headline(report))
 
@@ -342,11 +348,7 @@ def test_headline_says_slower_with_the_interval_turned_round(tinycnn: Path) -> N
 def test_a_noisy_run_gives_the_interval_not_a_settled_number(tinycnn: Path) -> None:
     """The same model within minutes on a busy machine gave 7.9×, 54.7× and 65.0×: a headline must not state
     one of them as the answer."""
-    request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
-    report = run_benchmark(request)
-    ort_all = next(r for r in report.results if r.level == "ALL")
-    for result in report.results:
-        result.noisy = False
+    report, ort_all = _quiet_levels(tinycnn)
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 54.7, 7.9, 65.0
     said = headline(report)
     assert said.key == NOISY_FASTER and said.severity == "warning"  # the page shows it as a warning: a field
@@ -456,11 +458,7 @@ def test_a_speedup_that_rounds_to_one_is_said_as_about_as_fast_with_its_percent(
     """ "1.0× faster" read oddly: a speedup surely above 1 that rounds to 1.0 is about as fast, by a few percent."""
     from core.bench.benchmark import NEARLY_FASTER, NEARLY_SLOWER
 
-    request = BenchRequest(model=_tiny(tinycnn), levels=["disable", "all"], threads=[1], iterations=10, warmup=0)
-    report = run_benchmark(request)
-    ort_all = next(r for r in report.results if r.level == "ALL")
-    for result in report.results:
-        result.noisy = False
+    report, ort_all = _quiet_levels(tinycnn)
     ort_all.speedup, ort_all.speedup_low, ort_all.speedup_high = 1.03, 1.01, 1.05
     said = headline(report)
     assert said.key == NEARLY_FASTER and "1.0×" not in say(said)
