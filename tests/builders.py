@@ -8,7 +8,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from core.model.records import ModelRecord
+from core.model.records import ModelRecord, TensorSpec
 
 OPSET = [helper.make_opsetid("", 17)]
 
@@ -306,6 +306,11 @@ def write(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(model.SerializeToString())
     return path
+
+
+def onnx_record(name: str, inputs: list[TensorSpec], outputs: list[TensorSpec]) -> ModelRecord:
+    """The record of an ONNX model that has these inputs and outputs, and no file: what a plan is made from."""
+    return ModelRecord(id="x", name=name, format="onnx", size_bytes=1, path="", inputs=inputs, outputs=outputs)
 
 
 def described(model: onnx.ModelProto, folder: Path, name: str) -> ModelRecord:

@@ -100,14 +100,10 @@ def test_a_detector_that_keeps_its_nms_is_planned_at_640_not_as_a_classifier(tmp
     nested = described(wild.nms_detector(nested=True), tmp_path, "nested")  # inside an If's branch, outputs out0..2
     assert nested.suppresses_boxes and plan_inputs(nested)[0].shape == [1, 3, 640, 640]
 
-    no_nms = ModelRecord(
-        id="x",
-        name="boxes",
-        format="onnx",
-        size_bytes=1,
-        path="",
-        inputs=[TensorSpec(name="images", dtype="float32", shape=["batch", 3, "?", "?"])],
-        outputs=[
+    no_nms = builders.onnx_record(
+        "boxes",
+        [TensorSpec(name="images", dtype="float32", shape=["batch", 3, "?", "?"])],
+        [
             TensorSpec(name="dets", dtype="float32", shape=["num", 4]),
             TensorSpec(name="labels", dtype="int64", shape=["num"]),
         ],
@@ -224,17 +220,13 @@ def test_magikas_own_model_gets_its_bytes_range() -> None:
 def test_a_failure_on_guessed_sizes_names_the_dim_most_likely_wrong(tmp_path: Path) -> None:
     """Every failure ended with "(a text recognizer wants a height of 48 or 32)", for audio and language models too;
     the hint names the guess that rests on the least (the kind of input before a name, before metadata), with why."""
-    record = ModelRecord(
-        id="x",
-        name="two",
-        format="onnx",
-        size_bytes=1,
-        path="",
-        inputs=[
+    record = builders.onnx_record(
+        "two",
+        [
             TensorSpec(name="images", dtype="float32", shape=["batch", 3, "height", "width"]),
             TensorSpec(name="features", dtype="float32", shape=["batch", "?", 8]),
         ],
-        outputs=[TensorSpec(name="scores", dtype="float32", shape=["batch", 10])],
+        [TensorSpec(name="scores", dtype="float32", shape=["batch", 10])],
     )
     hint = guess_hint(plan_inputs(record))
     assert "were guessed ('images' axis 2 = 224, 'images' axis 3 = 224, 'features' axis 1 = 128)" in hint
