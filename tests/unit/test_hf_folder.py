@@ -137,12 +137,17 @@ def test_a_zip_bomb_of_a_folder_is_refused(tmp_path: Path) -> None:
         describe(archive, unpack=tmp_path / "out")
 
 
+def _with_code(hf_gpt2: Path, tmp_path: Path, module: str, more: str = "") -> tuple[Path, Path]:
+    """A copy of the GPT-2 folder holding ``module`` (Python, then ``more``), and the file it writes if it ever runs."""
+    folder, marker = copied(hf_gpt2, tmp_path), tmp_path / "ran"
+    (folder / module).write_text(f"open({str(marker)!r}, 'w').write('ran')\n{more}")
+    return folder, marker
+
+
 def test_a_folder_with_python_code_is_refused_where_code_is_and_its_code_never_runs_where_it_is_not(
     tmp_path: Path, hf_gpt2: Path
 ) -> None:
-    folder = copied(hf_gpt2, tmp_path)
-    marker = tmp_path / "ran"
-    (folder / "modeling_gpt2x.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    folder, marker = _with_code(hf_gpt2, tmp_path, "modeling_gpt2x.py")
     with pytest.raises(UnsafeModelError, match=r"holds Python code \(modeling_gpt2x.py\).*WORKBENCH_ALLOW_CODE"):
         describe(folder, allow_code_archives=False)
     record = describe(folder)  # local mode: read, and said never to run
@@ -156,9 +161,7 @@ def test_a_folder_with_python_code_is_refused_where_code_is_and_its_code_never_r
 def test_a_config_that_asks_for_its_own_code_is_never_built_and_its_code_never_runs(
     tmp_path: Path, hf_gpt2: Path
 ) -> None:
-    folder = copied(hf_gpt2, tmp_path)
-    marker = tmp_path / "ran"
-    (folder / "modeling_custom.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\nclass Custom: pass\n")
+    folder, marker = _with_code(hf_gpt2, tmp_path, "modeling_custom.py", "class Custom: pass\n")
     config = json.loads((folder / "config.json").read_text())
     config["auto_map"] = {"AutoModelForCausalLM": "modeling_custom.Custom"}
     (folder / "config.json").write_text(json.dumps(config))
