@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ __all__ = [
     "as_onnx",
     "cluster_at",
     "code_choice",
+    "copy_made",
     "describe",
     "english_data",
     "environment_json",
@@ -355,3 +356,14 @@ def in_own_folder(record: ModelRecord, work_dir: Path, backend: Backend | None) 
             shutil.copyfile(name, copy)
         moved[name] = str(copy)
     return dataclasses.replace(record, path=moved[record.path], files=[moved[f] for f in record.files])
+
+
+def copy_made(variants: Sequence[Any], outputs: dict[str, Path], copy: Callable[[Path, Path], None]) -> list[Any]:
+    """Of a quantization's ``variants`` (the original left out), those made, each copied to its output by ``copy``;
+    when none was, an error that says why each failed."""
+    made = [v for v in variants if not v.error]
+    if not made:
+        raise WorkbenchError("; ".join(f"{v.label}: {v.error}" for v in variants))
+    for variant in made:
+        copy(Path(variant.path), outputs[variant.key])
+    return made

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_target_argument, as_onnx, environment_json, in_own_folder, target_backend
+from core.cli.common import add_target_argument, as_onnx, copy_made, environment_json, in_own_folder, target_backend
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.cli.quantize_lm import add_language_model_arguments, refuse_language_model_options, run_language_model
 from core.errors import WorkbenchError
@@ -167,11 +167,7 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
         )
         report = jobs.run(QUANTIZE, request, backend)
-        made = [v for v in report.variants[1:] if not v.error]
-        if not made:
-            raise WorkbenchError("; ".join(f"{v.label}: {v.error}" for v in report.variants[1:]))
-        for variant in made:
-            _copy_out(Path(variant.path), outputs[variant.key])
+        made = copy_made(report.variants[1:], outputs, _copy_out)
     written = {v.key: str(outputs[v.key]) for v in made}
     if args.json:
         environment = environment_json(None, args.target)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import ints, print_json
+from core.cli.common import copy_made, ints, print_json
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import QUANTIZE_LM
@@ -168,13 +168,9 @@ def run_language_model(
         model_id=record.id,
     )
     report = jobs.run(QUANTIZE_LM, request, backend)
-    made = [v for v in report.variants[1:] if not v.error]
-    if not made:
-        raise WorkbenchError("; ".join(f"{v.label}: {v.error}" for v in report.variants[1:]))
     stem = out.name.removesuffix(".onnx")
     outputs = {v.key: out if len(specs) == 1 else out.with_name(f"{stem}.{v.key}.onnx") for v in report.variants[1:]}
-    for variant in made:
-        _copy_out(Path(variant.path), outputs[variant.key])
+    made = copy_made(report.variants[1:], outputs, _copy_out)
     if args.json:
         written = {v.key: str(outputs[v.key]) for v in made}
         print_json({**to_data(report), "outputs": written})  # its notes as English sentences
