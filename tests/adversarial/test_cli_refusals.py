@@ -27,6 +27,7 @@ COMMANDS = {
     "deploy": ["-o", "{out}/server"],
     "browser-bench": ["-o", "{out}/bench.html"],
     "tune": ["--budget", "5", "--no-save"],
+    "generate": ["--new", "2"],
 }
 
 
