@@ -31,6 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,20 +54,9 @@ from core.runtime.stats import median_interval, quantile_interval
 T = TypeVar("T")
 
 __all__ = [
-    "DIFFERS",
-    "ERRORS",
-    "HEADLINE",
-    "JSON_COSTS",
-    "JSON_COSTS_MS",
-    "NO_ANSWER",
-    "STOPPED",
-    "check_server",
-    "headline",
-    "json_costs",
-    "run_client",
-    "run_loadtest",
-    "started_app",
-]
+    "DIFFERS", "ERRORS", "HEADLINE", "JSON_COSTS", "JSON_COSTS_MS", "NO_ANSWER", "STOPPED", "check_server", "headline",
+    "json_costs", "run_client", "run_loadtest", "started_app",
+]  # fmt: skip
 
 START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
@@ -291,12 +281,18 @@ def _in_process(session: Any, feeds: dict[str, np.ndarray]) -> list[float]:
 
 def run_client(client: Coroutine[Any, Any, T]) -> T:
     """The client's coroutine run on uvloop's event loop where it is installed (not on Windows), which costs a
-    request ~0.1 ms less than asyncio's own (benchmarks/serve.py's floor: 0.58-0.69 against 0.65-0.73 ms)."""
+    request ~0.1 ms less than asyncio's own (benchmarks/serve.py's floor: 0.58-0.69 against 0.65-0.73 ms); in a
+    thread of its own where this one runs a loop already (a notebook, a caller's async code)."""
     try:
-        import uvloop
+        from uvloop import run
     except ImportError:
-        return asyncio.run(client)
-    return uvloop.run(client)
+        run = asyncio.run
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run(client)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(run, client).result()
 
 
 async def _load(

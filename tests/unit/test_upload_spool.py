@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import gc
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -17,6 +19,13 @@ from ui.upload_spool import DiskUploadedFileManager, receive_to_disk
 
 BOUNDARY = "----workbench-test-boundary"
 KIND = f"multipart/form-data; boundary={BOUNDARY}"
+
+
+def _run(coroutine: Any) -> Any:
+    """``coroutine`` run to its end on a loop of its own, in a thread of its own: a test process that drove the
+    browser before has Playwright's loop running in its main thread, where asyncio.run refuses to start."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def _part(name: str, content: bytes, filename: str | None = None) -> bytes:
@@ -36,7 +45,7 @@ async def _chunks(body: bytes, size: int = 65536) -> AsyncIterator[bytes]:
 
 
 def _receive(body: bytes, target: Path, cap: int = 1 << 30, chunk: int = 65536) -> tuple[str, str]:
-    return asyncio.run(receive_to_disk(_chunks(body, chunk), KIND, target, cap))
+    return _run(receive_to_disk(_chunks(body, chunk), KIND, target, cap))
 
 
 def test_the_file_part_is_written_to_disk_with_its_name_and_type(tmp_path: Path) -> None:
@@ -73,7 +82,7 @@ def test_bodies_that_are_not_one_file_are_refused(tmp_path: Path, body: bytes, s
 
 def test_a_body_without_a_boundary_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="boundary"):
-        asyncio.run(receive_to_disk(_chunks(b"x"), "multipart/form-data", tmp_path / "f", 100))
+        _run(receive_to_disk(_chunks(b"x"), "multipart/form-data", tmp_path / "f", 100))
 
 
 def test_a_large_upload_costs_the_server_no_more_than_a_few_megabytes(tmp_path: Path) -> None:
@@ -105,7 +114,7 @@ def test_a_large_upload_costs_the_server_no_more_than_a_few_megabytes(tmp_path: 
         finally:
             sampler.cancel()
 
-    asyncio.run(watched())
+    _run(watched())
     assert (tmp_path / "big").stat().st_size == 96 << 20
     assert peak[0] - before < 16 << 20, f"grew by {(peak[0] - before) / 2**20:.1f} MiB"
 
