@@ -19,6 +19,7 @@ from core.cli.loadtest import _print, report_json
 from core.deploy import LoadResult, LoadtestReport
 from core.deploy.loadtest import STOP_RUN
 from core.deploy.session import read_tuned
+from core.notes import read_note
 from tests.builders import relu_model, write
 from tests.cli import cli
 from tests.reports import made_environment
@@ -136,7 +137,8 @@ def test_a_server_that_fails_most_requests_is_stopped_and_what_was_measured_is_k
     assert data["stopped_at"] == 1 and [r["concurrency"] for r in data["results"]] == [1]
     (row,) = data["results"]
     assert row["requests"] > 0 and row["errors"] > row["requests"] and row["p50_ms"] > 0
-    assert any(n.startswith("The load stopped at concurrency 1:") and "HTTP 500" in n for n in data["notes"])
+    said = [read_note(n).english() for n in data["notes"]]  # notes as data: a template key and its values
+    assert any(n.startswith("The load stopped at concurrency 1:") and "HTTP 500" in n for n in said)
     assert "nan" not in done.stdout
 
 

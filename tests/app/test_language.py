@@ -53,7 +53,7 @@ def english_prose(at: AppTest) -> list[str]:
 def test_the_model_page_in_chinese_shows_its_headings_labels_and_card_in_chinese(chinese: AppTest) -> None:
     at = chinese
     assert at.title[0].value == "模型"
-    assert [t.label for t in at.tabs] == ["上传文件", "选择示例模型", "模型库"]
+    assert [t.label for t in at.tabs] == ["上传文件", "选择示例模型", "模型库", "本机上的路径"]  # local mode: a path
     assert at.file_uploader(key="uploads").label.startswith("ONNX 模型（.onnx")
     assert {m.label for m in at.metric} == {"大小", "参数量", "算子集版本", "节点数"}
     assert next(m.value for m in at.metric if m.label == "参数量") == "256,074"  # numbers keep their grouping
@@ -103,7 +103,7 @@ def test_the_sidebar_speaks_chinese_and_its_picker_switches_to_english_in_the_ad
     picker.set_value("en").run()
     assert not at.exception
     assert at.title[0].value == "Model"
-    assert [t.label for t in at.tabs] == ["Upload a file", "Pick a sample", "Library"]
+    assert [t.label for t in at.tabs] == ["Upload a file", "Pick a sample", "Library", "A path on this machine"]
     assert "**Current model**" in [m.value for m in at.sidebar.markdown]
     assert at.query_params["lang"] == "en"
 

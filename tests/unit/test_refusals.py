@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import RuntimeRefusedError
 from core.export.verify import load_session
+from core.notes import say
 from core.partition import PartitionRequest, partition_model
 from core.runtime.harness import timed_session
 from tests import builders
@@ -41,7 +42,7 @@ def test_a_locale_the_machine_lacks_is_named_with_the_ones_it_has(tmp_path: Path
     assert f"enable {NO_SUCH_LOCALE} in /etc/locale.gen and run locale-gen" in words
     assert "language-pack" not in words and "_S_create_c_locale" not in words  # ORT's own text stays out
     check, session = load_session(path)  # Export's check of a model says the same
-    assert not check.ok and session is None and "does not have that locale" in check.detail
+    assert not check.ok and session is None and "does not have that locale" in say(check.detail)
 
 
 def test_an_op_of_a_custom_domain_says_it_needs_its_library(tmp_path: Path) -> None:
