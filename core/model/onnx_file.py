@@ -275,17 +275,21 @@ def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> Mode
     return counts
 
 
-MAX_DOMAINS_SAID = 4  # a model declares as many domains as it likes: a note names these first ones and counts the rest
+MAX_DOMAINS_CHARS = 240  # a model declares as many domains as it likes: a note names those that fit and counts the rest
 MAX_DOMAIN_CHARS = 48
 
 
 def _domains_said(domains: list[str]) -> str:
-    """``domains`` as a note keeps them: the first few, each cut short, and how many more (a model's choice of
-    names is never kept whole: a 480 KB list of domains is a few lines, not a page)."""
-    said = ", ".join(brief(d, MAX_DOMAIN_CHARS) for d in domains[:MAX_DOMAINS_SAID])
-    if len(domains) > MAX_DOMAINS_SAID:
-        said += f" (+{len(domains) - MAX_DOMAINS_SAID:,})"
-    return said
+    """``domains`` as a note keeps them: those that fit in a few lines, each cut short, and how many more (a model's
+    choice of names is never kept whole: a 480 KB list of domains is a line, not a page)."""
+    said: list[str] = []
+    for domain in domains:
+        name = brief(domain, MAX_DOMAIN_CHARS)
+        if said and sum(len(d) + 2 for d in said) + len(name) > MAX_DOMAINS_CHARS:
+            break
+        said.append(name)
+    more = len(domains) - len(said)
+    return ", ".join(said) + (f" (+{more:,})" if more else "")
 
 
 def _domain_notes(model: onnx.ModelProto) -> list[Note]:
