@@ -25,11 +25,13 @@ def run_spec(name: str, args: dict[str, Any] | None = None, backend: Backend | N
 def progress_seen(handle: JobHandle) -> set[str]:
     """The progress messages a running job's handle showed, read until the job ended."""
     seen = set()
-    while not handle.done():
+    while True:
+        done = handle.done()  # read before the progress: the last step may land just before the job ends
         if handle.progress is not None:
             seen.add(handle.progress.message)
+        if done:
+            return seen
         time.sleep(0.01)
-    return seen
 
 
 @dataclass
