@@ -57,7 +57,8 @@ def test_an_error_line_reads_in_chinese_and_json_stays_english(tmp_path: Path) -
     missing = str(tmp_path / "nothing.onnx")
     done = cli("--lang", "zh", "info", missing)
     assert done.returncode == 2
-    assert done.stderr.strip() == f"错误：没有这个文件：{missing}（请给出模型文件的路径、Hugging Face 文件夹，或 sample:NAME）。"
+    said = f"错误：没有这个文件：{missing}（请给出模型文件的路径、Hugging Face 文件夹，或 sample:NAME）。"
+    assert done.stderr.strip() == said
     english = cli("samples", "--json").stdout
     assert cli("--lang", "zh", "samples", "--json").stdout == english
     assert json.loads(english)[0]["description"].isascii()
