@@ -283,10 +283,9 @@ def run_client(client: Coroutine[Any, Any, T]) -> T:
     """The client's coroutine run on uvloop's event loop where it is installed (not on Windows), which costs a
     request ~0.1 ms less than asyncio's own (benchmarks/serve.py's floor: 0.58-0.69 against 0.65-0.73 ms); in a
     thread of its own where this one runs a loop already (a notebook, a caller's async code)."""
-    try:
+    run: Callable[[Coroutine[Any, Any, T]], T] = asyncio.run
+    with contextlib.suppress(ImportError):
         from uvloop import run
-    except ImportError:
-        run = asyncio.run
     try:
         asyncio.get_running_loop()
     except RuntimeError:
