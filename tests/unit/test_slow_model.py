@@ -50,7 +50,7 @@ def test_tune_keeps_a_short_budget_and_says_what_one_call_left_untried(slow: Mea
     said = say(too_slow[0])
     assert "one call of the model takes" in said and "of the budget were left" in said
     call = too_slow[0].values["call"]
-    assert isinstance(call, float) and call > 50  # ms: measured, not guessed
+    assert isinstance(call, float) and call > 10  # ms: measured (48 ms on a quiet machine, 200-350 busy), not guessed
 
 
 @pytest.fixture(scope="module")
