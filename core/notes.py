@@ -67,14 +67,14 @@ def _capped(value: NoteValue) -> NoteValue:
     return value
 
 
-def note(key: str, /, **values: NoteValue) -> Note:
+def note(key: str, /, severity: Severity = "info", **values: NoteValue) -> Note:
     """The note ``key`` says with ``values`` (each string value cut to ``MAX_VALUE_CHARS``)."""
-    return Note(key=key, values={k: _capped(v) for k, v in values.items()})
+    return Note(key=key, values={k: _capped(v) for k, v in values.items()}, severity=severity)
 
 
 def warning(key: str, /, **values: NoteValue) -> Note:
     """As ``note``, shown as a warning."""
-    return Note(key=key, values={k: _capped(v) for k, v in values.items()}, severity="warning")
+    return note(key, severity="warning", **values)
 
 
 def clauses(parts: Iterable[Note]) -> list[Note]:
