@@ -67,14 +67,18 @@ def _capped(value: NoteValue) -> NoteValue:
     return value
 
 
-def note(key: str, /, severity: Severity = "info", **values: NoteValue) -> Note:
-    """The note ``key`` says with ``values`` (each string value cut to ``MAX_VALUE_CHARS``)."""
+def _made(key: str, values: dict[str, NoteValue], severity: Severity) -> Note:
     return Note(key=key, values={k: _capped(v) for k, v in values.items()}, severity=severity)
+
+
+def note(key: str, /, **values: NoteValue) -> Note:
+    """The note ``key`` says with ``values`` (each string value cut to ``MAX_VALUE_CHARS``)."""
+    return _made(key, values, "info")
 
 
 def warning(key: str, /, **values: NoteValue) -> Note:
     """As ``note``, shown as a warning."""
-    return note(key, severity="warning", **values)
+    return _made(key, values, "warning")
 
 
 def clauses(parts: Iterable[Note]) -> list[Note]:
