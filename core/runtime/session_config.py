@@ -38,11 +38,14 @@ class SessionConfig:
         variant: which file of the model to load: "fp32" (the model as it is) or a key of Quantize's variants
             (``core.quantize.records.VARIANTS``, e.g. "dynamic-qint8", "fp16") that stayed within its tolerance.
         batch: requests per call; above 1 only where the model's batch axis is open (latency is then per sample).
+        runtime: the build of ONNX Runtime that opens the session (a name of core.runtime.runtimes: "default", the
+            app's own ``onnxruntime``; "openvino", "gpu"); ``providers`` are that build's.
 
     JSON form (``to_json``/``from_json``): an object with exactly these keys, ``providers`` a list, e.g.
     ``{"intra_op_threads": 1, "inter_op_threads": 0, "execution_mode": "sequential", "level": "all",
-    "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1}``. Keys left out take
-    their defaults; unknown keys and bad values raise SessionConfigError, which names them.
+    "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1, "runtime": "default"}``.
+    Keys left out take their defaults (a configuration saved before ``runtime`` reads as the default runtime's);
+    unknown keys and bad values raise SessionConfigError, which names them.
     """
 
     intra_op_threads: int = 0
@@ -53,6 +56,7 @@ class SessionConfig:
     io_binding: bool = False
     variant: str = "fp32"
     batch: int = 1
+    runtime: str = "default"
 
     def __post_init__(self) -> None:
         problems = []
@@ -89,6 +93,9 @@ class SessionConfig:
             problems.append(
                 _("batch must be a whole number from 1 to 4096, not {value}").format(value=repr(self.batch))
             )
+        if not isinstance(self.runtime, str) or not self.runtime:
+            said = _("runtime must name a runtime (`python -m core runtimes`), not {value}")
+            problems.append(said.format(value=repr(self.runtime)))
         if problems:
             raise SessionConfigError(
                 _("Not a session configuration: {problems}.").format(problems=pgettext("clauses", "; ").join(problems))
