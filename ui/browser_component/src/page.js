@@ -4,19 +4,7 @@
 // comes from `words` (the catalog's, keyed by their English); every string goes in as textContent.
 import { chooseBackend, environment, runInWorker } from "./runner.js";
 import { summarize } from "./stats.js";
-
-const STYLE = `
-.bb{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Noto Sans","Noto Sans CJK SC",sans-serif;color:#1f2933;max-width:900px}
-.bb h1{font-size:22px;margin:0 0 4px}.bb h2{font-size:16px;margin:18px 0 6px}
-.bb .muted{color:#5f6b7a}.bb .note{background:#fff7e6;border-left:3px solid #f0a500;padding:6px 10px;margin:8px 0}
-.bb .err{background:#fdecec;border-left:3px solid #d93025;padding:6px 10px;margin:8px 0}
-.bb table{border-collapse:collapse;margin:4px 0}.bb td,.bb th{padding:3px 12px 3px 0;text-align:left;vertical-align:top}
-.bb th{font-weight:600;color:#3e4c59;min-width:180px}.bb td.num{text-align:right;font-variant-numeric:tabular-nums}
-.bb .bar{height:8px;background:#e4e7eb;border-radius:4px;overflow:hidden;margin:6px 0;max-width:480px}
-.bb .bar>div{height:100%;background:#3b6ee8;width:0;transition:width .15s}
-.bb button{font:inherit;padding:5px 12px;border:1px solid #9aa5b1;border-radius:6px;background:#fff;cursor:pointer}
-.bb svg text{font:11px system-ui,sans-serif;fill:#3e4c59}
-`;
+import STYLE from "./page.css"; // minified as text by ../bundle.mjs
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);

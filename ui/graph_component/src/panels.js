@@ -2,39 +2,12 @@
 // model only ever go in as textContent. Every word the view shows goes through say(): its English is the key of
 // the words Python passes in the reader's language (core/graph/page.py: PANEL_WORDS, one catalog for both).
 import { groupPath } from "./model.js";
+import CSS from "./panels.css"; // minified as text by ../bundle.mjs
 
 export function say(words, english, values = {}) {
   const text = (words && words[english]) || english;
   return text.replace(/\{(\w+)\}/g, (all, name) => (name in values ? String(values[name]) : all));
 }
-
-const CSS = `
-.gv-root{position:relative;overflow:hidden;font:13px system-ui,-apple-system,'Segoe UI',sans-serif;color:#1d2430;background:#fbfcfe}
-.gv-root canvas{display:block;touch-action:none;cursor:grab}
-.gv-bar{position:absolute;top:10px;left:10px;right:10px;display:flex;gap:8px;align-items:center;flex-wrap:nowrap;pointer-events:none}
-.gv-bar select{min-width:0;flex:0 1 auto}
-.gv-bar>*{pointer-events:auto}
-.gv-title{font-weight:600;background:#ffffffe6;padding:5px 9px;border-radius:6px;border:1px solid #d6dce6;max-width:28ch;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;flex:0 1 auto;min-width:6ch}
-.gv-root input,.gv-root select,.gv-root button{font:inherit;padding:5px 8px;border:1px solid #c4ccd8;border-radius:6px;background:#fff}
-.gv-root input{width:22ch;flex:0 1 22ch;min-width:9ch}
-.gv-root button{cursor:pointer}
-.gv-bar button{white-space:nowrap;flex:none}
-.gv-results{position:absolute;top:46px;left:10px;max-height:50%;overflow:auto;background:#fff;border:1px solid #d6dce6;border-radius:6px;box-shadow:0 4px 14px #0002;min-width:30ch}
-.gv-results:empty{display:none}
-.gv-results button{display:block;width:100%;text-align:left;border:0;border-bottom:1px solid #eef1f5;border-radius:0}
-.gv-results button:hover{background:#eef4ff}
-.gv-results small{color:#667085;margin-left:6px}
-.gv-legend{position:absolute;top:46px;right:10px;background:#ffffffeb;border:1px solid #d6dce6;border-radius:6px;padding:6px 10px;max-height:45%;overflow:auto;min-width:16ch}
-.gv-legend div{display:flex;align-items:center;gap:6px;white-space:nowrap;line-height:1.6}
-.gv-legend i{display:inline-block;width:12px;height:12px;border-radius:3px;border:1px solid #0003}
-.gv-legend span{margin-left:auto;padding-left:10px;color:#667085;font-variant-numeric:tabular-nums}
-.gv-details{position:absolute;left:10px;bottom:10px;max-width:46ch;max-height:42%;overflow:auto;background:#ffffffee;border:1px solid #d6dce6;border-radius:6px;padding:8px 10px;box-shadow:0 2px 10px #0001}
-.gv-details:empty{display:none}
-.gv-details h4{margin:0 0 4px;font-size:14px;word-break:break-all}
-.gv-details p{margin:2px 0;word-break:break-all}
-.gv-details .k{color:#667085}
-.gv-minimap{position:absolute;right:10px;bottom:10px;width:180px;height:140px;border:1px solid #c4ccd8;border-radius:4px;background:#fff;cursor:crosshair}
-`;
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
