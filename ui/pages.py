@@ -16,125 +16,110 @@ from ui.hooks import PAGES_SHOWN
 __all__ = ["PAGES", "PAGE_ICON", "Page", "closed", "first_open", "link", "navigation", "page"]
 
 
+WALK_THROUGH, TEAM = N_("Walk-through"), N_("Team")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Page:
-    step: str  # its key: "benchmark"; its title is core.page_titles's (the notebook's headings read it too)
-    path: str  # the script under app_pages/
+    step: str  # its key: "benchmark", its script app_pages/benchmark.py; its title is core.page_titles's
     # section and link are marked for the catalog (N_) and translated where shown (_)
     icon: str  # a Material icon
-    section: str  # the navigation's group: the walk-through, or the team's pages
     link: str  # what a link to it says, at the end of another page
     needs: str = ""  # before it can start: "" (nothing), "pytorch" or "onnx" (a PyTorch one is exported in a click)
     doing: str = ""  # what it does to the model, for "Decoding needs an ONNX model"
+    section: str = WALK_THROUGH  # the navigation's group: the walk-through, or the team's pages
+
+    @property
+    def path(self) -> str:
+        """The script under app_pages/."""
+        return f"app_pages/{self.step}.py"
 
     @property
     def title(self) -> str:
-        """In the navigation: marked for the catalog in core.page_titles, translated where shown (_)."""
+        """In the navigation: marked for the catalog in core.page_titles (the notebook's headings read it too),
+        translated where shown (_)."""
         return PAGE_TITLES[self.step]
 
 
-WALK_THROUGH, TEAM = N_("Walk-through"), N_("Team")
-
+# the walk-through in its order, then the team's pages
 PAGES: tuple[Page, ...] = (
     Page(
         step="model",
-        path="app_pages/model.py",
         icon=":material/deployed_code:",
-        section=WALK_THROUGH,
         link=N_("Model: see its card, or open another"),
     ),
     Page(
         step="export",
-        path="app_pages/export.py",
         icon=":material/output:",
-        section=WALK_THROUGH,
         link=N_("Export: choose the opset, shapes and dynamic axes"),
         needs="pytorch",
         doing="Export",
     ),
     Page(
         step="decode",
-        path="app_pages/decode.py",
         icon=":material/data_object:",
-        section=WALK_THROUGH,
         link=N_("Decode: the protobuf from the first bytes to the graph"),
         needs="onnx",
         doing="Decoding",
     ),
     Page(
         step="partition",
-        path="app_pages/partition.py",
         icon=":material/account_tree:",
-        section=WALK_THROUGH,
         link=N_("Partition: which provider runs each node"),
         needs="onnx",
         doing="Partitioning",
     ),
     Page(
         step="benchmark",
-        path="app_pages/benchmark.py",
         icon=":material/speed:",
-        section=WALK_THROUGH,
         link=N_("Benchmark: PyTorch eager against ONNX Runtime"),
         needs="onnx",
         doing="Benchmarking",
     ),
     Page(
         step="profile",
-        path="app_pages/profile.py",
         icon=":material/timer:",
-        section=WALK_THROUGH,
         link=N_("Profile: where the time goes, node by node"),
         needs="onnx",
         doing="Profiling",
     ),
     Page(
         step="quantize",
-        path="app_pages/quantize.py",
         icon=":material/compress:",
-        section=WALK_THROUGH,
         link=N_("Quantize: INT8 and FP16 variants, size against accuracy"),
         needs="onnx",
         doing="Quantizing",
     ),
     Page(
         step="compare",
-        path="app_pages/compare.py",
         icon=":material/difference:",
-        section=WALK_THROUGH,
         link=N_("Compare: where two models part ways, tensor by tensor"),
         needs="onnx",
         doing="Comparing",
     ),
     Page(
         step="deploy",
-        path="app_pages/deploy.py",
         icon=":material/rocket_launch:",
-        section=WALK_THROUGH,
         link=N_("Deploy: the fastest session settings, a server for them, its latency under load"),
         needs="onnx",
         doing="Tuning",
     ),
     Page(
         step="history",
-        path="app_pages/history.py",
         icon=":material/history:",
-        section=WALK_THROUGH,
         link=N_("History: compare this run with earlier ones"),
     ),
     Page(
         step="dashboard",
-        path="app_pages/dashboard.py",
         icon=":material/dashboard:",
-        section=TEAM,
         link=N_("Dashboard: the team's latest results and regressions"),
+        section=TEAM,
     ),
     Page(
         step="classroom",
-        path="app_pages/classroom.py",
         icon=":material/school:",
-        section=TEAM,
         link=N_("Classroom: the room's board"),
+        section=TEAM,
     ),
 )
 _BY_STEP = {p.step: p for p in PAGES}
