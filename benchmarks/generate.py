@@ -9,11 +9,11 @@ onnxruntime-genai's model builder (GroupQueryAttention, genai_config.json): ``ti
 512, the tests' model) and ``small`` (4 layers, hidden 256, 4 heads with 2 key/value heads, vocabulary 8,192). On
 each, three engines generate greedily from the same drawn prompt, ``--rounds`` rounds with the engines in turn
 (each round starting one further along), after one warm-up each:
-- the app: Generate's loop (core.generate.ort_loop.ort_generate on a session as the GENERATE job opens it);
+- the app: Generate's loop (core.runtime.greedy.ort_generate on a session as the GENERATE job opens it);
 - onnxruntime-genai: ``og.Model(folder)``, ``GeneratorParams.set_search_options(do_sample=False)``,
   ``Generator.append_tokens(prompt)`` (the prefill), then ``generate_next_token()`` once per token;
 - PyTorch eager: the Hugging Face folder the file was built from, through transformers with its own cache
-  (core.generate.eager.eager_generate), fp32.
+  (core.runtime.greedy_eager.eager_generate), fp32.
 All three run at the same intra-op threads (genai's through its genai_config.json's session options). Printed per
 engine: decode tokens per second (the tokens after the first over their time) and the time to the first token, each
 a median over the rounds with its 95 % interval; whether the greedy tokens are genai's (same file) and PyTorch's.
@@ -44,12 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 from benchmarks._unit import machine
-from core.generate.generator import recognised_layout
-from core.generate.measures import interval
-from core.generate.ort_loop import ort_generate
-from core.generate.records import Interval
+from core.runtime.greedy import ort_generate
+from core.runtime.greedy_prompt import recognised_layout
 from core.runtime.harness import timed_session
 from core.runtime.machine import default_threads
+from core.runtime.stats import Interval, interval
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS: dict[str, dict[str, Any]] = {
@@ -151,7 +150,7 @@ def _genai(folder: Path, prompt: Any, new: int) -> Engine:
 def _eager(reference: Path, prompt: Any, new: int, threads: int) -> Engine:
     import torch
 
-    from core.generate.eager import eager_generate, load_reference
+    from core.runtime.greedy_eager import eager_generate, load_reference
 
     torch.set_num_threads(threads)
     network = load_reference(reference)

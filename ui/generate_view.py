@@ -13,16 +13,17 @@ import pandas as pd
 import streamlit as st
 
 from core.errors import WorkbenchError
-from core.generate.records import NEW_TOKENS, EngineRun, GenerateReport, GenerateRequest, GenerativePlan, Interval
+from core.generate.records import EngineRun, GenerateReport, GenerateRequest
 from core.generate.words import headline
 from core.i18n import N_, _, number, pgettext
 from core.jobs import GENERATE
 from core.model import ModelRecord
 from core.model.cache_config import CONFIG_FILE, TOKENIZER_FILE
-from core.model.generative import PROMPT_LENGTH, GenerativeLayout
+from core.model.generative import NEW_TOKENS, PROMPT_LENGTH, GenerativeLayout, GenerativePlan
 from core.notes import say, significant
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
+from core.runtime.stats import Interval
 from ui import jobs, session
 from ui.text import md_escape
 from ui.token_chart import token_latency_figure

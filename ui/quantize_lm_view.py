@@ -9,7 +9,6 @@ import itertools
 import pandas as pd
 import streamlit as st
 
-from core.generate.records import Interval
 from core.i18n import _, number
 from core.model.records import ModelRecord
 from core.notes import say
@@ -23,6 +22,7 @@ from core.quantize.lm_records import (
     LMVariantSpec,
 )
 from core.runtime.machine import default_threads
+from core.runtime.stats import Interval
 from ui.quantize_view import choose_variant
 from ui.text import escaped_frame, human_bytes, md_escape
 

@@ -11,16 +11,17 @@ from typing import TYPE_CHECKING, Any
 from core import jobs
 from core.cli.common import describe, english_data, ints, padded
 from core.errors import GenerateError
-from core.generate.records import NEW_TOKENS, GenerateRequest, GenerativePlan
+from core.generate.records import GenerateRequest
 from core.generate.words import headline
 from core.i18n import _, pgettext
 from core.jobs import GENERATE
 from core.jobs.wire import to_data
-from core.model.generative import PROMPT_LENGTH
+from core.model.generative import NEW_TOKENS, PROMPT_LENGTH, GenerativePlan
 from core.notes import say, significant
 
 if TYPE_CHECKING:
-    from core.generate.records import EngineRun, GenerateReport, Interval
+    from core.generate.records import EngineRun, GenerateReport
+    from core.runtime.stats import Interval
 
 __all__ = ["register", "report_json", "run"]
 

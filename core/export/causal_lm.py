@@ -6,7 +6,8 @@ out, the names optimum writes), its batch, new tokens, past and total lengths dy
 is the default: the cache's axes are declared with ``dynamic_shapes`` and a length is never traced into the graph
 as a constant; the legacy exporter takes the same wrapper with ``dynamic_axes``. One call proves little for such a
 model: the export is verified by greedy generation, PyTorch eager (transformers' own cache) against ONNX Runtime
-(its cache kept in ONNX Runtime's buffers), on a few prompts (core.generate's loops), token by token.
+(its cache kept in ONNX Runtime's buffers), on a few prompts, token by token, with the greedy loops Generate runs
+(core.runtime.greedy, core.runtime.greedy_eager).
 """
 
 from __future__ import annotations
@@ -116,8 +117,8 @@ def _check(hf: Any, session: Any, layout: Any, batch: int, length: int, seed: in
     """One prompt generated greedily by both; each step's last logits compared while both saw the same tokens."""
     import numpy as np
 
-    from core.generate.eager import eager_generate
-    from core.generate.ort_loop import ort_generate
+    from core.runtime.greedy import ort_generate
+    from core.runtime.greedy_eager import eager_generate
 
     prompt = _prompt(batch, length, layout.vocabulary, seed)
     onnx_run = ort_generate(session, layout, prompt, NEW_TOKENS, record=True)

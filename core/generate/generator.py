@@ -1,11 +1,12 @@
 """Generate: a language model run token by token, greedy, measured; with a PyTorch reference, eager beside ONNX
 Runtime token by token. Runs in the worker under the machine-wide lock, as a benchmark.
 
-Method: the cache is recognised in the graph (core.model.recognise); the prompt is made once (core.generate.prompt);
-ONNX Runtime generates once to warm up, recording each step's logits, then ``runs`` times timed, its cache kept in
-its own buffers (core.generate.ort_loop). With a reference, PyTorch generates once fed ONNX Runtime's tokens (so each
-step's logits are compared on the same context), then ``runs`` times timed on its own greedy tokens: the first step
-where those differ from ONNX Runtime's is the first divergent token. Figures: core.generate.measures.
+Method: the cache is recognised in the graph (core.model.recognise); the prompt is made once
+(core.runtime.greedy_prompt); ONNX Runtime generates once to warm up, recording each step's logits, then ``runs``
+times timed, its cache kept in its own buffers (core.runtime.greedy: the loop Export and Quantize run too). With a
+reference, PyTorch generates once fed ONNX Runtime's tokens (so each step's logits are compared on the same
+context), then ``runs`` times timed on its own greedy tokens: the first step where those differ from ONNX Runtime's
+is the first divergent token. Figures: core.generate.measures.
 """
 
 from __future__ import annotations
@@ -18,46 +19,21 @@ from typing import Any
 
 from core.errors import GenerateError
 from core.generate.measures import engine_run, peak_rss_mb, reset_peak
-from core.generate.ort_loop import Trace, ort_generate
-from core.generate.prompt import Prompt, check_plan, make_prompt
 from core.generate.records import EngineRun, GenerateReport, GenerateRequest
 from core.generate.words import run_notes
 from core.i18n import _
 from core.model.generative import GenerativeLayout
-from core.notes import say
+from core.runtime.greedy import Trace, ort_generate
+from core.runtime.greedy_prompt import Prompt, check_plan, make_prompt, recognised_layout
 from core.runtime.harness import timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS
 
-__all__ = ["recognised_layout", "run_generate"]
+__all__ = ["run_generate"]
 
 
 def _silent(fraction: float, message: str) -> None:
     """Progress goes nowhere when nobody watches."""
-
-
-def recognised_layout(path: Path) -> GenerativeLayout:
-    """The cache of the ONNX model at ``path``, or GenerateError saying why there is none (in words, with what
-    was found)."""
-    import onnx
-
-    from core.model.proto import value_specs
-    from core.model.recognise import recognise
-
-    model = onnx.load_model(str(path), load_external_data=False)
-    initializers = {t.name for t in model.graph.initializer}
-    inputs, outputs = value_specs(model.graph.input, skip=initializers), value_specs(model.graph.output)
-    recognition = recognise(model, inputs, outputs, path.parent)
-    if recognition.layout is not None:
-        return recognition.layout
-    if recognition.note is not None:
-        raise GenerateError(say(recognition.note))
-    raise GenerateError(
-        _(
-            "'{name}' takes no cache (no past_key_values inputs, no present outputs): it is no language model that "
-            "generates token by token. Benchmark measures it one call at a time."
-        ).format(name=path.name)
-    )
 
 
 def _timed(generate: Callable[[], Trace], runs: int, warmup: int) -> list[Trace]:
@@ -92,7 +68,7 @@ def _eager(request: GenerateRequest, prompt: Prompt, ort_trace: Trace, threads: 
     """PyTorch eager's run, and its trace fed ONNX Runtime's tokens (each step's logits, on the same context)."""
     import torch
 
-    from core.generate.eager import eager_generate, load_reference
+    from core.runtime.greedy_eager import eager_generate, load_reference
 
     new = request.plan.new_tokens
     reset_peak()

@@ -1,6 +1,6 @@
 """The figures of a generation, from its timed runs: time to the first token, prefill and decode tokens per second
-(medians over the runs with their 95 % intervals, core.runtime.stats), inter-token percentiles over every decode
-step, the latency of each position, and the worker's own peak memory (its high-water mark, reset before each
+(medians over the runs with their 95 % intervals, core.runtime.stats.interval), inter-token percentiles over every
+decode step, the latency of each position, and the worker's own peak memory (its high-water mark, reset before each
 engine, so each engine's peak is its own)."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-from core.generate.ort_loop import Trace
-from core.generate.records import EngineRun, Interval, Percentiles
-from core.runtime.stats import summarize
+from core.generate.records import EngineRun, Percentiles
+from core.runtime.greedy import Trace
+from core.runtime.stats import interval
 
-__all__ = ["engine_run", "interval", "peak_rss_mb", "reset_peak"]
+__all__ = ["engine_run", "peak_rss_mb", "reset_peak"]
 
 _STATUS, _CLEAR = Path("/proc/self/status"), Path("/proc/self/clear_refs")
 MB = 1 << 20
@@ -37,12 +37,6 @@ def peak_rss_mb() -> float:
     except (OSError, ValueError, IndexError):
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / MB  # kB on Linux
-
-
-def interval(values: list[float]) -> Interval:
-    """The median of ``values`` and its 95 % interval."""
-    summary = summarize(values)
-    return Interval(median=summary.median, low=summary.median_low, high=summary.median_high)
 
 
 def _percentiles(values: list[float]) -> Percentiles:

@@ -7,34 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.access import ReadPath
-from core.model.generative import PROMPT_LENGTH, GenerativeLayout
+from core.model.generative import GenerativeLayout, GenerativePlan
 from core.notes import Note
 from core.runtime.machine import Environment
+from core.runtime.stats import Interval
 
-__all__ = [
-    "NEW_TOKENS",
-    "EngineRun",
-    "GenerateReport",
-    "GenerateRequest",
-    "GenerativePlan",
-    "Interval",
-    "Percentiles",
-]
-
-NEW_TOKENS = 32  # tokens generated after the prompt when nothing else is asked
-
-
-@dataclass(frozen=True, kw_only=True)
-class GenerativePlan:
-    """What to generate from: the prompt (its ids, a text for the tokenizer.json beside the model, or ids drawn
-    inside the vocabulary with ``seed``), how many new tokens, and how many sequences at once."""
-
-    prompt_length: int = PROMPT_LENGTH  # the drawn prompt's tokens (ignored when ids or a text are given)
-    new_tokens: int = NEW_TOKENS  # tokens generated after the prompt (the first comes from the prefill)
-    batch: int = 1  # sequences generated at once (the same prompt in each, or drawn ids per sequence)
-    prompt_ids: list[int] = field(default_factory=list)  # the prompt's token ids, the same in every sequence
-    prompt_text: str = ""  # a text, tokenised with the tokenizer.json beside the model
-    seed: int = 0  # the drawn ids' seed
+__all__ = ["EngineRun", "GenerateReport", "GenerateRequest", "Percentiles"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,15 +33,6 @@ class GenerateRequest:
     threads: int | None = None  # intra-op threads; None: every core but one (core.runtime.machine.default_threads)
     level: str = "all"  # ONNX Runtime's optimization level (a key of core.runtime.ort.LEVELS)
     provider: str = "CPUExecutionProvider"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Interval:
-    """A median over the runs and its 95 % interval (core.runtime.stats.median_interval)."""
-
-    median: float
-    low: float
-    high: float
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,10 +3,12 @@ same tokens (and where they parted), tokens that changed between runs, and inter
 
 from __future__ import annotations
 
-from core.generate.records import EngineRun, GenerateReport, Interval
+from core.generate.records import EngineRun, GenerateReport
 from core.i18n import N_
 from core.notes import Note, note, warning
+from core.runtime.greedy import NOISY_DECODE
 from core.runtime.harness import NOISY
+from core.runtime.stats import Interval
 
 __all__ = ["headline", "run_notes"]
 
@@ -26,10 +28,6 @@ DIVERGED = N_(
 UNSTEADY = N_(
     "{engine} did not generate the same tokens in every run: its greedy choice depends on more than the prompt "
     "(ties between logits, or kernels that are not deterministic)."
-)
-NOISY_DECODE = N_(
-    "Noisy: the 95 % CI of {engine}'s decoding speed is wider than ±{percent} %; run again with more runs, more "
-    "tokens or on a quieter machine."
 )
 
 

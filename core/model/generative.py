@@ -2,7 +2,7 @@
 back, how many layers and heads, the head size, the vocabulary, and what each step is fed (the token ids, a mask
 of past + new length, positions from the past length). core.model.recognise finds it in the graph as the model is
 read (in the worker); it is kept on the model's record, the input plan starts from it (prefill: a past of length
-0) and Generate runs the model token by token with it.
+0) and Generate runs the model token by token with it, from a ``GenerativePlan`` (what to generate from).
 """
 
 from __future__ import annotations
@@ -12,9 +12,19 @@ from dataclasses import dataclass, field
 from core.i18n import N_
 from core.notes import Note
 
-__all__ = ["CACHE_SOURCE", "PROMPT_LENGTH", "ROLES", "CacheLayer", "GenerativeLayout", "Recognition"]
+__all__ = [
+    "CACHE_SOURCE",
+    "NEW_TOKENS",
+    "PROMPT_LENGTH",
+    "ROLES",
+    "CacheLayer",
+    "GenerativeLayout",
+    "GenerativePlan",
+    "Recognition",
+]
 
 PROMPT_LENGTH = 16  # a prompt's tokens when nothing else is asked (the input plan's prefill, Generate's default)
+NEW_TOKENS = 32  # tokens generated after the prompt when nothing else is asked
 ROLES = ("ids", "mask", "positions", "cache_position", "past")  # what a language model's input is, in a plan
 CACHE_SOURCE = N_("the model's cache")  # where a size the cache's layout fixes came from (a fact, not a guess)
 _ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8e4m3fn": 1, "int8": 1, "uint8": 1}
@@ -102,3 +112,16 @@ class Recognition:
 
     layout: GenerativeLayout | None = None
     note: Note | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerativePlan:
+    """What to generate from: the prompt (its ids, a text for the tokenizer.json beside the model, or ids drawn
+    inside the vocabulary with ``seed``), how many new tokens, and how many sequences at once."""
+
+    prompt_length: int = PROMPT_LENGTH  # the drawn prompt's tokens (ignored when ids or a text are given)
+    new_tokens: int = NEW_TOKENS  # tokens generated after the prompt (the first comes from the prefill)
+    batch: int = 1  # sequences generated at once (the same prompt in each, or drawn ids per sequence)
+    prompt_ids: list[int] = field(default_factory=list)  # the prompt's token ids, the same in every sequence
+    prompt_text: str = ""  # a text, tokenised with the tokenizer.json beside the model
+    seed: int = 0  # the drawn ids' seed

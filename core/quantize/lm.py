@@ -2,12 +2,12 @@
 dynamic INT8 and FP16 variants, each judged by its greedy tokens, not by one call. Runs in the worker, under the
 machine-wide lock (it measures).
 
-Method: the cache is recognised in the graph (core.generate); the variants are made with ONNX Runtime's own tools
-(core.quantize.lm_variants, from the model in memory); the prompts are made once
-(given, or drawn inside the vocabulary). Each model generates from every prompt once with its logits recorded, a
-variant fed the original's tokens (so each step compares the same context: where its own choice differs is where
-its greedy tokens part, core.quantize.lm_judge); then ``runs`` rounds, the models in turn, each generating from
-every prompt, time its decoding (Generate's loop, core.generate.ort_loop, its cache in ONNX Runtime's buffers).
+Method: the cache is recognised in the graph (core.runtime.greedy_prompt); the variants are made with ONNX Runtime's own
+tools (core.quantize.lm_variants, from the model in memory); the prompts are made once (given, or drawn inside the
+vocabulary). Each model generates from every prompt once with its logits recorded, a variant fed the original's tokens
+(so each step compares the same context: where its own choice differs is where its greedy tokens part,
+core.quantize.lm_judge); then ``runs`` rounds, the models in turn, each generating from every prompt, time its decoding
+(Generate's loop, core.runtime.greedy, its cache in ONNX Runtime's buffers).
 """
 
 from __future__ import annotations
@@ -18,13 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuantizeError
-from core.generate.generator import recognised_layout
-from core.generate.measures import interval
-from core.generate.ort_loop import Trace, ort_generate
-from core.generate.prompt import Prompt, check_plan, make_prompt
-from core.generate.records import GenerativePlan, Interval
 from core.i18n import _, number
-from core.model.generative import GenerativeLayout
+from core.model.generative import GenerativeLayout, GenerativePlan
 from core.quantize.lm_judge import divergence, judge_variants, method_note, repeats_note
 from core.quantize.lm_records import (
     ACCURACY_LEVELS,
@@ -38,9 +33,11 @@ from core.quantize.lm_records import (
 )
 from core.quantize.lm_variants import MAKERS, model_with_weights
 from core.quantize.variants import file_size, is_large
+from core.runtime.greedy import Trace, ort_generate
+from core.runtime.greedy_prompt import Prompt, check_plan, make_prompt, recognised_layout
 from core.runtime.harness import timed_session
 from core.runtime.machine import default_threads
-from core.runtime.stats import speedup_interval
+from core.runtime.stats import Interval, interval, speedup_interval
 
 __all__ = ["quantize_language_model"]
 

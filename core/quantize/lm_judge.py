@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.generate.ort_loop import Trace
-from core.generate.records import Interval
-from core.generate.words import NOISY_DECODE
 from core.i18n import N_
 from core.notes import Note, note, warning
 from core.quantize.lm_records import Divergence, LMQuantizeReport, LMVariant
+from core.runtime.greedy import NOISY_DECODE, Trace
 from core.runtime.harness import NOISY
+from core.runtime.stats import Interval
 
 __all__ = ["CHANGED", "KEPT", "divergence", "judge_variants", "largest_difference", "method_note", "repeats_note"]
 

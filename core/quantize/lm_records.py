@@ -1,6 +1,6 @@
 """What Quantize asks and answers for a language model: each variant (int4 weight-only, dynamic INT8, FP16) judged
 by its greedy tokens against the float model's on a fixed set of prompts, not by one call's outputs; with its
-size and its decoding speed (Generate's loop, core.generate), and, where its tokens part from the float model's,
+size and its decoding speed (Generate's loop, core.runtime.greedy), and, where its tokens part from the float model's,
 the step, the two tokens and how far the logits were apart there."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from core.access import ReadPath, WritePath
-from core.generate.records import Interval
 from core.i18n import N_, _
 from core.model.generative import GenerativeLayout
 from core.notes import Note
+from core.runtime.stats import Interval
 
 __all__ = [
     "ACCURACY_LEVELS",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Summary", "median_interval", "quantile_interval", "speedup_interval", "summarize"]
+__all__ = ["Interval", "Summary", "interval", "median_interval", "quantile_interval", "speedup_interval", "summarize"]
 
 Z95 = 1.959963984540054
 
@@ -30,6 +30,15 @@ class Summary:
     def relative_interval(self) -> float:
         """Width of the median's interval relative to the median (0.1 = ±5 %)."""
         return (self.median_high - self.median_low) / self.median if self.median > 0 else math.inf
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interval:
+    """A median over the runs and its 95 % interval (``interval``)."""
+
+    median: float
+    low: float
+    high: float
 
 
 def median_interval(sorted_values: np.ndarray, z: float = Z95) -> tuple[float, float]:
@@ -96,3 +105,9 @@ def speedup_interval(
     ratios = medians_a / medians_b
     low, high = np.percentile(ratios, [2.5, 97.5])
     return ratio, float(low), float(high)
+
+
+def interval(values: list[float]) -> Interval:
+    """The median of ``values`` and its 95 % interval."""
+    summary = summarize(values)
+    return Interval(median=summary.median, low=summary.median_low, high=summary.median_high)

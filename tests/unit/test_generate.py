@@ -14,7 +14,8 @@ import pytest
 
 from core.errors import GenerateError
 from core.generate.generator import run_generate
-from core.generate.records import GenerateReport, GenerateRequest, GenerativePlan
+from core.generate.records import GenerateReport, GenerateRequest
+from core.model.generative import GenerativePlan
 from tests.cli import cli
 from tests.lm_models import (  # the models gpt2_past and qwen_genai: fixtures of tests/unit/conftest.py
     HEAD_SIZE,

@@ -1,4 +1,4 @@
-"""The text each generated token adds (core.generate.prompt.Prompt.pieces), as the Generate panel shows the tokens
+"""The text each generated token adds (core.runtime.greedy_prompt.Prompt.pieces), as the Generate panel shows the tokens
 side by side: a Chinese character split over byte-level tokens (as Qwen's tokenizer splits it) reads whole, on the
 token that completes it, never as U+FFFD; and a tokenizer at a Hugging Face folder's top serves its model under onnx/
 (the model gpt2_past: a fixture of tests/unit/conftest.py)."""
@@ -12,8 +12,9 @@ from tokenizers import Tokenizer
 
 from core.errors import GenerateError
 from core.generate.generator import run_generate
-from core.generate.prompt import Prompt
-from core.generate.records import GenerateRequest, GenerativePlan
+from core.generate.records import GenerateRequest
+from core.model.generative import GenerativePlan
+from core.runtime.greedy_prompt import Prompt
 from tests.lm_models import LanguageModel, byte_tokenizer, copy_model, word_tokenizer
 
 

@@ -4,8 +4,9 @@ they part marked, and their text as the tokenizer said it, spaces made visible."
 
 from __future__ import annotations
 
-from core.generate.records import EngineRun, GenerateReport, GenerativePlan, Interval, Percentiles
-from core.model.generative import CacheLayer, GenerativeLayout
+from core.generate.records import EngineRun, GenerateReport, Percentiles
+from core.model.generative import CacheLayer, GenerativeLayout, GenerativePlan
+from core.runtime.stats import Interval
 from ui.generate_view import figures_frame, steps_frame, tokens_frame
 
 

@@ -40,10 +40,6 @@ ALLOWED = {
     "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
     # a server for the variant Tune chose, made with Quantize's tools when only the float32 model is given
     "deploy": {"quantize"} | LIBRARIES | BASICS,
-    # a language model's export is verified by generating with both engines: Generate's greedy loops (core.generate)
-    "export": {"generate"} | LIBRARIES | BASICS,
-    # a language model's variants are judged by their tokens, generated with Generate's loop
-    "quantize": {"generate"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}

@@ -1,4 +1,4 @@
-"""Generate's ONNX Runtime loop (core.generate.ort_loop): a GroupQueryAttention model's cache is one buffer of the
+"""Generate's ONNX Runtime loop (core.runtime.greedy): a GroupQueryAttention model's cache is one buffer of the
 generation's length written in place (as onnxruntime-genai runs it), a graph that will not take that runs with a
 growing cache instead, and both give the same greedy tokens. The models are built from configs with random weights
 (tests/lm_models.py)."""
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from core.generate import ort_loop
-from core.generate.generator import recognised_layout
 from core.quantize.lm_records import LMVariantSpec
 from core.quantize.lm_variants import make_fp16, model_with_weights
+from core.runtime import greedy
+from core.runtime.greedy_prompt import recognised_layout
 from tests.lm_models import LanguageModel  # the models gpt2_past and qwen_genai: fixtures of tests/unit/conftest.py
 
 
@@ -30,9 +30,9 @@ def test_a_genai_models_cache_is_one_buffer_written_in_place_with_the_growing_ca
     layout = recognised_layout(qwen_genai.onnx)
     session = _session(qwen_genai.onnx)
     prompt = np.random.default_rng(3).integers(0, layout.vocabulary, (2, 9))
-    shared = ort_loop.ort_generate(session, layout, prompt, 12, record=True)
-    growing = ort_loop._generate(session, layout, prompt, 12, True, None, shared=False)
-    assert session in ort_loop._SHARES and session not in ort_loop._GROWS
+    shared = greedy.ort_generate(session, layout, prompt, 12, record=True)
+    growing = greedy._generate(session, layout, prompt, 12, True, None, shared=False)
+    assert session in greedy._SHARES and session not in greedy._GROWS
     assert (shared.tokens == growing.tokens).all()
     assert max(float(np.abs(a - b).max()) for a, b in zip(shared.logits, growing.logits, strict=True)) < 1e-4
     positions = 9 + 12  # the buffer holds the whole generation; the growing cache stops one short (never fed)
@@ -48,8 +48,8 @@ def test_an_fp16_variant_shares_its_cache_through_its_casts_with_the_growing_cac
     layout = recognised_layout(qwen_genai.onnx)
     session = _session(half)
     prompt = np.random.default_rng(4).integers(0, layout.vocabulary, (1, 7))
-    shared = ort_loop.ort_generate(session, layout, prompt, 10)
-    growing = ort_loop._generate(session, layout, prompt, 10, False, None, shared=False)
+    shared = greedy.ort_generate(session, layout, prompt, 10)
+    growing = greedy._generate(session, layout, prompt, 10, False, None, shared=False)
     assert (shared.tokens == growing.tokens).all()
 
 
@@ -59,11 +59,11 @@ def test_a_graph_that_will_not_write_its_cache_in_place_grows_it_and_keeps_its_t
     layout = recognised_layout(gpt2_past.onnx)
     plain = _session(gpt2_past.onnx)  # no GroupQueryAttention: the growing cache from the start
     prompt = np.random.default_rng(4).integers(0, layout.vocabulary, (2, 7))
-    expected = ort_loop.ort_generate(plain, layout, prompt, 6)
-    assert plain not in ort_loop._SHARES and plain not in ort_loop._GROWS
+    expected = greedy.ort_generate(plain, layout, prompt, 6)
+    assert plain not in greedy._SHARES and plain not in greedy._GROWS
     claimed = dataclasses.replace(layout, attention="GroupQueryAttention")  # its present is past + new: it cannot
     session = _session(gpt2_past.onnx)
-    first = ort_loop.ort_generate(session, claimed, prompt, 6)
-    assert session in ort_loop._GROWS and (first.tokens == expected.tokens).all()
-    again = ort_loop.ort_generate(session, claimed, prompt, 6)  # told once: no second try
+    first = greedy.ort_generate(session, claimed, prompt, 6)
+    assert session in greedy._GROWS and (first.tokens == expected.tokens).all()
+    again = greedy.ort_generate(session, claimed, prompt, 6)  # told once: no second try
     assert (again.tokens == expected.tokens).all() and len(again.step_ns) == 6

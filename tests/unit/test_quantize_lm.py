@@ -13,13 +13,13 @@ import onnx
 import pytest
 
 from core.errors import QuantizeError
-from core.generate.ort_loop import Trace
-from core.generate.records import Interval
 from core.model.generative import GenerativeLayout
 from core.notes import say
 from core.quantize.lm import quantize_language_model
 from core.quantize.lm_judge import CHANGED, FASTER, KEPT, NONE_KEPT, SMALLER, divergence, judge_variants
 from core.quantize.lm_records import LMQuantizeReport, LMQuantizeRequest, LMVariant, LMVariantSpec
+from core.runtime.greedy import Trace
+from core.runtime.stats import Interval
 from tests.cli import cli
 from tests.lm_models import LanguageModel  # the models gpt2_past and qwen_genai: fixtures of tests/unit/conftest.py
 

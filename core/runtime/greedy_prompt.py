@@ -1,4 +1,5 @@
-"""The prompt a generation starts from, made in the worker: the ids given (checked inside the vocabulary), a text
+"""What a greedy generation starts from, made in the worker (Generate's, Quantize's judging of a language model):
+the cache recognised in the graph, and the prompt: the ids given (checked inside the vocabulary), a text
 tokenised with the tokenizer.json beside the model (through ``tokenizers``), or ids drawn inside the vocabulary
 with a seed; and the length checks a model would otherwise fail on with a raw error."""
 
@@ -10,17 +11,41 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import GenerateError, brief
-from core.generate.records import GenerativePlan
 from core.i18n import _, number
 from core.model.cache_config import plain_file
-from core.model.generative import GenerativeLayout
+from core.model.generative import GenerativeLayout, GenerativePlan
+from core.notes import say
 
-__all__ = ["MAX_BATCH", "MAX_TOKENS", "Prompt", "make_prompt", "check_plan"]
+__all__ = ["MAX_BATCH", "MAX_TOKENS", "Prompt", "check_plan", "make_prompt", "recognised_layout"]
 
 MAX_TOKENS = 1 << 16  # a prompt's tokens, or the new tokens, at most
 MAX_BATCH = 256
 MAX_TOKENIZER_BYTES = 64 << 20  # Qwen's tokenizer.json is 7 MB
 _PIECE_CONTEXT = 4  # a character takes at most four byte-level tokens (UTF-8)
+
+
+def recognised_layout(path: Path) -> GenerativeLayout:
+    """The cache of the ONNX model at ``path``, or GenerateError saying why there is none (in words, with what
+    was found)."""
+    import onnx
+
+    from core.model.proto import value_specs
+    from core.model.recognise import recognise
+
+    model = onnx.load_model(str(path), load_external_data=False)
+    initializers = {t.name for t in model.graph.initializer}
+    inputs, outputs = value_specs(model.graph.input, skip=initializers), value_specs(model.graph.output)
+    recognition = recognise(model, inputs, outputs, path.parent)
+    if recognition.layout is not None:
+        return recognition.layout
+    if recognition.note is not None:
+        raise GenerateError(say(recognition.note))
+    raise GenerateError(
+        _(
+            "'{name}' takes no cache (no past_key_values inputs, no present outputs): it is no language model that "
+            "generates token by token. Benchmark measures it one call at a time."
+        ).format(name=path.name)
+    )
 
 
 @dataclass(kw_only=True)

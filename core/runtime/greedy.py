@@ -1,5 +1,5 @@
 """ONNX Runtime's greedy loop, with the cache kept in ONNX Runtime's own buffers (IO binding) and nothing allocated
-per step that need not be.
+per step that need not be. Generate measures with it; Export and Quantize judge a language model by its tokens with it.
 
 Two ways to keep the cache, chosen by the graph:
 - **one buffer** (GroupQueryAttention, as onnxruntime-genai's builder writes it): each layer's keys and values live in
@@ -23,10 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.i18n import N_
 from core.model.generative import GenerativeLayout
 from core.runtime.ort import NUMPY_TYPES
 
-__all__ = ["Trace", "ort_generate"]
+__all__ = ["NOISY_DECODE", "Trace", "ort_generate"]
+
+NOISY_DECODE = N_(
+    "Noisy: the 95 % CI of {engine}'s decoding speed is wider than ±{percent} %; run again with more runs, more "
+    "tokens or on a quieter machine."
+)
 
 # sessions whose attention would not write its cache in place (tried once, then the growing cache), and those that did
 _GROWS: weakref.WeakSet[Any] = weakref.WeakSet()

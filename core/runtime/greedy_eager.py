@@ -1,7 +1,8 @@
-"""PyTorch eager's greedy loop, the reference beside ONNX Runtime: a Hugging Face folder (config.json and
-safetensors weights) loaded with transformers, offline, its own cache (``use_cache``), the same prompt, the same
-steps. Weights are read from safetensors only (never a pickle: a folder of ``pytorch_model.bin`` is refused, with the
-way to convert it), and no code of the folder's runs (``trust_remote_code`` stays off).
+"""PyTorch eager's greedy loop, the reference beside ONNX Runtime (Generate's, and Export's check of a language model):
+a Hugging Face folder (config.json and safetensors weights) loaded with transformers, offline, its own cache
+(``use_cache``), the same prompt, the same steps. Weights are read from safetensors only (never a pickle: a folder of
+``pytorch_model.bin`` is refused, with the way to convert it), and no code of the folder's runs (``trust_remote_code``
+stays off).
 
 transformers and torch are imported here only, when a reference is asked for.
 """
@@ -13,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import GenerateError, brief
-from core.generate.ort_loop import Trace
 from core.i18n import _
 from core.model.causal_lm import pretrained
+from core.runtime.greedy import Trace
 
 __all__ = ["eager_generate", "load_reference"]
 
