@@ -135,14 +135,8 @@ class Settings:
 
     @property
     def intake_limits(self) -> IntakeLimits:
-        return IntakeLimits(
-            max_nodes=self.max_nodes,
-            max_initializers=self.max_initializers,
-            max_value_infos=self.max_value_infos,
-            max_attributes=self.max_attributes,
-            max_initializer_bytes=self.max_initializer_bytes,
-            allow_code_archives=self.allow_code_archives,
-        )
+        """Every limit intake checks is the setting of its name."""
+        return IntakeLimits(**{limit.name: getattr(self, limit.name) for limit in dataclasses.fields(IntakeLimits)})
 
 
 # Hosted mode serves strangers: tighter limits, and code archives off unless the operator turns them on.

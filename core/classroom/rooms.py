@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 import unicodedata
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -264,24 +264,11 @@ class Rooms:
             )
 
     def entries(self, code: str) -> list[Entry]:
+        """The results pooled into the room ``code``, oldest first: an entry is its row's columns of the same names."""
+        columns = [room_results.c[f.name] for f in fields(Entry)]
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(room_results).where(room_results.c.room == code).order_by(room_results.c.id)
-            ).all()
-        return [
-            Entry(
-                name=r.name,
-                participant=r.participant,
-                kind=r.kind,
-                created_at=r.created_at,
-                machine=r.machine,
-                value=r.value,
-                low=r.low,
-                high=r.high,
-                detail=dict(r.detail or {}),
-            )
-            for r in rows
-        ]
+            rows = conn.execute(select(*columns).where(room_results.c.room == code).order_by(room_results.c.id)).all()
+        return [Entry(**{**r._mapping, "detail": dict(r.detail or {})}) for r in rows]
 
     def clear(self, code: str) -> int:
         """Forget every result of the room ``code``; how many there were."""
