@@ -4,6 +4,7 @@ diff)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -20,8 +21,9 @@ from core.quantize.records import variant_label
 from core.runtime.ort import LEVELS
 from core.workspace import safe_filename
 from ui import jobs, session, uploads
-from ui.compare_view import compare_section, fix_verdict
+from ui.compare_view import compare_section, fix_verdict, step_fields, step_section
 from ui.diff_view import diff_section
+from ui.generate_view import tokenizer_file
 from ui.graph_panel import graph_of
 from ui.jobs import stop_with_error
 from ui.library_view import other_versions, version_label
@@ -124,6 +126,8 @@ with st.form("compare_form"):
         key="compare_rtol",
         help=_("Within: max |A − B| ≤ 1e-5 + this × max |A|. Float16 keeps about three digits: try 0.01 for it."),
     )
+    has_tokenizer = record.generative is not None and bool(record.generative.tokenizer or tokenizer_file(record))
+    step_plan = step_fields(record, has_tokenizer)  # a language model: at a step of a prompt
     submitted = st.form_submit_button(_("Compare"), type="primary", disabled=not plan_ready(inputs))
 
 
@@ -149,6 +153,7 @@ def other_model() -> tuple[str, str]:
 if submitted:
     try:
         b_path, b_label = other_model()
+        step = step_plan()
     except WorkbenchError as exc:
         stop_with_error(exc)
     a_label = f"{record.name} ({record.id[:8]})" if against == "version" else record.name  # two of one name
@@ -164,6 +169,7 @@ if submitted:
         b=CompareSide(path=b_path, label=b_label, level=level_b),
         inputs=inputs,
         rtol=float(rtol),
+        step=dataclasses.replace(step, tokenizer=tokenizer_file(record)) if step else None,
     )
     st.session_state["compare_b_variant"] = str(variant) if against == "variant" else ""  # what "make it again" makes
     session.set_page_param("b", str(version) if against == "version" else "")  # the address says which B
@@ -177,6 +183,8 @@ if report is None:
 st.subheader(_("{a} against {b}").format(a=md_escape(report.a, 120), b=md_escape(report.b, 120)))
 if (st.session_state.get("link") or {}).get("model") == record.id:
     st.caption(_("The comparison is kept with the model: this page's address opens it again."))
+if report.lm is not None:
+    step_section(report.lm)
 compare_section(report, key=f"compare_{record.id[:12]}", view=graph_of(record))
 remake = st.session_state.get("compare_b_variant", "")
 if report.keep_float32 and remake in VARIANTS:

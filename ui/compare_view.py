@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
-from core.compare import CompareReport, Divergence, TensorError
+from core.compare import CompareReport, Divergence, StepPlan, StepReport, TensorError, TopToken
 from core.compare.divergence import CAUSES
 from core.compare.engine import ONLY_OUTPUTS
 from core.compare.records import EXACT_NODES
+from core.errors import WorkbenchError
 from core.graph import GraphView
 from core.graph.colourings import error_colouring
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
+from core.model.generative import PROMPT_LENGTH
+from core.model.records import ModelRecord
 from core.notes import significant
 from core.quantize import Variant
 from core.quantize.judge import Tolerance
@@ -24,7 +28,16 @@ from ui import session
 from ui.graph_panel import draw_graph
 from ui.text import md_escape
 
-__all__ = ["compare_section", "fix_verdict", "nodes_frame", "tensors_frame"]
+__all__ = [
+    "compare_section",
+    "fix_verdict",
+    "layers_frame",
+    "nodes_frame",
+    "step_fields",
+    "step_section",
+    "tensors_frame",
+    "top_frame",
+]
 
 SHOWN_NODES = 200  # rows of the node table (the download has them all)
 
@@ -200,3 +213,107 @@ def fix_verdict(variant: Variant, tolerance: str) -> None:
             _("{variant}, made again: still out of Quantize's tolerance ({why}). Compare it again for the next node.")
             .format(variant=variant.label, why=md_escape(variant.accuracy_note, 400))
         )  # fmt: skip
+
+
+def step_fields(record: ModelRecord, tokenizer: bool) -> Callable[[], StepPlan | None]:
+    """Inside Compare's form, for a language model: the prompt and the step (``tokenizer``: a text prompt can be
+    given). Returns what makes the step's plan once the form is sent (None: compared one call at a time)."""
+    if record.generative is None:
+        return lambda: None
+    asked = st.checkbox(
+        _("A language model: compare both at a step of a prompt"), value=True, key="compare_at_step",
+        help=_(
+            "Both models are driven by the same tokens: A chooses greedily from the prompt up to the step, B is fed "
+            "A's choices, and each is fed at the step the past (keys and values) it built itself from them, in its "
+            "own dtype. So the step itself is compared, not the drift of the steps before it."
+        ),
+    )  # fmt: skip
+    left, mid, right = st.columns(3)
+    step = left.number_input(
+        _("Step"), 0, 4096, 1, key="compare_step", help=_("0: the prefill (the whole prompt at once); k: the k-th "
+        "decode step, after the k tokens before it"),
+    )  # fmt: skip
+    ids = mid.text_input(_("The prompt's token ids (e.g. 1,2,3)"), key="compare_prompt_ids")
+    length = right.number_input(
+        _("Else a prompt of this many drawn ids"), 1, 4096, PROMPT_LENGTH, key="compare_prompt_len"
+    )
+    text = st.text_input(_("Or the prompt as text"), key="compare_prompt_text") if tokenizer else ""
+
+    def plan() -> StepPlan | None:
+        if not asked:
+            return None
+        try:
+            given = [int(v) for v in ids.replace(",", " ").split()]
+        except ValueError:
+            raise WorkbenchError(_("The prompt's ids must be whole numbers separated by commas, e.g. 1,2,3.")) from None
+        return StepPlan(
+            step=int(step), prompt_ids=given, prompt_text="" if given else text.strip(), prompt_length=int(length)
+        )
+
+    return plan
+
+
+def top_frame(step: StepReport) -> pd.DataFrame:
+    """Each model's likeliest tokens at the step, side by side (a grid shows text as text: nothing to escape)."""
+
+    def column(top: list[TopToken], what: Callable[[TopToken], str]) -> list[str]:
+        return [what(t) for t in top]
+
+    frame = {
+        _("rank"): list(range(1, len(step.top5_a) + 1)),
+        _("A's token"): column(step.top5_a, lambda t: str(t.id)),
+        _("A's logit"): column(step.top5_a, lambda t: significant(t.logit, 4)),
+        _("B's token"): column(step.top5_b, lambda t: str(t.id)),
+        _("B's logit"): column(step.top5_b, lambda t: significant(t.logit, 4)),
+    }
+    if any(t.text for t in step.top5_a):
+        frame[_("A's text")] = column(step.top5_a, lambda t: t.text)
+        frame[_("B's text")] = column(step.top5_b, lambda t: t.text)
+    return pd.DataFrame(frame)
+
+
+def layers_frame(step: StepReport) -> pd.DataFrame:
+    """The first model's layers, each by its worst compared node."""
+    return pd.DataFrame(
+        {
+            _("layer"): [la.name for la in step.layers],
+            _("nodes compared"): [la.nodes for la in step.layers],
+            _("max abs error"): [_figure(la.max_abs) for la in step.layers],
+            _("relative error"): [_figure(la.relative) for la in step.layers],
+            _("within"): [_("yes") if la.within else _("no") for la in step.layers],
+            _("first node out"): [la.first_out for la in step.layers],
+        }
+    )
+
+
+def step_section(step: StepReport) -> None:
+    """Two language models at a step of a prompt: the tokens that led there, both choices, the layers."""
+    where = _("the prefill") if step.step == 0 else _("decode step {step}").format(step=step.step)
+    st.markdown(_("**At {where} of the prompt**").format(where=where))
+    said = f" “{md_escape(step.prompt_text, 300)}”" if step.prompt_text else ""
+    st.caption(
+        _(
+            "The prompt: {count} ids{text}; A's greedy tokens before the step: {tokens}. Each model was fed at the "
+            "step the past it built itself from these tokens ({length} positions; A's in {a}, B's in {b}): the step "
+            "is compared, not the drift of the steps before it."
+        ).format(
+            count=number(len(step.prompt_ids)), text=said, tokens=md_escape(str(step.tokens), 400),
+            length=number(step.past_length), a=step.kv_dtype_a, b=step.kv_dtype_b,
+        )
+    )  # fmt: skip
+    if step.same_greedy:
+        st.success(_("Both models choose token {id} at this step.").format(id=step.greedy_a))
+    else:
+        st.warning(_("The models choose differently here: A token {a}, B token {b}.").format(
+            a=step.greedy_a, b=step.greedy_b
+        ))  # fmt: skip
+    st.dataframe(top_frame(step), hide_index=True, width="stretch")
+    if step.layers:
+        st.markdown(_("**Layer by layer**"))
+        if step.divergence_layer:
+            st.caption(_("The models part in {layer}.").format(layer=md_escape(step.divergence_layer, 200)))
+        st.dataframe(layers_frame(step), hide_index=True, width="stretch")
+    parted = [p for p in step.past if not p.within]
+    if parted:
+        st.markdown(_("**The pasts each model built**, out of the tolerance: the models parted before this step."))
+        st.dataframe(tensors_frame(parted), hide_index=True, width="stretch")

@@ -16,22 +16,24 @@ from core.cli.common import (
     describe,
     environment_json,
     in_own_folder,
+    ints,
     padded,
     provider_names,
     target_backend,
 )
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
-from core.compare import CompareRequest, CompareSide
+from core.compare import CompareRequest, CompareSide, StepPlan
 from core.compare.engine import ONLY_OUTPUTS
 from core.compare.records import EXACT_NODES
 from core.errors import WorkbenchError
 from core.i18n import _, number
 from core.jobs import COMPARE
 from core.jobs.wire import to_data
+from core.model.generative import PROMPT_LENGTH
 from core.model.torchload import source_of
 
 if TYPE_CHECKING:
-    from core.compare import CompareReport
+    from core.compare import CompareReport, StepReport
 
 __all__ = ["register", "run"]
 
@@ -55,7 +57,18 @@ def register(parser: Any) -> None:
     )  # fmt: skip
     parser.add_argument("--atol", type=float, default=1e-5, help="the absolute part of the tolerance (default 1e-5)")
     parser.add_argument("--group-mb", type=int, default=32, help="the most one group of tensors holds (default 32)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs (of the drawn prompt ids)")
+    parser.add_argument(
+        "--step", type=int, metavar="K", help="two language models at step K of a prompt (0: the prefill; K ≥ 1: the "
+        "K-th decode step after A's greedy tokens), each fed its own past built from the same tokens",
+    )  # fmt: skip
+    prompt = parser.add_mutually_exclusive_group()
+    prompt.add_argument(
+        "--prompt-len", type=int, default=PROMPT_LENGTH, metavar="P",
+        help=f"with --step: a prompt of P ids drawn inside the vocabulary (default {PROMPT_LENGTH})",
+    )  # fmt: skip
+    prompt.add_argument("--prompt-ids", metavar="1,2,…", help="with --step: the prompt's token ids")
+    prompt.add_argument("--prompt", metavar="TEXT", help="with --step: the prompt as text (A's tokenizer.json)")
     add_plan_arguments(parser)
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -84,6 +97,8 @@ def _print(report: CompareReport) -> None:
         print(_("output {name}: max abs {max}, cosine {cosine}, {verdict}").format(
             name=out.name, max=f"{out.max_abs:.3g}", cosine=f"{out.cosine:.6f}", verdict=verdict
         ))  # fmt: skip
+    if report.lm is not None:
+        _print_step(report.lm)
     found = report.first_divergence
     if report.proves_nothing:  # no verdict: said in its place
         print(_(report.proves_nothing))
@@ -107,9 +122,61 @@ def _print(report: CompareReport) -> None:
         print(_(EXACT_NODES).format(count=number(report.exact_nodes)))
 
 
+def _print_step(step: StepReport) -> None:
+    where = _("the prefill") if step.step == 0 else _("decode step {step}").format(step=step.step)
+    print(_("step       {where}: prompt of {count} ids, A's tokens before it {tokens}").format(
+        where=where, count=len(step.prompt_ids), tokens=step.tokens
+    ))  # fmt: skip
+    print(_("past       {length} positions, each model's own (A {a}, B {b})").format(
+        length=step.past_length, a=step.kv_dtype_a, b=step.kv_dtype_b
+    ))  # fmt: skip
+    same = _("the same") if step.same_greedy else _("DIFFERENT")
+    print(_("greedy     A {a}, B {b}: {same}").format(a=step.greedy_a, b=step.greedy_b, same=same))
+    for side, top in (("A", step.top5_a), ("B", step.top5_b)):
+        print(f"top-5 {side}    " + ", ".join(f"{t.id} ({t.logit:.3g})" for t in top))
+    for layer in step.layers:
+        mark = "" if layer.within else " ✗ " + layer.first_out
+        print(f"  {layer.name[:40]:<40} {layer.max_abs:>10.3g} {layer.relative:>10.3g}{mark}")
+    if step.divergence_layer:
+        print(_("the models part in layer {layer}").format(layer=step.divergence_layer))
+
+
+def _step_plan(args: argparse.Namespace) -> StepPlan | None:
+    """The step of a prompt asked (--step and its prompt), or None."""
+    if args.step is None:
+        if args.prompt_ids or args.prompt or args.prompt_len != PROMPT_LENGTH:
+            raise WorkbenchError(_("--prompt-ids, --prompt and --prompt-len choose the prompt of --step K; add it."))
+        return None
+    if args.eager:
+        raise WorkbenchError(_("--step compares two ONNX language models; --eager runs A as PyTorch: choose one."))
+    return StepPlan(
+        step=args.step, prompt_ids=ints(args.prompt_ids, "--prompt-ids") or [], prompt_text=args.prompt or "",
+        prompt_length=args.prompt_len, seed=args.seed,
+    )  # fmt: skip
+
+
+def step_json(step: StepReport) -> dict[str, Any]:
+    """A step of a prompt under the names docs/cli.md promises."""
+    return {
+        "step": step.step,
+        "prompt_ids": step.prompt_ids,
+        "prompt_text": step.prompt_text,
+        "tokens_before": step.tokens,
+        "past_length": step.past_length,
+        "past": "own",
+        "kv_dtype": {"a": step.kv_dtype_a, "b": step.kv_dtype_b},
+        "greedy": {"a": step.greedy_a, "b": step.greedy_b, "same": step.same_greedy},
+        "top5": {"a": to_data(step.top5_a), "b": to_data(step.top5_b)},
+        "layers": to_data(step.layers),
+        "divergence_layer": step.divergence_layer or None,
+        "past_errors": to_data(step.past),
+    }
+
+
 def run(args: argparse.Namespace) -> int:
     if args.tolerance < 0 or args.atol < 0:
         raise WorkbenchError(_("--tolerance and --atol must be zero or more."))
+    step = _step_plan(args)
     backend = target_backend(args.target)  # a target that is not there, before any work
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         (Path(tmp) / "a").mkdir()
@@ -125,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
             a_side = CompareSide(path=b_record.path, label=f"{original.name} (PyTorch eager)", torch_source=source)
         else:
             a_record, torch_record = as_onnx(args.a, Path(tmp) / "a")
-            plan = plan_from_args(a_record, torch_record, args, Path(tmp))
+            plan = [] if step else plan_from_args(a_record, torch_record, args, Path(tmp))  # a step feeds its own
             a_record = in_own_folder(a_record, Path(tmp) / "a", backend)
             b_record = in_own_folder(b_record, Path(tmp) / "b", backend)
             a_side = CompareSide(path=a_record.path, label=a_record.name, level=_level(args.level_a),
@@ -134,13 +201,16 @@ def run(args: argparse.Namespace) -> int:
             a=a_side,
             b=CompareSide(path=b_record.path, label=b_record.name, level=_level(args.level_b),
                           provider=_provider(args.provider_b)),
-            inputs=plan, seed=args.seed, rtol=args.tolerance, atol=args.atol, group_mb=args.group_mb,
+            inputs=plan, seed=args.seed, rtol=args.tolerance, atol=args.atol, group_mb=args.group_mb, step=step,
         )  # fmt: skip
         report = jobs.run(COMPARE, request, backend)
     if args.json:
         data = to_data(report)
         data["tolerance"] = {"rtol": report.rtol, "atol": report.atol, "rule": report.tolerance}
-        data["inputs"] = plan_json(plan)
+        data["inputs"] = plan_json(plan) if step is None else report.inputs
+        if report.lm is not None:
+            data.pop("lm")
+            data.update(step_json(report.lm))
         data["environment"] = environment_json(None, args.target)
         print(json.dumps(data, indent=2))
     else:

@@ -27,6 +27,7 @@ CAUSES = {
     "quantized": N_("INT8 quantization"),
     "fused": N_("a fused op"),
     "rounding": N_("rounding"),
+    "past": N_("the past each model built from the same tokens"),
 }
 
 

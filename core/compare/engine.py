@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.compare.divergence import first_divergence, introducing, model_kind, node_errors, taint
 from core.compare.eager import INSIDE_MODULE, EagerSide, eager_feeds, prepare_eager
+from core.compare.lm_step import Stepped, at_step, divergence_layer, layer_errors, past_divergence
 from core.compare.measures import Graph, graph_of, measure
 from core.compare.records import CompareReport, CompareRequest, CompareSide, TensorError, Uncompared
 from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
@@ -86,6 +87,8 @@ def _check(request: CompareRequest) -> None:
         raise CompareError(_("The tolerances must be zero or more."))
     if request.group_mb < 1:
         raise CompareError(_("A group must be allowed at least 1 MiB."))
+    if request.step is not None and (request.a.torch_source is not None or request.b.torch_source is not None):
+        raise CompareError(_("A step of a prompt compares two ONNX language models; PyTorch eager is not run here."))
 
 
 class _Weights:
@@ -226,12 +229,18 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     graph, b_graph = graph_of(a_model), graph_of(b_model)
     kind = model_kind(b_model)
     del a_model, b_model  # their structure is in the graphs; the weights are read again only for a cause
-    arrays = make_inputs(request.inputs, 1, request.seed)
+    arrays = make_inputs(request.inputs, 1, request.seed) if request.step is None else {}
+    stepped: Stepped | None = None
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
         progress(0.02, _("optimizing both models at their levels"))
         pa = _prepare(request.a, request, arrays, Path(tmp) / "a")
         pb = _prepare(request.b, request, arrays, Path(tmp) / "b")
-        fa, fb = _feeds(pa, arrays), _feeds(pb, arrays)
+        if isinstance(pa, Prepared) and isinstance(pb, Prepared) and request.step is not None:
+            progress(0.04, _("driving both models through the prompt to step {step}").format(step=request.step.step))
+            stepped = at_step(request, pa, pb)
+            fa, fb = feeds_for(pa, stepped.feeds_a), feeds_for(pb, stepped.feeds_b)
+        else:
+            fa, fb = _feeds(pa, arrays), _feeds(pb, arrays)
         learn_sizes(pa, fa)
         shared, uncompared = _plan(graph, pa, pb)
         if not shared and not pa.outputs:
@@ -250,6 +259,11 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         "weights": _Weights(request.a.path, request.b.path, graph),
     }  # fmt: skip
     divergence = first_divergence(graph, measured, reached, context)
+    nodes = node_errors(graph, measured, b_ops)
+    step = stepped.report if stepped is not None else None
+    if step is not None:  # per layer, and a divergence the past each model built brings in
+        divergence = past_divergence(graph, divergence, step.past)
+        step.layers, step.divergence_layer = layer_errors(graph, nodes), divergence_layer(graph, divergence)
     lost = [Uncompared(reason=NOT_COMPARABLE, count=len(stats["lost"]), examples=stats["lost"][:8])]
     keep = [graph.names[i] for i in introducing(graph, measured, reached)] if kind else []
     return CompareReport(
@@ -262,9 +276,9 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         ),
         rtol=request.rtol,
         atol=request.atol,
-        inputs={s.name: f"{s.dtype} {list(s.shape)}, {describe_values(s).english()}" for s in request.inputs},
+        inputs=_inputs(request, fa),
         outputs=outputs,
-        nodes=node_errors(graph, measured, b_ops),
+        nodes=nodes,
         matched=len(measured),
         uncompared=uncompared + (lost if stats["lost"] else []),
         first_divergence=divergence,
@@ -276,7 +290,15 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         seconds_to_divergence=(found_at[divergence.outputs[0].name] - started) if divergence else None,
         b_path=request.b.path,
         proves_nothing="" if outputs else (NO_OUTPUT if measured else NOTHING_COMPARED),
+        lm=step,
     )
+
+
+def _inputs(request: CompareRequest, feeds: dict[str, Any]) -> dict[str, str]:
+    """The inputs, in words: the plan's, or at a step of a prompt what the first model was fed."""
+    if request.step is None:
+        return {s.name: f"{s.dtype} {list(s.shape)}, {describe_values(s).english()}" for s in request.inputs}
+    return {name: f"{value.dtype} {list(value.shape)}" for name, value in feeds.items()}
 
 
 def _measure_all(

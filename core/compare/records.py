@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath
 from core.i18n import N_
+from core.model.generative import PROMPT_LENGTH
 from core.model.inputs import BenchInput
 from core.model.torchload import TorchSource
 
@@ -16,8 +17,12 @@ __all__ = [
     "CompareRequest",
     "CompareSide",
     "Divergence",
+    "LayerError",
     "NodeError",
+    "StepPlan",
+    "StepReport",
     "TensorError",
+    "TopToken",
     "Uncompared",
 ]
 
@@ -37,6 +42,20 @@ class CompareSide:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StepPlan:
+    """Two language models compared at one step of one prompt: ``step`` 0 is the prefill (the prompt at once),
+    ``step`` k ≥ 1 the k-th decode step, after the first model's greedy choices of the k tokens before it. The prompt:
+    its ids, a text for the tokenizer.json beside the first model (or ``tokenizer``), or ids drawn with ``seed``."""
+
+    step: int = 0
+    prompt_ids: list[int] = field(default_factory=list)
+    prompt_text: str = ""
+    prompt_length: int = PROMPT_LENGTH  # the drawn prompt's tokens (when neither ids nor a text are given)
+    seed: int = 0
+    tokenizer: ReadPath = ""  # a tokenizer.json when none lies beside the first model (a Hugging Face folder's top)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CompareRequest:
     """Run ``a`` (the reference) and ``b`` on the same inputs and measure every tensor they share: within the
     tolerance when its max absolute error ≤ ``atol`` + ``rtol`` × the reference's largest magnitude."""
@@ -48,6 +67,7 @@ class CompareRequest:
     rtol: float = 1e-3
     atol: float = 1e-5
     group_mb: int = 32  # the most the tensors of one side held at once take, in MiB (memory stays bounded)
+    step: StepPlan | None = None  # two language models at a step of a prompt (``inputs`` then unused)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +127,53 @@ class Uncompared:
     examples: list[str]
 
 
+@dataclass(frozen=True, kw_only=True)
+class TopToken:
+    """One of a model's likeliest next tokens at the step compared."""
+
+    id: int
+    logit: float
+    text: str = ""  # with a tokenizer
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayerError:
+    """One layer (a repeated block: core.model.blocks) of the first model, by its worst compared node."""
+
+    name: str  # "model.layers.3"
+    index: int
+    nodes: int  # its compared nodes
+    max_abs: float
+    relative: float  # its worst node's
+    within: bool  # every compared node within the tolerance
+    first_out: str = ""  # its first node out of the tolerance
+
+
+@dataclass(kw_only=True)
+class StepReport:
+    """What two language models did at one step of one prompt, both driven by the same tokens; each fed the past
+    it built itself from them (its own dtype), so that the step is compared, not the drift before it."""
+
+    step: int  # 0: the prefill
+    prompt_ids: list[int]
+    prompt_text: str  # with a tokenizer
+    tokens: list[int]  # the first model's greedy tokens before the step (the last one is the step's input)
+    past_length: int  # positions in the past each model was fed
+    kv_dtype_a: str
+    kv_dtype_b: str
+    greedy_a: int  # each model's greedy token at the step
+    greedy_b: int
+    top5_a: list[TopToken]
+    top5_b: list[TopToken]
+    past: list[TensorError]  # each past input: the second model's own against the first's (empty at the prefill)
+    layers: list[LayerError]  # every layer of the first model with a compared node, in order
+    divergence_layer: str = ""  # the layer of the first divergence ("" outside any layer, or none)
+
+    @property
+    def same_greedy(self) -> bool:
+        return self.greedy_a == self.greedy_b
+
+
 @dataclass(kw_only=True)
 class CompareReport:
     a: str  # the two sides' labels
@@ -133,6 +200,7 @@ class CompareReport:
     # why the comparison shows nothing (core.compare.engine's NOTHING_COMPARED or NO_OUTPUT, in English: said in the
     # reader's language where shown), "" when outputs were compared: no verdict stands on it
     proves_nothing: str = ""
+    lm: StepReport | None = None  # two language models at a step of a prompt
 
     @property
     def ranked_nodes(self) -> list[NodeError]:

@@ -12,13 +12,13 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from core.decode.records import LayerGroup, LayerWeight
+from core.model.blocks import BLOCK_WORDS, block_of
 
 if TYPE_CHECKING:
     import onnx
 
 __all__ = ["BLOCK_WORDS", "CONTRIB_DOMAINS", "block_of", "layer_groups"]
 
-BLOCK_WORDS = frozenset({"layers", "layer", "h", "blocks", "block"})  # the word before a block's number
 CONTRIB_DOMAINS = frozenset({"com.microsoft", "com.microsoft.nchwc", "com.microsoft.experimental"})  # ONNX Runtime's
 TORCH_SCOPES = "pkg.torch.onnx.name_scopes"  # torch.onnx's dynamo exporter: the module path of every node
 _MAX_NAME = 1_000  # a longer name is read this far only
@@ -39,17 +39,6 @@ def _path(node: onnx.NodeProto) -> str:
             found = [s for s in scopes if isinstance(s, str) and s] if isinstance(scopes, list) else []
             return found[-2] if len(found) > 1 else name  # the last is the node's own name
     return name
-
-
-def block_of(path: str) -> tuple[str, int] | None:
-    """The block a node's path puts it in, as (its name with the scopes above it, its number): "model.layers.3",
-    3 for "/model/layers.3/attn/MatMul" and for "model.layers.3.self_attn"; None outside any block."""
-    parts = path.replace("/", ".").split(".")
-    for index, part in enumerate(parts[:-1]):
-        number = parts[index + 1]
-        if part in BLOCK_WORDS and number.isdigit() and len(number) <= 6:
-            return ".".join(p for p in parts[: index + 2] if p), int(number)
-    return None
 
 
 def layer_groups(graph: onnx.GraphProto, weights: list[LayerWeight]) -> list[LayerGroup]:
