@@ -10,9 +10,11 @@ from core import jobs
 from core.bench import BenchRequest
 from core.cli.common import (
     add_code_arguments,
+    add_runtime_arguments,
     add_target_argument,
     environment_json,
     ints,
+    nodes_text,
     padded,
     provider_names,
     split,
@@ -20,7 +22,7 @@ from core.cli.common import (
 )
 from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
 from core.errors import IdentityRefused
-from core.i18n import _, number, pgettext
+from core.i18n import _
 from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
@@ -28,7 +30,6 @@ from core.model.records import format_shape
 from core.notes import say
 from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import PER_CALL
-from core.runtime.ort import short_name
 from core.settings import load_settings
 
 if TYPE_CHECKING:
@@ -40,18 +41,11 @@ __all__ = ["register", "run"]
 def register(parser: Any) -> None:
     add_model_arguments(parser, eager="measure ONNX Runtime only")
     parser.add_argument("--levels", default="disable,all", help="ORT optimization levels (default disable,all)")
-    parser.add_argument(
-        "--providers", help="ORT execution providers to measure, each a configuration, e.g. openvino,cpu (default cpu)"
-    )
-    parser.add_argument(
-        "--runtime",
-        default="default",
-        help="the ONNX Runtime build that measures (`python -m core runtimes`); with it, its providers by default",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
+    add_runtime_arguments(
+        parser,
+        providers="ORT execution providers to measure, each a configuration, e.g. openvino,cpu (default cpu)",
+        runtime="the ONNX Runtime build that measures (`python -m core runtimes`); with it, its providers by default",
+        strict="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
     )
     parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: every core but one)")
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
@@ -110,16 +104,9 @@ def _print(report: BenchReport) -> None:
     ))  # fmt: skip
     print(_("versions {versions}").format(versions=", ".join(f"{k} {v}" for k, v in env.versions.items())))
     for r in (r for r in report.results if r.provider_nodes):
-        print(_("nodes    {label}: {nodes}").format(label=r.label, nodes=_nodes(r.provider_nodes)))
+        print(_("nodes    {label}: {nodes}").format(label=r.label, nodes=nodes_text(r.provider_nodes)))
     for note in (n for n in report.notes if n.severity != "warning" or n.key not in FALLBACKS):
         print(_("note     {note}").format(note=say(note)))
-
-
-def _nodes(counts: dict[str, int]) -> str:
-    """A result's share of the nodes per provider: "OpenVINO 8, CPU 1 of 9"."""
-    total = sum(counts.values())
-    shares = pgettext("list", ", ").join(f"{short_name(p)} {number(n)}" for p, n in counts.items())
-    return _("{shares} of {total}").format(shares=shares, total=number(total))
 
 
 def _owner(args: argparse.Namespace) -> Identity:

@@ -19,8 +19,8 @@ from core.errors import TargetError, WorkbenchError
 from core.i18n import DEFAULT, LANGUAGES, _, from_locale, number, pgettext
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
-from core.model import cards, zoo
-from core.model.intake import IntakeRequest
+from core.model import zoo
+from core.model.intake_request import IntakeRequest
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
 from core.model.zoo import SampleRequest
@@ -35,6 +35,7 @@ __all__ = [
     "choose_language",
     "environment_language",
     "add_code_arguments",
+    "add_runtime_arguments",
     "add_target_argument",
     "as_onnx",
     "cluster_at",
@@ -44,6 +45,8 @@ __all__ = [
     "english_data",
     "environment_json",
     "in_own_folder",
+    "intake_request",
+    "nodes_text",
     "padded",
     "width",
     "target_backend",
@@ -52,6 +55,7 @@ __all__ = [
     "print_json",
     "print_record",
     "provider_names",
+    "runtime_choice",
     "split",
 ]
 
@@ -121,13 +125,21 @@ def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
     and its weights, built as ``code`` (class, JSON arguments) says), a Hugging Face folder (or one of its ONNX
     files, FOLDER/onnx/model_q4.onnx: read with its folder, whose family it lists) or sample:NAME. Relative paths
     are the caller's, not the worker's."""
-    from core.model.hf_folder import relative_member
-
     if model.startswith("sample:"):
+        from core.model import cards  # its package versions' lookup: only for a sample
+
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
         card = cards.known(name)
         return card if card is not None else run(SAMPLE, SampleRequest(name=name))
+    return run(INTAKE, intake_request(model, code))
+
+
+def intake_request(model: str, code: tuple[str, str] = ("", "")) -> IntakeRequest:
+    """What ``describe`` asks a worker to recognise for ``model``, a path or paths (not sample:NAME): for a job
+    that recognises the files and goes on with them in the same worker (the inspect command's)."""
+    from core.model.hf_folder import relative_member
+
     paths = [Path(p).expanduser().resolve() for p in model.split(",")]
     missing = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
     if missing:
@@ -143,10 +155,9 @@ def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
         paths = [folder]
     unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
     atexit.register(shutil.rmtree, unpacked, True)
-    request = IntakeRequest(
+    return IntakeRequest(
         paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1], variant=variant
     )
-    return run(INTAKE, request)
 
 
 def as_onnx(
@@ -229,6 +240,29 @@ def provider_names(text: str | None) -> list[str] | None:
         lowered = part.lower()
         names.append(by_short.get(lowered) or by_short.get(lowered.removesuffix("executionprovider")) or part)
     return names
+
+
+def add_runtime_arguments(parser: Any, *, providers: str, runtime: str, strict: str) -> None:
+    """--providers, --runtime and --strict, as every command that runs a model on a runtime takes them (each
+    command says in its help what they mean to it); read back with ``runtime_choice``."""
+    parser.add_argument("--providers", help=providers)
+    parser.add_argument("--runtime", default="default", help=runtime)
+    parser.add_argument("--strict", action="store_true", help=strict)
+
+
+def runtime_choice(args: argparse.Namespace) -> tuple[list[str], list[str] | None, bool]:
+    """(the runtimes --runtime names, at least the default; the providers --providers names, None for the runtime's
+    own; --strict)."""
+    return split(args.runtime) or ["default"], provider_names(args.providers), bool(args.strict)
+
+
+def nodes_text(counts: dict[str, int]) -> str:
+    """A result's share of the nodes per provider: "OpenVINO 8, CPU 1 of 9"."""
+    from core.runtime.ort import short_name
+
+    total = sum(counts.values())
+    shares = pgettext("list", ", ").join(f"{short_name(p)} {number(n)}" for p, n in counts.items())
+    return _("{shares} of {total}").format(shares=shares, total=number(total))
 
 
 def english_data(data: Any) -> Any:

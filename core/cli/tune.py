@@ -9,15 +9,18 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from core import jobs
 from core.cli.common import (
     add_code_arguments,
+    add_runtime_arguments,
     add_target_argument,
     environment_json,
     ints,
+    nodes_text,
     padded,
+    runtime_choice,
     split,
     target_backend,
 )
@@ -26,13 +29,12 @@ from core.errors import JobError
 from core.i18n import _, number
 from core.jobs import TUNE
 from core.notes import say, significant
+from core.runtime.provider_options import CPU
 from core.settings import load_settings
-from core.tune import TuneRequest
+from core.tune import TuneReport, TuneRequest
+from core.tune.across import tune_across
 from core.tune.budget import TunePartial, longest_budget, read_partial
 from core.tune.saved import candidate_data, report_data
-
-if TYPE_CHECKING:
-    from core.tune import TuneReport
 
 __all__ = ["register", "run"]
 
@@ -46,6 +48,13 @@ def register(parser: Any) -> None:
         help="Quantize's variants to try, comma-separated ('' for none; default dynamic-qint8,fp16)",
     )
     parser.add_argument("--batch", help="batch sizes to try when the batch axis is open (default 8)")
+    add_runtime_arguments(
+        parser,
+        providers="execution providers to try, e.g. openvino (default: each of every runtime's; CPU is always tried)",
+        runtime="the ONNX Runtime builds to tune on, each in its own worker, e.g. default,openvino (`python -m core "
+        "runtimes`); the budget is shared between them",
+        strict="never choose a configuration whose provider took no node or left nodes to the CPU provider",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument(
         "-o", "--output", help="write the chosen configuration (SessionConfig JSON) here, and its variant beside it"
@@ -60,9 +69,10 @@ def register(parser: Any) -> None:
 
 def _print(report: TuneReport) -> None:
     from core.tune.search import config_label
-    from core.tune.words import headline
 
-    print(say(headline(report)))
+    for warned in (n for n in report.notes if n.severity == "warning"):
+        print(_("warning  {note}").format(note=say(warned)))  # what fell back, before any figure
+    print(say(report.headline))
     print(padded(_("configuration"), 44), padded(_("median"), 10, True), padded(_("95 % CI"), 21, True))
     for c in report.candidates:
         name = config_label(c.config)
@@ -72,9 +82,11 @@ def _print(report: TuneReport) -> None:
             print(padded(name, 44), padded(significant(c.median_ms), 10, True), padded(interval, 21, True))
         else:
             print(padded(name, 44), c.accuracy_note or c.error)
+    for c in (c for c in report.candidates if c.nodes and set(c.nodes) != {CPU}):
+        print(_("nodes    {label}: {nodes}").format(label=config_label(c.config), nodes=nodes_text(c.nodes)))
     for line in report.not_tried:
         print(_("not tried {line}").format(line=say(line)))
-    for note in report.notes:
+    for note in (n for n in report.notes if n.severity != "warning"):
         print(_("note     {note}").format(note=say(note)))
 
 
@@ -143,6 +155,7 @@ def _partial_json(partial: TunePartial, error: JobError) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
+    runtimes, providers, strict = runtime_choice(args)
     with measured(args, backend) as model, tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         request = TuneRequest(
             model=model,
@@ -151,11 +164,19 @@ def run(args: argparse.Namespace) -> int:
             variants=split(args.variants),
             batches=ints(args.batch, "--batch"),
             seed=args.seed,
+            providers=providers,
+            strict=strict,
         )
+        asked: list[TuneRequest] = []
+
+        def tune(one: TuneRequest) -> TuneReport:  # a job in the worker of the runtime it names
+            asked.append(one)
+            return jobs.run(TUNE, one, backend)
+
         try:
-            report = jobs.run(TUNE, request, backend)
+            report = tune_across(request, runtimes, tune)
         except JobError as exc:  # stopped (its time or memory limit): what the search wrote down is not lost
-            partial = read_partial(request.out_dir)
+            partial = read_partial(asked[-1].out_dir) if asked else None
             if partial is not None and args.json:
                 print(json.dumps(_partial_json(partial, exc), indent=2))
             elif partial is not None:

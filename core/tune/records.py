@@ -10,6 +10,7 @@ from core.access import WritePath
 from core.model.measured import MeasuredModel
 from core.notes import Note
 from core.runtime.activity import Activity
+from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
 from core.runtime.session_config import SessionConfig
@@ -23,7 +24,9 @@ DEFAULT_VARIANTS = ("dynamic-qint8", "fp16")  # Quantize's variants tried unless
 class TuneRequest:
     """Search the session configurations of ``model`` for ``budget_s`` seconds, the promising ones first; variants
     (keys of Quantize's VARIANTS) are made into ``out_dir`` and must pass Quantize's accuracy tolerance
-    (``min_cosine``); ``batches`` above 1 are tried only when the batch axis is open (None: 1 and 8)."""
+    (``min_cosine``); ``batches`` above 1 are tried only when the batch axis is open (None: 1 and 8). The job runs
+    in the worker of ``runtime`` (core.runtime.runtimes) and tries ``providers`` of that build (None: each it has);
+    ``strict``: a candidate whose provider took no node or left some to the CPU provider is never chosen."""
 
     model: MeasuredModel
     out_dir: WritePath
@@ -33,6 +36,9 @@ class TuneRequest:
     held_out: int = 8
     seed: int = 0
     min_cosine: float = 0.99
+    runtime: str = "default"
+    providers: list[str] | None = None
+    strict: bool = False
 
 
 @dataclass(kw_only=True)
@@ -53,6 +59,16 @@ class Candidate:
     # 95 % interval per sample); None in the final round, where the defaults are the candidate beside it
     against: str = ""
     against_ms: tuple[float, float, float] | None = None
+    # what its session did: the providers it kept (``get_providers()``, in the runtime that measured it), how many
+    # nodes each ran, and what fell back (core.runtime.fallback's notes: warnings for a provider that took nothing)
+    used: list[str] = field(default_factory=list)
+    nodes: dict[str, int] = field(default_factory=dict)
+    placement: list[Note] = field(default_factory=list)
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether a provider it asked for was absent, left out, took no node or left nodes to the CPU provider."""
+        return any(n.key in FALLBACKS for n in self.placement)
 
     @property
     def measured(self) -> bool:
@@ -96,6 +112,9 @@ class TuneReport:
     # the best other configuration when it did not win the final round (then ``best`` is the default)
     runner_up: Candidate | None = None
     final_round: dict[str, int] = field(default_factory=dict)  # iterations, warmup, rounds and seed of the final round
+    # tuned across runtimes (core.tune.across): each runtime's best (its own final round) and its onnxruntime version
+    runtime_bests: list[Candidate] = field(default_factory=list)
+    runtime_versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:

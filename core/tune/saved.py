@@ -86,6 +86,10 @@ def candidate_data(c: Candidate) -> dict[str, Any]:
         "accuracy_note": c.accuracy_note,
         "cosine": c.cosine,
         "error": c.error,
+        "providers_used": c.used,  # what its session kept, in the runtime that measured it (settings.runtime)
+        "provider_nodes": c.nodes,
+        "fell_back": c.fell_back,
+        "placement": [n.english() for n in c.placement],
     }
 
 
@@ -108,4 +112,11 @@ def report_data(report: TuneReport) -> dict[str, Any]:
         "budget_s": report.budget_s,
         "seconds": report.seconds,
         "environment": dataclasses.asdict(report.environment),
+        "runtimes": [_runtime_data(report, c) for c in report.runtime_bests],  # across runtimes; else empty
     }
+
+
+def _runtime_data(report: TuneReport, best: Candidate) -> dict[str, Any]:
+    """One runtime's best when tuned across runtimes, from its own job, with its onnxruntime's version."""
+    runtime = best.config.runtime
+    return {"runtime": runtime, "onnxruntime": report.runtime_versions.get(runtime, ""), "best": candidate_data(best)}

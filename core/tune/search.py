@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from core.i18n import N_, pgettext
 from core.notes import Note, NoteValue, note, say
 from core.runtime.ort import LEVELS, short_name
+from core.runtime.runtimes import DEFAULT as DEFAULT_RUNTIME
 from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
 
@@ -96,11 +97,18 @@ _AUTO = N_("auto")
 _IO_BINDING = N_("IO binding")
 _BATCH = N_("batch {batch}")
 _SETTINGS = N_("{first} · {rest}")  # a configuration's settings, one after another
+_ON_RUNTIME = N_("{settings} on {runtime}")  # a configuration on another runtime than the default
 
 
 def config_note(config: SessionConfig) -> Note:
-    """What sets ``config`` apart from ONNX Runtime's defaults, as a note (the defaults alone: "ORT defaults")."""
-    default = SessionConfig()
+    """What sets ``config`` apart from ONNX Runtime's defaults, as a note (the defaults alone: "ORT defaults"), and
+    on another runtime than the default, which ("ORT defaults on openvino")."""
+    said = _settings_note(config)
+    return note(_ON_RUNTIME, settings=said, runtime=config.runtime) if config.runtime != DEFAULT_RUNTIME else said
+
+
+def _settings_note(config: SessionConfig) -> Note:
+    default = SessionConfig(runtime=config.runtime)
     parts: list[NoteValue] = []
     if config.providers != default.providers:
         parts.append(pgettext("list", ", ").join(short_name(p) for p in config.providers))

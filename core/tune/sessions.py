@@ -14,24 +14,30 @@ from core.model.inputs import BenchInput, make_inputs
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.judge import Tolerance
 from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
+from core.runtime.fallback import Placed, placement_notes, session_placement
 from core.runtime.harness import Config
 from core.runtime.ort import explain_session_error, ort_message, stop_spinning
+from core.runtime.provider_options import session_providers
 from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
 from core.tune.search import english_label
 
-__all__ = ["harness_config", "make_variants", "open_session"]
+__all__ = ["harness_config", "make_variants", "open_session", "placed"]
 
 
 def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
     """An InferenceSession of ``path`` opened as ``config`` says, and how long it took (ms). Its threads stop
-    spinning when a call returns (core.runtime.ort.STOP_SPINNING): Tune times several sessions in turn."""
+    spinning when a call returns (core.runtime.ort.STOP_SPINNING): Tune times several sessions in turn. Each
+    provider gets its options as Benchmark gives them (core.runtime.provider_options), and ORT records which provider
+    took each node (``placed`` reads it)."""
     import onnxruntime as ort
 
     start = time.perf_counter_ns()
     try:
         options = stop_spinning(config.to_session_options())
-        session = ort.InferenceSession(path, options, providers=config.session_providers())
+        options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+        providers = session_providers(config.session_providers(), threads=config.intra_op_threads)
+        session = ort.InferenceSession(path, options, providers=providers)
     except Exception as exc:
         error = explain_session_error(exc, "create a session for this model", path)
         raise (error if isinstance(error, RuntimeRefusedError) else TuneError(str(error))) from exc
@@ -60,10 +66,24 @@ def _call(session: Any, config: SessionConfig, feed: dict[str, Any]) -> Callable
     return run
 
 
+def placed(candidate: Candidate, session: Any) -> None:
+    """What ``session`` did with the candidate's providers, onto the candidate: the providers it kept, the nodes each
+    runs, and what fell back (core.runtime.fallback), in the runtime this worker runs."""
+    import onnxruntime as ort
+
+    candidate.used, candidate.nodes = session_placement(session)
+    asked = list(candidate.config.providers)
+    where = Placed(runtime=candidate.config.runtime, asked=asked, available=ort.get_available_providers(),
+                   used=candidate.used, nodes=candidate.nodes)  # fmt: skip
+    candidate.placement = placement_notes(where)
+
+
 def harness_config(candidate: Candidate, path: str, specs: list[BenchInput], seed: int) -> Config:
-    """The candidate's session, opened, as one configuration of the harness (its label: the candidate's)."""
+    """The candidate's session, opened, as one configuration of the harness (its label: the candidate's); what
+    the session did with its providers goes onto the candidate (``placed``)."""
     config = candidate.config
     session, load_ms = open_session(path, config)
+    placed(candidate, session)
     run = _call(session, config, make_inputs(specs, config.batch, seed))
     return Config(
         label=candidate.label,
@@ -74,6 +94,7 @@ def harness_config(candidate: Candidate, path: str, specs: list[BenchInput], see
         batch=config.batch,
         run=run,
         load_ms=load_ms,
+        provider_nodes=candidate.nodes,
     )
 
 

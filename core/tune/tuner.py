@@ -32,8 +32,10 @@ from core.quantize.judge import Tolerance
 from core.quantize.records import VARIANTS
 from core.quantize.variants import file_size, range_inputs
 from core.runtime.activity import ActivityMeter
+from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import Config, measure, result_of
 from core.runtime.machine import environment
+from core.runtime.ort import short_name
 from core.runtime.session_config import SessionConfig
 from core.tune.budget import TunePartial, write_partial
 from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
@@ -89,13 +91,26 @@ def _validate(request: TuneRequest) -> None:
         raise TuneError(_("Batch sizes must be between 1 and 4096."))
     if not 1 <= request.held_out <= 1000:
         raise TuneError(_("Held-out samples for accuracy must be between 1 and 1,000."))
+    import onnxruntime as ort
+
+    available = ort.get_available_providers()
+    absent = [p for p in request.providers or [] if p not in available]
+    if absent:
+        said = _(
+            "{providers} is not in the runtime {runtime} (it offers {offered}); tune on a runtime that has it "
+            "(--runtime NAME; `python -m core runtimes` lists them)."
+        )
+        offered = ", ".join(short_name(p) for p in available)
+        names = ", ".join(short_name(p) for p in absent)
+        raise TuneError(said.format(providers=names, runtime=request.runtime, offered=offered))
 
 
 def _space(request: TuneRequest, not_tried: list[Note]) -> Space:
     import onnxruntime as ort
     import psutil
 
-    providers = tuple(p for p in ort.get_available_providers() if p not in NOT_HARDWARE)
+    asked = request.providers or ort.get_available_providers()  # the runtime's own unless told
+    providers = tuple(p for p in dict.fromkeys(asked) if p not in NOT_HARDWARE)
     if not providers:
         not_tried.append(not_tried_note(NO_ACCELERATOR, "providers"))
     open_batch = any(s.batch_axis is not None for s in request.model.inputs)
@@ -131,7 +146,7 @@ class _Search:
     def _probe(self) -> float:
         """About how long one call at the defaults takes (ms): what sizes each stage's rounds (and ``open_s``)."""
         model = self.request.model
-        session, load_ms = open_session(model.path, SessionConfig())
+        session, load_ms = open_session(model.path, SessionConfig(runtime=self.request.runtime))
         self.open_s = load_ms / 1000
         feed = make_inputs(model.inputs, 1, self.request.seed)
         took = []
@@ -222,6 +237,9 @@ class _Search:
             keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
         )
         self.notes += [Note.kept(n) for n in notes]  # Quantize's, in the reader's language already
+        for c in made:  # judged on this worker's runtime: its candidates say so
+            c.config = dataclasses.replace(c.config, runtime=request.runtime)
+            c.label = english_label(c.config)
         passing = tuple(c.config.variant for c in made if c.accuracy_ok)
         self.space = dataclasses.replace(self.space, variants=passing)
         if not passing:
@@ -281,8 +299,20 @@ class _Search:
             for c in candidates:
                 c.against, c.against_ms = again.label, (again.median_ms, *again.ci_ms)
         self.tried += candidates
-        winner = stage_winner(again, candidates)
+        # a provider that fell back is shown so, measured; under strict it is never chosen (core.runtime.fallback)
+        winner = stage_winner(again, [c for c in candidates if not (self.request.strict and c.fell_back)])
         return winner if winner is not again else incumbent
+
+
+def _fallbacks(candidates: list[Candidate]) -> list[Note]:
+    """What fell back, once each (a provider that took no node or left nodes to the CPU provider): said before any
+    figure, as Benchmark says it."""
+    said: dict[str, Note] = {}
+    for c in candidates:
+        for n in c.placement:
+            if n.key in FALLBACKS:
+                said.setdefault(n.english(), n)
+    return list(said.values())
 
 
 def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneReport:
@@ -292,7 +322,8 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
     report_progress(0.01, _("Opening the model at ONNX Runtime's defaults"))
     search = _Search(request, report_progress)
     started_wall, meter = time.time(), ActivityMeter()
-    default = Candidate(config=SessionConfig(), label=english_label(SessionConfig()), stage="final")
+    home = SessionConfig(runtime=request.runtime)  # ONNX Runtime's defaults, in this worker's build
+    default = Candidate(config=home, label=english_label(home), stage="final")
     best = default
     stages = list(STAGES)
     for k, stage in enumerate(stages):
@@ -314,6 +345,7 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         raise TuneError(said.format(error=default.error))
     activity = meter.stop()
     wins = final.config != default.config and surely_faster(final, default)
+    wins = wins and not (request.strict and final.fell_back)
     report = TuneReport(
         id=uuid.uuid4().hex[:12],
         model=request.model.name or Path(request.model.path).name,
@@ -325,7 +357,9 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         candidates=[default, *search.tried],
         headline=Note.kept(""),
         not_tried=search.not_tried,
-        notes=search.notes + ([activity.note] if (activity.busy or not activity.known) and activity.note else []),
+        notes=_fallbacks([default, final, *search.tried])
+        + search.notes
+        + ([activity.note] if (activity.busy or not activity.known) and activity.note else []),
         tolerance=Tolerance(min_cosine=request.min_cosine).describe(),
         budget_s=request.budget_s,
         seconds=time.perf_counter() - search.began,

@@ -5,12 +5,24 @@ configuration saved before it had a runtime still reading as the default runtime
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from core.deploy.session import read_tuned
 from core.errors import SessionConfigError
+from core.i18n import using
+from core.notes import note, say
+from core.runtime.fallback import PARTLY
+from core.runtime.harness import BenchResult
+from core.runtime.machine import environment
 from core.runtime.session_config import SessionConfig
+from core.tune.across import RUNTIME_WON, combine
+from core.tune.records import Candidate, TuneReport
+from core.tune.words import NONE_FASTER
+from tests import builders
+from tests.cli import cli
+from tests.runtimes import OPENVINO, conv_split_model, require_openvino
 
 SAVED_BEFORE_RUNTIMES = (
     '{"batch": 1, "execution_mode": "sequential", "inter_op_threads": 0, "intra_op_threads": 1, "io_binding": false, '
@@ -27,3 +39,81 @@ def test_a_config_saved_before_runtimes_reads_as_the_default_runtimes_and_round_
     assert SessionConfig.from_json(openvino.to_json()) == openvino
     with pytest.raises(SessionConfigError, match="runtime must name a runtime"):
         SessionConfig.from_json('{"runtime": ""}')
+
+
+OV, CPU = "OpenVINOExecutionProvider", "CPUExecutionProvider"
+
+
+@pytest.fixture(scope="module")
+def across(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The Hardmax CNN tuned on the default runtime and OpenVINO's, a few seconds each, as the command line's JSON."""
+    require_openvino()
+    model = builders.write(conv_split_model(), tmp_path_factory.mktemp("across") / "conv.onnx")
+    done = cli("tune", str(model), "--runtime", f"default,{OPENVINO}", "--budget", "6", "--variants", "", "--no-save",
+               "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_worker(across: dict[str, Any]) -> None:
+    measured = [c for c in across["candidates"] if c["median_ms"] is not None]
+    by_runtime = {name: [c for c in measured if c["settings"]["runtime"] == name] for name in ("default", OPENVINO)}
+    assert by_runtime["default"] and by_runtime[OPENVINO]  # candidates from both
+    # what each session kept proves where it ran: the default wheel has no OpenVINO; OpenVINO's build used it
+    assert all(c["providers_used"] == [CPU] for c in by_runtime["default"])
+    tried = [c for c in by_runtime[OPENVINO] if c["settings"]["providers"][0] == OV]
+    assert tried and all(c["providers_used"] == [OV, CPU] for c in tried)
+    assert all(c["provider_nodes"] == {OV: 8, CPU: 1} and c["fell_back"] for c in tried)  # Hardmax on the CPU
+    assert "OpenVINO runs 8 of the 9 nodes; the CPU provider runs the other 1." in tried[0]["placement"]
+    runtimes = {r["runtime"]: r for r in across["runtimes"]}
+    assert set(runtimes) == {"default", OPENVINO} and runtimes[OPENVINO]["onnxruntime"] == "1.24.1"
+    assert runtimes[OPENVINO]["best"]["settings"]["runtime"] == OPENVINO
+    # the answer names its runtime, and says why that runtime is the one
+    assert across["best"]["settings"]["runtime"] in runtimes
+    assert across["headline"].startswith(
+        ("The runtime default stays: the best on openvino", "The runtime openvino wins")
+    )
+    assert across["default"]["settings"] == SessionConfig().to_data()
+
+
+def _candidate(config: SessionConfig, median: float, low: float, high: float, fell_back: bool = False) -> Candidate:
+    stats: dict[str, Any] = {"n": 50, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high, "min_ms": low}
+    stats |= {"max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
+    result = BenchResult(label="", engine="ort", level="ALL", provider=config.providers[0], threads=0, batch=1,
+                         load_ms=0, first_run_ms=0, **stats)  # fmt: skip
+    placement = [note(PARTLY, provider="OpenVINO", count=8, total=9, rest=1)] if fell_back else []
+    return Candidate(config=config, label="", stage="final", result=result, placement=placement)
+
+
+def _report(best: Candidate) -> TuneReport:
+    home = SessionConfig(runtime=best.config.runtime)
+    default = _candidate(home, 2.0, 1.9, 2.1)
+    return TuneReport(
+        id="r", model="m", model_id="i", created_at="", default=default, best=best, candidates=[default, best],
+        headline=note(NONE_FASTER, count=1), not_tried=[], notes=[], tolerance="", budget_s=2, seconds=2,
+        per_sample=False, environment=environment(torch=False),
+    )  # fmt: skip
+
+
+def test_a_runtime_wins_only_with_its_interval_apart_and_under_strict_never_when_its_provider_fell_back() -> None:
+    home = _report(_candidate(SessionConfig(), 2.0, 1.9, 2.1))
+    openvino = SessionConfig(runtime=OPENVINO, providers=(OV, CPU))
+    apart = _report(_candidate(openvino, 1.0, 0.95, 1.05, fell_back=True))
+    won = combine([home, apart], strict=False)
+    assert won.best.config == openvino and won.changed and won.runtime_bests == [home.best, apart.best]
+    assert won.headline.values["said"].key == RUNTIME_WON  # type: ignore[union-attr]
+    assert say(won.headline).startswith(
+        "The runtime openvino wins: OpenVINO, CPU on openvino, median 1 ms (95 % CI 0.95–1.05), beats ORT defaults, "
+        "the best on default (2 ms, 1.9–2.1), by 50 %; the intervals do not overlap."
+    )
+    refused = combine([home, apart], strict=True)
+    assert refused.best.config == SessionConfig() and not refused.changed
+    assert "under --strict it is not chosen" in say(refused.headline)
+    overlapping = _report(_candidate(openvino, 1.8, 1.0, 2.05))
+    kept = combine([home, overlapping], strict=False)
+    assert kept.best.config == SessionConfig()
+    assert "is 10 % faster than ORT defaults (2 ms, 1.9–2.1); the intervals overlap" in say(kept.headline)
+    assert [c.config.runtime for c in kept.candidates] == ["default", "default", OPENVINO, OPENVINO]
+    with using("zh"):
+        assert "保留运行时 default" in say(kept.headline)
