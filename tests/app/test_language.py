@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
 from core.notes import say
-from tests.app.conftest import APP
+from tests.app.pages import open_page
 from tests.i18n_text import english_prose as english_runs_in
 from tests.reports import seed_regression
 
@@ -19,11 +19,7 @@ from tests.reports import seed_regression
 def chinese(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     """A new session opened at ``?lang=zh`` (on the start sample, TinyCNN)."""
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["lang"] = "zh"
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(timeout=120, lang="zh")
 
 
 def _texts(at: AppTest) -> str:
@@ -110,8 +106,7 @@ def test_the_sidebar_speaks_chinese_and_its_picker_switches_to_english_in_the_ad
 
 def test_without_lang_in_the_address_the_app_speaks_english(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.run()
+    at = open_page(timeout=120)
     assert at.title[0].value == "Model"
     assert "lang" not in at.query_params  # the reader's browser decides; nothing is pinned in a link
     assert at.sidebar.segmented_control(key="lang_picker").value == "en"
@@ -121,10 +116,7 @@ def test_an_unknown_language_in_the_address_falls_back_to_english(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["lang"] = "<script>"
-    at.run()
-    assert not at.exception
+    at = open_page(timeout=120, lang="<script>")
     assert at.title[0].value == "Model"
 
 
@@ -258,11 +250,7 @@ def test_the_upgrade_of_an_old_model_is_offered_and_reported_in_chinese(
 
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.query_params["lang"] = "zh"
-    at.run()
-    at.file_uploader(key="uploads").set_value(("old.onnx", builders.old_opset_model().SerializeToString(), "x")).run()
-    at.switch_page("app_pages/partition.py").run()
+    at = open_page("partition", ("old.onnx", builders.old_opset_model().SerializeToString()), lang="zh")
     original = at.session_state["model"]
     go = next(b for b in at.button if b.key == f"upgrade_go_{original.id[:12]}")
     assert go.label == "升级并继续"
@@ -353,9 +341,7 @@ def test_the_profile_page_in_chinese_after_a_profile(chinese: AppTest) -> None:
 
 def test_the_three_pages_in_english_are_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at = _exported(at, "partition")
+    at = _exported(open_page(), "partition")
     assert at.title[0].value == "Partition" and [t.label for t in at.tabs] == ["Every node", "Subgraphs", "ORT's log"]
     assert at.subheader[0].value.startswith("8 nodes in the main graph: ")
     at = _exported(at, "benchmark")
