@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import describe, english_data, padded, print_record
-from core.decode import DecodedModel, DecodeRequest, summary
+from core.cli.common import describe, english_data, intake_request, padded, print_record
+from core.decode.records import DecodedModel, DecodeRequest
 from core.errors import IntakeError, WorkbenchError
 from core.i18n import _, number
-from core.jobs import DECODE
+from core.jobs import DECODE, INSPECT
 from core.jobs.wire import to_data
-from core.model.inputs import readable_bytes
 from core.model.records import ModelRecord, format_shape
 from core.notes import Note, say
 
@@ -93,25 +92,40 @@ def _refused(args: argparse.Namespace, exc: IntakeError) -> int:
     header = jobs.run(DECODE, DecodeRequest(path=str(path), header_only=True))
     header.problems.append(Note.kept(str(exc), "warning"))  # said already, in the reader's language
     lines = _header_lines(header) + [_problem(p) for p in header.problems]
-    print(json.dumps(summary(header), indent=2) if args.json else "\n".join(lines))
+    if args.json:
+        from core.decode.decoder import summary
+
+        print(json.dumps(summary(header), indent=2))
+    else:
+        print("\n".join(lines))
     return 2
+
+
+def _inspected(model: str) -> tuple[ModelRecord, DecodedModel | None]:
+    """The model's record and, for an ONNX file, its decoding: a file's both in one worker (core.decode.inspected),
+    a sample's record without one."""
+    if model.startswith("sample:"):
+        return describe(model), None
+    inspected = jobs.run(INSPECT, intake_request(model))
+    return inspected.record, inspected.decoded
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        record = describe(args.model)
+        record, decoded = _inspected(args.model)
     except IntakeError as exc:
         return _refused(args, exc)
     if record.format == "hf":  # a Hugging Face folder of PyTorch weights: its card and its ONNX files
         return _print_folder(args, record)
-    if record.format != "onnx":
+    if record.format != "onnx" or decoded is None:
         raise WorkbenchError(
             _("inspect reads ONNX; “{model}” is a {format}. Export it first.").format(
                 model=args.model, format=_(record.format_label)
             )
         )
-    decoded = jobs.run(DECODE, DecodeRequest(path=record.path, with_text=False))
     if args.json:
+        from core.decode.decoder import summary
+
         print(json.dumps({**summary(decoded), **_family_data(record)}, indent=2))
     else:
         _print_decoded(record.name, decoded)
@@ -130,6 +144,8 @@ def _print_family(record: ModelRecord) -> None:
     """The folder's ONNX files, one a line (the one described marked *), and how to name one to a command."""
     if not record.family:
         return
+    from core.model.inputs import readable_bytes
+
     print(_("{folder}: {count} ONNX file(s), one model in several precisions").format(
         folder=record.folder, count=number(len(record.family))
     ))  # fmt: skip

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
     from core.browser.payload import BrowserPayload, BrowserRequest
     from core.compare.records import CompareReport, CompareRequest
+    from core.decode.inspected import Inspected
     from core.decode.records import DecodedModel, DecodeRequest
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
     from core.diff.records import DiffReport, DiffRequest
@@ -63,6 +64,7 @@ __all__ = [
     "GRAPH",
     "HARDWARE",
     "IMAGE_INPUT",
+    "INSPECT",
     "INTAKE",
     "JOBS",
     "LOADTEST",
@@ -202,6 +204,8 @@ EXPORT: Job[ExportRequest, ExportReport] = Job(
 DECODE: Job[DecodeRequest, DecodedModel] = Job(
     name="decode.run", target="core.decode.decoder:decode_model", folder="decode"
 )
+# the inspect command's recognition and decoding of a model, in one worker (one interpreter's imports, not two)
+INSPECT: Job[IntakeRequest, Inspected] = Job(name="decode.inspect", target="core.decode.inspected:inspect_files")
 GRAPH: Job[GraphRequest, GraphView] = Job(name="graph.view", target="core.graph.job:graph_view_job")
 PARTITION: Job[PartitionRequest, PartitionResult] = Job(
     name="partition.run", target="core.partition.partitioner:partition_model", targeted=True, folder="placements"
@@ -310,5 +314,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
-HANDLES += [TUNE, COMPARE, GENERATE, QUANTIZE_LM]
+HANDLES += [TUNE, COMPARE, GENERATE, QUANTIZE_LM, INSPECT]
 JOBS = JobRegistry(HANDLES)

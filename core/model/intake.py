@@ -10,13 +10,12 @@ with user_code.py (a model's own code with its weights).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from core.access import ReadPath, WritePath
 from core.errors import IntakeError, UnsafeModelError, UnsupportedFormatError, brief
 from core.i18n import _, pgettext
 from core.model.formats import detect_format, read_head
+from core.model.intake_request import IntakeRequest
 from core.model.onnx_file import describe_bundle, describe_onnx
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
 from core.model.records import ModelRecord
@@ -70,21 +69,6 @@ def _refuse_unreadable(path: Path, fmt: str) -> None:
             "own code (.py or a zip of its package) with its weights."
         ).format(name=path.name, head=head)
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class IntakeRequest:
-    """One upload: a model file, optionally with its data files; a .zip of a model folder is unpacked into
-    ``unpack_dir`` (beside the archive when none is given)."""
-
-    paths: list[ReadPath]
-    name: str = ""  # the model's name; else the file's
-    unpack_dir: WritePath = ""
-    code_class: str = ""  # with a model's own code: the class to build ("" = the one the weights fit)
-    code_args: str = ""  # ... and its constructor's arguments, a JSON object ("" = its defaults)
-    # a Hugging Face folder (a path that is a folder, or a .zip of one): the ONNX file of it to describe (its variant,
-    # q4, fp16..., or its path in the folder, core.model.hf_folder.pick_member); "" describes the folder itself
-    variant: str = ""
 
 
 def describe_files(request: IntakeRequest, limits: IntakeLimits | None = None) -> ModelRecord:

@@ -52,7 +52,7 @@ def test_inspect_refuses_a_million_empty_initializers_and_decodes_nothing(millio
     done = cli("inspect", str(million))
     assert done.returncode == 2 and "holds 1,000,000 initializers" in done.stderr, done.stderr
     assert "WORKBENCH_MAX_INITIALIZERS" in done.stderr and done.stdout == ""
-    assert jobs_run == ["intake.describe_files"]  # no decode after the refusal
+    assert jobs_run == ["decode.inspect"]  # one worker: its decoding comes after the intake, which refused
 
 
 def test_the_decode_and_graph_jobs_refuse_past_the_limits_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
 
 from core.cli import COMMANDS, parser
 from core.settings import PROJECT_ROOT
@@ -27,6 +31,30 @@ print(sorted(m for m in heavy if m in sys.modules), "core.cli.samples" in sys.mo
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines()[-1] == "[] True", done.stdout + done.stderr
     assert "tinycnn" in done.stdout  # and it ran
+
+
+def test_inspect_reads_a_model_in_one_worker_and_the_command_imports_none_of_what_the_worker_does(
+    tmp_path: Path,
+) -> None:
+    """A command's fixed cost (issue #51): the worker recognises and decodes the file in one go, and the command
+    that started it imports neither onnx nor the intake's readers nor the decoder (the worker does)."""
+    model = tmp_path / "one.onnx"
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy")
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one", [x], [y])), model)
+    script = f"""
+import sys
+import core.jobs.process as process
+jobs = []
+submit = process.submit_spec
+process.submit_spec = lambda spec, backend=None: jobs.append(spec.name) or submit(spec, backend)
+from core.cli import main
+code = main(["inspect", {str(model)!r}])
+heavy = ("numpy", "onnx", "onnxruntime", "torch", "core.model.intake", "core.decode.decoder", "core.model.cards")
+print(code, jobs, sorted(m for m in heavy if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "0 ['decode.inspect'] []", done.stdout + done.stderr
+    assert "Relu 1" in done.stdout  # and it decoded the model
 
 
 def test_the_parser_of_one_command_is_the_whole_ones() -> None:
