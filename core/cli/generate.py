@@ -1,21 +1,29 @@
 """generate: a language model run token by token, greedy, measured (time to first token, tokens per second,
-inter-token latency, cache size, peak memory); with --reference, PyTorch eager beside it, token by token."""
+inter-token latency, cache size, peak memory); with --reference, PyTorch eager beside it, token by token.
+
+A Hugging Face folder of config.json and weights is generated from as it is: its main ONNX file (onnx/), or, without
+one, the folder exported with its cache first (in this command's own folder, as the Export page would); either way
+the folder itself is the PyTorch reference beside ONNX Runtime unless --no-reference."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import describe, english_data, ints, padded
+from core.cli.common import as_onnx, describe, english_data, ints, padded
 from core.errors import GenerateError
 from core.generate.records import GenerateRequest
 from core.generate.words import headline
 from core.i18n import _, pgettext
 from core.jobs import GENERATE
 from core.jobs.wire import to_data
+from core.model import ModelRecord
+from core.model.cache_config import TOKENIZER_FILE
 from core.model.generative import NEW_TOKENS, PROMPT_LENGTH, GenerativePlan
 from core.notes import say, significant
 
@@ -27,7 +35,11 @@ __all__ = ["register", "report_json", "run"]
 
 
 def register(parser: Any) -> None:
-    parser.add_argument("model", help="an .onnx language model with a cache (past_key_values in, present out)")
+    parser.add_argument(
+        "model",
+        help="an .onnx language model with a cache (past_key_values in, present out), or a Hugging Face folder "
+        "(config.json and weights: exported with its cache first when it holds no ONNX file)",
+    )
     prompt = parser.add_mutually_exclusive_group()
     prompt.add_argument(
         "--prompt-len",
@@ -38,7 +50,13 @@ def register(parser: Any) -> None:
     )
     prompt.add_argument("--prompt-ids", metavar="1,2,…", help="the prompt's token ids")
     prompt.add_argument(
-        "--prompt", metavar="TEXT", help="the prompt as text (needs the model's tokenizer.json beside it)"
+        "--prompt", metavar="TEXT", help="the prompt as text (needs a tokenizer: beside the model, or --tokenizer)"
+    )
+    parser.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        help="a tokenizer.json (or a folder holding one) for --prompt TEXT and the tokens' text, when none lies "
+        "beside the model",
     )
     parser.add_argument("--new", type=int, default=NEW_TOKENS, help=f"tokens to generate (default {NEW_TOKENS})")
     parser.add_argument("--batch", type=int, default=1, help="sequences generated at once (default 1)")
@@ -47,33 +65,87 @@ def register(parser: Any) -> None:
     parser.add_argument("--threads", type=int, help="intra-op threads (default: every core but one)")
     parser.add_argument("--level", default="all", help="ONNX Runtime's optimization level (default all)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the drawn prompt ids")
-    parser.add_argument(
+    reference = parser.add_mutually_exclusive_group()
+    reference.add_argument(
         "--reference",
         metavar="FOLDER",
-        help="the PyTorch model: a Hugging Face folder (config.json and .safetensors weights), run eagerly beside it",
+        help="the PyTorch model: a Hugging Face folder (config.json and .safetensors weights), run eagerly beside it "
+        "(default: the folder given as the model, when it is one)",
+    )
+    reference.add_argument(
+        "--no-reference", action="store_true", help="ONNX Runtime alone, even for a Hugging Face folder"
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
 
-def _request(args: argparse.Namespace) -> GenerateRequest:
-    record = describe(args.model)  # read and checked (its external data, its limits) before anything runs
-    if record.format != "onnx":
+@dataclass(frozen=True, kw_only=True)
+class _Source:
+    """The ONNX model generated from, and what the command did to have it."""
+
+    record: ModelRecord  # the ONNX model
+    folder: str = ""  # the Hugging Face folder given as the model: the PyTorch reference unless told otherwise
+    exported: str = ""  # where that folder was exported with its cache ("" when it held an ONNX file)
+
+
+def _source(model: str, work: Path) -> _Source:
+    """The ONNX model behind ``model``: the file itself, a Hugging Face folder's main ONNX file, or the folder
+    exported with its cache into ``work`` (the Export page's defaults, verified by generating with both)."""
+    record = describe(model)  # read and checked (its external data, its limits) before anything runs
+    if record.format == "onnx":
+        return _Source(record=record)
+    if record.format != "hf":
         raise GenerateError(
             _("'{name}' is a {format}; generate runs an ONNX language model (export it with its cache first).").format(
                 name=record.name, format=_(record.format_label)
             )
         )
-    reference = ""
-    if args.reference:
-        folder = Path(args.reference).expanduser().resolve()  # the caller's path, not the worker's
-        if not folder.is_dir():
+    if record.family:  # its ONNX files: the main one, read with its folder
+        return _Source(record=describe(str(record.family[0].path)), folder=record.path)
+    exported, _torch = as_onnx(model, work)
+    return _Source(record=exported, folder=record.path, exported=exported.path)
+
+
+def _reference(args: argparse.Namespace, source: _Source) -> str:
+    """The PyTorch reference's folder, as the worker is given it; "" for ONNX Runtime alone."""
+    given = "" if args.no_reference else args.reference or source.folder
+    if not given:
+        return ""
+    folder = Path(given).expanduser().resolve()  # the caller's path, not the worker's
+    if not folder.is_dir():
+        raise GenerateError(
+            _("--reference {path}: no such folder (give a Hugging Face folder: config.json and weights)").format(
+                path=repr(given)
+            )
+        )
+    return str(folder)
+
+
+def _tokenizer(args: argparse.Namespace, source: _Source) -> str:
+    """The tokenizer.json the worker is given: --tokenizer's, else the one at the top of the model's Hugging Face
+    folder when none lies beside the model ("" when it does: the worker finds it there; or when there is none)."""
+    if args.tokenizer:
+        path = Path(args.tokenizer).expanduser().resolve()
+        path = path / TOKENIZER_FILE if path.is_dir() else path
+        if not path.is_file():
             raise GenerateError(
-                _("--reference {path}: no such folder (give a Hugging Face folder: config.json and weights)").format(
-                    path=repr(args.reference)
+                _("--tokenizer {path}: no tokenizer.json there; give the file, or a folder that holds one.").format(
+                    path=repr(args.tokenizer)
                 )
             )
-        reference = str(folder)
+        return str(path)
+    layout = source.record.generative
+    if layout is not None and layout.tokenizer:
+        return ""
+    for folder in (source.folder, source.record.folder):
+        found = Path(folder) / TOKENIZER_FILE if folder else None
+        if found is not None and found.is_file() and not found.is_symlink():
+            return str(found)
+    return ""
+
+
+def _request(args: argparse.Namespace, source: _Source) -> GenerateRequest:
+    record = source.record
     plan = GenerativePlan(
         prompt_length=args.prompt_len,
         new_tokens=args.new,
@@ -86,7 +158,8 @@ def _request(args: argparse.Namespace) -> GenerateRequest:
     return GenerateRequest(
         model=record.path,
         plan=plan,
-        reference=reference,
+        reference=_reference(args, source),
+        tokenizer=_tokenizer(args, source),
         name=record.name,
         model_id=record.id,
         runs=args.runs,
@@ -187,6 +260,10 @@ def _print(report: GenerateReport) -> None:
         print(" ".join(padded(cell, size) for cell, (_name, size) in zip(cells, columns, strict=True)))
     for run in runs:
         print(_("tokens   {engine}: {tokens}").format(engine=run.label, tokens=" ".join(str(t) for t in run.tokens[0])))
+    if report.prompt_text:  # a tokenizer was known: the prompt and each engine's tokens as text, decoded whole
+        print(_("text     {engine}: {text}").format(engine=_("prompt"), text=report.prompt_text[0]))
+        for run in runs:
+            print(_("text     {engine}: {text}").format(engine=run.label, text=run.text[0] if run.text else ""))
     if report.eager is not None:
         step = report.first_divergent_token
         said = _("none: the same tokens") if step is None else _("at token {step}").format(step=step)
@@ -195,11 +272,27 @@ def _print(report: GenerateReport) -> None:
         print(_("note     {note}").format(note=say(note)))
 
 
+def _said(source: _Source, reference: str) -> str:
+    """What the command did to have an ONNX model of a Hugging Face folder, in a sentence ("" for a file given)."""
+    if not source.folder:
+        return ""
+    eager = _("; PyTorch eager from the same folder beside it") if reference == source.folder else ""
+    if source.exported:
+        return _("exported with a cache to {path}").format(path=source.exported) + eager
+    return _("its ONNX file {path}").format(path=source.record.path) + eager
+
+
 def run(args: argparse.Namespace) -> int:
-    request = _request(args)
-    report = jobs.run(GENERATE, request)
+    with tempfile.TemporaryDirectory(prefix="workbench-generate-") as work:
+        source = _source(args.model, Path(work))
+        request = _request(args, source)
+        report = jobs.run(GENERATE, request)
     if args.json:
-        print(json.dumps(report_json(report), indent=2, ensure_ascii=False))
+        data = {**report_json(report), "exported": source.exported or None, "reference": request.reference or None}
+        print(json.dumps(data, indent=2, ensure_ascii=False))
         return 0
+    said = _said(source, request.reference)
+    if said:
+        print(_("model    {what}").format(what=said))
     _print(report)
     return 0

@@ -136,6 +136,14 @@ def _ids(plan: GenerativePlan, layout: GenerativeLayout, tokenizer: Any) -> list
         ids = list(tokenizer.encode(plan.prompt_text).ids)
         if not ids:
             raise GenerateError(_("The prompt's text makes no token; give a text with words in it."))
+        outside = [i for i in ids if not 0 <= i < layout.vocabulary]
+        if outside:  # another model's tokenizer (given apart from the model): its ids would index past the table
+            raise GenerateError(
+                _(
+                    "The tokenizer made token id {id}, outside the model's vocabulary of {count}: it is not this "
+                    "model's tokenizer. Give the one the model was trained with."
+                ).format(id=outside[0], count=number(layout.vocabulary))
+            )
         return [ids] * plan.batch
     if plan.prompt_ids:
         outside = [i for i in plan.prompt_ids if not 0 <= i < layout.vocabulary]

@@ -1,0 +1,51 @@
+"""``python -m core generate`` given what people have: a tokenizer.json apart from the model (``--tokenizer``), whose
+byte-level pieces of a Chinese character are joined before they are decoded; and a Hugging Face folder of config.json
+and weights with no ONNX file, exported with its cache first and generated beside PyTorch eager from the same folder
+(the models: fixtures of tests/unit/conftest.py, built from configs with random weights)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from tests.cli import cli
+from tests.lm_models import LanguageModel, byte_tokenizer
+
+CHINESE = "你好，汉字。"  # 汉 and 字 are not merged by the test tokenizer: three byte-level tokens each
+
+
+def test_a_tokenizer_given_apart_takes_a_chinese_prompt_and_says_the_tokens_as_whole_text(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    (tmp_path / "tokenizer").mkdir()
+    tokenizer_file = byte_tokenizer(tmp_path / "tokenizer" / "tokenizer.json")
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    common = ("generate", str(gpt2_past.onnx), "--prompt", CHINESE, "--new", "3", "--runs", "1")
+    refused = cli(*common)  # no tokenizer beside the model, none given
+    assert refused.returncode == 2 and "tokenizer" in refused.stderr
+    result = cli(*common, "--tokenizer", str(tokenizer_file.parent), "--json")  # a folder that holds one
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    prompt = data["prompt_ids"][0]
+    assert "\ufffd" in "".join(tokenizer.decode([i]) for i in prompt)  # token by token, a character breaks
+    assert data["prompt_text"] == [CHINESE]  # decoded whole, it reads right
+    assert data["text"] == [tokenizer.decode(data["tokens"][0], skip_special_tokens=False)]
+    shown = cli(*common, "--tokenizer", str(tokenizer_file))  # the file itself
+    assert shown.returncode == 0, shown.stderr
+    assert f"prompt: {CHINESE}" in shown.stdout and "ONNX Runtime (ALL): " in shown.stdout
+    missing = cli(*common, "--tokenizer", str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and "--tokenizer" in missing.stderr and "tokenizer.json" in missing.stderr
+
+
+def test_a_folder_without_onnx_is_exported_with_its_cache_and_generated_beside_eager_from_itself(
+    gpt2_past: LanguageModel,
+) -> None:
+    folder = gpt2_past.reference  # config.json and model.safetensors, as save_pretrained wrote them
+    result = cli("generate", str(folder), "--new", "4", "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["exported"].endswith(".onnx") and data["reference"] == str(folder.resolve())
+    assert data["eager"] is not None and data["cache"]["layers"] == 2
+    assert data["first_divergent_token"] is None and data["tokens"] == data["eager"]["tokens"]
