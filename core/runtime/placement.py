@@ -115,6 +115,14 @@ def _unplaced_note(proto: onnx.NodeProto, inlined: bool) -> str:
     return CONSTANT if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx") else REMOVED
 
 
+def _placement(node: Any, index: int, graph: str, provider: str, note: str = "") -> NodePlacement:
+    """Where ``node`` runs: a node of the model (onnx.NodeProto) or of ORT's assignment, which both have a name, an
+    op type and a domain."""
+    return NodePlacement(
+        index=index, name=node.name, op_type=node.op_type, domain=node.domain, graph=graph, provider=provider, note=note
+    )
+
+
 def _match(model: onnx.ModelProto, groups: Any, providers: list[str]) -> Assignment:
     """ORT lists nodes by their original names; match them to the graph's nodes (in order, per name and op, so
     unnamed nodes match too). Whatever is left over was added by ORT (copies, inlined function bodies)."""
@@ -128,28 +136,10 @@ def _match(model: onnx.ModelProto, groups: Any, providers: list[str]) -> Assignm
             queue = waiting.get((node.name, node.op_type))
             if queue:
                 index, graph_path, proto = queue.popleft()
-                matched.placements.append(
-                    NodePlacement(
-                        index=index,
-                        name=node.name,
-                        op_type=node.op_type,
-                        domain=proto.domain,
-                        graph=graph_path,
-                        provider=group.ep_name,
-                    )
-                )
+                matched.placements.append(_placement(proto, index, graph_path, group.ep_name))
                 members += [index] if index >= 0 else []
                 continue
-            matched.added.append(
-                NodePlacement(
-                    index=-1,
-                    name=node.name,
-                    op_type=node.op_type,
-                    domain=node.domain,
-                    graph="added by ORT",
-                    provider=group.ep_name,
-                )
-            )
+            matched.added.append(_placement(node, -1, "added by ORT", group.ep_name))
             if node.op_type.startswith("Memcpy"):
                 matched.copies.append(CopyNode(node.name, node.op_type, group.ep_name))
         if len(members) > 1:
@@ -160,17 +150,8 @@ def _match(model: onnx.ModelProto, groups: Any, providers: list[str]) -> Assignm
         for index, graph_path, proto in queue:
             # ORT inlines calls of local functions; the call runs where its body's nodes were placed
             inlined = bool((proto.domain, proto.op_type) in functions and body)
-            matched.placements.append(
-                NodePlacement(
-                    index=index,
-                    name=proto.name,
-                    op_type=proto.op_type,
-                    domain=proto.domain,
-                    graph=graph_path,
-                    provider=body[0][0] if inlined else "",
-                    note=_unplaced_note(proto, inlined),
-                )
-            )
+            provider = body[0][0] if inlined else ""
+            matched.placements.append(_placement(proto, index, graph_path, provider, _unplaced_note(proto, inlined)))
     matched.placements.sort(key=lambda n: (n.graph != "main", n.graph, n.index))
     return matched
 
