@@ -11,7 +11,7 @@ from core.jobs import PROFILE
 from core.profile import ProfileRequest
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
-from ui import jobs, session
+from ui import jobs, runtime_view, session
 from ui.graph_panel import graph_of
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
@@ -46,6 +46,7 @@ batch_dynamic = any(i.batch_axis is not None for i in inputs)
 cores = os.cpu_count() or 1
 
 with st.form("profile_form"):
+    runtime = runtime_view.runtime_picker("profile_runtime")  # another build: its providers, the CPU provider last
     left, mid, right = st.columns(3)
     level = left.selectbox(
         _("ONNX Runtime optimization level"),
@@ -84,6 +85,7 @@ if submitted or st.session_state.pop("profile_again", False):
         batch=int(batch) if batch_dynamic else 1,
         iterations=int(iterations),
         warmup=int(warmup),
+        runtime=runtime,
     )
     jobs.run(PROFILE, request, _("Profiling “{name}”").format(name=record.name), model=record.id)
 

@@ -19,9 +19,11 @@ from core.notes import say, significant
 from core.profile import ProfileReport
 from core.profile.profiler import headline
 from core.profile.words import note_text
+from core.runtime.fallback import FALLBACKS
 from ui.bench_view import busy_notice
 from ui.charts import escaped
 from ui.graph_panel import draw_graph
+from ui.profile_phases import phases_section, providers_section
 from ui.text import md_escape
 
 __all__ = ["nodes_frame", "profile_section", "rows_frame"]
@@ -209,15 +211,19 @@ def _metrics(report: ProfileReport) -> None:
 def profile_section(report: ProfileReport, key: str, view: GraphView | None = None) -> None:
     """One profile: headline, charts, tables, and ``view`` (the model's graph) coloured by latency, in the reader's
     language (the profile's notes said here: core.notes)."""
+    for said in (n for n in report.notes if n.key in FALLBACKS):  # a provider that fell back, before any figure
+        (st.warning if said.severity == "warning" else st.info)(say(said))  # the app's words: provider names
     st.subheader(md_escape(say(headline(report)), 500))
     advice = _("Profile again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "profile_again", _("Profile it again"), advice)
     for note in report.notes:
-        if note != report.activity.note:  # the machine's own note: in the busy notice above
+        if note != report.activity.note and note.key not in FALLBACKS:  # the machine's: in the busy notice above
             st.caption(md_escape(say(note), 800))
     _metrics(report)
+    providers_section(report)
     st.markdown(_("**Where the time goes, by op type**: one call, each engine with its overhead as a bar of its own."))
     st.plotly_chart(op_types_figure(report), key=f"{key}_ops", config={"displaylogo": False})
+    phases_section(report, key)
     frame = nodes_frame(report)
     st.markdown(
         _("**The top nodes** of the {count} ONNX Runtime ran ({level}), with what each one was.").format(

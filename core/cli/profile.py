@@ -7,7 +7,14 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, add_target_argument, environment_json, padded, target_backend
+from core.cli.common import (
+    add_code_arguments,
+    add_target_argument,
+    environment_json,
+    padded,
+    provider_names,
+    target_backend,
+)
 from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
 from core.i18n import _
 from core.jobs import PROFILE
@@ -16,9 +23,12 @@ from core.model.records import format_shape
 from core.notes import say
 from core.profile import ProfileRequest
 from core.profile.words import note_text
+from core.runtime.fallback import FALLBACKS
+from core.runtime.ort import short_name
 
 if TYPE_CHECKING:
     from core.profile import ProfileReport
+    from core.profile.records import PhaseProfile
 
 __all__ = ["register", "run"]
 
@@ -34,6 +44,19 @@ def register(parser: Any) -> None:
     parser.add_argument("--warmup", type=int, default=10, help="warm-up calls per engine (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
+    parser.add_argument(
+        "--runtime",
+        default="default",
+        help="the ONNX Runtime build that profiles (`python -m core runtimes`); with it, its providers by default",
+    )
+    parser.add_argument(
+        "--providers", help="ORT execution providers in order of preference, e.g. openvino (the CPU provider last)"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
+    )
     add_plan_arguments(parser)
     add_code_arguments(parser)
     add_target_argument(parser)
@@ -50,6 +73,8 @@ def report_json(report: ProfileReport, plan: list[Any]) -> dict[str, Any]:
 def _print(report: ProfileReport, top: int) -> None:
     from core.profile.profiler import headline
 
+    for said in (n for n in report.notes if n.key in FALLBACKS):  # a provider that fell back, before any figure
+        print((_("warning  {note}") if said.severity == "warning" else _("note     {note}")).format(note=say(said)))
     print(say(headline(report)))
     for name, used in report.settings.get("inputs", {}).items():
         print(_("input    {name}: {dtype} {shape}, {values}").format(
@@ -59,15 +84,22 @@ def _print(report: ProfileReport, top: int) -> None:
         call=f"{report.call_ms:.3f}", cpu=f"{report.cpu_ms:.3f}", kernels=f"{report.kernel_ms:.3f}",
         overhead=f"{report.overhead_ms:.3f}",
     ))  # fmt: skip
+    for part in report.providers if len(report.providers) > 1 or report.runtime != "default" else []:
+        print(_("provider {provider}: nodes {nodes} ({node_share}), {ms} ms ({time_share} of the kernels)").format(
+            provider=short_name(part.provider), nodes=part.nodes, node_share=f"{part.node_share:.0%}",
+            ms=f"{part.mean_ms:.3f}", time_share=f"{part.time_share:.0%}",
+        ))  # fmt: skip
     print(
-        padded(_("node"), 40), padded(_("op type"), 18), padded("ms", 8, True), padded(_("share"), 6, True),
-        " " + _("module / note"),
+        padded(_("node"), 40), padded(_("op type"), 18), padded(_("provider"), 9), padded("ms", 8, True),
+        padded(_("share"), 6, True), " " + _("module / note"),
     )  # fmt: skip
     for node in report.nodes[:top]:
         print(
-            f"{node.name[:40]:<40} {node.op_type[:18]:<18} {node.mean_ms:>8.3f} {node.share:>6.1%}  "
-            f"{node.module or '-'}{'; ' + note_text(node.note) if node.note else ''}"
+            f"{node.name[:40]:<40} {node.op_type[:18]:<18} {short_name(node.provider)[:9]:<9} {node.mean_ms:>8.3f} "
+            f"{node.share:>6.1%}  {node.module or '-'}{'; ' + note_text(node.note) if node.note else ''}"
         )
+    if report.phases:
+        _print_phases(report.phases["prefill"], report.phases["decode"], top)
     if report.matched:
         print(padded(_("eager layer(s)"), 40), padded("eager ms", 9, True), padded("ORT ms", 9, True), " " + _("note"))
         for row in report.matched:
@@ -75,8 +107,22 @@ def _print(report: ProfileReport, top: int) -> None:
             eager = f"{row.eager_ms:.3f}" if row.eager_ms is not None else "-"
             ort = f"{row.ort_ms:.3f}" if row.ort_ms is not None else "-"
             print(f"{label[:40]:<40} {eager:>9} {ort:>9}  {note_text(row.note) if row.modules else ''}")
-    for note in report.notes:
+    for note in (n for n in report.notes if n.key not in FALLBACKS):
         print(_("note     {note}").format(note=say(note)))
+
+
+def _print_phases(prefill: PhaseProfile, decode: PhaseProfile, top: int) -> None:
+    """Per op type, the prefill's time beside the decode step's, the op types that take the most in either first."""
+    print(_("prefill  {tokens} tokens: {call} ms (kernels {kernels} ms); decode one token after {past}: {step} ms "
+            "(kernels {step_kernels} ms)").format(
+        tokens=prefill.new_tokens, call=f"{prefill.call_ms:.3f}", kernels=f"{prefill.kernel_ms:.3f}",
+        past=decode.past, step=f"{decode.call_ms:.3f}", step_kernels=f"{decode.kernel_ms:.3f}",
+    ))  # fmt: skip
+    print(padded(_("op type"), 34), padded(_("prefill ms"), 11, True), padded(_("decode ms"), 11, True))
+    before = {t.op_type: t.mean_ms for t in prefill.op_types}
+    after = {t.op_type: t.mean_ms for t in decode.op_types}
+    for op in sorted(before.keys() | after.keys(), key=lambda o: -max(before.get(o, 0.0), after.get(o, 0.0)))[:top]:
+        print(f"{op[:34]:<34} {before.get(op, 0.0):>11.3f} {after.get(op, 0.0):>11.3f}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,6 +136,9 @@ def run(args: argparse.Namespace) -> int:
             iterations=args.iters,
             warmup=args.warmup,
             seed=args.seed,
+            runtime=args.runtime,
+            providers=provider_names(args.providers),
+            strict=args.strict,
         )
         report = jobs.run(PROFILE, request, backend)
     if args.json:

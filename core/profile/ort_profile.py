@@ -9,24 +9,29 @@ per run; what the kernels do not account for of a call is the runtime's own over
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import BenchmarkError
-from core.notes import Note, note
+from core.notes import Note, note, warning
 from core.profile.match import Lineage, lineage
-from core.profile.records import NodeTime, OpTypeTime
-from core.profile.words import FEWER_CALLS, OWN_TIME
+from core.profile.records import NodeTime, OpTypeTime, ProviderTime
+from core.profile.words import FEWER_CALLS, NO_DECODE, OWN_TIME
+from core.runtime.fallback import session_placement
 from core.runtime.harness import timed_session
 from core.runtime.ort import ort_message
+from core.runtime.provider_options import CPU
 
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["MAX_EVENTS", "OrtProfile", "profile_ort"]
+__all__ = ["MAX_EVENTS", "OrtProfile", "OrtRun", "profile_ort"]
 
 MAX_EVENTS = 400_000  # node events in one trace: beyond this the JSON alone takes seconds and hundreds of MB
 _OPTIMIZED_UP_TO = 512 << 20  # the optimized graph is saved (to trace fusions back) for models up to this size
@@ -61,6 +66,21 @@ class OrtProfile:
         ]
         return sorted(rows, key=lambda r: -r.mean_ms)
 
+    def providers(self) -> list[ProviderTime]:
+        """Each provider's nodes and their time, as shares of the nodes that ran and of the kernels' time."""
+        totals: dict[str, tuple[float, int]] = {}
+        for n in self.nodes:
+            ms, count = totals.get(n.provider, (0.0, 0))
+            totals[n.provider] = (ms + n.mean_ms, count + 1)
+        kernels, count = self.kernel_ms, len(self.nodes)
+        rows = [
+            ProviderTime(
+                provider=p, nodes=c, node_share=c / count, mean_ms=ms, time_share=ms / kernels if kernels else 0.0
+            )
+            for p, (ms, c) in totals.items()
+        ]
+        return sorted(rows, key=lambda r: -r.mean_ms)
+
 
 def _shapes(entries: Any) -> list[str]:
     shapes = []
@@ -70,64 +90,117 @@ def _shapes(entries: Any) -> list[str]:
     return shapes
 
 
+@dataclass(kw_only=True)
+class OrtRun:
+    """What one profiled session gave: a profile per phase (one, or a language model's prefill and decode step),
+    notes (fewer calls for a large graph, a decode step that would not run), and ORT's own placement (the providers
+    the session kept, nodes per provider: core.runtime.fallback)."""
+
+    phases: list[OrtProfile]
+    notes: list[Note]
+    used: list[str] = field(default_factory=list)
+    nodes: dict[str, int] = field(default_factory=dict)
+
+
+def _calls(session: Any, feeds: dict[str, Any], warmup: int, iterations: int) -> tuple[list[float], list[float], Any]:
+    """Warm-up, then ``iterations`` timed calls: their wall and CPU times (every thread of ours), and the last
+    call's outputs."""
+    walls: list[float] = []
+    cpus: list[float] = []
+    outputs = None
+    for _ in range(warmup):
+        session.run(None, feeds)
+    for _ in range(iterations):
+        cpu = time.process_time_ns()
+        start = time.perf_counter_ns()
+        outputs = session.run(None, feeds)
+        walls.append((time.perf_counter_ns() - start) / 1e6)
+        cpus.append((time.process_time_ns() - cpu) / 1e6)
+    return walls, cpus, outputs
+
+
 def profile_ort(
     path: str, source: Any, feeds: dict[str, Any], level: str, threads: int, iterations: int, warmup: int,
-    folder: Path, provider: str = "CPUExecutionProvider",
-) -> tuple[OrtProfile, list[Note]]:  # fmt: skip
+    folder: Path, providers: list[str] | None = None, *, strict: bool = False,
+    then: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> OrtRun:  # fmt: skip
     """Profile ``iterations`` calls after ``warmup`` of the model at ``path`` (``source``: its main graph, as the
-    caller loaded it); the profile and notes (fewer calls for a large graph)."""
+    caller loaded it) on ``providers`` in order (the CPU provider last); with ``then``, a second phase in the same
+    session: the calls ``then`` feeds from the first phase's outputs (by name), each phase's nodes cut from the trace
+    by time."""
     import onnx
 
     node_count = len(source.node)
     notes: list[Note] = []
-    limit = max(3, MAX_EVENTS // max(node_count, 1))
+    limit = max(3, MAX_EVENTS // max(node_count, 1) // (2 if then else 1))
     if iterations > limit:
         notes.append(note(FEWER_CALLS, count=node_count, limit=limit, asked=iterations))
         iterations = limit
     optimized = folder / "optimized.onnx"
-    keep_optimized = str(optimized) if os.path.getsize(path) <= _OPTIMIZED_UP_TO else ""
-    session, _ = timed_session(path, level, provider, threads, str(folder / "ort-profile"), keep_optimized)
-    walls: list[float] = []
-    cpus: list[float] = []  # the same calls' CPU time, every thread of ours
+    providers = providers or [CPU]
+    # a provider that compiles its nodes (OpenVINO) leaves a graph ONNX Runtime refuses to save
+    compiled = any(p != CPU for p in providers)
+    keep_optimized = str(optimized) if os.path.getsize(path) <= _OPTIMIZED_UP_TO and not compiled else ""
+    session, _ = timed_session(
+        path, level, providers, threads, str(folder / "ort-profile"), keep_optimized, strict=strict,
+        record=True,
+    )  # fmt: skip
+    used, placed = session_placement(session)
+    timings = []
     try:
-        for _ in range(warmup):
-            session.run(None, feeds)
-        for _ in range(iterations):
-            cpu = time.process_time_ns()
-            start = time.perf_counter_ns()
-            session.run(None, feeds)
-            walls.append((time.perf_counter_ns() - start) / 1e6)
-            cpus.append((time.process_time_ns() - cpu) / 1e6)
+        walls, cpus, outputs = _calls(session, feeds, warmup, iterations)
     except Exception as exc:
         raise BenchmarkError(f"ONNX Runtime failed on the inputs: {ort_message(exc)}") from exc
+    timings.append((walls, cpus))
+    if then is not None:
+        try:
+            names = [o.name for o in session.get_outputs()]
+            walls, cpus, _outputs = _calls(session, then(dict(zip(names, outputs, strict=True))), warmup, iterations)
+            timings.append((walls, cpus))
+        except Exception as exc:  # the prefill's profile stands alone, and says why
+            notes.append(warning(NO_DECODE, error=ort_message(exc)[:300]))
     trace = Path(session.end_profiling())
     events = json.loads(trace.read_text())
     trace.unlink(missing_ok=True)
-    # the warm-up calls are the first runs in the trace: the measured ones start with run number ``warmup``
-    starts = sorted(e.get("ts", 0) for e in events if e.get("name") == "model_run")
-    cut_us = starts[warmup] if len(starts) > warmup else 0
-
     graph = onnx.load(str(optimized), load_external_data=False).graph if optimized.exists() else None
     original = lineage(source)
+    # each phase's calls follow each other in the trace: its warm-up, then its measured runs
+    starts = sorted(e.get("ts", 0) for e in events if e.get("name") == "model_run")
+    per_phase = warmup + iterations
+    phases = []
+    for index, (walls, cpus) in enumerate(timings):
+        first, after = index * per_phase + warmup, (index + 1) * per_phase
+        window = (starts[first] if len(starts) > first else 0, starts[after] if len(starts) > after else math.inf)
+        phases.append(_phase(events, window, walls, cpus, graph, source, original))
+    return OrtRun(phases=phases, notes=notes, used=used, nodes=placed)
+
+
+def _phase(
+    events: list[Any], window: tuple[float, float], walls: list[float], cpus: list[float],
+    graph: onnx.GraphProto | None, source: onnx.GraphProto, original: Lineage,
+) -> OrtProfile:  # fmt: skip
+    """The profile of the calls timed in ``window`` of the trace (microseconds, from its start); ``graph``: the
+    optimized graph, when it was saved, ``source`` the model's own."""
     call_ms = statistics.median(walls)
-    nodes = _nodes(events, cut_us, iterations, call_ms, graph, original)
+    nodes = _nodes(events, window, len(walls), call_ms, graph, original)
     _own_times(nodes, graph if graph is not None else source, call_ms)
-    runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and e.get("ts", 0) >= cut_us]
-    run_ms = statistics.median(runs) if runs else call_ms
-    profile = OrtProfile(nodes, call_ms, run_ms, iterations, original)
+    runs = [e["dur"] / 1000 for e in events if e.get("name") == "model_run" and window[0] <= e.get("ts", 0) < window[1]]
+    profile = OrtProfile(nodes, call_ms, statistics.median(runs) if runs else call_ms, len(walls), original)
     profile.cpu_ms = statistics.median(cpus)
-    return profile, notes
+    return profile
 
 
 def _nodes(
-    events: list[Any], cut_us: float, iterations: int, call_ms: float, graph: onnx.GraphProto | None, original: Lineage
-) -> list[NodeTime]:
-    """The trace's kernel events after ``cut_us``, per node and call, traced back to the model's own nodes."""
+    events: list[Any], window: tuple[float, float], iterations: int, call_ms: float, graph: onnx.GraphProto | None,
+    original: Lineage,
+) -> list[NodeTime]:  # fmt: skip
+    """The trace's kernel events in ``window``, per node and call, traced back to the model's own nodes."""
     by_name = {n.name: n for n in graph.node} if graph is not None else {}
     totals: dict[str, list[Any]] = {}
     for event in events:
         name = event.get("name", "")
-        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or event.get("ts", 0) < cut_us:
+        inside = window[0] <= event.get("ts", 0) < window[1]
+        if event.get("cat") != "Node" or not name.endswith("_kernel_time") or not inside:
             continue
         entry = totals.setdefault(name[: -len("_kernel_time")], [[], event.get("args", {})])
         entry[0].append(event["dur"] / 1000)
@@ -142,7 +215,7 @@ def _nodes(
             NodeTime(
                 name=name,
                 op_type=str(args.get("op_name", "")),
-                provider=str(args.get("provider", "")).removesuffix("ExecutionProvider"),
+                provider=str(args.get("provider", "")),
                 mean_ms=mean,
                 share=mean / call_ms if call_ms else 0.0,
                 calls=max(1, round(count / iterations)),

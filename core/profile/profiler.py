@@ -4,6 +4,7 @@ machine (it measures time)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -23,11 +24,15 @@ from core.notes import Note, note
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
+from core.profile.phases import decode_feeds, phases_of, recognised_cache
 from core.profile.records import EagerProfile, LayerRow, ProfileReport, ProfileRequest
-from core.profile.words import BUSY, EAGER, EAGER_TOP, END, KERNELS, NO_KERNEL, SENTENCES, TOP_OP
+from core.profile.words import BUSY, EAGER, EAGER_TOP, END, KERNELS, NO_KERNEL, PHASES, SENTENCES, TOP_OP
 from core.runtime.activity import ActivityMeter
+from core.runtime.fallback import Placed, placement_notes, refuse
 from core.runtime.machine import default_threads, environment
-from core.runtime.ort import LEVELS
+from core.runtime.ort import LEVELS, short_name
+from core.runtime.provider_options import CPU
+from core.runtime.runtimes import DEFAULT
 
 __all__ = ["headline", "profile_model"]
 
@@ -45,6 +50,7 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
     level, threads, batch, seed = request.level, request.threads, request.batch, request.seed
     iterations, warmup = request.iterations, request.warmup
     report_progress = progress or _silent
+    providers = _providers(request)
     if level not in LEVELS:
         raise BenchmarkError(f"Unknown optimization level {level!r}; choose one of {', '.join(LEVELS)}.")
     if iterations < 1 or warmup < 0 or batch < 1:
@@ -52,13 +58,19 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
     threads = threads or default_threads()
     began = time.perf_counter()
     feeds = make_inputs(inputs, batch, seed)
-    graph = onnx.load(onnx_path, load_external_data=False).graph
+    model = onnx.load(onnx_path, load_external_data=False)
+    graph = model.graph
+    layout, no_split = recognised_cache(model, onnx_path)
+    then = functools.partial(decode_feeds, layout, feeds) if layout is not None else None
     folder = Path(tempfile.mkdtemp(prefix="profile-"))
     meter = ActivityMeter()
     try:
         report_progress(0.1, _("Profiling ONNX Runtime ({level})").format(level=LEVELS[level].name))
         try:
-            ort, notes = profile_ort(onnx_path, graph, feeds, level, threads, iterations, warmup, folder)
+            run = profile_ort(
+                onnx_path, graph, feeds, level, threads, iterations, warmup, folder, providers, strict=request.strict,
+                then=then,
+            )  # fmt: skip
         except BenchmarkError as exc:
             raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
         eager: EagerProfile | None = None
@@ -68,20 +80,26 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
+    ort, notes = run.phases[0], run.notes
+    placed = placement_notes(
+        Placed(runtime=request.runtime, asked=providers, available=_available(), used=run.used, nodes=run.nodes)
+    )
+    refuse(placed, request.strict, [n.name for n in ort.nodes if n.provider == CPU])
     matched = _lined_up(eager, ort, notes)
     if (activity.busy or not activity.known) and activity.note is not None:
         notes.insert(0, activity.note)
+    notes[:0] = placed + ([no_split] if no_split is not None else [])  # what fell back, before any figure
     report = ProfileReport(
         id=uuid.uuid4().hex[:12],
         model=measured.name or os.path.basename(onnx_path),
         model_id=measured.id,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         level=LEVELS[level].name,
-        provider="CPU",
+        provider=short_name(providers[0]),
         threads=threads,
         batch=batch,
         iterations=ort.calls,
-        settings={"warmup": warmup, "seed": seed, "inputs": plan_summary(inputs)},
+        settings=_settings(request, providers, inputs),
         call_ms=ort.call_ms,
         cpu_ms=ort.cpu_ms,
         run_ms=ort.run_ms,
@@ -96,9 +114,43 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         notes=notes,
     )
     report.node_ms = ort.node_ms()
+    report.runtime, report.providers = request.runtime, ort.providers()
+    if layout is not None and len(run.phases) == 2:
+        report.phases = phases_of(layout, feeds, ort, run.phases[1])
     report.headline = headline(report)
     report.seconds = time.perf_counter() - began
     return report
+
+
+def _available() -> list[str]:
+    import onnxruntime as ort
+
+    return list(ort.get_available_providers())
+
+
+def _providers(request: ProfileRequest) -> list[str]:
+    """The providers the session is asked for, in order, the CPU provider last: those asked, else the runtime's own
+    (the default wheel's: the CPU provider alone); one the runtime lacks is refused, naming what it has."""
+    available = _available()
+    devices = [p for p in available if p not in (CPU, "AzureExecutionProvider")] if request.runtime != DEFAULT else []
+    asked = [p for p in (request.providers or devices) if p != CPU]
+    unavailable = [p for p in asked if p not in available]
+    if unavailable:
+        raise BenchmarkError(
+            f"{', '.join(short_name(p) for p in unavailable)} is not in this build of ONNX Runtime (the runtime "
+            f"{request.runtime}: {', '.join(available)}); profile it on a runtime that has it (--runtime NAME; "
+            "`python -m core runtimes` lists them) or on a machine that has it."
+        )
+    return [*asked, CPU]
+
+
+def _settings(request: ProfileRequest, providers: list[str], inputs: list[BenchInput]) -> dict[str, Any]:
+    settings: dict[str, Any] = {"warmup": request.warmup, "seed": request.seed, "inputs": plan_summary(inputs)}
+    if request.runtime != DEFAULT:  # profiled by another build of ONNX Runtime
+        settings["runtime"] = request.runtime
+    if providers != [CPU]:
+        settings["providers"] = providers
+    return settings
 
 
 def _eager(
@@ -144,6 +196,15 @@ def headline(report: ProfileReport) -> Note:
             else note(EAGER, ms=ms)
         )
         said = note(SENTENCES, said=said, more=eager)
+    prefill, decode = report.phases.get("prefill"), report.phases.get("decode")
+    if prefill is not None and decode is not None and prefill.op_types and decode.op_types:
+        first, then = prefill.op_types[0], decode.op_types[0]
+        phases = note(
+            PHASES, tokens=prefill.new_tokens, prefill=prefill.call_ms, prefill_op=first.op_type,
+            prefill_share=f"{first.share:.0%}", decode=decode.call_ms, decode_op=then.op_type,
+            decode_share=f"{then.share:.0%}",
+        )  # fmt: skip
+        said = note(SENTENCES, said=said, more=phases)
     if report.activity.busy:
         said = note(SENTENCES, said=said, more=note(BUSY, cores=number(report.activity.others_cores, 1)))
     return said

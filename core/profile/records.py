@@ -18,15 +18,21 @@ __all__ = [
     "LayerRow",
     "NodeTime",
     "OpTypeTime",
+    "PhaseProfile",
     "ProfileReport",
     "ProfileRequest",
+    "ProviderTime",
 ]
 
 
 @dataclass(frozen=True, kw_only=True)
 class ProfileRequest:
     """Profile ``iterations`` calls of each engine after ``warmup`` at one optimization level (``threads`` 0:
-    every core but one); eager only when the model has its PyTorch original."""
+    every core but one); eager only when the model has its PyTorch original. ``runtime``: the build of ONNX Runtime
+    that profiles it (core.runtime.runtimes), its worker started from that build's Python; ``providers``: in order of
+    preference (default: the runtime's own, the CPU provider last); ``strict``: a provider that leaves nodes to the
+    CPU provider is refused (session.disable_cpu_ep_fallback). A language model (its cache recognised) is profiled
+    in two phases: one prefill of the plan's prompt and one decode step after it."""
 
     model: MeasuredModel
     level: str = "all"
@@ -35,6 +41,9 @@ class ProfileRequest:
     iterations: int = 100
     warmup: int = 10
     seed: int = 0
+    runtime: str = "default"
+    providers: list[str] | None = None
+    strict: bool = False
 
 
 @dataclass(kw_only=True)
@@ -62,6 +71,32 @@ class OpTypeTime:
     mean_ms: float
     share: float
     nodes: int
+
+
+@dataclass(kw_only=True)
+class ProviderTime:
+    """One execution provider's part of a profiled call: its nodes and their time, each as a share."""
+
+    provider: str  # ONNX Runtime's name, e.g. OpenVINOExecutionProvider
+    nodes: int
+    node_share: float  # of the nodes that ran
+    mean_ms: float  # its nodes' time per call
+    time_share: float  # of the kernels' time
+
+
+@dataclass(kw_only=True)
+class PhaseProfile:
+    """One phase of a language model's generation profiled on its own: the prompt at once (prefill) or one new
+    token after it (decode), per op type and its slowest nodes, per call."""
+
+    new_tokens: int  # tokens the call takes: the prompt's length, or 1
+    past: int  # positions already in the cache when it runs
+    call_ms: float  # the median profiled call, as the caller sees it
+    run_ms: float  # ONNX Runtime's own time for it (its "model_run"), median
+    kernel_ms: float
+    overhead_ms: float
+    op_types: list[OpTypeTime]
+    nodes: list[NodeTime]  # its slowest nodes (core.profile.phases.TOP_NODES), slowest first
 
 
 @dataclass(kw_only=True)
@@ -130,3 +165,7 @@ class ProfileReport:
     seconds: float = 0.0
     cpu_ms: float = 0.0  # the median call's CPU time, all our threads: beside call_ms, how much it waited or spread
     node_ms: list[float] = field(default_factory=list)  # per node of that graph: the time of what it became
+    runtime: str = "default"  # the build of ONNX Runtime that ran it (core.runtime.runtimes)
+    providers: list[ProviderTime] = field(default_factory=list)  # each provider's nodes and time, most time first
+    # a language model: "prefill" (the call above) and "decode" (one step after it), each profiled apart
+    phases: dict[str, PhaseProfile] = field(default_factory=dict)

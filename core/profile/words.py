@@ -22,8 +22,11 @@ __all__ = [
     "IN_SCOPE",
     "NO_MODULE",
     "NO_MODULES",
+    "NO_DECODE",
     "NO_NODE",
+    "NO_SPLIT",
     "OWN_TIME",
+    "PHASES",
     "UNMATCHED",
     "note_text",
 ]
@@ -49,6 +52,16 @@ EAGER_TOP = N_("PyTorch eager: {ms} ms per call, most in {op} ({share}).")
 EAGER = N_("PyTorch eager: {ms} ms per call.")
 BUSY = N_("The machine was busy: other processes kept {cores} cores busy.")
 SENTENCES = N_("{said} {more}")  # a sentence and the one that follows it
+# a language model: its prefill and one decode step, profiled apart (core.profile.phases)
+PHASES = N_(
+    "Prefill of {tokens} tokens: {prefill} ms, most in {prefill_op} ({prefill_share}); one decode step after it: "
+    "{decode} ms, most in {decode_op} ({decode_share})."
+)
+NO_SPLIT = N_("{why} So Profile does not split a prefill from a decode step: it profiles one call, as for any model.")
+NO_DECODE = N_(
+    "The decode step after the prefill did not run ({error}), so only the prefill is profiled: check the cache's "
+    "inputs in the input plan."
+)
 # a node's or a layer row's note (a row's are clauses of one sentence)
 INSERTED = N_("inserted by ONNX Runtime (layout or copy)")
 FUSED_WITH = N_("fused with its {ops}")

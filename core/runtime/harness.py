@@ -99,7 +99,7 @@ class Config:
 def timed_session(
     path: str,
     level: str,
-    provider: str,
+    provider: str | list[str],
     threads: int,
     profile_prefix: str = "",
     optimized_path: str = "",
@@ -109,10 +109,10 @@ def timed_session(
 ) -> tuple[Any, float]:
     """A session as the benchmark uses it (sequential, one inter-op thread, no profiling) and its load time.
     Profile's sessions are the same, with ORT's profiler on (its trace named ``profile_prefix``) and the
-    optimized graph saved (at ``optimized_path``) to trace its nodes back. ``provider`` is opened with its
-    options (core.runtime.provider_options), the CPU provider after it; ``record``: ORT keeps which provider took
-    which node (core.runtime.fallback.nodes_per_provider); ``strict``: no node may fall back to the CPU provider
-    (``session.disable_cpu_ep_fallback``), else ProviderFallbackError."""
+    optimized graph saved (at ``optimized_path``) to trace its nodes back. ``provider`` (or several, in order of
+    preference) is opened with its options (core.runtime.provider_options), the CPU provider after it; ``record``:
+    ORT keeps which provider took which node (core.runtime.fallback.nodes_per_provider); ``strict``: no node may fall
+    back to the CPU provider (``session.disable_cpu_ep_fallback``), else ProviderFallbackError."""
     import onnxruntime as ort
 
     options = stop_spinning(session_options(level, threads))  # sessions timed in turn must not slow each other
@@ -125,10 +125,12 @@ def timed_session(
         options.optimized_model_filepath = optimized_path
     if record:
         options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    asked = [p for p in ([provider] if isinstance(provider, str) else provider) if p != CPU]
+    provider = asked[0] if asked else CPU  # the one a refusal names
     strict = strict and provider != CPU  # the CPU provider alone cannot fall back
     if strict:
         options.add_session_config_entry(*STRICT)
-    providers = session_providers([provider, CPU] if provider != CPU else [CPU], strict=strict, threads=threads)
+    providers = session_providers([*asked, CPU], strict=strict, threads=threads)
     start = time.perf_counter_ns()
     try:
         session = ort.InferenceSession(path, options, providers=providers)

@@ -1,0 +1,81 @@
+"""Profile for language models: one prefill of the plan's prompt and one decode step after it (the prefill's own
+cache as its past, one new token), each profiled apart per op type and per node, in the report and in the command
+line's JSON; a model whose cache is not recognised is profiled one call at a time, with a note saying why. The models
+are built from configs with random weights (tests/lm_models.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.model.inputs import plan_inputs
+from core.model.intake import IntakeRequest, describe_files
+from core.model.measured import MeasuredModel
+from core.profile import ProfileReport, ProfileRequest, profile_model
+from core.profile.words import NO_SPLIT
+from tests import builders
+from tests.cli import cli
+from tests.lm_models import (  # the models gpt2_past and qwen_genai: fixtures of tests/unit/conftest.py
+    LanguageModel,
+    hf_offline,  # noqa: F401 - an autouse fixture: transformers never reaches the network
+    unrecognised_cache_model,
+)
+from ui.profile_phases import phase_names, phases_figure, phases_frame
+
+QUICK = ("--iters", "5", "--warmup", "1", "--threads", "1")
+
+
+def _profiled(path: Path) -> ProfileReport:
+    plan = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
+    return profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=plan), iterations=20, warmup=2))
+
+
+def test_a_language_model_is_profiled_as_one_prefill_and_one_decode_step_after_it(qwen_genai: LanguageModel) -> None:
+    report = _profiled(qwen_genai.onnx)
+    prefill, decode = report.phases["prefill"], report.phases["decode"]
+    assert (prefill.new_tokens, prefill.past, decode.new_tokens, decode.past) == (16, 0, 1, 16)
+    assert prefill.op_types[0].op_type == "MatMul"  # the weights over the whole prompt
+    assert {"MatMul", "GroupQueryAttention"} <= {t.op_type for t in decode.op_types}
+    # each attention sees what its phase feeds it: the prompt on an empty cache, then one token on the prompt's cache
+    attention = {
+        phase: [n.input_shapes[:2] for n in profile.nodes if n.op_type == "GroupQueryAttention"]
+        for phase, profile in report.phases.items()
+    }
+    assert attention["prefill"] == [["float[1×16×128]", "float[1×2×0×16]"]] * 2
+    assert attention["decode"] == [["float[1×1×128]", "float[1×2×16×16]"]] * 2
+    # the decode step's rows are its kernels, inside ONNX Runtime's own time for the step, inside the measured call
+    assert sum(t.mean_ms for t in decode.op_types) == pytest.approx(decode.kernel_ms)
+    assert 0.2 * decode.run_ms <= decode.kernel_ms <= decode.run_ms <= decode.call_ms * 1.05
+    assert decode.overhead_ms == pytest.approx(decode.call_ms - decode.kernel_ms)
+    assert prefill.call_ms == report.call_ms and prefill.op_types == report.op_types  # the plan's call is the prefill
+    said = report.headline.english()
+    assert "Prefill of 16 tokens:" in said and "; one decode step after it:" in said
+    # the page's chart: the two phases side by side per op type (the page itself: tests/app/test_profile_phases_page)
+    frame = phases_frame(prefill, decode)
+    assert frame["decode_ms"].sum() == pytest.approx(decode.kernel_ms) and frame["op_type"].iloc[0] == "MatMul"
+    figure = phases_figure(frame, phase_names(prefill, decode))
+    assert [t.name for t in figure.data] == ["prefill (16 tokens)", "decode (1 token after 16)"]
+
+
+def test_the_json_has_a_prefill_and_a_decode_phase_each_with_rows_shaped_as_the_ops(gpt2_past: LanguageModel) -> None:
+    done = cli("profile", str(gpt2_past.onnx), *QUICK, "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert set(data["phases"]) == {"prefill", "decode"}
+    for phase in data["phases"].values():
+        assert phase["op_types"] and set(phase["op_types"][0]) == set(data["op_types"][0])
+        assert phase["nodes"] and set(phase["nodes"][0]) == set(data["nodes"][0])
+    assert data["phases"]["decode"]["new_tokens"] == 1 and data["phases"]["decode"]["past"] == 16
+    text = cli("profile", str(gpt2_past.onnx), *QUICK).stdout
+    assert "prefill  16 tokens:" in text and "decode one token after 16:" in text
+
+
+def test_a_cache_that_is_not_recognised_is_profiled_one_call_at_a_time_and_says_why(tmp_path: Path) -> None:
+    path = builders.write(unrecognised_cache_model(), tmp_path / "odd.onnx")
+    report = _profiled(path)
+    assert report.phases == {} and report.op_types
+    assert report.notes[0].key == NO_SPLIT
+    assert "its layout was not recognised" in report.notes[0].english()
+    assert "Profile does not split a prefill from a decode step" in report.notes[0].english()
