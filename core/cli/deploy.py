@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, as_onnx, code_choice
+from core.cli.common import add_code_arguments, as_onnx, code_choice, provider_names
 from core.cli.plan import add_plan_arguments, plan_from_args
 from core.deploy import DeployRequest
 from core.deploy.session import read_tuned
@@ -29,6 +29,15 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "--tuned", metavar="FILE.json", help="the session options Tune chose (what python -m core tune --json writes)"
     )
+    parser.add_argument(
+        "--runtime",
+        help="the ONNX Runtime build the server runs (`python -m core runtimes`): its package is pinned in place of "
+        "onnxruntime and its providers asked for (default: the one --tuned names, else the default)",
+    )
+    parser.add_argument(
+        "--providers", help="the execution providers the server asks for, e.g. openvino,cpu (default: Tune's, else "
+        "the runtime's own)",
+    )  # fmt: skip
     add_code_arguments(parser)
     add_plan_arguments(parser)  # the inputs a variant Tune chose is made on, when its file is not beside --tuned
     parser.add_argument("--seed", type=int, default=0, help="the seed tune was given (default 0)")
@@ -57,7 +66,11 @@ def run(args: argparse.Namespace) -> int:
         )
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record, torch_record = as_onnx(args.model, Path(tmp), code_choice(args))
-        request = DeployRequest(model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False)
+        runtime = args.runtime or (tuned.runtime if tuned else "default")
+        request = DeployRequest(
+            model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False, runtime=runtime,
+            providers=provider_names(args.providers) or [],
+        )  # fmt: skip
         variant = tuned.variant if tuned else "fp32"
         beside = Path(args.tuned).with_name(f"{Path(args.tuned).stem}.{variant}.onnx") if args.tuned else None
         if beside is not None and variant != "fp32" and beside.is_file():  # what tune -o wrote: what Tune measured
@@ -75,4 +88,6 @@ def run(args: argparse.Namespace) -> int:
     for name in report.files:
         print(f"  {name}")
     print(_("start it with: cd {folder} && uvicorn app:app --port 8000").format(folder=report.out_dir))
+    if report.generate:
+        print(_("it streams tokens too: POST /generate (README.md says how)"))
     return 0

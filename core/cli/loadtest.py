@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from core.settings import load_settings
 if TYPE_CHECKING:
     from core.deploy import LoadtestReport
 
-__all__ = ["register", "report_json", "run"]
+__all__ = ["register", "report_json", "run", "served_runtime"]
 
 _PERCENTILES = [f"p{q}{part}_ms" for q in (50, 90, 99) for part in ("", "_low", "_high")]
 
@@ -43,6 +44,12 @@ def register(parser: Any) -> None:
     )  # fmt: skip
     parser.add_argument("--npy", action="store_const", const="npy", dest="body", help="the same as --body npy")
     parser.add_argument("--tuned", metavar="FILE.json", help="with a URL: the session options it serves with")
+    parser.add_argument(
+        "--new-tokens", type=int, default=32, help="a language model's server: tokens each stream asks for (default 32)"
+    )
+    parser.add_argument(
+        "--prompt-tokens", type=int, default=16, help="... and the prompt's ids, drawn with the seed (default 16)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     add_plan_arguments(parser)
     add_code_arguments(parser)
@@ -55,9 +62,11 @@ def _print(report: LoadtestReport) -> None:
     from core.deploy.loadtest import headline, percentile_text
 
     print(say(headline(report)))
+    if report.tokens:
+        _print_tokens(report)
     print(padded(_("concurrency"), 12), padded(_("requests/s"), 11, True), padded("p50", 22, True),
           padded("p90", 10, True), padded("p99", 10, True), padded(_("errors"), 7, True))  # fmt: skip
-    for r in report.results:
+    for r in report.results:  # (none for a language model's server: its load is in tokens)
         if not r.requests:  # nothing to take a percentile of: said in words, never "nan"
             print(f"{r.concurrency:<12} {r.rps:>11,.1f}", padded(_("no request answered"), 42, True), f"{r.errors:>7}")
             continue
@@ -73,6 +82,38 @@ def _print(report: LoadtestReport) -> None:
         print(_("note     {note}").format(note=say(note)))
 
 
+def _print_tokens(report: LoadtestReport) -> None:
+    """The load in tokens, a row per concurrency (a language model's server: /generate)."""
+    print(
+        _("{streams} tokens a stream after a prompt of {prompt}").format(
+            streams=report.new_tokens, prompt=report.prompt_tokens
+        )
+    )
+    print(padded(_("concurrency"), 12), padded(_("first token p50/p95"), 22, True),
+          padded(_("between tokens p50/p95"), 24, True), padded(_("tokens/s a stream"), 18, True),
+          padded(_("tokens/s in all"), 16, True), padded(_("errors"), 7, True))  # fmt: skip
+    for r in report.tokens:
+        if not r.streams:
+            print(f"{r.concurrency:<12}", padded(_("no stream finished"), 64, True), f"{r.errors:>7}")
+            continue
+        ttft = f"{significant(r.ttft_p50_ms)}/{significant(r.ttft_p95_ms)} ms"
+        itl = f"{significant(r.itl_p50_ms)}/{significant(r.itl_p95_ms)} ms"
+        print(
+            f"{r.concurrency:<12} {ttft:>22} {itl:>24} {r.stream_tok_s:>18,.1f} {r.total_tok_s:>16,.1f} {r.errors:>7}"
+        )
+
+
+def served_runtime(folder: Path) -> str:
+    """The runtime a folder deploy wrote was written for (its session.json's): the load test runs in it, so that
+    the server it starts, and the in-process run beside, import that build of ONNX Runtime."""
+    from core.runtime.session_config import SessionConfig
+
+    try:
+        return SessionConfig.from_json((folder / "session.json").read_text(encoding="utf-8")).runtime
+    except OSError:
+        return "default"
+
+
 def report_json(report: LoadtestReport) -> dict[str, Any]:
     """The report as --json prints it: a concurrency with no request answered has null percentiles and says why in
     ``unmeasured`` (JSON has no NaN; a string "nan" is not a number either)."""
@@ -81,6 +122,8 @@ def report_json(report: LoadtestReport) -> dict[str, Any]:
         if not result.requests:
             row.update(dict.fromkeys(_PERCENTILES))
             row["unmeasured"] = f"no request was answered at concurrency {result.concurrency}: {result.errors} failed"
+    for token_row in data["tokens"]:  # no stream finished: null, never NaN
+        token_row.update({k: None for k, v in token_row.items() if isinstance(v, float) and not math.isfinite(v)})
     return data
 
 
@@ -102,10 +145,12 @@ def run(args: argparse.Namespace) -> int:
     concurrency = ints(args.concurrency, "--concurrency") or [1]
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         model = measured_model(args, Path(tmp), None)
+        tuned = tuned_options(args.tuned)
         request = LoadtestRequest(
             model=model, app=None if is_url else str(Path(args.target).resolve()), url=args.target if is_url else "",
-            concurrency=concurrency, duration_s=args.duration, body=args.body, seed=args.seed,
-            tuned=tuned_options(args.tuned),
+            concurrency=concurrency, duration_s=args.duration, body=args.body, seed=args.seed, tuned=tuned,
+            new_tokens=args.new_tokens, prompt_tokens=args.prompt_tokens,
+            runtime=(tuned.runtime if tuned else "default") if is_url else served_runtime(Path(args.target)),
         )  # fmt: skip
         report = jobs.run(LOADTEST_URL if is_url else LOADTEST, request)
     if not args.no_save:

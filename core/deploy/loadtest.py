@@ -22,15 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import math
 import random
-import socket
-import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,7 +39,9 @@ import numpy as np
 from core.deploy.load_requests import RequestBody, check_body, failure, max_diff, request_body, timed_out, timeout_s
 from core.deploy.records import LoadResult, LoadtestReport, LoadtestRequest
 from core.deploy.session import session_for
-from core.errors import LoadtestError, NotAModelServer
+from core.deploy.target import check_server, started_app
+from core.deploy.token_load import Streamed, tokens_headline
+from core.errors import LoadtestError
 from core.i18n import N_, _
 from core.model.inputs import make_inputs
 from core.notes import Note, note, say, significant, warning
@@ -58,10 +56,7 @@ __all__ = [
     "json_costs", "run_client", "run_loadtest", "started_app",
 ]  # fmt: skip
 
-START_S = 60.0  # how long the app may take to answer /health
 IN_PROCESS_S = 2.0  # the in-process latency's time budget
-HEALTH_S = 5.0  # how long an address's /health may take to answer before it is refused
-HEALTH_BYTES = 1 << 20  # the most of a /health answer read (the generated server's is a few hundred bytes)
 STOP_RUN = 20  # failures in a row that stop the load
 STOP_SHARE, STOP_MIN = 0.5, 40  # ... or more than this share failed, once at least STOP_MIN requests were sent
 IN_PROCESS_CALLS = 6  # the fewest in-process calls timed: the fewest whose median has a 95 % interval
@@ -120,146 +115,6 @@ def _validate(request: LoadtestRequest) -> None:
     if not 0.5 <= request.duration_s <= 600:
         raise LoadtestError(_("The duration per concurrency must be from 0.5 to 600 seconds."))
     check_body(request.body)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _dies_with_us() -> None:
-    """In the server's process before it starts: killed when the load test's process dies, however it dies."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-@contextlib.contextmanager
-def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
-    """The server Deploy wrote in ``folder``, started with uvicorn on a free loopback port; yields its address;
-    stopped after. The port is named, not handed over as a bound socket: uvicorn takes a socket given with
-    ``--fd`` for a Unix one, so its TCP connections kept Nagle's algorithm and every answer waited about 40 ms
-    for the client's delayed ACK (52 ms against 4 ms a request at one concurrency, for a four-number model)."""
-    import httpx
-
-    if not (Path(folder) / "app.py").is_file():
-        raise LoadtestError(
-            _("{folder} holds no app.py: give a folder that python -m core deploy wrote.").format(folder=folder)
-        )
-    host, port = "127.0.0.1", _free_port()
-    command = [sys.executable, "-m", "uvicorn", "app:app", "--app-dir", folder, "--host", host, "--port", str(port)]
-    command += ["--log-level", "warning", "--no-access-log"]
-    proc = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}, preexec_fn=_dies_with_us,
-    )  # fmt: skip
-    url = f"http://{host}:{port}"
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                error = (proc.stderr.read() if proc.stderr else b"").decode(errors="replace")[-600:]
-                raise LoadtestError(_("The server did not start: {error}").format(error=error.strip()))
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=2, trust_env=False).json().get("status") == "ok":
-                    break
-            if time.monotonic() > deadline:
-                raise LoadtestError(_("The server did not answer /health within {s} s.").format(s=int(timeout_s)))
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _health(base: str) -> Any:
-    """What ``base``'s ``GET /health`` answers, read as JSON (at most HEALTH_BYTES of it), or NotAModelServer."""
-    import httpx
-
-    way_out = _(
-        "Give the address of a running server that python -m core deploy wrote (its GET /health answers "
-        '{"status": "ok"} with the model\'s inputs and outputs), or the folder deploy wrote.'
-    )
-    try:
-        with httpx.stream("GET", f"{base}/health", timeout=HEALTH_S, trust_env=False) as response:
-            content = b""
-            for chunk in response.iter_bytes():
-                content += chunk
-                if len(content) > HEALTH_BYTES:
-                    break
-    except httpx.HTTPError as exc:
-        raise NotAModelServer(
-            _("Nothing answers at {url} ({error}). {way_out}").format(
-                url=base[:200], error=f"{type(exc).__name__}: {exc}"[:200], way_out=way_out
-            )
-        ) from None
-    said = content[:120].decode("utf-8", "replace").strip()
-    if response.status_code != 200:
-        raise NotAModelServer(
-            _("{url}/health answered HTTP {status} ({body}): the address is not a model server. {way_out}").format(
-                url=base[:200], status=response.status_code, body=repr(said), way_out=way_out
-            )
-        )
-    try:
-        return json.loads(content)
-    except ValueError:
-        raise NotAModelServer(
-            _("{url}/health answered {body}, not JSON: the address is not a model server. {way_out}").format(
-                url=base[:200], body=repr(said), way_out=way_out
-            )
-        ) from None
-
-
-def _signature(specs: Any) -> list[tuple[str, str]] | None:
-    """(name, dtype) of each tensor a /health answer lists, or None when it lists none as the generated server does."""
-    if not isinstance(specs, list) or not specs:
-        return None
-    found = [(s.get("name"), s.get("dtype", "")) for s in specs if isinstance(s, dict)]
-    named = [(n, d) for n, d in found if isinstance(n, str) and isinstance(d, str)]
-    return sorted(named) if len(named) == len(specs) else None
-
-
-def _listed(tensors: list[tuple[str, str]]) -> str:
-    return ", ".join(f"{name} ({dtype})" if dtype else name for name, dtype in tensors)[:400]
-
-
-def check_server(base: str, feeds: dict[str, np.ndarray], outputs: list[str]) -> None:
-    """Refuse ``base`` (NotAModelServer) unless its ``GET /health`` is the generated server's, ready ("ok"), and
-    names the inputs (with their dtypes) and outputs of the model given: nothing is loaded before."""
-    health = _health(base)
-    inputs = _signature(health.get("inputs")) if isinstance(health, dict) else None
-    served_outputs = _signature(health.get("outputs")) if isinstance(health, dict) else None
-    if not isinstance(health, dict) or inputs is None or served_outputs is None:
-        raise NotAModelServer(
-            _(
-                "{url}/health does not list a model's inputs and outputs ({body}): the address is not a server "
-                "python -m core deploy wrote. Give such a server's address, or the folder deploy wrote."
-            ).format(url=base[:200], body=json.dumps(health)[:120])
-        )
-    if health.get("status") != "ok":
-        raise NotAModelServer(
-            _("The server at {url} is not ready (/health says {status}); load it once it says ok.").format(
-                url=base[:200], status=json.dumps(health.get("status"))[:60]
-            )
-        )
-    wanted = sorted((name, str(value.dtype)) for name, value in feeds.items())
-    served = sorted((name, "") for name, _dtype in served_outputs)
-    if inputs != wanted or served != sorted((name, "") for name in outputs):
-        raise NotAModelServer(
-            _(
-                "The server at {url} serves another model than the one given: it takes {served_inputs} and answers "
-                "{served_outputs}; the model given takes {inputs} and answers {outputs}. Give the model it serves."
-            ).format(
-                url=base[:200], served_inputs=_listed(inputs), served_outputs=_listed(served),
-                inputs=_listed(wanted), outputs=_listed(sorted((name, "") for name in outputs)),
-            )
-        )  # fmt: skip
 
 
 def _in_process(session: Any, feeds: dict[str, np.ndarray]) -> list[float]:
@@ -381,11 +236,13 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
     session = session_for(request.model.path, config)
     feeds = make_inputs(request.model.inputs, 1, request.seed)
     names = [o.name for o in session.get_outputs()]
-    base = request.url.rstrip("/").removesuffix("/predict")
+    base = request.url.rstrip("/").removesuffix("/predict").removesuffix("/generate")
+    health: dict[str, Any] = {}
     if request.url:  # at once, before anything is measured: an address that is no model server is never loaded
-        check_server(base, feeds, names)
+        health = check_server(base, feeds, names)
     reference = dict(zip(names, session.run(None, feeds), strict=True))
     in_process = np.sort(np.asarray(_in_process(session, feeds)))
+    streams = Streamed.of(request, session)  # a language model: /generate is loaded, in tokens
     del session
     content, kind, sent = request_body(feeds, request.body)
     body = RequestBody(content=content, kind=kind, binary=sent != "json", call_ms=float(np.median(in_process)))
@@ -396,10 +253,16 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         if request.app:
             report_progress(0.05, _("Starting the server"))
             base = stack.enter_context(started_app(request.app))
-            check_server(base, feeds, names)  # the folder may serve another model than the one given
+            health = check_server(base, feeds, names)  # the folder may serve another model than the one given
+        streaming = streams is not None and isinstance(health.get("generate"), dict)
         for i, concurrency in enumerate(request.concurrency):
             said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
             report_progress(0.1 + 0.85 * i / len(request.concurrency), said)
+            if streams is not None and streaming:
+                if not streams.load(base, health["generate"], concurrency, request.duration_s, notes):
+                    stopped_at = concurrency
+                    break
+                continue
             load = run_client(_load(f"{base}/predict", body, concurrency, request.duration_s, request.checks, rng))
             diff = max_diff(load.sampled, reference, body.binary)
             results.append(_result(concurrency, load, diff))
@@ -424,7 +287,8 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
         duration_s=request.duration_s, results=results, in_process_p50_ms=float(np.median(in_process)),
         in_process_low_ms=low, in_process_high_ms=high, in_process_calls=int(in_process.size), session=config,
         environment=environment([config.intra_op_threads]), notes=notes, seconds=time.perf_counter() - began,
-        stopped_at=stopped_at,
+        stopped_at=stopped_at, served_providers=[str(p) for p in health.get("providers", [])],
+        **(streams.report() if streams is not None and streaming else {}),
     )  # fmt: skip
 
 
@@ -480,6 +344,8 @@ def json_costs(results: list[LoadResult], in_process_ms: float, feeds: dict[str,
 def headline(report: LoadtestReport) -> Note:
     """The one sentence a reader wants, as a note: the served p50 at the lowest concurrency against in-process, and
     the best throughput."""
+    if report.tokens:
+        return tokens_headline(report.tokens) or warning(NO_ANSWER)
     first = _lowest_answered(report.results)
     if first is None:
         return warning(NO_ANSWER)

@@ -12,7 +12,7 @@ from core.notes import Note
 from core.runtime.machine import Environment
 from core.runtime.session_config import SessionConfig
 
-__all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest"]
+__all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest", "TokenLoadResult"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +31,10 @@ class DeployRequest:
     remake_variant: bool = False
     inputs: list[BenchInput] = field(default_factory=list)
     seed: int = 0
+    # the build of ONNX Runtime the server runs (core.runtime.runtimes; the job runs in its worker): its package is
+    # pinned, its providers asked for (``providers``; none given: Tune's, else the runtime's own) with their options
+    runtime: str = "default"
+    providers: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -42,6 +46,7 @@ class DeployReport:
     outputs: list[dict[str, Any]]
     session: SessionConfig  # the session options the server opens its session with (its session.json)
     triton_name: str  # the model's folder in the Triton repository
+    generate: bool = False  # a language model: the server streams tokens from POST /generate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +70,11 @@ class LoadtestRequest:
     checks: int = 5  # responses checked per concurrency
     seed: int = 0
     tuned: SessionConfig | None = None  # the in-process session's options for a URL (an app brings its own)
+    # a language model's server (its /health lists "generate"): each stream asks for new_tokens after a prompt of
+    # prompt_tokens ids drawn with the seed, and is measured in tokens (TokenLoadResult)
+    new_tokens: int = 32
+    prompt_tokens: int = 16
+    runtime: str = "default"  # the build of ONNX Runtime the job runs in: the app it starts and in-process run on it
 
 
 @dataclass(kw_only=True)
@@ -88,6 +98,27 @@ class LoadResult:
 
 
 @dataclass(kw_only=True)
+class TokenLoadResult:
+    """One concurrency's streams of /generate: time to first token and inter-token latency (p50, p95, over every
+    stream's tokens), tokens per second per stream (the median stream's, from its first token to its last) and in
+    total (every token received, over the load's time)."""
+
+    concurrency: int
+    streams: int  # streams that ran to their end
+    tokens: int
+    errors: int
+    ttft_p50_ms: float
+    ttft_p95_ms: float
+    itl_p50_ms: float
+    itl_p95_ms: float
+    stream_tok_s: float
+    total_tok_s: float
+    checked: int  # streams whose tokens were compared with the same greedy loop in-process
+    mismatched: int  # ... of which gave other tokens
+    error_examples: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
 class LoadtestReport:
     id: str
     model: str
@@ -107,3 +138,7 @@ class LoadtestReport:
     notes: list[Note]  # what went wrong or costs more than it should (core.deploy.loadtest), said where shown
     seconds: float
     stopped_at: int | None = None  # the concurrency at which a run of failures stopped the load (notes say more)
+    served_providers: list[str] = field(default_factory=list)  # the providers the server's /health said it runs
+    tokens: list[TokenLoadResult] = field(default_factory=list)  # a language model's server: /generate, in tokens
+    new_tokens: int = 0  # ... each stream's tokens asked for, after a prompt of prompt_tokens
+    prompt_tokens: int = 0

@@ -29,11 +29,13 @@ them when they are installed), which take a third off what HTTP costs a small re
 from __future__ import annotations
 
 import html
+import importlib.util
 import io
 import json
 import math
 import re
 import struct
+import sys
 import time
 import zipfile
 import zlib
@@ -71,6 +73,40 @@ _NPZ_LISTING = 1024  # bytes of an .npz's listing per member, past its name (46 
 state: dict[str, Any] = {}
 
 
+def _shipped(name: str) -> Any:
+    """A module shipped beside this file (``answers.py``, ``generation.py``), loaded by its path: the folder is no
+    package (uvicorn imports app.py alone), and two servers loaded in one process keep their own."""
+    spec = importlib.util.spec_from_file_location(f"{__name__}_{name}", HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+ANSWERS = _shipped("answers")
+
+
+def _providers() -> list[Any]:
+    """The providers to open the session with, CPU last: providers.json's (each with the options Deploy wrote for its
+    runtime, e.g. OpenVINO's device and threads), else session.json's by name; those this build lacks are left out
+    (/health says which run)."""
+    path = HERE / "providers.json"
+    listed: list[Any] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else SESSION.get("providers", [])
+    available = ort.get_available_providers()
+    chosen = []
+    for item in listed:
+        name, options = (item, {}) if isinstance(item, str) else (item[0], dict(item[1]))
+        if name in available and name != "CPUExecutionProvider":
+            for key, value in options.items():  # a cache folder (TensorRT's engines) lies in this folder
+                options[key] = str(value).replace("{here}", str(HERE))
+            chosen.append((name, options))
+    gpu = any(name in ("CUDAExecutionProvider", "TensorrtExecutionProvider") for name, _ in chosen)
+    if gpu and hasattr(ort, "preload_dlls"):  # CUDA's and cuDNN's libraries, from the nvidia-* packages pinned beside
+        ort.preload_dlls(cuda=True, cudnn=True, msvc=False)
+    return [*chosen, "CPUExecutionProvider"]
+
+
 def make_session() -> ort.InferenceSession:
     """The session, with the options of session.json (the ones Tune chose, or ONNX Runtime's defaults)."""
     options = ort.SessionOptions()
@@ -82,10 +118,7 @@ def make_session() -> ort.InferenceSession:
     # the threads spin while a call runs and stop when it returns, as ONNX Runtime's default does not: as Tune
     # measured it, and no core is kept busy between requests
     options.add_session_config_entry("session.force_spinning_stop", "1")
-    available = ort.get_available_providers()
-    wanted = [p for p in SESSION.get("providers", []) if p in available]
-    providers = list(dict.fromkeys([*wanted, "CPUExecutionProvider"]))
-    return ort.InferenceSession(str(HERE / SIGNATURE["model_file"]), options, providers=providers)
+    return ort.InferenceSession(str(HERE / SIGNATURE["model_file"]), options, providers=_providers())
 
 
 @asynccontextmanager
@@ -96,6 +129,7 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 app = FastAPI(title=f"{SIGNATURE['name']} (ONNX Runtime)", lifespan=lifespan, docs_url=None, redoc_url=None)
+GENERATE = _shipped("generation").Generate(app, state, SIGNATURE["generate"], HERE) if "generate" in SIGNATURE else None
 
 
 def _openapi_url(request: Request) -> str:
@@ -179,7 +213,6 @@ _OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])  # an object's members, e
 _ITEMS = msgspec.json.Decoder(list[msgspec.Raw])  # a list's items, each left unparsed
 _CONSTANT = re.compile(rb'(?<![\w".])(-?(?:NaN|Infinity))(?![\w"])')  # to say which, when one is refused
 _PIECE = 64 << 10  # a nested list is parsed this much at a time (see _nested)
-_VALUES = 16_384  # an output is written as JSON this many values at a time (~2 ms; see _json_array)
 
 
 def _parsed(decoder: msgspec.json.Decoder, data: bytes | msgspec.Raw) -> Any:
@@ -398,54 +431,9 @@ async def _infer(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return await run_in_threadpool(_run, feeds)
 
 
-def _npz(arrays: dict[str, np.ndarray]) -> bytes:
-    """The arrays as an .npz file, by name (written entry by entry: ``np.savez(**arrays)`` fails on an output
-    named ``file`` or ``allow_pickle``)."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, value in arrays.items():
-            with archive.open(f"{name}.npy", "w") as entry:
-                np.lib.format.write_array(entry, np.asarray(value), allow_pickle=False)
-    return buffer.getvalue()
-
-
-def _json_array(value: np.ndarray) -> bytes:
-    """``value`` as a JSON nested list, written _VALUES values at a time (the encoder holds the GIL while it runs)."""
-    if value.ndim == 0 or value.size <= _VALUES:
-        return msgspec.json.encode(value.tolist())
-    rows = _VALUES * len(value) // value.size  # of the first axis, in a piece
-    if rows < 1:  # a row is larger than a piece: written a piece at a time itself
-        return b"[" + b",".join(_json_array(row) for row in value) + b"]"
-    pieces = (msgspec.json.encode(value[at : at + rows].tolist())[1:-1] for at in range(0, len(value), rows))
-    return b"[" + b",".join(pieces) + b"]"
-
-
-def _json_answer(arrays: dict[str, np.ndarray]) -> bytes:
-    """The arrays as strict JSON: a NaN or an infinity, which JSON cannot write, is null, and counted by output in
-    ``"non_finite"`` (an .npz answer holds them as they are)."""
-    outputs, odd = {}, {}
-    for name, output in arrays.items():
-        value = np.asarray(output)
-        if value.dtype.kind == "f":
-            finite = np.isfinite(value)
-            if not finite.all():
-                odd[name] = int(value.size - np.count_nonzero(finite))
-                value = value.astype(object)
-                value[~finite] = None
-        outputs[name] = msgspec.Raw(_json_array(value))
-    answer: dict[str, Any] = {"outputs": outputs}
-    if odd:
-        answer["non_finite"] = odd
-        answer["note"] = (
-            "JSON has no NaN or Infinity: the values non_finite counts are null; send Accept: application/x-npz "
-            "to get them as they are"
-        )
-    return msgspec.json.encode(answer)
-
-
 def _encode(names: list[str], outputs: list[np.ndarray], npz: bool) -> bytes:
     arrays = dict(zip(names, outputs, strict=True))
-    return _npz(arrays) if npz else _json_answer(arrays)
+    return ANSWERS.npz(arrays) if npz else ANSWERS.json_answer(arrays)
 
 
 @app.get("/health")
@@ -457,6 +445,7 @@ def health() -> dict[str, Any]:
         "inputs": SIGNATURE["inputs"],
         "outputs": SIGNATURE["outputs"],
         "providers": session.get_providers() if session is not None else [],
+        **({"generate": GENERATE.health()} if GENERATE is not None else {}),
     }
 
 

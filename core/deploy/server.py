@@ -1,14 +1,21 @@
 """Deploy: a folder that serves the model (a FastAPI app, its model and session options, pinned requirements, a
 Dockerfile, a README) and a Triton model repository beside it; a job, since it opens the model.
 
-The app is one fixed file (core/deploy/served_app.py, copied as app.py); what it serves travels as JSON data
-(signature.json, session.json), so nothing a model names is ever written into code. Names go into Triton's
-config.pbtxt as escaped protobuf text strings.
+The app is fixed code (core/deploy/served_app.py copied as app.py, with the modules it loads beside it: SHIPPED);
+what it serves travels as JSON data (signature.json, session.json, providers.json), so nothing a model names is
+ever written into code. Names go into Triton's config.pbtxt as escaped protobuf text strings.
+
+A language model (a cache recognised in its graph, core.model.recognise) gets ``POST /generate`` too (signature.json's
+``generate``: the cache's inputs and outputs and the limits; its tokenizer.json packaged when one lies beside it).
+Deployed for a runtime (the job runs in that runtime's worker), the requirements name its build of ONNX Runtime
+(``onnxruntime-openvino``, ``onnxruntime-gpu`` and the libraries requirements-NAME.txt pins with it) and
+providers.json its providers with their options (core.runtime.provider_options).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import shutil
@@ -19,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from core.deploy.records import DeployReport, DeployRequest
+from core.deploy.served_spec import generate_spec, readme_extra, runtime_providers, runtime_requirements
 from core.errors import DeployError
 from core.i18n import _
 from core.model.onnx_file import check_external_data
 from core.runtime.session_config import SessionConfig
 
-__all__ = ["PINNED", "generate_server", "pbtxt_string", "triton_config"]
+__all__ = ["PINNED", "SHIPPED", "generate_server", "pbtxt_string", "triton_config"]
 
 PINNED = ("fastapi", "uvicorn", "onnxruntime", "numpy", "msgspec")  # the server's requirements, as installed here
 # uvicorn's fast parts, pinned when installed here (the server works without them, slower): with the marker they need
@@ -47,6 +55,8 @@ _TRITON_TYPES = {
 # 2 DISABLE_ALL; it has no LAYOUT level, so LAYOUT is served at ALL (the level above it)
 _TRITON_LEVELS = {"all": 0, "layout": 0, "basic": -1, "extended": 1, "disable": 2}
 _TEMPLATE = Path(__file__).with_name("served_app.py")
+# the modules app.py loads from beside it, as the package names them
+SHIPPED = {"answers.py": "served_answers.py", "generation.py": "served_generation.py"}
 
 
 def _tensors(items: list[Any], what: str) -> list[dict[str, Any]]:
@@ -118,9 +128,12 @@ def triton_config(
     return "\n".join(lines) + "\n"
 
 
-def _requirements() -> str:
+def _requirements(runtime: str, tokenizer: bool) -> str:
     lines = []
-    for package in PINNED:
+    for package in (*PINNED, "tokenizers") if tokenizer else PINNED:
+        if package == "onnxruntime":  # the runtime's build, and the libraries it needs
+            lines += runtime_requirements(runtime)
+            continue
         try:
             lines.append(f"{package}=={metadata.version(package)}")
         except metadata.PackageNotFoundError:  # not installed here: the server cannot be tested either
@@ -201,7 +214,7 @@ def _readme(name: str, signature: dict[str, Any], session: SessionConfig, triton
     listing = json.dumps({"inputs": signature["inputs"], "outputs": signature["outputs"]}, indent=2)
     options = json.dumps(session.to_data(), indent=2)
     fence, fence2 = _fence(listing), _fence(options)
-    served = _served(session, made_from)
+    served = _served(session, made_from) + readme_extra(signature.get("generate"), session.runtime)
     return f"""# A server for {_plain(name)}
 
 Written by ONNX Workbench (`python -m core deploy`). Run it with
@@ -261,6 +274,18 @@ def _copy_model(source: Path, folder: Path, name: str) -> None:
     shutil.copyfile(source, folder / name)
 
 
+def _provider_options(session: SessionConfig, scratch: Path) -> list[Any]:
+    """The session's providers with the options the app gives each (core.runtime.provider_options), as JSON: a
+    folder of its own (TensorRT's engine cache) is written as ``{here}``, the server's folder."""
+    from core.runtime.provider_options import session_providers
+
+    listed = session_providers(session.session_providers(), str(scratch), threads=session.intra_op_threads)
+    return [
+        [name, {k: str(v).replace(str(scratch), "{here}") for k, v in options.items()}]
+        for name, options in (item if isinstance(item, tuple) else (item, {}) for item in listed)
+    ]
+
+
 def _triton_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", name.removesuffix(".onnx")).strip("_")[:64] or "model"
 
@@ -276,6 +301,8 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
 
     source = Path(request.model)
     session = request.tuned or SessionConfig()  # None: ONNX Runtime's defaults
+    runtime = request.runtime or session.runtime
+    session = dataclasses.replace(session, runtime=runtime, providers=runtime_providers(runtime, request, session))
     made_from = ""
     if request.remake_variant and session.variant != "fp32":
         made_from, source = source.name, _variant(source, session.variant, request, scratch)
@@ -295,14 +322,22 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
         )
     signature: dict[str, Any] = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
     signature.update(max_body_bytes=MAX_BODY, max_json_bytes=MAX_JSON, max_array_bytes=MAX_ARRAYS)
+    generate, tokenizer = generate_spec(source, Path(request.model).parent)  # None: no cache, no /generate
+    if generate is not None:
+        signature["generate"] = generate
     triton = _triton_name(name)
     _copy_model(source, out, "model.onnx")
     _copy_model(source, out / "triton" / triton / "1", "model.onnx")
     (out / "app.py").write_text(_TEMPLATE.read_text(encoding="utf-8"), encoding="utf-8")
+    for shipped, template in SHIPPED.items():
+        (out / shipped).write_text(_TEMPLATE.with_name(template).read_text(encoding="utf-8"), encoding="utf-8")
+    if tokenizer is not None:
+        shutil.copyfile(tokenizer, out / "tokenizer.json")
     (out / "signature.json").write_text(json.dumps(signature, indent=2), encoding="utf-8")
     # the generated server is standalone (it cannot import core): it reads the configuration as plain JSON
     (out / "session.json").write_text(json.dumps(session.to_data(), indent=2, sort_keys=True), encoding="utf-8")
-    (out / "requirements.txt").write_text(_requirements(), encoding="utf-8")
+    (out / "providers.json").write_text(json.dumps(_provider_options(session, scratch), indent=2), encoding="utf-8")
+    (out / "requirements.txt").write_text(_requirements(runtime, tokenizer is not None), encoding="utf-8")
     (out / "Dockerfile").write_text(_DOCKERFILE, encoding="utf-8")
     (out / "README.md").write_text(_readme(name, signature, session, triton, made_from), encoding="utf-8")
     (out / "triton" / triton / "config.pbtxt").write_text(triton_config(triton, inputs, outputs, session))
@@ -315,5 +350,5 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
                 zf.write(out / member, f"server/{member}")
     return DeployReport(
         out_dir=str(out), files=files, zip_path=zip_path, inputs=inputs, outputs=outputs, session=session,
-        triton_name=triton,
+        triton_name=triton, generate=generate is not None,
     )  # fmt: skip

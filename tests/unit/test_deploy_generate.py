@@ -1,0 +1,140 @@
+"""Deploy for a language model and for a runtime: the generated server streams greedy tokens from POST /generate (the
+same ids as ``python -m core generate``), refuses what passes its limits, and is loaded in tokens per second; a
+server deployed for the OpenVINO runtime pins its build and runs under that runtime's Python."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from core.deploy import DeployRequest
+from core.deploy.server import generate_server
+from core.runtime.runtimes import RUNTIMES_DIR
+from tests.builders import relu_model, write
+from tests.cli import cli
+from tests.lm_models import LanguageModel, copy_model, hf_offline, word_tokenizer
+from tests.unit.test_deploy import served_module
+
+__all__ = ["hf_offline"]  # the fixture, used in this module
+
+PROMPT = [7, 300, 11, 42, 99]
+
+
+@pytest.fixture(scope="module")
+def lm_server(gpt2_past: LanguageModel, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the GPT-2 with a word tokenizer beside it, the server Deploy wrote for it)."""
+    root = tmp_path_factory.mktemp("lm_deploy")
+    model = copy_model(gpt2_past.onnx, root / "model")
+    word_tokenizer(model.parent / "tokenizer.json")
+    report = generate_server(DeployRequest(model=str(model), out_dir=str(root / "out"), zip=False))
+    assert report.generate and "tokenizer.json" in report.files and "generation.py" in report.files
+    return model, Path(report.out_dir)
+
+
+def _lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_generate_streams_the_greedy_ids_core_generate_makes_and_the_text_of_each_token(
+    lm_server: tuple[Path, Path],
+) -> None:
+    model, out = lm_server
+    done = cli("generate", str(model), "--prompt-ids", ",".join(map(str, PROMPT)), "--new", "8", "--runs", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout)["tokens"][0]
+    with TestClient(served_module(out).app) as client:
+        health = client.get("/health").json()["generate"]
+        answer = client.post("/generate", json={"prompt_ids": PROMPT, "max_new_tokens": 8, "stop_at_eos": False})
+        text = client.post("/generate", json={"prompt": "hello world", "max_new_tokens": 3})
+    assert health["vocabulary"] == 512 and health["tokenizer"] and health["max_new_tokens"] == 1024
+    assert answer.headers["content-type"] == "application/x-ndjson"
+    lines = _lines(answer.text)
+    assert [line["token"] for line in lines[:-1]] == expected
+    assert lines[-1] == {"done": True, "tokens": 8, "prompt_tokens": 5, "stopped": "length"}
+    said = _lines(text.text)
+    assert said[-1]["prompt_tokens"] == 2 and all(isinstance(line["text"], str) for line in said[:-1])
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        ({"prompt_ids": PROMPT, "max_new_tokens": 0}, 422, "from 1 to 1,024"),
+        ({"prompt_ids": PROMPT, "max_new_tokens": 1025}, 422, "from 1 to 1,024"),
+        ({"prompt_ids": [1, 512]}, 422, "token ids from 0 to 511"),
+        ({"prompt_ids": [1, 2.5]}, 422, "token ids from 0 to 511"),
+        ({"prompt_ids": PROMPT, "prompt": "hello"}, 422, "one of them"),
+        ({"prompt_ids": PROMPT, "temperature": 0.7}, 422, "unknown keys ['temperature']"),
+        ({"prompt_ids": list(range(8))}, 422, "the prompt is 8 tokens; this server takes 1 to 6"),
+        ([1, 2, 3], 422, "must be a JSON object"),
+    ],
+)
+def test_generate_refuses_what_passes_its_limits_saying_them(
+    lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, body: object, status: int, detail: str
+) -> None:
+    module = served_module(lm_server[1])
+    monkeypatch.setattr(module.GENERATE, "max_prompt", 6)
+    with TestClient(module.app) as client:
+        answer = client.post("/generate", json=body)
+    assert answer.status_code == status and detail in answer.json()["detail"]
+
+
+def test_generate_refuses_a_body_too_large_not_json_or_not_json_typed_and_a_stream_past_the_most_at_once(
+    lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = served_module(lm_server[1])
+    monkeypatch.setattr(module.GENERATE, "max_body", 64)
+    with TestClient(module.app) as client:
+        large = client.post("/generate", json={"prompt_ids": list(range(100))})
+        nan = client.post("/generate", content=b'{"prompt_ids": [NaN]}', headers={"content-type": "application/json"})
+        typed = client.post("/generate", content=b"{}", headers={"content-type": "text/plain"})
+        module.GENERATE.streams = module.GENERATE.max_streams  # as many generations as it runs at once
+        busy = client.post("/generate", json={"prompt_ids": PROMPT})
+        module.GENERATE.streams = 0
+        assert client.get("/health").json()["status"] == "ok"
+    assert (large.status_code, nan.status_code, typed.status_code) == (413, 400, 415)
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+
+
+def test_the_load_test_of_a_language_models_server_measures_tokens_per_second(lm_server: tuple[Path, Path]) -> None:
+    model, out = lm_server
+    done = cli(
+        "loadtest", str(out), "--model", str(model), "--concurrency", "1,2", "--duration", "0.5", "--new-tokens", "6",
+        "--json", "--no-save",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["results"] == [] and data["new_tokens"] == 6 and data["prompt_tokens"] == 16
+    for row, concurrency in zip(data["tokens"], (1, 2), strict=True):
+        assert row["concurrency"] == concurrency and row["errors"] == 0 and row["streams"] >= 1
+        assert row["checked"] == row["streams"] and row["mismatched"] == 0  # the tokens of the same loop in-process
+        assert row["tokens"] >= 6 * row["streams"] and row["total_tok_s"] > 0 and row["stream_tok_s"] > 0
+        assert 0 < row["ttft_p50_ms"] <= row["ttft_p95_ms"] and 0 < row["itl_p50_ms"] <= row["itl_p95_ms"]
+
+
+OPENVINO = RUNTIMES_DIR / "openvino"
+
+
+@pytest.mark.skipif(not (OPENVINO / ".ready").is_file(), reason="no OpenVINO runtime here (make runtime-openvino)")
+def test_a_server_for_the_openvino_runtime_pins_its_build_and_runs_under_its_python(tmp_path: Path) -> None:
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--runtime", "openvino", "--json")
+    assert done.returncode == 0, done.stderr
+    server = tmp_path / "server"
+    pins = (server / "requirements.txt").read_text().splitlines()
+    assert "onnxruntime-openvino==1.24.1" in pins and not any(p.startswith("onnxruntime==") for p in pins)
+    providers = json.loads((server / "providers.json").read_text())
+    assert providers[0][0] == "OpenVINOExecutionProvider" and providers[0][1]["device_type"] == "CPU"
+    assert providers[-1] == ["CPUExecutionProvider", {}]
+    assert json.loads((server / "session.json").read_text())["runtime"] == "openvino"
+    load = cli(
+        "loadtest", str(server), "--model", str(model), "--concurrency", "1", "--duration", "0.5", "--json",
+        "--no-save",
+    )  # fmt: skip
+    assert load.returncode == 0, load.stderr
+    data = json.loads(load.stdout)
+    assert data["served_providers"][0] == "OpenVINOExecutionProvider"  # the server imported OpenVINO's build
+    assert data["results"][0]["requests"] > 0 and data["results"][0]["errors"] == 0
+    assert data["results"][0]["max_abs_diff"] < 1e-5
