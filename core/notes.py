@@ -17,6 +17,7 @@ from typing import Any, Literal, Union
 from core.i18n import _, number, pgettext
 
 __all__ = [
+    "Check",
     "Note",
     "NoteValue",
     "Severity",
@@ -69,6 +70,16 @@ def _capped(value: NoteValue) -> NoteValue:
 
 def _made(key: str, values: dict[str, NoteValue], severity: Severity) -> Note:
     return Note(key=key, values={k: _capped(v) for k, v in values.items()}, severity=severity)
+
+
+@dataclass(frozen=True)
+class Check:
+    """A check a record reports (an export's, an upgrade's): what was checked, whether it passed, and what it found
+    or what a library said."""
+
+    name: Note
+    ok: bool
+    detail: Note | None = None
 
 
 def note(key: str, /, **values: NoteValue) -> Note:

@@ -13,7 +13,7 @@ from core.model.inputs import SCALAR_TYPES, scalar_default, value_kind
 from core.model.records import ModelRecord, TensorSpec
 from core.model.torchload import ExampleValues, TorchSource
 from core.model.values import value_kind_of
-from core.notes import Note
+from core.notes import Check, Note
 from core.runtime.outputs import OutputDiff
 
 __all__ = [
@@ -51,13 +51,6 @@ class ExportRequest:
     options: ExportOptions
     out_dir: WritePath
     file_name: str = "model.onnx"
-
-
-@dataclass
-class Check:
-    name: Note  # what was checked (core.export.verify)
-    ok: bool
-    detail: Note | None = None  # what it found, or what a library said
 
 
 @dataclass(kw_only=True)
@@ -100,7 +93,7 @@ class ExportReport:
     opset_note: Note | None  # the opset produced is not the one asked for (a warning)
     onnx_path: str
     files: list[str]
-    checks: list[Check]
+    checks: list[Check]  # what was checked (core.export.verify)
     trials: list[ShapeTrial]
     torch_ops: dict[str, int]
     onnx_ops: dict[str, int]

@@ -3,6 +3,6 @@ version of the model, checked against the original."""
 
 from __future__ import annotations
 
-from core.upgrade.records import DEFAULT_UPGRADE_OPSET, OpChange, UpgradeCheck, UpgradeReport, UpgradeRequest
+from core.upgrade.records import DEFAULT_UPGRADE_OPSET, OpChange, UpgradeReport, UpgradeRequest
 
-__all__ = ["DEFAULT_UPGRADE_OPSET", "OpChange", "UpgradeCheck", "UpgradeReport", "UpgradeRequest"]
+__all__ = ["DEFAULT_UPGRADE_OPSET", "OpChange", "UpgradeReport", "UpgradeRequest"]

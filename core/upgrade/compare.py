@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.model.onnx_file import read_external_data
-from core.notes import Note, clauses, note, warning
+from core.notes import Check, Note, clauses, note, warning
 from core.runtime.ort import NUMPY_TYPES, ort_message
 from core.runtime.outputs import ATOL, RTOL, OutputDiff, compare_outputs
 from core.upgrade import sentences as say
-from core.upgrade.records import UpgradeCheck
 from core.upgrade.repairs import reference_misreads
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ class Comparison:
     """What ran the original (None when nothing could), the checks the comparison adds, the differences, notes."""
 
     compared_with: Note | None = None
-    checks: list[UpgradeCheck] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
     diffs: list[OutputDiff] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
 
@@ -132,9 +131,9 @@ def compare_versions(
         produced = _in_ort(str(new_path), feed)
     except Exception as exc:
         words = str(explain_refusal(exc, converted, "run the new version"))
-        result.checks.append(UpgradeCheck(note(say.RUNS_IN_ORT), False, Note.kept(words[:800], "warning")))
+        result.checks.append(Check(note(say.RUNS_IN_ORT), False, Note.kept(words[:800], "warning")))
         return result
-    result.checks.append(UpgradeCheck(note(say.RUNS_IN_ORT), True, note(say.OPENS_AND_RUNS)))
+    result.checks.append(Check(note(say.RUNS_IN_ORT), True, note(say.OPENS_AND_RUNS)))
     expected = _original_outputs(original, original_path, size_bytes, feed, budget_s, result)
     if expected is None or result.compared_with is None:
         return result
@@ -143,5 +142,5 @@ def compare_versions(
     ok = all(d.ok for d in result.diffs) and len(expected) == len(produced)
     said = say.OUTPUTS_DIFF if ok else say.OUTPUTS_BEYOND
     detail = note(said, count=len(result.diffs), worst=f"{worst:.2e}", atol=f"{ATOL:g}", rtol=f"{RTOL:g}")
-    result.checks.append(UpgradeCheck(note(say.MATCHES, what=result.compared_with), ok, detail))
+    result.checks.append(Check(note(say.MATCHES, what=result.compared_with), ok, detail))
     return result

@@ -19,12 +19,12 @@ from core.errors import UpgradeError, brief
 from core.i18n import _
 from core.model.inputs import make_inputs
 from core.model.onnx_file import check_external_data
-from core.notes import Note, note, warning
+from core.notes import Check, Note, note, warning
 from core.runtime.refusals import missing_kernels, standard_opset
 from core.upgrade import sentences as say
 from core.upgrade.changes import describe_changes
 from core.upgrade.compare import compare_versions
-from core.upgrade.records import UpgradeCheck, UpgradeReport, UpgradeRequest
+from core.upgrade.records import UpgradeReport, UpgradeRequest
 from core.upgrade.repairs import align_legacy_broadcasts, repair_prelu_slopes
 
 if TYPE_CHECKING:
@@ -119,21 +119,21 @@ def _first_line(exc: Exception) -> Note:
     return Note.kept(str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__, "warning")
 
 
-def _static_checks(path: Path) -> list[UpgradeCheck]:
+def _static_checks(path: Path) -> list[Check]:
     import onnx
 
     checks = []
     try:
         onnx.checker.check_model(str(path), full_check=True)
-        checks.append(UpgradeCheck(note(say.CHECKER), True, note(say.VALID)))
+        checks.append(Check(note(say.CHECKER), True, note(say.VALID)))
     except Exception as exc:
-        checks.append(UpgradeCheck(note(say.CHECKER), False, _first_line(exc)))
+        checks.append(Check(note(say.CHECKER), False, _first_line(exc)))
     try:
         model = onnx.load_model(str(path), load_external_data=False)
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        checks.append(UpgradeCheck(note(say.STRICT_SHAPES), True, note(say.INFERRED)))
+        checks.append(Check(note(say.STRICT_SHAPES), True, note(say.INFERRED)))
     except Exception as exc:
-        checks.append(UpgradeCheck(note(say.STRICT_SHAPES), False, _first_line(exc)))
+        checks.append(Check(note(say.STRICT_SHAPES), False, _first_line(exc)))
     return checks
 
 

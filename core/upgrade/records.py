@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath, WritePath
 from core.model.inputs import BenchInput
-from core.notes import Note, note
+from core.notes import Check, Note, note
 from core.runtime.outputs import OutputDiff
 from core.runtime.refusals import DEFAULT_UPGRADE_OPSET
 from core.upgrade import sentences as say
 
-__all__ = ["DEFAULT_UPGRADE_OPSET", "OpChange", "UpgradeCheck", "UpgradeReport", "UpgradeRequest"]
+__all__ = ["DEFAULT_UPGRADE_OPSET", "OpChange", "UpgradeReport", "UpgradeRequest"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,13 +38,6 @@ class OpChange:
     text: Note  # the change in words (core.upgrade.sentences)
 
 
-@dataclass(frozen=True)
-class UpgradeCheck:
-    name: Note  # what was checked (core.upgrade.sentences)
-    ok: bool
-    detail: Note | None = None  # what it found, or what a library said
-
-
 @dataclass(kw_only=True)
 class UpgradeReport:
     """The new version of the model, what the converter changed, and how the new version was checked."""
@@ -59,7 +52,7 @@ class UpgradeReport:
     ir_after: int
     changes: list[OpChange]
     unchanged_nodes: int  # nodes the converter left as they were
-    checks: list[UpgradeCheck]
+    checks: list[Check]  # what was checked (core.upgrade.sentences)
     compared_with: Note | None  # what ran the original (None when nothing could)
     diffs: list[OutputDiff] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)  # said where shown (core.notes)
