@@ -153,7 +153,7 @@ def other_model() -> tuple[str, str]:
 if submitted:
     try:
         b_path, b_label = other_model()
-        step = step_plan()
+        step = step_plan() if against != "eager" else None  # PyTorch eager is compared one call at a time
     except WorkbenchError as exc:
         stop_with_error(exc)
     a_label = f"{record.name} ({record.id[:8]})" if against == "version" else record.name  # two of one name

@@ -134,6 +134,8 @@ def _print_step(step: StepReport) -> None:
     print(_("greedy     A {a}, B {b}: {same}").format(a=step.greedy_a, b=step.greedy_b, same=same))
     for side, top in (("A", step.top5_a), ("B", step.top5_b)):
         print(f"top-5 {side}    " + ", ".join(f"{t.id} ({t.logit:.3g})" for t in top))
+    if step.layers:
+        print(padded(_("layer"), 42), padded(_("max abs"), 10, True), padded(_("relative"), 10, True))
     for layer in step.layers:
         mark = "" if layer.within else " ✗ " + layer.first_out
         print(f"  {layer.name[:40]:<40} {layer.max_abs:>10.3g} {layer.relative:>10.3g}{mark}")

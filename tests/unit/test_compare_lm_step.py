@@ -91,7 +91,7 @@ def test_a_float16_variant_is_fed_its_own_float16_past(gpt2_past: LanguageModel,
     step = report.lm
     assert step is not None and (step.kv_dtype_a, step.kv_dtype_b) == ("float32", "float16")
     assert report.b_kind == "fp16" and len(step.past) == 4
-    assert all(0 < p.max_abs and p.relative < 0.05 for p in step.past)  # float16's rounding, and only that
+    assert all(p.max_abs > 0 and p.relative < 0.05 for p in step.past)  # float16's rounding, and only that
     assert step.top5_a[0].id in [t.id for t in step.top5_b]
 
 
@@ -120,7 +120,7 @@ def test_the_command_line_gives_the_step_the_prompt_the_greedy_tokens_and_the_to
     data = json.loads(done.stdout)
     assert (data["step"], data["prompt_ids"], data["past"]) == (2, [1, 2, 3], "own")
     assert set(data["greedy"]) == {"a", "b", "same"} and data["greedy"]["same"] is False
-    assert [t["id"] for t in data["top5"]["a"]][0] == data["greedy"]["a"] and len(data["top5"]["b"]) == 5
+    assert data["top5"]["a"][0]["id"] == data["greedy"]["a"] and len(data["top5"]["b"]) == 5
     assert data["divergence_layer"] == "model.transformer.h.1" and "lm" not in data
     assert data["inputs"]["input_ids"] == "int64 [1, 1]" and len(data["tokens_before"]) == 2
     human = cli("compare", str(gpt2_past.onnx), str(scaled), "--step", "0", "--prompt-len", "4")
