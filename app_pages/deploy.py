@@ -15,12 +15,12 @@ from core.quantize.records import variant_label
 from core.tune import SessionConfig, TuneReport, TuneRequest
 from core.tune.budget import longest_budget
 from core.tune.saved import as_run
-from ui import jobs, pages, session
+from ui import jobs, pages, runtime_view, session
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.serve_view import deploy_section, loadtest_section
 from ui.text import md_escape
-from ui.tune_view import chosen_section, results_section
+from ui.tune_view import chosen_section, results_section, run_tune
 
 st.title(_("Deploy"))
 st.markdown(
@@ -66,6 +66,12 @@ with st.form("deploy_form"):
         disabled=not batch_open,
         key="deploy_batches",
     )
+    runtimes = runtime_view.runtimes_picker("deploy_runtimes")  # shown when this server has more than one
+    strict = len(runtime_view.runtime_choices()) > 1 and st.checkbox(
+        _("Never choose a provider that falls back to the CPU provider (strict)"),
+        key="deploy_strict",
+        help=_("A provider that takes no node, or leaves some to the CPU provider, is measured and shown, not chosen."),
+    )
     submitted = st.form_submit_button(_("Tune"), type="primary", disabled=not plan_ready(inputs))
 
 st.caption(
@@ -83,8 +89,9 @@ if submitted or st.session_state.pop("tune_again", False):  # the button, or "Tu
         budget_s=float(budget),
         variants=list(variants),
         batches=list(batches) or None,
+        strict=bool(strict),
     )
-    tuned = jobs.run(TUNE, request, _("Tuning “{name}”").format(name=record.name), model=record.id)
+    tuned = run_tune(request, runtimes, record.name, record.id)  # one job per runtime, each in its own worker
     try:
         who = session.who()
         session.store().save(as_run(tuned), owner=who.user, team=who.team)

@@ -25,6 +25,7 @@ __all__ = [
     "busy_notice",
     "latency_legend",
     "environment_section",
+    "provider_shares",
     "report_json",
     "results_frame",
     "results_section",
@@ -72,7 +73,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {
             _("configuration"): frame["label"],
-            _("nodes per provider"): [_nodes(v) for v in frame["provider_nodes"]],
+            _("nodes per provider"): [provider_shares(v) for v in frame["provider_nodes"]],
             _("median ms (95 % CI)"): _interval(frame["median_ms"], frame["median_low_ms"], frame["median_high_ms"]),
             _("p90 ms"): _figures(frame["p90_ms"]),
             _("p99 ms"): _figures(frame["p99_ms"]),
@@ -90,7 +91,7 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def _nodes(counts: object) -> str:
+def provider_shares(counts: object) -> str:
     """A result's share of the nodes per provider (ORT's assignment in its session): "OpenVINO 8 · CPU 1"."""
     if not isinstance(counts, dict) or not counts:
         return ""

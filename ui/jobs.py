@@ -25,7 +25,7 @@ from ui import session, targets
 from ui.hooks import ERROR_SHOWN, RESULT_KEPT
 from ui.text import md_escape
 
-__all__ = ["SessionJobs", "kept", "run", "show_error", "start", "stop_with_error"]
+__all__ = ["SessionJobs", "keep", "kept", "run", "show_error", "start", "stop_with_error"]
 
 
 class SessionJobs:
@@ -238,6 +238,13 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
     for kept_hook in RESULT_KEPT:  # a workshop participant's benchmark or quantization goes to the room board
         kept_hook(job, result)
     return result
+
+
+def keep(job: Job[Any, Result], model: str, result: Result) -> None:
+    """A result made of several jobs' (Tune across runtimes, one job per runtime) kept for ``model`` as ``run``
+    keeps one job's, where ``kept`` finds it."""
+    st.session_state[job.name] = ((model, b"several"), result)
+    _keep(job, model, result)
 
 
 def kept(job: Job[Any, Result], model: str) -> Result | None:

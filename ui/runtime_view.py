@@ -17,10 +17,18 @@ from core.runtime.runtimes import DEFAULT, describe, runtime_names
 from ui import jobs, targets
 from ui.text import escaped_frame
 
-__all__ = ["compare_section", "declined_section", "runtime_picker", "runtime_providers", "side_by_side_frame"]
+__all__ = [
+    "compare_section",
+    "declined_section",
+    "runtime_choices",
+    "runtime_picker",
+    "runtime_providers",
+    "runtimes_picker",
+    "side_by_side_frame",
+]
 
 
-def _choices() -> list[str]:
+def runtime_choices() -> list[str]:
     """The runtimes a page may offer: this server's (on a cluster target, its own are not known here: default)."""
     return runtime_names() if targets.chosen() == LOCAL else [DEFAULT]
 
@@ -32,19 +40,36 @@ def _label(name: str) -> str:
     return f"{name} ({info.package} {info.onnxruntime})"
 
 
+def _help() -> str:
+    return _("`make runtime-NAME` builds another; `python -m core runtimes` lists them.")
+
+
 def runtime_picker(key: str) -> str:
     """The runtime the page's job runs on: a picker when this server has more than one, else the default."""
-    choices = _choices()
+    choices = runtime_choices()
     if len(choices) < 2:
         return DEFAULT
     picked = st.selectbox(
-        _("Runtime (the build of ONNX Runtime that runs it)"),
-        choices,
-        format_func=_label,
-        key=key,
-        help=_("`make runtime-NAME` builds another; `python -m core runtimes` lists them."),
+        _("Runtime (the build of ONNX Runtime that runs it)"), choices, format_func=_label, key=key, help=_help()
     )
     return str(picked or DEFAULT)
+
+
+def runtimes_picker(key: str) -> list[str]:
+    """The runtimes the page's jobs run on, one job each (Tune's candidates across builds): the same choices as
+    ``runtime_picker``, several at once, the default first; the default alone where this server has one."""
+    choices = runtime_choices()
+    if len(choices) < 2:
+        return [DEFAULT]
+    picked = st.multiselect(
+        _("Runtimes (the builds of ONNX Runtime to try, each in its own worker)"),
+        choices,
+        default=[DEFAULT],
+        format_func=_label,
+        key=key,
+        help=_help(),
+    )
+    return [str(name) for name in picked] or [DEFAULT]
 
 
 def runtime_providers(runtime: str) -> list[str] | None:
@@ -90,7 +115,7 @@ def side_by_side_frame(results: list[PartitionResult]) -> pd.DataFrame:
 
 def compare_section(result: PartitionResult, request: PartitionRequest, key: str) -> None:
     """The same model placed by another runtime, with every provider of its own, beside ``result``."""
-    others = [name for name in _choices() if name != result.runtime]
+    others = [name for name in runtime_choices() if name != result.runtime]
     if not others:
         return
     st.header(_("Side by side with another runtime"), anchor="runtimes")

@@ -3,23 +3,39 @@ each variant, what was not tried, and the chosen configuration as JSON and as ON
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import shutil
 
 import pandas as pd
 import streamlit as st
 
+from core.errors import WorkbenchError
 from core.i18n import _, pgettext
-from core.notes import say, say_all, significant
+from core.jobs import TUNE
+from core.notes import Note, say, say_all, significant
 from core.quantize.records import VARIANTS, variant_label
-from core.tune import Candidate, SessionConfig, TuneReport
+from core.runtime.provider_options import CPU
+from core.runtime.runtimes import BUILDS
+from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest
+from core.tune.across import tune_across
 from core.tune.saved import report_data
 from core.tune.search import STAGES, config_label
 from core.tune.words import headline
-from ui.bench_view import busy_notice, latency_legend
+from ui import jobs, session
+from ui.bench_view import busy_notice, latency_legend, provider_shares
 from ui.charts import latency_figure
 from ui.text import md_escape
 
-__all__ = ["candidates_frame", "chosen_section", "ort_code", "report_json", "results_section", "table_frame"]
+__all__ = [
+    "candidates_frame",
+    "chosen_section",
+    "ort_code",
+    "report_json",
+    "results_section",
+    "run_tune",
+    "table_frame",
+]
 
 
 def _name(c: Candidate, report: TuneReport) -> str:
@@ -88,6 +104,7 @@ def table_frame(report: TuneReport) -> pd.DataFrame:
             {
                 _("configuration"): _name(c, report),
                 _("stage"): _("final round") if c.stage == "final" else _(STAGES.get(c.stage, c.stage)),
+                _("nodes per provider"): ("⚠ " if c.fell_back else "") + provider_shares(c.nodes),
                 _("median ms (95 % CI)"): median,
                 _("accuracy"): _accuracy(c),  # beside the time: a variant is chosen on both
                 _("calls"): c.result.n if c.result is not None else 0,
@@ -95,7 +112,10 @@ def table_frame(report: TuneReport) -> pd.DataFrame:
                 _("problem"): "" if c.accuracy_ok is False else c.error[:300],
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if all(set(c.nodes) <= {CPU} for c in order):  # the CPU provider alone everywhere: nothing to tell apart
+        frame = frame.drop(columns=_("nodes per provider"))
+    return frame
 
 
 def ort_code(config: SessionConfig, model_file: str) -> str:
@@ -106,7 +126,9 @@ def ort_code(config: SessionConfig, model_file: str) -> str:
     level = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED"}.get(
         config.level, "ORT_ENABLE_ALL"
     )
-    lines = [
+    build = BUILDS.get(config.runtime)
+    lines = [f"# the runtime {config.runtime}: pip install {build.package}"] if build is not None else []
+    lines += [
         "import onnxruntime as ort",
         "",
         "options = ort.SessionOptions()",
@@ -128,13 +150,44 @@ def report_json(report: TuneReport) -> bytes:
 
 
 def _verdict(report: TuneReport, key: str) -> None:
-    said = md_escape(say(headline(report)), 800)
+    for warned in _warnings(report):  # what fell back, before any figure (the app's words: providers, runtimes)
+        st.warning(md_escape(say(warned), 800))
+    # across runtimes, the headline says why a runtime won, which one runtime's report cannot say again
+    said = md_escape(say(report.headline if report.runtime_bests else headline(report)), 1200)
     if report.changed:
         st.success(said)
     else:
         st.info(said)
     advice = _("A quieter moment gives numbers that hold: tune again when the other work is done.")
     busy_notice(report.activity, f"{key}_again", "tune_again", _("Tune again"), advice)
+
+
+def _warnings(report: TuneReport) -> list[Note]:
+    """The warnings among the notes but the machine's activity (``busy_notice`` says it): a fallback, first."""
+    activity = report.activity.note if report.activity is not None else None
+    return [n for n in report.notes if n.severity == "warning" and n != activity]
+
+
+def run_tune(request: TuneRequest, runtimes: list[str], name: str, model: str) -> TuneReport:
+    """Tune ``request`` on each of ``runtimes`` (core.tune.across), one job each with its status box, the answer
+    across them kept for ``model`` as one job's would be; one runtime is one job, as before runtimes."""
+    if len(runtimes) == 1:
+        asked = dataclasses.replace(request, runtime=runtimes[0])
+        return jobs.run(TUNE, asked, _("Tuning “{name}”").format(name=name), model=model)
+    folder = session.workspace().new_folder(TUNE.folder or "tuned")  # each runtime's job writes its own under it
+
+    def one(asked: TuneRequest) -> TuneReport:
+        label = _("Tuning “{name}” on {runtime}").format(name=name, runtime=asked.runtime)
+        return jobs.run(TUNE, asked, label)
+
+    try:
+        report = tune_across(dataclasses.replace(request, out_dir=str(folder)), runtimes, one)
+    except WorkbenchError as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        jobs.stop_with_error(exc)
+    session.workspace().prune(TUNE.folder or "tuned", keep={folder, *session.paths_in_use()})
+    jobs.keep(TUNE, model, report)
+    return report
 
 
 def results_section(report: TuneReport, key: str) -> None:
@@ -167,7 +220,7 @@ def results_section(report: TuneReport, key: str) -> None:
         st.markdown(_("**Not tried**"))
         st.markdown("\n".join(f"- {md_escape(line, 300)}" for line in say_all(report.not_tried)))
     for note in report.notes:
-        if report.activity is None or note != report.activity.note:
+        if note not in _warnings(report) and (report.activity is None or note != report.activity.note):
             st.caption(md_escape(say(note), 800))
 
 

@@ -1,7 +1,10 @@
 """The runtimes on the pages: the Partition page's runtime picker (shown because make test builds the OpenVINO runtime),
-the nodes OpenVINO declined with their reasons, and the same model on another runtime side by side."""
+the nodes OpenVINO declined with their reasons, the same model on another runtime side by side, and the Deploy page's
+tuning across the runtimes picked."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -61,3 +64,27 @@ def test_the_benchmark_page_measures_each_provider_of_the_runtime_picked_on_one_
         "ORT ALL on openvino/CPUExecutionProvider": "CPU 3",
     }
     assert "OpenVINO runs 1 of the 3 nodes; the CPU provider runs the other 2." in texts(at)
+
+
+def test_the_deploy_page_tunes_on_each_runtime_picked_and_never_chooses_a_fallback_when_strict(
+    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page("deploy", ("split.onnx", split_bytes))
+    picker = at.multiselect(key="deploy_runtimes")  # the Benchmark page's choices, several at once
+    assert picker.value == ["default"] and picker.options[1] == "openvino (onnxruntime-openvino 1.24.1)"
+    picker.set_value(["default", OPENVINO])
+    at.number_input(key="deploy_budget").set_value(5)
+    at.multiselect(key="deploy_variants").set_value([])
+    at.checkbox(key="deploy_strict").check()
+    next(b for b in at.button if b.label == "Tune").click()
+    at.run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
+    shares = dict(zip(table["configuration"], table["nodes per provider"], strict=True))
+    assert shares["ORT defaults (final round)"] == "CPU 3"
+    assert shares["OpenVINO, CPU on openvino"] == "⚠ CPU 2 · OpenVINO 1"  # measured and shown, marked
+    said = [m.value for m in [*at.success, *at.info] if m.value.startswith("The runtime")]
+    assert said and "Each runtime was tuned in its own worker with the same harness" in said[0]
+    chosen = json.loads(next(c.value for c in at.code if c.language == "json"))
+    assert chosen["providers"] == ["CPUExecutionProvider"]  # strict: OpenVINO left a node to the CPU provider
