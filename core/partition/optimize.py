@@ -187,7 +187,9 @@ def _optimize_at(path: str, key: str, target: Path, weight_bytes: int) -> list[s
         options.add_session_config_entry("session.optimized_model_external_initializers_file_name", data)
         options.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", "1024")
         files.append(str(target.parent / data))
-    options.log_severity_level = 0
+    # INFO: the lines that name the transformers that modified the graph (graph_transformer_mgr.cc) and the
+    # warnings; not VERBOSE's, a thousand lines of the fusions' every attempt on a transformer of 6,000 nodes
+    options.log_severity_level = 1
     try:
         ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     except Exception as exc:
