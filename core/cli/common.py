@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ __all__ = [
     "cluster_at",
     "code_choice",
     "copy_made",
+    "print_made",
     "describe",
     "english_data",
     "environment_json",
@@ -401,3 +402,19 @@ def copy_made(variants: Sequence[Any], outputs: dict[str, Path], copy: Callable[
     for variant in made:
         copy(Path(variant.path), outputs[variant.key])
     return made
+
+
+def print_made(variants: Sequence[Any], outputs: Mapping[str, Path]) -> Iterator[Any]:
+    """A quantization's ``variants`` (the original first) as the human output says them: of each other one, why it
+    was not made, or where it was written and its size against the original's; yields those made, whose own lines
+    follow."""
+    original = variants[0]
+    for variant in variants[1:]:
+        if variant.error:
+            print(_("{variant}: not made: {error}").format(variant=variant.label, error=variant.error))
+            continue
+        print(f"{outputs[variant.key]}  ({variant.label})")
+        print("  " + _("size      {bytes} bytes, {smaller}× smaller").format(
+            bytes=number(variant.size_bytes), smaller=f"{original.size_bytes / max(variant.size_bytes, 1):.2f}"
+        ))  # fmt: skip
+        yield variant

@@ -12,11 +12,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_target_argument, as_onnx, copy_made, environment_json, in_own_folder, target_backend
+from core.cli.common import (
+    add_target_argument,
+    as_onnx,
+    copy_made,
+    environment_json,
+    in_own_folder,
+    print_made,
+    target_backend,
+)
 from core.cli.plan import add_plan_arguments, plan_from_args, plan_json
 from core.cli.quantize_lm import add_language_model_arguments, refuse_language_model_options, run_language_model
 from core.errors import WorkbenchError
-from core.i18n import _, number, pgettext
+from core.i18n import _, pgettext
 from core.jobs import QUANTIZE
 from core.jobs.wire import to_data
 from core.model.measured import MeasuredModel
@@ -99,16 +107,9 @@ def _calibration(text: str | None) -> tuple[str, int]:
 
 def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
     original = report.variants[0]
-    for variant in report.variants[1:]:
-        if variant.error:
-            print(_("{variant}: not made: {error}").format(variant=variant.label, error=variant.error))
-            continue
+    for variant in print_made(report.variants, outputs):
         assert variant.latency is not None and original.latency is not None and variant.accuracy is not None
         acc = variant.accuracy
-        print(f"{outputs[variant.key]}  ({variant.label})")
-        print("  " + _("size      {bytes} bytes, {smaller}× smaller").format(
-            bytes=number(variant.size_bytes), smaller=f"{original.size_bytes / max(variant.size_bytes, 1):.2f}"
-        ))  # fmt: skip
         print("  " + _(
             "latency   median {median} ms against {original} ms: {speedup}× (95 % CI {low}–{high}), "
             "{threads} thread(s)"

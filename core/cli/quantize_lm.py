@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import copy_made, ints, print_json
+from core.cli.common import copy_made, ints, print_json, print_made
 from core.errors import WorkbenchError
-from core.i18n import _, number
+from core.i18n import _
 from core.jobs import QUANTIZE_LM
 from core.jobs.wire import to_data
 from core.notes import say, significant
@@ -119,14 +119,7 @@ def _copy_out(made: Path, out: Path) -> None:
 
 def _print(outputs: dict[str, Path], report: LMQuantizeReport) -> None:
     original = report.variants[0]
-    for variant in report.variants[1:]:
-        if variant.error:
-            print(_("{variant}: not made: {error}").format(variant=variant.label, error=variant.error))
-            continue
-        print(f"{outputs[variant.key]}  ({variant.label})")
-        print("  " + _("size      {bytes} bytes, {smaller}× smaller").format(
-            bytes=number(variant.size_bytes), smaller=f"{original.size_bytes / max(variant.size_bytes, 1):.2f}"
-        ))  # fmt: skip
+    for variant in print_made(report.variants, outputs):
         print("  " + _decode(variant, original))
         if variant.verdict is not None:
             print("  " + _("tokens    {verdict}").format(verdict=say(variant.verdict)))
