@@ -18,21 +18,27 @@ from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
 from core.model.measured import MeasuredModel
 from core.notes import say, significant
+from core.runtime.runtimes import DEFAULT
 from core.runtime.session_config import SessionConfig
 from core.workspace import open_within
 from ui import jobs, session
 from ui.charts import escaped, log_ticks
+from ui.runtime_view import runtime_picker
+from ui.serve_tokens_view import token_results
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["deploy_section", "latency_load_figure", "load_frame", "loadtest_section", "throughput_figure"]
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
+_RUNTIME = "serve_runtime_chosen"  # the runtime the server is written for: the deploy section's, the load test's
 _HTTP = "#7B3FBF"  # the served model's colour, beside ONNX Runtime's blue
 
 
 def _server(model: MeasuredModel, tuned: SessionConfig | None) -> DeployReport:
-    """The server of ``model`` with these options, written once per session (kept with the model)."""
-    request = DeployRequest(model=model.path, out_dir="", name=model.name, tuned=tuned)
+    """The server of ``model`` with these options for the runtime picked (deploy_section's), written once per
+    session and runtime (kept with the model)."""
+    runtime = str(st.session_state.get(_RUNTIME, DEFAULT))
+    request = DeployRequest(model=model.path, out_dir="", name=model.name, tuned=tuned, runtime=runtime)
     said = _("Writing a server for “{name}”").format(name=model.name)
     return jobs.run(DEPLOY, request, said, model=model.id, reuse=True)
 
@@ -53,9 +59,26 @@ def deploy_section(model: MeasuredModel, key: str, tuned: SessionConfig | None =
             "model repository with the same session options."
         )
     )
+    picked = runtime_picker(f"{key}_runtime")
+    st.session_state[_RUNTIME] = tuned.runtime if picked == DEFAULT and tuned is not None else picked
+    if st.session_state[_RUNTIME] != DEFAULT:
+        st.caption(
+            _(
+                "For the runtime {runtime}: its requirements pin its build of ONNX Runtime in place of onnxruntime, "
+                "and its session asks for its providers, with their options (providers.json)."
+            ).format(runtime=md_escape(st.session_state[_RUNTIME], 60))
+        )
     if not st.button(_("Prepare the server (.zip)"), key=f"{key}_make") and jobs.kept(DEPLOY, model.id) is None:
         return
     report = _server(model, tuned)
+    if report.generate:
+        st.info(
+            _(
+                "A language model: the server also streams greedy tokens from `POST /generate` "
+                '(`{"prompt_ids": [...], "max_new_tokens": N}`, or `"prompt"` as text with its tokenizer.json), one '
+                "NDJSON line a token as it is made; the load test measures it in tokens per second."
+            )
+        )
     with open_within(report.zip_path, session.workspace().path) as f:
         data = f.read()
     st.download_button(
@@ -173,6 +196,9 @@ def load_table(report: LoadtestReport) -> pd.DataFrame:
 def _results(report: LoadtestReport) -> None:
     said = headline(report)
     (st.warning if said.severity == "warning" else st.success)(md_escape(say(said), 600))
+    if report.tokens:  # a language model's server: its load is in tokens
+        token_results(report)
+        return
     frame = load_frame(report)
     st.table(load_table(report))
     left, right = st.columns(2)
@@ -225,9 +251,10 @@ def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None
     url = _where(key)
     if st.button(_("Run the load test"), key=f"{key}_run", disabled=not concurrency, type="primary"):
         app = "" if url else _server(model, tuned).out_dir
+        runtime = str(st.session_state.get(_RUNTIME, DEFAULT)) if app else (tuned.runtime if tuned else DEFAULT)
         request = LoadtestRequest(
             model=model, app=app or None, url=url, concurrency=sorted(concurrency), duration_s=float(duration),
-            body=str(body), tuned=tuned,
+            body=str(body), tuned=tuned, runtime=runtime,
         )  # fmt: skip
         said = _("Load-testing the server of “{name}”").format(name=model.name)
         report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)

@@ -3,6 +3,13 @@ under load over HTTP, against ONNX Runtime in-process."""
 
 from __future__ import annotations
 
-from core.deploy.records import DeployReport, DeployRequest, LoadResult, LoadtestReport, LoadtestRequest
+from core.deploy.records import (
+    DeployReport,
+    DeployRequest,
+    LoadResult,
+    LoadtestReport,
+    LoadtestRequest,
+    TokenLoadResult,
+)
 
-__all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest"]
+__all__ = ["DeployReport", "DeployRequest", "LoadResult", "LoadtestReport", "LoadtestRequest", "TokenLoadResult"]

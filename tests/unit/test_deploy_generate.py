@@ -42,7 +42,8 @@ def test_generate_streams_the_greedy_ids_core_generate_makes_and_the_text_of_eac
     lm_server: tuple[Path, Path],
 ) -> None:
     model, out = lm_server
-    done = cli("generate", str(model), "--prompt-ids", ",".join(map(str, PROMPT)), "--new", "8", "--runs", "1", "--json")
+    ids = ",".join(map(str, PROMPT))
+    done = cli("generate", str(model), "--prompt-ids", ids, "--new", "8", "--runs", "1", "--json")
     assert done.returncode == 0, done.stderr
     expected = json.loads(done.stdout)["tokens"][0]
     with TestClient(served_module(out).app) as client:
@@ -138,3 +139,39 @@ def test_a_server_for_the_openvino_runtime_pins_its_build_and_runs_under_its_pyt
     assert data["served_providers"][0] == "OpenVINOExecutionProvider"  # the server imported OpenVINO's build
     assert data["results"][0]["requests"] > 0 and data["results"][0]["errors"] == 0
     assert data["results"][0]["max_abs_diff"] < 1e-5
+
+
+def test_the_page_shows_the_load_in_tokens_and_in_words_where_no_stream_finished() -> None:
+    from core.deploy import LoadtestReport, TokenLoadResult
+    from core.deploy.loadtest import headline
+    from core.notes import say
+    from core.runtime.session_config import SessionConfig
+    from tests.reports import made_environment
+    from ui.serve_tokens_view import _table, token_frame, tokens_figure
+
+    nan = float("nan")
+    tokens = [
+        TokenLoadResult(
+            concurrency=1, streams=4, tokens=128, errors=0, ttft_p50_ms=12.0, ttft_p95_ms=15.0, itl_p50_ms=2.0,
+            itl_p95_ms=3.0, stream_tok_s=480.0, total_tok_s=400.0, checked=4, mismatched=0,
+        ),
+        TokenLoadResult(
+            concurrency=4, streams=0, tokens=0, errors=3, ttft_p50_ms=nan, ttft_p95_ms=nan, itl_p50_ms=nan,
+            itl_p95_ms=nan, stream_tok_s=nan, total_tok_s=0.0, checked=0, mismatched=0, error_examples=["HTTP 503"],
+        ),
+    ]  # fmt: skip
+    report = LoadtestReport(
+        id="lt3", model="<b>lm</b>", model_id="", created_at="2026-12-04T19:00:00+00:00", target="", started_app=True,
+        body="json", duration_s=1.0, results=[], in_process_p50_ms=0.5, in_process_low_ms=0.4, in_process_high_ms=0.6,
+        in_process_calls=10, session=SessionConfig(), environment=made_environment(), notes=[], seconds=1.0,
+        tokens=tokens, new_tokens=32, prompt_tokens=16,
+    )  # fmt: skip
+    assert say(headline(report)) == (
+        "Streamed over HTTP: first token after 12 ms (p50) and a token every 2 ms at concurrency 1; at most 400 "
+        "tokens/s in all, at concurrency 1."
+    )
+    table = _table(token_frame(report))
+    assert table.iloc[0].tolist()[1:3] == ["12 / 15", "2 / 3"]
+    assert table.iloc[1].tolist()[1:4] == ["no stream finished", "no stream finished", "—"]  # never "nan"
+    figure = tokens_figure(token_frame(report))
+    assert [t.y[0] for t in figure.data] == [400.0, 480.0]
