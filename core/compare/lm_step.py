@@ -29,7 +29,7 @@ from core.compare.records import (
     TopToken,
 )
 from core.compare.runs import Prepared
-from core.errors import CompareError
+from core.errors import CompareError, WorkbenchError
 from core.i18n import _, number
 from core.model.blocks import block_of
 from core.model.generative import GenerativeLayout, GenerativePlan
@@ -50,7 +50,6 @@ class Stepped:
 
 
 def _layout(path: str, which: str) -> GenerativeLayout:
-    from core.errors import WorkbenchError
     from core.runtime.greedy_prompt import recognised_layout
 
     try:
