@@ -8,10 +8,12 @@ How (and why it stays bounded and honest):
    node scopes name the PyTorch module of each node). A tensor a fusion took away is not recomputed unfused to
    get at it: that would compare another model than the one asked. The report says which tensors could not be
    compared, and why.
-2. The shared tensors are taken in the reference's graph order, in groups; each group is one run of each
-   optimized graph with that group as its outputs. Each pair is measured as soon as both sides have it and both
-   arrays are dropped, so at most one group per side is held (``group_mb``; the next group is sized from the bytes
-   the last one took). Time grows with the tensors' total bytes over ``group_mb`` runs; memory does not.
+2. The shared tensors are taken in the reference's graph order, in groups; each group is one run of an
+   optimized graph with that group as its outputs. The reference runs first, alone, and each of its tensors is
+   written to disk as it comes (core.compare.spool); then the second model runs the same groups and each of its
+   tensors is measured against the reference's read back, and both are dropped. So one model's session and one
+   group of one side are held at a time (``group_mb``; the next group is sized from the bytes the last one took),
+   never both models' tensors. Time grows with the tensors' total bytes over ``group_mb`` runs; memory does not.
 3. Each node of the reference is within the tolerance when all its compared outputs are. The first divergence is
    the earliest node out of tolerance that no error reaches through its inputs (core.compare.divergence).
 """
@@ -30,6 +32,7 @@ from core.compare.lm_step import Stepped, at_step, divergence_layer, layer_error
 from core.compare.measures import Graph, graph_of, measure
 from core.compare.records import CompareReport, CompareRequest, CompareSide, TensorError, Uncompared
 from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
+from core.compare.spool import Spool
 from core.errors import CompareError
 from core.i18n import N_, _
 from core.model.inputs import describe_values, make_inputs
@@ -98,25 +101,28 @@ class _Weights:
     def __init__(self, a_path: str, b_path: str, graph: Graph) -> None:
         self.paths = (a_path, b_path)
         self.graph = graph
-        self._sources: list[tuple[dict[str, onnx.TensorProto], str]] = []
 
-    @property
-    def sources(self) -> list[tuple[dict[str, onnx.TensorProto], str]]:
-        """Both models' weights, read again when a divergence's cause is asked (not held while the tensors are
-        compared: a model's weights embedded in its file would be in memory twice beside ONNX Runtime's)."""
-        if not self._sources:
-            self._sources = [(self._tensors(_load(path)), str(Path(path).parent)) for path in self.paths]
-        return self._sources
+    def sources(self, names: set[str]) -> list[tuple[dict[str, onnx.TensorProto], str]]:
+        """The weights ``names`` of each model, read again when a divergence's cause is asked, one model at a time
+        and only those kept (not held while the tensors are compared, nor both models' at once: a model's weights
+        embedded in its file are all in memory while it is read)."""
+        return [(self._tensors(_load(path), names), str(Path(path).parent)) for path in self.paths]
 
     @staticmethod
-    def _tensors(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:
-        found = {t.name: t for t in model.graph.initializer}
+    def _tensors(model: onnx.ModelProto, names: set[str]) -> dict[str, onnx.TensorProto]:
+        import onnx
+
+        found = {t.name: t for t in model.graph.initializer if t.name in names}
         for node in model.graph.node:
-            if node.op_type == "Constant" and node.output:
+            if node.op_type == "Constant" and node.output and node.output[0] in names:
                 for attribute in node.attribute:
                     if attribute.name == "value":
                         found[node.output[0]] = attribute.t
-        return found
+        kept = {}
+        for name, tensor in found.items():  # copied out, so the model they were read from is freed
+            kept[name] = onnx.TensorProto()
+            kept[name].CopyFrom(tensor)
+        return kept
 
     def __call__(self, index: int) -> list[tuple[str, float, float]]:
         """(name, largest difference, largest magnitude in the reference) of each weight of node ``index`` that
@@ -125,7 +131,7 @@ class _Weights:
         from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
         from onnx.numpy_helper import to_array
 
-        (a, a_dir), (b, b_dir) = self.sources
+        (a, a_dir), (b, b_dir) = self.sources(set(self.graph.inputs[index]))
         differ = []
         for name in self.graph.inputs[index]:
             if name not in a or name not in b:
@@ -225,10 +231,10 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     progress = progress or _silent
     started = time.perf_counter()
     _check(request)
-    a_model, b_model = _load(request.a.path), _load(request.b.path)
-    graph, b_graph = graph_of(a_model), graph_of(b_model)
-    kind = model_kind(b_model)
-    del a_model, b_model  # their structure is in the graphs; the weights are read again only for a cause
+    graph = graph_of(_load(request.a.path))  # one model read at a time: its structure kept, its weights dropped
+    b_model = _load(request.b.path)
+    b_graph, kind = graph_of(b_model), model_kind(b_model)
+    del b_model  # the weights are read again only for a cause
     arrays = make_inputs(request.inputs, 1, request.seed) if request.step is None else {}
     stepped: Stepped | None = None
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
@@ -245,7 +251,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         shared, uncompared = _plan(graph, pa, pb)
         if not shared and not pa.outputs:
             raise CompareError(_("The two models have no tensor in common to compare."))
-        measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress)
+        measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress, Path(tmp))
         if all(name in measured for name in pa.outputs):  # the outputs were among the shared tensors
             outputs = [measured[name] for name in pa.outputs]
         else:  # named otherwise in the second model: by position, in a run of their own
@@ -309,20 +315,35 @@ def _measure_all(
     fb: dict[str, Any],
     request: CompareRequest,
     progress: Callable[[float, str], None],
+    folder: Path,
 ) -> tuple[dict[str, TensorError], dict[str, str], dict[str, Any]]:
-    """Every shared tensor measured, a group at a time (each array dropped once measured)."""
+    """Every shared tensor measured: the reference's groups run first and written to disk, then the second model's
+    same groups, each tensor measured against the reference's read back (one side's group held at a time)."""
     budget = request.group_mb << 20
+    spool = Spool(folder / "spool")
+    groups: list[list[str]] = []
+    start, peak, average = 0, 0, 0.0
+    while start < len(shared):
+        names = _next_group(shared, start, pa.sizes, average, budget)
+        held = 0
+        for name, value_a in _run(pa, names, fa):
+            held += getattr(value_a, "nbytes", 0)
+            spool.put(name, value_a)
+            del value_a
+        groups.append(names)
+        peak, start = max(peak, held), start + len(names)
+        average = max(held / len(names), 1.0)
+        progress(0.05 + 0.45 * start / len(shared), _("{done} of {total} tensors of the first model written").format(
+            done=start, total=len(shared)
+        ))  # fmt: skip
     measured: dict[str, TensorError] = {}
     b_types: dict[str, str] = {}
     times: dict[str, float] = {}
     lost: list[str] = []
-    start, groups, peak, average = 0, 0, 0, 0.0
-    while start < len(shared):
-        names = _next_group(shared, start, pa.sizes, average, budget)
-        values_a = dict(_run(pa, names, fa))
-        held = sum(v.nbytes for v in values_a.values() if hasattr(v, "nbytes"))
+    done = 0
+    for names in groups:
         for name, value_b in _run(pb, names, fb):
-            value_a = values_a.pop(name)
+            value_a = spool.take(name)
             b_types[name] = str(getattr(value_b, "dtype", ""))
             found = measure(name, value_a, value_b, request.rtol, request.atol)
             del value_a, value_b
@@ -330,11 +351,9 @@ def _measure_all(
                 lost.append(name)
             else:
                 measured[name] = found
-        now = time.perf_counter()
-        times.update(dict.fromkeys(names, now))
-        groups, peak, start = groups + 1, max(peak, held), start + len(names)
-        average = max(held / len(names), 1.0)
-        progress(0.05 + 0.9 * start / len(shared), _("{done} of {total} tensors compared").format(
-            done=start, total=len(shared)
+        times.update(dict.fromkeys(names, time.perf_counter()))
+        done += len(names)
+        progress(0.5 + 0.45 * done / len(shared), _("{done} of {total} tensors compared").format(
+            done=done, total=len(shared)
         ))  # fmt: skip
-    return measured, b_types, {"times": times, "lost": lost, "groups": groups, "peak": peak}
+    return measured, b_types, {"times": times, "lost": lost, "groups": len(groups), "peak": peak}

@@ -295,3 +295,36 @@ def test_the_worst_nodes_list_leaves_out_the_nodes_that_agree_exactly(cnn: Path,
     assert f"{len(exact)} other node(s) agree exactly (zero error) and are not listed." in done.stdout
     same = _compare(cnn, cnn, IMAGE)  # a model against itself: nothing to list, and it says so
     assert not same.ranked_nodes and same.exact_nodes == len(same.nodes)
+
+
+def test_the_first_model_runs_alone_and_its_tensors_wait_on_disk_while_the_second_model_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never both models' tensors at once (issue #51): every group of the reference runs before the second model's
+    first, each of its tensors written to a file as it comes; the second model's groups then take them back from
+    disk, each file gone once measured."""
+    from core.compare import engine
+
+    model = _cnn(128)  # 3.4 MiB of tensors: several groups of at most 1 MiB
+    a = write(model, tmp_path / "a.onnx")
+    next(n for n in model.graph.node if n.name == "/layer2/layer2.0/conv1/Relu").op_type = "Sigmoid"
+    b = write(model, tmp_path / "b.onnx")
+    runs: list[tuple[str, int, int]] = []  # (side, tensors asked, tensors of the reference waiting on disk)
+    run_group = engine.run_group
+
+    def spy(side: engine.Prepared, names: list[str], feeds: dict[str, object]) -> object:
+        runs.append((side.folder.name, len(names), len(list((side.folder.parent / "spool").glob("*.npy")))))
+        return run_group(side, names, feeds)
+
+    monkeypatch.setattr(engine, "run_group", spy)
+    plan = [BenchInput(name="image", dtype="float32", shape=[1, 3, 128, 128], batch_axis=0)]
+    report = _compare(a, b, plan, group_mb=1)
+    sides = [side for side, _asked, _waiting in runs]
+    assert sides == ["a"] * report.groups + ["b"] * report.groups and report.groups > 1
+    written = [waiting for side, _asked, waiting in runs if side == "a"]
+    assert written[0] == 0 and written == sorted(written)  # A's tensors reach the disk group by group
+    shared = sum(asked for side, asked, _waiting in runs if side == "a")
+    left = [waiting for side, _asked, waiting in runs if side == "b"]
+    assert left[0] == shared and left == sorted(left, reverse=True) and left[-1] < shared  # read back, removed
+    found = report.first_divergence
+    assert found is not None and found.node == "/layer2/layer2.0/conv1/Relu" and report.matched == shared
