@@ -99,6 +99,37 @@ def test_generate_refuses_a_body_too_large_not_json_or_not_json_typed_and_a_stre
     assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
 
 
+def test_health_answers_while_a_slow_generation_streams(
+    lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    module = served_module(lm_server[1])
+    step = module.sys.modules[f"{module.__name__}_generation"].Generation.step
+
+    def slow(self: object) -> int:
+        time.sleep(0.05)  # a model of 50 ms a token: 20 tokens take a second
+        return int(step(self))
+
+    monkeypatch.setattr(module.sys.modules[f"{module.__name__}_generation"].Generation, "step", slow)
+    with TestClient(module.app) as client:
+        streamed: list[str] = []
+        stream = threading.Thread(
+            target=lambda: streamed.append(
+                client.post("/generate", json={"prompt_ids": PROMPT, "max_new_tokens": 20}).text
+            )
+        )
+        stream.start()
+        time.sleep(0.3)
+        start = time.perf_counter()
+        health = client.get("/health").json()
+        took = time.perf_counter() - start
+        stream.join()
+    assert health["generate"]["streams"] == 1 and took < 0.3  # answered during the generation, not after it
+    assert _lines(streamed[0])[-1]["tokens"] == 20
+
+
 def test_the_load_test_of_a_language_models_server_measures_tokens_per_second(lm_server: tuple[Path, Path]) -> None:
     model, out = lm_server
     done = cli(
