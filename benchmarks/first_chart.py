@@ -6,7 +6,9 @@ Starts the app (`python -m core serve`) on a free port with a fresh data folder,
 Playwright and prints each step's wall time, on the page's own clock from the click (or the navigation)
 to the end of the app's last run for it: the first page, Decode, Partition, the one-click export and the
 benchmark with the defaults until its chart is drawn. Each figure is also given in units (benchmarks/_unit.py:
-a fresh interpreter's import of onnx, onnxruntime and numpy, measured in the same run) beside its goal.
+a fresh interpreter's import of onnx, onnxruntime and numpy, measured in the same run), beside its goal where it
+has one; the first page and the Decode and Partition pages answering are judged against their floors by
+benchmarks/floors.py.
 ``--root`` serves another checkout (the commit before a change, say) to compare both in one run.
 """
 

@@ -7,8 +7,9 @@ Run: .venv/bin/python benchmarks/graph_pages.py [--layers 1500] [--root OTHER_CH
 Starts the app (`python -m core serve`) on a free port with a fresh data folder and drives Debian's Chromium
 with Playwright. Prints each step's wall time (upload, Decode, Partition) and the server's resident memory
 after each, then each figure in units (benchmarks/_unit.py: a fresh interpreter's import of onnx, onnxruntime
-and numpy, measured in the same run) beside its goal. ``--root`` runs another checkout (the commit before a
-change, say) to compare both in one run.
+and numpy, measured in the same run) beside its goal where it has one (the Partition page and the command's
+levels are judged against their floor by benchmarks/floors.py). ``--root`` runs another checkout (the commit
+before a change, say) to compare both in one run.
 """
 
 from __future__ import annotations
