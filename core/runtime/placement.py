@@ -11,7 +11,7 @@ import sys
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.i18n import N_
 from core.model.proto import walk_graphs
@@ -115,9 +115,19 @@ def _unplaced_note(proto: onnx.NodeProto, inlined: bool) -> str:
     return CONSTANT if proto.op_type == "Constant" and proto.domain in ("", "ai.onnx") else REMOVED
 
 
-def _placement(node: Any, index: int, graph: str, provider: str, note: str = "") -> NodePlacement:
-    """Where ``node`` runs: a node of the model (onnx.NodeProto) or of ORT's assignment, which both have a name, an
-    op type and a domain."""
+class _Node(Protocol):
+    """A node of the model (onnx.NodeProto) or of ORT's assignment: both have a name, an op type and a domain."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def op_type(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+
+
+def _placement(node: _Node, index: int, graph: str, provider: str, note: str = "") -> NodePlacement:
+    """Where ``node`` runs."""
     return NodePlacement(
         index=index, name=node.name, op_type=node.op_type, domain=node.domain, graph=graph, provider=provider, note=note
     )
