@@ -20,6 +20,7 @@ from core.errors import ResultFileError
 __all__ = [
     "LAST_USED",
     "Workspace",
+    "modified",
     "open_within",
     "safe_filename",
     "shown_name",
@@ -152,6 +153,14 @@ class Workspace:
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive
+
+
+def modified(path: Path) -> float:
+    """When ``path`` last changed (its mtime); 0 when another process removed it meanwhile, so it sorts first."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = None) -> list[Path]:

@@ -39,6 +39,7 @@ from core.errors import WorkbenchError
 from core.i18n import _, ngettext
 from core.identity import ANONYMOUS, Identity, stored_owner
 from core.model.records import ModelRecord
+from core.workspace import modified
 
 __all__ = ["Entry", "Kept", "LibraryFull", "ModelLibrary", "NotYourModel", "may_open", "owns"]
 
@@ -219,9 +220,9 @@ class ModelLibrary:
         team: list[Entry] = []
         for link, kept in self._all():  # sized only when shown: a room's library holds everyone's models
             if kept.owner == who.user and (keys is None or kept.key in keys):
-                mine.append(Entry(kept, _mtime(link), _size(link.parent.parent)))
+                mine.append(Entry(kept, modified(link), _size(link.parent.parent)))
             elif who.signed_in and kept.shared and kept.team == who.team:
-                team.append(Entry(kept, _mtime(link), _size(link.parent.parent)))
+                team.append(Entry(kept, modified(link), _size(link.parent.parent)))
         return _newest_first(mine), _newest_first(team)
 
     def usage(self, who: Identity, keys: Collection[str] | None = None) -> int:
@@ -278,7 +279,7 @@ class ModelLibrary:
             )
         anonymous = [(link, kept) for link, kept in self._all() if not kept.owner]
         droppable = sorted(
-            (link for link, kept in anonymous if _kept_by(kept, session)), key=_mtime
+            (link for link, kept in anonymous if _kept_by(kept, session)), key=modified
         )  # the caller's own, least recently used first
         staying = {link.parent.parent for link, _ in anonymous if link not in droppable}  # others' stay
         if sum(_size(f) for f in staying) + adding > self.quota_bytes:
@@ -340,7 +341,7 @@ class ModelLibrary:
         removed = []
         for link, kept in list(self._all()):
             age = self.owned_max_age_s if kept.owner else self.max_age_s
-            if now - _mtime(link) > age:
+            if now - modified(link) > age:
                 link.unlink(missing_ok=True)
                 shutil.rmtree(link.with_suffix(""), ignore_errors=True)
                 folder = link.parent.parent
@@ -387,13 +388,6 @@ def _read(link: Path) -> Kept | None:
         return None
     kept.owner = stored_owner(kept.owner)
     return kept
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 def _size(folder: Path) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 from core.jobs.wire import to_data
 from core.runtime.runs import AnyRun
 from core.store.notes import read_report
+from core.workspace import modified
 
 __all__ = ["Spool", "SpooledRun"]
 
@@ -49,7 +50,7 @@ class Spool:
             found = [p for p in self.folder.iterdir() if p.name.endswith(_SUFFIX) and not p.name.startswith(".")]
         except FileNotFoundError:
             return []
-        return sorted(found, key=lambda p: (_mtime(p), p.name))
+        return sorted(found, key=lambda p: (modified(p), p.name))
 
     def read(self, path: Path) -> SpooledRun:
         """The run kept in ``path``; ValueError when the file is not one (OSError when it is gone)."""
@@ -64,10 +65,3 @@ class Spool:
         aside = path.with_name(f"{path.name}.{why}")
         path.replace(aside)
         return aside
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
