@@ -15,7 +15,7 @@ from core.deploy.server import generate_server
 from core.runtime.runtimes import RUNTIMES_DIR
 from tests.builders import relu_model, write
 from tests.cli import cli
-from tests.lm_models import LanguageModel, copy_model, hf_offline, word_tokenizer
+from tests.lm_models import LanguageModel, byte_tokenizer, copy_model, hf_offline, word_tokenizer
 from tests.unit.test_deploy import served_module
 
 __all__ = ["hf_offline"]  # the fixture, used in this module
@@ -128,6 +128,26 @@ def test_health_answers_while_a_slow_generation_streams(
         stream.join()
     assert health["generate"]["streams"] == 1 and took < 0.3  # answered during the generation, not after it
     assert _lines(streamed[0])[-1]["tokens"] == 20
+
+
+def test_each_streamed_tokens_text_reads_right_in_chinese_a_character_whole_with_its_last_byte(
+    lm_server: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Byte-level tokens as Qwen's split a Chinese character in two or three: the text of each is empty until the
+    one that completes it, which says the whole character; the pieces make the text."""
+    from tokenizers import Tokenizer
+
+    module = served_module(lm_server[1])
+    tokenizer = Tokenizer.from_file(str(byte_tokenizer(tmp_path / "tokenizer.json")))
+    module.GENERATE.tokenizer = tokenizer
+    prompt = tokenizer.encode("hello").ids
+    said = []
+    for text in ("你好，世界。", "hello world, 语言模型"):
+        words = module.GENERATE._words(prompt)
+        pieces = [words(token) for token in tokenizer.encode(text).ids]
+        assert "".join(pieces) == text and not any("\ufffd" in piece for piece in pieces)
+        said.append(pieces)
+    assert said[0] == ["你", "好", "，", "", "世", "", "", "界", "。"]  # 世 and 界 are five tokens between them
 
 
 def test_the_load_test_of_a_language_models_server_measures_tokens_per_second(lm_server: tuple[Path, Path]) -> None:
