@@ -39,7 +39,16 @@ from core.runtime.ort import short_name
 from core.runtime.session_config import SessionConfig
 from core.tune.budget import TunePartial, write_partial
 from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
-from core.tune.search import NOT_HARDWARE, STAGES, Space, english_label, stage_configs, stage_winner, surely_faster
+from core.tune.search import (
+    NOT_HARDWARE,
+    STAGES,
+    Space,
+    config_note,
+    english_label,
+    stage_configs,
+    stage_winner,
+    surely_faster,
+)
 from core.tune.sessions import harness_config, make_variants, open_session
 from core.tune.words import (
     BUDGET_OUT,
@@ -50,6 +59,7 @@ from core.tune.words import (
     NO_VARIANT,
     NOT_ASKED,
     NOTHING_LEFT,
+    STRICT_LEFT,
     TOO_SLOW,
     VARIANTS_TOO_SLOW,
     headline,
@@ -344,6 +354,10 @@ def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneRepo
         said = _("The model could not be measured at ONNX Runtime's defaults: {error}")
         raise TuneError(said.format(error=default.error))
     activity = meter.stop()
+    left_out = [c for c in search.tried if request.strict and c.fell_back and c.measured]
+    if left_out:  # said, so that "none was surely faster" is not read as "none was faster"
+        names = [config_note(config) for config in dict.fromkeys(c.config for c in left_out)]  # said in "; "
+        search.notes.append(note(STRICT_LEFT, names=names))
     wins = final.config != default.config and surely_faster(final, default)
     wins = wins and not (request.strict and final.fell_back)
     report = TuneReport(

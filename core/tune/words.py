@@ -55,6 +55,10 @@ BATCH_TRADE = N_(
     "answered later; where each request must be answered at once, keep batch 1."
 )
 SENTENCES = N_("{said} {more}")  # a sentence and the one that follows it
+STRICT_LEFT = N_(
+    "Strict: these configurations fell back to the CPU provider (a provider took no node or left some to it), so they "
+    "were measured and shown but not chosen: {names}."
+)
 
 
 def not_tried_note(template: str, stage: str, **values: NoteValue) -> Note:
