@@ -78,39 +78,47 @@ def constant_weights_model() -> onnx.ModelProto:
     return _model(graph, producer_name="PaddlePaddle")
 
 
-def control_flow_model() -> onnx.ModelProto:
-    """An If whose branches hold their own nodes, and a Loop with a body: subgraphs at two depths."""
-    then_graph = helper.make_graph(
-        [helper.make_node("Relu", ["x"], ["then_out"], name="then_relu")],
-        "then_branch",
-        [],
-        [helper.make_tensor_value_info("then_out", TensorProto.FLOAT, [2])],
-    )
-    else_graph = helper.make_graph(
-        [helper.make_node("Neg", ["x"], ["else_out"], name="else_neg")],
-        "else_branch",
-        [],
-        [helper.make_tensor_value_info("else_out", TensorProto.FLOAT, [2])],
-    )
-    body = helper.make_graph(
+def relu_or_neg(source: str, width: int) -> dict[str, onnx.GraphProto]:
+    """An If's branches: Relu of ``source`` (``width`` floats) in ``then_branch``, Neg of it in ``else_branch``."""
+    branches = {}
+    for branch, op, node in (("then_branch", "Relu", "then_relu"), ("else_branch", "Neg", "else_neg")):
+        out = f"{branch.removesuffix('_branch')}_out"
+        branches[branch] = helper.make_graph(
+            [helper.make_node(op, [source], [out], name=node)],
+            branch,
+            [],
+            [helper.make_tensor_value_info(out, TensorProto.FLOAT, [width])],
+        )
+    return branches
+
+
+def loop_body(width: int, counter: str, added: str, *making_it: onnx.NodeProto) -> onnx.GraphProto:
+    """A Loop's body that adds ``added`` (``width`` floats; ``making_it``: the nodes that make it) to the sum it
+    carries, its condition passed through; its trip counter is named ``counter``."""
+    return helper.make_graph(
         [
             helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
-            helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="body_add"),
+            *making_it,
+            helper.make_node("Add", ["acc_in", added], ["acc_out"], name="body_add"),
         ],
         "loop_body",
         [
-            helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+            helper.make_tensor_value_info(counter, TensorProto.INT64, []),
             helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [width]),
         ],
         [
             helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2]),
+            helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [width]),
         ],
     )
+
+
+def control_flow_model() -> onnx.ModelProto:
+    """An If whose branches hold their own nodes, and a Loop with a body: subgraphs at two depths."""
     nodes = [
-        helper.make_node("If", ["flag"], ["branch"], then_branch=then_graph, else_branch=else_graph, name="if"),
-        helper.make_node("Loop", ["trips", "", "branch"], ["summed"], body=body, name="loop"),
+        helper.make_node("If", ["flag"], ["branch"], **relu_or_neg("x", 2), name="if"),
+        helper.make_node("Loop", ["trips", "", "branch"], ["summed"], body=loop_body(2, "iter", "x"), name="loop"),
     ]
     graph = helper.make_graph(
         nodes,

@@ -6,6 +6,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.builders import loop_body, relu_or_neg
+
 __all__ = [
     "detector_model",
     "ir3_model",
@@ -433,43 +435,13 @@ def loop_model(scan: bool = False) -> onnx.ModelProto:
         )
         walk = [helper.make_node("Scan", ["zeros", "x"], ["summed"], body=body, num_scan_inputs=1, name="scan")]
     else:
-        body = helper.make_graph(
-            [
-                helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
-                helper.make_node("Gather", ["x", "i"], ["row"], axis=0, name="body_row"),
-                helper.make_node("Add", ["acc_in", "row"], ["acc_out"], name="body_add"),
-            ],
-            "loop_body",
-            [
-                helper.make_tensor_value_info("i", TensorProto.INT64, []),
-                helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-                helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [4]),
-            ],
-            [
-                helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-                helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [4]),
-            ],
-        )
+        body = loop_body(4, "i", "row", helper.make_node("Gather", ["x", "i"], ["row"], axis=0, name="body_row"))
         walk = [
             helper.make_node("Shape", ["x"], ["shape"], name="shape"),
             helper.make_node("Gather", ["shape", "zero"], ["steps"], axis=0, name="steps"),
             helper.make_node("Loop", ["steps", "", "zeros"], ["summed"], body=body, name="loop"),
         ]
-    then_graph = helper.make_graph(
-        [helper.make_node("Relu", ["summed"], ["relu_out"], name="then_relu")],
-        "then_branch",
-        [],
-        [helper.make_tensor_value_info("relu_out", TensorProto.FLOAT, [4])],
-    )
-    else_graph = helper.make_graph(
-        [helper.make_node("Neg", ["summed"], ["neg_out"], name="else_neg")],
-        "else_branch",
-        [],
-        [helper.make_tensor_value_info("neg_out", TensorProto.FLOAT, [4])],
-    )
-    walk.append(
-        helper.make_node("If", ["use_relu"], ["y"], then_branch=then_graph, else_branch=else_graph, name="choose")
-    )
+    walk.append(helper.make_node("If", ["use_relu"], ["y"], **relu_or_neg("summed", 4), name="choose"))
     graph = helper.make_graph(
         walk,
         "steps",
