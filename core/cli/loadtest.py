@@ -62,11 +62,14 @@ def _print(report: LoadtestReport) -> None:
     from core.deploy.loadtest import headline, percentile_text
 
     print(say(headline(report)))
-    if report.tokens:
+    if report.tokens:  # a language model's server: its load is in tokens, and no request of /predict was sent
         _print_tokens(report)
+        for note in report.notes:
+            print(_("note     {note}").format(note=say(note)))
+        return
     print(padded(_("concurrency"), 12), padded(_("requests/s"), 11, True), padded("p50", 22, True),
           padded("p90", 10, True), padded("p99", 10, True), padded(_("errors"), 7, True))  # fmt: skip
-    for r in report.results:  # (none for a language model's server: its load is in tokens)
+    for r in report.results:
         if not r.requests:  # nothing to take a percentile of: said in words, never "nan"
             print(f"{r.concurrency:<12} {r.rps:>11,.1f}", padded(_("no request answered"), 42, True), f"{r.errors:>7}")
             continue

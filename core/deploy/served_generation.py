@@ -103,7 +103,9 @@ class Generate:
             from tokenizers import Tokenizer
 
             self.tokenizer = Tokenizer.from_file(str(here / spec["tokenizer"]))
-        self.pool = ThreadPoolExecutor(min(self.max_streams, 8), thread_name_prefix="generate")
+        # a step is ONNX Runtime's work (the GIL let go), its intra-op threads already on the cores: more threads than
+        # cores only make the steps wait on each other
+        self.pool = ThreadPoolExecutor(min(self.max_streams, os.cpu_count() or 1), thread_name_prefix="generate")
         app.post("/generate", response_class=StreamingResponse)(self.generate)
 
     def health(self) -> dict[str, Any]:

@@ -4,6 +4,8 @@ server deployed for the OpenVINO runtime pins its build and runs under that runt
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -193,6 +195,7 @@ def test_a_server_for_the_openvino_runtime_pins_its_build_and_runs_under_its_pyt
 
 
 def test_the_page_shows_the_load_in_tokens_and_in_words_where_no_stream_finished() -> None:
+    from core.cli.loadtest import _print
     from core.deploy import LoadtestReport, TokenLoadResult
     from core.deploy.loadtest import headline
     from core.notes import say
@@ -226,3 +229,9 @@ def test_the_page_shows_the_load_in_tokens_and_in_words_where_no_stream_finished
     assert table.iloc[1].tolist()[1:4] == ["no stream finished", "no stream finished", "—"]  # never "nan"
     figure = tokens_figure(token_frame(report))
     assert [t.y[0] for t in figure.data] == [400.0, 480.0]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        _print(report)  # the command line's text: the tokens' table alone, no empty table of requests
+    lines = printed.getvalue().splitlines()
+    assert lines[3].split() == ["1", "12/15", "ms", "2/3", "ms", "480.0", "400.0", "0"]
+    assert "no stream finished" in lines[4] and "requests/s" not in printed.getvalue()
