@@ -47,6 +47,11 @@ cores = os.cpu_count() or 1
 
 with st.form("profile_form"):
     runtime = runtime_view.runtime_picker("profile_runtime")  # another build: its providers, the CPU provider last
+    strict = len(runtime_view.runtime_choices()) > 1 and st.checkbox(
+        _("Refuse a provider that leaves nodes to the CPU provider (strict)"),
+        key="profile_strict",
+        help=_("ONNX Runtime is told not to fall back (session.disable_cpu_ep_fallback): nothing is profiled then."),
+    )
     left, mid, right = st.columns(3)
     level = left.selectbox(
         _("ONNX Runtime optimization level"),
@@ -86,6 +91,7 @@ if submitted or st.session_state.pop("profile_again", False):
         iterations=int(iterations),
         warmup=int(warmup),
         runtime=runtime,
+        strict=bool(strict),
     )
     jobs.run(PROFILE, request, _("Profiling “{name}”").format(name=record.name), model=record.id)
 

@@ -66,3 +66,13 @@ def test_the_page_profiles_on_the_runtime_picked_with_each_providers_share() -> 
     nodes = next(d.value for d in at.dataframe if "the model's node(s)" in d.value.columns)
     assert set(nodes["provider"]) == {"OpenVINOExecutionProvider", "CPUExecutionProvider"}
     assert "By execution provider (the runtime openvino)" in texts(at).replace("**", "")
+
+
+def test_strict_refuses_on_the_page_a_provider_that_leaves_nodes_to_the_cpu() -> None:
+    require_openvino()
+    at = open_page("profile", ("conv_split.onnx", conv_split_model().SerializeToString()))
+    at.selectbox(key="profile_runtime").set_value(OPENVINO)
+    at.checkbox(key="profile_strict").check()
+    _profile(at)
+    assert any("OpenVINO does not take every node" in e.value for e in at.error)
+    assert not at.subheader  # no figure
