@@ -32,13 +32,15 @@ def qwen_zip(model: LanguageModel, tmp_path: Path) -> tuple[str, bytes]:
     return "qwen.zip", model_zip(model, "qwen", tmp_path)
 
 
-def generate(at: AppTest, reference: Path, new: int = 4) -> None:
-    """On the Benchmark page: a text prompt, ``new`` tokens, two runs at one thread, eager beside it."""
-    at.text_input(key="generate_reference_path").set_value(str(reference)).run()
+def generate(at: AppTest, reference: Path | None = None, new: int = 4, prompt: str = PROMPT, runs: int = 2) -> None:
+    """On the Benchmark page: the text ``prompt``, ``new`` tokens, ``runs`` runs at one thread, eager beside it
+    from ``reference`` when given; the run must end without an error."""
+    if reference is not None:
+        at.text_input(key="generate_reference_path").set_value(str(reference)).run()
     at.radio(key="generate_prompt_kind").set_value("text").run()
-    at.text_area(key="generate_prompt_text").set_value(PROMPT)
+    at.text_area(key="generate_prompt_text").set_value(prompt)
     at.number_input(key="generate_new").set_value(new)
-    at.number_input(key="generate_runs").set_value(2)
+    at.number_input(key="generate_runs").set_value(runs)
     at.number_input(key="generate_threads").set_value(1)
     next(b for b in at.button if b.label in ("Generate", "生成")).click()
     at.run()
@@ -115,14 +117,7 @@ def test_a_folders_onnx_file_generates_with_the_folders_pytorch_model_beside_it(
     assert not at.exception, at.exception
     assert at.checkbox(key="generate_eager").value is True  # the folder's PyTorch model, offered as eager
     assert not [t for t in at.text_input if t.key == "generate_reference_path"]
-    at.radio(key="generate_prompt_kind").set_value("text").run()
-    at.text_area(key="generate_prompt_text").set_value("hello world 你好")
-    at.number_input(key="generate_new").set_value(3)
-    at.number_input(key="generate_runs").set_value(1)
-    at.number_input(key="generate_threads").set_value(1)
-    next(b for b in at.button if b.label == "Generate").click()
-    at.run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    generate(at, new=3, prompt="hello world 你好", runs=1)
     report = at.session_state[GENERATE.name][1]
     assert report.eager is not None and report.ort.tokens == report.eager.tokens
     assert report.prompt_ids == [[1, 2, 5]] and report.prompt_text == ["hello world 你好"]
@@ -142,13 +137,7 @@ def test_markup_a_tokenizer_writes_is_shown_as_text(gpt2_past: LanguageModel, tm
         archive.write(tmp_path / "tokenizer.json", "hostile/tokenizer.json")
     at = open_page("benchmark", model=("hostile.zip", data.getvalue()), timeout=300)
     hostile = " ".join(words[1:])
-    at.radio(key="generate_prompt_kind").set_value("text").run()
-    at.text_area(key="generate_prompt_text").set_value(hostile)
-    at.number_input(key="generate_new").set_value(2)
-    at.number_input(key="generate_runs").set_value(1)
-    next(b for b in at.button if b.label == "Generate").click()
-    at.run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    generate(at, new=2, prompt=hostile, runs=1)
     assert hostile in [c.value for c in at.code]  # as code: shown as written, never rendered
     rendered = [e.value for e in (*at.markdown, *at.caption, *at.subheader, *at.warning)]
     assert not any(mark in text for text in rendered for mark in ("<img", "**bold**", "](javascript"))
