@@ -46,10 +46,11 @@ OV, CPU = "OpenVINOExecutionProvider", "CPUExecutionProvider"
 
 @pytest.fixture(scope="module")
 def across(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The Hardmax CNN tuned on the default runtime and OpenVINO's, a few seconds each, as the command line's JSON."""
+    """The Hardmax CNN tuned on the default runtime and OpenVINO's, five seconds each (OpenVINO's first stage needs
+    them on a busy machine), as the command line's JSON."""
     require_openvino()
     model = builders.write(conv_split_model(), tmp_path_factory.mktemp("across") / "conv.onnx")
-    done = cli("tune", str(model), "--runtime", f"default,{OPENVINO}", "--budget", "6", "--variants", "", "--no-save",
+    done = cli("tune", str(model), "--runtime", f"default,{OPENVINO}", "--budget", "10", "--variants", "", "--no-save",
                "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
@@ -62,8 +63,10 @@ def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_wor
     assert by_runtime["default"] and by_runtime[OPENVINO]  # candidates from both
     # what each session kept proves where it ran: the default wheel has no OpenVINO; OpenVINO's build used it
     assert all(c["providers_used"] == [CPU] for c in by_runtime["default"])
-    tried = [c for c in by_runtime[OPENVINO] if c["settings"]["providers"][0] == OV]
-    assert tried and all(c["providers_used"] == [OV, CPU] for c in tried)
+    # OpenVINO's candidates whose session was opened (on a busy machine, one may then be too slow to time)
+    opened = [c for c in across["candidates"] if c["settings"]["providers"][0] == OV and c["providers_used"]]
+    tried = [c for c in opened if c["settings"]["runtime"] == OPENVINO]
+    assert tried == opened and tried and all(c["providers_used"] == [OV, CPU] for c in tried)
     assert all(c["provider_nodes"] == {OV: 8, CPU: 1} and c["fell_back"] for c in tried)  # Hardmax on the CPU
     assert "OpenVINO runs 8 of the 9 nodes; the CPU provider runs the other 1." in tried[0]["placement"]
     runtimes = {r["runtime"]: r for r in across["runtimes"]}
@@ -78,8 +81,8 @@ def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_wor
 
 
 def _candidate(config: SessionConfig, median: float, low: float, high: float, fell_back: bool = False) -> Candidate:
-    stats: dict[str, Any] = {"n": 50, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high, "min_ms": low}
-    stats |= {"max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
+    stats: dict[str, Any] = {"n": 50, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high}
+    stats |= {"min_ms": low, "max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
     result = BenchResult(label="", engine="ort", level="ALL", provider=config.providers[0], threads=0, batch=1,
                          load_ms=0, first_run_ms=0, **stats)  # fmt: skip
     placement = [note(PARTLY, provider="OpenVINO", count=8, total=9, rest=1)] if fell_back else []
