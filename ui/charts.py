@@ -65,6 +65,7 @@ __all__ = [
     "distribution_figure",
     "latency_figure",
     "LATENCY_MARKERS",
+    "against_concurrency",
     "log_ticks",
     "speedup_figure",
     "histogram_figure",
@@ -316,6 +317,21 @@ def log_ticks(low: float, high: float) -> list[float]:
     steps = (1,) if last - first > 4 else (1, 2, 5)
     ticks = [m * 10.0**e for e in range(first, last + 1) for m in steps]
     return [float(f"{t:.6g}") for t in ticks if low / 1.5 <= t <= high * 1.5]
+
+
+def against_concurrency(
+    fig: go.Figure, frame: pd.DataFrame, across: str, yaxis: dict[str, Any], height: int = 320, legend_y: float = -0.3
+) -> go.Figure:
+    """``fig`` laid out as a load test's chart: the concurrency levels of ``frame`` on a log axis titled ``across``
+    (a tick at each level measured), ``yaxis`` up, the legend below."""
+    fig.update_layout(
+        height=height,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": legend_y},
+        xaxis={"title": across, "type": "log", "tickvals": list(frame["concurrency"])},
+        yaxis=yaxis,
+    )
+    return fig
 
 
 @escaped

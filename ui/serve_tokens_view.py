@@ -13,7 +13,7 @@ import streamlit as st
 from core.deploy import LoadtestReport
 from core.i18n import _, number
 from core.notes import say, significant
-from ui.charts import escaped
+from ui.charts import against_concurrency, escaped
 from ui.text import md_escape
 
 __all__ = ["token_frame", "token_results", "tokens_figure"]
@@ -75,12 +75,9 @@ def tokens_figure(frame: pd.DataFrame) -> go.Figure:
                 + "<extra></extra>",
             )
         )  # fmt: skip
-    fig.update_layout(
-        height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.3},
-        xaxis={"title": _("concurrent streams"), "type": "log", "tickvals": list(frame["concurrency"])},
-        yaxis={"title": _("tokens per second"), "rangemode": "tozero"},
-    )  # fmt: skip
-    return fig
+    return against_concurrency(
+        fig, frame, _("concurrent streams"), {"title": _("tokens per second"), "rangemode": "tozero"}
+    )
 
 
 def token_results(report: LoadtestReport) -> None:

@@ -22,7 +22,7 @@ from core.runtime.runtimes import DEFAULT
 from core.runtime.session_config import SessionConfig
 from core.workspace import open_within
 from ui import jobs, session
-from ui.charts import escaped, log_ticks
+from ui.charts import against_concurrency, escaped, log_ticks
 from ui.runtime_view import runtime_picker
 from ui.serve_tokens_view import token_results
 from ui.text import escaped_frame, md_escape
@@ -143,13 +143,13 @@ def latency_load_figure(frame: pd.DataFrame) -> go.Figure:
     )  # fmt: skip
     values = [v for c in ("p50_low_ms", "p99_high_ms", "in_process_ms") for v in frame[c] if v > 0]
     ticks = log_ticks(min(values), max(values)) if values else []  # every tick written out, never a bare "2 5"
-    fig.update_layout(
-        height=360, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.25},
-        xaxis={"title": _("concurrent requests"), "type": "log", "tickvals": list(frame["concurrency"])},
-        yaxis={"title": _("milliseconds per request"), "type": "log",  # in-process is often 1000× below HTTP
-               "tickvals": ticks or None, "ticktext": [f"{t:g}" for t in ticks] or None},
-    )  # fmt: skip
-    return fig
+    milliseconds = {
+        "title": _("milliseconds per request"),
+        "type": "log",  # in-process is often 1000× below HTTP
+        "tickvals": ticks or None,
+        "ticktext": [f"{t:g}" for t in ticks] or None,
+    }
+    return against_concurrency(fig, frame, _("concurrent requests"), milliseconds, height=360, legend_y=-0.25)
 
 
 @escaped
@@ -164,12 +164,10 @@ def throughput_figure(frame: pd.DataFrame) -> go.Figure:
             + "<extra></extra>",
         )
     )  # fmt: skip
-    fig.update_layout(
-        height=320, margin={"l": 10, "r": 10, "t": 30, "b": 10}, legend={"orientation": "h", "y": -0.3},
-        xaxis={"title": _("concurrent requests"), "type": "log", "tickvals": list(frame["concurrency"])},
-        yaxis={"title": _("requests per second"), "rangemode": "tozero"}, showlegend=True,
-    )  # fmt: skip
-    return fig
+    fig.update_layout(showlegend=True)
+    return against_concurrency(
+        fig, frame, _("concurrent requests"), {"title": _("requests per second"), "rangemode": "tozero"}
+    )
 
 
 def _interval(value: float, low: float, high: float) -> str:
