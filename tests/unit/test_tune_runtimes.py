@@ -82,7 +82,8 @@ def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_wor
 
 def _candidate(config: SessionConfig, median: float, low: float, high: float, fell_back: bool = False) -> Candidate:
     stats: dict[str, Any] = {"n": 50, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high}
-    stats |= {"min_ms": low, "max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
+    stats |= {"min_ms": low, "max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high}
+    stats["throughput"] = 1.0
     result = BenchResult(label="", engine="ort", level="ALL", provider=config.providers[0], threads=0, batch=1,
                          load_ms=0, first_run_ms=0, **stats)  # fmt: skip
     placement = [note(PARTLY, provider="OpenVINO", count=8, total=9, rest=1)] if fell_back else []
