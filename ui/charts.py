@@ -160,24 +160,23 @@ def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED"
     return fig
 
 
+def _bars_per(frame: pd.DataFrame, key: str, columns: dict[str, str], **bar: Any) -> go.Figure:
+    """One bar trace per value of column ``key``, in the order they first come, each in its colour (colour_map):
+    ``columns`` says what each trace takes from its rows (x, y, text, customdata), ``bar`` plotly's other settings."""
+    fig = go.Figure()
+    colours = colour_map(list(frame[key].astype(str)))
+    for value, group in frame.groupby(key, sort=False):
+        taken = {setting: group[column] for setting, column in columns.items()}
+        fig.add_trace(go.Bar(name=str(value), marker_color=colours[str(value)], **taken, **bar))
+    return fig
+
+
 @escaped
 def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
     """One stacked bar per partition (real or simulated): nodes per provider. ``frame``: partition, provider,
     nodes."""
-    fig = go.Figure()
-    colours = colour_map(list(frame["provider"].astype(str)))
-    for provider, group in frame.groupby("provider", sort=False):
-        fig.add_trace(
-            go.Bar(
-                x=group["nodes"],
-                y=group["partition"],
-                name=str(provider),
-                orientation="h",
-                marker_color=colours[str(provider)],
-                text=group["nodes"],
-                textposition="inside",
-            )
-        )
+    columns = {"x": "nodes", "y": "partition", "text": "nodes"}
+    fig = _bars_per(frame, "provider", columns, orientation="h", textposition="inside")
     fig.update_layout(
         barmode="stack",
         height=90 + 44 * frame["partition"].nunique(),
@@ -410,23 +409,15 @@ def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
 def compare_figure(frame: pd.DataFrame) -> go.Figure:
     """Runs side by side: median per configuration, one colour per run, p90 as a marker. ``frame``: run,
     configuration, median_ms, p90_ms."""
-    fig = go.Figure()
-    colours = colour_map(list(frame["run"].astype(str)))
-    for run, group in frame.groupby("run", sort=False):
-        fig.add_trace(
-            go.Bar(
-                x=group["configuration"],
-                y=group["median_ms"],
-                name=str(run),
-                marker_color=colours[str(run)],
-                customdata=group["p90_ms"],
-                hovertemplate="%{x}<br>"
-                + _("median {ms} ms").format(ms="%{y:.3g}")
-                + "<br>"
-                + _("p90 {ms} ms").format(ms="%{customdata:.3g}")
-                + "<extra>%{fullData.name}</extra>",
-            )
-        )
+    hover = (
+        "%{x}<br>"
+        + _("median {ms} ms").format(ms="%{y:.3g}")
+        + "<br>"
+        + _("p90 {ms} ms").format(ms="%{customdata:.3g}")
+        + "<extra>%{fullData.name}</extra>"
+    )
+    columns = {"x": "configuration", "y": "median_ms", "customdata": "p90_ms"}
+    fig = _bars_per(frame, "run", columns, hovertemplate=hover)
     fig.update_layout(
         barmode="group",
         height=420,
