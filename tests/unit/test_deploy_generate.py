@@ -194,12 +194,15 @@ def test_a_server_for_the_openvino_runtime_pins_its_build_and_runs_under_its_pyt
     assert data["results"][0]["max_abs_diff"] < 1e-5
 
 
-def test_the_page_shows_the_load_in_tokens_and_in_words_where_no_stream_finished() -> None:
+def test_the_load_in_tokens_is_shown_in_words_where_no_stream_finished_and_kept_in_the_history(tmp_path: Path) -> None:
     from core.cli.loadtest import _print
     from core.deploy import LoadtestReport, TokenLoadResult
     from core.deploy.loadtest import headline
+    from core.deploy.saved import as_run
     from core.notes import say
+    from core.runtime.runs import LoadtestRun
     from core.runtime.session_config import SessionConfig
+    from core.store import Store
     from tests.reports import made_environment
     from ui.serve_tokens_view import _table, token_frame, tokens_figure
 
@@ -235,3 +238,15 @@ def test_the_page_shows_the_load_in_tokens_and_in_words_where_no_stream_finished
     lines = printed.getvalue().splitlines()
     assert lines[3].split() == ["1", "12/15", "ms", "2/3", "ms", "480.0", "400.0", "0"]
     assert "no stream finished" in lines[4] and "requests/s" not in printed.getvalue()
+    store = Store(f"sqlite:///{tmp_path / 'h.sqlite'}")  # the history keeps it as a run of kind "loadtest"
+    store.save(as_run(report))
+    saved = store.load("lt3")
+    assert isinstance(saved, LoadtestRun) and saved.concurrency == [1, 4] and saved.errors == {"1": 0, "4": 3}
+    http = next(r for r in saved.results if r.engine == "http")
+    assert (http.label, http.median_ms, http.throughput, http.first_run_ms) == (
+        "HTTP · 1 streams, per token",
+        2.0,
+        400.0,
+        12.0,
+    )
+    assert saved.headline.english().startswith("Streamed over HTTP: first token after 12 ms")
