@@ -69,6 +69,7 @@ __all__ = [
     "log_ticks",
     "speedup_figure",
     "histogram_figure",
+    "interval",
     "levels_figure",
     "op_count_figure",
     "op_count_frame",
@@ -228,13 +229,7 @@ def latency_figure(frame: pd.DataFrame, axis: str = "") -> go.Figure:
             orientation="h",
             name=_("median"),
             marker_color=[engine_colour(str(e)) for e in frame["engine"]],
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": frame["median_high_ms"] - frame["median_ms"],
-                "arrayminus": frame["median_ms"] - frame["median_low_ms"],
-                "color": "#333",
-            },
+            error_x=interval(frame, "median_ms", "median_low_ms", "median_high_ms", color="#333"),
             text=[_("{ms} ms").format(ms=significant(v)) for v in frame["median_ms"]],
             textposition="inside",
             insidetextanchor="start",
@@ -304,6 +299,17 @@ def distribution_figure(frame: pd.DataFrame) -> go.Figure:
 def _marker(name: str, ms: float) -> str:
     """A latency marker's words: "p99 12.3 ms"."""
     return _("{name} {ms} ms").format(name=name, ms=significant(ms))
+
+
+def interval(frame: pd.DataFrame, value: str, low: str, high: str, **style: Any) -> dict[str, Any]:
+    """Plotly's error bars for the interval from column ``low`` to column ``high`` around column ``value``."""
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": frame[high] - frame[value],
+        "arrayminus": frame[value] - frame[low],
+        **style,
+    }
 
 
 def log_ticks(low: float, high: float) -> list[float]:
@@ -380,13 +386,7 @@ def speedup_figure(frame: pd.DataFrame, baseline: str) -> go.Figure:
             x=frame["speedup"],
             orientation="h",
             marker_color=["#1C8356" if v >= 1 else "#C4451C" for v in frame["speedup"]],
-            error_x={
-                "type": "data",
-                "symmetric": False,
-                "array": frame["high"] - frame["speedup"],
-                "arrayminus": frame["speedup"] - frame["low"],
-                "color": "#333",
-            },
+            error_x=interval(frame, "speedup", "low", "high", color="#333"),
             text=[f"{number(v, 2)}×" for v in frame["speedup"]],
             textposition="inside",
             insidetextanchor="start",

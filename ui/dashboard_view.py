@@ -13,7 +13,7 @@ from core.errors import WorkbenchError
 from core.i18n import _
 from core.notes import significant
 from core.store.dashboard import Latest, Newest, Point, Tuned
-from ui.charts import colour_map, escaped, plain
+from ui.charts import colour_map, escaped, interval, plain
 from ui.text import md_escape
 
 __all__ = ["date_span", "latest_frame", "same_file_notes", "trend_figure", "trend_frame", "tuned_frame"]
@@ -138,15 +138,7 @@ def trend_figure(frame: pd.DataFrame, value: str = "median_ms") -> go.Figure:
                 mode="lines+markers",
                 marker={"color": colours[str(series)], "size": 8},
                 line={"color": colours[str(series)]},
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": group["high_ms"] - group["median_ms"],
-                    "arrayminus": group["median_ms"] - group["low_ms"],
-                    "thickness": 1,
-                }
-                if latency
-                else None,
+                error_y=interval(group, "median_ms", "low_ms", "high_ms", thickness=1) if latency else None,
                 customdata=hover,
                 hovertemplate=(
                     "%{x|%Y-%m-%d %H:%M}<br>"

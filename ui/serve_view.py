@@ -22,7 +22,7 @@ from core.runtime.runtimes import DEFAULT
 from core.runtime.session_config import SessionConfig
 from core.workspace import open_within
 from ui import jobs, session
-from ui.charts import against_concurrency, escaped, log_ticks
+from ui.charts import against_concurrency, escaped, interval, log_ticks
 from ui.runtime_view import runtime_picker
 from ui.serve_tokens_view import token_results
 from ui.text import escaped_frame, md_escape
@@ -127,8 +127,7 @@ def latency_load_figure(frame: pd.DataFrame) -> go.Figure:
             go.Scatter(
                 x=frame["concurrency"], y=frame[column], name=_("{percentile} over HTTP").format(percentile=name),
                 mode="lines+markers", line={"color": _HTTP, "dash": dash},
-                error_y={"type": "data", "symmetric": False, "array": frame[f"{name}_high_ms"] - frame[column],
-                         "arrayminus": frame[column] - frame[f"{name}_low_ms"], "thickness": 1},
+                error_y=interval(frame, column, f"{name}_low_ms", f"{name}_high_ms", thickness=1),
                 hovertemplate=_("{percentile} {ms} ms at concurrency {count}").format(
                     percentile=name, ms="%{y:.3g}", count="%{x}") + "<extra></extra>",
             )
