@@ -5,8 +5,10 @@ tuning across the runtimes picked."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from tests.app.pages import open_page, texts
 from tests.runtimes import OPENVINO, require_openvino, split_model
@@ -18,11 +20,17 @@ def split_bytes() -> bytes:
     return split_model("Det").SerializeToString()
 
 
-def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_another(
-    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def split_on(split_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], AppTest]:
+    """Opens a page on the split model (OpenVINO takes one of its three nodes), in a session with no start sample."""
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = open_page("partition", ("split.onnx", split_bytes))
+    return lambda page: open_page(page, ("split.onnx", split_bytes))
+
+
+def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_another(
+    split_on: Callable[[str], AppTest],
+) -> None:
+    at = split_on("partition")
     labels = at.selectbox(key="partition_runtime").options
     assert labels[0].startswith("default (onnxruntime ") and labels[1] == "openvino (onnxruntime-openvino 1.24.1)"
     assert [s.value for s in at.subheader] == ["3 nodes in the main graph: 3 on CPU"]  # the default, as before
@@ -45,10 +53,9 @@ def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_anot
 
 
 def test_the_benchmark_page_measures_each_provider_of_the_runtime_picked_on_one_chart(
-    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+    split_on: Callable[[str], AppTest],
 ) -> None:
-    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = open_page("benchmark", ("split.onnx", split_bytes))
+    at = split_on("benchmark")
     at.selectbox(key="bench_runtime").set_value(OPENVINO)
     at.multiselect(key="bench_levels").set_value(["all"])
     at.multiselect(key="bench_threads").set_value([1])
@@ -67,10 +74,9 @@ def test_the_benchmark_page_measures_each_provider_of_the_runtime_picked_on_one_
 
 
 def test_the_deploy_page_tunes_on_each_runtime_picked_and_never_chooses_a_fallback_when_strict(
-    split_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+    split_on: Callable[[str], AppTest],
 ) -> None:
-    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    at = open_page("deploy", ("split.onnx", split_bytes))
+    at = split_on("deploy")
     picker = at.multiselect(key="deploy_runtimes")  # the Benchmark page's choices, several at once
     assert picker.value == ["default"] and picker.options[1] == "openvino (onnxruntime-openvino 1.24.1)"
     picker.set_value(["default", OPENVINO])
