@@ -31,7 +31,7 @@ from core.compare.eager import INSIDE_MODULE, EagerSide, eager_feeds, prepare_ea
 from core.compare.lm_step import Stepped, at_step, divergence_layer, layer_errors, past_divergence
 from core.compare.measures import Graph, graph_of, measure
 from core.compare.records import CompareReport, CompareRequest, CompareSide, TensorError, Uncompared
-from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, run_group
+from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, release_freed, run_group
 from core.compare.spool import Spool
 from core.errors import CompareError
 from core.i18n import N_, _
@@ -106,7 +106,11 @@ class _Weights:
         """The weights ``names`` of each model, read again when a divergence's cause is asked, one model at a time
         and only those kept (not held while the tensors are compared, nor both models' at once: a model's weights
         embedded in its file are all in memory while it is read)."""
-        return [(self._tensors(_load(path), names), str(Path(path).parent)) for path in self.paths]
+        found = []
+        for path in self.paths:
+            found.append((self._tensors(_load(path), names), str(Path(path).parent)))
+            release_freed()
+        return found
 
     @staticmethod
     def _tensors(model: onnx.ModelProto, names: set[str]) -> dict[str, onnx.TensorProto]:
@@ -143,13 +147,33 @@ class _Weights:
                     copy.CopyFrom(tensor)
                     load_external_data_for_tensor(copy, folder)
                     tensor = copy
-                arrays.append(np.asarray(to_array(tensor), dtype=np.float64))
-            largest = float(np.abs(arrays[0]).max()) if arrays[0].size else 0.0
-            if arrays[0].shape != arrays[1].shape:
+                arrays.append(to_array(tensor).reshape(-1))  # as stored: float64 only a slice at a time
+                del tensor
+            largest = _largest(arrays[0], arrays[0])
+            if arrays[0].size != arrays[1].size or a[name].dims != b[name].dims:
                 differ.append((name, float("inf"), largest))
             elif not np.array_equal(arrays[0], arrays[1]):
-                differ.append((name, float(np.abs(arrays[0] - arrays[1]).max()), largest))
+                differ.append((name, _largest(arrays[0], arrays[1], difference=True), largest))
         return differ
+
+
+_SLICE = 1 << 22  # values of a weight taken to float64 at once (32 MiB): a 2 GB weight is not doubled twice
+
+
+def _largest(a: Any, b: Any, difference: bool = False) -> float:
+    """max |a| (or max |a − b|, with ``difference``) in float64, a slice at a time; nan where a value is nan."""
+    import numpy as np
+
+    found = 0.0
+    for start in range(0, a.size, _SLICE):
+        x = a[start : start + _SLICE].astype(np.float64)
+        if difference:
+            x -= b[start : start + _SLICE].astype(np.float64)
+        value = float(np.abs(x).max())
+        if value != value:  # nan: said as it is
+            return value
+        found = max(found, value)
+    return found
 
 
 Side = Prepared | EagerSide
@@ -232,9 +256,11 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     started = time.perf_counter()
     _check(request)
     graph = graph_of(_load(request.a.path))  # one model read at a time: its structure kept, its weights dropped
+    release_freed()
     b_model = _load(request.b.path)
     b_graph, kind = graph_of(b_model), model_kind(b_model)
     del b_model  # the weights are read again only for a cause
+    release_freed()
     arrays = make_inputs(request.inputs, 1, request.seed) if request.step is None else {}
     stepped: Stepped | None = None
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
