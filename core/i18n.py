@@ -153,6 +153,10 @@ def bounds(low: float, high: float, digits: int = 1) -> tuple[str, str]:
 def number(value: float, digits: int | None = None) -> str:
     """``value`` with the current language's grouping and decimal signs; ``digits`` fixes the decimals shown
     (else as many as it has, up to three)."""
+    if type(value) is int and not digits and language_of().babel == "en":
+        # an English whole number, as CLDR writes it, without loading Babel's locale data: a tenth of a second
+        # of every command that prints a count (python -m core inspect: issue #51)
+        return f"{value:,}"
     from babel.numbers import format_decimal
 
     pattern = None if digits is None else "#,##0" + ("." + "0" * digits if digits else "")

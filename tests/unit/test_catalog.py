@@ -100,6 +100,17 @@ def test_english_is_the_code_itself_with_two_plural_forms_and_english_numbers() 
         assert i18n.number(1234567) == "1,234,567"
 
 
+def test_an_english_whole_number_is_written_as_babel_writes_it_without_its_locale_data() -> None:
+    """A command's fixed cost (issue #51): English counts skip Babel's locale data, and read the same."""
+    from babel.numbers import format_decimal
+
+    values = [0, 7, -7, 999, 1000, -1000, 256_074, 1_234_567, 10**15, -(10**12) + 7]
+    with i18n.using("en"):
+        assert [i18n.number(v) for v in values] == [format_decimal(v, locale="en") for v in values]
+        assert [i18n.number(v, 0) for v in values] == [format_decimal(v, "#,##0", locale="en") for v in values]
+        assert i18n.number(2.675, 2) == "2.68" and i18n.number(1.0) == "1"  # a float still goes to Babel
+
+
 def test_a_browser_locale_picks_its_language_and_anything_else_is_english() -> None:
     assert [i18n.from_locale(t) for t in ("zh-CN", "zh-TW", "zh", "ZH_hans", "en-GB", "fr-FR", "", None)] == [
         *["zh"] * 4,

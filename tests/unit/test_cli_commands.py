@@ -37,7 +37,8 @@ def test_inspect_reads_a_model_in_one_worker_and_the_command_imports_none_of_wha
     tmp_path: Path,
 ) -> None:
     """A command's fixed cost (issue #51): the worker recognises and decodes the file in one go, and the command
-    that started it imports neither onnx nor the intake's readers nor the decoder (the worker does)."""
+    that started it imports neither onnx nor the intake's readers nor the decoder (the worker does), nor Babel to
+    write its English counts."""
     model = tmp_path / "one.onnx"
     x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy")
     onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one", [x], [y])), model)
@@ -49,7 +50,8 @@ submit = process.submit_spec
 process.submit_spec = lambda spec, backend=None: jobs.append(spec.name) or submit(spec, backend)
 from core.cli import main
 code = main(["inspect", {str(model)!r}])
-heavy = ("numpy", "onnx", "onnxruntime", "torch", "core.model.intake", "core.decode.decoder", "core.model.cards")
+heavy = ("numpy", "onnx", "onnxruntime", "torch", "babel", "core.model.intake", "core.decode.decoder")
+heavy += ("core.model.cards",)
 print(code, jobs, sorted(m for m in heavy if m in sys.modules))
 """
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
