@@ -160,8 +160,9 @@ sample-cards: $(VENV)/.runtime
 clean:
 	rm -rf $(VENV) $(RUNTIMES) .pytest_cache .mypy_cache .ruff_cache test-artifacts
 
-# The graph view's renderer: `npm ci` and esbuild in ui/graph_component (needs Node); the bundle is committed,
-# so run and test never need Node. tests/unit/test_graph_view.py fails when the bundle is older than its sources.
+# The graph view's renderer: `npm ci` and esbuild in ui/graph_component (needs Node; ui/bundle.mjs is the build
+# both bundles share: one minified IIFE, its CSS minified in); the bundle is committed, so run and test never need
+# Node. tests/unit/test_graph_view.py fails when the bundle is older than its sources.
 graph-bundle:
 	cd ui/graph_component && npm ci --no-audit --no-fund && node build.mjs
 
