@@ -172,15 +172,17 @@ OPENVINO = RUNTIMES_DIR / "openvino"
 
 
 @pytest.mark.skipif(not (OPENVINO / ".ready").is_file(), reason="no OpenVINO runtime here (make runtime-openvino)")
-def test_a_server_for_the_openvino_runtime_pins_its_build_and_runs_under_its_python(tmp_path: Path) -> None:
+def test_a_server_for_the_openvino_runtime_tune_chose_pins_its_build_and_runs_under_its_python(tmp_path: Path) -> None:
     model = write(relu_model(), tmp_path / "relu.onnx")
-    done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--runtime", "openvino", "--json")
+    tuned = tmp_path / "tuned.json"  # as Tune writes the configuration it chose on the OpenVINO runtime
+    tuned.write_text(json.dumps({"runtime": "openvino", "intra_op_threads": 1}))
+    done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--tuned", str(tuned), "--json")
     assert done.returncode == 0, done.stderr
     server = tmp_path / "server"
     pins = (server / "requirements.txt").read_text().splitlines()
     assert "onnxruntime-openvino==1.24.1" in pins and not any(p.startswith("onnxruntime==") for p in pins)
-    providers = json.loads((server / "providers.json").read_text())
-    assert providers[0][0] == "OpenVINOExecutionProvider" and providers[0][1]["device_type"] == "CPU"
+    providers = json.loads((server / "providers.json").read_text())  # typed options: its device, the tuned threads
+    assert providers[0] == ["OpenVINOExecutionProvider", {"device_type": "CPU", "num_of_threads": "1"}]
     assert providers[-1] == ["CPUExecutionProvider", {}]
     assert json.loads((server / "session.json").read_text())["runtime"] == "openvino"
     load = cli(
@@ -250,3 +252,14 @@ def test_the_load_in_tokens_is_shown_in_words_where_no_stream_finished_and_kept_
         12.0,
     )
     assert saved.headline.english().startswith("Streamed over HTTP: first token after 12 ms")
+
+
+def test_a_provider_the_runtime_lacks_is_refused_naming_those_it_has(tmp_path: Path) -> None:
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--providers", "cuda,cpu")
+    assert done.returncode == 2
+    assert (
+        "The runtime default has no CUDAExecutionProvider; it offers" in done.stderr
+        and "CPUExecutionProvider" in done.stderr
+    )
+    assert not (tmp_path / "server" / "app.py").exists()
