@@ -2,7 +2,9 @@
 
 This file is the same for every model: what it serves is read from the JSON files beside it (``signature.json``:
 the model's file and its inputs' and outputs' names, dtypes and shapes; ``session.json``: the ONNX Runtime
-session options), never written into the code. The session is made once, when the server starts.
+session options; ``providers.json``: the providers with their options), never written into the code. The session
+is made once, when the server starts. A language model's server also has ``POST /generate`` (generation.py, shipped
+beside this file, when signature.json has ``generate``), streaming greedy tokens as NDJSON.
 
 ``POST /predict`` takes
   * ``Content-Type: application/json``: ``{"inputs": {name: nested list, ...}}``;
