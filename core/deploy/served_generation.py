@@ -154,11 +154,16 @@ class Generate:
         else:
             ids = body["prompt_ids"]
             vocabulary = int(self.spec["vocabulary"])
+            if isinstance(ids, list) and len(ids) > self.max_prompt:  # said before 200,000 ids are looked at
+                raise self._too_long(len(ids))
             if not isinstance(ids, list) or not all(type(i) is int and 0 <= i < vocabulary for i in ids):
                 raise HTTPException(422, f'"prompt_ids" must be a list of token ids from 0 to {vocabulary - 1}')
         if not 1 <= len(ids) <= self.max_prompt:
-            raise HTTPException(422, f"the prompt is {len(ids):,} tokens; this server takes 1 to {self.max_prompt:,}")
+            raise self._too_long(len(ids))
         return ids
+
+    def _too_long(self, count: int) -> HTTPException:
+        return HTTPException(422, f"the prompt is {count:,} tokens; this server takes 1 to {self.max_prompt:,}")
 
     def _new(self, body: dict[str, Any], prompt: int) -> int:
         new = body.get("max_new_tokens", DEFAULT_NEW)
@@ -173,7 +178,9 @@ class Generate:
     async def generate(self, request: Request) -> StreamingResponse:
         """Greedy tokens from the prompt, streamed as NDJSON as they are made (see the module's docstring)."""
         body = await self._body(request)
-        prompt = self._prompt(body)
+        # a text is tokenised in the generations' pool: 65,536 characters would hold the event loop for milliseconds
+        loop = asyncio.get_running_loop()
+        prompt = await loop.run_in_executor(self.pool, self._prompt, body) if "prompt" in body else self._prompt(body)
         new = self._new(body, len(prompt))
         stop = body.get("stop_at_eos", True)
         if not isinstance(stop, bool):
