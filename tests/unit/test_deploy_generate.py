@@ -263,3 +263,22 @@ def test_a_provider_the_runtime_lacks_is_refused_naming_those_it_has(tmp_path: P
         and "CPUExecutionProvider" in done.stderr
     )
     assert not (tmp_path / "server" / "app.py").exists()
+
+
+def test_a_server_for_the_gpu_runtime_pins_its_build_with_the_libraries_and_index_it_needs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Written where the GPU runtime runs (its worker): onnxruntime-gpu at its version, and what requirements-gpu.txt
+    pins beside it (NVIDIA's index, CUDA's and cuDNN's libraries, TensorRT's), comments left out."""
+    from core.deploy import served_spec
+    from core.settings import PROJECT_ROOT
+
+    monkeypatch.setattr(served_spec.metadata, "version", lambda package: {"onnxruntime-gpu": "1.31.1"}[package])
+    lines = served_spec.runtime_requirements("gpu")
+    listed = [
+        line.strip()
+        for line in (PROJECT_ROOT / "requirements-gpu.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "onnxruntime-gpu==1.31.1" and "--extra-index-url https://pypi.nvidia.com" in lines
+    assert sorted(lines) == sorted(listed) and any(line.startswith("nvidia-cudnn-cu13==") for line in lines)
