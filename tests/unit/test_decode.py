@@ -84,6 +84,18 @@ def test_external_data_is_described_without_being_loaded(tmp_path: Path) -> None
     assert decoded.checker_ok
 
 
+def test_a_data_file_linked_twice_passes_the_checker_as_the_app_links_uploads(tmp_path: Path) -> None:
+    # the app links an upload into its workspace and the worker's folder: onnx alone calls that a hardlink attack
+    main = builders.save_with_external_data(builders.chain_model(40), tmp_path / "model")
+    (tmp_path / "workspace-copy.data").hardlink_to(main.parent / "model.onnx.data")
+    decoded = decode_model(DecodeRequest(path=str(main)))
+    assert decoded.checker_ok, say(decoded.checker_message)
+    broken = onnx.load(str(main), load_external_data=False)
+    broken.graph.node[0].op_type = "NoSuchOp"
+    onnx.save_model(broken, str(main))
+    assert decode_model(DecodeRequest(path=str(main))).checker_ok is False  # the checker still judges the graph
+
+
 def test_fp16_weights_count_two_bytes_each(tmp_path: Path) -> None:
     decoded = decode_model(DecodeRequest(path=str(builders.write(builders.fp16_model(), tmp_path / "h.onnx"))))
     assert [(t.dtype, t.bytes) for t in decoded.initializers] == [("float16", 32)]
