@@ -2,7 +2,8 @@
 the tokenizer beside the model), run token by token in the worker under the machine's lock (core.generate), and
 what came back: the time to the first token, tokens per second with their intervals, inter-token percentiles, the
 cache and the worker's peak memory, each token's latency for ONNX Runtime and PyTorch eager on one chart, and the
-tokens side by side with the step where they part."""
+tokens side by side with the step where they part. The form's choices are kept in the page's address (ui.kept_form):
+a reload or a link opens it as it was last used."""
 
 from __future__ import annotations
 
@@ -25,12 +26,28 @@ from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
 from core.runtime.stats import Interval
 from ui import jobs, session
+from ui.kept_form import Choice
 from ui.text import md_escape
 from ui.token_chart import token_latency_figure
 
 __all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokenizer_file", "tokens_frame"]
 
 MOST_NEW_TOKENS = 4096
+MOST_PROMPT_TOKENS = 65_536
+# the form's choices, as the page's address keeps them (ui.kept_form): the widget's name -> its row
+KEPT = {
+    "prompt_kind": Choice(param="gen_prompt", default="length", options=("length", "ids", "text")),
+    "length": Choice(param="gen_len", default=PROMPT_LENGTH, low=1, high=MOST_PROMPT_TOKENS),
+    "seed": Choice(param="gen_seed", default=0),
+    "ids": Choice(param="gen_ids", default=""),
+    "text": Choice(param="gen_text", default=""),
+    "new": Choice(param="gen_new", default=NEW_TOKENS, low=1, high=MOST_NEW_TOKENS),
+    "batch": Choice(param="gen_batch", default=1, low=1, high=64),
+    "runs": Choice(param="gen_runs", default=5, low=1, high=100),
+    "level": Choice(param="gen_level", default="all", options=tuple(LEVELS)),
+    "eager": Choice(param="gen_eager", default=True),
+    "reference": Choice(param="gen_ref", default=""),
+}
 
 
 def reference_folder(record: ModelRecord, torch_record: ModelRecord | None) -> str:
@@ -92,9 +109,10 @@ def _reference(record: ModelRecord, torch_record: ModelRecord | None) -> str:
             _("PyTorch eager beside it: the Hugging Face folder “{name}” it came from").format(
                 name=md_escape(Path(known).name, 80)
             ),
-            value=True,
+            value=KEPT["eager"].initial() is True,
             key="generate_eager",
         )
+        KEPT["eager"].keep(use)
         return known if use else ""
     if session.settings().hosted:
         st.caption(
@@ -106,10 +124,12 @@ def _reference(record: ModelRecord, torch_record: ModelRecord | None) -> str:
         return ""
     typed = st.text_input(
         _("PyTorch reference (optional): a Hugging Face folder on this machine"),
+        value=KEPT["reference"].text(),
         key="generate_reference_path",
         placeholder="/home/me/models/Qwen2-0.5B",
         help=_("config.json with .safetensors weights, as save_pretrained writes them; nothing is fetched."),
     ).strip()
+    KEPT["reference"].keep(typed)
     if typed and not (Path(typed).expanduser() / "config.json").is_file():
         st.warning(_("No config.json in that folder: give a Hugging Face folder (config.json and weights)."))
         return ""
@@ -133,19 +153,25 @@ class _Prompt:
 
 def _drawn() -> _Prompt:
     left, right = st.columns([2, 1])
-    length = left.number_input(_("Prompt tokens"), 1, 65_536, PROMPT_LENGTH, key="generate_prompt_length")
-    seed = right.number_input(_("Seed of the drawn ids"), 0, 2**31 - 1, 0, key="generate_seed")
+    length = left.number_input(
+        _("Prompt tokens"), 1, MOST_PROMPT_TOKENS, KEPT["length"].number(), key="generate_prompt_length"
+    )
+    seed = right.number_input(_("Seed of the drawn ids"), 0, 2**31 - 1, KEPT["seed"].number(), key="generate_seed")
     return _Prompt(length=int(length), seed=int(seed))
 
 
 def _typed_ids() -> _Prompt:
     box = st.columns([2, 1])[0]
-    ids = box.text_input(_("The prompt's token ids"), key="generate_prompt_ids", placeholder="9707, 11, 1879")
+    ids = box.text_input(
+        _("The prompt's token ids"), KEPT["ids"].text(), key="generate_prompt_ids", placeholder="9707, 11, 1879"
+    )
     return _Prompt(length=0, ids=ids)
 
 
 def _text() -> _Prompt:
-    text = st.text_area(_("The prompt"), key="generate_prompt_text", placeholder=_("Hello, world."), height=90)
+    text = st.text_area(
+        _("The prompt"), KEPT["text"].text(), key="generate_prompt_text", placeholder=_("Hello, world."), height=90
+    )
     return _Prompt(length=0, text=text)
 
 
@@ -157,29 +183,53 @@ PROMPT_SOURCES = {
 }
 
 
+def _keep(source: str, prompt: _Prompt, chosen: dict[str, int | str | bool]) -> None:
+    """The submitted form in the page's address, so that a reload or a link opens it as it was: the prompt's source
+    and its own widgets (the other sources' are left as they were), and the sizes."""
+    by_source: dict[str, dict[str, int | str | bool]] = {
+        "length": {"length": prompt.length, "seed": prompt.seed},
+        "ids": {"ids": prompt.ids},
+        "text": {"text": prompt.text},
+    }
+    asked = by_source[source]
+    for name, value in ({"prompt_kind": source} | asked | chosen).items():
+        KEPT[name].keep(value)
+
+
 def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
     """The prompt and the sizes, from the form's widgets (None: the button was not pressed); a text prompt when the
     model has a tokenizer (beside it, or ``tokenizer``)."""
     sources = list(PROMPT_SOURCES) if layout.tokenizer or tokenizer else list(PROMPT_SOURCES)[:2]
     words = {source: _(label) for source, (label, _widgets) in PROMPT_SOURCES.items()}  # in the reader's language
-    source = st.radio(_("Prompt"), sources, format_func=words.__getitem__, horizontal=True, key="generate_prompt_kind")
+    kept = KEPT["prompt_kind"].text()
+    source = st.radio(
+        _("Prompt"),
+        sources,
+        index=sources.index(kept) if kept in sources else 0,
+        format_func=words.__getitem__,
+        horizontal=True,
+        key="generate_prompt_kind",
+    )
     with st.form("generate_form"):
         prompt = PROMPT_SOURCES[source][1]()
         new_box, batch_box, runs_box, threads_box, level_box = st.columns(5)
-        new = new_box.number_input(_("New tokens"), 1, MOST_NEW_TOKENS, NEW_TOKENS, key="generate_new")
-        batch = batch_box.number_input(_("Sequences at once (batch)"), 1, 64, 1, key="generate_batch")
-        runs = runs_box.number_input(_("Timed runs"), 1, 100, 5, key="generate_runs")
+        new = new_box.number_input(_("New tokens"), 1, MOST_NEW_TOKENS, KEPT["new"].number(), key="generate_new")
+        batch = batch_box.number_input(
+            _("Sequences at once (batch)"), 1, 64, KEPT["batch"].number(), key="generate_batch"
+        )
+        runs = runs_box.number_input(_("Timed runs"), 1, 100, KEPT["runs"].number(), key="generate_runs")
         threads = threads_box.number_input(_("Intra-op threads"), 1, 256, default_threads(), key="generate_threads")
         level = level_box.selectbox(
             _("Optimization level"),
             list(LEVELS),
-            index=list(LEVELS).index("all"),
+            index=list(LEVELS).index(KEPT["level"].text()),
             format_func=lambda k: LEVELS[k].name,
             key="generate_level",
         )
         pressed = st.form_submit_button(_("Generate"), type="primary")
     if not pressed:
         return None
+    _keep(source, prompt, {"new": int(new), "batch": int(batch), "runs": int(runs), "level": str(level)})
     if prompt.empty:
         raise WorkbenchError(_("The prompt is empty: give its ids or its text, or draw a prompt of a given length."))
     st.session_state["generate_settings"] = (int(runs), int(threads), str(level))
@@ -240,7 +290,7 @@ def tokens_frame(report: GenerateReport, sequence: int = 0) -> pd.DataFrame:
     frame = pd.DataFrame({_("step"): list(range(steps))})
     for run in runs:
         frame[run.label] = run.tokens[sequence]
-        if run.pieces:
+        if run.pieces and run.pieces[sequence]:  # with a tokenizer: the text each token adds
             frame[_("{engine}: text").format(engine=run.label)] = [_shown_piece(p) for p in run.pieces[sequence]]
     if report.logit_diffs:
         frame[_("largest logit difference")] = [f"{d:.2e}" for d in report.logit_diffs[:steps]]
@@ -285,7 +335,7 @@ def _tokens_section(report: GenerateReport) -> None:
     first = int(frame.index[frame[_("tokens")] != _("same")][0]) if parted else None
     st.dataframe(_highlighted(frame, first), hide_index=True, width="stretch")
     notes = [_("Step 0 is the first generated token.")]
-    if any(r.pieces for r in runs):
+    if any(any(r.pieces) for r in runs):
         notes.append(
             _(
                 "A token's text shows spaces as ␣ and line breaks as ↵; a blank cell is a token that holds part of "

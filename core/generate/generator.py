@@ -59,8 +59,7 @@ def _ort(request: GenerateRequest, layout: GenerativeLayout, prompt: Prompt, thr
     label = f"ONNX Runtime ({LEVELS[request.level].name})"
     run = engine_run("ort", label, traces, int(prompt.ids.shape[1]), load_ms=load_ms, peak_mb=peak_rss_mb())
     run.steady = steady
-    run.text = [prompt.text(tokens) for tokens in run.tokens]
-    run.pieces = [prompt.pieces(tokens, ids) for tokens, ids in zip(run.tokens, prompt.ids.tolist(), strict=True)]
+    _as_text(run, prompt)
     return run, recorded
 
 
@@ -80,9 +79,17 @@ def _eager(request: GenerateRequest, prompt: Prompt, ort_trace: Trace, threads: 
     traces = _timed(lambda: eager_generate(model, prompt.ids, new), request.runs, request.warmup - 1)
     run = engine_run("eager", "PyTorch eager", traces, int(prompt.ids.shape[1]), load_ms=load_ms, peak_mb=peak_rss_mb())
     run.steady = all((t.tokens == traces[0].tokens).all() for t in traces)
+    _as_text(run, prompt)
+    return run, forced
+
+
+def _as_text(run: EngineRun, prompt: Prompt) -> None:
+    """With a tokenizer, each sequence's tokens as text (decoded whole: a character split over byte-level tokens
+    reads right) and the text each token adds; without one, nothing (no empty list per sequence)."""
+    if prompt.tokenizer is None:
+        return
     run.text = [prompt.text(tokens) for tokens in run.tokens]
     run.pieces = [prompt.pieces(tokens, ids) for tokens, ids in zip(run.tokens, prompt.ids.tolist(), strict=True)]
-    return run, forced
 
 
 def _divergence(ort_run: EngineRun, eager_run: EngineRun) -> int | None:
