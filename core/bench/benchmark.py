@@ -95,7 +95,12 @@ class _Plan:
     # (level name, provider, threads) -> (the providers the session kept, nodes per provider): ORT's assignment
     placed: dict[tuple[str, str, int], tuple[list[str], dict[str, int]]] = field(default_factory=dict)
 
-    def label(self, engine: str, level: str, provider: str, threads: int, batch: int) -> str:
+    def config(
+        self, engine: str, level: str, provider: str, threads: int, batch: int, run: Any, load_ms: float
+    ) -> Config:
+        """One configuration to time (``run`` calls the model once), labelled as the table says it: "PyTorch
+        eager", "ORT ALL", "ORT ALL on openvino/OpenVINOExecutionProvider", with its threads and batch where the
+        plan has several."""
         text = "PyTorch eager" if engine == "eager" else f"ORT {level}"
         if engine == "ort" and self.runtime != DEFAULT:  # "ORT ALL on openvino/OpenVINOExecutionProvider"
             text += f" on {self.runtime}/{provider}"
@@ -105,7 +110,16 @@ class _Plan:
             text += f" · {threads} thread{'s' * (threads != 1)}"
         if len(self.batches) > 1:
             text += f" · batch {batch}"
-        return text
+        return Config(
+            label=text,
+            engine=engine,
+            level=level,
+            provider=provider,
+            threads=threads,
+            batch=batch,
+            run=run,
+            load_ms=load_ms,
+        )
 
 
 def _sessions(plan: _Plan) -> list[tuple[str, str, int]]:
@@ -133,19 +147,7 @@ def _ort_configs(
         def run(session: Any = session, feed: dict[str, Any] = feed) -> list[Any]:
             return list(session.run(None, feed))
 
-        label = plan.label("ort", LEVELS[level].name, provider, t, batch)
-        configs.append(
-            Config(
-                label=label,
-                engine="ort",
-                level=LEVELS[level].name,
-                provider=provider,
-                threads=t,
-                batch=batch,
-                run=run,
-                load_ms=load_ms,
-            )
-        )
+        configs.append(plan.config("ort", LEVELS[level].name, provider, t, batch, run, load_ms))
     return configs
 
 
@@ -185,19 +187,7 @@ def _eager_configs(
                 with torch.inference_mode():
                     return flatten_outputs(runner(*tensors))
 
-            label = plan.label("eager", "", "CPUExecutionProvider", t, batch)
-            configs.append(
-                Config(
-                    label=label,
-                    engine="eager",
-                    level="",
-                    provider="CPUExecutionProvider",
-                    threads=t,
-                    batch=batch,
-                    run=run,
-                    load_ms=load_ms,
-                )
-            )
+            configs.append(plan.config("eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
     return configs
 
 
