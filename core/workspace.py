@@ -163,26 +163,31 @@ def modified(path: Path) -> float:
         return 0.0
 
 
-def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = None) -> list[Path]:
-    """Remove workspaces unused for longer than ``max_age_s`` (left by crashed or killed servers); also any other
-    folders under ``root`` that mark their use with ``LAST_USED`` (the model library's)."""
+def _remove_stale(root: str | Path, stale: Callable[[Path], bool]) -> list[Path]:
+    """Remove the folders under ``root`` (never one behind a link) that ``stale`` says are; the ones removed."""
     root = Path(root)
     if not root.is_dir():
         return []
+    removed = [f for f in root.iterdir() if f.is_dir() and not f.is_symlink() and stale(f)]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    return removed
+
+
+def sweep_workspaces(root: str | Path, max_age_s: float, now: float | None = None) -> list[Path]:
+    """Remove workspaces unused for longer than ``max_age_s`` (left by crashed or killed servers); also any other
+    folders under ``root`` that mark their use with ``LAST_USED`` (the model library's)."""
     now = time.time() if now is None else now
-    removed = []
-    for folder in root.iterdir():
-        if not folder.is_dir() or folder.is_symlink():
-            continue
+
+    def unused(folder: Path) -> bool:
         marker = folder / _MARKER
         try:
             last = marker.stat().st_mtime if marker.exists() else folder.stat().st_mtime
         except OSError:
-            continue
-        if now - last > max_age_s:
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
+            return False
+        return now - last > max_age_s
+
+    return _remove_stale(root, unused)
 
 
 def sweep_closed_sessions(
@@ -199,23 +204,20 @@ def sweep_closed_sessions(
     session that reconnects within the grace period keeps its files. Other owners' folders (another server
     process sharing the folder) are left alone.
     """
-    root = Path(root)
-    if not root.is_dir():
-        return []
     now = time.monotonic() if now is None else now
-    removed = []
-    for folder in root.iterdir():
+
+    def closed(folder: Path) -> bool:
         try:
-            if folder.is_symlink() or not folder.is_dir() or (folder / _OWNER).read_text() != owner:
-                continue
+            if (folder / _OWNER).read_text() != owner:
+                return False
         except OSError:
-            continue
+            return False
         if is_active(folder.name):
             inactive_since.pop(folder.name, None)
-            continue
-        first = inactive_since.setdefault(folder.name, now)
-        if now - first >= grace_s:
-            shutil.rmtree(folder, ignore_errors=True)
-            inactive_since.pop(folder.name, None)
-            removed.append(folder)
-    return removed
+            return False
+        if now - inactive_since.setdefault(folder.name, now) < grace_s:
+            return False
+        inactive_since.pop(folder.name, None)
+        return True
+
+    return _remove_stale(root, closed)
