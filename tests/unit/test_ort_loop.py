@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 
 from core.quantize.lm_records import LMVariantSpec
 from core.quantize.lm_variants import make_fp16, model_with_weights
@@ -67,3 +68,22 @@ def test_a_graph_that_will_not_write_its_cache_in_place_grows_it_and_keeps_its_t
     assert session in greedy._GROWS and (first.tokens == expected.tokens).all()
     again = greedy.ort_generate(session, claimed, prompt, 6)  # told once: no second try
     assert (again.tokens == expected.tokens).all() and len(again.step_ns) == 6
+
+
+def test_a_decode_step_wraps_no_array_whatever_the_number_of_tokens(
+    qwen_genai: LanguageModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrapped: list[str] = []  # a numpy array bound as an input is wrapped in an OrtValue: ~2 µs of a ~40 µs step
+    bind_cpu_input = ort.IOBinding.bind_cpu_input
+
+    def counted(binding: ort.IOBinding, name: str, array: np.ndarray) -> None:
+        wrapped.append(name)
+        bind_cpu_input(binding, name, array)
+
+    monkeypatch.setattr(ort.IOBinding, "bind_cpu_input", counted)
+    layout = recognised_layout(qwen_genai.onnx)
+    session = _session(qwen_genai.onnx)
+    prompt = np.random.default_rng(5).integers(0, layout.vocabulary, (2, 5))
+    short, long = (greedy.ort_generate(session, layout, prompt, new) for new in (4, 16))
+    assert sorted(wrapped) == sorted(2 * ["input_ids", "attention_mask"])  # the prefill's, once per generation
+    assert (short.tokens == long.tokens[:, :4]).all() and len(long.step_ns) == 16
