@@ -39,6 +39,7 @@ class TuneRequest:
     runtime: str = "default"
     providers: list[str] | None = None
     strict: bool = False
+    rematch: SessionConfig | None = None  # no search: this configuration timed again alone (core.tune.rematch)
 
 
 @dataclass(kw_only=True)

@@ -39,6 +39,7 @@ from core.runtime.ort import short_name
 from core.runtime.session_config import SessionConfig
 from core.tune.budget import TunePartial, write_partial
 from core.tune.records import DEFAULT_VARIANTS, Candidate, TuneReport, TuneRequest
+from core.tune.rematch import rematch
 from core.tune.search import (
     NOT_HARDWARE,
     STAGES,
@@ -327,6 +328,8 @@ def _fallbacks(candidates: list[Candidate]) -> list[Note]:
 
 def run_tune(request: TuneRequest, progress: Progress | None = None) -> TuneReport:
     """Search, then the final round, then the answer; see the module's docstring for the method."""
+    if request.rematch is not None:  # a runtime's best timed again, between the other runtimes' (core.tune.across)
+        return rematch(request, request.rematch, progress)
     _validate(request)
     report_progress = progress or _silent
     report_progress(0.01, _("Opening the model at ONNX Runtime's defaults"))

@@ -14,7 +14,7 @@ from core.errors import SessionConfigError
 from core.i18n import using
 from core.notes import note, say
 from core.runtime.fallback import PARTLY
-from core.runtime.harness import BenchResult
+from core.runtime.harness import BenchResult, timed_fields
 from core.runtime.machine import environment
 from core.runtime.session_config import SessionConfig
 from core.tune.across import RUNTIME_WON, combine
@@ -80,19 +80,17 @@ def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_wor
     assert across["default"]["settings"] == SessionConfig().to_data()
 
 
-def _candidate(config: SessionConfig, median: float, low: float, high: float, fell_back: bool = False) -> Candidate:
-    stats: dict[str, Any] = {"n": 50, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high}
-    stats |= {"min_ms": low, "max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high}
-    stats["throughput"] = 1.0
+def _candidate(config: SessionConfig, median: float, spread: float, fell_back: bool = False) -> Candidate:
+    """A candidate whose 100 calls lie evenly within ``spread`` around ``median``."""
+    calls = [median + spread * (k / 99 - 0.5) for k in range(100)]
     result = BenchResult(label="", engine="ort", level="ALL", provider=config.providers[0], threads=0, batch=1,
-                         load_ms=0, first_run_ms=0, **stats)  # fmt: skip
+                         load_ms=0, first_run_ms=0, **timed_fields(calls))  # fmt: skip
     placement = [note(PARTLY, provider="OpenVINO", count=8, total=9, rest=1)] if fell_back else []
     return Candidate(config=config, label="", stage="final", result=result, placement=placement)
 
 
 def _report(best: Candidate) -> TuneReport:
-    home = SessionConfig(runtime=best.config.runtime)
-    default = _candidate(home, 2.0, 1.9, 2.1)
+    default = _candidate(SessionConfig(runtime=best.config.runtime), 2.0, 0.2)
     return TuneReport(
         id="r", model="m", model_id="i", created_at="", default=default, best=best, candidates=[default, best],
         headline=note(NONE_FASTER, count=1), not_tried=[], notes=[], tolerance="", budget_s=2, seconds=2,
@@ -100,24 +98,48 @@ def _report(best: Candidate) -> TuneReport:
     )  # fmt: skip
 
 
-def test_a_runtime_wins_only_with_its_interval_apart_and_under_strict_never_when_its_provider_fell_back() -> None:
-    home = _report(_candidate(SessionConfig(), 2.0, 1.9, 2.1))
-    openvino = SessionConfig(runtime=OPENVINO, providers=(OV, CPU))
-    apart = _report(_candidate(openvino, 1.0, 0.95, 1.05, fell_back=True))
-    won = combine([home, apart], strict=False)
-    assert won.best.config == openvino and won.changed and won.runtime_bests == [home.best, apart.best]
+OPENVINO_CONFIG = SessionConfig(runtime=OPENVINO, providers=(OV, CPU))
+
+
+def _across(
+    home_ms: float, rival_ms: float, fell_back: bool = False
+) -> tuple[list[TuneReport], list[list[TuneReport]]]:
+    """Each runtime's search (the home runtime's best at 2 ms, OpenVINO's at 1 ms, both surely apart) and its best
+    timed again twice in turns at ``home_ms`` and ``rival_ms``."""
+    home = _report(_candidate(SessionConfig(), 2.0, 0.2))
+    rival = _report(_candidate(OPENVINO_CONFIG, 1.0, 0.1, fell_back))
+    again = [
+        [_report(_candidate(SessionConfig(), home_ms, 2.0))] * 2,
+        [_report(_candidate(OPENVINO_CONFIG, rival_ms, 2.0))] * 2,
+    ]
+    return [home, rival], again
+
+
+def test_a_runtime_wins_on_its_turns_only_with_its_interval_apart_and_under_strict_never_when_it_fell_back() -> None:
+    won = combine(*_across(2.0, 1.0, fell_back=True), strict=False)
+    assert (
+        won.best.config == OPENVINO_CONFIG
+        and won.changed
+        and [c.config.runtime for c in won.runtime_bests] == ["default", OPENVINO]
+    )
+    assert won.best.result is not None and won.best.result.n == 200  # the two turns' calls, pooled
     assert won.headline.values["said"].key == RUNTIME_WON  # type: ignore[union-attr]
     assert say(won.headline).startswith(
-        "The runtime openvino wins: OpenVINO, CPU on openvino, median 1 ms (95 % CI 0.95–1.05), beats ORT defaults, "
-        "the best on default (2 ms, 1.9–2.1), by 50 %; the intervals do not overlap."
+        "The runtime openvino wins: OpenVINO, CPU on openvino, median 1 ms (95 % CI "
+    ) and "beats ORT defaults, the best on default (2 ms, " in say(won.headline)
+    assert "by 50 %; the intervals do not overlap" in say(won.headline)
+    assert "then each best timed again in jobs that took turns (default, openvino, openvino, default)" in say(
+        won.headline
     )
-    refused = combine([home, apart], strict=True)
+    refused = combine(*_across(2.0, 1.0, fell_back=True), strict=True)
     assert refused.best.config == SessionConfig() and not refused.changed
     assert "under --strict it is not chosen" in say(refused.headline)
-    overlapping = _report(_candidate(openvino, 1.8, 1.0, 2.05))
-    kept = combine([home, overlapping], strict=False)
+    # the searches, one after the other, found OpenVINO surely faster; timed again in turns, it is not
+    kept = combine(*_across(2.0, 1.9), strict=False)
     assert kept.best.config == SessionConfig()
-    assert "is 10 % faster than ORT defaults (2 ms, 1.9–2.1); the intervals overlap" in say(kept.headline)
+    assert "is 5 % faster than ORT defaults (2 ms, " in say(kept.headline) and "the intervals overlap" in say(
+        kept.headline
+    )
     assert [c.config.runtime for c in kept.candidates] == ["default", "default", OPENVINO, OPENVINO]
     with using("zh"):
         assert "保留运行时 default" in say(kept.headline)
