@@ -16,7 +16,7 @@ from ui import jobs, pages, session
 from ui.jobs import show_error
 from ui.text import human_bytes, md_escape
 
-__all__ = ["family_actions"]
+__all__ = ["family_actions", "open_first"]
 
 
 def _opened(record: ModelRecord, member: FamilyMember) -> ModelRecord:
@@ -62,7 +62,7 @@ def family_actions(record: ModelRecord) -> None:
     )
     for member in record.family:
         name, size, generate, compare = st.columns([2, 1, 1, 1], vertical_alignment="center")
-        name.markdown(f"**{md_escape(member.variant, 40)}** `{md_escape(member.file, 200)}`")
+        name.markdown(f"**{md_escape(member.variant, 40)}** {md_escape(member.file, 200)}")  # escapes show in `code`
         size.caption(human_bytes(member.size_bytes))
         if generate.button(_("Generate"), key=f"family_generate_{member.key}", icon=":material/speed:"):
             _open(record, member, "benchmark")
@@ -71,3 +71,12 @@ def family_actions(record: ModelRecord) -> None:
         if compare.button(label, key=f"family_compare_{member.key}", disabled=baseline is None):
             assert baseline is not None
             _open(record, baseline, "compare", compare_against="family", compare_member=member.key)
+
+
+def open_first(record: ModelRecord, step: str) -> None:
+    """For page ``step``, which needs an ONNX model: a button that makes the folder's first ONNX file the current
+    model and opens ``step`` again (rather than export what the folder holds exported already)."""
+    member = record.family[0]
+    label = _("Open the folder's ONNX file ({variant}: {file})").format(variant=member.variant, file=member.file)
+    if st.button(label, type="primary", key="family_open_first", icon=":material/folder_open:"):
+        _open(record, member, step)

@@ -3,6 +3,8 @@ Export page's default settings, so a first answer is one click away."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 
 from core.errors import WorkbenchError
@@ -11,6 +13,7 @@ from core.i18n import N_, _
 from core.model import ModelRecord
 from ui import pages, session
 from ui.export_view import run_export
+from ui.family_view import open_first
 from ui.jobs import stop_with_error
 from ui.notebook_view import notebook_downloads
 from ui.text import md_escape
@@ -45,10 +48,12 @@ def require_pytorch(step: str) -> ModelRecord:
     if source is not None:
         return source
     st.info(
-        f"{pages.page(step).doing} needs a PyTorch model, and the current model is ONNX already. Pick a sample or "
-        "upload a state_dict, TorchScript or .pt2 file on the Model page."
+        _(
+            "{doing} needs a PyTorch model, and the current model is ONNX already. Pick a sample or upload a "
+            "state_dict, TorchScript or .pt2 file on the Model page."
+        ).format(doing=_(pages.page(step).doing))
     )
-    pages.link("model", "Go to the Model page")
+    pages.link("model", _("Go to the Model page"))
     st.stop()
     raise AssertionError  # st.stop() does not return
 
@@ -87,8 +92,11 @@ def require_onnx(step: str) -> ModelRecord:
                 "yourself on the Export page."
             ).format(doing=what, name=md_escape(record.name), format=_(record.format_label))
         )
+        if record.family:  # a Hugging Face folder with its onnx/ files: no export needed
+            open_first(record, step)
         left, right = st.columns([1, 2])
-        if left.button(_("Export with the defaults and continue"), type="primary", key="export_defaults"):
+        kind: Literal["primary", "secondary"] = "secondary" if record.family else "primary"
+        if left.button(_("Export with the defaults and continue"), type=kind, key="export_defaults"):
             _export_defaults(record)
         with right:
             pages.link("export", _("Choose the export settings"))

@@ -42,6 +42,17 @@ def test_a_zipped_folder_is_one_model_with_a_table_of_its_onnx_files_and_their_s
     assert family["file"].tolist() == [r"onnx/model\.onnx", r"onnx/model\_fp16\.onnx", r"onnx/model\_q4\.onnx"]
     assert all(size.endswith("kB") or size.endswith("MB") for size in family["size"])
     assert "ONNX files of this folder: one model in 3 precisions" in texts(folder_page)
+    # each row's file name reads as written: an escape inside a `code` span would show its backslash
+    assert not [m.value for m in folder_page.markdown if "`" in m.value and "\\" in m.value]
+
+
+def test_a_page_that_needs_onnx_opens_the_folders_own_onnx_file_rather_than_export(folder_page: AppTest) -> None:
+    folder_page.switch_page("app_pages/decode.py").run()
+    assert folder_page.button(key="family_open_first").label == "Open the folder's ONNX file (fp32: onnx/model.onnx)"
+    folder_page.button(key="family_open_first").click().run()
+    assert not folder_page.exception, folder_page.exception
+    assert Path(folder_page.session_state["model"].path).name == "model.onnx"
+    assert folder_page.title[0].value == "Decode" and "family_open_first" not in [b.key for b in folder_page.button]
 
 
 def test_a_variant_is_one_click_from_compare_against_the_folders_first_file(folder_page: AppTest) -> None:
