@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from tests import builders
 from tests.cli import cli
 from tests.lm_models import LanguageModel, byte_tokenizer
 
@@ -49,3 +50,15 @@ def test_a_folder_without_onnx_is_exported_with_its_cache_and_generated_beside_e
     assert data["exported"].endswith(".onnx") and data["reference"] == str(folder.resolve())
     assert data["eager"] is not None and data["cache"]["layers"] == 2
     assert data["first_divergent_token"] is None and data["tokens"] == data["eager"]["tokens"]
+
+
+def test_the_command_says_how_it_had_an_onnx_model_of_a_folder() -> None:
+    from core.cli.generate import _said, _Source
+
+    record = builders.onnx_record("model", [], [])
+    exported = _Source(record=record, folder="/models/tiny", exported="/tmp/work/tiny.onnx")
+    assert _said(exported, "/models/tiny") == (
+        "exported with a cache to /tmp/work/tiny.onnx; PyTorch eager from the same folder beside it"
+    )
+    assert _said(exported, "") == "exported with a cache to /tmp/work/tiny.onnx"  # --no-reference
+    assert _said(_Source(record=record), "/models/other") == ""  # an ONNX file given: nothing to say
