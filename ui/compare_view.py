@@ -21,7 +21,7 @@ from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.model.generative import PROMPT_LENGTH
 from core.model.records import ModelRecord
-from core.notes import significant
+from core.notes import say, significant
 from core.quantize import Variant
 from core.quantize.judge import Tolerance
 from ui import session
@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 SHOWN_NODES = 200  # rows of the node table (the download has them all)
+_KINDS = {"fp16": "FP16", "int8": "INT8", "int4": "INT4"}  # a variant's kind (core.compare.divergence.model_kind)
 
 
 def _figure(value: float) -> str:
@@ -92,7 +93,7 @@ def _metrics(report: CompareReport) -> None:
             "the model's size."
         ).format(
             a=md_escape(report.a, 120), a_level=report.a_level, b=md_escape(report.b, 120), b_level=report.b_level,
-            tolerance=md_escape(report.tolerance), groups=report.groups, mb=f"{report.peak_group_mb:.1f}",
+            tolerance=md_escape(say(report.tolerance)), groups=report.groups, mb=f"{report.peak_group_mb:.1f}",
         )
     )  # fmt: skip
     if report.b_kind and within < len(report.outputs):  # a variant Quantize may well have judged within its gate
@@ -106,7 +107,7 @@ def _metrics(report: CompareReport) -> None:
             ).format(
                 cosine=f"{Tolerance().min_cosine:g}",
                 seen=f"{min(o.cosine for o in report.outputs):.6f}",
-                kind="FP16" if report.b_kind == "fp16" else "INT8",
+                kind=_KINDS.get(report.b_kind, report.b_kind.upper()),
             )
         )
 
@@ -120,7 +121,7 @@ def _divergence(found: Divergence) -> None:
         )
     )  # fmt: skip
     for why in found.why:
-        st.markdown("- " + md_escape(why, 600))
+        st.markdown("- " + md_escape(say(why), 600))
     if found.uncompared_inputs:
         st.caption(
             _(
@@ -141,6 +142,14 @@ def _advice(report: CompareReport) -> None:
     if report.b_kind == "fp16":
         st.info(
             _("**What to do**: keep these nodes in float32 when converting to float16: {nodes}.").format(nodes=nodes)
+        )
+    elif report.b_kind == "int4":
+        st.info(
+            _(
+                "**What to do**: leave these MatMuls in float when quantizing to int4 (MatMulNBitsQuantizer's "
+                "nodes_to_exclude), or quantize them with smaller blocks (16 or 32 values a scale); an accuracy level "
+                "of 4 (int8 activations) also rounds their inputs, where level 1 computes in float32: {nodes}."
+            ).format(nodes=nodes)
         )
     else:
         st.info(_("**What to do**: exclude these nodes from quantization: {nodes}.").format(nodes=nodes))

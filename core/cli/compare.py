@@ -14,6 +14,7 @@ from core.cli.common import (
     add_target_argument,
     as_onnx,
     describe,
+    english_data,
     environment_json,
     in_own_folder,
     ints,
@@ -31,6 +32,7 @@ from core.jobs import COMPARE
 from core.jobs.wire import to_data
 from core.model.generative import PROMPT_LENGTH
 from core.model.torchload import source_of
+from core.notes import say
 
 if TYPE_CHECKING:
     from core.compare import CompareReport, StepReport
@@ -86,7 +88,7 @@ def _provider(text: str) -> str:
 def _print(report: CompareReport) -> None:
     print(_("A  {a} at {level}").format(a=report.a, level=report.a_level))
     print(_("B  {b} at {level}").format(b=report.b, level=report.b_level))
-    print(_("tolerance  {tolerance}").format(tolerance=report.tolerance))
+    print(_("tolerance  {tolerance}").format(tolerance=say(report.tolerance)))
     print(_("compared   {count} tensors in {groups} run(s) of each model, {seconds} s").format(
         count=number(report.matched), groups=report.groups, seconds=f"{report.seconds:.1f}"
     ))  # fmt: skip
@@ -110,9 +112,11 @@ def _print(report: CompareReport) -> None:
         module = f" ({found.module})" if found.module else ""
         print(_("first divergence  {op} '{node}'{module}").format(op=found.op_type, node=found.node, module=module))
         for why in found.why:
-            print("  " + why)
+            print("  " + say(why))
         print("  " + _("path: {path}").format(path=" → ".join(found.path[-8:])))
-    if report.keep_float32:
+    if report.keep_float32 and report.b_kind == "int4":
+        print(_("keep in float or quantize with smaller blocks: {nodes}").format(nodes=", ".join(report.keep_float32)))
+    elif report.keep_float32:
         print(_("keep in float32 / exclude from quantization: {nodes}").format(nodes=", ".join(report.keep_float32)))
     print(padded(_("node"), 40), padded(_("op"), 20), padded(_("max abs"), 10, True), padded(_("relative"), 10, True))
     for node in report.ranked_nodes[:SHOWN]:
@@ -207,8 +211,8 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
         report = jobs.run(COMPARE, request, backend)
     if args.json:
-        data = to_data(report)
-        data["tolerance"] = {"rtol": report.rtol, "atol": report.atol, "rule": report.tolerance}
+        data = english_data(to_data(report))  # a divergence's causes and the rule as English sentences
+        data["tolerance"] = {"rtol": report.rtol, "atol": report.atol, "rule": data["tolerance"]}
         data["inputs"] = plan_json(plan) if step is None else report.inputs
         if report.lm is not None:
             data.pop("lm")

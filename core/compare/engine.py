@@ -26,16 +26,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.compare.divergence import first_divergence, introducing, model_kind, node_errors, taint
+from core.compare.divergence import first_divergence, int4_blocks, introducing, model_kind, node_errors, taint
 from core.compare.eager import INSIDE_MODULE, EagerSide, eager_feeds, prepare_eager
 from core.compare.lm_step import Stepped, at_step, divergence_layer, layer_errors, past_divergence
 from core.compare.measures import Graph, graph_of, measure
-from core.compare.records import CompareReport, CompareRequest, CompareSide, TensorError, Uncompared
+from core.compare.records import (
+    TOLERANCE_RULE,
+    CompareReport,
+    CompareRequest,
+    CompareSide,
+    TensorError,
+    Uncompared,
+)
 from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, release_freed, run_group
 from core.compare.spool import Spool
 from core.errors import CompareError
 from core.i18n import N_, _
 from core.model.inputs import describe_values, make_inputs
+from core.notes import note
 from core.runtime.ort import LEVELS
 
 if TYPE_CHECKING:
@@ -258,7 +266,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     graph = graph_of(_load(request.a.path))  # one model read at a time: its structure kept, its weights dropped
     release_freed()
     b_model = _load(request.b.path)
-    b_graph, kind = graph_of(b_model), model_kind(b_model)
+    b_graph, kind, b_int4 = graph_of(b_model), model_kind(b_model), int4_blocks(b_model)
     del b_model  # the weights are read again only for a cause
     release_freed()
     arrays = make_inputs(request.inputs, 1, request.seed) if request.step is None else {}
@@ -287,7 +295,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
     b_fused = {} if isinstance(pb, EagerSide) else {t: op for t, (_n, op, _d) in pb.producers.items()}
     context = {
-        "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind,
+        "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind, "b_int4": b_int4,
         "weights": _Weights(request.a.path, request.b.path, graph),
     }  # fmt: skip
     divergence = first_divergence(graph, measured, reached, context)
@@ -303,9 +311,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
         b=request.b.label or Path(request.b.path).name,
         a_level=_level_name(request.a),
         b_level=_level_name(request.b),
-        tolerance=_("max |a − b| ≤ {atol} + {rtol} × max |a|, with no infinity or NaN where a has none").format(
-            atol=f"{request.atol:g}", rtol=f"{request.rtol:g}"
-        ),
+        tolerance=note(TOLERANCE_RULE, atol=f"{request.atol:g}", rtol=f"{request.rtol:g}"),
         rtol=request.rtol,
         atol=request.atol,
         inputs=_inputs(request, fa),

@@ -30,14 +30,19 @@ from core.compare.records import (
 )
 from core.compare.runs import Prepared
 from core.errors import CompareError, WorkbenchError
-from core.i18n import _, number
+from core.i18n import N_, _, number
 from core.model.blocks import block_of
 from core.model.generative import GenerativeLayout, GenerativePlan
+from core.notes import note
 
-__all__ = ["Stepped", "at_step", "divergence_layer", "layer_errors", "past_divergence"]
+__all__ = ["PAST_PARTED", "Stepped", "at_step", "divergence_layer", "layer_errors", "past_divergence"]
 
 TOP = 5  # the likeliest tokens shown for each model
 _ROLES = ("ids", "mask", "positions", "cache_position")
+PAST_PARTED = N_(
+    "It reads the past '{name}', which the second model built otherwise from the same tokens (by up to {diff}): "
+    "the two models parted at an earlier step."
+)
 
 
 @dataclass(kw_only=True)
@@ -228,8 +233,5 @@ def past_divergence(graph: Graph, divergence: Divergence | None, past: list[Tens
     if not parted:
         return divergence
     worst = max(parted, key=lambda p: p.relative)
-    why = _(
-        "It reads the past '{name}', which the second model built otherwise from the same tokens (by up to {diff}): "
-        "the two models parted at an earlier step."
-    ).format(name=worst.name, diff=f"{worst.max_abs:.3g}")
+    why = note(PAST_PARTED, name=worst.name, diff=float(worst.max_abs))
     return dataclasses.replace(divergence, cause="past", why=[why, *divergence.why])

@@ -10,9 +10,11 @@ from core.i18n import N_
 from core.model.generative import PROMPT_LENGTH
 from core.model.inputs import BenchInput
 from core.model.torchload import TorchSource
+from core.notes import Note
 
 __all__ = [
     "EXACT_NODES",
+    "TOLERANCE_RULE",
     "CompareReport",
     "CompareRequest",
     "CompareSide",
@@ -27,6 +29,7 @@ __all__ = [
 ]
 
 EXACT_NODES = N_("{count} other node(s) agree exactly (zero error) and are not listed.")  # said where shown
+TOLERANCE_RULE = N_("max |a − b| ≤ {atol} + {rtol} × max |a|, with no infinity or NaN where a has none")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,8 +115,10 @@ class Divergence:
     index: int
     inputs: list[TensorError]  # its inputs' errors (those compared; graph inputs and weights are the same)
     outputs: list[TensorError]
-    why: list[str]  # the likely causes, in words
-    cause: str  # "fp16-range", "weight", "op", "fused", "quantized", "rounding"
+    # the likely causes, most likely first, said where shown (core.notes.say); str: a sentence a result kept by an
+    # earlier version holds, shown as it is
+    why: list[Note | str]
+    cause: str  # "fp16-range", "weight", "op", "fused", "quantized", "int4", "rounding", "past"
     path: list[str]  # the nodes from an input of the model to it, in order
     uncompared_inputs: list[str] = field(default_factory=list)  # inputs fused away: the cause may lie before it
 
@@ -180,7 +185,7 @@ class CompareReport:
     b: str
     a_level: str
     b_level: str
-    tolerance: str  # in words
+    tolerance: Note | str  # the rule (TOLERANCE_RULE), said where shown; str: an earlier version's sentence
     rtol: float
     atol: float
     inputs: dict[str, str]  # input -> "float32 [1, 3, 8, 8], normal"
@@ -189,8 +194,10 @@ class CompareReport:
     matched: int  # tensors compared
     uncompared: list[Uncompared]
     first_divergence: Divergence | None
-    b_kind: str  # "fp16", "int8" or "" (what b is, for the advice)
-    keep_float32: list[str]  # fp16: the nodes to keep in float32; int8: the nodes to exclude from quantization
+    b_kind: str  # "fp16", "int8", "int4" or "" (what b is, for the advice)
+    # fp16: the nodes to keep in float32; int8 and int4: the nodes to exclude from quantization (or, int4, to quantize
+    # with smaller blocks)
+    keep_float32: list[str]
     groups: int  # how many runs each side took (the tensors held at once are bounded by group_mb)
     peak_group_mb: float  # the most one group of one side held
     seconds: float

@@ -12,8 +12,11 @@ import pytest
 from onnx import numpy_helper
 
 from core.compare import CompareReport, CompareRequest, CompareSide, compare_models
+from core.compare.divergence import OTHER_OP, WEIGHT_DIFFERS
 from core.errors import CompareError
+from core.jobs.wire import decode, encode, to_data
 from core.model.inputs import BenchInput
+from core.notes import Note, note, say, say_all
 from tests.builders import write
 from tests.cli import cli
 from tests.graph_models import classic_cnn
@@ -59,7 +62,9 @@ def test_a_conv_whose_weights_were_scaled_is_the_first_divergence_and_its_weight
     found = report.first_divergence
     assert found is not None and (found.node, found.op_type) == ("/layer2/layer2.0/conv2/Conv", "Conv")
     assert found.module == "layer2.layer2.0.conv2"  # from the exporter-style node name
-    assert found.cause == "weight" and SCALED in found.why[0]
+    said = found.why[0]  # a note (core.notes), said where shown
+    assert found.cause == "weight" and isinstance(said, Note) and said.key == WEIGHT_DIFFERS
+    assert said.values["name"] == SCALED
     assert all(e.within for e in found.inputs) and not found.outputs[0].within
     assert found.path[0] == "/stem/conv1/Conv" and found.path[-1] == found.node
     upstream = [n for n in report.nodes if n.index < found.index]
@@ -123,8 +128,14 @@ def test_an_op_swapped_from_relu_to_sigmoid_is_the_first_divergence(cnn: Path, t
     report = _compare(cnn, write(model, tmp_path / "swapped.onnx"), IMAGE)
     found = report.first_divergence
     assert found is not None and (found.node, found.op_type, found.cause) == (swapped.name, "Relu", "op")
-    assert "Sigmoid" in found.why[0]
+    assert found.why[0] == note(OTHER_OP, b_op="Sigmoid", op="Relu")
     assert not report.outputs[0].within or report.outputs[0].reference_max == 0  # the head's weights are zeros
+    # a comparison kept by an earlier version (its causes and rule as sentences) still reads, shown as it was kept
+    old = to_data(report)
+    old["tolerance"], old["first_divergence"]["why"] = "max |a − b| ≤ …", ["It computes it with Sigmoid."]
+    kept: CompareReport = decode(encode(old), CompareReport)
+    assert kept.first_divergence is not None and say_all(kept.first_divergence.why) == ["It computes it with Sigmoid."]
+    assert say(kept.tolerance) == "max |a − b| ≤ …"
 
 
 def test_a_float16_variant_diverges_where_a_value_leaves_its_range_and_that_node_is_the_one_to_keep(
@@ -140,7 +151,8 @@ def test_a_float16_variant_diverges_where_a_value_leaves_its_range_and_that_node
     # the divisor, 3e5, is infinite in float16; the CPU computes the float16 Mul and MatMul in float32 between
     # Casts (no float16 kernel), so their outputs, renamed by ORT, are compared and only round
     assert found is not None and (found.node, found.op_type, found.cause) == ("shrink", "Div", "fp16-range")
-    assert "'down'" in found.why[0] and all(e.within for e in found.inputs) and found.inputs
+    assert isinstance(found.why[0], Note) and "'down'" in found.why[0].english()
+    assert all(e.within for e in found.inputs) and found.inputs
     assert report.b_kind == "fp16" and report.keep_float32 == ["shrink"]
     assert not report.outputs[0].within and report.matched == 3
 

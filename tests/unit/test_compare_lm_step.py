@@ -13,7 +13,9 @@ import pytest
 from onnx import numpy_helper
 
 from core.compare import CompareReport, CompareRequest, CompareSide, StepPlan, compare_models
+from core.compare.divergence import INT4_NODE, OTHER_OP
 from core.errors import CompareError
+from core.notes import note, say
 from tests.cli import cli
 from tests.graph_models import classic_cnn
 from tests.lm_models import LanguageModel  # the models gpt2_past and qwen_genai: fixtures of tests/unit/conftest.py
@@ -109,6 +111,11 @@ def test_an_int4_variant_of_a_grouped_query_attention_model_parts_at_its_first_q
     assert (found.op_type, step.divergence_layer) == ("MatMul", "model.layers.0")
     assert next(n for n in report.nodes if n.node == found.node).b_op_type == "MatMulNBits"
     assert [la.name for la in step.layers][:2] == ["model.layers.0", "model.layers.1"]
+    # recognised as quantized: its cause is the int4 rounding of that MatMul's blocks, not "another op", and the node
+    # is the one to leave in float (or quantize with smaller blocks)
+    assert report.b_kind == "int4" and found.cause == "int4" and report.keep_float32[0] == found.node
+    assert found.why[0] == note(INT4_NODE, b_op="MatMulNBits", bits=4, block=32, level=0)
+    assert "blocks of 32 values" in say(found.why[0]) and note(OTHER_OP, b_op="MatMulNBits", op="MatMul") in found.why
 
 
 def test_the_command_line_gives_the_step_the_prompt_the_greedy_tokens_and_the_top_5(
