@@ -49,7 +49,8 @@ def _name(c: Candidate, report: TuneReport) -> str:
 def _measured(report: TuneReport) -> list[Candidate]:
     finals = [report.default] + ([report.best] if report.changed else [])
     finals += [report.runner_up] if report.runner_up is not None else []
-    return [*finals, *(c for c in report.candidates if c.stage != "final" and c.measured)]
+    chosen = {c.config for c in finals}  # across runtimes, another runtime's own defaults are a candidate too
+    return [*finals, *(c for c in report.candidates if c.measured and (c.stage != "final" or c.config not in chosen))]
 
 
 def candidates_frame(report: TuneReport) -> pd.DataFrame:

@@ -89,6 +89,7 @@ def test_the_deploy_page_tunes_on_each_runtime_picked_and_never_chooses_a_fallba
     table = next(d.value for d in at.dataframe if "configuration" in d.value.columns)
     shares = dict(zip(table["configuration"], table["nodes per provider"], strict=True))
     assert shares["ORT defaults (final round)"] == "CPU 3"
+    assert shares["ORT defaults on openvino (final round)"] == "CPU 3"  # the other runtime's defaults, measured too
     assert shares["OpenVINO, CPU on openvino"] == "⚠ CPU 2 · OpenVINO 1"  # measured and shown, marked
     said = [m.value for m in [*at.success, *at.info] if m.value.startswith("The runtime")]
     assert said and "Each runtime was tuned in its own worker with the same harness" in said[0]
