@@ -23,6 +23,7 @@ from core.tune.words import NONE_FASTER
 from tests import builders
 from tests.cli import cli
 from tests.runtimes import OPENVINO, conv_split_model, require_openvino
+from ui.tune_view import ort_code
 
 SAVED_BEFORE_RUNTIMES = (
     '{"batch": 1, "execution_mode": "sequential", "inter_op_threads": 0, "intra_op_threads": 1, "io_binding": false, '
@@ -37,6 +38,10 @@ def test_a_config_saved_before_runtimes_reads_as_the_default_runtimes_and_round_
     openvino = SessionConfig(runtime="openvino", providers=("OpenVINOExecutionProvider", "CPUExecutionProvider"))
     assert json.loads(openvino.to_json())["runtime"] == "openvino"
     assert SessionConfig.from_json(openvino.to_json()) == openvino
+    code = ort_code(openvino, "m.onnx").splitlines()  # the page's plain ONNX Runtime code names the build to install
+    assert code[0] == "# the runtime openvino: pip install onnxruntime-openvino"
+    assert code[-1].endswith("providers=['OpenVINOExecutionProvider', 'CPUExecutionProvider'])")
+    assert not ort_code(SessionConfig(), "m.onnx").startswith("#")
     with pytest.raises(SessionConfigError, match="runtime must name a runtime"):
         SessionConfig.from_json('{"runtime": ""}')
 
