@@ -224,7 +224,9 @@ def report_section(
     nodes_tab, subgraphs_tab, log_tab, *contrib_tab = st.tabs(titles)
     with nodes_tab:
         providers = sorted({short_name(p) if p else _where(NOWHERE) for p in report.node_providers})
-        chosen = st.multiselect(_("Show providers"), providers, default=providers, key=f"{key}_filter")
+        # keyed by the providers too: another runtime's run (OpenVINO beside CPU) shows all of its own, where a kept
+        # choice among the last run's providers hid the new one's nodes
+        chosen = st.multiselect(_("Show providers"), providers, default=providers, key=f"{key}_{providers}_filter")
         keep = None if set(chosen) >= set(providers) else (lambda n: _label(n) in chosen)
         page = page_of_rows(placements(report), NodePlacement, f"{key}_page", keep, _("nodes"))
         shown = placement_frame(page)

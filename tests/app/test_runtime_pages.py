@@ -41,6 +41,8 @@ def test_the_partition_page_places_a_model_on_the_runtime_picked_and_beside_anot
     declined = next(d.value for d in at.dataframe if "declined by" in d.value.columns)
     assert list(declined["node"]) == ["relu_in", "det"] and set(declined["declined by"]) == {"OpenVINO"}
     assert "does not take Det" in declined["why"].iloc[1] and "tried alone" in declined["why"].iloc[1]
+    shown = next(m for m in at.multiselect if (m.key or "").endswith("_filter"))  # the node table's providers
+    assert shown.value == shown.options == ["CPU", "OpenVINO"]  # all of this runtime's, not the last run's CPU alone
 
     compare = next(s for s in at.selectbox if (s.key or "").endswith("_compare"))
     compare.set_value("default").run()
