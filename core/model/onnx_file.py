@@ -46,7 +46,14 @@ from core.settings import IntakeLimits
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["check_external_data", "check_tensor_data", "describe_bundle", "describe_onnx", "read_external_data"]
+__all__ = [
+    "check_external_data",
+    "check_model_size",
+    "check_tensor_data",
+    "describe_bundle",
+    "describe_onnx",
+    "read_external_data",
+]
 
 
 _EXTERNAL = 1  # TensorProto.EXTERNAL
@@ -238,7 +245,7 @@ def _check_bounds(tensor: onnx.TensorProto, entries: dict[str, str], label: str,
         )
 
 
-def _check_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> ModelCounts:
+def check_model_size(name: str, model: onnx.ModelProto, limits: IntakeLimits) -> ModelCounts:
     """Every count against its limit (core.model.counts), nodes as ONNX Runtime would inline local functions,
     and text that is not UTF-8."""
     counts = check_counts(model, name, limits)
@@ -352,7 +359,7 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
             _("'{main}' is an ONNX ModelProto with no graph in it: there is no model to run.").format(main=main.name)
         )
 
-    counts = _check_size(main.name, model, limits)
+    counts = check_model_size(main.name, model, limits)
     data_files = check_external_data(model, folder)
     weight_bytes = constant_weights = 0
     labels = {"constant": N_("Constant value"), "attribute": N_("node attribute's tensor")}

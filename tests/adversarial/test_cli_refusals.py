@@ -29,8 +29,9 @@ COMMANDS = {
     "tune": ["--budget", "5", "--no-save"],
     "generate": ["--new", "2"],
 }
-# the job that recognises the files, where it is not intake's own: inspect's decodes them in the same worker, after
-FIRST_JOB = {"inspect": "decode.inspect"}
+# the job that recognises the files, where it is not intake's own: inspect's decodes them in the same worker, after;
+# graph's reads an .onnx file given alone in one worker, by its bytes, without an intake reading it first
+FIRST_JOB = {"inspect": "decode.inspect", "graph": "graph.view"}
 
 
 @pytest.fixture(scope="module")

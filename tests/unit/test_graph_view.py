@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from core.graph import view_graph
@@ -243,3 +244,29 @@ def test_identity_nodes_that_pass_on_a_weight_are_folded_like_one_and_listed() -
     add = nodes_by["add"]
     assert [(f.name, f.shape) for f in add.folded] == [("w_shared", "2")] and "w" in add.folded[0].stats
     assert not any(e.target == add.id and e.tensor == "w_shared" for e in view.edges)
+
+
+def test_the_cli_reads_an_onnx_file_given_alone_in_one_job_and_refuses_one_that_is_not_onnx_by_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`graph FILE.onnx` runs the graph job alone, in one worker (an intake first read the whole model a second time:
+    a second of the command's 5 s at 30,000 nodes, issue #51); a file named .onnx that holds something else is
+    refused by its bytes, as before."""
+    import zipfile
+
+    from core.jobs.process import ProcessBackend
+    from tests.cli import cli
+
+    started: list[str] = []
+    submit = ProcessBackend.submit
+    monkeypatch.setattr(ProcessBackend, "submit", lambda self, spec: started.append(spec.name) or submit(self, spec))
+    model = tmp_path / "m.onnx"
+    onnx.save(transformer_like(2), model)
+    result = cli("graph", str(model), "-o", str(tmp_path / "g.html"))
+    assert result.returncode == 0 and started == ["graph.view"], (result.stderr, started)
+    fake = tmp_path / "weights.onnx"
+    with zipfile.ZipFile(fake, "w") as archive:  # a PyTorch state_dict by its members, whatever its name says
+        archive.writestr("weights/data.pkl", b"\x80\x02}q\x00.")
+    result = cli("graph", str(fake), "-o", str(tmp_path / "fake.html"))
+    assert result.returncode == 2 and "graph draws ONNX; “weights.onnx” is a" in result.stderr, result.stderr
+    assert "Export it first." in result.stderr and not (tmp_path / "fake.html").exists()
