@@ -4,7 +4,9 @@ configuration saved before it had a runtime still reading as the default runtime
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,13 +14,14 @@ import pytest
 from core.deploy.session import read_tuned
 from core.errors import SessionConfigError
 from core.i18n import using
+from core.model.measured import MeasuredModel
 from core.notes import note, say
 from core.runtime.fallback import PARTLY
 from core.runtime.harness import BenchResult, timed_fields
 from core.runtime.machine import environment
 from core.runtime.session_config import SessionConfig
-from core.tune.across import RUNTIME_WON, combine
-from core.tune.records import Candidate, TuneReport
+from core.tune.across import RUNTIME_WON, combine, tune_across
+from core.tune.records import Candidate, TuneReport, TuneRequest
 from core.tune.words import NONE_FASTER
 from tests import builders
 from tests.cli import cli
@@ -148,3 +151,36 @@ def test_a_runtime_wins_on_its_turns_only_with_its_interval_apart_and_under_stri
     assert [c.config.runtime for c in kept.candidates] == ["default", "default", OPENVINO, OPENVINO]
     with using("zh"):
         assert "保留运行时 default" in say(kept.headline)
+
+
+def test_each_runtime_is_searched_then_the_bests_take_turns_with_the_providers_each_runtime_has(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import core.tune.across
+
+    offered = {"default": [CPU], OPENVINO: [OV, CPU]}
+    monkeypatch.setattr(core.tune.across, "_providers_of", offered.__getitem__)
+    fp16 = SessionConfig(runtime=OPENVINO, providers=(OV, CPU), variant="fp16")
+    found = {"default": _candidate(SessionConfig(intra_op_threads=1), 2.0, 0.2), OPENVINO: _candidate(fp16, 1.0, 0.1)}
+    asked: list[TuneRequest] = []
+
+    def tune(request: TuneRequest) -> TuneReport:  # a job on the runtime the request names
+        asked.append(request)
+        report = _report(found[request.runtime] if request.rematch is None else _candidate(request.rematch, 1.5, 0.2))
+        return dataclasses.replace(report, variant_paths={"fp16": f"{request.out_dir}/m.fp16.onnx"})
+
+    model = MeasuredModel(path=str(tmp_path / "m.onnx"), inputs=[])
+    request = TuneRequest(model=model, out_dir=str(tmp_path), budget_s=20, providers=[OV])
+    report = tune_across(request, ["default", OPENVINO], tune)
+    searches, turns = asked[:2], asked[2:]
+    assert [(r.runtime, r.providers, r.budget_s, r.rematch) for r in searches] == [
+        ("default", [CPU], 7.0, None),
+        (OPENVINO, [OV], 7.0, None),  # 70 % of the budget, shared
+    ]
+    assert [(r.runtime, r.rematch, r.budget_s) for r in turns] == [
+        ("default", found["default"].config, 1.5), (OPENVINO, fp16, 1.5), (OPENVINO, fp16, 1.5),
+        ("default", found["default"].config, 1.5),
+    ]  # fmt: skip
+    assert turns[1].model.path == f"{tmp_path}/{OPENVINO}/m.fp16.onnx"  # the variant the search made, read again
+    assert turns[0].model.path == model.path and len({r.out_dir for r in asked}) == 6  # each job its own folder
+    assert [c.result.n for c in report.runtime_bests if c.result] == [200, 200]  # each best on its two turns
