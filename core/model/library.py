@@ -130,6 +130,7 @@ class ModelLibrary:
         )
         if kept_record is None or (exported_from is not None and kept_from is None):
             return None
+        kept_record = _in_folder_kept(kept_record, record, exported_from, kept_from)
         key = secrets.token_urlsafe(18)
         kept = Kept(
             record=kept_record,
@@ -441,6 +442,19 @@ def _copied(record: ModelRecord | None, folder: Path) -> ModelRecord | None:
         code=code,
         **_family_copied(record, base, folder, moved),
     )
+
+
+def _in_folder_kept(
+    copied: ModelRecord, record: ModelRecord, original: ModelRecord | None, kept_original: ModelRecord | None
+) -> ModelRecord:
+    """An ONNX file of a Hugging Face folder, kept with the folder's PyTorch model (the folder whole, under from-):
+    its folder and family are that copy's, so a link or a reload still finds the folder's tokenizer, its config
+    and the other ONNX files. Its own file stays its own copy."""
+    if copied.folder or not record.folder or original is None or kept_original is None:
+        return copied
+    if original.format != "hf" or original.folder != record.folder or not kept_original.folder:
+        return copied
+    return dataclasses.replace(copied, folder=kept_original.folder, family=kept_original.family)
 
 
 def _family_copied(record: ModelRecord, base: Path, folder: Path, moved: dict[str, str]) -> dict[str, Any]:

@@ -250,6 +250,13 @@ def test_a_folder_kept_in_the_library_keeps_its_family_where_its_copy_is(tmp_pat
     alone = describe(onnx_family, variant="q4")  # one file of the folder, kept without its siblings
     opened = library.open(alone.id, library.keep(alone) or "")
     assert opened is not None and not opened.record.family and not opened.record.folder
+    # kept with the folder's PyTorch model (the folder whole), as Generate and Compare keep it: a link or a reload
+    # finds the folder's tokenizer and the other ONNX files there
+    with_original = library.open(alone.id, library.keep(alone, exported_from=record) or "")
+    assert with_original is not None and with_original.exported_from is not None
+    assert with_original.record.folder == with_original.exported_from.folder
+    assert (Path(with_original.record.folder) / "tokenizer.json").is_file()
+    assert [Path(m.path).is_file() for m in with_original.record.family] == [True] * 3
 
 
 def test_an_onnx_file_under_onnx_is_recognised_with_the_config_above_it(tmp_path: Path, hf_gpt2: Path) -> None:
