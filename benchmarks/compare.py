@@ -1,11 +1,14 @@
 """Compare at scale, beside Polygraphy's own way on the same pair (issue #29).
 
-Run: nice -n 19 .venv/bin/python benchmarks/compare.py [--cases resnet50,wide] [--no-polygraphy] [--server]
+Run: nice -n 19 .venv/bin/python benchmarks/compare.py [--cases resnet50,wide,2gb] [--no-polygraphy] [--server]
 
 Two pairs, each a model and a copy with one planted fault, built in code (no weights downloaded):
 - resnet50: tests.graph_models.classic_cnn((3, 4, 6, 3), width=64), ResNet-50's stages and channels (25.6 M
   parameters, 224×224), one Conv of layer3 with its weights scaled by 3;
-- wide: tests.graph_models.transformer_like(1500), 30,003 nodes, one Sigmoid of layer 700 swapped for a Relu.
+- wide: tests.graph_models.transformer_like(1500), 30,003 nodes, one Sigmoid of layer 700 swapped for a Relu;
+- 2gb (asked by name only): two models of 2 GB each (four 512 MB MatMul weights in an external file, the second's
+  third weight scaled by 3), compared by `python -m core compare` with the worker's memory limit at --limit-mb
+  (3072): whether it finishes, and the peak of the command and its worker together (issue #51; needs 8.5 GB of disk).
 Ours: core.compare.compare_models in a process of its own (what a worker does), at DISABLE_ALL on both sides: the
 time to the first divergence and in all, and the process's peak memory above what it held before comparing.
 Polygraphy: ``polygraphy run A --onnxrt --onnx-outputs mark all --save-inputs --save-outputs``, then
@@ -126,6 +129,59 @@ def _pair(case: str, folder: Path) -> tuple[Path, Path, list[dict[str, object]],
     return a, b, plan, options
 
 
+def _huge(folder: Path, name: str, scale: float, hidden: int, width: int) -> Path:
+    """A 2 GB model (``hidden`` 8192, ``width`` 16384): four MatMuls of 512 MB float32 weights with Relus between,
+    its weights in one external file written a weight at a time (the third one times ``scale``)."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    shapes = [(hidden, width), (width, hidden), (hidden, width), (width, hidden)]
+    weights, nodes, x = [], [], "x"
+    with open(folder / f"{name}.data", "wb") as data:
+        for i, shape in enumerate(shapes):
+            values = rng.standard_normal(shape, dtype=np.float32) / np.float32(np.sqrt(shape[0]))
+            values *= np.float32(scale if i == 2 else 1.0)
+            tensor = TensorProto(name=f"w{i}", dims=shape, data_type=TensorProto.FLOAT)
+            tensor.data_location = TensorProto.EXTERNAL
+            for key, value in (("location", f"{name}.data"), ("offset", data.tell()), ("length", values.nbytes)):
+                tensor.external_data.add(key=key, value=str(value))
+            data.write(values.tobytes())
+            del values
+            weights.append(tensor)
+            nodes.append(helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"], name=f"/layer{i}/MatMul"))
+            x = f"m{i}"
+            if i < len(shapes) - 1:
+                nodes.append(helper.make_node("Relu", [x], [f"r{i}"], name=f"/layer{i}/Relu"))
+                x = f"r{i}"
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, hidden])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, hidden])], initializer=weights,
+    )  # fmt: skip
+    path = folder / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def _two_gb(folder: Path, limit_mb: int) -> dict[str, object]:
+    """`python -m core compare` of two 2 GB models (the second's third weight scaled by 3) with the worker's memory
+    limit at ``limit_mb``: whether it finishes, its time, and the peak of the command and its worker together."""
+    import os
+
+    a = _huge(folder, "a", 1.0, 8192, 16384)
+    b = _huge(folder, "b", 3.0, 8192, 16384)
+    sizes = [sum(f.stat().st_size for f in folder.glob(f"{n}.*")) / 2**20 for n in ("a", "b")]
+    command = [sys.executable, "-m", "core", "compare", str(a), str(b), "--input", "x=1,8192", "--json"]
+    os.environ.update(WORKBENCH_WORKER_MEMORY_MB=str(limit_mb), WORKBENCH_DATA_DIR=str(folder / "data"))
+    wall, peak, out = _peak(command)
+    report = json.loads(out) if out.strip().startswith("{") else {}
+    found = report.get("first_divergence") or {}
+    return {
+        "model_mb": sizes, "limit_mb": limit_mb, "finished": bool(report), "seconds": wall, "peak_mb": peak / 2**20,
+        "node": found.get("node"), "cause": found.get("cause"), "output_tail": "" if report else out[-600:],
+    }  # fmt: skip
+
+
 def _polygraphy(a: Path, b: Path, options: list[str], folder: Path) -> dict[str, object]:
     common = ["--onnxrt", "--onnx-outputs", "mark", "all", *options]
     first = [POLYGRAPHY, "run", str(a), *common, "--save-inputs", str(folder / "inputs.json")]
@@ -146,8 +202,13 @@ def main() -> None:
     parser.add_argument("--cases", default="resnet50,wide")
     parser.add_argument("--no-polygraphy", action="store_true")
     parser.add_argument("--server", action="store_true", help="also through the Compare page: the server's growth")
+    parser.add_argument("--limit-mb", type=int, default=3072, help="2gb: the worker's memory limit (3072)")
     args = parser.parse_args()
     for case in args.cases.split(","):
+        if case == "2gb":  # two 2 GB models, external data: does the command finish under the worker's limit?
+            with tempfile.TemporaryDirectory(prefix="compare-2gb-") as tmp:
+                print(json.dumps({"case": case, "ours": _two_gb(Path(tmp), args.limit_mb)}, indent=1), flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix=f"compare-{case}-") as tmp:
             folder = Path(tmp)
             a, b, plan, options = _pair(case, folder)
