@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -205,7 +206,7 @@ def old_opset_model(axis: int | None = None) -> onnx.ModelProto:
     rng = np.random.default_rng(6)
     bias = numpy_helper.from_array(rng.standard_normal(3 if axis is not None else 4).astype(np.float32), "bias")
     slope = numpy_helper.from_array(np.array([0.1, 0.2, 0.3], np.float32), "slope")
-    broadcast = {"broadcast": 1} | ({"axis": axis} if axis is not None else {})
+    broadcast: dict[str, Any] = {"broadcast": 1} | ({"axis": axis} if axis is not None else {})
     graph = helper.make_graph(
         [
             helper.make_node("Add", ["x", "bias"], ["shifted"], **broadcast),
