@@ -1,18 +1,20 @@
 """``python -m core generate`` given what people have: a tokenizer.json apart from the model (``--tokenizer``), whose
 byte-level pieces of a Chinese character are joined before they are decoded; and a Hugging Face folder of config.json
-and weights with no ONNX file, exported with its cache first and generated beside PyTorch eager from the same folder
-(the models: fixtures of tests/unit/conftest.py, built from configs with random weights)."""
+and weights with no ONNX file, exported with its cache first and generated beside PyTorch eager from the same folder,
+or with its ONNX file under onnx/, generated from that (the models: fixtures of tests/unit/conftest.py, built from
+configs with random weights)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from tests import builders
 from tests.cli import cli
-from tests.lm_models import LanguageModel, byte_tokenizer
+from tests.lm_models import LanguageModel, byte_tokenizer, copy_model
 
 CHINESE = "你好，汉字。"  # 汉 and 字 are not merged by the test tokenizer: three byte-level tokens each
 
@@ -50,6 +52,19 @@ def test_a_folder_without_onnx_is_exported_with_its_cache_and_generated_beside_e
     assert data["exported"].endswith(".onnx") and data["reference"] == str(folder.resolve())
     assert data["eager"] is not None and data["cache"]["layers"] == 2
     assert data["first_divergent_token"] is None and data["tokens"] == data["eager"]["tokens"]
+
+
+def test_a_folder_with_its_onnx_file_generates_from_it_beside_eager_from_itself(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    folder = tmp_path / "tiny-gpt2"  # the Hub's layout: config.json and weights, the export under onnx/
+    shutil.copytree(gpt2_past.reference, folder)
+    copy_model(gpt2_past.onnx, folder / "onnx")
+    result = cli("generate", str(folder), "--new", "3", "--runs", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["exported"] is None and data["reference"] == str(folder.resolve())  # its own file: nothing exported
+    assert data["model"] == "tiny-gpt2/model" and data["tokens"] == data["eager"]["tokens"]
 
 
 def test_the_command_says_how_it_had_an_onnx_model_of_a_folder() -> None:
