@@ -10,9 +10,9 @@ from core.model import ModelRecord, TensorSpec, format_shape
 from core.model.dims import what_made
 from core.model.metadata import ModelMetadata
 from core.notes import say
-from ui.text import escaped_frame, human_bytes, md_escape
+from ui.text import human_bytes, md_escape, md_table
 
-__all__ = ["family_frame", "model_card", "sidebar_model", "signature_frame", "signature_tables"]
+__all__ = ["family_frame", "figures_frame", "model_card", "sidebar_model", "signature_frame", "signature_tables"]
 
 _FORMAT_HELP = {  # translated where shown
     "onnx": N_("A protobuf ModelProto: a graph of standard operators with its weights. Runs in ONNX Runtime."),
@@ -109,7 +109,7 @@ def signature_tables(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> Non
     for place, (title, frame) in zip(places, frames, strict=True):
         with place:
             st.markdown(f"**{title}**")
-            st.table(escaped_frame(frame), hide_index=True)
+            st.markdown(md_table(frame))
     for caption in dim_name_captions(inputs + outputs):
         st.caption(caption)
     cut = long_shapes(inputs + outputs)
@@ -197,7 +197,20 @@ def _metadata_section(record: ModelRecord) -> None:
         ).format(count=number(len(meta.entries)), dropped=number(meta.dropped))
         with st.expander(title):
             frame = pd.DataFrame({_("key"): list(meta.entries), _("value"): values})
-            st.table(escaped_frame(frame), hide_index=True)
+            st.markdown(md_table(frame))
+
+
+def figures_frame(record: ModelRecord) -> pd.DataFrame:
+    """The card's four figures, one column each (size, parameters, opset, nodes): one row."""
+    unknown = "—"
+    return pd.DataFrame(
+        {
+            _("Size"): [human_bytes(record.size_bytes)],
+            _("Parameters"): [number(record.parameter_count) if record.parameter_count is not None else unknown],
+            _("Opset"): [str(record.opset) if record.opset is not None else unknown],
+            _("Nodes"): [number(record.node_count) if record.node_count is not None else unknown],
+        }
+    )
 
 
 def model_card(record: ModelRecord) -> None:
@@ -205,11 +218,7 @@ def model_card(record: ModelRecord) -> None:
         st.subheader(md_escape(record.name, 120), anchor=False)
         help_text = _(_FORMAT_HELP[record.format]) if record.format in _FORMAT_HELP else ""
         st.caption(_("{format}. {help}").format(format=_(record.format_label), help=help_text))
-        cols = st.columns(4)
-        cols[0].metric(_("Size"), human_bytes(record.size_bytes))
-        cols[1].metric(_("Parameters"), number(record.parameter_count) if record.parameter_count is not None else "—")
-        cols[2].metric(_("Opset"), str(record.opset) if record.opset is not None else "—")
-        cols[3].metric(_("Nodes"), number(record.node_count) if record.node_count is not None else "—")
+        st.markdown(md_table(figures_frame(record)))  # Markdown: st.metric and st.table load frontend code first
         signature_tables(record.inputs, record.outputs)
         st.caption(_("sha256 of the model's bytes (its identity in the history and the caches)"))
         # inline code, not st.code: a code block makes the browser load Streamlit's syntax highlighter (1.5 MB of
@@ -226,7 +235,7 @@ def model_card(record: ModelRecord) -> None:
             details[_("external data")] = ", ".join(record.external_data)
         if details:
             frame = pd.DataFrame({_("field"): list(details), _("value"): list(details.values())})
-            st.table(escaped_frame(frame), hide_index=True)
+            st.markdown(md_table(frame))
         for note in record.notes:  # kept as data; said here in the reader's language (core.notes)
             st.markdown(f"- {md_escape(say(note), 400)}")
         if record.family:
@@ -249,7 +258,7 @@ def model_card(record: ModelRecord) -> None:
                         _("wrong shapes"): [len(m.shape_mismatches) for m in matches],
                     }
                 )
-                st.table(escaped_frame(frame), hide_index=True)
+                st.markdown(md_table(frame))
 
 
 def family_frame(record: ModelRecord) -> pd.DataFrame:
@@ -271,7 +280,7 @@ def _family_section(record: ModelRecord) -> None:
     st.markdown("**" + _("ONNX files of this folder: one model in {count} precisions").format(
         count=number(len(record.family))
     ) + "**")  # fmt: skip
-    st.table(escaped_frame(family_frame(record)), hide_index=True)
+    st.markdown(md_table(family_frame(record)))
 
 
 def sidebar_model(record: ModelRecord | None) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
 
-__all__ = ["open_page", "run_benchmark", "texts", "upload"]
+__all__ = ["card_figures", "md_tables", "open_page", "run_benchmark", "texts", "upload"]
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
@@ -40,6 +43,37 @@ def texts(at: AppTest) -> str:
         + [e.value for e in at.caption]
         + [e.value for e in at.warning]
     ).replace("\\", "")
+
+
+_CELL_BORDER = re.compile(r"(?<!\\)\|")  # a | not escaped
+_RULE = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in _CELL_BORDER.split(line.strip())[1:-1]]
+
+
+def md_tables(at: AppTest) -> list[pd.DataFrame]:
+    """The Markdown tables the page wrote (the model card draws its tables so), in order, each as a frame of its
+    cells as written (escaped, as st.table's were)."""
+    found = []
+    for element in at.markdown:
+        lines = element.value.splitlines()
+        for i in range(len(lines) - 1):
+            if lines[i].startswith("|") and _RULE.match(lines[i + 1].strip()):
+                rows = []
+                for line in lines[i + 2 :]:
+                    if not line.startswith("|"):
+                        break
+                    rows.append(_cells(line))
+                found.append(pd.DataFrame(rows, columns=_cells(lines[i])))
+    return found
+
+
+def card_figures(at: AppTest) -> dict[str, str]:
+    """The model card's figures (size, parameters, opset, nodes): label → value, escapes taken out."""
+    figures = md_tables(at)[0]
+    return {str(k).replace("\\", ""): str(v).replace("\\", "") for k, v in figures.iloc[0].items()}
 
 
 def run_benchmark(at: AppTest, iterations: int = 30, warmup: int = 2, batches: list[int] | None = None) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.pages import open_page, texts
+from tests.app.pages import md_tables, open_page, texts
 from tests.hf_folders import hf_gpt2, onnx_family
 
 __all__ = ["hf_gpt2", "onnx_family"]  # the session fixtures, imported for pytest
@@ -37,7 +37,7 @@ def folder_page(onnx_family: Path) -> AppTest:
 def test_a_zipped_folder_is_one_model_with_a_table_of_its_onnx_files_and_their_sizes(folder_page: AppTest) -> None:
     record = folder_page.session_state["model"]
     assert record.format == "hf" and record.name == "tiny-gpt2" and len(record.family) == 3
-    family = next(t.value for t in folder_page.table if "variant" in t.value.columns)
+    family = next(t for t in md_tables(folder_page) if "variant" in t.columns)
     assert family["variant"].tolist() == ["fp32", "fp16", "q4"]
     assert family["file"].tolist() == [r"onnx/model\.onnx", r"onnx/model\_fp16\.onnx", r"onnx/model\_q4\.onnx"]
     assert all(size.endswith("kB") or size.endswith("MB") for size in family["size"])

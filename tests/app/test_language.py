@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
 from core.notes import say
-from tests.app.pages import open_page
+from tests.app.pages import card_figures, md_tables, open_page
 from tests.i18n_text import english_prose as english_runs_in
 from tests.reports import seed_regression
 
@@ -41,8 +41,10 @@ _PROSE = re.compile(r"\b[A-Za-z][a-z]+ [a-z]+ [a-z]+\b")  # three English words 
 def english_prose(at: AppTest) -> list[str]:
     """What the page says in English sentences: text with three English words in a row and no Chinese (names,
     code and dtypes are single words; a model's own text is not on these pages)."""
-    tables = [str(c) for t in at.table for c in t.value.columns]
-    said = [*_texts(at).splitlines(), *(e.value for e in at.info), *(e.value for e in at.error), *tables]
+    frames = [t.value for t in at.table] + md_tables(at)  # a table's headers; its cells are the model's own
+    tables = [str(c) for t in frames for c in t.columns]
+    lines = [line for line in _texts(at).splitlines() if not line.startswith("|")]
+    said = [*lines, *(e.value for e in at.info), *(e.value for e in at.error), *tables]
     return [line for line in said if _PROSE.search(line) and not _HAN.search(line)]
 
 
@@ -51,15 +53,15 @@ def test_the_model_page_in_chinese_shows_its_headings_labels_and_card_in_chinese
     assert at.title[0].value == "模型"
     assert [t.label for t in at.tabs] == ["上传文件", "选择示例模型", "模型库", "本机上的路径"]  # local mode: a path
     assert at.file_uploader(key="uploads").label.startswith("ONNX 模型（.onnx")
-    assert {m.label for m in at.metric} == {"大小", "参数量", "算子集版本", "节点数"}
-    assert next(m.value for m in at.metric if m.label == "参数量") == "256,074"  # numbers keep their grouping
+    assert set(card_figures(at)) == {"大小", "参数量", "算子集版本", "节点数"}
+    assert card_figures(at)["参数量"] == "256,074"  # numbers keep their grouping
     assert next(b for b in at.button if b.key == "use_sample").label == "使用这个示例模型"
     shown = _texts(at)
     for words in ("当前模型", "经典的第一次导出练习", "PyTorch 示例模型（由代码构建）"):
         assert words in shown
     assert [link.proto.label for link in at.get("page_link")] == ["下一步：把它导出为 ONNX"]
     # the card's tables: Chinese headers, the model's own names and dtypes as they are
-    inputs = at.table[0].value
+    inputs = md_tables(at)[1]  # after the figures
     assert list(inputs.columns) == ["名称", "dtype", "形状", "动态轴"]
     assert inputs.iloc[0].tolist()[:2] == ["input", "float32"]
     assert inputs.iloc[0]["动态轴"] == "batch（第 0 轴）"
@@ -81,7 +83,7 @@ def test_what_an_exporter_wrote_reads_in_chinese_with_the_models_own_words_as_th
     assert "由 Ultralytics 8.3.27 写入：一个 detect 模型、面向 320×320 的图像（`imgsz`）、步长 32" in lines
     assert "32 个类别名（`names`）：person、<b>bold</b>、class 0" in lines and "……（另有 20 个）。" in lines
     assert "凡是图像高度或宽度未固定的地方，输入方案都按 320×320 运行它" in lines
-    assert {m.label for m in at.metric} == {"大小", "参数量", "算子集版本", "节点数"}
+    assert set(card_figures(at)) == {"大小", "参数量", "算子集版本", "节点数"}
     assert "元数据条目（" in "\n".join(e.label for e in at.expander)
     assert english_prose(at) == []
 

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.model import zoo
 from tests import builders
-from tests.app.pages import open_page
+from tests.app.pages import card_figures, md_tables, open_page
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def texts(at: AppTest) -> str:
 
 
 def metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return card_figures(at)[label]
 
 
 def test_empty_page_says_how_to_start(app: AppTest) -> None:
@@ -52,7 +52,7 @@ def test_picking_a_sample_makes_it_the_current_model(app: AppTest) -> None:
     assert not app.exception
     assert metric(app, "Parameters") == "256,074"
     assert app.session_state["model"].name == "tinycnn"  # the sidebar itself is checked in Chromium (e2e)
-    inputs = app.table[0].value
+    inputs = md_tables(app)[1]  # after the card's figures
     assert inputs["shape"].tolist() == ["1×3×112×112"] and inputs["dynamic axes"].tolist() == [r"batch \(axis 0\)"]
 
 
@@ -62,10 +62,11 @@ def test_uploading_an_onnx_model_shows_its_card(app: AppTest) -> None:
     assert not app.exception
     assert not app.error, [e.value for e in app.error]
     assert metric(app, "Opset") == "17" and metric(app, "Nodes") == "4"
-    assert app.table[0].value["name"].tolist() == [r"input\_ids", "mask", "scale"]  # escaped for st.table
-    assert app.table[0].value["shape"].tolist() == [r"batch×\-1", "?×?", "1"]
+    assert md_tables(app)[1]["name"].tolist() == [r"input\_ids", "mask", "scale"]  # escaped for Markdown
+    assert md_tables(app)[1]["shape"].tolist() == [r"batch×\-1", "?×?", "1"]
     assert f"`{app.session_state['model'].id}`" in [m.value for m in app.markdown]  # the whole sha256, as code
     assert not app.code  # no code block: the browser would load its syntax highlighter for the first page
+    assert not app.table and not app.metric  # nor Arrow's JavaScript (st.table) and st.metric's code
     assert any(any(m.value == "**Inputs**" for m in c.markdown) for c in app.columns)  # side by side
 
 
@@ -82,7 +83,7 @@ def test_inputs_and_outputs_with_long_dim_names_are_one_under_the_other(app: App
     )  # fmt: skip
     data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
     app.file_uploader(key="uploads").set_value(("det.onnx", data, "application/octet-stream")).run()
-    assert not app.exception and len(app.table) >= 2
+    assert not app.exception and len(md_tables(app)) >= 3
     assert not any(any(m.value in ("**Inputs**", "**Outputs**") for m in c.markdown) for c in app.columns)
 
 
@@ -94,7 +95,7 @@ def test_onnx_with_its_data_file_uploaded_together(app: AppTest, tmp_path: Path)
     ]
     app.file_uploader(key="uploads").set_value(files).run()
     assert not app.error, [e.value for e in app.error]
-    assert r"model\.onnx\.data" in app.table[2].value["value"].tolist()
+    assert r"model\.onnx\.data" in md_tables(app)[3]["value"].tolist()
 
 
 def test_a_state_dict_loads_into_its_architecture(app: AppTest, tmp_path: Path) -> None:
@@ -205,7 +206,7 @@ def test_an_ultralytics_export_shows_what_its_metadata_says_escaped(app: AppTest
     assert "Produced by PyTorch's exporter (torch.onnx)." in lines
     assert "Written by Ultralytics 8.3.27: a detect model, made for 320×320 images (`imgsz`), stride 32" in lines
     assert "33 class names (`names`): person, [click](http://evil.example), <img" in lines and "(21 more)" in lines
-    entries = next(t.value for t in app.table if "key" in t.value.columns)
+    entries = next(t for t in md_tables(app) if "key" in t.columns)
     value = dict(zip(entries["key"], entries["value"], strict=True))["names"].replace("\\", "")
     assert value.endswith(f"… ({len(str(dict(enumerate(names)))):,} characters)") and len(value) < 200
     app.switch_page("app_pages/benchmark.py").run()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.pages import open_page, run_benchmark, texts, upload
+from tests.app.pages import card_figures, open_page, run_benchmark, texts, upload
 from tests.real_models import real_model
 
 
@@ -73,7 +73,7 @@ def _quantize(at: AppTest) -> None:
 
 
 def _metric(at: AppTest, label: str) -> str:
-    return next(m.value for m in at.metric if m.label == label)
+    return card_figures(at)[label]
 
 
 def test_two_real_models_under_chinese_names_keep_their_traits_and_stay_two_models(

@@ -22,7 +22,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     wait_idle(page)
     assert page.get_by_text("starts with this sample").is_visible()
     assert "tinycnn" in sidebar_text(page)
-    assert page.locator('[data-testid="stTable"]').get_by_text("1×3×112×112").is_visible()
+    assert page.locator("table").get_by_text("1×3×112×112").is_visible()
     page.get_by_role("link", name="Next: export it to ONNX").wait_for(timeout=30_000)  # the footer comes last
     shot(page, "01-start-tinycnn")
 
@@ -34,7 +34,7 @@ def test_new_user_picks_a_sample_then_uploads_an_onnx_model(page, tmp_path: Path
     page.get_by_text("66,944").wait_for(timeout=60_000)
     wait_idle(page)
     assert "transformer" in sidebar_text(page)
-    assert page.locator('[data-testid="stTable"]').get_by_text("seq (axis 1)").first.is_visible()
+    assert page.locator("table").get_by_text("seq (axis 1)").first.is_visible()
     shot(page, "02-sample-transformer")
 
     page.get_by_role("tab", name="Upload a file").click()
