@@ -43,7 +43,7 @@ def test_a_tokenizer_given_apart_takes_a_chinese_prompt_and_says_the_tokens_as_w
     assert missing.returncode == 2 and "--tokenizer" in missing.stderr and "tokenizer.json" in missing.stderr
 
 
-@pytest.mark.slow  # an export with its own greedy check, then a generation beside eager: ~25 s quiet, ~60 s busy
+@pytest.mark.slow  # an export with its own greedy check, then a generation beside eager: 59 s at load 8
 def test_a_folder_without_onnx_is_exported_with_its_cache_and_generated_beside_eager_from_itself(
     gpt2_past: LanguageModel,
 ) -> None:
