@@ -130,6 +130,6 @@ else:
     st.caption(_("The server uses the settings Tune chose above, and the variant it chose."))
 deploy_section(served, key="deploy_server", tuned=options)
 st.subheader(_("Under load"), anchor="load")
-loadtest_section(served, key="deploy_load", tuned=options)
+loadtest_section(served, key="deploy_load", tuned=options, generative=record.generative is not None)
 
 next_steps("history", "dashboard")

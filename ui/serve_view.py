@@ -12,6 +12,7 @@ import streamlit as st
 from core.deploy import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
 from core.deploy.loadtest import headline, percentile_text
 from core.deploy.saved import as_run
+from core.deploy.served_spec import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS
 from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
@@ -230,11 +231,29 @@ def _where(key: str) -> str:
     ).strip()
 
 
-def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None = None) -> None:
+def _stream_sizes(key: str) -> tuple[int, int]:
+    """A language model's streams: the new tokens each asks for and its prompt's length (ids drawn with the seed)."""
+    new_column, prompt_column = st.columns(2)
+    new = new_column.number_input(
+        _("New tokens per stream"), 1, MAX_NEW_TOKENS, 32, key=f"{key}_new_tokens",
+        help=_("Every stream asks for this many tokens and is not stopped at an end-of-sequence token."),
+    )  # fmt: skip
+    prompt = prompt_column.number_input(
+        _("Prompt tokens"), 1, MAX_PROMPT_TOKENS, 16, key=f"{key}_prompt_tokens",
+        help=_("Each stream's prompt: this many token ids drawn inside the vocabulary, the same for every stream."),
+    )  # fmt: skip
+    return int(new), int(prompt)
+
+
+def loadtest_section(
+    model: MeasuredModel, key: str, tuned: SessionConfig | None = None, *, generative: bool = False
+) -> None:
     """The served model under load: workers at each concurrency for some seconds, outputs checked, saved to the
-    history (and so on the Dashboard)."""
+    history (and so on the Dashboard). A language model's (``generative``) is loaded in streams of tokens, of the
+    length and after the prompt chosen."""
     concurrency = st.multiselect(_("Concurrent requests"), CONCURRENCIES, [1, 4, 16], key=f"{key}_concurrency")
     duration = st.slider(_("Seconds per concurrency"), 1, 30, 5, key=f"{key}_duration")
+    new_tokens, prompt_tokens = _stream_sizes(key) if generative else (32, 16)
     bodies = {
         "auto": _("JSON, or .npy/.npz when JSON would be over 1 MiB"),
         "json": "JSON",
@@ -251,7 +270,7 @@ def loadtest_section(model: MeasuredModel, key: str, tuned: SessionConfig | None
         runtime = str(st.session_state.get(_RUNTIME, DEFAULT)) if app else (tuned.runtime if tuned else DEFAULT)
         request = LoadtestRequest(
             model=model, app=app or None, url=url, concurrency=sorted(concurrency), duration_s=float(duration),
-            body=str(body), tuned=tuned, runtime=runtime,
+            body=str(body), tuned=tuned, runtime=runtime, new_tokens=new_tokens, prompt_tokens=prompt_tokens,
         )  # fmt: skip
         said = _("Load-testing the server of “{name}”").format(name=model.name)
         report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)

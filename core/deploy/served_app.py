@@ -131,7 +131,11 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 
 
 app = FastAPI(title=f"{SIGNATURE['name']} (ONNX Runtime)", lifespan=lifespan, docs_url=None, redoc_url=None)
-GENERATE = _shipped("generation").Generate(app, state, SIGNATURE["generate"], HERE) if "generate" in SIGNATURE else None
+GENERATE = (
+    _shipped("generation").Generate(app, state, SIGNATURE["generate"], HERE, int(SESSION.get("intra_op_threads", 0)))
+    if "generate" in SIGNATURE
+    else None
+)
 
 
 def _openapi_url(request: Request) -> str:

@@ -86,10 +86,40 @@ class Generation:
         return token
 
 
+def step_workers(intra_op_threads: int, max_streams: int, cores: int | None = None) -> int:
+    """How many steps run at once: as many as the cores hold at the session's intra-op threads each (0, ONNX
+    Runtime's default, is a thread per core: one step at a time). The rest wait their turn in the pool's queue, first
+    come first served, so streams interleave. Two steps of two threads on two cores had four threads spinning on two
+    cores (ONNX Runtime's threads spin while a step runs): each step waited for a thread the other's had pushed off,
+    and the total fell as streams were added (docs/deploy.md has the figures)."""
+    cores = cores or os.cpu_count() or 1
+    threads = intra_op_threads if intra_op_threads > 0 else cores
+    return max(1, min(max_streams, cores // threads))
+
+
+class _Admitted(StreamingResponse):
+    """A stream counted from the moment it was accepted: ``release`` is called once when the response ends, however
+    it ends (every line sent, the client gone before the first, the server stopping), never left counted."""
+
+    def __init__(self, lines: AsyncIterator[bytes], release: Any) -> None:
+        super().__init__(lines, media_type=NDJSON)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                release()
+
+
 class Generate:
     """The /generate route on ``app``, running the session in ``state`` with signature.json's ``generate``."""
 
-    def __init__(self, app: FastAPI, state: dict[str, Any], spec: dict[str, Any], here: Path) -> None:
+    def __init__(
+        self, app: FastAPI, state: dict[str, Any], spec: dict[str, Any], here: Path, intra_op_threads: int = 0
+    ) -> None:
         self.state, self.spec = state, spec
         self.max_new = int(spec.get("max_new_tokens", 1024))
         self.max_prompt = int(spec.get("max_prompt_tokens", 4096))
@@ -103,9 +133,7 @@ class Generate:
             from tokenizers import Tokenizer
 
             self.tokenizer = Tokenizer.from_file(str(here / spec["tokenizer"]))
-        # a step is ONNX Runtime's work (the GIL let go), its intra-op threads already on the cores: more threads than
-        # cores only make the steps wait on each other
-        self.pool = ThreadPoolExecutor(min(self.max_streams, os.cpu_count() or 1), thread_name_prefix="generate")
+        self.pool = ThreadPoolExecutor(step_workers(intra_op_threads, self.max_streams), thread_name_prefix="generate")
         app.post("/generate", response_class=StreamingResponse)(self.generate)
 
     def health(self) -> dict[str, Any]:
@@ -189,35 +217,37 @@ class Generate:
             raise HTTPException(
                 503, f"{self.max_streams} generations are running: try again shortly", headers={"Retry-After": "1"}
             )
-        return StreamingResponse(self._stream(prompt, new, stop), media_type=NDJSON)
+        # counted as it is accepted (no await between the check and the count), not when its first line is sent: the
+        # requests read in between were all admitted past the cap
+        self.streams += 1
+        return _Admitted(self._stream(prompt, new, stop), self._release)
+
+    def _release(self) -> None:
+        self.streams -= 1
 
     async def _stream(self, prompt: list[int], new: int, stop: bool) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
         eos = set(self.spec.get("eos_token_ids", [])) if stop else set()
-        self.streams += 1
-        try:
-            made: list[int] = []
-            stopped = "length"
-            generation = Generation(self.state["session"], self.spec, prompt, new)
-            words = self._words(prompt) if self.tokenizer is not None else None
-            for _step in range(new):
-                try:
-                    token = await loop.run_in_executor(self.pool, generation.step)
-                except Exception as exc:  # ONNX Runtime's own words: the model failed midway
-                    yield msgspec.json.encode({"error": f"the model failed: {str(exc)[:500]}"}) + b"\n"
-                    return
-                line: dict[str, Any] = {"token": token}
-                if words is not None:
-                    line["text"] = words(token)
-                made.append(token)
-                yield msgspec.json.encode(line) + b"\n"
-                if token in eos:
-                    stopped = "eos"
-                    break
-            done = {"done": True, "tokens": len(made), "prompt_tokens": len(prompt), "stopped": stopped}
-            yield msgspec.json.encode(done) + b"\n"
-        finally:
-            self.streams -= 1
+        made: list[int] = []
+        stopped = "length"
+        generation = Generation(self.state["session"], self.spec, prompt, new)
+        words = self._words(prompt) if self.tokenizer is not None else None
+        for _step in range(new):
+            try:
+                token = await loop.run_in_executor(self.pool, generation.step)
+            except Exception as exc:  # ONNX Runtime's own words: the model failed midway
+                yield msgspec.json.encode({"error": f"the model failed: {str(exc)[:500]}"}) + b"\n"
+                return
+            line: dict[str, Any] = {"token": token}
+            if words is not None:
+                line["text"] = words(token)
+            made.append(token)
+            yield msgspec.json.encode(line) + b"\n"
+            if token in eos:
+                stopped = "eos"
+                break
+        done = {"done": True, "tokens": len(made), "prompt_tokens": len(prompt), "stopped": stopped}
+        yield msgspec.json.encode(done) + b"\n"
 
     def _words(self, prompt: list[int]) -> Any:
         """A function of each new token to the text it adds: decoded with the token before it (a word's leading space

@@ -282,3 +282,97 @@ def test_a_server_for_the_gpu_runtime_pins_its_build_with_the_libraries_and_inde
     ]
     assert lines[0] == "onnxruntime-gpu==1.31.1" and "--extra-index-url https://pypi.nvidia.com" in lines
     assert sorted(lines) == sorted(listed) and any(line.startswith("nvidia-cudnn-cu13==") for line in lines)
+
+
+def _generate_request(body: dict[str, object]) -> object:
+    from starlette.requests import Request
+
+    data = json.dumps(body).encode()
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": data, "more_body": False}
+
+    scope = {
+        "type": "http", "method": "POST", "path": "/generate", "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+    }  # fmt: skip
+    return Request(scope, receive)
+
+
+def test_a_stream_is_counted_against_the_cap_when_accepted_not_when_its_first_line_is_sent(
+    lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two requests read before either's stream begins: the second is refused, where both were admitted."""
+    import asyncio
+
+    from fastapi import HTTPException
+
+    module = served_module(lm_server[1])
+    generate = module.GENERATE
+    monkeypatch.setattr(generate, "max_streams", 1)
+    sent: list[dict[str, object]] = []
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def disconnect() -> dict[str, object]:
+        await asyncio.sleep(30)  # the client stays
+        return {"type": "http.disconnect"}
+
+    async def two() -> tuple[object, int, int]:
+        body = {"prompt_ids": PROMPT, "max_new_tokens": 3}
+        first = await generate.generate(_generate_request(body))
+        try:
+            await generate.generate(_generate_request(body))
+            second = 200
+        except HTTPException as exc:
+            second = exc.status_code
+        during = generate.streams
+        await first({"type": "http", "asgi": {"spec_version": "2.4"}}, disconnect, send)  # the first stream, whole
+        return second, during, generate.streams
+
+    with TestClient(module.app):  # the session, made as the server starts
+        second, during, after = asyncio.run(two())
+    assert second == 503 and during == 1 and after == 0
+    streamed = b"".join(bytes(m.get("body", b"")) for m in sent)  # type: ignore[call-overload]
+    assert _lines(streamed.decode())[-1]["tokens"] == 3
+
+
+@pytest.mark.parametrize("asgi", ["2.4", "2.0"])
+def test_a_client_gone_before_its_stream_begins_is_not_left_counted(
+    lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, asgi: str
+) -> None:
+    """Gone as uvicorn says it (ASGI 2.4: sending fails) and as an older server does (2.0: a disconnect message)."""
+    import asyncio
+
+    module = served_module(lm_server[1])
+    generate = module.GENERATE
+    monkeypatch.setattr(generate, "max_streams", 1)
+
+    async def gone_send(message: dict[str, object]) -> None:
+        raise OSError("the client closed the connection")
+
+    async def gone_receive() -> dict[str, object]:
+        return {"type": "http.disconnect"}
+
+    async def accepted_then_gone() -> tuple[int, int]:
+        response = await generate.generate(_generate_request({"prompt_ids": PROMPT}))
+        counted = generate.streams
+        with contextlib.suppress(Exception):
+            await response({"type": "http", "asgi": {"spec_version": asgi}}, gone_receive, gone_send)
+        return counted, generate.streams
+
+    with TestClient(module.app) as client:
+        counted, after = asyncio.run(accepted_then_gone())
+        again = client.post("/generate", json={"prompt_ids": PROMPT, "max_new_tokens": 2})
+    assert (counted, after) == (1, 0)
+    assert again.status_code == 200 and _lines(again.text)[-1]["tokens"] == 2  # the cap's one place is free again
+
+
+def test_steps_run_at_once_only_as_many_as_the_cores_hold_at_the_sessions_threads(lm_server: tuple[Path, Path]) -> None:
+    from core.deploy.served_generation import step_workers
+
+    assert step_workers(0, 16, cores=2) == 1  # ONNX Runtime's default: a thread per core, so one step at a time
+    assert step_workers(1, 16, cores=2) == 2 and step_workers(2, 16, cores=8) == 4
+    assert step_workers(1, 16, cores=64) == 16 and step_workers(4, 16, cores=2) == 1  # never past the streams, never 0
+    assert served_module(lm_server[1]).GENERATE.pool._max_workers == step_workers(0, 16)  # the server's own pool
