@@ -194,13 +194,13 @@ def prepare_eager(path: str, source: TorchSource, inputs: list[BenchInput], arra
     import torch
 
     model = onnx.load_model(path, load_external_data=False)  # read once already: core.compare.engine._load
-    module = load_module(source)
+    names = [s.name for s in inputs]
+    module = load_module(source, names, [o.name for o in model.graph.output])  # a language model: as its export
     if isinstance(module, torch.export.ExportedProgram):
         module = module.module()
     if not isinstance(module, torch.nn.Module):
         raise CompareError(_("This PyTorch model cannot be run module by module (it is not an nn.Module)."))
     module.eval()
-    names = [s.name for s in inputs]
     calls, result = _trace(module, [_tensor(arrays[n]) for n in names])
     outputs = [o.name for o in model.graph.output]
     if len(_flat(result)) != len(outputs):

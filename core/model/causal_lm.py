@@ -11,6 +11,7 @@ torch and transformers are imported only when a model is loaded.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,14 +166,24 @@ def pretrained(folder: Path, error: type[Exception], said: str, **options: Any) 
     return model.eval()
 
 
-def flat_module(hf_model: Any) -> Any:
+def flat_module(hf_model: Any, names: Sequence[str] = (), outputs: Sequence[str] = ()) -> Any:
     """``hf_model`` as a module of flat tensors (input_ids, attention_mask, position_ids, then each layer's past key and
     value; logits, then each layer's present key and value), its cache a transformers DynamicCache made from the
-    past it is given."""
+    past it is given. With ``names`` and ``outputs`` (an ONNX export's, in its order) it takes and gives its tensors
+    as that export does: onnxruntime-genai's builder writes every layer's key before the values, and no position_ids,
+    which are then counted from the mask, as the export counts them."""
     import torch
     from transformers import DynamicCache
 
     layers = int(hf_model.config.num_hidden_layers)
+    by_name = "input_ids" in names and all(f"past_key_values.{i}.key" in names for i in range(layers))
+    order = [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
+    presents = [order.index(o) for o in outputs if o in order] if set(order) <= set(outputs) else []
+
+    def _positions(ids: Any, mask: Any) -> Any:
+        if mask is None:
+            return None
+        return (mask.long().cumsum(-1) - 1).clamp(min=0)[:, -ids.shape[1] :]
 
     class CausalLMWithCache(torch.nn.Module):
         """A causal language model that takes its past and gives its present as flat tensors."""
@@ -188,6 +199,18 @@ def flat_module(hf_model: Any) -> Any:
                 use_cache=True,
             )  # fmt: skip
             present = [t for layer in out.cache.layers for t in (layer.keys, layer.values)]
-            return (out.logits, *present)
+            return (out.logits, *(present[i] for i in presents or range(len(present))))
 
+    class AsExported(CausalLMWithCache):
+        """The same, its tensors taken in the order of the export's inputs (``names``)."""
+
+        def forward(self, *tensors: Any) -> tuple[Any, ...]:  # type: ignore[override]
+            given = dict(zip(names, tensors, strict=True))
+            ids, mask = given["input_ids"], given.get("attention_mask")
+            positions = given["position_ids"] if "position_ids" in given else _positions(ids, mask)
+            kv = [given[f"past_key_values.{i}.{kind}"] for i in range(layers) for kind in ("key", "value")]
+            return super().forward(ids, mask, positions, *kv)
+
+    if by_name:
+        return AsExported().eval()
     return CausalLMWithCache().eval()

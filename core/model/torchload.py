@@ -3,6 +3,7 @@ model built from its own code (core.model.user_code)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -58,8 +59,10 @@ def source_of(record: ModelRecord) -> TorchSource:
     raise IntakeError(f"'{record.name}' is a {record.format_label}, not a PyTorch model.")
 
 
-def load_module(source: TorchSource) -> Any:
-    """The module (or ExportedProgram for .pt2) in eval mode. Runs only inside the worker."""
+def load_module(source: TorchSource, inputs: Sequence[str] = (), outputs: Sequence[str] = ()) -> Any:
+    """The module (or ExportedProgram for .pt2) in eval mode. Runs only inside the worker. A Hugging Face folder's
+    language model takes and gives its tensors as its ONNX export does when given the export's ``inputs`` and
+    ``outputs`` names (core.model.causal_lm.flat_module)."""
     import torch
 
     if source.kind == "sample":
@@ -82,7 +85,7 @@ def load_module(source: TorchSource) -> Any:
 
         from core.model.causal_lm import flat_module, load_causal_lm
 
-        return flat_module(load_causal_lm(Path(source.path)))
+        return flat_module(load_causal_lm(Path(source.path)), inputs, outputs)
     if source.kind == "torchscript":
         return torch.jit.load(source.path, map_location="cpu").eval()
     if source.kind == "pt2":

@@ -76,7 +76,8 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         eager: EagerProfile | None = None
         if torch_source is not None:
             report_progress(0.55, _("Profiling PyTorch eager"))
-            eager = _eager(torch_source, inputs, feeds, threads, iterations, warmup)
+            outputs = [o.name for o in graph.output]
+            eager = _eager(torch_source, inputs, outputs, feeds, threads, iterations, warmup)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
@@ -154,12 +155,19 @@ def _settings(request: ProfileRequest, providers: list[str], inputs: list[BenchI
 
 
 def _eager(
-    source: TorchSource, inputs: list[BenchInput], feeds: dict[str, Any], threads: int, iterations: int, warmup: int
+    source: TorchSource,
+    inputs: list[BenchInput],
+    outputs: list[str],
+    feeds: dict[str, Any],
+    threads: int,
+    iterations: int,
+    warmup: int,
 ) -> EagerProfile:
     import torch
 
     tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name] for s in inputs]
-    return profile_eager(load_module(source), tensors, threads, iterations, warmup)
+    module = load_module(source, [s.name for s in inputs], outputs)  # a language model: as its export
+    return profile_eager(module, tensors, threads, iterations, warmup)
 
 
 def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[Note]) -> list[LayerRow]:

@@ -97,7 +97,7 @@ def test_an_in_place_relu_after_a_module_does_not_change_what_it_is_compared_on(
     example = {"image": torch.randn(1, 3, 16, 16)}
     path = tmp_path / "inplace.onnx"
     torch.onnx.export(model, (example["image"],), str(path), dynamo=False, opset_version=17, input_names=["image"])
-    monkeypatch.setattr("core.compare.eager.load_module", lambda source: model)
+    monkeypatch.setattr("core.compare.eager.load_module", lambda source, *names: model)
     inputs = [BenchInput(name="image", shape=[1, 3, 16, 16], dtype="float32")]
     report = _eager_against(path, inputs, path, TorchSource(kind="code", name="Sequential"))
     assert report.first_divergence is None

@@ -79,3 +79,33 @@ def test_a_cache_that_is_not_recognised_is_profiled_one_call_at_a_time_and_says_
     assert report.notes[0].key == NO_SPLIT
     assert "its layout was not recognised" in report.notes[0].english()
     assert "Profile does not split a prefill from a decode step" in report.notes[0].english()
+
+
+def test_a_genai_export_is_profiled_beside_its_hugging_face_folder_fed_as_the_export_is(
+    qwen_genai: LanguageModel,
+) -> None:
+    # onnxruntime-genai's builder writes every past key before the values and no position_ids: PyTorch eager takes the
+    # export's tensors by their names (it took them by place, and failed), and gives its outputs in the export's order
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    from core.model.inputs import make_inputs
+    from core.model.torchload import TorchSource, load_module
+
+    path = str(qwen_genai.onnx)
+    plan = plan_inputs(describe_files(IntakeRequest(paths=[path])))
+    source = TorchSource(kind="hf", path=str(qwen_genai.reference))
+    report = profile_model(
+        ProfileRequest(model=MeasuredModel(path=path, inputs=plan, torch_source=source), iterations=3, warmup=1)
+    )
+    assert report.eager is not None and report.eager.modules and report.eager.call_ms > 0
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = make_inputs(plan, 1, 0)
+    names, outputs = [s.name for s in plan], [o.name for o in session.get_outputs()]
+    assert names.index("past_key_values.1.key") < names.index("past_key_values.0.value")  # keys first
+    module = load_module(source, names, outputs)
+    with torch.inference_mode():
+        eager = module(*(torch.from_numpy(feeds[n]) for n in names))
+    for name, want, got in zip(outputs, session.run(None, feeds), eager, strict=True):
+        assert np.allclose(want, got.numpy(), atol=1e-4), name
