@@ -92,6 +92,13 @@ with st.form("partition_form"):
 session.set_page_param("level", level if level != "all" else "")  # a reload or a link shows the same level
 request = PartitionRequest(path=record.path, providers=chosen or None, level=level, simulate=simulate, runtime=runtime)
 label = _("Partitioning “{name}”").format(name=record.name)
+levels = jobs.kept(OPTIMIZE, record.id)
+# five sessions of ONNX Runtime over the whole graph: on a very large model that is minutes of a small
+# machine's time, so there it waits to be asked for, and the partition above does not wait for it
+waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
+levels_request = LevelsRequest(path=record.path)
+if levels is None and not waits:  # the levels beside the partition: neither needs the other
+    jobs.start(OPTIMIZE, levels_request, model=record.id)
 start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
 result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
@@ -107,19 +114,7 @@ shown = (
     else titles[0]
 )
 index = titles.index(shown) if shown in titles else 0
-# the graph comes first, coloured by provider; what the optimizer did at each level colours it too once the
-# levels below are made (the page then runs again, so the first picture does not wait for them)
-levels = jobs.kept(OPTIMIZE, record.id)
-view = graph_of(record)
-colourings: dict[str, Colouring] = {}
-if view is not None:
-    colourings["provider"] = provider_colouring(view, result.reports[index])
-    for key in ("basic", "extended", "layout", "all"):  # what the optimizer fused, replaced or removed there
-        done = level_colouring(levels, key) if levels is not None else None
-        if done is not None and done.keys:
-            colourings[key] = done
-report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
-runtime_view.compare_section(result, request, f"partition_{record.id[:12]}")
+above = st.container()  # the graph and the partition's tables, drawn below once the levels of a small model are in
 
 st.header(_("The graph at each optimization level"), anchor="levels")
 st.markdown(
@@ -129,9 +124,25 @@ st.markdown(
         "activation) save a pass over memory per node they replace."
     )
 )
-# five sessions of ONNX Runtime over the whole graph: on a very large model that is minutes of a small
-# machine's time, so there it waits to be asked for, and the partition above does not wait for it
-waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
+levels_label = _("Optimizing “{name}” at every level").format(name=record.name)
+if levels is None and not waits and (record.node_count or 0) <= partition_view.LEVELS_BEFORE_GRAPH:
+    # a small model's levels (started beside the partition) end about when it does: the graph waits for them and
+    # is drawn once with what each level did, rather than drawn, then the page run again to colour it
+    levels = jobs.run(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
+# the graph comes first, coloured by provider; what the optimizer did at each level colours it too once the
+# levels below are made (on a larger model the page then runs again, so the first picture does not wait for them)
+with above:
+    view = graph_of(record)
+    colourings: dict[str, Colouring] = {}
+    if view is not None:
+        colourings["provider"] = provider_colouring(view, result.reports[index])
+        for key in ("basic", "extended", "layout", "all"):  # what the optimizer fused, replaced or removed there
+            done = level_colouring(levels, key) if levels is not None else None
+            if done is not None and done.keys:
+                colourings[key] = done
+    report_section(result.reports[index], view, f"partition_graph_{record.id[:12]}_{index}", colourings)
+    runtime_view.compare_section(result, request, f"partition_{record.id[:12]}")
+
 if waits and not st.button(
     _("Optimize at every level"),
     key=f"levels_go_{record.id[:12]}",
@@ -143,9 +154,8 @@ if waits and not st.button(
             "so it starts when you ask."
         ).format(count=number(record.node_count or 0))
     )
-elif levels is None:  # its output folder is made only when the job runs
-    label = _("Optimizing “{name}” at every level").format(name=record.name)
-    levels = jobs.run(OPTIMIZE, LevelsRequest(path=record.path), label, model=record.id)
+elif levels is None:  # its output folder is made only when the job runs (or was started beside the partition)
+    levels = jobs.run(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
     if view is not None:
         st.rerun()  # the graph above can now show what each level did
 if levels is not None:

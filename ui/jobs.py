@@ -10,6 +10,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn
 
 import streamlit as st
@@ -100,8 +101,9 @@ def _session_jobs() -> SessionJobs:
 
 
 @st.cache_resource
-def _started() -> tuple[threading.Lock, dict[tuple[str, str], tuple[tuple[str, bytes], Any]]]:
-    """One per server: the jobs started ahead (``start``) by (session id, job name), with what they were asked;
+def _started() -> tuple[threading.Lock, dict[tuple[str, str], tuple[tuple[str, bytes], Any, Path | None]]]:
+    """One per server: the jobs started ahead (``start``) by (session id, job name), with what they were asked
+    and their folder (a job that writes files);
     handles hold threads, so they are kept here rather than in a session's state."""
     return threading.Lock(), {}
 
@@ -122,10 +124,9 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
     that does not depend on the one it waits on first (Decode lays out the graph while the model is decoded), so
     that both run side by side. Nothing starts when the result is kept already, when the job writes files, or
     when the session has no slot to spare beside the next job (that ``run`` then starts it, as before). A job
+    that writes files (``folder``) gets its fresh folder now, which the later ``run`` keeps as its own. A job
     started and never waited on (the person left the page) runs to its end, and its result waits a minute
     (``STARTED_KEPT_S``) for a visit that takes it."""
-    if job.folder:
-        return
     asked = _asked(job, request, model)
     found = _kept_entry(job, model)
     if found is not None and found[0] == asked:
@@ -138,14 +139,18 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
             return
     if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
         return
+    out = session.workspace().new_folder(job.folder) if job.folder else None
+    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None else request  # type: ignore[type-var]
     try:
-        handle = submit(job, request, targets.backend_for(job))
+        handle = submit(job, sent, targets.backend_for(job))
     except Exception:  # the page's own run of it will say what is wrong
         _session_jobs().release(sid)
+        if out is not None:
+            shutil.rmtree(out, ignore_errors=True)
         return
     with lock:
         earlier = started.get((sid, job.name))
-        started[(sid, job.name)] = entry = (asked, handle)
+        started[(sid, job.name)] = entry = (asked, handle, out)
     threading.Thread(target=_end_of_started, args=(entry, (sid, job.name)), name="started job", daemon=True).start()
     if earlier is not None:
         earlier[1].cancel()  # asked something else since: nobody will wait on it
@@ -154,7 +159,7 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
 STARTED_KEPT_S = 60.0
 
 
-def _end_of_started(entry: tuple[tuple[str, bytes], Any], key: tuple[str, str]) -> None:
+def _end_of_started(entry: tuple[tuple[str, bytes], Any, Path | None], key: tuple[str, str]) -> None:
     """Once the job has ended: its slot back to the session; a minute later, its result dropped if no page took
     it (a result can be a large model's graph)."""
     entry[1].wait(None)
@@ -166,8 +171,9 @@ def _end_of_started(entry: tuple[tuple[str, bytes], Any], key: tuple[str, str]) 
             del started[key]
 
 
-def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> Any | None:
-    """The handle of ``job`` started ahead for exactly ``asked`` in this session, taken out; else None."""
+def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> tuple[Any, Path | None] | None:
+    """The handle of ``job`` started ahead for exactly ``asked`` in this session and its folder, taken out; else
+    None."""
     lock, started = _started()
     key = (_session_id(), job.name)
     with lock:
@@ -175,7 +181,7 @@ def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> Any | None:
         if found is None or found[0] != asked:
             return None
         del started[key]
-    return found[1]
+    return found[1], found[2]
 
 
 def show_error(exc: WorkbenchError) -> None:
@@ -217,13 +223,17 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
     slot = st.container()
     asked = _asked(job, request, model)
     ahead = None
+    out: Path | None = None
     if reuse:
         found = _kept_entry(job, model)
         if found is not None and found[0] == asked:
             return found[1]
-        ahead = _take_started(job, asked)
-    out = session.workspace().new_folder(job.folder) if job.folder else None
-    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None else request  # type: ignore[type-var]
+        taken = _take_started(job, asked)
+        if taken is not None:
+            ahead, out = taken  # a job started ahead ran in its own folder already
+    if ahead is None:
+        out = session.workspace().new_folder(job.folder) if job.folder else None
+    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None and ahead is None else request  # type: ignore[type-var]
     try:
         with slot:
             result = _run(job, sent, label, ahead) if ahead is not None else _with_slot(job, sent, label)

@@ -33,6 +33,7 @@ from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
+    "LEVELS_BEFORE_GRAPH",
     "LEVELS_ON_REQUEST",
     "contrib_frame",
     "contrib_line",
@@ -49,6 +50,9 @@ __all__ = [
 # nodes; on a larger model the optimization levels (five ONNX Runtime sessions over the whole graph, minutes on a
 # small machine) wait for a click, and the partition above them does not wait for them
 LEVELS_ON_REQUEST = 50_000
+# nodes up to which the Partition page waits for the levels (started beside the partition) before drawing its
+# graph, so that it draws it once, with what each level did; above, the graph comes first and the page runs again
+LEVELS_BEFORE_GRAPH = 2_000
 
 
 def providers_section(table: list[ProviderInfo]) -> None:

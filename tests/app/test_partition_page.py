@@ -96,3 +96,29 @@ def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest
     at.multiselect(key=key).set_value(["CPU"]).run()
     table = at.dataframe[0].value
     assert set(table["provider"]) == {"CPU"} and {"then_relu", "body_add"} <= set(table["node"])
+
+
+def test_a_small_models_levels_run_beside_its_partition_and_its_graph_is_drawn_once(
+    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The levels start before the partition is waited on (both in workers at once), their files in the folder
+    started with them; the graph waits for them and the page does not run again to colour it."""
+    import streamlit as st
+
+    from ui import jobs
+
+    submitted: list[str] = []
+    reruns: list[int] = []
+    real_submit, real_rerun = jobs.submit, st.rerun
+    monkeypatch.setattr(jobs, "submit", lambda job, *a, **k: submitted.append(job.name) or real_submit(job, *a, **k))
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    at = open_page(model=("tinycnn.onnx", tinycnn_bytes))
+    monkeypatch.setattr(st, "rerun", lambda *a, **k: reruns.append(1) or real_rerun(*a, **k))
+    submitted.clear()
+    at.switch_page("app_pages/partition.py").run()
+    assert not at.exception, at.exception
+    assert submitted.index(OPTIMIZE.name) < submitted.index(PARTITION.name) and submitted.count(OPTIMIZE.name) == 1
+    assert reruns == []
+    assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)  # the levels' report, read from their folder
+    levels = at.session_state[OPTIMIZE.name][1]
+    assert all(Path(level.path).is_file() for level in levels.levels)
