@@ -448,13 +448,23 @@ def _in_folder_kept(
     copied: ModelRecord, record: ModelRecord, original: ModelRecord | None, kept_original: ModelRecord | None
 ) -> ModelRecord:
     """An ONNX file of a Hugging Face folder, kept with the folder's PyTorch model (the folder whole, under from-):
-    its folder and family are that copy's, so a link or a reload still finds the folder's tokenizer, its config
-    and the other ONNX files. Its own file stays its own copy."""
+    its folder, family and files are that copy's, so a link or a reload still finds the folder's tokenizer, its
+    config and the other ONNX files, and knows which of them it is."""
     if copied.folder or not record.folder or original is None or kept_original is None:
         return copied
     if original.format != "hf" or original.folder != record.folder or not kept_original.folder:
         return copied
-    return dataclasses.replace(copied, folder=kept_original.folder, family=kept_original.family)
+    base, there = Path(record.folder), Path(kept_original.folder)
+    files = [record.path, *record.files]
+    if not all(Path(f).is_relative_to(base) for f in files):
+        return copied
+    return dataclasses.replace(
+        copied,
+        path=str(there / Path(record.path).relative_to(base)),
+        files=[str(there / Path(f).relative_to(base)) for f in record.files],
+        folder=kept_original.folder,
+        family=kept_original.family,
+    )
 
 
 def _family_copied(record: ModelRecord, base: Path, folder: Path, moved: dict[str, str]) -> dict[str, Any]:

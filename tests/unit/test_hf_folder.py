@@ -257,6 +257,7 @@ def test_a_folder_kept_in_the_library_keeps_its_family_where_its_copy_is(tmp_pat
     assert with_original.record.folder == with_original.exported_from.folder
     assert (Path(with_original.record.folder) / "tokenizer.json").is_file()
     assert [Path(m.path).is_file() for m in with_original.record.family] == [True] * 3
+    assert with_original.record.path == with_original.record.family[2].path  # which of them it is (Compare's A)
 
 
 def test_an_onnx_file_under_onnx_is_recognised_with_the_config_above_it(tmp_path: Path, hf_gpt2: Path) -> None:
