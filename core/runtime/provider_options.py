@@ -43,6 +43,7 @@ class ProviderSetup:
     options: Callable[[str, int], dict[str, str]]
     prepare: Callable[[], object] | None = None
     device: str = "cpu"  # where it computes: "gpu" providers copy inputs and outputs across (Memcpy nodes)
+    own_threads: bool = False  # keeps its own thread pool, sized by the session's threads through its options
 
 
 def tensorrt_cache(cache_dir: str) -> Path:
@@ -102,7 +103,7 @@ def _preload_tensorrt(find: Callable[[str], Any] = importlib.util.find_spec) -> 
 SETUPS: dict[str, ProviderSetup] = {
     row.provider: row
     for row in (
-        ProviderSetup(provider="OpenVINOExecutionProvider", options=_openvino),
+        ProviderSetup(provider="OpenVINOExecutionProvider", options=_openvino, own_threads=True),
         ProviderSetup(provider="CUDAExecutionProvider", options=_cuda, prepare=_preload_cuda, device="gpu"),
         ProviderSetup(provider="TensorrtExecutionProvider", options=_tensorrt, prepare=_preload_tensorrt, device="gpu"),
     )

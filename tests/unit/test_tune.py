@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,7 +86,8 @@ def test_a_bad_session_config_says_what_is_wrong_and_what_it_may_be() -> None:
 
 
 def _measured(config: SessionConfig, median: float, low: float, high: float) -> Candidate:
-    stats = {"n": 100, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high, "min_ms": low}
+    stats: dict[str, Any] = {"n": 100, "median_ms": median, "mean_ms": median, "p90_ms": high, "p99_ms": high}
+    stats["min_ms"] = low
     stats |= {"max_ms": high, "std_ms": 0.1, "median_low_ms": low, "median_high_ms": high, "throughput": 1.0}
     result = BenchResult(
         label="", engine="ort", level="ALL", provider="CPU", threads=0, batch=config.batch, load_ms=0, first_run_ms=0,
@@ -214,6 +216,18 @@ def test_the_threads_stage_names_every_core_too_since_ort_pins_its_own_default_t
         return [c.intra_op_threads for c in stage_configs("threads", SessionConfig(), space)]
 
     assert tried(2) == [1, 2] and tried(8) == [1, 4, 8] and tried(1) == [1]
+
+
+def test_the_providers_stage_tries_a_provider_with_its_own_threads_at_each_thread_count_too() -> None:
+    """OpenVINO sizes its own thread pool from the session's threads (its num_of_threads): left at 0 it takes every
+    core and lost where one thread won, and the threads stage then varied only the CPU provider's threads."""
+    ov, cuda = "OpenVINOExecutionProvider", "CUDAExecutionProvider"
+    space = Space(physical_cores=8, providers=(ov, cuda), variants=(), batches=())
+    tried = [(c.providers, c.intra_op_threads) for c in stage_configs("providers", SessionConfig(), space)]
+    cpu = "CPUExecutionProvider"
+    assert tried == [((ov, cpu), 0), ((ov, cpu), 1), ((ov, cpu), 4), ((ov, cpu), 8), ((cuda, cpu), 0)]
+    one = [c.intra_op_threads for c in stage_configs("providers", SessionConfig(intra_op_threads=1), space)]
+    assert one == [1, 4, 8, 1]  # the best's own count first, each count once
 
 
 def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_overlap_only_when_it_did() -> None:

@@ -77,6 +77,11 @@ def test_tuning_across_runtimes_measures_each_runtimes_candidates_in_its_own_wor
     assert tried == opened and tried and all(c["providers_used"] == [OV, CPU] for c in tried)
     assert all(c["provider_nodes"] == {OV: 8, CPU: 1} and c["fell_back"] for c in tried)  # Hardmax on the CPU
     assert "OpenVINO runs 8 of the 9 nodes; the CPU provider runs the other 1." in tried[0]["placement"]
+    # OpenVINO keeps its own threads: tried at one thread too, not only left to take every core (where it lost)
+    threads = [
+        c["settings"]["intra_op_threads"] for c in tried if c["median_ms"] is not None and c["stage"] == "providers"
+    ]
+    assert 1 in threads, threads
     runtimes = {r["runtime"]: r for r in across["runtimes"]}
     assert set(runtimes) == {"default", OPENVINO} and runtimes[OPENVINO]["onnxruntime"] == "1.24.1"
     assert runtimes[OPENVINO]["best"]["settings"]["runtime"] == OPENVINO
