@@ -13,11 +13,12 @@ from typing import Any
 
 from core import jobs
 from core.cli.common import (
+    add_runtime_arguments,
     add_target_argument,
     as_onnx,
     environment_json,
     in_own_folder,
-    provider_names,
+    runtime_choice,
     split,
     target_backend,
 )
@@ -45,18 +46,12 @@ _log = logging.getLogger(__name__)
 
 def register(parser: Any) -> None:
     parser.add_argument("model", help="an .onnx path, or a PyTorch model (exported first with its defaults)")
-    parser.add_argument(
-        "--providers", help="in order of preference, e.g. cuda,cpu (default: every provider of the runtime)"
-    )
-    parser.add_argument(
-        "--runtime",
-        default="default",
-        help="the ONNX Runtime build that places it (`python -m core runtimes`), or two side by side: default,openvino",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse (exit 2) when a provider asked for is absent, takes no node or leaves nodes to the CPU provider",
+    add_runtime_arguments(
+        parser,
+        providers="in order of preference, e.g. cuda,cpu (default: every provider of the runtime)",
+        runtime="the ONNX Runtime build that places it (`python -m core runtimes`), or two side by side: "
+        "default,openvino",
+        strict="refuse (exit 2) when a provider asked for is absent, takes no node or leaves nodes to the CPU provider",
     )
     parser.add_argument("--each-level", action="store_true", help="the real partition at every optimization level too")
     parser.add_argument("--level", default="all", choices=["disable", "basic", "extended", "layout", "all"])
@@ -119,17 +114,17 @@ def _print(result: PartitionResult, levels: OptimizationReport | None, saved: bo
 
 def run(args: argparse.Namespace) -> int:
     backend = target_backend(args.target)  # a target that is not there, before any work
-    runtimes = split(args.runtime) or ["default"]
+    runtimes, providers, strict = runtime_choice(args)
     with tempfile.TemporaryDirectory(prefix="workbench-") as tmp:
         record = in_own_folder(as_onnx(args.model, Path(tmp))[0], Path(tmp), backend)
         requests = [
             PartitionRequest(
                 path=record.path,
-                providers=provider_names(args.providers),
+                providers=providers,
                 level=args.level,
                 simulate=split(args.simulate) if k == 0 else None,  # the simulations once, beside the first runtime
                 runtime=runtime,
-                strict=args.strict,
+                strict=strict,
                 each_level=args.each_level,
             )
             for k, runtime in enumerate(runtimes)

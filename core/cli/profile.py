@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from core import jobs
 from core.cli.common import (
     add_code_arguments,
+    add_runtime_arguments,
     add_target_argument,
     environment_json,
     padded,
@@ -44,18 +45,11 @@ def register(parser: Any) -> None:
     parser.add_argument("--warmup", type=int, default=10, help="warm-up calls per engine (default 10)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
-    parser.add_argument(
-        "--runtime",
-        default="default",
-        help="the ONNX Runtime build that profiles (`python -m core runtimes`); with it, its providers by default",
-    )
-    parser.add_argument(
-        "--providers", help="ORT execution providers in order of preference, e.g. openvino (the CPU provider last)"
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
+    add_runtime_arguments(
+        parser,
+        providers="ORT execution providers in order of preference, e.g. openvino (the CPU provider last)",
+        runtime="the ONNX Runtime build that profiles (`python -m core runtimes`); with it, its providers by default",
+        strict="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
     )
     add_plan_arguments(parser)
     add_code_arguments(parser)
