@@ -43,6 +43,7 @@ from core.compare.spool import Spool
 from core.errors import CompareError
 from core.i18n import N_, _
 from core.model.inputs import describe_values, make_inputs
+from core.model.onnx_file import read_tensor_data
 from core.notes import note
 from core.runtime.ort import LEVELS
 
@@ -140,7 +141,7 @@ class _Weights:
         """(name, largest difference, largest magnitude in the reference) of each weight of node ``index`` that
         differs (the difference is infinite where the second model's weight is not finite)."""
         import numpy as np
-        from onnx.external_data_helper import load_external_data_for_tensor, uses_external_data
+        from onnx.external_data_helper import uses_external_data
         from onnx.numpy_helper import to_array
 
         (a, a_dir), (b, b_dir) = self.sources(set(self.graph.inputs[index]))
@@ -150,11 +151,8 @@ class _Weights:
                 continue
             arrays = []
             for tensor, folder in ((a[name], a_dir), (b[name], b_dir)):
-                if uses_external_data(tensor):
-                    copy = type(tensor)()
-                    copy.CopyFrom(tensor)
-                    load_external_data_for_tensor(copy, folder)
-                    tensor = copy
+                if uses_external_data(tensor):  # read by the app: onnx refuses the app's hard-linked data files
+                    tensor = read_tensor_data(tensor, Path(folder))
                 arrays.append(to_array(tensor).reshape(-1))  # as stored: float64 only a slice at a time
                 del tensor
             largest = _largest(arrays[0], arrays[0])

@@ -53,6 +53,7 @@ __all__ = [
     "describe_bundle",
     "describe_onnx",
     "read_external_data",
+    "read_tensor_data",
 ]
 
 
@@ -115,15 +116,36 @@ def read_external_data(model: onnx.ModelProto, folder: Path) -> onnx.ModelProto:
 
     check_external_data(model, folder)
     for _where, tensor in iter_tensors(model):
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        entries = external_entries(tensor)
-        with (folder / entries["location"]).open("rb") as data:
-            data.seek(int(entries.get("offset", 0)))
-            tensor.raw_data = data.read(int(entries["length"]) if "length" in entries else -1)
-        tensor.data_location = onnx.TensorProto.DEFAULT
-        del tensor.external_data[:]
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            _read_in(tensor, folder)
     return model
+
+
+def read_tensor_data(tensor: onnx.TensorProto, folder: Path) -> onnx.TensorProto:
+    """A copy of one ``tensor`` with its external data read in from ``folder`` (as ``read_external_data`` reads a
+    model's: onnx's own loader refuses a data file with a second hard link, as the app's are), its location first
+    checked to name a regular file in ``folder``, reached without links."""
+    import onnx
+
+    copy = onnx.TensorProto()
+    copy.CopyFrom(tensor)
+    if copy.data_location == onnx.TensorProto.EXTERNAL:
+        holder = onnx.ModelProto()
+        holder.graph.initializer.append(copy)  # the checks of a whole model's locations, for this one
+        check_external_data(holder, folder)
+        _read_in(copy, folder)
+    return copy
+
+
+def _read_in(tensor: onnx.TensorProto, folder: Path) -> None:
+    import onnx
+
+    entries = external_entries(tensor)
+    with (folder / entries["location"]).open("rb") as data:
+        data.seek(int(entries.get("offset", 0)))
+        tensor.raw_data = data.read(int(entries["length"]) if "length" in entries else -1)
+    tensor.data_location = onnx.TensorProto.DEFAULT
+    del tensor.external_data[:]
 
 
 def check_external_data(model: onnx.ModelProto, folder: Path) -> list[Path]:

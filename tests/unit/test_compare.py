@@ -83,6 +83,21 @@ def test_the_module_is_read_from_the_name_scopes_torch_2_13s_exporter_writes(tmp
     assert {n.node: n.module for n in report.nodes}["relu_0"] == "backbone.act"
 
 
+def test_a_weight_kept_in_a_data_file_the_app_linked_twice_is_still_named_as_the_cause(tmp_path: Path) -> None:
+    # the app links an upload into its workspace and its library: onnx's own reader calls that a hardlink attack
+    from tests.builders import save_with_external_data
+
+    model = _cnn()
+    original = save_with_external_data(onnx.ModelProto.FromString(model.SerializeToString()), tmp_path / "a")
+    weight = next(t for t in model.graph.initializer if t.name == SCALED)
+    weight.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight) * 3, SCALED))
+    scaled = save_with_external_data(model, tmp_path / "b")
+    for side in (original, scaled):
+        (side.parent / "second-link.data").hardlink_to(side.parent / "model.onnx.data")
+    found = _compare(original, scaled, IMAGE).first_divergence
+    assert found is not None and found.cause == "weight" and found.why[0].values["name"] == SCALED
+
+
 def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
     model = detector_model()
     for node in model.graph.node:
