@@ -3,6 +3,8 @@ bar chart and each phase's slowest nodes), and each execution provider's share o
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -10,11 +12,14 @@ import streamlit as st
 from core.i18n import _, number
 from core.notes import significant
 from core.profile import ProfileReport
-from core.profile.records import PhaseProfile
+from core.profile.records import EagerProfile, PhaseProfile
 from core.runtime.ort import short_name
 from ui.charts import escaped
 
-__all__ = ["phase_names", "phases_figure", "phases_frame", "phases_section", "providers_frame", "providers_section"]
+__all__ = [
+    "eager_phases_frame", "phase_names", "phases_figure", "phases_frame", "phases_section", "providers_frame",
+    "providers_section",
+]  # fmt: skip
 
 _PHASES = {"prefill": "#005CED", "decode": "#7FB2FF"}  # ONNX Runtime's blue (core.graph.palette), and a lighter one
 MAX_OPS = 12  # op types on the chart: those that take the most in either phase
@@ -41,6 +46,28 @@ def phases_frame(prefill: PhaseProfile, decode: PhaseProfile) -> pd.DataFrame:
             for op in ops
         ],
         columns=["op_type", "prefill_ms", "prefill_share", "decode_ms", "decode_share"],
+    )
+
+
+def eager_phases_frame(prefill: EagerProfile, decode: EagerProfile) -> pd.DataFrame:
+    """PyTorch eager's two steps per aten op, headed in the reader's language: ms per call in each and its share of
+    that call, the ops that take the most in either step first (at most MAX_OPS)."""
+    before = {op.name: op for op in prefill.ops}
+    after = {op.name: op for op in decode.ops}
+    ops = sorted(
+        before.keys() | after.keys(),
+        key=lambda op: -max(before[op].mean_ms if op in before else 0.0, after[op].mean_ms if op in after else 0.0),
+    )[:MAX_OPS]
+
+    def cell(profile: dict[str, Any], op: str) -> str:
+        return f"{significant(profile[op].mean_ms, 3)} ({profile[op].share:.0%})" if op in profile else "—"
+
+    return pd.DataFrame(
+        {
+            _("aten op"): ops,
+            _("prefill, ms per call (share)"): [cell(before, op) for op in ops],
+            _("decode, ms per call (share)"): [cell(after, op) for op in ops],
+        }
     )
 
 
@@ -110,6 +137,19 @@ def phases_section(report: ProfileReport, key: str) -> None:
     for column, phase, profile in ((left, "prefill", prefill), (right, "decode", decode)):
         column.markdown(_("**Slowest nodes, {phase}**").format(phase=names[phase]))
         column.dataframe(_nodes_table(profile), hide_index=True, width="stretch")  # a grid shows text as text
+    if report.eager is not None and report.eager_decode is not None:
+        st.markdown(
+            _(
+                "**PyTorch eager, the same two steps**: the prompt at once ({prefill} ms), then one new token on the "
+                "cache its own prefill left ({decode} ms), against ONNX Runtime's {ort_prefill} and {ort_decode} ms."
+            ).format(
+                prefill=significant(report.eager.call_ms),
+                decode=significant(report.eager_decode.call_ms),
+                ort_prefill=significant(prefill.call_ms),
+                ort_decode=significant(decode.call_ms),
+            )
+        )
+        st.dataframe(eager_phases_frame(report.eager, report.eager_decode), hide_index=True, width="stretch")
 
 
 def providers_frame(report: ProfileReport) -> pd.DataFrame:

@@ -15,15 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from core.model.generative import GenerativeLayout
 from core.notes import Note, note
-from core.profile.records import PhaseProfile
+from core.profile.records import EagerProfile, PhaseProfile
 from core.profile.words import NO_SPLIT
 
 if TYPE_CHECKING:
     import onnx
 
+    from core.model.inputs import BenchInput
     from core.profile.ort_profile import OrtProfile
 
-__all__ = ["TOP_NODES", "decode_feeds", "phases_of", "recognised_cache"]
+__all__ = ["TOP_NODES", "decode_feeds", "eager_decode", "phases_of", "recognised_cache"]
 
 TOP_NODES = 30  # a phase's slowest nodes kept in the report
 
@@ -94,3 +95,29 @@ def _phase(profile: OrtProfile, new_tokens: int, past: int) -> PhaseProfile:
         op_types=profile.op_types(),
         nodes=profile.nodes[:TOP_NODES],
     )
+
+
+def eager_decode(
+    module: Any,
+    inputs: list[BenchInput],
+    outputs: list[str],
+    layout: GenerativeLayout,
+    feeds: dict[str, Any],
+    timing: tuple[int, int, int],
+) -> EagerProfile:
+    """PyTorch eager's decode step after its own prefill: ``module`` (a language model taking and giving its tensors
+    as the export does, ``outputs`` its outputs' names) runs the prefill ``feeds`` make once, and the step is fed
+    from those outputs as ONNX Runtime's is (decode_feeds: its token, its present as the past), then profiled as the
+    prefill was (``timing``: threads, iterations, warm-up)."""
+    import numpy as np
+    import torch
+
+    from core.profile.eager import profile_eager
+
+    with torch.inference_mode():
+        given = module(*(torch.from_numpy(np.ascontiguousarray(feeds[s.name])) for s in inputs))
+    made = {name: value.numpy() for name, value in zip(outputs, given, strict=True)}
+    step = decode_feeds(layout, feeds, made)
+    threads, iterations, warmup = timing
+    tensors = [torch.from_numpy(np.ascontiguousarray(step[s.name])) for s in inputs]
+    return profile_eager(module, tensors, threads, iterations, warmup)

@@ -17,6 +17,7 @@ from typing import Any
 
 from core.errors import BenchmarkError
 from core.i18n import _, number
+from core.model.generative import GenerativeLayout
 from core.model.hints import guess_hint
 from core.model.inputs import BenchInput, make_inputs, plan_summary
 from core.model.torchload import TorchSource, load_module
@@ -24,7 +25,7 @@ from core.notes import Note, note
 from core.profile.eager import profile_eager
 from core.profile.match import layer_rows
 from core.profile.ort_profile import OrtProfile, profile_ort
-from core.profile.phases import decode_feeds, phases_of, recognised_cache
+from core.profile.phases import decode_feeds, eager_decode, phases_of, recognised_cache
 from core.profile.records import EagerProfile, LayerRow, ProfileReport, ProfileRequest
 from core.profile.words import BUSY, EAGER, EAGER_TOP, END, KERNELS, NO_KERNEL, PHASES, SENTENCES, TOP_OP
 from core.runtime.activity import ActivityMeter
@@ -74,10 +75,11 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
         except BenchmarkError as exc:
             raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
         eager: EagerProfile | None = None
+        eager_step: EagerProfile | None = None
         if torch_source is not None:
             report_progress(0.55, _("Profiling PyTorch eager"))
             outputs = [o.name for o in graph.output]
-            eager = _eager(torch_source, inputs, outputs, feeds, threads, iterations, warmup)
+            eager, eager_step = _eager(torch_source, inputs, outputs, feeds, layout, (threads, iterations, warmup))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
@@ -118,6 +120,7 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
     report.runtime, report.providers = request.runtime, ort.providers()
     if layout is not None and len(run.phases) == 2:
         report.phases = phases_of(layout, feeds, ort, run.phases[1])
+        report.eager_decode = eager_step
     report.headline = headline(report)
     report.seconds = time.perf_counter() - began
     return report
@@ -159,15 +162,18 @@ def _eager(
     inputs: list[BenchInput],
     outputs: list[str],
     feeds: dict[str, Any],
-    threads: int,
-    iterations: int,
-    warmup: int,
-) -> EagerProfile:
+    layout: GenerativeLayout | None,
+    timing: tuple[int, int, int],
+) -> tuple[EagerProfile, EagerProfile | None]:
+    """Eager's profile of the plan's call and, for a language model (``layout``), of one decode step after it."""
     import torch
 
     tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name] for s in inputs]
     module = load_module(source, [s.name for s in inputs], outputs)  # a language model: as its export
-    return profile_eager(module, tensors, threads, iterations, warmup)
+    called = profile_eager(module, tensors, *timing)
+    if layout is None:
+        return called, None
+    return called, eager_decode(module, inputs, outputs, layout, feeds, timing)
 
 
 def _lined_up(eager: EagerProfile | None, ort: OrtProfile, notes: list[Note]) -> list[LayerRow]:

@@ -169,3 +169,4 @@ class ProfileReport:
     providers: list[ProviderTime] = field(default_factory=list)  # each provider's nodes and time, most time first
     # a language model: "prefill" (the call above) and "decode" (one step after it), each profiled apart
     phases: dict[str, PhaseProfile] = field(default_factory=dict)
+    eager_decode: EagerProfile | None = None  # and PyTorch eager's decode step after its prefill (``eager``)

@@ -109,3 +109,49 @@ def test_a_genai_export_is_profiled_beside_its_hugging_face_folder_fed_as_the_ex
         eager = module(*(torch.from_numpy(feeds[n]) for n in names))
     for name, want, got in zip(outputs, session.run(None, feeds), eager, strict=True):
         assert np.allclose(want, got.numpy(), atol=1e-4), name
+
+
+def test_pytorch_eager_is_profiled_in_the_same_two_steps_its_decode_step_fed_from_its_own_prefill(
+    gpt2_past: LanguageModel,
+) -> None:
+    import torch
+
+    from core.model.inputs import make_inputs
+    from core.model.torchload import TorchSource, load_module
+    from core.profile.phases import eager_decode, recognised_cache
+    from ui.profile_phases import eager_phases_frame
+
+    path = str(gpt2_past.onnx)
+    plan = plan_inputs(describe_files(IntakeRequest(paths=[path])))
+    source = TorchSource(kind="hf", path=str(gpt2_past.reference))
+    report = profile_model(
+        ProfileRequest(model=MeasuredModel(path=path, inputs=plan, torch_source=source), iterations=3, warmup=1)
+    )
+    assert report.eager is not None and report.eager_decode is not None and set(report.phases) == {"prefill", "decode"}
+    assert report.eager_decode.call_ms > 0 and any(op.name == "aten::addmm" for op in report.eager_decode.ops)
+    frame = eager_phases_frame(report.eager, report.eager_decode)  # the page's table, beside ONNX Runtime's phases
+    assert list(frame.columns) == ["aten op", "prefill, ms per call (share)", "decode, ms per call (share)"]
+    assert len(frame) and not frame.iloc[:, 1:].eq("—").all(axis=None)
+
+    import onnx
+
+    layout, _none = recognised_cache(onnx.load(path, load_external_data=False), path)
+    assert layout is not None
+    names, outputs = [s.name for s in plan], ["logits", *layout.present_names]
+    module = load_module(source, names, outputs)
+    seen: list[dict[str, list[int]]] = []
+
+    class Recorded(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *tensors: torch.Tensor) -> object:
+            seen.append({n: list(t.shape) for n, t in zip(names, tensors, strict=True)})
+            return self.inner(*tensors)
+
+    eager_decode(Recorded(), plan, outputs, layout, make_inputs(plan, 1, 0), (1, 1, 0))
+    prefill, step = seen[0], seen[-1]
+    assert prefill["input_ids"] == [1, 16] and prefill["past_key_values.0.key"][2] == 0  # the prompt, an empty past
+    assert step["input_ids"] == [1, 1] and step["past_key_values.1.value"][2] == 16  # a token on the prompt's cache
+    assert step["attention_mask"] == [1, 17] and step["position_ids"] == [1, 1]
