@@ -14,6 +14,7 @@ import pytest
 from core.deploy.session import read_tuned
 from core.errors import SessionConfigError
 from core.i18n import using
+from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
 from core.notes import note, say
 from core.runtime.fallback import PARTLY
@@ -189,3 +190,42 @@ def test_each_runtime_is_searched_then_the_bests_take_turns_with_the_providers_e
     assert turns[1].model.path == f"{tmp_path}/{OPENVINO}/m.fp16.onnx"  # the variant the search made, read again
     assert turns[0].model.path == model.path and len({r.out_dir for r in asked}) == 6  # each job its own folder
     assert [c.result.n for c in report.runtime_bests if c.result] == [200, 200]  # each best on its two turns
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_strict_within_one_runtime_measures_a_configuration_that_fell_back_but_never_chooses_it(
+    strict: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One runtime's search, where one thread is surely faster (four times) but its provider left a node to the CPU
+    provider: chosen without --strict; under it, measured and shown, never chosen (in its stage, nor in the final
+    round), and a note names it. The session's placement and its timings are made up: the choice is what is tested."""
+    import core.tune.sessions
+    import core.tune.tuner
+    from core.tune import run_tune
+    from core.tune.words import STRICT_LEFT
+
+    def placed(candidate: Candidate, session: object) -> None:  # one thread "fell back"
+        if candidate.config.intra_op_threads == 1:
+            candidate.placement = [note(PARTLY, provider="OpenVINO", count=2, total=3, rest=1)]
+
+    def result_of(config: Any) -> BenchResult:  # one thread: 0.5 ms; every other configuration 2 ms
+        median = 0.5 if config.threads == 1 else 2.0
+        calls = [median * (0.95 + 0.1 * k / 99) for k in range(100)]
+        said = {"label": config.label, "engine": "ort", "level": config.level, "provider": config.provider}
+        return BenchResult(**said, threads=config.threads, batch=1, load_ms=0, first_run_ms=0, **timed_fields(calls))
+
+    monkeypatch.setattr(core.tune.sessions, "placed", placed)
+    monkeypatch.setattr(core.tune.tuner, "result_of", result_of)
+    model = builders.write(builders.mlp_model(), tmp_path / "mlp.onnx")
+    plan = [BenchInput(name="x", dtype="float32", shape=[1, 64], batch_axis=None)]
+    request = TuneRequest(model=MeasuredModel(path=str(model), inputs=plan), out_dir=str(tmp_path), budget_s=1.5,
+                          variants=[], strict=strict)  # fmt: skip
+    report = run_tune(request)
+    one = [c for c in report.candidates if c.config.intra_op_threads == 1 and c.stage == "threads"]
+    assert one and one[0].measured and one[0].fell_back  # measured and shown either way
+    kept = 0 if strict else 1
+    later = [c for c in report.candidates if c.stage == "level"]  # the stages after it start from its winner
+    assert later and all(c.config.intra_op_threads == kept for c in later)
+    assert report.best.config.intra_op_threads == kept
+    left = [n for n in report.notes if n.key == STRICT_LEFT]
+    assert bool(left) is strict and (not strict or "intra-op 1" in say(left[0]))
