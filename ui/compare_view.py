@@ -21,7 +21,7 @@ from core.i18n import _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.model.generative import PROMPT_LENGTH
 from core.model.records import ModelRecord
-from core.notes import say, significant
+from core.notes import Note, say, significant
 from core.quantize import Variant
 from core.quantize.judge import Tolerance
 from ui import session
@@ -207,20 +207,20 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
     )  # fmt: skip
 
 
-def fix_verdict(variant: Variant, tolerance: str) -> None:
+def fix_verdict(variant: Variant, tolerance: Note | str) -> None:
     """The variant made again with Compare's nodes left out, judged by Quantize's tolerance gate."""
     if variant.error:
         st.error(md_escape(variant.error, 800))
     elif variant.accuracy_ok:
         st.success(
             _("{variant}, made again: within Quantize's tolerance ({tolerance}). The Quantize page lists it.").format(
-                variant=variant.label, tolerance=md_escape(tolerance, 400)
+                variant=variant.label, tolerance=md_escape(say(tolerance), 400)
             )
         )
     else:
         st.warning(
             _("{variant}, made again: still out of Quantize's tolerance ({why}). Compare it again for the next node.")
-            .format(variant=variant.label, why=md_escape(variant.accuracy_note, 400))
+            .format(variant=variant.label, why=md_escape(say(variant.accuracy_note), 400))
         )  # fmt: skip
 
 

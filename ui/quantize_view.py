@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.i18n import N_, _, number, pgettext
+from core.notes import say
 from core.quantize import QuantizeReport, Variant
 from ui import session
 from ui.charts import quantize_figure
@@ -39,7 +40,7 @@ def _verdict(v: Variant) -> str:
         return _("(reference)")
     if v.accuracy_ok is None:
         return ""
-    return _("yes") if v.accuracy_ok else _("no: {why}").format(why=v.accuracy_note)
+    return _("yes") if v.accuracy_ok else _("no: {why}").format(why=say(v.accuracy_note))
 
 
 # the comparison's columns (their keys stay English: the chart and tests read them) → the header a reader sees
@@ -97,10 +98,10 @@ def _headline_and_notes(report: QuantizeReport, made: list[Variant]) -> None:
                 )
             )
     if len(made) > 1 and report.headline:
-        st.subheader(md_escape(report.headline, 400))
+        st.subheader(md_escape(say(report.headline), 400))
     st.caption(
         _("Accuracy tolerance: {tolerance}. A variant outside it is never recommended.").format(
-            tolerance=md_escape(report.tolerance, 400)
+            tolerance=md_escape(say(report.tolerance), 400)
         )
     )
     for v in report.variants:
@@ -112,9 +113,9 @@ def _headline_and_notes(report: QuantizeReport, made: list[Variant]) -> None:
                 _("{variant} keeps in float32: {nodes}.").format(variant=md_escape(v.label), nodes=md_escape(kept, 800))
             )
         if v.size_note:
-            st.caption(_("{variant}: {note}").format(variant=md_escape(v.label), note=md_escape(v.size_note, 600)))
-    for note in report.notes:
-        st.caption(md_escape(note, 800))
+            st.caption(_("{variant}: {note}").format(variant=md_escape(v.label), note=md_escape(say(v.size_note), 600)))
+    for said in report.notes:
+        st.caption(md_escape(say(said), 800))
 
 
 def results_section(report: QuantizeReport, key: str) -> Variant | None:
@@ -152,9 +153,11 @@ def results_section(report: QuantizeReport, key: str) -> Variant | None:
     measured = _(
         "Latency: median of {calls} calls per model, interleaved, {threads} thread(s), ORT at ALL. Accuracy: against "
         "the float32 model on {held_out}."
-    ).format(calls=number(calls), threads=number(report.threads), held_out=report.held_out)
+    ).format(calls=number(calls), threads=number(report.threads), held_out=say(report.held_out))
     if report.calibration:
-        measured = _("{measured} Calibration: {calibration}.").format(measured=measured, calibration=report.calibration)
+        measured = _("{measured} Calibration: {calibration}.").format(
+            measured=measured, calibration=say(report.calibration)
+        )
     st.caption(md_escape(measured, 1200))
     _where_integer_ops_ran(made)
     return choose_variant(made, key)

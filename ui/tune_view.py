@@ -83,7 +83,7 @@ def _accuracy(c: Candidate) -> str:
     label = variant_label(c.config.variant) if c.config.variant in VARIANTS else c.config.variant
     if c.accuracy_ok is None:
         return c.error
-    verdict = _("within tolerance") if c.accuracy_ok else _("out: {why}").format(why=c.accuracy_note)
+    verdict = _("within tolerance") if c.accuracy_ok else _("out: {why}").format(why=say(c.accuracy_note))
     cosine = _("cosine {value}").format(value=f"{c.cosine:.5f}") if c.cosine is not None else ""
     return pgettext("list", ", ").join(filter(None, [label, cosine, verdict]))
 
@@ -215,7 +215,9 @@ def results_section(report: TuneReport, key: str) -> None:
     if verdicts:  # a grid cuts long text at its edge: each variant's verdict again, whole
         st.markdown("\n".join(f"- **{md_escape(name, 200)}**: {md_escape(said, 600)}" for name, said in verdicts))
     st.caption(
-        _("Variants must keep, on held-out inputs: {tolerance}.").format(tolerance=md_escape(report.tolerance, 400))
+        _("Variants must keep, on held-out inputs: {tolerance}.").format(
+            tolerance=md_escape(say(report.tolerance), 400)
+        )
     )
     if report.not_tried:
         st.markdown(_("**Not tried**"))

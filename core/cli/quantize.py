@@ -16,6 +16,7 @@ from core.cli.common import (
     add_target_argument,
     as_onnx,
     copy_made,
+    english_data,
     environment_json,
     in_own_folder,
     print_made,
@@ -28,6 +29,7 @@ from core.i18n import _, pgettext
 from core.jobs import QUANTIZE
 from core.jobs.wire import to_data
 from core.model.measured import MeasuredModel
+from core.notes import say
 from core.quantize import QuantizeRequest
 
 if TYPE_CHECKING:
@@ -125,25 +127,25 @@ def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
             )
         print("  " + accuracy.format(
             max=f"{acc.max_abs_error:.2e}", mean=f"{acc.mean_abs_error:.2e}", cosine=f"{acc.cosine_similarity:.6f}",
-            top1=f"{acc.top1_agreement or 0:.1%}", held_out=report.held_out,
+            top1=f"{acc.top1_agreement or 0:.1%}", held_out=say(report.held_out),
         ))  # fmt: skip
         verdict = (
-            _("within") if variant.accuracy_ok else _("OUT OF TOLERANCE ({why})").format(why=variant.accuracy_note)
+            _("within") if variant.accuracy_ok else _("OUT OF TOLERANCE ({why})").format(why=say(variant.accuracy_note))
         )
-        print("  " + _("tolerance {verdict}: {tolerance}").format(verdict=verdict, tolerance=report.tolerance))
+        print("  " + _("tolerance {verdict}: {tolerance}").format(verdict=verdict, tolerance=say(report.tolerance)))
         if variant.kept_float32:
             kept = pgettext("clauses", "; ").join(variant.kept_float32)
             print("  " + _("float32   kept: {nodes}").format(nodes=kept))
         if variant.size_note:
-            print("  " + _("size note {note}").format(note=variant.size_note))
+            print("  " + _("size note {note}").format(note=say(variant.size_note)))
         ops = pgettext("list", ", ").join(f"{op} ×{n}" for op, n in variant.integer_ops.items())
         print("  " + _("runs      {ops}").format(ops=ops or _("no integer ops")))
     if report.calibration:  # only static variants are calibrated
-        print(_("calibration: {calibration}").format(calibration=report.calibration))
+        print(_("calibration: {calibration}").format(calibration=say(report.calibration)))
     if len(report.variants) > 2:
-        print(report.headline)
-    for note in report.notes:
-        print(_("note: {note}").format(note=note))
+        print(say(report.headline))
+    for said in report.notes:
+        print(_("note: {note}").format(note=say(said)))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         environment = environment_json(None, args.target)
         single = {"output": written[keys[0]]} if len(keys) == 1 else {}
-        data = {**to_data(report), **single, "outputs": written, "inputs": plan_json(plan), "environment": environment}
+        data = {**english_data(to_data(report)), **single, "outputs": written, "inputs": plan_json(plan)}
+        data["environment"] = environment
         print(json.dumps(data, indent=2))
     else:
         _print(outputs, report)

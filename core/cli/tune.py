@@ -81,7 +81,7 @@ def _print(report: TuneReport) -> None:
             interval = f"{significant(low)}–{significant(high)}"
             print(padded(name, 44), padded(significant(c.median_ms), 10, True), padded(interval, 21, True))
         else:
-            print(padded(name, 44), c.accuracy_note or c.error)
+            print(padded(name, 44), say(c.accuracy_note) if c.accuracy_note else c.error)
     for c in (c for c in report.candidates if c.nodes and set(c.nodes) != {CPU}):
         print(_("nodes    {label}: {nodes}").format(label=config_label(c.config), nodes=nodes_text(c.nodes)))
     for line in report.not_tried:

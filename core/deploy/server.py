@@ -190,6 +190,7 @@ def _plain(text: str) -> str:
 
 def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
     """Variant ``key`` of ``source``, made as Tune makes it (core.tune.sessions), into the job's folder."""
+    from core.notes import Note
     from core.quantize.records import VARIANTS
     from core.quantize.variants import is_large, make_variant, range_inputs, stage_source, unstage_source
 
@@ -202,7 +203,7 @@ def _variant(source: Path, key: str, request: DeployRequest, out: Path) -> Path:
         )
     if not request.inputs:
         raise DeployError(_("Making the {variant} variant needs the model's input plan.").format(variant=key))
-    notes: list[str] = []
+    notes: list[Note | str] = []
     staged = stage_source(source, out, notes)
     try:
         return make_variant(key, staged, None, out, range_inputs(request.inputs, request.seed), is_large(source))

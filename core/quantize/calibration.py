@@ -8,12 +8,27 @@ from typing import Any
 
 from core.access import ReadPath
 from core.errors import QuantizeError
-from core.i18n import _, number, pgettext
+from core.i18n import N_, _, pgettext
 from core.model.arrays import check_npz, listed
 from core.model.inputs import BenchInput, make_inputs
 from core.model.records import format_shape
+from core.notes import Note, note
 
 __all__ = ["CalibrationData", "CalibrationReader", "CalibrationRequest", "check_calibration", "split_data"]
+
+# where the data came from, and what a reader should know of it (core.notes: said where shown)
+FROM_NPZ = N_("{count} samples from the uploaded .npz")
+LAST_OF_NPZ = N_("the last {count} samples of the uploaded .npz (kept out of calibration)")
+GENERATED = N_("{count} generated inputs (seed {seed}, {shapes})")
+GENERATED_NPZ_SMALL = N_("{count} generated inputs (seed {seed}, {shapes}); the .npz is too small to split")
+GENERATED_CALIBRATION = N_(
+    "Calibration used generated inputs: static quantization's scales are only as good as the data they were measured "
+    "on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
+)
+ONE_IMAGE = N_(
+    "{names} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is then measured on "
+    "data the calibration saw. An .npz of many real inputs gives a fair check."
+)
 
 
 def _samples_from_npz(path: str, specs: list[BenchInput]) -> list[dict[str, Any]]:
@@ -129,8 +144,8 @@ class CalibrationData:
 
     calibration: list[dict[str, Any]]
     held_out: list[dict[str, Any]]
-    calibration_text: str  # where they came from, in words
-    held_out_text: str
+    calibration_text: Note | str  # where they came from, as a note ("" when nothing is calibrated)
+    held_out_text: Note
 
 
 def split_data(
@@ -139,7 +154,7 @@ def split_data(
     count: int,
     held_out: int,
     seed: int,
-    notes: list[str],
+    notes: list[Note | str],
     static: bool = True,
 ) -> CalibrationData:
     """Calibration data from the .npz (its last quarter held out when it is large enough) or generated from
@@ -150,20 +165,10 @@ def split_data(
         data.calibration_text = ""
         return data
     if not calibration_file:
-        notes.append(
-            _(
-                "Calibration used generated inputs: static quantization's scales are only as good as the data they "
-                "were measured on. Upload an .npz of real inputs for scales (and accuracy) you can trust."
-            )
-        )
+        notes.append(note(GENERATED_CALIBRATION))
         fixed = [s.name for s in specs if s.real_data]
         if fixed:
-            notes.append(
-                _(
-                    "{names} take(s) the one image you gave, in calibration and held-out inputs alike: accuracy is "
-                    "then measured on data the calibration saw. An .npz of many real inputs gives a fair check."
-                ).format(names=listed(fixed))
-            )
+            notes.append(note(ONE_IMAGE, names=listed(fixed)))
     return data
 
 
@@ -177,26 +182,18 @@ def _split(specs: list[BenchInput], calibration_file: str, count: int, held_out:
             return CalibrationData(
                 calibration=samples[:-cut],
                 held_out=samples[-cut:],
-                calibration_text=_("{count} samples from the uploaded .npz").format(count=number(len(samples) - cut)),
-                held_out_text=_("the last {count} samples of the uploaded .npz (kept out of calibration)").format(
-                    count=number(cut)
-                ),
+                calibration_text=note(FROM_NPZ, count=len(samples) - cut),
+                held_out_text=note(LAST_OF_NPZ, count=cut),
             )
         return CalibrationData(
             calibration=samples,
             held_out=_generated(specs, held_out, other_seed),
-            calibration_text=_("{count} samples from the uploaded .npz").format(count=number(len(samples))),
-            held_out_text=_("{count} generated inputs (seed {seed}, {shapes}); the .npz is too small to split").format(
-                count=number(held_out), seed=other_seed, shapes=shapes
-            ),
+            calibration_text=note(FROM_NPZ, count=len(samples)),
+            held_out_text=note(GENERATED_NPZ_SMALL, count=held_out, seed=str(other_seed), shapes=shapes),
         )
     return CalibrationData(
         calibration=_generated(specs, count, seed),
         held_out=_generated(specs, held_out, other_seed),
-        calibration_text=_("{count} generated inputs (seed {seed}, {shapes})").format(
-            count=number(count), seed=seed, shapes=shapes
-        ),
-        held_out_text=_("{count} generated inputs (seed {seed}, {shapes})").format(
-            count=number(held_out), seed=other_seed, shapes=shapes
-        ),
+        calibration_text=note(GENERATED, count=count, seed=str(seed), shapes=shapes),
+        held_out_text=note(GENERATED, count=held_out, seed=str(other_seed), shapes=shapes),
     )

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuantizeError
-from core.i18n import _, number, pgettext
+from core.i18n import N_, _, number
 from core.model.inputs import BenchInput, make_inputs
-from core.notes import Note, say_all, significant
+from core.notes import Note, note, significant
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
@@ -43,6 +43,34 @@ from core.runtime.refusals import old_opset_refusal
 from core.runtime.stats import speedup_interval
 
 __all__ = ["quantize_model"]
+
+# the report's notes (core.notes: said where shown)
+NO_MESSAGE = N_("one of ORT's own checks failed, without a message")
+NOT_PREPROCESSED = N_(
+    "ORT's pre-processing for static INT8 (shape inference and a clean-up of the graph) could not handle this model "
+    "({reason}); the static variants are made from the model as it is."
+)
+VNNI = N_(
+    "This CPU has VNNI or AMX instructions ({flags}): int8 dot products run in one instruction. A variant can still be "
+    "slower than float32: dynamic INT8 quantizes each activation on every call, and the conversions between int8 and "
+    "float32 around ops that stay in float cost time too."
+)
+NO_VNNI = N_(
+    "This CPU has no VNNI or AMX instructions: int8 arithmetic is emulated with wider instructions, so int8 may be "
+    "slower than float32."
+)
+FEWER_HELD_OUT = N_(
+    "Accuracy is measured on {count} held-out inputs of the {asked} asked for: one call of the model takes {ms} ms, "
+    "and the checks of {models} models keep to a quarter of the {budget} s time budget."
+)
+FEWER_CALIBRATION = N_(
+    "Calibrated on {count} generated samples of the {asked} asked for: one call of the model takes {ms} ms, and "
+    "calibration keeps to a quarter of the {budget} s time budget."
+)
+ENTROPY = N_(
+    "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which leaves nothing to "
+    "clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the rarest {share} of values."
+)
 
 
 def _ops(path: str) -> dict[str, int]:
@@ -100,7 +128,7 @@ def _open_model(source: Path, specs: list[BenchInput]) -> bool:
     )
 
 
-def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Path:
+def _preprocessed(source: Path, out: Path, large: bool, notes: list[Note | str]) -> Path:
     """ORT's pre-processing for static quantization (symbolic shape inference and optimization)."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -109,13 +137,8 @@ def _preprocessed(source: Path, out: Path, large: bool, notes: list[str]) -> Pat
         quant_pre_process(str(source), str(pre), save_as_external_data=large)
     except Exception as exc:
         said = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
-        reason = said or _("one of ORT's own checks failed, without a message")  # a bare AssertionError said nothing
-        notes.append(
-            _(
-                "ORT's pre-processing for static INT8 (shape inference and a clean-up of the graph) could not handle "
-                "this model ({reason}); the static variants are made from the model as it is."
-            ).format(reason=reason)
-        )
+        reason = Note.kept(said) if said else note(NO_MESSAGE)  # ORT's words as sent; a bare AssertionError has none
+        notes.append(note(NOT_PREPROCESSED, reason=reason))
         return source
     return pre
 
@@ -168,7 +191,7 @@ def _latency(
     threads: int,
     seed: int,
     timing: tuple[int, int, float],
-    notes: list[str],
+    notes: list[Note | str],
     progress: Callable[[float, str], None],
 ) -> tuple[dict[str, Any], float, float]:
     """Every variant timed beside the fp32 model with the benchmark harness; returns the sessions (kept for the
@@ -207,7 +230,7 @@ def _latency(
     cut_short: list[Note] = []
     deadline = time.perf_counter() + budget  # the warm-up within it (a model of a second a call: 40 s of it)
     measure(configs, iterations, warmup, budget, cut_short, progress, span=(0.45, 0.8), deadline=deadline)
-    notes += say_all(cut_short)  # Quantize's notes are written in its reader's language
+    notes += cut_short
     finished = time.time()
     by_label = {c.label: c for c in configs}
     base = by_label.get(made[0].label) if made else None
@@ -228,25 +251,18 @@ def _where_it_runs(made: list[Variant], out: Path, progress: Callable[[float, st
         variant.providers = nodes_per_provider(variant.path, ["CPUExecutionProvider"])
 
 
-def _cpu_note(cpu_flags: list[str]) -> str:
+def _cpu_note(cpu_flags: list[str]) -> Note:
     vnni = [f for f in cpu_flags if "vnni" in f or f.startswith("amx")]
     if vnni:
-        return _(
-            "This CPU has VNNI or AMX instructions ({flags}): int8 dot products run in one instruction. A variant "
-            "can still be slower than float32: dynamic INT8 quantizes each activation on every call, and the "
-            "conversions between int8 and float32 around ops that stay in float cost time too."
-        ).format(flags=pgettext("list", ", ").join(vnni))
-    return _(
-        "This CPU has no VNNI or AMX instructions: int8 arithmetic is emulated with wider instructions, so int8 may "
-        "be slower than float32."
-    )
+        return note(VNNI, flags=", ".join(vnni))
+    return note(NO_VNNI)
 
 
 SHARE = 0.25  # of the budget, what the calibration calls may take, and the held-out checks (latency: the rest)
 FEWEST_HELD_OUT, FEWEST_CALIBRATION = 4, 8  # the fewest held-out inputs and generated calibration samples
 
 
-def _fitted(request: QuantizeRequest, threads: int, notes: list[str]) -> tuple[int, int]:
+def _fitted(request: QuantizeRequest, threads: int, notes: list[Note | str]) -> tuple[int, int]:
     """How many generated calibration samples and held-out inputs fit in the budget, from one call of the float32
     model: as many as asked, or as a share of the budget allows (FEWEST_… at least), a note saying so."""
     session, _load = timed_session(request.model.path, "all", "CPUExecutionProvider", threads)
@@ -267,19 +283,11 @@ def _fitted(request: QuantizeRequest, threads: int, notes: list[str]) -> tuple[i
         count = min(count, max(FEWEST_CALIBRATION, int(SHARE * request.time_budget_s / (statics * call_s))))
     call = significant(call_s * 1000)
     if held < request.held_out:
-        notes.append(
-            _(
-                "Accuracy is measured on {count} held-out inputs of the {asked} asked for: one call of the model takes "
-                "{ms} ms, and the checks of {models} models keep to a quarter of the {budget} s time budget."
-            ).format(count=held, asked=request.held_out, ms=call, models=models, budget=f"{request.time_budget_s:g}")
-        )
+        budget = f"{request.time_budget_s:g}"
+        notes.append(note(FEWER_HELD_OUT, count=held, asked=request.held_out, ms=call, models=models, budget=budget))
     if count < request.calibration_count:
-        notes.append(
-            _(
-                "Calibrated on {count} generated samples of the {asked} asked for: one call of the model takes {ms} "
-                "ms, and calibration keeps to a quarter of the {budget} s time budget."
-            ).format(count=count, asked=request.calibration_count, ms=call, budget=f"{request.time_budget_s:g}")
-        )
+        budget = f"{request.time_budget_s:g}"
+        notes.append(note(FEWER_CALIBRATION, count=count, asked=request.calibration_count, ms=call, budget=budget))
     return count, held
 
 
@@ -309,7 +317,7 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     source, out = Path(path), Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     large = _open_model(source, inputs)
-    notes: list[str] = []
+    notes: list[Note | str] = []
     static = any(VARIANTS[v].mode == "static" for v in variants)
     threads = threads or default_threads()
     report_progress(0.02, _("Timing one call of the model"))
@@ -323,13 +331,7 @@ def quantize_model(request: QuantizeRequest, progress: Callable[[float, str], No
     results = _make_all(variants, staged, pre, out, data.calibration, large, report_progress, request.keep_float32)
     made = [v for v in results if not v.error]
     if any(v.key.endswith("-entropy") for v in made):
-        notes.append(
-            _(
-                "ONNX Runtime's quantize_static builds the Entropy histogram with 128 bins for 128 levels, which "
-                "leaves nothing to clip, so Entropy usually gives the same ranges as MinMax. Percentile clips the "
-                "rarest {share} of values."
-            ).format(share="0.001 %")
-        )
+        notes.append(note(ENTROPY, share="0.001 %"))
     report_progress(0.42, _("Creating sessions"))
     timing = (iterations, warmup, (1 - 2 * SHARE) * time_budget_s)
     sessions, started, finished = _latency(made, inputs, threads, seed, timing, notes, report_progress)

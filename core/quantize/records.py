@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from core.access import ReadPath, WritePath
 from core.i18n import N_, _
 from core.model.measured import MeasuredModel
+from core.notes import Note
 from core.runtime.harness import BenchResult
 
 __all__ = [
@@ -125,22 +126,24 @@ class Variant:
     providers: dict[str, int] = field(default_factory=dict)  # provider -> nodes, from the partition core
     error: str = ""  # why this variant could not be made; the others still are
     accuracy_ok: bool | None = None  # within the report's tolerance on held-out inputs (None: not measured)
-    accuracy_note: str = ""  # why not
+    accuracy_note: Note | str = ""  # why not (a note; str: an earlier version's sentence, "" when within)
     kept_float32: list[str] = field(default_factory=list)  # FP16: nodes kept in float32, "op 'name'"
-    size_note: str = ""  # why it is larger than the original, when it is
+    size_note: Note | str = ""  # why it is larger than the original, when it is (as accuracy_note)
 
 
 @dataclass(kw_only=True)
 class QuantizeReport:
     model: str
     variants: list[Variant]
-    calibration: str  # where the calibration data came from; "" when no variant was calibrated (no static one)
-    held_out: str  # the inputs accuracy is measured on
+    # where the calibration data came from ("" when no variant was calibrated: no static one), and the inputs accuracy
+    # is measured on: notes said where shown (str: an earlier version's sentence)
+    calibration: Note | str
+    held_out: Note | str
     threads: int
-    notes: list[str]
+    notes: list[Note | str]
     cpu_flags: list[str]
     started: float = 0.0
     finished: float = 0.0
-    tolerance: str = ""  # what a variant must keep of the float32 outputs
+    tolerance: Note | str = ""  # what a variant must keep of the float32 outputs
     recommended: str | None = None  # a variant's key; only ever one within the tolerance
-    headline: str = ""
+    headline: Note | str = ""

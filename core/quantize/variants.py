@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.errors import QuantizeError
-from core.i18n import _, number
+from core.i18n import N_, _
 from core.model.proto import (
     FLOAT_TYPES,
     constants_to_initializers,
@@ -17,6 +17,7 @@ from core.model.proto import (
     tensor_nbytes,
     walk_graphs,
 )
+from core.notes import Note, note
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
@@ -39,8 +40,13 @@ __all__ = [
     "weight_bytes",
 ]
 
+CONSTANTS_MOVED = N_(
+    "{count} weight tensor(s) were held in Constant nodes; they were turned into initializers first, because ONNX "
+    "Runtime's quantizers only quantize initializers. The outputs are the same."
+)  # a note of the report (said where shown)
 
-def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
+
+def stage_source(source: Path, out: Path, notes: list[Note | str]) -> Path:
     """The model seen from a folder of ``out`` through links (with its external-data files): ORT's quantizers
     write scratch files beside the model they read, and the model's own folder is read-only in the sandbox.
     Weights held in Constant nodes (Paddle and TF exports) become initializers there first: ORT's quantizers
@@ -63,12 +69,7 @@ def stage_source(source: Path, out: Path, notes: list[str]) -> Path:
     if moved:
         (staged / source.name).unlink()
         onnx.save_model(model, str(staged / source.name))
-        notes.append(
-            _(
-                "{count} weight tensor(s) were held in Constant nodes; they were turned into initializers first, "
-                "because ONNX Runtime's quantizers only quantize initializers. The outputs are the same."
-            ).format(count=number(moved))
-        )
+        notes.append(note(CONSTANTS_MOVED, count=moved))
     return staged / source.name
 
 

@@ -99,7 +99,7 @@ class TuneRun(LatencyRun):
     budget_s: float = 0.0
     per_sample: bool = False  # some candidate ran at a batch above 1: latencies are per sample
     not_tried: list[Note] = field(default_factory=list)  # what the budget or the machine left out
-    tolerance: str = ""  # what a variant had to keep of the original's outputs
+    tolerance: Note | str = ""  # what a variant had to keep of the original's outputs (str: an earlier version's)
     TITLE: ClassVar[str] = N_("tune")
 
 

@@ -53,7 +53,7 @@ class Candidate:
     result: BenchResult | None = None
     error: str = ""  # why it could not be measured (a provider that refused the model, a variant not made)
     accuracy_ok: bool | None = None  # a variant within Quantize's tolerance (None: the original, or not measured)
-    accuracy_note: str = ""  # why not
+    accuracy_note: Note | str = ""  # why not (a note; str: an earlier version's sentence; "" when within)
     cosine: float | None = None  # of the variant's outputs with the original's
     max_abs_error: float | None = None
     # the best configuration so far, measured in the same rounds: what this one had to beat (its label, median and
@@ -100,7 +100,7 @@ class TuneReport:
     headline: Note  # why the best is the best (core.tune.words.headline)
     not_tried: list[Note]  # the parts of the search the budget or the machine left out
     notes: list[Note]
-    tolerance: str  # what a variant must keep of the original's outputs
+    tolerance: Note | str  # what a variant must keep of the original's outputs (Quantize's rule, a note)
     budget_s: float
     seconds: float  # the whole run, from the request to the answer
     per_sample: bool  # some candidate ran at a batch above 1: latencies are per sample

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from core.notes import read_note
 from core.runtime.harness import BenchResult
 from core.runtime.runs import TuneRun
 from core.runtime.stats import speedup_interval
@@ -83,7 +84,7 @@ def candidate_data(c: Candidate) -> dict[str, Any]:
         "p99_ms": c.result.p99_ms / c.config.batch if measured and c.result else None,
         "calls": c.result.n if c.result else 0,
         "accuracy_ok": c.accuracy_ok,
-        "accuracy_note": c.accuracy_note,
+        "accuracy_note": read_note(c.accuracy_note).english() if c.accuracy_note else "",  # as placement
         "cosine": c.cosine,
         "error": c.error,
         "providers_used": c.used,  # what its session kept, in the runtime that measured it (settings.runtime)
@@ -108,7 +109,7 @@ def report_data(report: TuneReport) -> dict[str, Any]:
         "candidates": [candidate_data(c) for c in report.candidates],
         "not_tried": [n.english() for n in report.not_tried],
         "notes": [n.english() for n in report.notes],
-        "tolerance": report.tolerance,
+        "tolerance": read_note(report.tolerance).english(),
         "budget_s": report.budget_s,
         "seconds": report.seconds,
         "environment": dataclasses.asdict(report.environment),

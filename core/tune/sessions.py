@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import QuantizeError, RuntimeRefusedError, TuneError
-from core.i18n import _
+from core.i18n import N_, _
 from core.model.inputs import BenchInput, make_inputs
+from core.notes import Note, note
 from core.quantize.accuracy import accuracy, outputs, typed
-from core.quantize.judge import Tolerance
+from core.quantize.judge import Tolerance, failed_note
 from core.quantize.variants import is_large, make_variant, stage_source, unstage_source
 from core.runtime.fallback import Placed, placement_notes, session_placement
 from core.runtime.harness import Config
@@ -23,6 +24,8 @@ from core.tune.records import Candidate
 from core.tune.search import english_label
 
 __all__ = ["harness_config", "make_variants", "open_session", "placed"]
+
+NO_VARIANT = N_("No variant: {reason}")  # a note of the tune (said where shown)
 
 
 def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
@@ -105,16 +108,16 @@ def make_variants(
     feeds: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     tolerance: Tolerance,
     deadline: float,
-) -> tuple[list[Candidate], dict[str, str], list[str]]:
+) -> tuple[list[Candidate], dict[str, str], list[Note | str]]:
     """Each variant made with Quantize's tools (FP16 checks its range on the first of ``feeds``) and judged on the
     second, held out, by Quantize's tolerance, while time is left before ``deadline``: (one candidate per variant
     made or refused, their files, the notes)."""
     seen, held_out = feeds
-    notes: list[str] = []
+    notes: list[Note | str] = []
     try:
         large = is_large(source)
     except QuantizeError as exc:
-        return [], {}, [_("No variant: {reason}").format(reason=str(exc))]
+        return [], {}, [note(NO_VARIANT, reason=Note.kept(str(exc)))]
     out.mkdir(parents=True, exist_ok=True)
     staged = stage_source(source, out, notes)
     reference, _load = open_session(str(source), SessionConfig())
@@ -155,7 +158,7 @@ def _judged(
         candidate.error = _("ONNX Runtime could not make this variant: {reason}").format(reason=ort_message(exc)[:600])
         return candidate
     failed = tolerance.failures(measured)
-    candidate.accuracy_ok, candidate.accuracy_note = not failed, "; ".join(failed)
+    candidate.accuracy_ok, candidate.accuracy_note = not failed, failed_note(failed)
     candidate.cosine, candidate.max_abs_error = measured.cosine_similarity, measured.max_abs_error
     paths[key] = str(target)
     return candidate

@@ -27,7 +27,7 @@ from pathlib import Path
 from core.errors import TuneError, WorkbenchError
 from core.i18n import _, number
 from core.model.inputs import make_inputs, plan_summary
-from core.notes import Note, note
+from core.notes import Note, note, read_notes
 from core.quantize.judge import Tolerance
 from core.quantize.records import VARIANTS
 from core.quantize.variants import file_size, range_inputs
@@ -247,7 +247,7 @@ class _Search:
         made, self.paths, notes = make_variants(
             keys, Path(request.model.path), Path(request.out_dir), (seen, held_out), tolerance, deadline
         )
-        self.notes += [Note.kept(n) for n in notes]  # Quantize's, in the reader's language already
+        self.notes += read_notes(notes)  # Quantize's
         for c in made:  # judged on this worker's runtime: its candidates say so
             c.config = dataclasses.replace(c.config, runtime=request.runtime)
             c.label = english_label(c.config)

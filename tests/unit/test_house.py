@@ -424,17 +424,6 @@ def test_notes_cross_as_data_and_nothing_parses_a_sentence_back() -> None:
 
 # record fields core still fills with a sentence it translated (issue 47): each said why, to be made notes in turn
 _SENTENCES_LEFT = {
-    # Quantize's report: its notes, headline, tolerance, data's origins and a variant's verdicts
-    "core/quantize/calibration.py CalibrationData.calibration_text": "Quantize's report",
-    "core/quantize/calibration.py CalibrationData.held_out_text": "Quantize's report",
-    "core/quantize/judge.py .accuracy_note": "Quantize's report",
-    "core/quantize/quantizer.py QuantizeReport.notes": "Quantize's report",
-    "core/quantize/quantizer.py QuantizeReport.tolerance": "Quantize's report",
-    "core/quantize/quantizer.py .size_note": "Quantize's report",
-    "core/quantize/quantizer.py .headline": "Quantize's report",
-    # Tune's candidates are judged by Quantize's tolerance, in its words
-    "core/tune/sessions.py .accuracy_note": "Quantize's tolerance",
-    "core/tune/tuner.py TuneReport.tolerance": "Quantize's tolerance",
     # a variant's or a candidate's error: ONNX Runtime's message, for one reader, as an exception carries it
     "core/quantize/lm.py .error": "an error",
     "core/quantize/quantizer.py .error": "an error",

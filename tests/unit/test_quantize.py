@@ -13,6 +13,7 @@ from core.errors import QuantizeError
 from core.jobs.wire import from_data
 from core.model.inputs import BenchInput
 from core.model.measured import MeasuredModel
+from core.notes import Note, note, say
 from core.quantize import (
     VARIANTS,
     CalibrationRequest,
@@ -21,6 +22,7 @@ from core.quantize import (
     check_calibration,
     quantize_model,
 )
+from core.quantize.calibration import FROM_NPZ
 from tests import builders
 from tests.cli import cli
 from ui.charts import quantize_figure
@@ -96,7 +98,7 @@ def test_where_the_integer_ops_ran(reports: dict[str, QuantizeReport]) -> None:
     assert variants["static-qdq-minmax"].integer_ops["QLinearConv"] == 2  # ...runs as integer kernels
     assert variants["static-qoperator-minmax"].ops["QLinearConv"] == 2
     assert all(set(v.providers) == {"CPUExecutionProvider"} for v in variants.values())
-    assert any("VNNI" in note for note in reports["tinycnn"].notes)
+    assert any("VNNI" in say(note) for note in reports["tinycnn"].notes)
 
 
 def test_what_the_page_draws(reports: dict[str, QuantizeReport]) -> None:
@@ -118,8 +120,9 @@ def test_a_matching_npz_calibrates_and_the_held_out_part_is_kept_apart(tmp_path:
         model=MeasuredModel(path=str(path), inputs=INPUTS["classifier"]), out_dir=str(tmp_path / "v"),
         variants=["static-qdq-percentile"], calibration_file=str(npz), iterations=5, warmup=1, threads=1,
     ))  # fmt: skip
-    assert report.calibration == "9 samples from the uploaded .npz"
-    assert "last 3 samples" in report.held_out and report.variants[1].accuracy.samples == 3  # type: ignore[union-attr]
+    assert report.calibration == note(FROM_NPZ, count=9)  # a note, said where shown
+    assert say(report.calibration) == "9 samples from the uploaded .npz"
+    assert "last 3 samples" in say(report.held_out) and report.variants[1].accuracy.samples == 3  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
@@ -282,10 +285,46 @@ def test_for_size_the_fastest_of_the_smallest_is_recommended_and_a_slower_one_sa
     static = variant("static-qdq-minmax", 1_217_000, 0.90, 0.88, 0.92)
     report = QuantizeReport(model="det", variants=[fp32, dynamic, static], calibration="", held_out="", threads=1,
                             notes=[], cpu_flags=[])  # fmt: skip
-    key, headline = recommend(report)
+    key, said = recommend(report)
+    headline = say(said)
     assert key == "static-qdq-minmax"
     assert headline.startswith("Recommended for size only: static-qdq-minmax, 3.9× smaller")
     assert "1.1× slower" in headline
     report.variants = [fp32, dynamic]
-    key, headline = recommend(report)
+    key, said = recommend(report)
+    headline = say(said)
     assert key == "dynamic-qint8" and "6.7× slower than float32" in headline and "95 % CI 6.7–6.7×" in headline
+
+
+def test_the_reports_words_are_notes_said_in_the_readers_language_and_an_earlier_reports_sentences_still_read() -> None:
+    """A quantization's headline, tolerance, a variant's verdict and its notes are notes: said in Chinese on a
+    Chinese page though the worker made them in English. A report kept by an earlier version (its sentences) reads
+    as it was written."""
+    from core.i18n import using
+    from core.jobs.wire import decode, encode, to_data
+    from core.quantize.judge import Tolerance, judge
+    from core.quantize.records import Accuracy, Variant
+
+    fp32 = Variant(key="fp32", label="FP32 (original)")
+    fp16 = Variant(key="fp16", label="FP16")
+    fp16.accuracy = Accuracy(samples=3, max_abs_error=1.0, mean_abs_error=0.5, cosine_similarity=0.5)
+    fp16.accuracy.reference_mean_abs = 1.0  # a mean error of 50 % of the outputs' magnitude
+    judge([fp32, fp16], Tolerance())
+    report = QuantizeReport(
+        model="m", variants=[fp32, fp16], calibration="", held_out=note(FROM_NPZ, count=3), threads=1,
+        notes=[], cpu_flags=[], tolerance=Tolerance().describe(),
+    )  # fmt: skip
+    kept: QuantizeReport = decode(encode(report), QuantizeReport)
+    said = kept.variants[1].accuracy_note
+    assert said == fp16.accuracy_note and isinstance(said, Note)
+    assert say(said) == "cosine 0.5000 < 0.99; mean error 50% of the outputs' magnitude > 10%"
+    with using("zh"):
+        assert "余弦" in say(kept.tolerance) and "cosine" not in say(kept.tolerance), say(kept.tolerance)
+    old = to_data(report)
+    old |= {"tolerance": "cosine ≥ 0.99", "held_out": "3 inputs", "headline": "Keep it.", "notes": ["A note."]}
+    old["variants"][1]["accuracy_note"] = "cosine 0.5 < 0.99"
+    earlier: QuantizeReport = decode(encode(old), QuantizeReport)
+    said_then = [say(earlier.tolerance), say(earlier.held_out), say(earlier.headline)]
+    assert said_then == ["cosine ≥ 0.99", "3 inputs", "Keep it."]
+    assert say(earlier.variants[1].accuracy_note) == "cosine 0.5 < 0.99"
+    assert [say(n) for n in earlier.notes] == ["A note."]

@@ -10,6 +10,7 @@ import onnx
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
+from core.notes import say
 from core.quantize import QuantizeRequest, quantize_model
 from tests import wild
 
@@ -26,10 +27,10 @@ def _quantize(model: onnx.ModelProto, tmp_path: Path, variants: list[str]):  # t
 
 def test_constant_node_weights_are_quantized_at_the_detectors_real_size(tmp_path: Path) -> None:
     report = _quantize(wild.detector_model(), tmp_path, ["dynamic-qint8", "static-qdq-minmax"])
-    assert any("held in Constant nodes" in n and "initializers first" in n for n in report.notes)
+    assert any("held in Constant nodes" in say(n) and "initializers first" in say(n) for n in report.notes)
     dynamic, static = report.variants[1], report.variants[2]
     assert not dynamic.error and not static.error, (dynamic.error, static.error)
-    assert "ConvInteger" in dynamic.ops and "x 1×3×640×640" in report.held_out
+    assert "ConvInteger" in dynamic.ops and "x 1×3×640×640" in say(report.held_out)
     assert static.accuracy is not None and static.accuracy_ok is not None
 
 
@@ -41,16 +42,16 @@ def test_fp16_keeps_the_nodes_that_overflow_in_float32_and_says_which(tmp_path: 
         "Div 'shrink' (its values leave float16's range)",
     ]
     assert fp16.accuracy_ok and fp16.accuracy is not None and fp16.accuracy.cosine_similarity > 0.999
-    assert report.recommended in (None, "fp16") and "cosine similarity ≥ 0.99" in report.tolerance
+    assert report.recommended in (None, "fp16") and "cosine similarity ≥ 0.99" in say(report.tolerance)
 
 
 def test_a_variant_out_of_tolerance_is_never_recommended(tmp_path: Path) -> None:
     report = _quantize(wild.range_model(1e-9), tmp_path, ["fp16", "dynamic-qint8"])
     fp16 = report.variants[1]
-    assert fp16.accuracy_ok is False and "mean error" in fp16.accuracy_note  # the outputs came out ~50× too large
+    assert fp16.accuracy_ok is False and "mean error" in say(fp16.accuracy_note)  # the outputs came out ~50× too large
     assert report.recommended != "fp16"
     if report.recommended is None:
-        assert "keep the float32 model" in report.headline
+        assert "keep the float32 model" in say(report.headline)
 
 
 def test_an_uploaded_model_with_external_data_is_quantized(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_the_ocr_classifier_with_constant_weights_is_quantized(tmp_path: Path) -
         model=MeasuredModel(path=record.path, inputs=plan), out_dir=str(tmp_path), variants=["dynamic-qint8", "fp16"],
         calibration_count=2, held_out=2, iterations=5, warmup=1, threads=1,
     ))  # fmt: skip
-    assert any("initializers first" in n for n in report.notes)
+    assert any("initializers first" in say(n) for n in report.notes)
     dynamic, fp16 = report.variants[1], report.variants[2]
     assert not dynamic.error and dynamic.integer_ops, dynamic.error
     assert not fp16.error and fp16.accuracy_ok is not None

@@ -126,7 +126,7 @@ def test_quantize_keeps_what_grows_with_a_call_inside_its_budget(slow: MeasuredM
     took = time.perf_counter() - began
     original, variant = report.variants
     assert variant.accuracy is not None and variant.accuracy.samples == 4  # of the 32 asked for, and said so
-    assert any("held-out inputs of the 32 asked for" in n for n in report.notes)
+    assert any("held-out inputs of the 32 asked for" in say(n) for n in report.notes)
     assert original.latency is not None and 1 <= original.latency.n < 100
     call_s = original.latency.median_ms / 1000
     assert took < 3.0 + 30 * call_s + 5.0, (took, call_s)  # the budget, the probe, the variant's making and slack
