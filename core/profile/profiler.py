@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import BenchmarkError
 from core.i18n import _, number
@@ -34,6 +34,9 @@ from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
 from core.runtime.provider_options import CPU
 from core.runtime.runtimes import DEFAULT
+
+if TYPE_CHECKING:
+    import onnx
 
 __all__ = ["headline", "profile_model"]
 
@@ -74,12 +77,8 @@ def profile_model(request: ProfileRequest, progress: Callable[[float, str], None
             )  # fmt: skip
         except BenchmarkError as exc:
             raise BenchmarkError(str(exc) + guess_hint(inputs)) from exc
-        eager: EagerProfile | None = None
-        eager_step: EagerProfile | None = None
-        if torch_source is not None:
-            report_progress(0.55, _("Profiling PyTorch eager"))
-            outputs = [o.name for o in graph.output]
-            eager, eager_step = _eager(torch_source, inputs, outputs, feeds, layout, (threads, iterations, warmup))
+        timing = (threads, iterations, warmup)
+        eager, eager_step = _eager(torch_source, inputs, graph, feeds, layout, timing, report_progress)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     activity = meter.stop()
@@ -158,16 +157,22 @@ def _settings(request: ProfileRequest, providers: list[str], inputs: list[BenchI
 
 
 def _eager(
-    source: TorchSource,
+    source: TorchSource | None,
     inputs: list[BenchInput],
-    outputs: list[str],
+    graph: onnx.GraphProto,
     feeds: dict[str, Any],
     layout: GenerativeLayout | None,
     timing: tuple[int, int, int],
-) -> tuple[EagerProfile, EagerProfile | None]:
-    """Eager's profile of the plan's call and, for a language model (``layout``), of one decode step after it."""
+    report_progress: Callable[[float, str], None],
+) -> tuple[EagerProfile | None, EagerProfile | None]:
+    """Eager's profile of the plan's call and, for a language model (``layout``), of one decode step after it; none
+    without a PyTorch original (``source``)."""
+    if source is None:
+        return None, None
     import torch
 
+    report_progress(0.55, _("Profiling PyTorch eager"))
+    outputs = [o.name for o in graph.output]
     tensors = [torch.from_numpy(feeds[s.name]) if hasattr(feeds[s.name], "shape") else feeds[s.name] for s in inputs]
     module = load_module(source, [s.name for s in inputs], outputs)  # a language model: as its export
     called = profile_eager(module, tensors, *timing)
