@@ -222,6 +222,9 @@ def latency_figure(frame: pd.DataFrame, axis: str = "") -> go.Figure:
     """Median per configuration (bar, with its 95 % interval) and p90/p99 markers. ``frame``: label, engine,
     median_ms, median_low_ms, median_high_ms, p90_ms, p99_ms; ``axis``: the x axis's title, if not per call."""
     fig = go.Figure()
+    # the axis's end, a little past the p90s and the intervals (a rare slow call can be 20× the median; a p99 beyond
+    # it is drawn at the edge with its value written out)
+    edge = 1.15 * float(max(frame["p90_ms"].max(), frame["median_high_ms"].max()))
     fig.add_trace(
         go.Bar(
             y=frame["label"],
@@ -230,15 +233,14 @@ def latency_figure(frame: pd.DataFrame, axis: str = "") -> go.Figure:
             name=_("median"),
             marker_color=[engine_colour(str(e)) for e in frame["engine"]],
             error_x=interval(frame, "median_ms", "median_low_ms", "median_high_ms", color="#333"),
-            text=[_("{ms} ms").format(ms=significant(v)) for v in frame["median_ms"]],
+            # written in a bar wide enough to hold it, level: plotly turned it on its side in a thin bar, unreadable
+            text=[_("{ms} ms").format(ms=significant(v)) if v >= 0.15 * edge else "" for v in frame["median_ms"]],
             textposition="inside",
+            textangle=0,
             insidetextanchor="start",
             hovertemplate="%{y}<br>" + _("median {ms} ms").format(ms="%{x:.3g}") + "<extra></extra>",
         )
     )
-    # A rare slow call can be 20× the median; the axis stops a little past the p90s and the interval, and a p99
-    # beyond it is drawn at the edge with its value written out.
-    edge = 1.15 * float(max(frame["p90_ms"].max(), frame["median_high_ms"].max()))
     style = {"size": 11, "color": "#222", "line": {"width": 2, "color": "#222"}}  # a thin ✕ is its line alone
     for name in ("p90", "p99"):
         column, symbol = f"{name}_ms", LATENCY_MARKERS[name][0]

@@ -74,6 +74,17 @@ def test_the_latency_charts_markers_are_the_glyphs_its_caption_names() -> None:
     assert next(t for t in fig.data if t.name == "p99").marker.line.width  # an x-thin without a line is invisible
 
 
+def test_a_latency_bar_too_thin_for_its_value_writes_none_and_none_is_turned_on_its_side() -> None:
+    from ui.charts import latency_figure
+
+    frame = pd.DataFrame(
+        {"label": ["ORT defaults", "tuned"], "engine": ["ort", "ort"], "median_ms": [1.0, 0.0378],
+         "median_low_ms": [0.9, 0.0377], "median_high_ms": [1.1, 0.0379], "p90_ms": [1.2, 2.0], "p99_ms": [1.3, 2.2]}
+    )  # fmt: skip
+    bars = latency_figure(frame).data[0]
+    assert bars.textangle == 0 and list(bars.text) == ["1 ms", ""]  # 0.0378 ms: a sliver of an axis to 2.3 ms
+
+
 def test_the_dashboards_time_axis_for_one_run_spans_a_day_not_microseconds() -> None:
     from ui.dashboard_view import trend_figure
 
