@@ -30,6 +30,7 @@ class _Module:
     tree: ast.Module
     imports: dict[str, tuple[str, str]] = field(default_factory=dict)  # local name -> (module, name)
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)  # top-level functions and methods
+    forwards: dict[str, ast.Call] = field(default_factory=dict)  # helpers that pass their keywords on (_forwards)
 
 
 def _read(root: Path) -> dict[str, _Module]:
@@ -210,14 +211,32 @@ def _record_of(
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     if isinstance(func, ast.Name) and (found := records.get(module.imports.get(name, (module.name, name)))):
         return name, found
+    if isinstance(func, ast.Name) and name in module.forwards:  # a helper that passes its keywords on to a record
+        return _record_of(module.forwards[name], module, records)
     named = [fields for (_module, record), fields in records.items() if record == name]
     return (name, [f for fields in named for f in fields]) if named else None
+
+
+def _forwards(module: _Module) -> dict[str, ast.Call]:
+    """The module's functions (nested ones too) that pass their ``**keywords`` on to a call: by name, that call."""
+    found = {}
+    for function in ast.walk(module.tree):
+        if isinstance(function, ast.FunctionDef) and function.args.kwarg is not None:
+            rest = function.args.kwarg.arg
+            for call in ast.walk(function):
+                if isinstance(call, ast.Call) and any(
+                    k.arg is None and isinstance(k.value, ast.Name) and k.value.id == rest for k in call.keywords
+                ):
+                    found[function.name] = call
+    return found
 
 
 def sentences_in_records(root: Path) -> list[str]:
     """Each place in core where a translated value is given for a record's text field: "path Record.field" (or
     "path .field" for an attribute assigned, "path replace(field)")."""
     modules = _read(root)
+    for module in modules.values():
+        module.forwards = _forwards(module)
     records = _text_fields(modules)
     text_names = {name for fields in records.values() for name, text in fields if text}
     said = _said(modules)
@@ -284,6 +303,11 @@ def replaced(made):
     made.why = _('c')
     return dataclasses.replace(made, notes=[_('d')])
 
+def forwarded():
+    def made(**given):
+        return Made(notes=[], **given)
+    return made(key=_('f'))
+
 def keyed():
     return 'k', _('e')
 
@@ -294,4 +318,4 @@ def fine(made):
     return Made(why='key', notes=[], said=note(_('e')))
 """
 PLANTED_FOUND = {"core/made.py Made.why", "core/made.py Made.notes", "core/made.py .why", "core/made.py .notes"}
-PLANTED_FOUND |= {"core/made.py replace(notes)"}
+PLANTED_FOUND |= {"core/made.py replace(notes)", "core/made.py Made.key"}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
+from core.cli.common import english_data
 from core.diff import KIND_WORDS, DiffReport, DiffRequest, NodeDiff
 from core.diff.words import change_text
 from core.errors import WorkbenchError
@@ -43,7 +44,7 @@ def _node_json(n: NodeDiff) -> dict[str, Any]:
         data["matched_by"] = n.matched_by
     if n.changes or n.weights:
         data["changes"] = to_data(n.changes)
-        data["weights"] = to_data(n.weights)
+        data["weights"] = english_data(to_data(n.weights))  # a weight's note, as an English sentence
     return data
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.access import ReadPath
 from core.i18n import N_
+from core.notes import Note
 
 __all__ = [
     "CHANGE_WORDS",
@@ -52,7 +53,9 @@ class WeightChange:
     max_abs: float = 0.0  # the largest |b − a|
     mean_abs: float = 0.0  # the mean |b − a| over every element
     relative: float | None = None  # ‖b − a‖ / ‖a‖ (L2); None when A's values are all zero
-    note: str = ""  # "float32 → int8": compared by type and shape only
+    # why no statistics were taken, a note said where shown ("float32 → int8": compared by type and shape only); str:
+    # what an earlier version kept
+    note: Note | str = ""
     dequantized: str = ""  # "int8": B stores it quantized; the statistics compare its dequantized values with A's
 
 

@@ -9,13 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from core.diff.records import WeightChange
-from core.i18n import _
+from core.i18n import N_
 from core.model.proto import dtype_name, external_entries, itemsize, tensor_elements
+from core.notes import note
 
 if TYPE_CHECKING:
     import onnx
 
 __all__ = ["TensorReader", "compare_dequantized", "compare_tensors", "shape_text"]
+
+# why a weight's values were not compared, said where shown (core.notes)
+RETYPED = "{before} → {after}"  # another dtype or shape: compared by type and shape only (no words to translate)
+NOT_READ = N_("not read: {error}")
+TEXT_DIFFERS = N_("text values differ")
 
 BLOCK = 1 << 20  # elements compared at a time (8 MB of float64 per side)
 
@@ -119,7 +125,7 @@ def compare_tensors(
 
     if ta.data_type != tb.data_type or list(ta.dims) != list(tb.dims):
         before, after = f"{dtype_name(ta.data_type)} {shape_a}", f"{dtype_name(tb.data_type)} {shape_b}"
-        return change(count, note=f"{before} → {after}")
+        return change(count, note=note(RETYPED, before=before, after=after))
     try:
         raw_a, raw_b = reader_a.raw(ta), reader_b.raw(tb)
         if raw_a is not None and raw_b is not None and raw_a == raw_b:
@@ -128,10 +134,10 @@ def compare_tensors(
             return None
         a, b = reader_a.values(ta, raw_a), reader_b.values(tb, raw_b)
     except (ValueError, OSError, TypeError) as exc:
-        return change(count, note=_("not read: {error}").format(error=str(exc)[:120]))
+        return change(count, note=note(NOT_READ, error=str(exc)[:120]))
     if a.dtype.kind not in "fiub":
         same = bool(np.array_equal(a, b))
-        return None if same else change(int(np.count_nonzero(a != b)), note=_("text values differ"))
+        return None if same else change(int(np.count_nonzero(a != b)), note=note(TEXT_DIFFERS))
     differing, most, total, square, base = _accumulate(a, b)
     if not differing:
         return None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from core.diff.records import CHANGE_WORDS, NodeDiff, WeightChange
 from core.i18n import _, number, pgettext
+from core.notes import say
 
 __all__ = ["change_text", "weight_text"]
 
 
 def weight_text(w: WeightChange) -> str:
     if w.note:
-        return f"{w.tensor}: {w.note}"
+        return f"{w.tensor}: {say(w.note)}"
     said = (
         _(
             "{tensor}: stored as {dtype}; dequantized, {differing} of {elements} values differ from A's; max |Δ| "

@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from core.diff import DiffReport, DiffRequest, NodeDiff
 from core.diff.differ import diff_models
 from core.errors import DiffError
+from core.notes import say
 from tests.builders import control_flow_model
 from tests.cli import cli
 
@@ -184,7 +185,7 @@ def test_a_dynamically_quantized_variant_is_matched_through_the_quantizers_renam
     assert changed["conv_quant"].node_a == "conv" and changed["conv_quant"].matched_by == "quantizer's name"
     assert ("op_type", "MatMul", "MatMulInteger") in {(c.what, c.before, c.after) for c in changed["fc_quant"].changes}
     (weight,) = changed["fc_quant"].weights
-    assert (weight.tensor_a, weight.tensor, weight.note) == (
+    assert (weight.tensor_a, weight.tensor, say(weight.note)) == (
         "fc.weight",
         "fc.weight_quantized",
         "float32 64×10 → int8 64×10",
