@@ -269,7 +269,7 @@ def _copy_model(source: Path, folder: Path, name: str) -> None:
     model = onnx.load(str(source), load_external_data=False)
     folder.mkdir(parents=True, exist_ok=True)
     for data in check_external_data(model, source.parent):
-        target = folder / data.relative_to(source.parent.resolve())
+        target = folder / data.relative_to(source.parent)  # as check_external_data reached it (a job sees links)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(data, target)
     shutil.copyfile(source, folder / name)

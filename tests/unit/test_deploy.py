@@ -376,3 +376,18 @@ def test_a_servers_own_words_in_a_load_tests_note_are_shown_as_it_wrote_them() -
         chinese = say(said)
     assert chinese == "并发 4 时 9 个请求中有 5 个失败，例如 " + example
     assert say(said) == "5 of 9 requests at concurrency 4 failed, e.g. " + example
+
+
+def test_a_model_with_external_data_in_a_folder_reached_through_a_link_is_copied_into_the_server(
+    tmp_path: Path,
+) -> None:
+    # a job's worker sees its inputs through links (the tuned variant's folder): the data file is named where it was
+    # found, not where the link leads
+    from core.deploy.server import _copy_model
+    from tests.builders import chain_model, save_with_external_data
+
+    real = save_with_external_data(chain_model(4), tmp_path / "real")
+    (tmp_path / "seen").symlink_to(tmp_path / "real")
+    _copy_model(tmp_path / "seen" / real.name, tmp_path / "server", "model.onnx")
+    assert sorted(p.name for p in (tmp_path / "server").iterdir()) == ["model.onnx", "model.onnx.data"]
+    ort.InferenceSession(str(tmp_path / "server" / "model.onnx"), providers=["CPUExecutionProvider"])
