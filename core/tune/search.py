@@ -1,8 +1,9 @@
 """What Tune tries, in which order, and when one configuration is surely faster than another. Pure: no sessions.
 
 The search is greedy, one setting at a time, the most promising first: each stage changes one setting of the
-best configuration so far (a provider that keeps its own thread pool comes with each thread count), and a change is
-kept only when its median's 95 % interval lies wholly below the best's, measured side by side in the same rounds.
+best configuration so far (a provider that keeps its own thread pool comes with each thread count, and when it wins,
+the CPU provider alone is tried at each count too), and a change is kept only when its median's 95 % interval lies
+wholly below the best's, measured side by side in the same rounds.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def stage_configs(stage: str, best: SessionConfig, space: Space) -> list[Session
             for n in [best.intra_op_threads, *(_thread_counts(best, space) if _own_threads(p) else [])]
         ]
     if stage == "threads":
-        return [change(best, intra_op_threads=n) for n in _thread_counts(best, space)]
+        tried = [change(best, intra_op_threads=n) for n in _thread_counts(best, space)]
+        if _own_threads(best.providers[0]):  # it won at a count of its own: the CPU provider alone gets each count too
+            tried += [change(best, providers=(CPU,), intra_op_threads=n) for n in _counts(space)]
+        return tried
     if stage == "variant":
         return [change(best, variant=v) for v in space.variants if v != best.variant]
     if stage == "batch":
@@ -81,11 +85,16 @@ def stage_configs(stage: str, best: SessionConfig, space: Space) -> list[Session
     raise ValueError(stage)
 
 
+def _counts(space: Space) -> list[int]:
+    """The intra-op thread counts a stage tries: one, half the cores, every core. Every core named explicitly is a
+    count of its own: left at 0, ONNX Runtime takes as many threads but also pins them to cores (its threading docs),
+    which on a shared machine can be the slower of the two."""
+    return sorted({1, max(1, space.physical_cores // 2), space.physical_cores})
+
+
 def _thread_counts(best: SessionConfig, space: Space) -> list[int]:
-    """The intra-op thread counts to try beside ``best``'s: one, half the cores, every core. Every core named
-    explicitly is a count of its own: left at 0, ONNX Runtime takes as many threads but also pins them to cores (its
-    threading docs), which on a shared machine can be the slower of the two."""
-    return sorted({1, max(1, space.physical_cores // 2), space.physical_cores} - {best.intra_op_threads})
+    """``_counts`` but ``best``'s own."""
+    return [n for n in _counts(space) if n != best.intra_op_threads]
 
 
 def _own_threads(provider: str) -> bool:

@@ -218,9 +218,11 @@ def test_the_threads_stage_names_every_core_too_since_ort_pins_its_own_default_t
     assert tried(2) == [1, 2] and tried(8) == [1, 4, 8] and tried(1) == [1]
 
 
-def test_the_providers_stage_tries_a_provider_with_its_own_threads_at_each_thread_count_too() -> None:
+def test_a_provider_with_its_own_threads_and_the_cpu_provider_are_each_tried_at_every_thread_count() -> None:
     """OpenVINO sizes its own thread pool from the session's threads (its num_of_threads): left at 0 it takes every
-    core and lost where one thread won, and the threads stage then varied only the CPU provider's threads."""
+    core and lost where one thread won, and the threads stage then varied only the CPU provider's threads. Now the
+    providers stage tries it at each count, and when it wins there, the threads stage gives the CPU provider alone
+    each count too."""
     ov, cuda = "OpenVINOExecutionProvider", "CUDAExecutionProvider"
     space = Space(physical_cores=8, providers=(ov, cuda), variants=(), batches=())
     tried = [(c.providers, c.intra_op_threads) for c in stage_configs("providers", SessionConfig(), space)]
@@ -228,6 +230,12 @@ def test_the_providers_stage_tries_a_provider_with_its_own_threads_at_each_threa
     assert tried == [((ov, cpu), 0), ((ov, cpu), 1), ((ov, cpu), 4), ((ov, cpu), 8), ((cuda, cpu), 0)]
     one = [c.intra_op_threads for c in stage_configs("providers", SessionConfig(intra_op_threads=1), space)]
     assert one == [1, 4, 8, 1]  # the best's own count first, each count once
+    # OpenVINO won at one thread: the threads stage tries its other counts, and the CPU provider alone at each count
+    won = SessionConfig(providers=(ov, cpu), intra_op_threads=1)
+    after = [(c.providers, c.intra_op_threads) for c in stage_configs("threads", won, space)]
+    assert after == [((ov, cpu), 4), ((ov, cpu), 8), ((cpu,), 1), ((cpu,), 4), ((cpu,), 8)]
+    cuda_won = SessionConfig(providers=(cuda, cpu))
+    assert [c.providers for c in stage_configs("threads", cuda_won, space)] == [(cuda, cpu)] * 3
 
 
 def test_the_headline_says_slower_when_the_runner_up_lost_the_final_round_and_overlap_only_when_it_did() -> None:
