@@ -92,7 +92,8 @@ def step_workers(intra_op_threads: int, max_streams: int, cores: int | None = No
     come first served, so streams interleave. Two steps of two threads on two cores had four threads spinning on two
     cores (ONNX Runtime's threads spin while a step runs): each step waited for a thread the other's had pushed off,
     and the total fell as streams were added (docs/deploy.md has the figures)."""
-    cores = cores or os.cpu_count() or 1
+    if cores is None:  # the cores this process may run on (a container's or taskset's), not the machine's
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     threads = intra_op_threads if intra_op_threads > 0 else cores
     return max(1, min(max_streams, cores // threads))
 
