@@ -107,10 +107,7 @@ weights_section(decoded)
 
 with st.expander(_("The text form (onnx.printer; large weight values left out)")):
     cut = "\n… " + _("(cut here; download for the rest)")
-    st.code(
-        decoded.text[:200_000] + (cut if len(decoded.text) > 200_000 else ""),
-        language=None,
-    )
+    st.text(decoded.text[:200_000] + (cut if len(decoded.text) > 200_000 else ""))  # no highlighter to load
 left, right = st.columns(2)
 # downloads are made when clicked, not on every run: a large model's JSON is tens of megabytes
 left.download_button(

@@ -34,7 +34,9 @@ def header_section(decoded: DecodedModel) -> None:
     offsets = "\n".join(
         f"{i:04x}  {decoded.header_hex[i * 3 : i * 3 + 48]}" for i in range(0, min(64, decoded.size_bytes), 16)
     )
-    st.code(offsets, language=None)
+    # plain fixed-width text, not st.code: a code block makes the browser load Streamlit's syntax highlighter (1.5 MB
+    # of JavaScript, parsed while the person may already be clicking on to Partition) to show four lines of hex
+    st.text(offsets)
     frame = pd.DataFrame(
         {
             _("offset"): [h.offset for h in decoded.header],

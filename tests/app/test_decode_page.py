@@ -29,6 +29,10 @@ def test_sections_come_in_the_order_a_learner_meets_them() -> None:
     assert headers == ["1. The first bytes", "2. The model", "3. The graph", "4. The nodes", "5. The weights"]
     header = at.table[0].value
     assert header["field"].tolist()[0] == r"1\: ir\_version" and header["value"].tolist()[0] == "8"
+    # the first bytes and the text form as plain fixed-width text: no code block, whose syntax highlighter (1.5 MB of
+    # JavaScript) the browser would load before the person's next click
+    assert not at.code and at.text[0].value.startswith("0000  08 08")
+    assert "graph" in at.text[-1].value
 
 
 def test_the_graph_view_holds_the_subgraphs_as_groups() -> None:
