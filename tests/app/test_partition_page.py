@@ -4,6 +4,7 @@ an unavailable provider, the optimization levels."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -110,10 +111,19 @@ def test_a_small_models_levels_run_beside_its_partition_and_its_graph_is_drawn_o
     submitted: list[str] = []
     reruns: list[int] = []
     real_submit, real_rerun = jobs.submit, st.rerun
-    monkeypatch.setattr(jobs, "submit", lambda job, *a, **k: submitted.append(job.name) or real_submit(job, *a, **k))
+
+    def submit(job: Any, *args: Any, **kwargs: Any) -> Any:
+        submitted.append(job.name)
+        return real_submit(job, *args, **kwargs)
+
+    def rerun(*args: Any, **kwargs: Any) -> NoReturn:
+        reruns.append(1)
+        real_rerun(*args, **kwargs)
+
+    monkeypatch.setattr(jobs, "submit", submit)
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
     at = open_page(model=("tinycnn.onnx", tinycnn_bytes))
-    monkeypatch.setattr(st, "rerun", lambda *a, **k: reruns.append(1) or real_rerun(*a, **k))
+    monkeypatch.setattr(st, "rerun", rerun)
     submitted.clear()
     at.switch_page("app_pages/partition.py").run()
     assert not at.exception, at.exception
