@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.i18n import N_, _, number, pgettext
-from core.notes import say
+from core.notes import say, say_all
 from core.quantize import QuantizeReport, Variant
 from ui import session
 from ui.charts import quantize_figure
@@ -106,7 +106,7 @@ def _headline_and_notes(report: QuantizeReport, made: list[Variant]) -> None:
     )
     for v in report.variants:
         if v.kept_float32:
-            kept = pgettext("clauses", "; ").join(v.kept_float32[:12])
+            kept = pgettext("clauses", "; ").join(say_all(v.kept_float32[:12]))
             if len(v.kept_float32) > 12:
                 kept = _("{listed}; and {count} more").format(listed=kept, count=number(len(v.kept_float32) - 12))
             st.caption(

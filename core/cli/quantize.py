@@ -29,7 +29,7 @@ from core.i18n import _, pgettext
 from core.jobs import QUANTIZE
 from core.jobs.wire import to_data
 from core.model.measured import MeasuredModel
-from core.notes import say
+from core.notes import say, say_all
 from core.quantize import QuantizeRequest
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def _print(outputs: dict[str, Path], report: QuantizeReport) -> None:
         )
         print("  " + _("tolerance {verdict}: {tolerance}").format(verdict=verdict, tolerance=say(report.tolerance)))
         if variant.kept_float32:
-            kept = pgettext("clauses", "; ").join(variant.kept_float32)
+            kept = pgettext("clauses", "; ").join(say_all(variant.kept_float32))
             print("  " + _("float32   kept: {nodes}").format(nodes=kept))
         if variant.size_note:
             print("  " + _("size note {note}").format(note=say(variant.size_note)))

@@ -127,7 +127,8 @@ class Variant:
     error: str = ""  # why this variant could not be made; the others still are
     accuracy_ok: bool | None = None  # within the report's tolerance on held-out inputs (None: not measured)
     accuracy_note: Note | str = ""  # why not (a note; str: an earlier version's sentence, "" when within)
-    kept_float32: list[str] = field(default_factory=list)  # FP16: nodes kept in float32, "op 'name'"
+    # FP16: the nodes kept in float32 and why, notes ("Div 'shrink' (as asked)"; str: an earlier version's)
+    kept_float32: list[Note | str] = field(default_factory=list)
     size_note: Note | str = ""  # why it is larger than the original, when it is (as accuracy_note)
 
 

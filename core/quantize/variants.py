@@ -40,6 +40,10 @@ __all__ = [
     "weight_bytes",
 ]
 
+# the nodes FP16 keeps in float32, and why (notes of the variant: said where shown)
+KEPT_AS_ASKED = N_("{op} '{name}' (as asked)")
+KEPT_OUT_OF_RANGE = N_("{op} '{name}' (its values leave float16's range)")
+KEPT_SENSITIVE = N_("{op} ×{count} (numerically sensitive: float16 lost the accuracy)")
 CONSTANTS_MOVED = N_(
     "{count} weight tensor(s) were held in Constant nodes; they were turned into initializers first, because ONNX "
     "Runtime's quantizers only quantize initializers. The outputs are the same."
@@ -132,7 +136,7 @@ def make_variant(
     out: Path,
     calibration: list[dict[str, Any]],
     large: bool,
-    kept_float32: list[str] | None = None,
+    kept_float32: list[Note | str] | None = None,
     keep: list[str] | None = None,
 ) -> Path:
     """Write variant ``key`` of ``source`` into ``out`` (static variants start from the pre-processed ``pre``).
@@ -207,7 +211,7 @@ SENSITIVE_OPS = [
 
 def _to_float16(
     source: Path, target: Path, keep_io_types: bool, feeds: list[dict[str, Any]], large: bool, keep: list[str]
-) -> list[str]:
+) -> list[Note | str]:
     """ORT's float16 converter with its block list of ops that have no float16 kernel; every node whose float32
     values on the calibration inputs leave float16's range (and the nodes that read them) kept in float32; and
     when the outputs are then still out of tolerance on those inputs, the numerically sensitive ops too.
@@ -235,17 +239,11 @@ def _to_float16(
         )
     onnx.save_model(converted, str(target), save_as_external_data=large, location=f"{target.name}.data")
     ops = {n.name: n.op_type for n in model.graph.node}
-    kept = [
-        (
-            _("{op} '{name}' (as asked)") if name in keep else _("{op} '{name}' (its values leave float16's range)")
-        ).format(op=ops.get(name, "?"), name=name)
-        for name in blocked
+    kept: list[Note | str] = [
+        note(KEPT_AS_ASKED if name in keep else KEPT_OUT_OF_RANGE, op=ops.get(name, "?"), name=name) for name in blocked
     ]
     if retried:
-        kept += [
-            _("{op} ×{count} (numerically sensitive: float16 lost the accuracy)").format(op=op, count=n)
-            for op, n in sensitive.items()
-        ]
+        kept += [note(KEPT_SENSITIVE, op=op, count=n) for op, n in sensitive.items()]
     return kept
 
 

@@ -95,7 +95,8 @@ def test_a_weight_kept_in_a_data_file_the_app_linked_twice_is_still_named_as_the
     for side in (original, scaled):
         (side.parent / "second-link.data").hardlink_to(side.parent / "model.onnx.data")
     found = _compare(original, scaled, IMAGE).first_divergence
-    assert found is not None and found.cause == "weight" and found.why[0].values["name"] == SCALED
+    said = found.why[0] if found is not None else None
+    assert found is not None and found.cause == "weight" and isinstance(said, Note) and said.values["name"] == SCALED
 
 
 def test_a_detector_whose_conv_weight_in_a_constant_node_was_scaled_diverges_at_that_conv(tmp_path: Path) -> None:
@@ -203,14 +204,14 @@ def test_the_command_prints_the_json_the_issue_asks_for(cnn: Path, tmp_path: Pat
 
 
 def test_the_nodes_compare_names_stay_in_float32_when_quantize_makes_the_variant_again(tmp_path: Path) -> None:
-    from core.quantize.variants import make_variant
+    from core.quantize.variants import KEPT_AS_ASKED, make_variant
 
     source = write(range_model(3000.0), tmp_path / "ranges.onnx")
-    kept: list[str] = []
+    kept: list[Note | str] = []
     made = make_variant("fp16", source, None, tmp_path, [], False, kept, keep=["shrink"])
     node = next(n for n in onnx.load(str(made)).graph.node if n.name == "shrink")
     divisor = next(t for t in onnx.load(str(made)).graph.initializer if t.name == node.input[1])
-    assert divisor.data_type == onnx.TensorProto.FLOAT and kept == ["Div 'shrink' (as asked)"]
+    assert divisor.data_type == onnx.TensorProto.FLOAT and kept == [note(KEPT_AS_ASKED, op="Div", name="shrink")]
 
 
 def test_an_optimized_graph_a_new_session_refuses_is_said_in_words(tmp_path: Path) -> None:

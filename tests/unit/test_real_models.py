@@ -93,7 +93,8 @@ def test_fp16_of_the_ocr_detector_keeps_its_batch_norms_in_float32(tmp_path: Pat
         calibration_count=1, held_out=2, iterations=3, warmup=1, threads=1,
     ))  # fmt: skip
     fp16 = report.variants[1]
-    assert any(k.startswith("BatchNormalization ×") and "sensitive" in k for k in fp16.kept_float32), fp16.kept_float32
+    kept = say_all(fp16.kept_float32)
+    assert any(k.startswith("BatchNormalization ×") and "sensitive" in k for k in kept), kept
     assert fp16.accuracy is not None and fp16.accuracy.cosine_similarity > 0.99
     assert fp16.accuracy_ok, fp16.accuracy_note
 
