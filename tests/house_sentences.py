@@ -14,6 +14,7 @@ goes to a callback, not a field.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,12 @@ from pathlib import Path
 __all__ = ["PLANTED", "PLANTED_FOUND", "sentences_in_records"]
 
 _GETTEXT = {"_", "ngettext", "pgettext"}
+
+
+@functools.cache
+def _nodes(function: ast.FunctionDef) -> list[ast.AST]:
+    """A function's nodes, walked once (the fixed points below read them again and again)."""
+    return list(ast.walk(function))
 
 
 @dataclass
@@ -74,6 +81,7 @@ class _Said:
     whole: set[tuple[str, str]] = field(default_factory=set)  # (module, function or Class.method)
     places: dict[tuple[str, str], tuple[bool, ...]] = field(default_factory=dict)
     methods: dict[str, set[bool]] = field(default_factory=dict)  # a method's name: whether each so named is
+    fills: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # the list parameters it puts sentences in
 
 
 class _Reader:
@@ -142,11 +150,18 @@ class _Reader:
                 found.append(target)
         return found
 
+    def filled(self, call: ast.Call) -> list[ast.expr]:
+        """The arguments of ``call`` that the function called puts sentences in (a list it appends them to)."""
+        places = self.said.fills.get(self._target(call) or ("", ""), set())
+        return [a for i, a in enumerate(call.args) if i in places]
+
     def learn(self, function: ast.FunctionDef) -> None:
         """The local names bound to translated values, to a fixed point (a name may be bound after its use)."""
         while True:
             before = len(self.names)
-            for node in ast.walk(function):
+            for node in _nodes(function):
+                if isinstance(node, ast.Call):
+                    self.names |= {a.id for a in self.filled(node) if isinstance(a, ast.Name)}
                 if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign) and node.value is not None:
                     targets: list[ast.expr] = node.targets if isinstance(node, ast.Assign) else [node.target]
                     bound = self.bound(targets, node.value)
@@ -164,7 +179,7 @@ class _Reader:
 
     def returned(self, function: ast.FunctionDef) -> tuple[bool, tuple[bool, ...] | None]:
         """Whether the function returns a translated value, and which places of the tuple it returns are."""
-        values = [n.value for n in ast.walk(function) if isinstance(n, ast.Return) and n.value is not None]
+        values = [n.value for n in _nodes(function) if isinstance(n, ast.Return) and n.value is not None]
         places = [self.places(v) if isinstance(v, ast.Tuple) else None for v in values]
         joined = None
         if values and all(p is not None for p in places) and len({len(p or ()) for p in places}) == 1:
@@ -183,12 +198,16 @@ def _said(modules: dict[str, _Module]) -> _Said:
     """What core's top-level functions and methods return, to a fixed point."""
     said = _Said()
     while True:
-        before = (len(said.whole), sum(sum(p) for p in said.places.values()))
+        before = (len(said.whole), sum(sum(p) for p in said.places.values()), sum(map(len, said.fills.values())))
         for module in modules.values():
             for name, function in module.functions.items():
                 reader = _Reader(said, module)
                 reader.learn(function)
                 whole, places = reader.returned(function)
+                given = [a.arg for a in function.args.args]
+                filled = {i for i, name in enumerate(given) if name in reader.names}
+                if filled:
+                    said.fills[(module.name, name)] = filled
                 if whole:
                     said.whole.add((module.name, name))
                 if places is not None:
@@ -198,7 +217,7 @@ def _said(modules: dict[str, _Module]) -> _Said:
             for name in module.functions:
                 if "." in name:
                     said.methods.setdefault(name.rpartition(".")[2], set()).add((module.name, name) in said.whole)
-        if (len(said.whole), sum(sum(p) for p in said.places.values())) == before:
+        if (len(said.whole), sum(sum(p) for p in said.places.values()), sum(map(len, said.fills.values()))) == before:
             return said
 
 
@@ -258,7 +277,13 @@ def sentences_in_records(root: Path) -> list[str]:
                     for k in node.keywords
                     if k.arg in text_names and reader.translated(k.value)
                 ]
-            elif isinstance(node, ast.Assign):
+            if isinstance(node, ast.Call):  # a record's list given to a function that puts sentences in it
+                found += [
+                    f"{where} .{a.attr}"
+                    for a in reader.filled(node)
+                    if isinstance(a, ast.Attribute) and a.attr in text_names
+                ]
+            if isinstance(node, ast.Assign):
                 found += [
                     f"{where} .{t.attr}"
                     for t in reader.bound(node.targets, node.value)
@@ -279,6 +304,7 @@ class Made:
     notes: list[str]
     said: Note | str = ''
     key: str = ''
+    lines: list[str] = ()
 
 class Rule:
     def words(self) -> str:
@@ -308,6 +334,12 @@ def forwarded():
         return Made(notes=[], **given)
     return made(key=_('f'))
 
+def fill(into, count):
+    into.append(_('g {count}').format(count=count))
+
+def filled(made):
+    fill(made.lines, 1)
+
 def keyed():
     return 'k', _('e')
 
@@ -318,4 +350,4 @@ def fine(made):
     return Made(why='key', notes=[], said=note(_('e')))
 """
 PLANTED_FOUND = {"core/made.py Made.why", "core/made.py Made.notes", "core/made.py .why", "core/made.py .notes"}
-PLANTED_FOUND |= {"core/made.py replace(notes)", "core/made.py Made.key"}
+PLANTED_FOUND |= {"core/made.py replace(notes)", "core/made.py Made.key", "core/made.py .lines"}
