@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._page import ARGS, CHROMIUM
 from benchmarks._server import ROOT
 from benchmarks._unit import machine
+from core.runtime.processes import stop
 
 GOAL = 0.5  # ours at most half the faster peer's time
 # what "drawn" is on each side, as CSS selectors (Netron forbids eval in its page, so no script checks it)
@@ -55,15 +56,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _address(process: subprocess.Popen[str], pattern: str, deadline: float) -> str:
@@ -114,7 +106,7 @@ def netron(browser: Any, model: Path, deadline: float) -> None:
         url = _address(process, r"http://\S+", deadline)
         _drawn(browser, url, NETRON_DRAWN, deadline, cookies=("consent",))  # its cookie notice answered before
     finally:
-        _stop(process)
+        stop(process)
 
 
 def model_explorer(browser: Any, model: Path, deadline: float) -> None:
@@ -126,7 +118,7 @@ def model_explorer(browser: Any, model: Path, deadline: float) -> None:
         url = _address(process, rf"http://127\.0\.0\.1:{port}/\S*", deadline)
         _drawn(browser, url, EXPLORER_DRAWN, deadline)
     finally:
-        _stop(process)
+        stop(process)
 
 
 SIDES: dict[str, Callable[[Any, Path, float], None]] = {

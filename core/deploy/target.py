@@ -18,6 +18,7 @@ import numpy as np
 
 from core.errors import LoadtestError, NotAModelServer
 from core.i18n import _
+from core.runtime.processes import stop
 
 __all__ = ["check_server", "started_app"]
 
@@ -75,12 +76,7 @@ def started_app(folder: str, timeout_s: float = START_S) -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def _health(base: str) -> Any:
