@@ -19,6 +19,7 @@ from core.runtime.ort import short_name
 from core.runtime.runs import LatencyRun, LoadtestRun, TuneRun
 from core.store.history import inputs_text
 from ui.charts import LATENCY_MARKERS, batch_figure, distribution_figure, latency_figure, speedup_figure
+from ui.downloads import Download, csv_of, side_by_side
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
@@ -185,14 +186,12 @@ def results_section(report: LatencyRun, key: str) -> None:
         )
     st.markdown(_("**Results**"))
     st.dataframe(_table(frame), hide_index=True, width="stretch")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the results (CSV)"), lambda: frame.to_csv(index=False).encode(),
-        f"{report.model}-bench-{report.id}.csv", "text/csv", key=f"{key}_csv", on_click="ignore",
-    )  # fmt: skip
-    right.download_button(
-        _("Download the whole run (JSON, with every call's time)"), lambda: report_json(report),
-        f"{report.model}-bench-{report.id}.json", "application/json", key=f"{key}_json", on_click="ignore",
+    stem = f"{report.model}-bench-{report.id}"
+    side_by_side(
+        Download(label=_("Download the results (CSV)"), data=csv_of(frame), file_name=f"{stem}.csv", mime="text/csv",
+                 key=f"{key}_csv"),
+        Download(label=_("Download the whole run (JSON, with every call's time)"), data=lambda: report_json(report),
+                 file_name=f"{stem}.json", key=f"{key}_json"),
     )  # fmt: skip
 
 

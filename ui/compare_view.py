@@ -25,6 +25,7 @@ from core.notes import Note, say, significant
 from core.quantize import Variant
 from core.quantize.judge import Tolerance
 from ui import session
+from ui.downloads import Download, csv_of, side_by_side
 from ui.graph_panel import draw_graph
 from ui.text import md_escape
 
@@ -196,14 +197,11 @@ def compare_section(report: CompareReport, key: str, view: GraphView | None = No
         if marked and not session.page_param("node"):  # the graph opens on the first divergence
             session.set_page_param("node", marked)
         draw_graph(view, key=f"{key}_graph", colourings={"error": colouring}, colour="error")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the nodes (CSV)"), lambda: frame.to_csv(index=False).encode(), "compare-nodes.csv", "text/csv",
-        key=f"{key}_csv", on_click="ignore",
-    )  # fmt: skip
-    right.download_button(
-        _("Download the comparison (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
-        "compare.json", "application/json", key=f"{key}_json", on_click="ignore",
+    side_by_side(
+        Download(label=_("Download the nodes (CSV)"), data=csv_of(frame), file_name="compare-nodes.csv",
+                 mime="text/csv", key=f"{key}_csv"),
+        Download(label=_("Download the comparison (JSON)"), data=lambda: json.dumps(to_data(report), indent=2),
+                 file_name="compare.json", key=f"{key}_json"),
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ from core.profile.words import note_text
 from core.runtime.fallback import FALLBACKS
 from ui.bench_view import busy_notice
 from ui.charts import escaped
+from ui.downloads import Download, csv_of, side_by_side
 from ui.graph_panel import draw_graph
 from ui.profile_phases import phases_section, providers_section
 from ui.text import md_escape
@@ -256,12 +257,10 @@ def profile_section(report: ProfileReport, key: str, view: GraphView | None = No
     if view is not None:
         st.markdown(_("**The graph, coloured by latency**: each node by its share of the call in what it became."))
         draw_graph(view, key=f"{key}_graph", colourings={"latency": latency_colouring(view, report)}, colour="latency")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the nodes (CSV)"), lambda: frame.to_csv(index=False).encode(),
-        f"{report.model}-profile-{report.id}.csv", "text/csv", key=f"{key}_csv", on_click="ignore",
-    )  # fmt: skip
-    right.download_button(
-        _("Download the whole profile (JSON)"), lambda: json.dumps(to_data(report), indent=2).encode(),
-        f"{report.model}-profile-{report.id}.json", "application/json", key=f"{key}_json", on_click="ignore",
+    stem = f"{report.model}-profile-{report.id}"
+    side_by_side(
+        Download(label=_("Download the nodes (CSV)"), data=csv_of(frame), file_name=f"{stem}.csv", mime="text/csv",
+                 key=f"{key}_csv"),
+        Download(label=_("Download the whole profile (JSON)"), data=lambda: json.dumps(to_data(report), indent=2),
+                 file_name=f"{stem}.json", key=f"{key}_json"),
     )  # fmt: skip

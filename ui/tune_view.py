@@ -25,6 +25,7 @@ from core.tune.words import headline
 from ui import jobs, session
 from ui.bench_view import busy_notice, latency_legend, provider_shares
 from ui.charts import latency_figure
+from ui.downloads import Download, side_by_side
 from ui.text import md_escape
 
 __all__ = [
@@ -236,12 +237,9 @@ def chosen_section(report: TuneReport, key: str) -> None:
     model_file = f"{stem}.onnx" if config.variant == "fp32" else f"{stem}.{config.variant}.onnx"
     st.markdown(_("**The same in ONNX Runtime's own terms**"))
     st.code(ort_code(config, model_file), language="python")
-    left, right = st.columns(2)
-    left.download_button(
-        _("Download the configuration (JSON)"), config.to_json() + "\n", "session_config.json", "application/json",
-        key=f"{key}_config", on_click="ignore",
-    )  # fmt: skip
-    right.download_button(
-        _("Download the whole run (JSON)"), lambda: report_json(report), f"{report.model}-tune-{report.id}.json",
-        "application/json", key=f"{key}_json", on_click="ignore",
+    side_by_side(
+        Download(label=_("Download the configuration (JSON)"), data=config.to_json() + "\n",
+                 file_name="session_config.json", key=f"{key}_config"),
+        Download(label=_("Download the whole run (JSON)"), data=lambda: report_json(report),
+                 file_name=f"{report.model}-tune-{report.id}.json", key=f"{key}_json"),
     )  # fmt: skip

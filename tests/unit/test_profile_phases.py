@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from core.model.inputs import plan_inputs
 from core.model.intake import IntakeRequest, describe_files
 from core.model.measured import MeasuredModel
+from core.model.torchload import TorchSource
 from core.profile import ProfileReport, ProfileRequest, profile_model
 from core.profile.words import NO_SPLIT
 from tests import builders
@@ -30,6 +32,17 @@ QUICK = ("--iters", "5", "--warmup", "1", "--threads", "1")
 def _profiled(path: Path) -> ProfileReport:
     plan = plan_inputs(describe_files(IntakeRequest(paths=[str(path)])))
     return profile_model(ProfileRequest(model=MeasuredModel(path=str(path), inputs=plan), iterations=20, warmup=2))
+
+
+def _profiled_beside_eager(lm: LanguageModel) -> tuple[str, list[Any], TorchSource, ProfileReport]:
+    """The export profiled briefly with its Hugging Face folder as PyTorch eager: its path, plan, source, report."""
+    path = str(lm.onnx)
+    plan = plan_inputs(describe_files(IntakeRequest(paths=[path])))
+    source = TorchSource(kind="hf", path=str(lm.reference))
+    report = profile_model(
+        ProfileRequest(model=MeasuredModel(path=path, inputs=plan, torch_source=source), iterations=3, warmup=1)
+    )
+    return path, plan, source, report
 
 
 def test_a_language_model_is_profiled_as_one_prefill_and_one_decode_step_after_it(qwen_genai: LanguageModel) -> None:
@@ -91,14 +104,9 @@ def test_a_genai_export_is_profiled_beside_its_hugging_face_folder_fed_as_the_ex
     import torch
 
     from core.model.inputs import make_inputs
-    from core.model.torchload import TorchSource, load_module
+    from core.model.torchload import load_module
 
-    path = str(qwen_genai.onnx)
-    plan = plan_inputs(describe_files(IntakeRequest(paths=[path])))
-    source = TorchSource(kind="hf", path=str(qwen_genai.reference))
-    report = profile_model(
-        ProfileRequest(model=MeasuredModel(path=path, inputs=plan, torch_source=source), iterations=3, warmup=1)
-    )
+    path, plan, source, report = _profiled_beside_eager(qwen_genai)
     assert report.eager is not None and report.eager.modules and report.eager.call_ms > 0
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     feeds = make_inputs(plan, 1, 0)
@@ -117,16 +125,11 @@ def test_pytorch_eager_is_profiled_in_the_same_two_steps_its_decode_step_fed_fro
     import torch
 
     from core.model.inputs import make_inputs
-    from core.model.torchload import TorchSource, load_module
+    from core.model.torchload import load_module
     from core.profile.phases import eager_decode, recognised_cache
     from ui.profile_phases import eager_phases_frame
 
-    path = str(gpt2_past.onnx)
-    plan = plan_inputs(describe_files(IntakeRequest(paths=[path])))
-    source = TorchSource(kind="hf", path=str(gpt2_past.reference))
-    report = profile_model(
-        ProfileRequest(model=MeasuredModel(path=path, inputs=plan, torch_source=source), iterations=3, warmup=1)
-    )
+    path, plan, source, report = _profiled_beside_eager(gpt2_past)
     assert report.eager is not None and report.eager_decode is not None and set(report.phases) == {"prefill", "decode"}
     assert report.eager_decode.call_ms > 0 and any(op.name == "aten::addmm" for op in report.eager_decode.ops)
     frame = eager_phases_frame(report.eager, report.eager_decode)  # the page's table, beside ONNX Runtime's phases
