@@ -97,9 +97,13 @@ levels = jobs.kept(OPTIMIZE, record.id)
 # machine's time, so there it waits to be asked for, and the partition above does not wait for it
 waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
 levels_request = LevelsRequest(path=record.path)
-if levels is None and not waits:  # the levels beside the partition: neither needs the other
+small = (record.node_count or 0) <= partition_view.LEVELS_BEFORE_GRAPH  # its graph waits for the levels (below)
+if not small:
+    start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
+if levels is None and not waits:  # the levels beside the partition: neither needs the other (a session slot left)
     jobs.start(OPTIMIZE, levels_request, model=record.id)
-start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
+if small:
+    start_graph(record)
 result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
 # a provider asked for that this runtime lacks is the real partition's first warning (core.runtime.fallback)
@@ -125,7 +129,7 @@ st.markdown(
     )
 )
 levels_label = _("Optimizing “{name}” at every level").format(name=record.name)
-if levels is None and not waits and (record.node_count or 0) <= partition_view.LEVELS_BEFORE_GRAPH:
+if levels is None and not waits and small:
     # a small model's levels (started beside the partition) end about when it does: the graph waits for them and
     # is drawn once with what each level did, rather than drawn, then the page run again to colour it
     levels = jobs.run(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
