@@ -67,6 +67,7 @@ __all__ = [
     "LATENCY_MARKERS",
     "against_concurrency",
     "log_ticks",
+    "ms_bars_layout",
     "speedup_figure",
     "histogram_figure",
     "interval",
@@ -170,6 +171,16 @@ def _bars_per(frame: pd.DataFrame, key: str, columns: dict[str, str], **bar: Any
         taken = {setting: group[column] for setting, column in columns.items()}
         fig.add_trace(go.Bar(name=str(value), marker_color=colours[str(value)], **taken, **bar))
     return fig
+
+
+def ms_bars_layout(fig: go.Figure, height: int, right: int = 20) -> None:
+    """The layout of grouped horizontal bars of ms per call, one category a row, the legend above them (Profile's
+    layers against their nodes, its prefill against its decode step)."""
+    fig.update_layout(
+        barmode="group", height=height, xaxis_title=_("ms per call"),
+        yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": right, "t": 10, "b": 10},
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )  # fmt: skip
 
 
 @escaped

@@ -14,7 +14,7 @@ from core.notes import significant
 from core.profile import ProfileReport
 from core.profile.records import EagerProfile, PhaseProfile
 from core.runtime.ort import short_name
-from ui.charts import escaped
+from ui.charts import escaped, ms_bars_layout
 
 __all__ = [
     "eager_phases_frame", "phase_names", "phases_figure", "phases_frame", "phases_section", "providers_frame",
@@ -97,11 +97,7 @@ def phases_figure(frame: pd.DataFrame, names: dict[str, str]) -> go.Figure:
                 cliponaxis=False,
             )
         )
-    fig.update_layout(
-        barmode="group", height=140 + 40 * len(shown), xaxis_title=_("ms per call"),
-        yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": 60, "t": 10, "b": 10},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-    )  # fmt: skip
+    ms_bars_layout(fig, 140 + 40 * len(shown), right=60)  # room for the bars' labels
     return fig
 
 

@@ -21,7 +21,7 @@ from core.profile.profiler import headline
 from core.profile.words import note_text
 from core.runtime.fallback import FALLBACKS
 from ui.bench_view import busy_notice
-from ui.charts import escaped
+from ui.charts import escaped, ms_bars_layout
 from ui.downloads import Download, csv_of, side_by_side
 from ui.graph_panel import draw_graph
 from ui.profile_phases import phases_section, providers_section
@@ -120,11 +120,7 @@ def layers_figure(frame: pd.DataFrame) -> go.Figure:
         fig.add_trace(
             go.Bar(x=shown[column], y=shown["eager layer(s)"], orientation="h", name=name, marker_color=colour)
         )
-    fig.update_layout(
-        barmode="group", height=120 + 44 * len(shown), xaxis_title=_("ms per call"),
-        yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": 20, "t": 10, "b": 10},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-    )  # fmt: skip
+    ms_bars_layout(fig, 120 + 44 * len(shown))
     return fig
 
 

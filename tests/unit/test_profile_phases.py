@@ -70,6 +70,7 @@ def test_a_language_model_is_profiled_as_one_prefill_and_one_decode_step_after_i
     assert frame["decode_ms"].sum() == pytest.approx(decode.kernel_ms) and frame["op_type"].iloc[0] == "MatMul"
     figure = phases_figure(frame, phase_names(prefill, decode))
     assert [t.name for t in figure.data] == ["prefill (16 tokens)", "decode (1 token after 16)"]
+    assert figure.layout.barmode == "group" and figure.layout.xaxis.title.text == "ms per call"  # beside each other
 
 
 def test_the_json_has_a_prefill_and_a_decode_phase_each_with_rows_shaped_as_the_ops(gpt2_past: LanguageModel) -> None:
