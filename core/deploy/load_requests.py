@@ -85,10 +85,14 @@ def failure(exc: BaseException) -> str:
 def request_body(feeds: dict[str, np.ndarray], kind: str) -> tuple[bytes, str, str]:
     """The request body, its content type and what it is ("json", "npy" or "npz"). "auto" is JSON unless its text
     would pass AUTO_JSON_BYTES (a 1×1024×1024 float input is ~44 MB of it, refused by the generated server past
-    16 MiB), then .npy for one input and .npz for several."""
+    16 MiB) or an input has an empty dim before its last (a language model's past at prefill: a JSON list cannot
+    carry its shape), then .npy for one input and .npz for several."""
     count = sum(int(v.size) for v in feeds.values())
     text = b""
-    if kind == "json" or (kind == "auto" and count <= AUTO_JSON_BYTES // 2):  # a number is 2 characters or more
+    empty = any(0 in v.shape[:-1] for v in feeds.values())  # as JSON, [1, 2, 0, 16] is [[[], []]]: its shape lost
+    if kind == "json" or (
+        kind == "auto" and not empty and count <= AUTO_JSON_BYTES // 2
+    ):  # a number is 2 characters or more
         text = json.dumps({"inputs": {k: v.tolist() for k, v in feeds.items()}}).encode()
     if kind == "json" or (kind == "auto" and text and len(text) <= AUTO_JSON_BYTES):
         if len(text) > MAX_JSON:

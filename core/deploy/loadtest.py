@@ -255,6 +255,14 @@ def run_loadtest(request: LoadtestRequest, progress: Callable[[float, str], None
             base = stack.enter_context(started_app(request.app))
             health = check_server(base, feeds, names)  # the folder may serve another model than the one given
         streaming = streams is not None and isinstance(health.get("generate"), dict)
+        if streams is not None and not streaming:
+            raise LoadtestError(
+                _(
+                    "This is a language model: its load is measured in tokens through /generate, and the server at "
+                    "{url} has none (it was deployed when its cache was not recognised). Deploy it again: its server "
+                    "then streams tokens from /generate."
+                ).format(url=base)
+            )
         for i, concurrency in enumerate(request.concurrency):
             said = _("Loading the server with {count} concurrent requests").format(count=concurrency)
             report_progress(0.1 + 0.85 * i / len(request.concurrency), said)

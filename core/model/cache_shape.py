@@ -72,23 +72,40 @@ def _attributes(node: onnx.NodeProto) -> dict[str, int]:
     return {a.name: int(a.i) for a in node.attribute if a.type == 2}  # AttributeProto.INT
 
 
+_MATMULS = {"MatMul": 1, "MatMulInteger": 1, "MatMulIntegerToFloat": 1, "DynamicQuantizeMatMul": 1, "QLinearMatMul": 3}
+_THROUGH = ("Add", "Mul", "Cast", "DequantizeLinear", "QuantizeLinear")  # a bias, a quantized copy's scale and casts
+
+
+def _weight_dims(weights: dict[str, list[int]], producers: dict[str, Any], tensor: str) -> list[int] | None:
+    """The dims of the weight ``tensor``: an initializer, or one dequantized (a QDQ copy: DequantizeLinear(w))."""
+    if tensor in weights:
+        return weights[tensor]
+    producer = producers.get(tensor)
+    if producer is not None and producer.op_type == "DequantizeLinear" and producer.input:
+        return weights.get(producer.input[0])
+    return None
+
+
 def _qkv_width(model: onnx.ModelProto, node: onnx.NodeProto) -> int | None:
-    """The width of the MatMul (or MatMulNBits) whose output is the attention node's query, through Adds."""
+    """The width of the MatMul (or MatMulNBits, or a quantized copy's MatMulInteger or QDQ MatMul) whose output is
+    the attention node's query, through biases, scales and casts: a tuned or quantized variant's graph says its
+    head size as its original's does, with no file beside it."""
     producers = {out: n for n in model.graph.node for out in n.output}
     weights = {t.name: list(t.dims) for t in model.graph.initializer}
     tensor = node.input[0] if node.input else ""
-    for _hop in range(4):
+    for _hop in range(8):
         producer = producers.get(tensor)
         if producer is None:
             return None
         if producer.op_type == "MatMulNBits":
             return _attributes(producer).get("N")
-        if producer.op_type == "MatMul" and len(producer.input) > 1:
-            dims = weights.get(producer.input[1])
+        at = _MATMULS.get(producer.op_type)
+        if at is not None and len(producer.input) > at:
+            dims = _weight_dims(weights, producers, producer.input[at])
             return int(dims[-1]) if dims else None
-        if producer.op_type != "Add":
+        if producer.op_type not in _THROUGH or not producer.input:
             return None
-        tensor = producer.input[0]
+        tensor = next((i for i in producer.input if i in producers), producer.input[0])  # not the scale or bias
     return None
 
 
