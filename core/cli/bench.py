@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from core import jobs
 from core.bench import BenchRequest
 from core.cli.common import (
-    add_code_arguments,
     add_runtime_arguments,
     add_target_argument,
     environment_json,
@@ -20,7 +19,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
-from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
+from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
 from core.errors import IdentityRefused
 from core.i18n import _
 from core.identity import ANONYMOUS, Identity, named
@@ -54,9 +53,7 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "--budget", type=float, default=120.0, help="time budget, seconds: opening the sessions, warm-up and measuring"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    add_plan_arguments(parser)
-    add_code_arguments(parser)
+    add_measured_inputs(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     parser.add_argument(
         "--owner",

@@ -9,8 +9,7 @@ from typing import Any
 from core import jobs
 from core.browser import BrowserRequest, runtime_files
 from core.browser.page import bench_message, standalone_page
-from core.cli.common import add_code_arguments
-from core.cli.plan import add_model_arguments, add_plan_arguments, measured
+from core.cli.plan import add_measured_inputs, add_model_arguments, measured
 from core.errors import WorkbenchError
 from core.i18n import _, language
 from core.jobs import BROWSER
@@ -25,14 +24,12 @@ def register(parser: Any) -> None:
     parser.add_argument("--iters", type=int, default=200, help="timed calls in the browser (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="warm-up calls in the browser (default 20)")
     parser.add_argument("--budget", type=float, default=60.0, help="time budget for the timed calls, seconds")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument(
         "--webgpu",
         action="store_true",
         help="also carry ONNX Runtime Web's WebGPU build (8.8 MB more), used where the browser has a GPU adapter",
     )
-    add_plan_arguments(parser)
-    add_code_arguments(parser)
+    add_measured_inputs(parser)
     parser.set_defaults(func=run)
 
 

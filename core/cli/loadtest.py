@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, ints, padded
+from core.cli.common import ints, padded
 from core.cli.deploy import tuned_options
-from core.cli.plan import add_plan_arguments, measured_model
+from core.cli.plan import add_measured_inputs, measured_model
 from core.deploy import LoadtestRequest
 from core.deploy.load_requests import BODIES
 from core.errors import LoadtestError
@@ -50,9 +50,7 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "--prompt-tokens", type=int, default=16, help="... and the prompt's ids, drawn with the seed (default 16)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
-    add_plan_arguments(parser)
-    add_code_arguments(parser)
+    add_measured_inputs(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run, torch=None, no_eager=True)

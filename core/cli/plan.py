@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import in_own_folder, ints, parse_input
+from core.cli.common import add_code_arguments, in_own_folder, ints, parse_input
 from core.errors import UnsetDimError, WorkbenchError
 from core.i18n import _, number
 from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Backend
@@ -35,6 +35,7 @@ from core.notes import note
 from core.settings import load_settings
 
 __all__ = [
+    "add_measured_inputs",
     "add_model_arguments",
     "add_plan_arguments",
     "given_dims",
@@ -56,6 +57,14 @@ def add_model_arguments(parser: Any, eager: str = "") -> None:
         parser.add_argument("--no-eager", action="store_true", help=eager)
     else:
         parser.set_defaults(torch=None, no_eager=True)
+
+
+def add_measured_inputs(parser: Any) -> None:
+    """What a measuring command feeds its model, as ``measured`` reads it: the seed of the generated inputs, the input
+    plan (shapes, dims, values, real data) and, for a model given as its own code, how to build it."""
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
+    add_plan_arguments(parser)
+    add_code_arguments(parser)
 
 
 def add_plan_arguments(parser: Any) -> None:

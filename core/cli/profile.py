@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from core import jobs
 from core.cli.common import (
-    add_code_arguments,
     add_runtime_arguments,
     add_target_argument,
     environment_json,
@@ -16,7 +15,7 @@ from core.cli.common import (
     provider_names,
     target_backend,
 )
-from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
+from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
 from core.i18n import _
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
@@ -43,7 +42,6 @@ def register(parser: Any) -> None:
     parser.add_argument("--batch", type=int, default=1, help="batch size (default 1)")
     parser.add_argument("--iters", type=int, default=100, help="profiled calls per engine (default 100)")
     parser.add_argument("--warmup", type=int, default=10, help="warm-up calls per engine (default 10)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument("--top", type=int, default=15, help="nodes to print (default 15)")
     add_runtime_arguments(
         parser,
@@ -51,8 +49,7 @@ def register(parser: Any) -> None:
         runtime="the ONNX Runtime build that profiles (`python -m core runtimes`); with it, its providers by default",
         strict="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
     )
-    add_plan_arguments(parser)
-    add_code_arguments(parser)
+    add_measured_inputs(parser)
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)

@@ -13,7 +13,6 @@ from typing import Any
 
 from core import jobs
 from core.cli.common import (
-    add_code_arguments,
     add_runtime_arguments,
     add_target_argument,
     environment_json,
@@ -24,7 +23,7 @@ from core.cli.common import (
     split,
     target_backend,
 )
-from core.cli.plan import add_model_arguments, add_plan_arguments, measured, plan_json
+from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
 from core.errors import JobError
 from core.i18n import _, number
 from core.jobs import TUNE
@@ -55,12 +54,10 @@ def register(parser: Any) -> None:
         "runtimes`); the budget is shared between them",
         strict="never choose a configuration whose provider took no node or left nodes to the CPU provider",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated inputs")
     parser.add_argument(
         "-o", "--output", help="write the chosen configuration (SessionConfig JSON) here, and its variant beside it"
     )
-    add_plan_arguments(parser)
-    add_code_arguments(parser)
+    add_measured_inputs(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     add_target_argument(parser)
     parser.add_argument("--json", action="store_true", help="print JSON")

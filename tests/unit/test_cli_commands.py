@@ -72,3 +72,13 @@ def test_help_lists_every_command_with_its_line() -> None:
     text = parser("").format_help()
     for name, (_module, line) in COMMANDS.items():
         assert name in text and line.split(":")[0].split("(")[0].strip()[:30] in " ".join(text.split())
+
+
+def test_every_measuring_command_feeds_its_model_the_same_way() -> None:
+    """bench, profile, tune, loadtest and browser-bench take the same inputs' options
+    (core.cli.plan.add_measured_inputs): the seed of the generated inputs, the plan's shapes, dims, values and real
+    data, and a model's own code."""
+    fed = {"seed", "input", "dim", "value", "data", "image", "normalise", "code_class", "code_args"}
+    for name in ("bench", "profile", "tune", "loadtest", "browser-bench"):
+        command = _commands(parser(name))[name]
+        assert fed <= {a.dest for a in command._actions}, name
