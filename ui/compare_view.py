@@ -298,13 +298,14 @@ def step_section(step: StepReport) -> None:
     where = _("the prefill") if step.step == 0 else _("decode step {step}").format(step=step.step)
     st.markdown(_("**At {where} of the prompt**").format(where=where))
     said = f" “{md_escape(step.prompt_text, 300)}”" if step.prompt_text else ""
+    tokens = md_escape(str(step.tokens), 400) + (f" “{md_escape(step.tokens_text, 300)}”" if step.tokens_text else "")
     st.caption(
         _(
             "The prompt: {count} ids{text}; A's greedy tokens before the step: {tokens}. Each model was fed at the "
             "step the past it built itself from these tokens ({length} positions; A's in {a}, B's in {b}): the step "
             "is compared, not the drift of the steps before it."
         ).format(
-            count=number(len(step.prompt_ids)), text=said, tokens=md_escape(str(step.tokens), 400),
+            count=number(len(step.prompt_ids)), text=said, tokens=tokens,
             length=number(step.past_length), a=step.kv_dtype_a, b=step.kv_dtype_b,
         )
     )  # fmt: skip

@@ -75,6 +75,7 @@ def language_model_form(record: ModelRecord) -> LMQuantizeRequest | None:
         model=record.path,
         out_dir="",  # a fresh folder of this session's (ui.jobs)
         variants=specs,
+        tokenizer=_tokenizer_file(record),
         prompts=int(prompts),
         prompt_length=int(length),
         new_tokens=int(new),
@@ -122,19 +123,37 @@ def _frame(report: LMQuantizeReport) -> pd.DataFrame:
     return pd.DataFrame(rows)  # for st.dataframe, which renders no Markdown
 
 
+def _tokenizer_file(record: ModelRecord) -> str:
+    """The tokenizer.json the worker is given: "" when it lies beside the model (the worker finds it there) or
+    nowhere; the one at the top of the model's Hugging Face folder (its ONNX files under onnx/)."""
+    from pathlib import Path
+
+    from core.model.cache_config import TOKENIZER_FILE
+
+    if record.generative is None or record.generative.tokenizer or not record.folder:
+        return ""
+    found = Path(record.folder) / TOKENIZER_FILE
+    return str(found) if found.is_file() and not found.is_symlink() else ""
+
+
 def _side_by_side(report: LMQuantizeReport, made: list[LMVariant]) -> None:
-    """Each prompt's tokens, model by model, the first token that parts from the original's marked ⟨so⟩."""
+    """Each prompt's tokens, model by model, the first token that parts from the original's marked ⟨so⟩; with a
+    tokenizer, each model's tokens as text beside them (decoded whole, so a character split over tokens reads)."""
     st.markdown(_("**The tokens, prompt by prompt** (the first that parts from the original's is marked ⟨so⟩)"))
     original = made[0].tokens
     for index, prompt in enumerate(report.prompts):
-        rows = []
+        rows, texts = [], []
         for variant in made:
             tokens = variant.tokens[index] if index < len(variant.tokens) else []
             step = next((s for s, (a, b) in enumerate(zip(tokens, original[index], strict=False)) if a != b), None)
             rows.append(" ".join(f"⟨{t}⟩" if s == step else str(t) for s, t in enumerate(tokens)))
+            texts.append(variant.text[index] if index < len(variant.text) else "")
         shown = " ".join(map(str, prompt[:12])) + (" …" if len(prompt) > 12 else "")
-        st.caption(_("Prompt {index}: {ids}").format(index=index + 1, ids=shown))
-        st.table(escaped_frame(pd.DataFrame({_("tokens"): rows}, index=[v.label for v in made])))
+        if index < len(report.prompt_text):  # the tokenizer's text, escaped below
+            shown += f" “{report.prompt_text[index][:200]}”"
+        st.caption(_("Prompt {index}: {ids}").format(index=index + 1, ids=md_escape(shown, 400)))
+        columns = {_("tokens"): rows} | ({_("text"): texts} if any(texts) else {})
+        st.table(escaped_frame(pd.DataFrame(columns, index=[v.label for v in made])))
 
 
 def language_model_results(report: LMQuantizeReport, key: str) -> LMVariant | None:

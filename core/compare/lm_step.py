@@ -184,7 +184,8 @@ def at_step(request: CompareRequest, pa: Prepared, pb: Prepared) -> Stepped:
     top_a, top_b = _top(logits_a, prompt), _top(logits_b, prompt)
     report = StepReport(
         step=plan.step, prompt_ids=[int(i) for i in prompt.ids[0]], prompt_text=prompt.text(prompt.ids[0].tolist()),
-        tokens=tokens, past_length=length, kv_dtype_a=la.kv_dtype, kv_dtype_b=lb.kv_dtype,
+        tokens=tokens, tokens_text=prompt.text(tokens), past_length=length, kv_dtype_a=la.kv_dtype,
+        kv_dtype_b=lb.kv_dtype,
         greedy_a=top_a[0].id, greedy_b=top_b[0].id, top5_a=top_a, top5_b=top_b, past=past, layers=[],
     )  # fmt: skip
     return Stepped(feeds_a=feeds_a, feeds_b=feeds_b, report=report)

@@ -173,6 +173,7 @@ class StepReport:
     past: list[TensorError]  # each past input: the second model's own against the first's (empty at the prefill)
     layers: list[LayerError]  # every layer of the first model with a compared node, in order
     divergence_layer: str = ""  # the layer of the first divergence ("" outside any layer, or none)
+    tokens_text: str = ""  # ``tokens`` as text, decoded whole (a character split over byte tokens reads right)
 
     @property
     def same_greedy(self) -> bool:

@@ -85,7 +85,8 @@ def _prompts(path: Path, request: LMQuantizeRequest, layout: GenerativeLayout) -
     ]
     for plan in plans:
         check_plan(plan, layout, request.runs)
-    return [make_prompt(path, plan, layout) for plan in plans]
+    tokenizer = Path(request.tokenizer) if request.tokenizer else None
+    return [make_prompt(path, plan, layout, tokenizer) for plan in plans]
 
 
 def _make(spec: LMVariantSpec, source: Path, out: Path, large: bool) -> LMVariant:
@@ -210,11 +211,15 @@ def quantize_language_model(
         model_id=request.model_id,
         layout=layout,
         prompts=[p.ids[0].tolist() for p in prompts],
+        prompt_text=[p.text(p.ids[0].tolist()) for p in prompts] if prompts[0].tokenizer is not None else [],
         new_tokens=request.new_tokens,
         runs=request.runs,
         threads=threads,
         variants=variants,
     )
+    if prompts[0].tokenizer is not None:  # each sequence decoded whole: Chinese split over byte tokens reads right
+        for variant in variants:
+            variant.text = [prompts[0].text(tokens) for tokens in variant.tokens]
     judge_variants(report)
     report.notes += [method_note(report), *filter(None, [repeats_note(report)])]
     report.seconds = time.perf_counter() - began

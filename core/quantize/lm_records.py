@@ -93,6 +93,7 @@ class LMQuantizeRequest:
     model: ReadPath  # the ONNX file (its external data and genai_config.json beside it)
     out_dir: WritePath
     variants: list[LMVariantSpec]
+    tokenizer: ReadPath = ""  # a tokenizer.json when none lies beside the model (a Hugging Face folder's top)
     prompts: int = 3  # prompts drawn inside the vocabulary (a random-weight model repeats one token: several)
     prompt_length: int = 16  # each drawn prompt's tokens
     prompt_ids: list[list[int]] = field(default_factory=list)  # the prompts, given as ids (instead of drawn)
@@ -128,6 +129,7 @@ class LMVariant:
     seconds: float = 0.0  # time to make it
     error: str = ""  # why it could not be made or run; the others still are
     tokens: list[list[int]] = field(default_factory=list)  # per prompt, its own greedy tokens
+    text: list[str] = field(default_factory=list)  # per prompt, those tokens as text, decoded whole (a tokenizer)
     decode_tok_s: Interval | None = None  # tokens per second after the first, over the rounds
     ttft_ms: Interval | None = None  # time to the first token, over the rounds (the prompts' mean in each)
     speedup: Interval | None = None  # decoding speed against the float model's (its 95 % interval)
@@ -145,6 +147,7 @@ class LMQuantizeReport:
     model_id: str
     layout: GenerativeLayout
     prompts: list[list[int]]  # the prompts' ids
+    prompt_text: list[str] = field(default_factory=list)  # the prompts as text (with a tokenizer; else empty)
     new_tokens: int
     runs: int
     threads: int

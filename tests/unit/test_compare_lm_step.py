@@ -143,3 +143,21 @@ def test_a_prompt_without_a_step_and_a_model_without_a_cache_are_refused_in_word
     onnx.save_model(classic_cnn((1, 3, 8, 8), width=4), str(cnn))
     with pytest.raises(CompareError, match="compares two language models, and the second model is none"):
         _at_step(gpt2_past.onnx, cnn, 1, [1, 2])
+
+
+def test_with_a_tokenizer_the_greedy_tokens_before_the_step_are_also_text(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    from tokenizers import Tokenizer
+
+    from tests.lm_models import byte_tokenizer
+
+    tokenizer = byte_tokenizer(tmp_path / "tokenizer.json")
+    request = CompareRequest(
+        a=CompareSide(path=str(gpt2_past.onnx)), b=CompareSide(path=str(gpt2_past.onnx)), inputs=[],
+        step=StepPlan(step=3, prompt_ids=[40, 41, 42], tokenizer=str(tokenizer)),
+    )  # fmt: skip
+    step = compare_models(request).lm
+    assert step is not None and len(step.tokens) == 3
+    expected = Tokenizer.from_file(str(tokenizer)).decode(step.tokens, skip_special_tokens=False)
+    assert step.tokens_text == expected and step.prompt_text

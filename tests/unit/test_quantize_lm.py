@@ -184,3 +184,23 @@ def test_a_model_whose_data_file_is_hard_linked_as_an_upload_is_still_quantized(
         )
     )
     assert [v.error for v in report.variants] == ["", "", ""]
+
+
+def test_with_a_tokenizer_the_prompts_and_each_models_tokens_are_also_text_decoded_whole(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    from tokenizers import Tokenizer
+
+    from tests.lm_models import CHINESE, byte_tokenizer
+
+    tokenizer_file = byte_tokenizer(tmp_path / "tokenizer.json")  # not beside the model: a Hugging Face folder's top
+    tokenizer = Tokenizer.from_file(str(tokenizer_file))
+    prompt = tokenizer.encode(CHINESE[0]).ids
+    request = LMQuantizeRequest(
+        model=str(gpt2_past.onnx), out_dir=str(tmp_path / "out"), variants=[LMVariantSpec(kind="fp16")],
+        tokenizer=str(tokenizer_file), prompt_ids=[prompt], new_tokens=4, runs=1, threads=1,
+    )  # fmt: skip
+    report = quantize_language_model(request)
+    assert report.prompt_text == [CHINESE[0]]  # a character split over byte tokens reads whole
+    for variant in report.variants:
+        assert variant.text == [tokenizer.decode(variant.tokens[0], skip_special_tokens=False)]
