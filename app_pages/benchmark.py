@@ -17,7 +17,7 @@ from ui.bench_view import environment_section, results_section
 from ui.browser_bench import browser_section
 from ui.generate_view import generate_section
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
+from ui.plan_view import eager_checkbox, measured_model, plan_fits, plan_ready, plan_section
 from ui.text import md_escape
 
 st.title(_("Benchmark"))
@@ -40,13 +40,7 @@ cores = targets.cores() or os.cpu_count() or 1  # the chosen target's, when jobs
 with st.form("bench_form"):
     runtime = runtime_view.runtime_picker("bench_runtime")  # another build: its providers, each a configuration
     left, right = st.columns(2)
-    eager = left.checkbox(
-        _("PyTorch eager (inference_mode)"),
-        value=torch_record is not None,
-        disabled=torch_record is None,
-        help=None if torch_record is not None else _("This ONNX model has no PyTorch original in this session."),
-        key="bench_eager",
-    )
+    eager = eager_checkbox(left, _("PyTorch eager (inference_mode)"), torch_record, key="bench_eager")
     levels = right.multiselect(
         _("ONNX Runtime optimization levels"),
         list(LEVELS),

@@ -14,7 +14,7 @@ from core.runtime.ort import LEVELS
 from ui import jobs, runtime_view, session
 from ui.graph_panel import graph_of
 from ui.needs import next_steps, require_onnx
-from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
+from ui.plan_view import eager_checkbox, measured_model, plan_fits, plan_ready, plan_section
 from ui.profile_view import profile_section
 
 st.title(_("Profile"))
@@ -70,13 +70,7 @@ with st.form("profile_form"):
         help=None if batch_dynamic else _("The model's batch axis is fixed."),
     )  # fmt: skip
     left, mid, right = st.columns(3)
-    eager = left.checkbox(
-        _("PyTorch eager too, layer by layer"),
-        value=torch_record is not None,
-        disabled=torch_record is None,
-        help=None if torch_record is not None else _("The current model has no PyTorch original in this session."),
-        key="profile_eager",
-    )
+    eager = eager_checkbox(left, _("PyTorch eager too, layer by layer"), torch_record, key="profile_eager")
     iterations = mid.number_input(_("Profiled calls per engine"), 5, 10_000, 100, step=25, key="profile_iters")
     warmup = right.number_input(_("Warm-up calls"), 0, 1000, 10, key="profile_warmup")
     submitted = st.form_submit_button(_("Profile"), type="primary", disabled=not plan_ready(inputs))

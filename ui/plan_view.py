@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from core.errors import WorkbenchError
@@ -44,6 +45,7 @@ from ui.plan_words import said_dim, said_values
 from ui.text import escaped_frame, md_escape
 
 __all__ = [
+    "eager_checkbox",
     "forget_plan",
     "input_plan",
     "keep_export_examples",
@@ -166,6 +168,20 @@ def measured_model(
         id=record.id,
         torch_source=torch_source,
         torch_id=torch_record.id if torch_record is not None else "",
+    )
+
+
+def eager_checkbox(column: DeltaGenerator, label: str, torch_record: ModelRecord | None, key: str) -> bool:
+    """Whether PyTorch eager is measured too: ticked when the model has its PyTorch original in this session,
+    greyed out (saying why) when it has none."""
+    return bool(
+        column.checkbox(
+            label,
+            value=torch_record is not None,
+            disabled=torch_record is None,
+            help=None if torch_record is not None else _("This ONNX model has no PyTorch original in this session."),
+            key=key,
+        )
     )
 
 

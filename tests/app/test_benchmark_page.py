@@ -35,6 +35,7 @@ def test_history_compares_two_runs_and_filters_them(monkeypatch: pytest.MonkeyPa
     run_benchmark(at)  # no PyTorch original: ORT levels only, against DISABLE_ALL
     assert "ORT DISABLE_ALL" in at.subheader[0].value.replace("\\", "")
     assert at.checkbox(key="bench_eager").value is False and at.checkbox(key="bench_eager").disabled
+    assert at.checkbox(key="bench_eager").help == "This ONNX model has no PyTorch original in this session."
     run_benchmark(at)
     at.switch_page("app_pages/history.py").run()
     assert len(at.dataframe[0].value) == 2
