@@ -129,10 +129,12 @@ st.markdown(
     )
 )
 levels_label = _("Optimizing “{name}” at every level").format(name=record.name)
+failed = False
 if levels is None and not waits and small:
     # a small model's levels (started beside the partition) end about when it does: the graph waits for them and
     # is drawn once with what each level did, rather than drawn, then the page run again to colour it
-    levels = jobs.run(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
+    levels = jobs.run_or_show(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
+    failed = levels is None  # said where its status was: the partition's graph and tables are drawn all the same
 # the graph comes first, coloured by provider; what the optimizer did at each level colours it too once the
 # levels below are made (on a larger model the page then runs again, so the first picture does not wait for them)
 with above:
@@ -158,7 +160,9 @@ if waits and not st.button(
             "so it starts when you ask."
         ).format(count=number(record.node_count or 0))
     )
-elif levels is None:  # its output folder is made only when the job runs (or was started beside the partition)
+elif (
+    levels is None and not failed
+):  # its output folder is made only when the job runs (or was started beside the partition)
     levels = jobs.run(OPTIMIZE, levels_request, levels_label, model=record.id, reuse=True)
     if view is not None:
         st.rerun()  # the graph above can now show what each level did

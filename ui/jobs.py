@@ -218,6 +218,22 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
     """
     if not model:
         return _with_slot(job, request, label)
+    result = _run_kept(job, request, label, model, reuse, stop=True)
+    assert result is not None  # a failure stopped the page
+    return result
+
+
+def run_or_show(
+    job: Job[Request, Result], request: Request, label: str, *, model: str, reuse: bool = False
+) -> Result | None:
+    """As ``run`` for a job whose result only adds to a page (Partition's levels beside its partition): a failure is
+    shown where the job's status box was and the page goes on without it (None), rather than stopping there."""
+    return _run_kept(job, request, label, model, reuse, stop=False)
+
+
+def _run_kept(
+    job: Job[Request, Result], request: Request, label: str, model: str, reuse: bool, *, stop: bool
+) -> Result | None:
     # one element on every run, whether or not the job runs now: its status box goes in it, and what the page
     # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
     slot = st.container()
@@ -240,7 +256,11 @@ def run(job: Job[Request, Result], request: Request, label: str, *, model: str =
     except WorkbenchError as exc:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
-        stop_with_error(exc)
+        if stop:
+            stop_with_error(exc)
+        with slot:
+            show_error(exc)
+        return None
     if out is not None:
         session.workspace().prune(job.folder, keep={out, *session.paths_in_use()})
     st.session_state[job.name] = (asked, result)

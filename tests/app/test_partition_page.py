@@ -132,3 +132,33 @@ def test_a_small_models_levels_run_beside_its_partition_and_its_graph_is_drawn_o
     assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)  # the levels' report, read from their folder
     levels = at.session_state[OPTIMIZE.name][1]
     assert all(Path(level.path).is_file() for level in levels.levels)
+
+
+def test_a_small_models_levels_that_fail_leave_its_partition_drawn(
+    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph of a small model waits for its levels; when they fail, the failure is said where their status was
+    and the partition's graph and tables are drawn all the same (the levels are not tried a second time)."""
+    from core.errors import WorkbenchError
+    from ui import jobs
+
+    tried: list[str] = []
+    real_start, real_with_slot = jobs.start, jobs._with_slot
+
+    def start(job: Any, *args: Any, **kwargs: Any) -> None:
+        if job.name != OPTIMIZE.name:
+            real_start(job, *args, **kwargs)
+
+    def with_slot(job: Any, *args: Any, **kwargs: Any) -> Any:
+        if job.name == OPTIMIZE.name:
+            tried.append(job.name)
+            raise WorkbenchError("The levels could not be built here.")
+        return real_with_slot(job, *args, **kwargs)
+
+    monkeypatch.setattr(jobs, "start", start)
+    monkeypatch.setattr(jobs, "_with_slot", with_slot)
+    at = open_partition(tinycnn_bytes, monkeypatch)
+    assert not at.exception, at.exception
+    assert tried == [OPTIMIZE.name]
+    assert any("levels could not be built" in e.value for e in at.error), [e.value for e in at.error]
+    assert at.dataframe, "the partition's node table is drawn"
