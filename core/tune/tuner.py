@@ -54,6 +54,7 @@ from core.tune.sessions import harness_config, make_variants, open_session
 from core.tune.words import (
     BUDGET_OUT,
     FIXED_BATCH,
+    GENERATIVE_BATCH,
     HELD_OUT_FEWER,
     NO_ACCELERATOR,
     NO_GPU,
@@ -125,8 +126,11 @@ def _space(request: TuneRequest, not_tried: list[Note]) -> Space:
     if not providers:
         not_tried.append(not_tried_note(NO_ACCELERATOR, "providers"))
     open_batch = any(s.batch_axis is not None for s in request.model.inputs)
-    batches = tuple(sorted({b for b in (request.batches or [8]) if b > 1})) if open_batch else ()
-    if not open_batch:
+    generative = any(s.role == "past" for s in request.model.inputs)  # one prefill call says nothing of its batch
+    batches = tuple(sorted({b for b in (request.batches or [8]) if b > 1})) if open_batch and not generative else ()
+    if generative:
+        not_tried.append(not_tried_note(GENERATIVE_BATCH, "batch"))
+    elif not open_batch:
         not_tried.append(not_tried_note(FIXED_BATCH, "batch"))
     return Space(physical_cores=psutil.cpu_count(logical=False) or 1, providers=providers, variants=(), batches=batches)
 

@@ -26,6 +26,10 @@ HELD_OUT_FEWER = N_(
 NO_ACCELERATOR = N_("{stage}: not tried, this ONNX Runtime has no provider but the CPU's here.")
 NO_GPU = N_("{stage}: not tried, it only pays on a GPU provider's device, and none was chosen.")
 FIXED_BATCH = N_("{stage}: not tried, the model's batch axis is fixed.")
+GENERATIVE_BATCH = N_(
+    "{stage}: not tried, a language model's batch is a serving choice (sequences generated at once), measured by "
+    "the load test in tokens/s, not by one prefill call."
+)
 NO_VARIANT = N_("{stage}: none passed the accuracy tolerance, or none could be made.")
 NOT_ASKED = N_("{stage}: not asked for.")
 NOTHING_LEFT = N_("{stage}: nothing to try beside the best so far.")

@@ -352,3 +352,14 @@ def test_a_partial_search_reads_back_typed_and_prints_as_what_it_is(
     (tmp_path / PARTIAL).write_bytes(b"\x93not a partial")  # the worker's file: decoded into its type, or nothing
     assert read_partial(str(tmp_path)) is None and read_partial(str(tmp_path / "none")) is None
     assert (longest_budget(20), longest_budget(600), longest_budget(1)) == (16, 480, 1)  # the Deploy page's cap
+
+
+def test_a_language_models_batch_is_not_chosen_from_one_prefill_call_and_the_reason_is_said(
+    gpt2_past: Any,  # tests.lm_models.LanguageModel, a fixture of tests/unit/conftest.py
+) -> None:
+    done = cli("tune", str(gpt2_past.onnx), "--budget", "2", "--variants", "", "--no-save", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["best"]["settings"]["batch"] == 1
+    assert all(c["settings"]["batch"] == 1 for c in data["candidates"])
+    assert any("batch is a serving choice" in line and "tokens/s" in line for line in data["not_tried"])
