@@ -75,7 +75,7 @@ def test_a_language_models_load_test_refuses_a_server_without_generate_rather_th
         "loadtest", str(tmp_path / "server"), "--model", str(tuned_variant), "--concurrency", "1", "--duration",
         "0.5", "--json", "--no-save",
     )  # fmt: skip
-    assert done.returncode != 0 and "has none" in done.stderr and "Deploy it again" in done.stderr, done.stderr
+    assert done.returncode == 2 and "has none" in done.stderr and "Deploy it again" in done.stderr, done.stderr
 
 
 def test_an_auto_body_with_an_empty_past_is_sent_as_npz_which_keeps_its_shape() -> None:
