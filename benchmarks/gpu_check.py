@@ -6,7 +6,8 @@ It checks, with the TinyCNN sample: the GPU runtime's providers; the partition o
 TensorRT (the app's job, in its sandbox shown the GPU: nodes per provider, declined nodes, Memcpy copies); a
 benchmark of CUDA against the CPU provider (the app's job, --strict: nothing may quietly run on the CPU); and, in
 the runtime's own Python (benchmarks/gpu_sessions.py), TensorRT's engine build timed apart from its runs with its
-engine and timing caches in the app's cache folder, and CUDA with and without IO binding. It prints one table and
+engine and timing caches in the app's cache folder, CUDA with and without IO binding, and Tune's CUDA-graph
+candidate (enable_cuda_graph with IO binding) as Tune opens and calls it. It prints one table and
 exits 1 when a check failed. Without a GPU, or without `make runtime-gpu`, it says so and exits 0.
 """
 
@@ -154,6 +155,15 @@ def _session_rows(found: dict[str, Any], seconds: float) -> list[Row]:
             "CUDA IO binding", "ok" if same else "FAILED",
             f"run {cuda['run_ms']:.3f} ms, with IO binding {cuda['io_binding_ms']:.3f} ms, outputs differ by "
             f"{cuda['max_abs_diff']:.1e}", 0.0,
+        ))  # fmt: skip
+    graph = found.get("cuda_graph", {"error": "not run"})
+    if "error" in graph:
+        rows.append(Row("CUDA graphs (Tune)", "FAILED", graph["error"], 0.0))
+    else:
+        rows.append(Row(
+            "CUDA graphs (Tune)", "ok" if graph["max_abs_diff"] < 1e-4 else "FAILED",
+            f"IO binding {graph['io_binding_ms']:.3f} ms, replayed as a CUDA graph {graph['cuda_graph_ms']:.3f} ms, "
+            f"outputs differ by {graph['max_abs_diff']:.1e}", 0.0,
         ))  # fmt: skip
     return rows
 

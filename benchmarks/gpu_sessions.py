@@ -1,6 +1,6 @@
 """The GPU runtime's sessions checked in its own Python (benchmarks/gpu_check.py runs it; not a test, no sandbox):
-TensorRT's engine build timed apart from its runs, with its engine and timing caches in the cache folder, and CUDA
-with and without IO binding.
+TensorRT's engine build timed apart from its runs, with its engine and timing caches in the cache folder, CUDA
+with and without IO binding, and Tune's CUDA-graph candidate as Tune calls it.
 
 Run: .runtimes/gpu/bin/python benchmarks/gpu_sessions.py MODEL.onnx CACHE_DIR
 Prints one JSON object: what each check found, or why it could not run.
@@ -8,6 +8,7 @@ Prints one JSON object: what each check found, or why it could not run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import sys
@@ -96,10 +97,40 @@ def cuda_io_binding(model: str) -> dict[str, Any]:
     }
 
 
+def cuda_graph(model: str) -> dict[str, Any]:
+    """Tune's CUDA-graph candidate as Tune opens and calls it (core.tune.sessions: ``enable_cuda_graph`` with IO
+    binding, outputs allocated once), beside CUDA with IO binding alone, the outputs compared with a plain run."""
+    import numpy as np
+
+    from core.runtime.session_config import SessionConfig
+    from core.tune.sessions import _call, open_session
+
+    bound = SessionConfig(providers=("CUDAExecutionProvider", "CPUExecutionProvider"), io_binding=True, runtime="gpu")
+    graphed = dataclasses.replace(bound, cuda_graph=True)
+    session, _load_ms = open_session(model, bound)
+    feed = _feed(session)
+    plain = session.run(None, feed)
+    calls = {}
+    for name, config in (("bound", bound), ("graphed", graphed)):
+        opened = session if config is bound else open_session(model, config)[0]
+        calls[name] = _call(opened, config, feed)
+    got = calls["graphed"]()  # the first call captures the graph; those after replay it
+    return {
+        "io_binding_ms": _median_ms(calls["bound"]),
+        "cuda_graph_ms": _median_ms(calls["graphed"]),
+        "max_abs_diff": float(max(np.max(np.abs(a - b)) for a, b in zip(plain, got, strict=True))),
+    }
+
+
 def main() -> int:
     model, cache_dir = sys.argv[1], sys.argv[2]
     found: dict[str, Any] = {"setups": sorted(SETUPS)}
-    for name, check in (("tensorrt", lambda: tensorrt(model, cache_dir)), ("cuda", lambda: cuda_io_binding(model))):
+    checks = (
+        ("tensorrt", lambda: tensorrt(model, cache_dir)),
+        ("cuda", lambda: cuda_io_binding(model)),
+        ("cuda_graph", lambda: cuda_graph(model)),
+    )
+    for name, check in checks:
         try:
             found[name] = check()
         except Exception as exc:  # a check that cannot run says why; the others still run

@@ -128,6 +128,9 @@ def ort_code(config: SessionConfig, model_file: str) -> str:
     level = {"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED"}.get(
         config.level, "ORT_ENABLE_ALL"
     )
+    providers: list[object] = list(config.session_providers())
+    if config.cuda_graph:  # CUDA's calls captured once as a CUDA graph (IO binding, fixed shapes, all nodes on CUDA)
+        providers[0] = (providers[0], {"enable_cuda_graph": "1"})
     build = BUILDS.get(config.runtime)
     lines = [f"# the runtime {config.runtime}: pip install {build.package}"] if build is not None else []
     lines += [
@@ -138,7 +141,7 @@ def ort_code(config: SessionConfig, model_file: str) -> str:
         f"options.inter_op_num_threads = {config.inter_op_threads}",
         f"options.execution_mode = ort.ExecutionMode.{mode}",
         f"options.graph_optimization_level = ort.GraphOptimizationLevel.{level}  # {LEVELS[config.level].name}",
-        f"session = ort.InferenceSession({model_file!r}, options, providers={config.session_providers()!r})",
+        f"session = ort.InferenceSession({model_file!r}, options, providers={providers!r})",
     ]
     if config.io_binding:
         lines += ["binding = session.io_binding()  # bind inputs and outputs once, then session.run_with_iobinding"]

@@ -280,7 +280,9 @@ def _provider_options(session: SessionConfig, scratch: Path) -> list[Any]:
     folder of its own (TensorRT's engine cache) is written as ``{here}``, the server's folder."""
     from core.runtime.provider_options import session_providers
 
-    listed = session_providers(session.session_providers(), str(scratch), threads=session.intra_op_threads)
+    listed = session_providers(
+        session.session_providers(), str(scratch), threads=session.intra_op_threads, cuda_graph=session.cuda_graph
+    )
     return [
         [name, {k: str(v).replace(str(scratch), "{here}") for k, v in options.items()}]
         for name, options in (item if isinstance(item, tuple) else (item, {}) for item in listed)

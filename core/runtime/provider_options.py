@@ -19,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "CPU",
+    "CUDA",
     "SETUPS",
     "STRICT",
     "ProviderSetup",
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 CPU = "CPUExecutionProvider"
+CUDA = "CUDAExecutionProvider"
+CUDA_GRAPH = "enable_cuda_graph"  # the CUDA provider's option: capture the session's calls once, replay them
 # ONNX Runtime's own switch: a session whose nodes would go to the CPU provider instead of those asked is refused
 # (the CPU provider must then not be listed: ORT calls that a conflicting configuration)
 STRICT = ("session.disable_cpu_ep_fallback", "1")
@@ -113,10 +116,13 @@ SETUPS: dict[str, ProviderSetup] = {
 _PREPARED: set[str] = set()  # loaded once per process
 
 
-def session_providers(providers: list[str], cache_dir: str = "", strict: bool = False, threads: int = 0) -> list[Any]:
+def session_providers(
+    providers: list[str], cache_dir: str = "", strict: bool = False, threads: int = 0, cuda_graph: bool = False
+) -> list[Any]:
     """``providers`` as ``InferenceSession`` takes them, each with its row's options (its ``prepare`` run first) for
     a session of ``threads`` intra-op threads (0: the default); ``strict``: without the CPU provider, for a session
-    made with ``STRICT`` (unless CPU is all that is asked)."""
+    made with ``STRICT`` (unless CPU is all that is asked); ``cuda_graph``: CUDA's calls captured as a CUDA graph
+    (``enable_cuda_graph``; the session must then be called through IO binding, every node on CUDA)."""
     listed: list[Any] = []
     for name in providers:
         if strict and name == CPU and any(p != CPU for p in providers):
@@ -128,5 +134,8 @@ def session_providers(providers: list[str], cache_dir: str = "", strict: bool = 
         if setup.prepare is not None and name not in _PREPARED:
             setup.prepare()
             _PREPARED.add(name)
-        listed.append((name, setup.options(cache_dir, threads)))
+        options = setup.options(cache_dir, threads)
+        if cuda_graph and name == CUDA:
+            options = {**options, CUDA_GRAPH: "1"}
+        listed.append((name, options))
     return listed

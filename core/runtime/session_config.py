@@ -12,6 +12,8 @@ from core.errors import SessionConfigError
 from core.i18n import _, pgettext
 from core.runtime.ort import LEVELS
 
+CUDA = "CUDAExecutionProvider"
+
 if TYPE_CHECKING:
     import onnxruntime
 
@@ -40,11 +42,16 @@ class SessionConfig:
         batch: requests per call; above 1 only where the model's batch axis is open (latency is then per sample).
         runtime: the build of ONNX Runtime that opens the session (a name of core.runtime.runtimes: "default", the
             app's own ``onnxruntime``; "openvino", "gpu"); ``providers`` are that build's.
+        cuda_graph: the CUDA provider's option ``enable_cuda_graph=1`` (its calls captured once as a CUDA graph and
+            replayed); ONNX Runtime allows it only with IO binding, fixed shapes and every node on CUDA, so it needs
+            ``io_binding`` and CUDA as the first provider.
 
     JSON form (``to_json``/``from_json``): an object with exactly these keys, ``providers`` a list, e.g.
     ``{"intra_op_threads": 1, "inter_op_threads": 0, "execution_mode": "sequential", "level": "all",
-    "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1, "runtime": "default"}``.
-    Keys left out take their defaults (a configuration saved before ``runtime`` reads as the default runtime's);
+    "providers": ["CPUExecutionProvider"], "io_binding": false, "variant": "fp32", "batch": 1, "runtime": "default",
+    "cuda_graph": false}``.
+    Keys left out take their defaults (a configuration saved before ``runtime`` reads as the default runtime's, one
+    saved before ``cuda_graph`` as without CUDA graphs);
     unknown keys and bad values raise SessionConfigError, which names them.
     """
 
@@ -57,6 +64,7 @@ class SessionConfig:
     variant: str = "fp32"
     batch: int = 1
     runtime: str = "default"
+    cuda_graph: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -96,6 +104,10 @@ class SessionConfig:
         if not isinstance(self.runtime, str) or not self.runtime:
             said = _("runtime must name a runtime (`python -m core runtimes`), not {value}")
             problems.append(said.format(value=repr(self.runtime)))
+        if not isinstance(self.cuda_graph, bool):
+            problems.append(_("cuda_graph must be true or false, not {value}").format(value=repr(self.cuda_graph)))
+        elif self.cuda_graph and not (self.io_binding and listed and list(self.providers[:1]) == [CUDA]):
+            problems.append(_("cuda_graph needs io_binding and CUDAExecutionProvider first (ONNX Runtime's rule)"))
         if problems:
             raise SessionConfigError(
                 _("Not a session configuration: {problems}.").format(problems=pgettext("clauses", "; ").join(problems))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from core.i18n import N_, pgettext
 from core.notes import Note, NoteValue, note, say
 from core.runtime.ort import LEVELS, short_name
-from core.runtime.provider_options import CPU, SETUPS
+from core.runtime.provider_options import CPU, CUDA, SETUPS
 from core.runtime.runtimes import DEFAULT as DEFAULT_RUNTIME
 from core.runtime.session_config import SessionConfig
 from core.tune.records import Candidate
@@ -37,6 +37,7 @@ STAGES = {
     "variant": N_("quantized and FP16 variants"),
     "batch": N_("batch size"),
     "io_binding": N_("IO binding"),
+    "cuda_graph": N_("CUDA graphs"),
     "level": N_("optimization level"),
     "mode": N_("parallel execution"),
 }
@@ -78,6 +79,9 @@ def stage_configs(stage: str, best: SessionConfig, space: Space) -> list[Session
         return [change(best, batch=b) for b in space.batches if b != best.batch]
     if stage == "io_binding":
         return [] if best.io_binding or best.providers[0] not in GPU_PROVIDERS else [change(best, io_binding=True)]
+    if stage == "cuda_graph":  # ORT replays a CUDA graph only on CUDA with IO binding (its other rules: at run time)
+        offered = best.io_binding and best.providers[0] == CUDA and not best.cuda_graph
+        return [change(best, cuda_graph=True)] if offered else []
     if stage == "level":
         return [change(best, level=level) for level in _LEVELS_TRIED if level != best.level]
     if stage == "mode":
@@ -122,6 +126,7 @@ _PARALLEL = N_("parallel, inter-op {count}")
 _AUTO = N_("auto")
 _IO_BINDING = N_("IO binding")
 _BATCH = N_("batch {batch}")
+_CUDA_GRAPH = N_("CUDA graphs")
 _SETTINGS = N_("{first} · {rest}")  # a configuration's settings, one after another
 _ON_RUNTIME = N_("{settings} on {runtime}")  # a configuration on another runtime than the default
 
@@ -146,6 +151,8 @@ def _settings_note(config: SessionConfig) -> Note:
         parts.append(LEVELS[config.level].name)
     if config.io_binding:
         parts.append(note(_IO_BINDING))
+    if config.cuda_graph:
+        parts.append(note(_CUDA_GRAPH))
     if config.variant != default.variant:
         parts.append(config.variant)
     if config.batch != default.batch:

@@ -39,7 +39,9 @@ def open_session(path: str, config: SessionConfig) -> tuple[Any, float]:
     try:
         options = stop_spinning(config.to_session_options())
         options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
-        providers = session_providers(config.session_providers(), threads=config.intra_op_threads)
+        providers = session_providers(
+            config.session_providers(), threads=config.intra_op_threads, cuda_graph=config.cuda_graph
+        )
         session = ort.InferenceSession(path, options, providers=providers)
     except Exception as exc:
         error = explain_session_error(exc, "create a session for this model", path)
@@ -60,13 +62,33 @@ def _call(session: Any, config: SessionConfig, feed: dict[str, Any]) -> Callable
     for name, value in feed.items():
         binding.bind_ortvalue_input(name, ort.OrtValue.ortvalue_from_numpy(value, device, 0))
     for output in session.get_outputs():
-        binding.bind_output(output.name, device)
+        if config.cuda_graph:  # a CUDA graph replays on the same addresses: outputs allocated once, at fixed shapes
+            binding.bind_ortvalue_output(output.name, _fixed_output(ort, output, config))
+        else:
+            binding.bind_output(output.name, device)
 
     def run() -> list[Any]:
         session.run_with_iobinding(binding)
         return list(binding.copy_outputs_to_cpu())
 
     return run
+
+
+_NUMPY = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+          "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(bool)": "bool"}  # fmt: skip
+
+
+def _fixed_output(ort: Any, output: Any, config: SessionConfig) -> Any:
+    """An output's OrtValue on the GPU at its declared shape (the batch axis: the config's batch); a shape ONNX
+    Runtime cannot know before a call cannot be captured as a CUDA graph, and the candidate says so."""
+    shape = [config.batch if k == 0 and not isinstance(d, int) else d for k, d in enumerate(output.shape)]
+    if not all(isinstance(d, int) and d > 0 for d in shape) or output.type not in _NUMPY:
+        raise TuneError(
+            _("CUDA graphs need outputs of fixed shapes; {name} is {type} of shape {shape}.").format(
+                name=output.name, type=output.type, shape=output.shape
+            )
+        )
+    return ort.OrtValue.ortvalue_from_shape_and_type(shape, _NUMPY[output.type], "cuda", 0)
 
 
 def placed(candidate: Candidate, session: Any) -> None:

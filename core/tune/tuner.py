@@ -57,6 +57,7 @@ from core.tune.words import (
     GENERATIVE_BATCH,
     HELD_OUT_FEWER,
     NO_ACCELERATOR,
+    NO_CUDA_GRAPH,
     NO_GPU,
     NO_VARIANT,
     NOT_ASKED,
@@ -285,6 +286,8 @@ class _Search:
         if not configs:
             if stage == "io_binding":
                 self.not_tried.append(not_tried_note(NO_GPU, stage))
+            elif stage == "cuda_graph":
+                self.not_tried.append(not_tried_note(NO_CUDA_GRAPH, stage))
             elif stage in ("threads", "level", "mode"):
                 self.not_tried.append(not_tried_note(NOTHING_LEFT, stage))
             return incumbent

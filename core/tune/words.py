@@ -25,6 +25,10 @@ HELD_OUT_FEWER = N_(
 )
 NO_ACCELERATOR = N_("{stage}: not tried, this ONNX Runtime has no provider but the CPU's here.")
 NO_GPU = N_("{stage}: not tried, it only pays on a GPU provider's device, and none was chosen.")
+NO_CUDA_GRAPH = N_(
+    "{stage}: not tried, ONNX Runtime replays CUDA graphs only on the CUDA provider with IO binding, and the best so "
+    "far has not both."
+)
 FIXED_BATCH = N_("{stage}: not tried, the model's batch axis is fixed.")
 GENERATIVE_BATCH = N_(
     "{stage}: not tried, a language model's batch is a serving choice (sequences generated at once), measured by "

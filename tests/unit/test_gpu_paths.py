@@ -4,6 +4,7 @@ GPU and `make runtime-gpu`, benchmarks/gpu_check.py runs all of it for real."""
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from benchmarks import gpu_check
 from core.runtime import provider_options
 from core.runtime.provider_options import CPU, SETUPS, ProviderSetup, session_providers
 from core.runtime.runtimes import runtime_names
+from core.runtime.session_config import SessionConfig
 
 TRT, CUDA = "TensorrtExecutionProvider", "CUDAExecutionProvider"
 
@@ -86,12 +88,68 @@ def test_the_gpu_checks_table_fails_a_tensorrt_without_its_caches_and_a_binding_
             "engine_cached": True, "timing_cached": False,
         },
         "cuda": {"run_ms": 0.3, "io_binding_ms": 0.2, "max_abs_diff": 0.5},
+        "cuda_graph": {"io_binding_ms": 0.2, "cuda_graph_ms": 0.1, "max_abs_diff": 0.0},
     }  # fmt: skip
     rows = gpu_check._session_rows(found, 13.0)
     assert [(r.check, r.outcome) for r in rows] == [
         ("TensorRT engine and caches", "FAILED"),
         ("CUDA IO binding", "FAILED"),
+        ("CUDA graphs (Tune)", "ok"),
     ]
     assert "built in 12.5 s, loaded from the cache in 0.4 s" in rows[0].found  # the build apart from the runs
     text = gpu_check.table([*rows, gpu_check.Row("GPU runtime", "ok", "onnxruntime-gpu 1.31.1", 0.0)])
-    assert text.splitlines()[0].split() == ["check", "outcome", "s", "found"] and len(text.splitlines()) == 4
+    assert text.splitlines()[0].split() == ["check", "outcome", "s", "found"] and len(text.splitlines()) == 5
+
+
+BOUND = SessionConfig(io_binding=True, providers=(CUDA, CPU), runtime="gpu")  # CUDA with IO binding, on the GPU build
+GRAPHED = dataclasses.replace(BOUND, cuda_graph=True)
+
+
+def test_cuda_graphs_are_a_tune_candidate_only_on_cuda_with_io_binding_and_reach_the_cuda_providers_options(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from core.deploy.server import _provider_options
+    from core.tune.search import Space, config_label, stage_configs
+
+    space = Space(physical_cores=2, providers=(CUDA,), variants=(), batches=())
+    assert stage_configs("cuda_graph", BOUND, space) == [GRAPHED]
+    assert stage_configs("cuda_graph", SessionConfig(providers=(CUDA, CPU)), space) == []  # no IO binding
+    assert stage_configs("cuda_graph", SessionConfig(io_binding=True, providers=(TRT, CPU)), space) == []
+    assert stage_configs("cuda_graph", SessionConfig(), space) == []  # the CPU's: a not-tried note instead
+    assert config_label(GRAPHED).endswith("IO binding · CUDA graphs on gpu")
+    monkeypatch.setattr(provider_options, "_PREPARED", {CUDA})  # CUDA's libraries: not on this machine
+    assert session_providers([CUDA, CPU], cuda_graph=True) == [
+        (CUDA, {"device_id": "0", "enable_cuda_graph": "1"}),
+        CPU,
+    ]
+    assert session_providers([CUDA, CPU]) == [(CUDA, {"device_id": "0"}), CPU]
+    assert _provider_options(GRAPHED, tmp_path)[0] == [CUDA, {"device_id": "0", "enable_cuda_graph": "1"}]  # Deploy's
+
+
+def test_a_cuda_graph_config_needs_io_binding_on_cuda_and_one_saved_before_it_reads_without() -> None:
+    from core.errors import SessionConfigError
+
+    old = SessionConfig.from_data({"io_binding": True, "providers": [CUDA, CPU], "runtime": "gpu"})
+    assert old.cuda_graph is False and SessionConfig.from_json(GRAPHED.to_json()) == GRAPHED
+    with pytest.raises(SessionConfigError, match="cuda_graph needs io_binding and CUDAExecutionProvider first"):
+        SessionConfig(providers=(CUDA, CPU), cuda_graph=True)
+    with pytest.raises(SessionConfigError, match="cuda_graph must be true or false"):
+        SessionConfig.from_data({**GRAPHED.to_data(), "cuda_graph": "yes"})
+
+
+def test_a_cuda_graphs_outputs_are_allocated_once_on_the_gpu_at_fixed_shapes() -> None:
+    from core.errors import TuneError
+    from core.tune.sessions import _fixed_output
+
+    made: list[tuple[object, ...]] = []
+
+    def allocate(*args: object) -> str:
+        made.append(args)
+        return "value"
+
+    ort = types.SimpleNamespace(OrtValue=types.SimpleNamespace(ortvalue_from_shape_and_type=allocate))
+    config = dataclasses.replace(GRAPHED, batch=4)
+    out = types.SimpleNamespace(name="y", shape=["batch", 10], type="tensor(float)")
+    assert _fixed_output(ort, out, config) == "value" and made == [([4, 10], "float32", "cuda", 0)]
+    with pytest.raises(TuneError, match="CUDA graphs need outputs of fixed shapes; y is"):
+        _fixed_output(ort, types.SimpleNamespace(name="y", shape=[1, "seq"], type="tensor(float)"), config)
