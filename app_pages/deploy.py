@@ -18,7 +18,7 @@ from core.tune.saved import as_run
 from ui import jobs, pages, runtime_view, session
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
-from ui.serve_view import deploy_section, loadtest_section
+from ui.serve_view import deploy_section, loadtest_section, original_tokenizer
 from ui.text import md_escape
 from ui.tune_view import chosen_section, results_section, run_tune
 
@@ -128,8 +128,11 @@ if options is None:
     )
 else:
     st.caption(_("The server uses the settings Tune chose above, and the variant it chose."))
-deploy_section(served, key="deploy_server", tuned=options)
+tokenizer = original_tokenizer(record)  # packaged with a tuned variant's server, written in a folder of its own
+deploy_section(served, key="deploy_server", tuned=options, tokenizer=tokenizer)
 st.subheader(_("Under load"), anchor="load")
-loadtest_section(served, key="deploy_load", tuned=options, generative=record.generative is not None)
+loadtest_section(
+    served, key="deploy_load", tuned=options, generative=record.generative is not None, tokenizer=tokenizer
+)
 
 next_steps("history", "dashboard")

@@ -4,6 +4,7 @@ latency and throughput against concurrency, ONNX Runtime in-process beside them)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,7 +18,9 @@ from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
+from core.model.cache_config import TOKENIZER_FILE
 from core.model.measured import MeasuredModel
+from core.model.records import ModelRecord
 from core.notes import say, significant
 from core.runtime.runtimes import DEFAULT
 from core.runtime.session_config import SessionConfig
@@ -28,18 +31,35 @@ from ui.runtime_view import runtime_picker
 from ui.serve_tokens_view import token_results
 from ui.text import escaped_frame, md_escape
 
-__all__ = ["deploy_section", "latency_load_figure", "load_frame", "loadtest_section", "throughput_figure"]
+__all__ = [
+    "deploy_section", "latency_load_figure", "load_frame", "loadtest_section", "original_tokenizer",
+    "throughput_figure",
+]  # fmt: skip
 
 CONCURRENCIES = [1, 2, 4, 8, 16, 32, 64]
 _RUNTIME = "serve_runtime_chosen"  # the runtime the server is written for: the deploy section's, the load test's
 _HTTP = "#7B3FBF"  # the served model's colour, beside ONNX Runtime's blue
 
 
-def _server(model: MeasuredModel, tuned: SessionConfig | None) -> DeployReport:
+def original_tokenizer(record: ModelRecord) -> str:
+    """A language model's tokenizer.json, beside it or at the top of its Hugging Face folder ("" when none): what
+    the server of a variant Tune wrote in a folder of its own packages."""
+    if record.generative is None:
+        return ""
+    beside = Path(record.path).parent / record.generative.tokenizer if record.generative.tokenizer else None
+    top = Path(record.folder) / TOKENIZER_FILE if record.folder else None
+    found = next((p for p in (beside, top) if p is not None and p.is_file() and not p.is_symlink()), None)
+    return str(found) if found is not None else ""
+
+
+def _server(model: MeasuredModel, tuned: SessionConfig | None, tokenizer: str = "") -> DeployReport:
     """The server of ``model`` with these options for the runtime picked (deploy_section's), written once per
-    session and runtime (kept with the model)."""
+    session and runtime (kept with the model); ``tokenizer``: a language model's to package when none lies beside
+    ``model``."""
     runtime = str(st.session_state.get(_RUNTIME, DEFAULT))
-    request = DeployRequest(model=model.path, out_dir="", name=model.name, tuned=tuned, runtime=runtime)
+    request = DeployRequest(
+        model=model.path, out_dir="", name=model.name, tuned=tuned, runtime=runtime, tokenizer=tokenizer
+    )
     said = _("Writing a server for “{name}”").format(name=model.name)
     return jobs.run(DEPLOY, request, said, model=model.id, reuse=True)
 
@@ -49,7 +69,7 @@ def _shape(shape: list[int | None] | None) -> str:
     return "?" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
 
 
-def deploy_section(model: MeasuredModel, key: str, tuned: SessionConfig | None = None) -> None:
+def deploy_section(model: MeasuredModel, key: str, tuned: SessionConfig | None = None, *, tokenizer: str = "") -> None:
     """The server as a .zip: a FastAPI app with the model and ``tuned`` session options (None: ONNX Runtime's
     defaults), pinned requirements, a Dockerfile, a README and a Triton model repository."""
     st.markdown(
@@ -71,7 +91,7 @@ def deploy_section(model: MeasuredModel, key: str, tuned: SessionConfig | None =
         )
     if not st.button(_("Prepare the server (.zip)"), key=f"{key}_make") and jobs.kept(DEPLOY, model.id) is None:
         return
-    report = _server(model, tuned)
+    report = _server(model, tuned, tokenizer)
     if report.generate:
         st.info(
             _(
@@ -246,7 +266,7 @@ def _stream_sizes(key: str) -> tuple[int, int]:
 
 
 def loadtest_section(
-    model: MeasuredModel, key: str, tuned: SessionConfig | None = None, *, generative: bool = False
+    model: MeasuredModel, key: str, tuned: SessionConfig | None = None, *, generative: bool = False, tokenizer: str = ""
 ) -> None:
     """The served model under load: workers at each concurrency for some seconds, outputs checked, saved to the
     history (and so on the Dashboard). A language model's (``generative``) is loaded in streams of tokens, of the
@@ -266,7 +286,7 @@ def loadtest_section(
     )  # fmt: skip
     url = _where(key)
     if st.button(_("Run the load test"), key=f"{key}_run", disabled=not concurrency, type="primary"):
-        app = "" if url else _server(model, tuned).out_dir
+        app = "" if url else _server(model, tuned, tokenizer).out_dir
         runtime = str(st.session_state.get(_RUNTIME, DEFAULT)) if app else (tuned.runtime if tuned else DEFAULT)
         request = LoadtestRequest(
             model=model, app=app or None, url=url, concurrency=sorted(concurrency), duration_s=float(duration),

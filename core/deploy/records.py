@@ -35,6 +35,9 @@ class DeployRequest:
     # pinned, its providers asked for (``providers``; none given: Tune's, else the runtime's own) with their options
     runtime: str = "default"
     providers: list[str] = field(default_factory=list)
+    # a language model's tokenizer.json to package when none lies beside ``model`` (a tuned variant's, written in a
+    # folder of its own: its original's; a Hugging Face folder's top)
+    tokenizer: ReadPath = ""
 
 
 @dataclass(kw_only=True)

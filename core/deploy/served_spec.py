@@ -31,10 +31,10 @@ CPU = "CPUExecutionProvider"
 _BY_DEFAULT_NOT = ("TensorrtExecutionProvider",)  # builds engines for minutes first: served only when asked for
 
 
-def generate_spec(source: Path, folder: Path) -> tuple[dict[str, Any] | None, Path | None]:
+def generate_spec(source: Path, folder: Path, given: Path | None = None) -> tuple[dict[str, Any] | None, Path | None]:
     """signature.json's ``generate`` for the model at ``source`` and the tokenizer.json to package (found in
-    ``folder``, the model's own: a variant made in a scratch folder has none beside it), or (None, None) for a model
-    with no cache that grows token by token (no /generate)."""
+    ``folder``, the model's own: a variant made in a scratch folder has none beside it; else ``given``, its
+    original's), or (None, None) for a model with no cache that grows token by token (no /generate)."""
     import onnx
 
     from core.model.proto import value_specs
@@ -47,6 +47,8 @@ def generate_spec(source: Path, folder: Path) -> tuple[dict[str, Any] | None, Pa
     if layout is None or layout.capacity is not None:  # a static cache is served one call at a time (/predict)
         return None, None
     tokenizer = plain_file(folder, layout.tokenizer) if layout.tokenizer else None
+    if tokenizer is None and given is not None:
+        tokenizer = plain_file(given.parent, given.name)
     if tokenizer is not None and tokenizer.stat().st_size > MAX_TOKENIZER_BYTES:
         tokenizer = None
     spec = {

@@ -325,7 +325,8 @@ def _generate(request: DeployRequest, scratch: Path) -> DeployReport:
         )
     signature: dict[str, Any] = {"name": name, "model_file": "model.onnx", "inputs": inputs, "outputs": outputs}
     signature.update(max_body_bytes=MAX_BODY, max_json_bytes=MAX_JSON, max_array_bytes=MAX_ARRAYS)
-    generate, tokenizer = generate_spec(source, Path(request.model).parent)  # None: no cache, no /generate
+    given = Path(request.tokenizer) if request.tokenizer else None
+    generate, tokenizer = generate_spec(source, Path(request.model).parent, given)  # None: no cache, no /generate
     if generate is not None:
         signature["generate"] = generate
     triton = _triton_name(name)

@@ -16,7 +16,7 @@ from core.deploy.server import generate_server
 from core.quantize.judge import Tolerance
 from core.tune.sessions import make_variants
 from tests.cli import cli
-from tests.lm_models import HEAD_SIZE, LanguageModel, copy_model, hf_offline
+from tests.lm_models import HEAD_SIZE, LanguageModel, byte_tokenizer, copy_model, hf_offline
 
 __all__ = ["hf_offline"]  # the fixture, used in this module
 
@@ -42,11 +42,13 @@ def tuned_variant(qwen_genai: LanguageModel, tmp_path_factory: pytest.TempPathFa
 
 @pytest.fixture(scope="module")
 def tuned_server(tuned_variant: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The server Deploy writes for the tuned variant."""
-    out = tmp_path_factory.mktemp("tuned_lm_server") / "server"
-    report = generate_server(DeployRequest(model=str(tuned_variant), out_dir=str(out), zip=False))
+    """The server Deploy writes for the tuned variant, given its original's tokenizer (as the Deploy page gives it)."""
+    root = tmp_path_factory.mktemp("tuned_lm_server")
+    tokenizer = byte_tokenizer(root / "tokenizer.json")
+    request = DeployRequest(model=str(tuned_variant), out_dir=str(root / "server"), zip=False, tokenizer=str(tokenizer))
+    report = generate_server(request)
     assert report.generate and "generation.py" in report.files  # its cache read from the graph's MatMulInteger
-    return out
+    return root / "server"
 
 
 def test_a_tuned_int8_language_model_alone_in_its_folder_deploys_with_generate_and_is_loaded_in_tokens(
@@ -54,6 +56,7 @@ def test_a_tuned_int8_language_model_alone_in_its_folder_deploys_with_generate_a
 ) -> None:
     signature = json.loads((tuned_server / "signature.json").read_text())
     assert signature["generate"]["head_size"] == HEAD_SIZE and signature["generate"]["kv_heads"] == 2
+    assert signature["generate"]["tokenizer"] == "tokenizer.json" and (tuned_server / "tokenizer.json").is_file()
     done = cli(
         "loadtest", str(tuned_server), "--model", str(tuned_variant), "--concurrency", "1", "--duration", "0.5",
         "--new-tokens", "4", "--json", "--no-save",
