@@ -4,7 +4,8 @@ Run: make runtime-gpu && .venv/bin/python benchmarks/gpu_check.py [--budget 300]
 
 It checks, with the TinyCNN sample: the GPU runtime's providers; the partition of the sample on CUDA and on
 TensorRT (the app's job, in its sandbox shown the GPU: nodes per provider, declined nodes, Memcpy copies); a
-benchmark of CUDA against the CPU provider (the app's job, --strict: nothing may quietly run on the CPU); and, in
+benchmark of CUDA against the CPU provider (the app's job, --strict: nothing may quietly run on the CPU); PyTorch
+eager on CUDA beside it (bench --eager-device cuda: needs a CUDA build of torch in the GPU runtime); and, in
 the runtime's own Python (benchmarks/gpu_sessions.py), TensorRT's engine build timed apart from its runs with its
 engine and timing caches in the app's cache folder, CUDA with and without IO binding, and Tune's CUDA-graph
 candidate (enable_cuda_graph with IO binding) as Tune opens and calls it. It prints one table and
@@ -117,6 +118,17 @@ def _bench(model: str, budget_s: float) -> tuple[bool, str]:
     return True, medians
 
 
+def _eager_cuda(model: str) -> tuple[bool, str]:
+    """PyTorch eager on CUDA beside ORT's CUDA provider (bench --eager-device cuda, in the GPU runtime's worker)."""
+    code, data, err = _cli_json(
+        "bench", model, "--torch", "sample:tinycnn", "--runtime", GPU_RUNTIME, "--providers", "cuda",
+        "--levels", "all", "--eager-device", "cuda", "--iters", "100", "--warmup", "10", "--no-save",
+    )  # fmt: skip
+    if code != 0 or data is None:
+        return False, err.strip()[-300:]
+    return True, ", ".join(f"{r['label']}: {r['median_ms']:.3f} ms" for r in data["results"])
+
+
 def _strict(model: str) -> tuple[bool, str]:
     code, _data, err = _cli_json(
         "bench", model, "--runtime", GPU_RUNTIME, "--providers", "cuda", "--levels", "all", "--no-eager", "--iters",
@@ -185,6 +197,7 @@ def run_checks(model: str, budget_s: float) -> list[Row]:
     rows.append(_timed("partition on TensorRT", lambda: _partition(model, "tensorrt")))
     rows.append(_timed("bench CUDA vs CPU", lambda: _bench(model, min(60.0, (deadline - time.monotonic()) / 3))))
     rows.append(_timed("bench --strict on CUDA", lambda: _strict(model)))
+    rows.append(_timed("bench eager on CUDA", lambda: _eager_cuda(model)))
     cache_dir = load_settings().cache_dir
     start = time.monotonic()
     try:

@@ -19,19 +19,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.bench.eager import eager_configs
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
 from core.i18n import N_, _, bounds, number
 from core.model.hints import guess_hint
 from core.model.inputs import BenchInput, make_inputs, plan_summary
-from core.model.torchload import TorchSource, load_module
+from core.model.torchload import TorchSource
 from core.notes import Note, NoteValue, note, warning
 from core.runtime.activity import ActivityMeter
 from core.runtime.fallback import Placed, placement_notes, session_placement
 from core.runtime.harness import CUT_SHORT, NOISY, BenchResult, Config, measure, result_of, timed_session
 from core.runtime.machine import default_threads, environment
 from core.runtime.ort import LEVELS, short_name
-from core.runtime.outputs import flatten_outputs, max_abs_diff
+from core.runtime.outputs import max_abs_diff
 from core.runtime.provider_options import CPU
 from core.runtime.runs import LatencyRun
 from core.runtime.runtimes import DEFAULT
@@ -165,32 +166,6 @@ def _free_memory() -> int:
     import psutil
 
     return int(psutil.virtual_memory().available)
-
-
-def _eager_configs(
-    source: TorchSource, path: str, specs: list[BenchInput], plan: _Plan, feeds: dict[int, dict[str, Any]]
-) -> list[Config]:
-    import onnx
-    import torch
-
-    start = time.perf_counter_ns()
-    outputs = [o.name for o in onnx.load_model(path, load_external_data=False).graph.output]
-    module = load_module(source, [s.name for s in specs], outputs)  # a language model: as its export
-    runner = module.module() if isinstance(module, torch.export.ExportedProgram) else module
-    load_ms = (time.perf_counter_ns() - start) / 1e6
-    configs = []
-    for t in plan.threads:
-        for batch in plan.batches:
-            tensors = [torch.from_numpy(feeds[batch][s.name]) for s in specs]
-
-            def run(tensors: list[Any] = tensors, t: int = t) -> list[Any]:
-                if torch.get_num_threads() != t:
-                    torch.set_num_threads(t)
-                with torch.inference_mode():
-                    return flatten_outputs(runner(*tensors))
-
-            configs.append(plan.config("eager", "", "CPUExecutionProvider", t, batch, run, load_ms))
-    return configs
 
 
 def _plan(
@@ -327,7 +302,7 @@ def _measured(
     eager: list[Config] = []
     if "eager" in plan.engines and model.torch_source is not None:
         progress(0.05, _("Loading the PyTorch model"))
-        eager = _eager_configs(model.torch_source, model.path, model.inputs, plan, feeds)
+        eager = eager_configs(model.torch_source, model.path, model.inputs, plan, feeds, request.eager_device)
     keys = _sessions(plan)
     progress(0.1, _("Creating ONNX Runtime sessions"))
     before = _rss()

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from core.model.measured import MeasuredModel
 from core.runtime.runs import BenchmarkRun
 
-__all__ = ["BenchReport", "BenchRequest"]
+__all__ = ["EAGER_DEVICES", "BenchReport", "BenchRequest"]
+
+EAGER_DEVICES = ("cpu", "cuda")  # where PyTorch eager may run (core.bench.eager)
 
 # Benchmark's answer is a benchmark run of the history (core.runtime.runs): its header, settings and results
 BenchReport = BenchmarkRun
@@ -32,3 +34,4 @@ class BenchRequest:
     seed: int = 0
     runtime: str = "default"
     strict: bool = False
+    eager_device: str = "cpu"  # where PyTorch eager runs: "cpu", or "cuda" when torch sees a GPU (core.bench.eager)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import jobs
 from core.bench import BenchRequest
+from core.bench.records import EAGER_DEVICES
 from core.cli.common import (
     add_runtime_arguments,
     add_target_argument,
@@ -45,6 +46,13 @@ def register(parser: Any) -> None:
         providers="ORT execution providers to measure, each a configuration, e.g. openvino,cpu (default cpu)",
         runtime="the ONNX Runtime build that measures (`python -m core runtimes`); with it, its providers by default",
         strict="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
+    )
+    parser.add_argument(
+        "--eager-device",
+        choices=EAGER_DEVICES,
+        default="cpu",
+        help="where PyTorch eager runs: cpu (default), or cuda when this torch sees a GPU (timed with "
+        "torch.cuda.synchronize around each call)",
     )
     parser.add_argument("--threads", help="intra-op threads to sweep, e.g. 1,2 (default: every core but one)")
     parser.add_argument("--batch", help="batch sizes to sweep when the batch axis is dynamic, e.g. 1,8")
@@ -129,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             runtime=args.runtime,
             strict=args.strict,
+            eager_device=args.eager_device,
         )
         report = jobs.run(BENCH, request, backend)
     if not args.no_save:

@@ -1,0 +1,98 @@
+"""PyTorch eager on CUDA (core.bench.eager), run without a GPU: this machine's torch is the CPU build, so CUDA's
+availability, its synchronisation and the moves to the device are faked; benchmarks/gpu_check.py runs it for real."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import pytest
+import torch
+
+from core.bench import BenchRequest, eager
+from core.bench.benchmark import _Plan
+from core.errors import BenchmarkError
+from core.model.inputs import BenchInput
+from core.model.torchload import TorchSource
+from tests import builders
+from tests.cli import cli
+
+
+class _Doubled(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A torch that sees a GPU: what was moved where and each synchronisation, in order."""
+    happened: list[str] = []
+
+    def module_to(self: torch.nn.Module, device: str) -> torch.nn.Module:
+        happened.append(f"module to {device}")
+        return self
+
+    def tensor_to(self: torch.Tensor, device: str) -> torch.Tensor:
+        happened.append(f"input to {device}")
+        return self
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: happened.append("synchronize"))
+    monkeypatch.setattr(torch.nn.Module, "to", module_to)
+    monkeypatch.setattr(torch.Tensor, "to", tensor_to)
+    return happened
+
+
+def test_eager_on_cuda_moves_the_model_and_inputs_and_synchronises_around_each_timed_call(
+    fake_cuda: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = builders.write(builders.relu_model(), tmp_path / "m.onnx")
+    monkeypatch.setattr(eager, "load_module", lambda source, inputs, outputs: _Doubled())
+    plan = _Plan(engines=["eager"], levels=[], providers=["CPUExecutionProvider"], threads=[1], batches=[1])
+    feeds = {1: {"x": np.ones((1, 4), dtype=np.float32)}}
+    specs = cast(list[BenchInput], [type("Spec", (), {"name": "x"})()])
+    source = TorchSource(kind="sample", name="tinycnn")
+    (config,) = eager.eager_configs(source, str(path), specs, plan, feeds, "cuda")
+    assert fake_cuda == ["module to cuda", "input to cuda"]  # once, before any timed call
+    assert config.label == "PyTorch eager on cuda" and config.provider == "CUDAExecutionProvider"
+    fake_cuda.clear()
+    (out,) = config.run()
+    assert fake_cuda == ["synchronize", "synchronize"] and np.array_equal(out, np.full((1, 4), 2.0))
+    (on_cpu,) = eager.eager_configs(source, str(path), specs, plan, feeds, "cpu")
+    fake_cuda.clear()
+    on_cpu.run()
+    assert fake_cuda == [] and on_cpu.label == "PyTorch eager"  # the CPU's calls wait for nothing
+
+
+def test_eager_on_cuda_without_a_gpu_is_refused_saying_to_measure_on_cpu() -> None:
+    assert not torch.cuda.is_available()  # this machine's torch: the CPU build
+    with pytest.raises(BenchmarkError, match=r"sees none: measure eager on cpu \(--eager-device cpu\)"):
+        eager.eager_device("cuda")
+    with pytest.raises(BenchmarkError, match="Unknown eager device tpu"):
+        eager.eager_device("tpu")
+    assert eager.eager_device("cpu") == "cpu"
+
+
+def test_bench_passes_eager_device_to_the_benchmark_and_refuses_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from core.cli import bench as bench_cli
+
+    asked: list[BenchRequest] = []
+
+    @contextlib.contextmanager
+    def measured(args: object, backend: object) -> Iterator[object]:
+        yield "the model"
+
+    def run(kind: object, request: BenchRequest, backend: object) -> None:
+        asked.append(request)
+        raise BenchmarkError("stopped here")
+
+    monkeypatch.setattr(bench_cli, "measured", measured)
+    monkeypatch.setattr(bench_cli.jobs, "run", run)
+    cli("bench", "m.onnx", "--eager-device", "cuda", "--no-save")
+    cli("bench", "m.onnx", "--no-save")
+    assert [r.eager_device for r in asked] == ["cuda", "cpu"]
+    result = cli("bench", "m.onnx", "--eager-device", "tpu", "--no-save")
+    assert result.returncode == 2 and "invalid choice: 'tpu'" in result.stderr
