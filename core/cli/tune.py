@@ -88,12 +88,16 @@ def _print(report: TuneReport) -> None:
 
 
 def _write(report: TuneReport, output: Path) -> None:
-    """The chosen configuration as JSON at ``output``; its variant's model beside it (NAME.KEY.onnx)."""
+    """The chosen configuration as JSON at ``output``; its variant's model beside it (NAME.KEY.onnx), with the data
+    file its weights are in when it keeps them apart (named in the model as it was made, so it keeps that name)."""
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.best.config.to_json() + "\n")
     made = report.variant_paths.get(report.best.config.variant)
     if made:
         shutil.copyfile(made, output.with_name(f"{output.stem}.{report.best.config.variant}.onnx"))
+        data = Path(f"{made}.data")  # where the quantizers write a large variant's weights (location=NAME.data)
+        if data.is_file():
+            shutil.copyfile(data, output.with_name(data.name))
 
 
 def _budget(asked: float) -> float:

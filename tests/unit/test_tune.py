@@ -363,3 +363,23 @@ def test_a_language_models_batch_is_not_chosen_from_one_prefill_call_and_the_rea
     assert data["best"]["settings"]["batch"] == 1
     assert all(c["settings"]["batch"] == 1 for c in data["candidates"])
     assert any("batch is a serving choice" in line and "tokens/s" in line for line in data["not_tried"])
+
+
+def test_tune_o_writes_a_variant_with_the_data_file_its_weights_are_in(tmp_path: Path) -> None:
+    """A large variant keeps its weights in NAME.onnx.data, named inside the model: ``tune -o`` copies it beside the
+    renamed model, so the copy ``deploy`` reads finds its weights."""
+    from types import SimpleNamespace
+
+    from core.cli.tune import _write
+    from core.runtime.session_config import SessionConfig
+
+    made = tmp_path / "made" / "dynamic-qint8.onnx"
+    made.parent.mkdir()
+    made.write_bytes(b"model")
+    Path(f"{made}.data").write_bytes(b"weights")
+    config = SessionConfig(variant="dynamic-qint8")
+    report = SimpleNamespace(best=SimpleNamespace(config=config), variant_paths={"dynamic-qint8": str(made)})
+    out = tmp_path / "out" / "chosen.json"
+    _write(report, out)  # type: ignore[arg-type]
+    assert (out.parent / "chosen.dynamic-qint8.onnx").read_bytes() == b"model"
+    assert (out.parent / "dynamic-qint8.onnx.data").read_bytes() == b"weights"
