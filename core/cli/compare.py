@@ -131,6 +131,8 @@ def _print_step(step: StepReport) -> None:
     print(_("step       {where}: prompt of {count} ids, A's tokens before it {tokens}").format(
         where=where, count=len(step.prompt_ids), tokens=step.tokens
     ))  # fmt: skip
+    if step.tokens_text:
+        print(_("as text    {text}").format(text=repr(step.tokens_text)))
     print(_("past       {length} positions, each model's own (A {a}, B {b})").format(
         length=step.past_length, a=step.kv_dtype_a, b=step.kv_dtype_b
     ))  # fmt: skip
@@ -168,6 +170,7 @@ def step_json(step: StepReport) -> dict[str, Any]:
         "prompt_ids": step.prompt_ids,
         "prompt_text": step.prompt_text,
         "tokens_before": step.tokens,
+        "tokens_before_text": step.tokens_text,
         "past_length": step.past_length,
         "past": "own",
         "kv_dtype": {"a": step.kv_dtype_a, "b": step.kv_dtype_b},

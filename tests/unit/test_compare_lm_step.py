@@ -161,3 +161,6 @@ def test_with_a_tokenizer_the_greedy_tokens_before_the_step_are_also_text(
     assert step is not None and len(step.tokens) == 3
     expected = Tokenizer.from_file(str(tokenizer)).decode(step.tokens, skip_special_tokens=False)
     assert step.tokens_text == expected and step.prompt_text
+    from core.cli.compare import step_json
+
+    assert step_json(step)["tokens_before_text"] == expected  # what compare --step --json says of them
