@@ -119,14 +119,20 @@ def _bench(model: str, budget_s: float) -> tuple[bool, str]:
 
 
 def _eager_cuda(model: str) -> tuple[bool, str]:
-    """PyTorch eager on CUDA beside ORT's CUDA provider (bench --eager-device cuda, in the GPU runtime's worker)."""
+    """PyTorch eager on CUDA beside ORT's CUDA provider (bench --eager-device cuda, in the GPU runtime's worker),
+    with eager's GPU memory at a call's peak (``gpu_peak_mb``)."""
     code, data, err = _cli_json(
         "bench", model, "--torch", "sample:tinycnn", "--runtime", GPU_RUNTIME, "--providers", "cuda",
         "--levels", "all", "--eager-device", "cuda", "--iters", "100", "--warmup", "10", "--no-save",
     )  # fmt: skip
     if code != 0 or data is None:
         return False, err.strip()[-300:]
-    return True, ", ".join(f"{r['label']}: {r['median_ms']:.3f} ms" for r in data["results"])
+    said = ", ".join(
+        f"{r['label']}: {r['median_ms']:.3f} ms" + (f", peak {r['gpu_peak_mb']:,.0f} MiB" if r["gpu_peak_mb"] else "")
+        for r in data["results"]
+    )  # the GPU memory eager held at a call's peak, as torch counts it (ORT tells none: its note says so)
+    eager = [r for r in data["results"] if r["engine"] == "eager"]
+    return bool(eager) and all(r["gpu_peak_mb"] for r in eager), said
 
 
 def _strict(model: str) -> tuple[bool, str]:

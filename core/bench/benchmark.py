@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from core.bench.eager import eager_configs
+from core.bench.eager import eager_configs, ort_gpu_memory_notes
 from core.bench.records import BenchReport, BenchRequest
 from core.errors import BenchmarkError
 from core.i18n import N_, _, bounds, number
@@ -257,6 +257,7 @@ def run_benchmark(request: BenchRequest, progress: Callable[[float, str], None] 
     report_progress(0.96, _("Computing statistics"))
     results, baseline = _results(configs, notes)
     notes[:0] = _provider_notes(plan, results)  # what fell back, said before any figure (core.runtime.fallback)
+    notes += ort_gpu_memory_notes(plan.providers if "ort" in plan.engines else [])  # no peak from ORT on CUDA
     settings = {
         "engines": plan.engines, "levels": [LEVELS[lv].name for lv in plan.levels], "providers": plan.providers,
         "threads": plan.threads, "batches": plan.batches, "iterations": iterations, "warmup": warmup,

@@ -3,6 +3,13 @@
 On CUDA the module and its inputs are moved to the GPU once, each timed call is bracketed by
 ``torch.cuda.synchronize()`` (a kernel launch returns before the GPU is done: without it the time would be the
 launch's), and its outputs come back to the host inside the call, as a caller's would (the copies are counted).
+
+GPU memory comes from the runtime, not from polling nvidia-smi: for eager, ``torch.cuda.max_memory_allocated()``
+after ``torch.cuda.reset_peak_memory_stats()`` around one untimed call (the weights and that call's activations;
+``gpu_peak_mb``). ONNX Runtime's Python API offers nothing like it for its CUDA provider: the arena's statistics are
+only in the C API (``AllocatorGetStats``), unbound in Python (microsoft/onnxruntime#24993, open), so an ORT result
+on CUDA has no peak and Benchmark says so beside the arena limit it configured
+(``core.runtime.provider_options.cuda_arena_limit_mb``).
 """
 
 from __future__ import annotations
@@ -13,17 +20,27 @@ from typing import TYPE_CHECKING, Any
 
 from core.bench.records import EAGER_DEVICES
 from core.errors import BenchmarkError
-from core.i18n import _
+from core.i18n import N_, _
 from core.model.inputs import BenchInput
 from core.model.torchload import TorchSource, load_module
+from core.notes import Note, note
 from core.runtime.harness import Config
 from core.runtime.outputs import flatten_outputs
 
 if TYPE_CHECKING:
     from core.bench.benchmark import _Plan
 
-__all__ = ["EAGER_DEVICES", "eager_configs", "eager_device", "eager_run"]
+__all__ = ["EAGER_DEVICES", "eager_configs", "eager_device", "eager_run", "gpu_peak_mb", "ort_gpu_memory_notes"]
 
+# said where ORT measured on CUDA (notes: rendered at the edge)
+ORT_GPU_MEMORY = N_(
+    "ONNX Runtime's Python API tells no peak of the CUDA provider's memory, so none is shown for its results; its "
+    "arena is limited to {limit} MiB (gpu_mem_limit)."
+)
+ORT_GPU_MEMORY_UNLIMITED = N_(
+    "ONNX Runtime's Python API tells no peak of the CUDA provider's memory, so none is shown for its results; its "
+    "arena has no limit set (gpu_mem_limit)."
+)
 _PROVIDER = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}  # where the table says it ran
 
 
@@ -67,6 +84,27 @@ def eager_run(runner: Any, tensors: list[Any], threads: int, device: str) -> Cal
     return run
 
 
+def gpu_peak_mb(run: Callable[[], list[Any]], device: str) -> float | None:
+    """The GPU memory PyTorch holds at the peak of one call of ``run`` (MiB), as torch counts it; None off the GPU."""
+    if device != "cuda":
+        return None
+    import torch
+
+    torch.cuda.reset_peak_memory_stats()
+    run()
+    return torch.cuda.max_memory_allocated() / 2**20
+
+
+def ort_gpu_memory_notes(providers: list[str]) -> list[Note]:
+    """What ORT offers in place of a peak where the CUDA provider is measured: the arena limit configured."""
+    from core.runtime.provider_options import CUDA, cuda_arena_limit_mb
+
+    if CUDA not in providers:
+        return []
+    limit = cuda_arena_limit_mb()
+    return [note(ORT_GPU_MEMORY, limit=f"{limit:,.0f}") if limit is not None else note(ORT_GPU_MEMORY_UNLIMITED)]
+
+
 def eager_configs(
     source: TorchSource,
     path: str,
@@ -93,6 +131,7 @@ def eager_configs(
             config = plan.config(
                 "eager", "", _PROVIDER[device], t, batch, eager_run(runner, tensors, t, device), load_ms
             )
+            config.gpu_peak_mb = gpu_peak_mb(config.run, device)
             if device != "cpu":
                 config.label = config.label.replace("PyTorch eager", f"PyTorch eager on {device}", 1)
             configs.append(config)

@@ -75,6 +75,10 @@ class BenchResult:
     cpu_samples_ms: list[float] = field(default_factory=list)  # each kept call's CPU time, beside samples_ms
     # ORT's: how many nodes each provider ran in this configuration's session (its share; empty for eager)
     provider_nodes: dict[str, int] = field(default_factory=dict)
+    # GPU memory held at the peak of one call, as the runtime itself counts it (PyTorch eager on CUDA:
+    # torch.cuda.max_memory_allocated after a reset, core.bench.eager); None: not on a GPU, or a runtime that tells
+    # none (ONNX Runtime's CUDA provider: its Python API has no peak, core.bench.eager says why)
+    gpu_peak_mb: float | None = None
 
 
 @dataclass(kw_only=True)
@@ -94,6 +98,7 @@ class Config:
     first_ns: int = 0
     outputs: list[Any] = field(default_factory=list)
     provider_nodes: dict[str, int] = field(default_factory=dict)  # ORT's assignment in its session
+    gpu_peak_mb: float | None = None  # the runtime's own count of GPU memory at a call's peak (BenchResult's)
 
 
 def timed_session(
@@ -276,4 +281,5 @@ def result_of(c: Config) -> BenchResult:
         cpu_median_ms=float(statistics.median(c.cpu_samples)) / 1e6 if c.cpu_samples else None,
         cpu_samples_ms=[s / 1e6 for s in c.cpu_samples[:MAX_SAMPLES_KEPT]],
         provider_nodes=c.provider_nodes,
+        gpu_peak_mb=c.gpu_peak_mb,
     )

@@ -23,6 +23,7 @@ __all__ = [
     "SETUPS",
     "STRICT",
     "ProviderSetup",
+    "cuda_arena_limit_mb",
     "session_providers",
     "tensorrt_cache",
 ]
@@ -111,6 +112,13 @@ SETUPS: dict[str, ProviderSetup] = {
         ProviderSetup(provider="TensorrtExecutionProvider", options=_tensorrt, prepare=_preload_tensorrt, device="gpu"),
     )
 }
+
+
+def cuda_arena_limit_mb(cache_dir: str = "", threads: int = 0) -> float | None:
+    """The limit of the CUDA provider's memory arena as its row configures it (``gpu_mem_limit``, MiB); None: no
+    limit set (ONNX Runtime's default, SIZE_MAX). What ORT offers in place of a peak: its Python API tells none."""
+    limit = SETUPS[CUDA].options(cache_dir, threads).get("gpu_mem_limit")
+    return int(limit) / 2**20 if limit else None
 
 
 _PREPARED: set[str] = set()  # loaded once per process

@@ -4,6 +4,7 @@ availability, its synchronisation and the moves to the device are faked; benchma
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -17,6 +18,10 @@ from core.bench.benchmark import _Plan
 from core.errors import BenchmarkError
 from core.model.inputs import BenchInput
 from core.model.torchload import TorchSource
+from core.notes import say
+from core.runtime import provider_options
+from core.runtime.harness import result_of
+from core.runtime.provider_options import CPU, CUDA, SETUPS
 from tests import builders
 from tests.cli import cli
 
@@ -41,6 +46,8 @@ def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: happened.append("synchronize"))
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: happened.append("reset peak"))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 3 * 2**20)  # bytes, as torch counts them
     monkeypatch.setattr(torch.nn.Module, "to", module_to)
     monkeypatch.setattr(torch.Tensor, "to", tensor_to)
     return happened
@@ -56,7 +63,9 @@ def test_eager_on_cuda_moves_the_model_and_inputs_and_synchronises_around_each_t
     specs = cast(list[BenchInput], [type("Spec", (), {"name": "x"})()])
     source = TorchSource(kind="sample", name="tinycnn")
     (config,) = eager.eager_configs(source, str(path), specs, plan, feeds, "cuda")
-    assert fake_cuda == ["module to cuda", "input to cuda"]  # once, before any timed call
+    # moved once, before any timed call; then one untimed call between a reset of the peak and its reading
+    assert fake_cuda == ["module to cuda", "input to cuda", "reset peak", "synchronize", "synchronize"]
+    assert config.gpu_peak_mb == 3.0 and result_of(config).gpu_peak_mb == 3.0
     assert config.label == "PyTorch eager on cuda" and config.provider == "CUDAExecutionProvider"
     fake_cuda.clear()
     (out,) = config.run()
@@ -65,6 +74,7 @@ def test_eager_on_cuda_moves_the_model_and_inputs_and_synchronises_around_each_t
     fake_cuda.clear()
     on_cpu.run()
     assert fake_cuda == [] and on_cpu.label == "PyTorch eager"  # the CPU's calls wait for nothing
+    assert on_cpu.gpu_peak_mb is None and result_of(on_cpu).gpu_peak_mb is None
 
 
 def test_eager_on_cuda_without_a_gpu_is_refused_saying_to_measure_on_cpu() -> None:
@@ -96,3 +106,15 @@ def test_bench_passes_eager_device_to_the_benchmark_and_refuses_an_unknown_one(m
     assert [r.eager_device for r in asked] == ["cuda", "cpu"]
     result = cli("bench", "m.onnx", "--eager-device", "tpu", "--no-save")
     assert result.returncode == 2 and "invalid choice: 'tpu'" in result.stderr
+
+
+def test_where_ort_measures_on_cuda_it_says_it_tells_no_peak_and_gives_the_arena_limit_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert eager.ort_gpu_memory_notes([CPU]) == []
+    (unlimited,) = eager.ort_gpu_memory_notes([CUDA, CPU])
+    assert "arena has no limit set (gpu_mem_limit)" in say(unlimited)
+    limited = dataclasses.replace(SETUPS[CUDA], options=lambda cache, threads: {"gpu_mem_limit": str(2 * 2**30)})
+    monkeypatch.setitem(provider_options.SETUPS, CUDA, limited)
+    (said,) = eager.ort_gpu_memory_notes([CUDA, CPU])
+    assert "arena is limited to 2,048 MiB" in say(said) and provider_options.cuda_arena_limit_mb() == 2048.0
