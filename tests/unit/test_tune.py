@@ -24,7 +24,7 @@ from core.store.dashboard import latest_per_model_machine, latest_tuned
 from core.tune import Candidate, SessionConfig, TuneReport, TuneRequest, run_tune
 from core.tune.saved import as_run
 from core.tune.search import Space, stage_configs, stage_winner, surely_faster
-from core.tune.words import BUDGET_OUT, TOO_SLOW, not_tried_note
+from core.tune.words import BUDGET_OUT, NO_CUDA_GRAPH, TOO_SLOW, not_tried_note
 from tests import builders
 from tests.cli import cli
 from ui.charts import latency_figure
@@ -121,6 +121,13 @@ def test_the_defaults_are_a_candidate_and_the_answer_is_never_slower(strict: Tun
         assert strict.best.config == SessionConfig() and say(strict.headline).startswith("ONNX Runtime's defaults stay")
     tried = {c.stage for c in strict.candidates}
     assert {"threads", "variant"} <= tried, strict.not_tried
+
+
+@pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
+def test_cuda_graphs_without_the_cuda_provider_are_not_tried_and_the_run_says_so(strict: TuneReport) -> None:
+    stage = not_tried_note(NO_CUDA_GRAPH, "cuda_graph").values["stage"]
+    said = [n.key for n in strict.not_tried if n.values.get("stage") == stage]
+    assert said and said[0] in (NO_CUDA_GRAPH, BUDGET_OUT, TOO_SLOW), strict.not_tried  # why, or the budget's end
 
 
 @pytest.mark.quiet  # how far the budget reaches depends on the machine's speed
