@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -332,10 +333,20 @@ def test_a_stream_is_counted_against_the_cap_when_accepted_not_when_its_first_li
         return second, during, generate.streams
 
     with TestClient(module.app):  # the session, made as the server starts
-        second, during, after = asyncio.run(two())
+        second, during, after = _run_alone(two())
     assert second == 503 and during == 1 and after == 0
     streamed = b"".join(bytes(m.get("body", b"")) for m in sent)  # type: ignore[call-overload]
     assert _lines(streamed.decode())[-1]["tokens"] == 3
+
+
+def _run_alone(work: Any) -> Any:
+    """``asyncio.run`` of ``work`` in a thread of its own: a test process may already run an event loop (Playwright's,
+    where the e2e tests share the worker), in which asyncio.run refuses to start."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
 
 
 @pytest.mark.parametrize("asgi", ["2.4", "2.0"])
@@ -343,7 +354,6 @@ def test_a_client_gone_before_its_stream_begins_is_not_left_counted(
     lm_server: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, asgi: str
 ) -> None:
     """Gone as uvicorn says it (ASGI 2.4: sending fails) and as an older server does (2.0: a disconnect message)."""
-    import asyncio
 
     module = served_module(lm_server[1])
     generate = module.GENERATE
@@ -363,7 +373,7 @@ def test_a_client_gone_before_its_stream_begins_is_not_left_counted(
         return counted, generate.streams
 
     with TestClient(module.app) as client:
-        counted, after = asyncio.run(accepted_then_gone())
+        counted, after = _run_alone(accepted_then_gone())
         again = client.post("/generate", json={"prompt_ids": PROMPT, "max_new_tokens": 2})
     assert (counted, after) == (1, 0)
     assert again.status_code == 200 and _lines(again.text)[-1]["tokens"] == 2  # the cap's one place is free again

@@ -120,7 +120,7 @@ def test_the_plans_reasons_are_notes_said_in_the_readers_language_with_their_val
             "图像高度：640，检测模型的常用输入",
             "输入的种类（图像）",
         )
-        assert say(describe_values(ids)) == "随机整数 0–999（token id：它所索引的表的 1,000 行）"
+        assert say(describe_values(ids)) == "随机整数 0–999（词元 id：它所索引的表的 1,000 行）"
 
 
 def test_ir3_initializers_listed_as_inputs_are_not_inputs(tmp_path: Path) -> None:
