@@ -96,7 +96,8 @@ async def _one_user(
         start = time.monotonic()
         await page.get_by_role("link", name="Decode", exact=True).click()
         await page.get_by_role("heading", name="2. The model").wait_for(timeout=300_000)
-        await page.locator('[data-testid="stTable"]').get_by_text(run.input_name).first.wait_for(timeout=300_000)
+        # the model's inputs: a Markdown table (ui.text.md_table), as the Model page's card writes them
+        await page.locator("table").get_by_text(run.input_name).first.wait_for(timeout=300_000)
         await _idle(page)
         run.decode_s = time.monotonic() - start
 
