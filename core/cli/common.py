@@ -243,6 +243,22 @@ def provider_names(text: str | None) -> list[str] | None:
     return names
 
 
+def tokenizer_file(given: str) -> str:
+    """``--tokenizer``'s tokenizer.json: the file, or the one in the folder given (exit 2 with the way out when there
+    is none)."""
+    from core.model.cache_config import TOKENIZER_FILE
+
+    path = Path(given).expanduser().resolve()
+    path = path / TOKENIZER_FILE if path.is_dir() else path
+    if not path.is_file():
+        raise WorkbenchError(
+            _("--tokenizer {path}: no tokenizer.json there; give the file, or a folder that holds one.").format(
+                path=repr(given)
+            )
+        )
+    return str(path)
+
+
 def add_runtime_arguments(parser: Any, *, providers: str, runtime: str, strict: str) -> None:
     """--providers, --runtime and --strict, as every command that runs a model on a runtime takes them (each
     command says in its help what they mean to it); read back with ``runtime_choice``."""

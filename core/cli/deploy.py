@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import add_code_arguments, as_onnx, code_choice, provider_names
+from core.cli.common import add_code_arguments, as_onnx, code_choice, provider_names, tokenizer_file
 from core.cli.plan import add_plan_arguments, plan_from_args
 from core.deploy import DeployRequest
 from core.deploy.session import read_tuned
@@ -37,6 +37,10 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "--providers", help="the execution providers the server asks for, e.g. openvino,cpu (default: Tune's, else "
         "the runtime's own)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tokenizer", metavar="PATH", help="a language model's tokenizer.json (or a folder holding one) to package, "
+        "so /generate takes a prompt as text, when none lies beside the model",
     )  # fmt: skip
     add_code_arguments(parser)
     add_plan_arguments(parser)  # the inputs a variant Tune chose is made on, when its file is not beside --tuned
@@ -70,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         request = DeployRequest(
             model=record.path, out_dir=str(out), name=record.name, tuned=tuned, zip=False, runtime=runtime,
             providers=provider_names(args.providers) or [],
+            tokenizer=tokenizer_file(args.tokenizer) if args.tokenizer else "",
         )  # fmt: skip
         variant = tuned.variant if tuned else "fp32"
         beside = Path(args.tuned).with_name(f"{Path(args.tuned).stem}.{variant}.onnx") if args.tuned else None

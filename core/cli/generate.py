@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import as_onnx, describe, english_data, ints, padded
+from core.cli.common import as_onnx, describe, english_data, ints, padded, tokenizer_file
 from core.errors import GenerateError
 from core.generate.records import GenerateRequest
 from core.generate.words import headline
@@ -125,15 +125,7 @@ def _tokenizer(args: argparse.Namespace, source: _Source) -> str:
     """The tokenizer.json the worker is given: --tokenizer's, else the one at the top of the model's Hugging Face
     folder when none lies beside the model ("" when it does: the worker finds it there; or when there is none)."""
     if args.tokenizer:
-        path = Path(args.tokenizer).expanduser().resolve()
-        path = path / TOKENIZER_FILE if path.is_dir() else path
-        if not path.is_file():
-            raise GenerateError(
-                _("--tokenizer {path}: no tokenizer.json there; give the file, or a folder that holds one.").format(
-                    path=repr(args.tokenizer)
-                )
-            )
-        return str(path)
+        return tokenizer_file(args.tokenizer)
     layout = source.record.generative
     if layout is not None and layout.tokenizer:
         return ""

@@ -255,6 +255,22 @@ def test_the_load_in_tokens_is_shown_in_words_where_no_stream_finished_and_kept_
     assert saved.headline.english().startswith("Streamed over HTTP: first token after 12 ms")
 
 
+def test_deploy_tokenizer_packages_the_one_given_so_generate_takes_text(
+    gpt2_past: LanguageModel, tmp_path: Path
+) -> None:
+    """A model with no tokenizer beside it (a tuned variant's copy): ``--tokenizer`` (the file or its folder) puts one
+    in the package, with ``tokenizers`` among its requirements; a path without one is refused with the way out."""
+    model = copy_model(gpt2_past.onnx, tmp_path / "model")
+    (tmp_path / "tok").mkdir()
+    words = word_tokenizer(tmp_path / "tok" / "tokenizer.json")
+    done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--tokenizer", str(words.parent))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "server" / "tokenizer.json").read_bytes() == words.read_bytes()
+    assert "tokenizers" in (tmp_path / "server" / "requirements.txt").read_text()
+    refused = cli("deploy", str(model), "-o", str(tmp_path / "other"), "--tokenizer", str(tmp_path))
+    assert refused.returncode == 2 and "no tokenizer.json there" in refused.stderr
+
+
 def test_a_provider_the_runtime_lacks_is_refused_naming_those_it_has(tmp_path: Path) -> None:
     model = write(relu_model(), tmp_path / "relu.onnx")
     done = cli("deploy", str(model), "-o", str(tmp_path / "server"), "--providers", "cuda,cpu")
