@@ -14,6 +14,7 @@ from core.compare import CompareReport, CompareRequest, CompareSide
 from core.errors import WorkbenchError
 from core.i18n import _
 from core.jobs import COMPARE, QUANTIZE
+from core.model.hf_folder import folder_tokenizer
 from core.model.records import ModelRecord
 from core.model.torchload import source_of
 from core.quantize import VARIANTS, QuantizeRequest
@@ -23,7 +24,6 @@ from core.workspace import safe_filename
 from ui import jobs, session, uploads
 from ui.compare_view import compare_section, fix_verdict, step_fields, step_section
 from ui.diff_view import diff_section
-from ui.generate_view import tokenizer_file
 from ui.graph_panel import graph_of
 from ui.jobs import stop_with_error
 from ui.library_view import other_versions, version_label
@@ -126,7 +126,7 @@ with st.form("compare_form"):
         key="compare_rtol",
         help=_("Within: max |A − B| ≤ 1e-5 + this × max |A|. Float16 keeps about three digits: try 0.01 for it."),
     )
-    has_tokenizer = record.generative is not None and bool(record.generative.tokenizer or tokenizer_file(record))
+    has_tokenizer = record.generative is not None and bool(record.generative.tokenizer or folder_tokenizer(record))
     step_plan = step_fields(record, has_tokenizer)  # a language model: at a step of a prompt
     submitted = st.form_submit_button(_("Compare"), type="primary", disabled=not plan_ready(inputs))
 
@@ -169,7 +169,7 @@ if submitted:
         b=CompareSide(path=b_path, label=b_label, level=level_b),
         inputs=inputs,
         rtol=float(rtol),
-        step=dataclasses.replace(step, tokenizer=tokenizer_file(record)) if step else None,
+        step=dataclasses.replace(step, tokenizer=folder_tokenizer(record)) if step else None,
     )
     st.session_state["compare_b_variant"] = str(variant) if against == "variant" else ""  # what "make it again" makes
     session.set_page_param("b", str(version) if against == "version" else "")  # the address says which B

@@ -19,8 +19,9 @@ from core.generate.words import headline
 from core.i18n import N_, _, number, pgettext
 from core.jobs import GENERATE
 from core.model import ModelRecord
-from core.model.cache_config import CONFIG_FILE, TOKENIZER_FILE
+from core.model.cache_config import CONFIG_FILE
 from core.model.generative import NEW_TOKENS, PROMPT_LENGTH, GenerativeLayout, GenerativePlan
+from core.model.hf_folder import folder_tokenizer
 from core.notes import say, significant
 from core.runtime.machine import default_threads
 from core.runtime.ort import LEVELS
@@ -30,7 +31,7 @@ from ui.kept_form import Choice
 from ui.text import md_escape
 from ui.token_chart import token_latency_figure
 
-__all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokenizer_file", "tokens_frame"]
+__all__ = ["figures_frame", "generate_section", "reference_folder", "steps_frame", "tokens_frame"]
 
 MOST_NEW_TOKENS = 4096
 MOST_PROMPT_TOKENS = 65_536
@@ -59,15 +60,6 @@ def reference_folder(record: ModelRecord, torch_record: ModelRecord | None) -> s
     if folder is not None and (folder / CONFIG_FILE).is_file() and any(folder.glob("*.safetensors")):
         return str(folder)
     return ""
-
-
-def tokenizer_file(record: ModelRecord) -> str:
-    """The tokenizer.json the worker is given for the model: "" when it lies beside the model (the worker finds it
-    there) or nowhere; the one at the top of the model's Hugging Face folder (its ONNX files under onnx/)."""
-    if record.generative is None or record.generative.tokenizer or not record.folder:
-        return ""
-    found = Path(record.folder) / TOKENIZER_FILE
-    return str(found) if found.is_file() and not found.is_symlink() else ""
 
 
 def _cache_said(layout: GenerativeLayout) -> str:
@@ -242,7 +234,7 @@ def _plan(layout: GenerativeLayout, tokenizer: str) -> GenerativePlan | None:
 def _run(record: ModelRecord, plan: GenerativePlan, reference: str) -> None:
     runs, threads, level = st.session_state["generate_settings"]
     request = GenerateRequest(
-        model=record.path, plan=plan, reference=reference, tokenizer=tokenizer_file(record), name=record.name,
+        model=record.path, plan=plan, reference=reference, tokenizer=folder_tokenizer(record), name=record.name,
         model_id=record.id, runs=runs, threads=threads, level=level,
     )  # fmt: skip
     jobs.run(GENERATE, request, _("Generating from “{name}”").format(name=record.name), model=record.id)
@@ -398,7 +390,7 @@ def generate_section(record: ModelRecord, torch_record: ModelRecord | None) -> N
     st.caption(_("The model: {cache}.").format(cache=md_escape(_cache_said(layout), 400)))
     reference = _reference(record, torch_record)
     try:
-        plan = _plan(layout, tokenizer_file(record))
+        plan = _plan(layout, folder_tokenizer(record))
         if plan is not None:
             _run(record, plan, reference)
     except WorkbenchError as exc:

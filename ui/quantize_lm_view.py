@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from core.i18n import _, number
+from core.model.hf_folder import folder_tokenizer
 from core.model.records import ModelRecord
 from core.notes import say
 from core.quantize.lm_records import (
@@ -75,7 +76,7 @@ def language_model_form(record: ModelRecord) -> LMQuantizeRequest | None:
         model=record.path,
         out_dir="",  # a fresh folder of this session's (ui.jobs)
         variants=specs,
-        tokenizer=_tokenizer_file(record),
+        tokenizer=folder_tokenizer(record),
         prompts=int(prompts),
         prompt_length=int(length),
         new_tokens=int(new),
@@ -121,19 +122,6 @@ def _frame(report: LMQuantizeReport) -> pd.DataFrame:
         for v in report.variants
     ]
     return pd.DataFrame(rows)  # for st.dataframe, which renders no Markdown
-
-
-def _tokenizer_file(record: ModelRecord) -> str:
-    """The tokenizer.json the worker is given: "" when it lies beside the model (the worker finds it there) or
-    nowhere; the one at the top of the model's Hugging Face folder (its ONNX files under onnx/)."""
-    from pathlib import Path
-
-    from core.model.cache_config import TOKENIZER_FILE
-
-    if record.generative is None or record.generative.tokenizer or not record.folder:
-        return ""
-    found = Path(record.folder) / TOKENIZER_FILE
-    return str(found) if found.is_file() and not found.is_symlink() else ""
 
 
 def _side_by_side(report: LMQuantizeReport, made: list[LMVariant]) -> None:

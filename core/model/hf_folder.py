@@ -418,3 +418,14 @@ def relative_member(path: Path) -> tuple[Path, str] | None:
     if path.parent.name != ONNX_FOLDER or not _regular(folder / CONFIG_FILE):
         return None
     return folder, f"{ONNX_FOLDER}/{path.name}"
+
+
+def folder_tokenizer(record: ModelRecord) -> str:
+    """The tokenizer.json a worker is given for a language model: "" when it lies beside the model (the worker finds
+    it there) or nowhere; the one at the top of the model's Hugging Face folder (its ONNX files under onnx/)."""
+    from core.model.cache_config import TOKENIZER_FILE
+
+    if record.generative is None or record.generative.tokenizer or not record.folder:
+        return ""
+    found = Path(record.folder) / TOKENIZER_FILE
+    return str(found) if found.is_file() and not found.is_symlink() else ""
