@@ -22,16 +22,15 @@ from core.i18n import _, number
 from core.model.generative import GenerativeLayout, GenerativePlan
 from core.quantize.lm_judge import divergence, judge_variants, method_note, repeats_note
 from core.quantize.lm_records import (
-    ACCURACY_LEVELS,
-    BLOCK_SIZES,
-    LM_KINDS,
     LMQuantizeReport,
     LMQuantizeRequest,
     LMVariant,
     LMVariantSpec,
+    check_variants,
     original_label,
 )
 from core.quantize.lm_variants import MAKERS, model_with_weights
+from core.quantize.records import UNLOADABLE
 from core.quantize.variants import file_size, is_large
 from core.runtime.greedy import Trace, ort_generate
 from core.runtime.greedy_prompt import Prompt, check_plan, make_prompt, recognised_layout
@@ -51,20 +50,7 @@ def _silent(fraction: float, message: str) -> None:
 def _check(request: LMQuantizeRequest, layout: GenerativeLayout) -> None:
     """Refuse, before anything is made, what cannot be asked: no variant, an unknown kind or setting, sizes out of
     range, a model whose weights are int4 already."""
-    unknown = [v.kind for v in request.variants if v.kind not in LM_KINDS]
-    if unknown or not request.variants:
-        raise QuantizeError(
-            _("Unknown variant {names}; a language model is offered {known}.").format(
-                names=", ".join(unknown) or _("(none)"), known=", ".join(LM_KINDS)
-            )
-        )
-    for spec in (v for v in request.variants if v.kind == "int4"):
-        if spec.block_size not in BLOCK_SIZES or spec.accuracy_level not in ACCURACY_LEVELS:
-            raise QuantizeError(
-                _("INT4's block size is one of {blocks} and its accuracy level one of {levels}.").format(
-                    blocks=", ".join(map(str, BLOCK_SIZES)), levels=", ".join(map(str, ACCURACY_LEVELS))
-                )
-            )
+    check_variants(request.variants)
     if not 1 <= request.prompts <= MAX_PROMPTS or len(request.prompt_ids) > MAX_PROMPTS:
         raise QuantizeError(_("Give 1 to {most} prompts.").format(most=MAX_PROMPTS))
     if not 1 <= request.runs <= 100:
@@ -118,7 +104,7 @@ def _open(variants: list[LMVariant], threads: int) -> dict[str, Any]:
         except Exception as exc:
             if variant is variants[0]:
                 raise
-            variant.error = _("ONNX Runtime cannot load this variant: {reason}").format(reason=str(exc)[:600])
+            variant.error = _(UNLOADABLE).format(reason=str(exc)[:600])
     return sessions
 
 

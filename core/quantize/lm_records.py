@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from core.access import ReadPath, WritePath
+from core.errors import QuantizeError
 from core.i18n import N_, _
 from core.model.generative import GenerativeLayout
 from core.notes import Note
+from core.quantize.records import VARIANTS, variant_label
 from core.runtime.stats import Interval
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "LMQuantizeRequest",
     "LMVariant",
     "LMVariantSpec",
+    "check_variants",
     "original_label",
 ]
 
@@ -45,13 +48,13 @@ class LMKind(NamedTuple):
 
 
 _INT4 = N_("INT4 weight-only (MatMulNBits, block {block}, accuracy level {level})")
-# the kinds a language model is offered; the keys are the command line's --mode and the page's choices
+# the kinds a language model is offered; the keys are the command line's --mode and the page's choices (dynamic INT8
+# and FP16 are Quantize's own variants of those names, core.quantize.records.VARIANTS)
 LM_KINDS: dict[str, LMKind] = {
     "int4": LMKind(_INT4),
-    "dynamic": LMKind(N_("Dynamic INT8 (QInt8 weights)")),
-    "fp16": LMKind(N_("FP16 (float32 inputs and outputs kept)")),
+    "dynamic": LMKind(VARIANTS["dynamic-qint8"].label),
+    "fp16": LMKind(VARIANTS["fp16"].label),
 }
-_ORIGINAL = N_("FP32 (original)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,18 +72,38 @@ class LMVariantSpec:
 
     def label(self) -> str:
         """The variant in words, in the current language."""
-        template = _(LM_KINDS[self.kind].label)
-        return template.format(block=self.block_size, level=self.accuracy_level) if self.kind == "int4" else template
+        return self._said(_(LM_KINDS[self.kind].label))
 
     def english(self) -> str:
         """The variant in English words (a name kept in the model library)."""
-        template = LM_KINDS[self.kind].label
+        return self._said(LM_KINDS[self.kind].label)
+
+    def _said(self, template: str) -> str:
         return template.format(block=self.block_size, level=self.accuracy_level) if self.kind == "int4" else template
+
+
+def check_variants(variants: list[LMVariantSpec]) -> None:
+    """Refuse, before anything is made, no variant, an unknown kind, or an int4 block size or accuracy level that is
+    not offered: each refusal names what is."""
+    unknown = [v.kind for v in variants if v.kind not in LM_KINDS]
+    if unknown or not variants:
+        raise QuantizeError(
+            _("Unknown variant {names}; a language model is offered {known}.").format(
+                names=", ".join(unknown) or _("(none)"), known=", ".join(LM_KINDS)
+            )
+        )
+    for spec in (v for v in variants if v.kind == "int4"):
+        if spec.block_size not in BLOCK_SIZES or spec.accuracy_level not in ACCURACY_LEVELS:
+            raise QuantizeError(
+                _("INT4's block size is one of {blocks} and its accuracy level one of {levels}.").format(
+                    blocks=", ".join(map(str, BLOCK_SIZES)), levels=", ".join(map(str, ACCURACY_LEVELS))
+                )
+            )
 
 
 def original_label() -> str:
     """The float model's label, in the current language."""
-    return _(_ORIGINAL)
+    return variant_label("fp32")
 
 
 @dataclass(frozen=True, kw_only=True)

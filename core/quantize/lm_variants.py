@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from core.errors import QuantizeError
 from core.i18n import _
 from core.quantize.lm_records import LMVariantSpec
-from core.quantize.records import INTEGER_OPS
+from core.quantize.records import INTEGER_OPS, NO_FLOAT32
 
 if TYPE_CHECKING:
     import onnx
@@ -83,7 +83,7 @@ def make_fp16(model: onnx.ModelProto, target: Path, spec: LMVariantSpec, large: 
     from onnxruntime.transformers.onnx_model import OnnxModel
 
     if not any(t.data_type == 1 for t in model.graph.initializer):
-        raise QuantizeError(_("The model has no float32 weights to convert; it may already be in float16."))
+        raise QuantizeError(_(NO_FLOAT32))
     converted = OnnxModel(
         convert_float_to_float16(
             model, keep_io_types=True, op_block_list=DEFAULT_OP_BLOCK_LIST, disable_shape_infer=large

@@ -26,7 +26,15 @@ from core.notes import Note, note, significant
 from core.quantize.accuracy import accuracy, outputs, typed
 from core.quantize.calibration import split_data
 from core.quantize.judge import Tolerance, judge, recommend, size_note
-from core.quantize.records import INTEGER_OPS, VARIANTS, QuantizeReport, QuantizeRequest, Variant, variant_label
+from core.quantize.records import (
+    INTEGER_OPS,
+    UNLOADABLE,
+    VARIANTS,
+    QuantizeReport,
+    QuantizeRequest,
+    Variant,
+    variant_label,
+)
 from core.quantize.variants import (
     file_size,
     make_variant,
@@ -205,7 +213,7 @@ def _latency(
         except Exception as exc:
             if variant is made[0]:  # the original itself: nothing to compare with (its refusal says why)
                 raise
-            variant.error = _("ONNX Runtime cannot load this variant: {reason}").format(reason=str(exc)[:600])
+            variant.error = _(UNLOADABLE).format(reason=str(exc)[:600])
             continue
         sessions[variant.key] = session
         feed = typed(session, make_inputs(specs, 1, seed))

@@ -13,6 +13,8 @@ from core.runtime.harness import BenchResult
 
 __all__ = [
     "INTEGER_OPS",
+    "NO_FLOAT32",
+    "UNLOADABLE",
     "VARIANTS",
     "Accuracy",
     "QuantizeReport",
@@ -51,6 +53,9 @@ VARIANTS: dict[str, VariantKind] = {
     "fp16-all": VariantKind(N_("FP16 (inputs and outputs in float16 too)"), "fp16", {"keep_io_types": False}),
 }
 _ORIGINAL = N_("FP32 (original)")
+# refusals a variant of either kind of model meets (core.quantize.variants, core.quantize.lm_variants)
+NO_FLOAT32 = N_("The model has no float32 weights to convert; it may already be in float16.")
+UNLOADABLE = N_("ONNX Runtime cannot load this variant: {reason}")
 
 
 def variant_label(key: str) -> str:

@@ -21,7 +21,7 @@ from core.notes import Note, note
 from core.quantize.accuracy import accuracy, outputs
 from core.quantize.calibration import CalibrationReader
 from core.quantize.judge import Tolerance
-from core.quantize.records import INTEGER_OPS, VARIANTS, variant_label
+from core.quantize.records import INTEGER_OPS, NO_FLOAT32, VARIANTS, variant_label
 
 if TYPE_CHECKING:
     import onnx
@@ -223,7 +223,7 @@ def _to_float16(
     if not any(t.data_type == 1 for t in model.graph.initializer) and not any(
         n.op_type == "Constant" for n in model.graph.node
     ):
-        raise QuantizeError(_("The model has no float32 weights to convert; it may already be in float16."))
+        raise QuantizeError(_(NO_FLOAT32))
     for index, node in enumerate(model.graph.node):
         node.name = node.name or f"{node.op_type}_{index}"  # the converter blocks nodes by name
     checked = bool(feeds) and not large
