@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
 from core.bench import BenchRequest
 from core.bench.records import EAGER_DEVICES
-from core.cli.common import (
-    add_runtime_arguments,
-    add_target_argument,
-    environment_json,
-    ints,
-    nodes_text,
-    padded,
-    provider_names,
-    split,
-    target_backend,
-)
-from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
+from core.cli.common import add_runtime_arguments, ints, nodes_text, padded, provider_names, split, target_backend
+from core.cli.measuring import add_measuring_arguments, print_measured_json
+from core.cli.plan import add_model_arguments, measured
 from core.errors import IdentityRefused
 from core.i18n import _
 from core.identity import ANONYMOUS, Identity, named
@@ -61,7 +51,6 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "--budget", type=float, default=120.0, help="time budget, seconds: opening the sessions, warm-up and measuring"
     )
-    add_measured_inputs(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
     parser.add_argument(
         "--owner",
@@ -71,8 +60,7 @@ def register(parser: Any) -> None:
         "team: --team, else the one team_domains gives the email's domain, else theirs alone)",
     )
     parser.add_argument("--team", default="", help="the team the run is saved for (default: see --owner)")
-    add_target_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_measuring_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -147,10 +135,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = to_data(report)
         data["results"] = [{k: v for k, v in r.items() if k not in PER_CALL} for r in data["results"]]
-        data["inputs"] = plan_json(model.inputs)
-        data["environment"] = environment_json(data["environment"], args.target)
         data["headline"] = report.headline.english()  # a sentence, in English as every text of --json; notes as data
-        print(json.dumps(data, indent=2))
+        print_measured_json(data, model, args.target)
         return 0
     _print(report)
     if not args.no_save:

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from core import jobs
-from core.cli.common import (
-    add_runtime_arguments,
-    add_target_argument,
-    environment_json,
-    padded,
-    provider_names,
-    target_backend,
-)
-from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
+from core.cli.common import add_runtime_arguments, padded, provider_names, target_backend
+from core.cli.measuring import add_measuring_arguments, print_measured_json
+from core.cli.plan import add_model_arguments, measured
 from core.i18n import _
 from core.jobs import PROFILE
 from core.jobs.wire import to_data
@@ -49,16 +42,8 @@ def register(parser: Any) -> None:
         runtime="the ONNX Runtime build that profiles (`python -m core runtimes`); with it, its providers by default",
         strict="refuse (exit 2) a provider that leaves nodes to the CPU provider (session.disable_cpu_ep_fallback)",
     )
-    add_measured_inputs(parser)
-    add_target_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_measuring_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def report_json(report: ProfileReport, plan: list[Any]) -> dict[str, Any]:
-    data: dict[str, Any] = to_data(report)
-    data["inputs"] = plan_json(plan)
-    return data
 
 
 def _print(report: ProfileReport, top: int) -> None:
@@ -133,9 +118,7 @@ def run(args: argparse.Namespace) -> int:
         )
         report = jobs.run(PROFILE, request, backend)
     if args.json:
-        data = report_json(report, model.inputs)
-        data["environment"] = environment_json(data["environment"], args.target)
-        print(json.dumps(data, indent=2))
+        print_measured_json(to_data(report), model, args.target)
         return 0
     _print(report, args.top)
     return 0

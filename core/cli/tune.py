@@ -12,18 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from core import jobs
-from core.cli.common import (
-    add_runtime_arguments,
-    add_target_argument,
-    environment_json,
-    ints,
-    nodes_text,
-    padded,
-    runtime_choice,
-    split,
-    target_backend,
-)
-from core.cli.plan import add_measured_inputs, add_model_arguments, measured, plan_json
+from core.cli.common import add_runtime_arguments, ints, nodes_text, padded, runtime_choice, split, target_backend
+from core.cli.measuring import add_measuring_arguments, print_measured_json
+from core.cli.plan import add_model_arguments, measured
 from core.errors import JobError
 from core.i18n import _, number
 from core.jobs import TUNE
@@ -57,10 +48,8 @@ def register(parser: Any) -> None:
     parser.add_argument(
         "-o", "--output", help="write the chosen configuration (SessionConfig JSON) here, and its variant beside it"
     )
-    add_measured_inputs(parser)
     parser.add_argument("--no-save", action="store_true", help="do not save the run in the history")
-    add_target_argument(parser)
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_measuring_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -191,10 +180,7 @@ def run(args: argparse.Namespace) -> int:
 
         open_history(load_settings()).save(as_run(report))
     if args.json:
-        data = report_data(report)
-        data["inputs"] = plan_json(model.inputs)
-        data["environment"] = environment_json(data["environment"], args.target)
-        print(json.dumps(data, indent=2))
+        print_measured_json(report_data(report), model, args.target)
         return 0
     _print(report)
     if not args.no_save:

@@ -4,11 +4,13 @@ Runtime or the other commands' code (``python -m core samples`` took 0.36 s, 0.1
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from core.cli import COMMANDS, parser
@@ -82,3 +84,25 @@ def test_every_measuring_command_feeds_its_model_the_same_way() -> None:
     for name in ("bench", "profile", "tune", "loadtest", "browser-bench"):
         command = _commands(parser(name))[name]
         assert fed <= {a.dest for a in command._actions}, name
+
+
+def test_a_measuring_commands_json_adds_the_inputs_it_ran_on_and_where_it_ran(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """bench, profile and tune each print their report's JSON with the same two fields added
+    (core.cli.measuring.print_measured_json): the input plan the model ran on, and the environment naming the target
+    the job ran on (this server when none was given)."""
+    from core.cli.measuring import print_measured_json
+    from core.jobs.cluster.client import LOCAL
+    from core.model.inputs import BenchInput
+    from core.model.measured import MeasuredModel
+
+    model = MeasuredModel(path="m.onnx", inputs=[BenchInput(name="x", dtype="float32", shape=[1, 3], batch_axis=0)])
+    print_measured_json({"id": "r1", "environment": {"machine": "m"}}, model, None)
+    here = json.loads(capsys.readouterr().out)
+    print_measured_json({"id": "r2", "environment": {"machine": "m"}}, model, "gpu-node")
+    there = json.loads(capsys.readouterr().out)
+    ran_on = [(i["name"], i["dtype"], i["shape"], i["batch_axis"]) for i in here["inputs"]]
+    assert ran_on == [("x", "float32", [1, 3], 0)]
+    assert here["id"] == "r1" and here["environment"] == {"machine": "m", "target": LOCAL}
+    assert there["environment"]["target"] == "gpu-node"
