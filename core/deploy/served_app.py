@@ -4,7 +4,8 @@ This file is the same for every model: what it serves is read from the JSON file
 the model's file and its inputs' and outputs' names, dtypes and shapes; ``session.json``: the ONNX Runtime
 session options; ``providers.json``: the providers with their options), never written into the code. The session
 is made once, when the server starts. A language model's server also has ``POST /generate`` (generation.py, shipped
-beside this file, when signature.json has ``generate``), streaming greedy tokens as NDJSON.
+beside this file, when signature.json has ``generate``), streaming greedy tokens as NDJSON. With session.json's
+``cuda_graph`` the model's calls are captured as a CUDA graph at the first request and replayed after (graph.py).
 
 ``POST /predict`` takes
   * ``Content-Type: application/json``: ``{"inputs": {name: nested list, ...}}``;
@@ -87,6 +88,7 @@ def _shipped(name: str) -> Any:
 
 
 ANSWERS = _shipped("answers")
+GRAPHS = _shipped("graph")
 
 
 def _providers() -> list[Any]:
@@ -120,12 +122,14 @@ def make_session() -> ort.InferenceSession:
     # the threads spin while a call runs and stop when it returns, as ONNX Runtime's default does not: as Tune
     # measured it, and no core is kept busy between requests
     options.add_session_config_entry("session.force_spinning_stop", "1")
-    return ort.InferenceSession(str(HERE / SIGNATURE["model_file"]), options, providers=_providers())
+    providers = GRAPHS.providers(_providers(), SIGNATURE)  # a language model's: without CUDA graphs
+    return ort.InferenceSession(str(HERE / SIGNATURE["model_file"]), options, providers=providers)
 
 
 @asynccontextmanager
 async def lifespan(_: FastAPI) -> AsyncIterator[None]:
     state["session"] = make_session()
+    state["graphs"] = GRAPHS.Graphs(state["session"], SESSION, SIGNATURE, ort)
     yield
     state.clear()
 
@@ -414,7 +418,9 @@ def _decode(body: bytes, kind: str) -> dict[str, np.ndarray]:
 def _run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     session: ort.InferenceSession = state["session"]
     start = time.perf_counter()
-    if not SESSION.get("io_binding"):
+    if (graphs := state.get("graphs")) is not None and graphs.on:  # captured at the first call, replayed after
+        outputs = graphs.run(feeds)
+    elif not SESSION.get("io_binding"):
         outputs = list(session.run(None, feeds))
     else:
         binding = session.io_binding()
@@ -452,6 +458,7 @@ def health() -> dict[str, Any]:
         "outputs": SIGNATURE["outputs"],
         "providers": session.get_providers() if session is not None else [],
         **({"generate": GENERATE.health()} if GENERATE is not None else {}),
+        **(state["graphs"].health() if "graphs" in state else {}),
     }
 
 

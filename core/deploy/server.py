@@ -56,7 +56,7 @@ _TRITON_TYPES = {
 _TRITON_LEVELS = {"all": 0, "layout": 0, "basic": -1, "extended": 1, "disable": 2}
 _TEMPLATE = Path(__file__).with_name("served_app.py")
 # the modules app.py loads from beside it, as the package names them
-SHIPPED = {"answers.py": "served_answers.py", "generation.py": "served_generation.py"}
+SHIPPED = {"answers.py": "served_answers.py", "generation.py": "served_generation.py", "graph.py": "served_graph.py"}
 
 
 def _tensors(items: list[Any], what: str) -> list[dict[str, Any]]:

@@ -64,7 +64,7 @@ def test_the_folder_holds_the_app_the_model_its_options_pins_a_dockerfile_a_read
     _model, out = mixed
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert names == [
-        "Dockerfile", "README.md", "answers.py", "app.py", "generation.py", "model.onnx", "providers.json",
+        "Dockerfile", "README.md", "answers.py", "app.py", "generation.py", "graph.py", "model.onnx", "providers.json",
         "requirements.txt", "session.json", "signature.json", "triton/mixed/1/model.onnx", "triton/mixed/config.pbtxt",
     ]  # fmt: skip
     pins = (out / "requirements.txt").read_text().splitlines()

@@ -5,9 +5,11 @@ GPU and `make runtime-gpu`, benchmarks/gpu_check.py runs all of it for real."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from benchmarks import gpu_check
@@ -153,3 +155,165 @@ def test_a_cuda_graphs_outputs_are_allocated_once_on_the_gpu_at_fixed_shapes() -
     assert _fixed_output(ort, out, config) == "value" and made == [([4, 10], "float32", "cuda", 0)]
     with pytest.raises(TuneError, match="CUDA graphs need outputs of fixed shapes; y is"):
         _fixed_output(ort, types.SimpleNamespace(name="y", shape=[1, "seq"], type="tensor(float)"), config)
+
+
+class _GpuValue:
+    """An OrtValue on the GPU: its values live at one address for its whole life."""
+
+    def __init__(self, array: np.ndarray, log: list[str]) -> None:
+        self.array, self.log = np.array(array), log
+
+    def update_inplace(self, array: np.ndarray) -> None:
+        self.log.append(f"copy into the captured input {list(array.shape)}")
+        self.array[...] = array
+
+
+class _Binding:
+    def __init__(self) -> None:
+        self.inputs: dict[str, _GpuValue] = {}
+        self.outputs: dict[str, _GpuValue | None] = {}
+
+    def bind_ortvalue_input(self, name: str, value: _GpuValue) -> None:
+        self.inputs[name] = value
+
+    def bind_output(self, name: str, device: str, device_id: int) -> None:
+        self.outputs[name] = None  # ONNX Runtime allocates it at the run
+
+    def bind_ortvalue_output(self, name: str, value: _GpuValue) -> None:
+        self.outputs[name] = value
+
+    def copy_outputs_to_cpu(self) -> list[np.ndarray]:
+        return [np.array(value.array) for value in self.outputs.values() if value is not None]
+
+
+class _GraphSession:
+    """A session opened with enable_cuda_graph, as ONNX Runtime runs it (y = 2x): the first run through a binding
+    captures the graph, those after replay it on the addresses captured; gpu_graph_id -1 runs without it."""
+
+    def __init__(self, providers: tuple[str, ...] = (CUDA, CPU)) -> None:
+        self.providers = list(providers)
+        self.log: list[str] = []
+        self.threads: set[str] = set()
+        self.captured: _Binding | None = None
+
+    def get_providers(self) -> list[str]:
+        return self.providers
+
+    def get_outputs(self) -> list[types.SimpleNamespace]:
+        return [types.SimpleNamespace(name="y")]
+
+    def io_binding(self) -> _Binding:
+        return _Binding()
+
+    def run_with_iobinding(self, binding: _Binding, options: types.SimpleNamespace | None = None) -> None:
+        self.threads.add(threading.current_thread().name)
+        if options is not None and options.entries.get("gpu_graph_id") == "-1":
+            self.log.append("run without the graph")
+            binding.outputs = {"y": _GpuValue(2 * binding.inputs["x"].array, self.log)}
+            return
+        if self.captured is None:
+            assert binding.outputs["y"] is not None, "a graph writes to outputs bound before it is captured"
+            self.captured = binding
+            self.log.append("capture")
+        else:
+            assert binding is self.captured, "a replay reads and writes the addresses captured"
+            self.log.append("replay")
+        out = binding.outputs["y"]
+        assert out is not None
+        out.array[...] = 2 * binding.inputs["x"].array
+
+    def run(self, names: None, feeds: dict[str, np.ndarray], options: types.SimpleNamespace) -> list[np.ndarray]:
+        self.log.append("run without the graph" if options.entries.get("gpu_graph_id") == "-1" else "run")
+        return [2 * feeds["x"]]
+
+
+def _fake_ort(log: list[str]) -> types.SimpleNamespace:
+    class RunOptions:
+        def __init__(self) -> None:
+            self.entries: dict[str, str] = {}
+
+        def add_run_config_entry(self, key: str, value: str) -> None:
+            self.entries[key] = value
+
+    def from_numpy(array: np.ndarray, device: str, device_id: int) -> _GpuValue:
+        assert (device, device_id) == ("cuda", 0)
+        return _GpuValue(array, log)
+
+    def from_shape_and_type(shape: tuple[int, ...], dtype: np.dtype, device: str, device_id: int) -> _GpuValue:
+        log.append(f"allocate the output {list(shape)} {dtype}")
+        return _GpuValue(np.zeros(shape, dtype), log)
+
+    value = types.SimpleNamespace(ortvalue_from_numpy=from_numpy, ortvalue_from_shape_and_type=from_shape_and_type)
+    return types.SimpleNamespace(OrtValue=value, RunOptions=RunOptions)
+
+
+GRAPH_SETTINGS = {"cuda_graph": True, "io_binding": True, "providers": [CUDA, CPU]}  # session.json, as Deploy writes it
+
+
+def test_the_served_app_captures_a_cuda_graph_at_the_first_call_and_replays_it_after_on_the_same_buffers() -> None:
+    from core.deploy import served_graph
+
+    session = _GraphSession()
+    graphs = served_graph.Graphs(session, GRAPH_SETTINGS, {}, _fake_ort(session.log))
+    assert graphs.on and graphs.health()["cuda_graph"]["captured"] is None
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    assert np.array_equal(graphs.run({"x": x})[0], 2 * x)
+    # the outputs' shapes from a run without the graph, outputs of that shape on the GPU, then the capture
+    assert session.log == ["run without the graph", "allocate the output [2, 4] float32", "capture"]
+    session.log.clear()
+    for k in (1, 2):
+        assert np.array_equal(graphs.run({"x": x + k})[0], 2 * (x + k))  # the new values, through the captured input
+    assert session.log == ["copy into the captured input [2, 4]", "replay"] * 2
+    session.log.clear()
+    other = np.ones((3, 4), dtype=np.float32)  # another batch: the graph cannot replay it, the session runs it plainly
+    assert np.array_equal(graphs.run({"x": other})[0], 2 * other) and session.log == ["run without the graph"]
+    assert graphs.health() == {
+        "cuda_graph": {
+            "used": True, "captured": {"x": [2, 4]}, "replayed": 2, "other_shapes": "run without the graph",
+            "without_graph": 1,
+        }
+    }  # fmt: skip
+    assert len(session.threads) == 1 and next(iter(session.threads)).startswith("cuda-graph")  # one thread, its own
+
+
+def test_the_served_app_says_why_it_runs_without_cuda_graphs_and_a_language_models_session_never_asks_for_them() -> (
+    None
+):
+    from core.deploy import served_graph
+
+    without_cuda = served_graph.Graphs(_GraphSession((CPU,)), GRAPH_SETTINGS, {}, _fake_ort([]))
+    assert not without_cuda.on
+    assert "without CUDAExecutionProvider" in without_cuda.health()["cuda_graph"]["why"]
+    assert served_graph.Graphs(_GraphSession(), {}, {}, _fake_ort([])).health() == {}  # not asked: nothing said
+    lm = served_graph.Graphs(_GraphSession(), GRAPH_SETTINGS, {"generate": {}}, _fake_ort([]))
+    assert not lm.on and "cache grows each step" in lm.health()["cuda_graph"]["why"]
+    listed = [(CUDA, {"device_id": "0", "enable_cuda_graph": "1"}), CPU]
+    assert served_graph.providers(listed, {"generate": {}}) == [(CUDA, {"device_id": "0"}), CPU]
+    assert served_graph.providers(listed, {}) == listed
+
+
+def test_a_deployed_server_answers_through_its_cuda_graph_and_says_so_in_health(tmp_path: Path) -> None:
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from core.deploy import DeployRequest, served_graph
+    from core.deploy.server import generate_server
+    from tests.builders import relu_model, write
+    from tests.unit.test_deploy import served_module
+
+    model = write(relu_model(), tmp_path / "relu.onnx")
+    out = Path(generate_server(DeployRequest(model=str(model), out_dir=str(tmp_path / "server"))).out_dir)
+    assert (out / "graph.py").read_text() == Path(served_graph.__file__).read_text()  # shipped beside app.py
+    (out / "session.json").write_text(json.dumps({**json.loads((out / "session.json").read_text()), **GRAPH_SETTINGS}))
+    module = served_module(out)
+    with TestClient(module.app) as client:
+        said = client.get("/health").json()["cuda_graph"]  # this machine's onnxruntime has no CUDA provider
+        assert said["used"] is False and "without CUDAExecutionProvider" in said["why"]
+        session = _GraphSession()
+        module.state["graphs"] = served_graph.Graphs(session, GRAPH_SETTINGS, {}, _fake_ort(session.log))
+        for _ in range(2):
+            answer = client.post("/predict", json={"inputs": {"x": [[1, -2, 3, -4]]}})
+            assert answer.status_code == 200 and answer.json()["outputs"]["y"] == [[2, -4, 6, -8]]  # the fake's 2x
+        assert session.log[-2:] == ["copy into the captured input [1, 4]", "replay"]
+        assert client.get("/health").json()["cuda_graph"]["replayed"] == 1
