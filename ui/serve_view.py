@@ -18,7 +18,7 @@ from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
-from core.model.cache_config import TOKENIZER_FILE
+from core.model.hf_folder import folder_tokenizer
 from core.model.measured import MeasuredModel
 from core.model.records import ModelRecord
 from core.notes import say, significant
@@ -44,12 +44,11 @@ _HTTP = "#7B3FBF"  # the served model's colour, beside ONNX Runtime's blue
 def original_tokenizer(record: ModelRecord) -> str:
     """A language model's tokenizer.json, beside it or at the top of its Hugging Face folder ("" when none): what
     the server of a variant Tune wrote in a folder of its own packages."""
-    if record.generative is None:
-        return ""
-    beside = Path(record.path).parent / record.generative.tokenizer if record.generative.tokenizer else None
-    top = Path(record.folder) / TOKENIZER_FILE if record.folder else None
-    found = next((p for p in (beside, top) if p is not None and p.is_file() and not p.is_symlink()), None)
-    return str(found) if found is not None else ""
+    named = record.generative.tokenizer if record.generative is not None else ""
+    beside = Path(record.path).parent / named if named else None
+    if beside is not None and beside.is_file() and not beside.is_symlink():
+        return str(beside)
+    return folder_tokenizer(record)  # the one at the top of its Hugging Face folder
 
 
 def _server(model: MeasuredModel, tuned: SessionConfig | None, tokenizer: str = "") -> DeployReport:

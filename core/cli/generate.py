@@ -8,6 +8,7 @@ the folder itself is the PyTorch reference beside ONNX Runtime unless --no-refer
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import tempfile
 from dataclasses import dataclass
@@ -23,8 +24,8 @@ from core.i18n import _, pgettext
 from core.jobs import GENERATE
 from core.jobs.wire import to_data
 from core.model import ModelRecord
-from core.model.cache_config import TOKENIZER_FILE
 from core.model.generative import NEW_TOKENS, PROMPT_LENGTH, GenerativePlan
+from core.model.hf_folder import folder_tokenizer
 from core.notes import say, significant
 
 if TYPE_CHECKING:
@@ -126,14 +127,8 @@ def _tokenizer(args: argparse.Namespace, source: _Source) -> str:
     folder when none lies beside the model ("" when it does: the worker finds it there; or when there is none)."""
     if args.tokenizer:
         return tokenizer_file(args.tokenizer)
-    layout = source.record.generative
-    if layout is not None and layout.tokenizer:
-        return ""
-    for folder in (source.folder, source.record.folder):
-        found = Path(folder) / TOKENIZER_FILE if folder else None
-        if found is not None and found.is_file() and not found.is_symlink():
-            return str(found)
-    return ""
+    # the folder given as the model is the ONNX model's folder, even where that was exported elsewhere from it
+    return folder_tokenizer(dataclasses.replace(source.record, folder=source.folder or source.record.folder))
 
 
 def _request(args: argparse.Namespace, source: _Source) -> GenerateRequest:
