@@ -189,7 +189,15 @@ def export_causal_lm(
 ) -> ExportReport:
     """Export a Hugging Face folder's causal language model with its cache, check it, and verify it by greedy
     generation against PyTorch. Runs in the worker (core.export.exporter.export_model hands it over)."""
-    from core.export.exporter import PROTOBUF_LIMIT, _checked, _collected_warnings, _exported_record, _report, _target
+    from core.export.exporter import (
+        EXPORTING,
+        PROTOBUF_LIMIT,
+        _checked,
+        _collected_warnings,
+        _exported_record,
+        _report,
+        _target,
+    )
     from core.export.messages import explain_export_failure, plain_warnings
 
     report_progress = progress or _silent
@@ -209,9 +217,7 @@ def export_causal_lm(
     weights = sum(p.numel() * p.element_size() for p in hf.parameters())
     external = options.external_data or weights > PROTOBUF_LIMIT
     path = _target(request.out_dir, request.file_name)
-    report_progress(0.15, _("Exporting with the {exporter} exporter at opset {opset}").format(
-        exporter=exporter, opset=options.opset
-    ))  # fmt: skip
+    report_progress(0.15, _(EXPORTING).format(exporter=exporter, opset=options.opset))
     with _collected_warnings() as messages:
         try:
             _run_export(wrapper, _example(sizes), path, options, external)

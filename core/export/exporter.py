@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = ["export_model"]
 
+EXPORTING = N_("Exporting with the {exporter} exporter at opset {opset}")  # the progress as an export starts
 # the app's own notes among the exporter's warnings, and the opset note: kept in the report as notes (core.notes),
 # said in the reader's language where shown
 _EXTERNAL = N_(
@@ -329,7 +330,7 @@ def export_model(
     exporting = (
         _("Exporting with the {exporter} exporter at opset {opset}; the first export in a process takes a few seconds")
         if exporter == "dynamo"
-        else _("Exporting with the {exporter} exporter at opset {opset}")
+        else _(EXPORTING)
     )
     report_progress(0.15, exporting.format(exporter=exporter, opset=options.opset))
     used, messages, notes = _export(model, path, exporter, options)

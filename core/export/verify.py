@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.export.options import Check, ExportOptions, ShapeTrial
 from core.i18n import N_, _
+from core.model.checks import onnx_checks
 from core.model.torchload import example_tensors
 from core.notes import Note, clauses, note, warning
 from core.runtime.ort import NUMPY_TYPES, explain_session_error, ort_message
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
 # What a report says: kept in it as notes (core.notes: the template and its values), said in the reader's language
 # where shown (the Export page, the command line; its JSON in English)
 EXPORT_SHAPE = N_("export shape")
-_CHECKER, _VALID = N_("onnx.checker (full check)"), N_("the model is valid ONNX")
-_STRICT, _INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")
+_VALID = N_("the model is valid ONNX")  # the checker's and shape inference's other words: core.model.checks
 _LOADS = N_("loads in ONNX Runtime")
 _AXIS = N_("{name} axis {axis} ({label})")
 _TORCH_FAILS = N_("PyTorch itself fails at this shape: {error}")
@@ -97,27 +97,13 @@ def call_module(model: torch.nn.Module | torch.export.ExportedProgram, tensors: 
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _first_line(exc: Exception) -> Note:
-    """What a library said, in its own words (shown as it is)."""
-    return Note.kept(str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__, "warning")
-
-
 def static_checks(path: Path) -> tuple[list[Check], Any]:
     """The full checker and strict shape inference; returns the checks and the model proto (weights left out)."""
-    import onnx
+    checks, proto = onnx_checks(path, _VALID)
+    if proto is None:  # a file onnx cannot read at all: its own error, as it says it
+        import onnx
 
-    checks: list[Check] = []
-    try:
-        onnx.checker.check_model(str(path), full_check=True)
-        checks.append(Check(note(_CHECKER), True, note(_VALID)))
-    except Exception as exc:
-        checks.append(Check(note(_CHECKER), False, _first_line(exc)))
-    proto = onnx.load_model(str(path), load_external_data=False)
-    try:
-        onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True)
-        checks.append(Check(note(_STRICT), True, note(_INFERRED)))
-    except Exception as exc:
-        checks.append(Check(note(_STRICT), False, _first_line(exc)))
+        proto = onnx.load_model(str(path), load_external_data=False)
     return checks, proto
 
 

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from core.errors import UpgradeError, brief
 from core.i18n import _
+from core.model.checks import CHECKER, onnx_checks
 from core.model.inputs import make_inputs
 from core.model.onnx_file import check_external_data
-from core.notes import Check, Note, note, warning
+from core.notes import Note, warning
 from core.runtime.refusals import missing_kernels, standard_opset
 from core.upgrade import sentences as say
 from core.upgrade.changes import describe_changes
@@ -114,29 +115,6 @@ def _write(converted: onnx.ModelProto, source: Path, data_files: list[Path], out
     return files
 
 
-def _first_line(exc: Exception) -> Note:
-    """What onnx said, in its own words (shown as it is)."""
-    return Note.kept(str(exc).strip().splitlines()[0][:400] if str(exc).strip() else type(exc).__name__, "warning")
-
-
-def _static_checks(path: Path) -> list[Check]:
-    import onnx
-
-    checks = []
-    try:
-        onnx.checker.check_model(str(path), full_check=True)
-        checks.append(Check(note(say.CHECKER), True, note(say.VALID)))
-    except Exception as exc:
-        checks.append(Check(note(say.CHECKER), False, _first_line(exc)))
-    try:
-        model = onnx.load_model(str(path), load_external_data=False)
-        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-        checks.append(Check(note(say.STRICT_SHAPES), True, note(say.INFERRED)))
-    except Exception as exc:
-        checks.append(Check(note(say.STRICT_SHAPES), False, _first_line(exc)))
-    return checks
-
-
 def _kernels_note(converted: onnx.ModelProto, opset: int) -> list[Note]:
     lacking = [m.text for m in missing_kernels(converted) if m.domain == ""]
     if not lacking:
@@ -166,7 +144,7 @@ def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None
     target = Path(files[0])
     report_progress(0.4, _("Checking the new version (checker, shape inference)"))
     changes, unchanged = describe_changes(original, converted, (before, request.opset))
-    checks = _static_checks(target)
+    checks = onnx_checks(target, say.VALID)[0]
     report_progress(0.55, _("Running the new version and the original on the input plan"))
     feed = make_inputs(request.inputs, 1, seed=0)
     size = source.stat().st_size + sum(p.stat().st_size for p in data_files)
@@ -174,7 +152,7 @@ def upgrade_model(request: UpgradeRequest, progress: Callable[[float, str], None
     checks += compared.checks
     by_name = {c.name.key: c.ok for c in checks}
     ran = by_name.get(say.RUNS_IN_ORT, False)
-    valid = by_name[say.CHECKER] and (compared.compared_with is not None or all(by_name.values()))
+    valid = by_name[CHECKER] and (compared.compared_with is not None or all(by_name.values()))
     report_progress(1.0, _("Done"))
     return UpgradeReport(
         ok=ran and valid and all(c.ok for c in compared.checks),

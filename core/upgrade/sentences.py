@@ -15,7 +15,6 @@ __all__ = [
     "ATTRIBUTE_DROPPED",
     "ATTRIBUTE_DROPPED_WHY",
     "BROADCAST_ALONG_AXIS",
-    "CHECKER",
     "MATCHES",
     "OUTPUTS_BEYOND",
     "OUTPUTS_DIFF",
@@ -37,7 +36,6 @@ __all__ = [
     "REPLACED_BY",
     "RUNS_IN_ORT",
     "RUNS_NOWHERE",
-    "STRICT_SHAPES",
     "SUMMARY",
     "SUMMARY_FAILED",
     "SUMMARY_UNCOMPARED",
@@ -47,7 +45,6 @@ __all__ = [
     "VALID",
     "VERSION",
     "WHY_DROPPED",
-    "INFERRED",
 ]
 
 # why an attribute was dropped on the way, by its name
@@ -80,8 +77,7 @@ PRELU_SLOPE = N_(
     "opset 7 a slope broadcasts from the last axis"
 )
 # the checks
-CHECKER, VALID = N_("onnx.checker (full check)"), N_("the new version is valid ONNX")
-STRICT_SHAPES, INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")
+VALID = N_("the new version is valid ONNX")  # the checks' other words: core.model.checks
 RUNS_IN_ORT, OPENS_AND_RUNS = N_("runs in ONNX Runtime"), N_("the new version opens and runs on the plan")
 MATCHES = N_("matches {what}")
 OUTPUTS_DIFF = N_("{count} output(s), max abs diff {worst}")
