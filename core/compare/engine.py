@@ -44,6 +44,7 @@ from core.errors import CompareError
 from core.i18n import N_, _
 from core.model.inputs import describe_values, make_inputs
 from core.model.onnx_file import read_tensor_data
+from core.model.weightless import split_weights
 from core.notes import note
 from core.runtime.ort import LEVELS
 
@@ -76,15 +77,25 @@ def _silent(fraction: float, message: str) -> None:
     pass
 
 
-def _load(path: str) -> onnx.ModelProto:
+def _load(path: str, shown: str = "") -> onnx.ModelProto:
     import onnx
 
     try:
         return onnx.load_model(path, load_external_data=False)
     except Exception as exc:
         raise CompareError(
-            _("{path} is not an ONNX model onnx can read: {error}").format(path=path, error=exc)
+            _("{path} is not an ONNX model onnx can read: {error}").format(path=shown or path, error=exc)
         ) from None
+
+
+def _graph_file(side: CompareSide, folder: Path) -> str:
+    """The file this side's structure and session are read from: an ONNX model that holds its weights, as a graph
+    without them and its weights in a data file beside it (core.model.weightless), so that onnx reads the structure
+    alone and ONNX Runtime maps the weights, where each held the file's bytes and its parsed copy at once."""
+    if side.torch_source is not None:  # read by the eager side as it is
+        return side.path
+    split = split_weights(side.path, folder)
+    return str(split) if split is not None else side.path
 
 
 def _check(request: CompareRequest) -> None:
@@ -163,7 +174,7 @@ class _Weights:
         return differ
 
 
-_SLICE = 1 << 22  # values of a weight taken to float64 at once (32 MiB): a 2 GB weight is not doubled twice
+_SLICE = 1 << 20  # values of a weight taken to float64 at once (8 MiB): a 2 GB weight is not doubled twice
 
 
 def _largest(a: Any, b: Any, difference: bool = False) -> float:
@@ -185,11 +196,12 @@ def _largest(a: Any, b: Any, difference: bool = False) -> float:
 Side = Prepared | EagerSide
 
 
-def _prepare(side: CompareSide, request: CompareRequest, arrays: dict[str, Any], folder: Path) -> Side:
-    """One side made ready: its export run eagerly module by module, or its ONNX file optimized at its level."""
+def _prepare(side: CompareSide, path: str, request: CompareRequest, arrays: dict[str, Any], folder: Path) -> Side:
+    """One side made ready: its export run eagerly module by module, or its ONNX file (``path``: its graph without
+    its weights, or the file itself) optimized at its level."""
     if side.torch_source is not None:
         return prepare_eager(side.path, side.torch_source, request.inputs, arrays)
-    return prepare(side.path, side.level, side.provider, folder)
+    return prepare(path, side.level, side.provider, folder)
 
 
 def _level_name(side: CompareSide) -> str:
@@ -261,40 +273,47 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     progress = progress or _silent
     started = time.perf_counter()
     _check(request)
-    graph = graph_of(_load(request.a.path))  # one model read at a time: its structure kept, its weights dropped
+    with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:  # in the job's scratch folder
+        return _compare(request, progress, started, Path(tmp))
+
+
+def _compare(
+    request: CompareRequest, progress: Callable[[float, str], None], started: float, tmp: Path
+) -> CompareReport:
+    a_path, b_path = _graph_file(request.a, tmp / "a-graph"), _graph_file(request.b, tmp / "b-graph")
+    graph = graph_of(_load(a_path, request.a.path))  # one model read at a time: its structure kept
     release_freed()
-    b_model = _load(request.b.path)
+    b_model = _load(b_path, request.b.path)
     b_graph, kind, b_int4 = graph_of(b_model), model_kind(b_model), int4_blocks(b_model)
     del b_model  # the weights are read again only for a cause
     release_freed()
     arrays = make_inputs(request.inputs, 1, request.seed) if request.step is None else {}
     stepped: Stepped | None = None
-    with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:
-        progress(0.02, _("optimizing both models at their levels"))
-        pa = _prepare(request.a, request, arrays, Path(tmp) / "a")
-        pb = _prepare(request.b, request, arrays, Path(tmp) / "b")
-        if isinstance(pa, Prepared) and isinstance(pb, Prepared) and request.step is not None:
-            progress(0.04, _("driving both models through the prompt to step {step}").format(step=request.step.step))
-            stepped = at_step(request, pa, pb)
-            fa, fb = feeds_for(pa, stepped.feeds_a), feeds_for(pb, stepped.feeds_b)
-        else:
-            fa, fb = _feeds(pa, arrays), _feeds(pb, arrays)
-        learn_sizes(pa, fa)
-        shared, uncompared = _plan(graph, pa, pb)
-        if not shared and not pa.outputs:
-            raise CompareError(_("The two models have no tensor in common to compare."))
-        measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress, Path(tmp))
-        if all(name in measured for name in pa.outputs):  # the outputs were among the shared tensors
-            outputs = [measured[name] for name in pa.outputs]
-        else:  # named otherwise in the second model: by position, in a run of their own
-            outputs = _outputs(pa, pb, fa, fb, request)
+    progress(0.02, _("optimizing both models at their levels"))
+    pa = _prepare(request.a, a_path, request, arrays, tmp / "a")
+    pb = _prepare(request.b, b_path, request, arrays, tmp / "b")
+    if isinstance(pa, Prepared) and isinstance(pb, Prepared) and request.step is not None:
+        progress(0.04, _("driving both models through the prompt to step {step}").format(step=request.step.step))
+        stepped = at_step(request, pa, pb)
+        fa, fb = feeds_for(pa, stepped.feeds_a), feeds_for(pb, stepped.feeds_b)
+    else:
+        fa, fb = _feeds(pa, arrays), _feeds(pb, arrays)
+    learn_sizes(pa, fa)
+    shared, uncompared = _plan(graph, pa, pb)
+    if not shared and not pa.outputs:
+        raise CompareError(_("The two models have no tensor in common to compare."))
+    measured, b_types, stats = _measure_all(shared, pa, pb, fa, fb, request, progress, tmp)
+    if all(name in measured for name in pa.outputs):  # the outputs were among the shared tensors
+        outputs = [measured[name] for name in pa.outputs]
+    else:  # named otherwise in the second model: by position, in a run of their own
+        outputs = _outputs(pa, pb, fa, fb, request)
     reached = taint(graph, measured)
     found_at = stats["times"]
     b_ops = {t: b_graph.ops[i] for t, i in b_graph.producer.items()}
     b_fused = {} if isinstance(pb, EagerSide) else {t: op for t, (_n, op, _d) in pb.producers.items()}
     context = {
         "b_ops": b_ops, "b_fused": b_fused, "b_types": b_types, "kind": kind, "b_int4": b_int4,
-        "weights": _Weights(request.a.path, request.b.path, graph),
+        "weights": _Weights(a_path, b_path, graph),
     }  # fmt: skip
     divergence = first_divergence(graph, measured, reached, context)
     nodes = node_errors(graph, measured, b_ops)
