@@ -37,13 +37,14 @@ _COLUMNS = [
     "label", "engine", "level", "provider", "threads", "batch", "n", "median_ms", "p90_ms", "p99_ms", "mean_ms",
     "std_ms", "min_ms", "max_ms", "median_low_ms", "median_high_ms", "throughput", "speedup", "speedup_low",
     "speedup_high", "max_abs_diff", "first_run_ms", "load_ms", "noisy", "cpu_median_ms", "provider_nodes",
+    "gpu_peak_mb",
 ]  # fmt: skip
 
 
 def results_frame(report: LatencyRun) -> pd.DataFrame:
     rows = [{k: v for k, v in to_data(r).items() if k not in PER_CALL} for r in report.results]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
-    numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff"))]
+    numeric = [c for c in _COLUMNS if c.endswith(("_ms", "throughput", "speedup", "_low", "_high", "_diff", "_mb"))]
     frame[numeric] = frame[numeric].apply(pd.to_numeric, errors="coerce")
     return frame
 
@@ -70,8 +71,9 @@ def _figures(values: pd.Series, digits: int = 4) -> list[str]:
 
 
 def _table(frame: pd.DataFrame) -> pd.DataFrame:
-    """The results as the page shows them: headers in the reader's language, numbers as text to a few digits."""
-    return pd.DataFrame(
+    """The results as the page shows them: headers in the reader's language, numbers as text to a few digits; the
+    GPU memory at a call's peak where a result has it (PyTorch eager on CUDA: core.bench.eager)."""
+    table = pd.DataFrame(
         {
             _("configuration"): frame["label"],
             _("nodes per provider"): [provider_shares(v) for v in frame["provider_nodes"]],
@@ -90,6 +92,9 @@ def _table(frame: pd.DataFrame) -> pd.DataFrame:
             _("calls"): [number(int(n)) for n in frame["n"]],
         }
     )
+    if frame["gpu_peak_mb"].notna().any():
+        table.insert(3, _("GPU peak MiB"), _figures(frame["gpu_peak_mb"]))
+    return table
 
 
 def provider_shares(counts: object) -> str:

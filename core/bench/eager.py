@@ -42,6 +42,7 @@ ORT_GPU_MEMORY_UNLIMITED = N_(
     "arena has no limit set (gpu_mem_limit)."
 )
 _PROVIDER = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}  # where the table says it ran
+_SHOWN = {"cuda": "CUDA"}  # a device as a label names it: "PyTorch eager on CUDA"
 
 
 def eager_device(asked: str) -> str:
@@ -133,6 +134,6 @@ def eager_configs(
             )
             config.gpu_peak_mb = gpu_peak_mb(config.run, device)
             if device != "cpu":
-                config.label = config.label.replace("PyTorch eager", f"PyTorch eager on {device}", 1)
+                config.label = config.label.replace("PyTorch eager", f"PyTorch eager on {_SHOWN[device]}", 1)
             configs.append(config)
     return configs

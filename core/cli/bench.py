@@ -12,7 +12,7 @@ from core.cli.common import add_runtime_arguments, ints, nodes_text, padded, pro
 from core.cli.measuring import add_measuring_arguments, print_measured_json
 from core.cli.plan import add_model_arguments, measured
 from core.errors import IdentityRefused
-from core.i18n import _
+from core.i18n import _, number
 from core.identity import ANONYMOUS, Identity, named
 from core.jobs import BENCH
 from core.jobs.wire import to_data
@@ -98,6 +98,10 @@ def _print(report: BenchReport) -> None:
     print(_("versions {versions}").format(versions=", ".join(f"{k} {v}" for k, v in env.versions.items())))
     for r in (r for r in report.results if r.provider_nodes):
         print(_("nodes    {label}: {nodes}").format(label=r.label, nodes=nodes_text(r.provider_nodes)))
+    for r in report.results:  # PyTorch eager on CUDA has its GPU memory at a call's peak (core.bench.eager)
+        if r.gpu_peak_mb is not None:
+            said = _("gpu      {label}: {mb} MiB of GPU memory at a call's peak")
+            print(said.format(label=r.label, mb=number(r.gpu_peak_mb, 1)))
     for note in (n for n in report.notes if n.severity != "warning" or n.key not in FALLBACKS):
         print(_("note     {note}").format(note=say(note)))
 

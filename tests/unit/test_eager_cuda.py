@@ -66,7 +66,7 @@ def test_eager_on_cuda_moves_the_model_and_inputs_and_synchronises_around_each_t
     # moved once, before any timed call; then one untimed call between a reset of the peak and its reading
     assert fake_cuda == ["module to cuda", "input to cuda", "reset peak", "synchronize", "synchronize"]
     assert config.gpu_peak_mb == 3.0 and result_of(config).gpu_peak_mb == 3.0
-    assert config.label == "PyTorch eager on cuda" and config.provider == "CUDAExecutionProvider"
+    assert config.label == "PyTorch eager on CUDA" and config.provider == "CUDAExecutionProvider"
     fake_cuda.clear()
     (out,) = config.run()
     assert fake_cuda == ["synchronize", "synchronize"] and np.array_equal(out, np.full((1, 4), 2.0))
@@ -118,3 +118,24 @@ def test_where_ort_measures_on_cuda_it_says_it_tells_no_peak_and_gives_the_arena
     monkeypatch.setitem(provider_options.SETUPS, CUDA, limited)
     (said,) = eager.ort_gpu_memory_notes([CUDA, CPU])
     assert "arena is limited to 2,048 MiB" in say(said) and provider_options.cuda_arena_limit_mb() == 2048.0
+
+
+def test_a_result_with_gpu_memory_shows_it_on_the_page_and_in_the_clis_text_and_one_without_shows_no_column(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from core.cli.bench import _print
+    from tests.reports import made_report
+    from ui.bench_view import _table, results_frame
+
+    plain = made_report()
+    assert "GPU peak MiB" not in _table(results_frame(plain)).columns  # nothing on CUDA: no column of dashes
+    eager, *ort = (dataclasses.replace(r, speedup=None) for r in plain.results)
+    on_cuda = dataclasses.replace(eager, label="PyTorch eager on CUDA", gpu_peak_mb=35.25)
+    report = dataclasses.replace(plain, results=[on_cuda, *ort], settings={"iterations": 20})
+    table = _table(results_frame(report))
+    assert list(table["GPU peak MiB"]) == ["35.25", "—", "—"]  # ORT tells none: its note says so
+    assert table["configuration"].iloc[0] == "PyTorch eager on CUDA"
+    _print(report)
+    printed = capsys.readouterr().out
+    assert "gpu      PyTorch eager on CUDA: 35.2 MiB of GPU memory at a call's peak" in printed
+    assert printed.count("gpu      ") == 1
