@@ -10,6 +10,7 @@ from core.model.measured import MeasuredModel
 from core.notes import Note
 from core.runtime.activity import Activity
 from core.runtime.machine import Environment
+from core.runtime.runtimes import RuntimeChoice
 
 __all__ = [
     "EagerModule",
@@ -26,13 +27,12 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProfileRequest:
+class ProfileRequest(RuntimeChoice):
     """Profile ``iterations`` calls of each engine after ``warmup`` at one optimization level (``threads`` 0:
-    every core but one); eager only when the model has its PyTorch original. ``runtime``: the build of ONNX Runtime
-    that profiles it (core.runtime.runtimes), its worker started from that build's Python; ``providers``: in order of
-    preference (default: the runtime's own, the CPU provider last); ``strict``: a provider that leaves nodes to the
-    CPU provider is refused (session.disable_cpu_ep_fallback). A language model (its cache recognised) is profiled
-    in two phases: one prefill of the plan's prompt and one decode step after it."""
+    every core but one); eager only when the model has its PyTorch original. On its runtime (RuntimeChoice),
+    ``providers`` are in order of preference (default: the runtime's own, the CPU provider last), and with ``strict``
+    a provider that leaves nodes to the CPU provider is refused (session.disable_cpu_ep_fallback). A language model
+    (its cache recognised) is profiled in two phases: one prefill of the plan's prompt and one decode step after it."""
 
     model: MeasuredModel
     level: str = "all"
@@ -41,9 +41,6 @@ class ProfileRequest:
     iterations: int = 100
     warmup: int = 10
     seed: int = 0
-    runtime: str = "default"
-    providers: list[str] | None = None
-    strict: bool = False
 
 
 @dataclass(kw_only=True)

@@ -34,6 +34,7 @@ __all__ = [
     "Build",
     "PluginDevices",
     "Runtime",
+    "RuntimeChoice",
     "RuntimeInfo",
     "asked_runtime",
     "describe",
@@ -65,6 +66,19 @@ BUILDS: dict[str, Build] = {
         Build(name="gpu", package="onnxruntime-gpu", gpu=True),
     )
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuntimeChoice:
+    """What a request for a job that runs a model on a runtime says of where it runs (Benchmark's, Profile's and
+    Tune's requests are each one, with these fields as their own in the job's JSON): ``runtime``, the build whose
+    Python the job's worker starts from (``asked_runtime``); ``providers``, the execution providers asked of that
+    build, as the request uses them (None: the job's default, from the build's own); ``strict``: a provider that
+    takes no node, or leaves nodes to the CPU provider, is not taken for one that ran the model."""
+
+    runtime: str = DEFAULT
+    providers: list[str] | None = None
+    strict: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ from core.runtime.activity import Activity
 from core.runtime.fallback import FALLBACKS
 from core.runtime.harness import BenchResult
 from core.runtime.machine import Environment
+from core.runtime.runtimes import RuntimeChoice
 from core.runtime.session_config import SessionConfig
 
 __all__ = ["DEFAULT_VARIANTS", "Candidate", "TuneReport", "TuneRequest"]
@@ -21,12 +22,12 @@ DEFAULT_VARIANTS = ("dynamic-qint8", "fp16")  # Quantize's variants tried unless
 
 
 @dataclass(frozen=True, kw_only=True)
-class TuneRequest:
+class TuneRequest(RuntimeChoice):
     """Search the session configurations of ``model`` for ``budget_s`` seconds, the promising ones first; variants
     (keys of Quantize's VARIANTS) are made into ``out_dir`` and must pass Quantize's accuracy tolerance
-    (``min_cosine``); ``batches`` above 1 are tried only when the batch axis is open (None: 1 and 8). The job runs
-    in the worker of ``runtime`` (core.runtime.runtimes) and tries ``providers`` of that build (None: each it has);
-    ``strict``: a candidate whose provider took no node or left some to the CPU provider is never chosen."""
+    (``min_cosine``); ``batches`` above 1 are tried only when the batch axis is open (None: 1 and 8). On its runtime
+    (RuntimeChoice) it tries ``providers`` of that build (None: each it has); with ``strict``, a candidate whose
+    provider took no node or left some to the CPU provider is measured but never chosen."""
 
     model: MeasuredModel
     out_dir: WritePath
@@ -36,9 +37,6 @@ class TuneRequest:
     held_out: int = 8
     seed: int = 0
     min_cosine: float = 0.99
-    runtime: str = "default"
-    providers: list[str] | None = None
-    strict: bool = False
     rematch: SessionConfig | None = None  # no search: this configuration timed again alone (core.tune.rematch)
 
 

@@ -166,3 +166,25 @@ def test_a_plugin_ep_package_is_registered_and_its_devices_listed_or_why_none(mo
         == "it registered, but get_ep_devices() offers it no device on this machine"
     )
     assert found["onnxruntime-ep-npu"]["devices"] == [{"ep": "FakeEP", "type": "NPU", "vendor": "Intel"}]
+
+
+def test_benchmark_profile_and_tune_say_where_they_run_with_one_piece_whose_fields_their_json_keeps() -> None:
+    """Benchmark's, Profile's and Tune's requests are each a RuntimeChoice (runtime, providers, strict), whose
+    fields stay the request's own in the job's JSON, as before it: a request written as JSON by an earlier version
+    reads, and its worker starts from the runtime it names."""
+    from core.bench import BenchRequest
+    from core.jobs.wire import from_data, to_data
+    from core.model.measured import MeasuredModel
+    from core.profile import ProfileRequest
+    from core.runtime.runtimes import RuntimeChoice, asked_runtime
+    from core.tune import TuneRequest
+
+    model = MeasuredModel(path="m.onnx", inputs=[])
+    choice = dataclasses.asdict(RuntimeChoice(runtime="openvino", providers=["OpenVINOExecutionProvider"], strict=True))
+    made = [BenchRequest(model=model, **choice), ProfileRequest(model=model, **choice)]
+    made.append(TuneRequest(model=model, out_dir="/tmp/tuned", **choice))
+    for request in made:
+        data = to_data(request)
+        assert isinstance(request, RuntimeChoice) and {k: data[k] for k in choice} == choice
+        assert from_data(data, type(request)) == request and asked_runtime(request) == "openvino"
+    assert RuntimeChoice() == RuntimeChoice(runtime="default", providers=None, strict=False)  # each job's default
