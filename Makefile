@@ -62,11 +62,20 @@ $(RUNTIMES)/%/.ready: requirements-%.txt | $(VENV)/.runtime
 	$(PY) -m venv --without-pip $(RUNTIMES)/$*
 	@$(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
 	  "$$($(RUNTIMES)/$*/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/zz_workbench_app.pth"
-	$(PY) -m pip --python $(RUNTIMES)/$*/bin/python install --no-input --no-deps -r requirements-$*.txt
+	$(PY) -m pip --python $(RUNTIMES)/$*/bin/python install --no-input --no-deps -r requirements-$*.txt \
+	  $(addprefix -r ,$(OWN_TORCH))
 	@cd $(CURDIR) && $(RUNTIMES)/$*/bin/python -c "import onnxruntime as o, sys; \
 	  own = o.__file__.startswith('$(CURDIR)/$(RUNTIMES)/$*/'); print('runtime $*: onnxruntime', o.__version__, \
 	  o.get_available_providers(), 'torch imported' if 'torch' in sys.modules else ''); sys.exit(0 if own else 1)"
+	@test -z "$(OWN_TORCH)" || { cd $(CURDIR) && $(RUNTIMES)/$*/bin/python -c "import torch, sys; \
+	  own = torch.__file__.startswith('$(CURDIR)/$(RUNTIMES)/$*/'); print('runtime $*: torch', torch.__version__, \
+	  'for CUDA', torch.version.cuda); sys.exit(0 if own and torch.version.cuda else 1)"; }
 	@touch $@
+
+# The GPU runtime has a torch of its own too: a CUDA build (requirements-gpu-torch.txt), so that PyTorch eager runs on
+# the GPU in its worker (bench --eager-device cuda); checked to be its own, not .venv's CPU build, and built for CUDA
+$(RUNTIMES)/gpu/.ready: requirements-gpu-torch.txt
+$(RUNTIMES)/gpu/.ready: OWN_TORCH = requirements-gpu-torch.txt
 
 runtime-openvino: $(RUNTIMES)/openvino/.ready
 runtime-gpu: $(RUNTIMES)/gpu/.ready

@@ -10,15 +10,21 @@ after ``torch.cuda.reset_peak_memory_stats()`` around one untimed call (the weig
 only in the C API (``AllocatorGetStats``), unbound in Python (microsoft/onnxruntime#24993, open), so an ORT result
 on CUDA has no peak and Benchmark says so beside the arena limit it configured
 (``core.runtime.provider_options.cuda_arena_limit_mb``).
+
+The app's torch (.venv's, requirements.txt's) is the CPU build; the GPU runtime (``make runtime-gpu``) has a CUDA build
+of its own (requirements-gpu-torch.txt). So a benchmark asking for eager on CUDA of the default runtime is run by the
+GPU runtime's worker when this machine has it built (``eager_routed``), ONNX Runtime measured there on CUDA unless the
+request names its providers; elsewhere the worker's torch says whether it sees a GPU (``eager_device``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from core.bench.records import EAGER_DEVICES
+from core.bench.records import EAGER_DEVICES, BenchRequest
 from core.errors import BenchmarkError
 from core.i18n import N_, _
 from core.model.inputs import BenchInput
@@ -30,7 +36,10 @@ from core.runtime.outputs import flatten_outputs
 if TYPE_CHECKING:
     from core.bench.benchmark import _Plan
 
-__all__ = ["EAGER_DEVICES", "eager_configs", "eager_device", "eager_run", "gpu_peak_mb", "ort_gpu_memory_notes"]
+__all__ = [
+    "EAGER_DEVICES", "eager_configs", "eager_device", "eager_routed", "eager_run", "gpu_peak_mb",
+    "ort_gpu_memory_notes",
+]  # fmt: skip
 
 # said where ORT measured on CUDA (notes: rendered at the edge)
 ORT_GPU_MEMORY = N_(
@@ -57,11 +66,27 @@ def eager_device(asked: str) -> str:
     if asked == "cuda" and not torch.cuda.is_available():
         raise BenchmarkError(
             _(
-                "PyTorch eager on cuda needs a CUDA build of PyTorch and a GPU it sees; this torch ({version}) sees "
-                "none: measure eager on cpu (--eager-device cpu)."
+                "PyTorch eager on CUDA needs a CUDA build of PyTorch and a GPU it sees; this torch ({version}) sees "
+                "none: measure eager on cpu (--eager-device cpu), or, on a machine with an NVIDIA GPU, build the GPU "
+                "runtime, whose torch is a CUDA build (make runtime-gpu), and measure in it (--runtime gpu)."
             ).format(version=torch.__version__)
         )
     return asked
+
+
+def eager_routed(request: BenchRequest, built: Callable[[], list[str]] | None = None) -> BenchRequest:
+    """``request`` as a worker must run it: PyTorch eager on CUDA asked of the default runtime goes to this machine's
+    GPU runtime (a build with ``gpu=True`` among ``built``'s runtimes, whose torch is a CUDA build), ONNX Runtime
+    measured there on CUDA unless ``providers`` names others; any other request, and every request where no GPU
+    runtime is built, as it is."""
+    from core.runtime.provider_options import CUDA
+    from core.runtime.runtimes import BUILDS, DEFAULT, runtime_names
+
+    eager = request.engines is None or "eager" in request.engines
+    if request.eager_device != "cuda" or request.runtime != DEFAULT or not eager:
+        return request
+    gpu = [name for name in (built or runtime_names)() if name in BUILDS and BUILDS[name].gpu]
+    return dataclasses.replace(request, runtime=gpu[0], providers=request.providers or [CUDA]) if gpu else request
 
 
 def eager_run(runner: Any, tensors: list[Any], threads: int, device: str) -> Callable[[], list[Any]]:

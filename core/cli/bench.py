@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
             strict=args.strict,
             eager_device=args.eager_device,
         )
+        from core.bench.eager import eager_routed  # (loads the torch helpers: only for a benchmark that runs)
+
+        if not args.target:  # eager on CUDA: in this machine's GPU runtime, whose torch is a CUDA build
+            request = eager_routed(request)
         report = jobs.run(BENCH, request, backend)
     if not args.no_save:
         from core.store import open_history  # SQLAlchemy: imported only by the commands that save

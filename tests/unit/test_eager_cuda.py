@@ -139,3 +139,81 @@ def test_a_result_with_gpu_memory_shows_it_on_the_page_and_in_the_clis_text_and_
     printed = capsys.readouterr().out
     assert "gpu      PyTorch eager on CUDA: 35.2 MiB of GPU memory at a call's peak" in printed
     assert printed.count("gpu      ") == 1
+
+
+@pytest.fixture
+def gpu_runtime_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A machine where `make runtime-gpu` ran: .runtimes/gpu with its Python and .ready (its torch a CUDA build)."""
+    from core.runtime import runtimes
+
+    folder = tmp_path / "runtimes" / "gpu"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").write_text("")
+    (folder / ".ready").write_text("")
+    monkeypatch.setattr(runtimes, "RUNTIMES_DIR", tmp_path / "runtimes")
+    return folder / "bin" / "python"
+
+
+def test_eager_on_cuda_asked_of_the_default_runtime_runs_in_the_gpu_runtimes_worker(
+    gpu_runtime_built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.cli import bench as bench_cli
+    from core.model.measured import MeasuredModel
+    from core.runtime.runtimes import asked_runtime, runtime_named
+
+    model = MeasuredModel(path="m.onnx", inputs=[])
+    routed = eager.eager_routed(BenchRequest(model=model, eager_device="cuda"))
+    assert (routed.runtime, routed.providers) == ("gpu", [CUDA])  # ORT measured on CUDA there too
+    # the job backend starts the worker from the runtime the request names (core.jobs.process: submit)
+    assert runtime_named(asked_runtime(routed)).python == str(gpu_runtime_built)
+    kept = eager.eager_routed(BenchRequest(model=model, eager_device="cuda", providers=[CPU]))
+    assert (kept.runtime, kept.providers) == ("gpu", [CPU])  # the providers asked, in the GPU build
+    for as_asked in (
+        BenchRequest(model=model),  # eager on the CPU: wherever asked
+        BenchRequest(model=model, eager_device="cuda", runtime="openvino"),  # a runtime named: as named
+        BenchRequest(model=model, eager_device="cuda", engines=["ort"]),  # no eager: nothing to route
+    ):
+        assert eager.eager_routed(as_asked) is as_asked
+    without = BenchRequest(model=model, eager_device="cuda")  # no GPU runtime: its worker's torch says so
+    assert eager.eager_routed(without, built=lambda: ["default", "openvino"]) is without
+
+    asked: list[BenchRequest] = []
+
+    @contextlib.contextmanager
+    def measured(args: object, backend: object) -> Iterator[object]:
+        yield model
+
+    def run(kind: object, request: BenchRequest, backend: object) -> None:
+        asked.append(request)
+        raise BenchmarkError("stopped here")
+
+    monkeypatch.setattr(bench_cli, "measured", measured)
+    monkeypatch.setattr(bench_cli.jobs, "run", run)
+    cli("bench", "m.onnx", "--eager-device", "cuda", "--no-save")
+    cli("bench", "m.onnx", "--no-save")
+    assert [(r.runtime, r.eager_device) for r in asked] == [("gpu", "cuda"), ("default", "cpu")]
+
+
+def test_the_gpu_runtime_gets_a_cuda_build_of_the_torch_the_app_pins_checked_as_its_own() -> None:
+    import subprocess
+
+    from packaging.requirements import Requirement
+
+    from core.settings import PROJECT_ROOT
+
+    def pins(name: str) -> dict[str, str]:
+        lines = (PROJECT_ROOT / name).read_text().splitlines()
+        found = [
+            Requirement(line.split(" #")[0]) for line in lines if line.strip() and not line.startswith(("#", "--"))
+        ]
+        return {r.name: str(r.specifier) for r in found}
+
+    torch_pins, ort_pins = pins("requirements-gpu-torch.txt"), pins("requirements-gpu.txt")
+    app_torch = pins("requirements.txt")["torch"]  # ==2.13.0
+    assert torch_pins["torch"] == "=" + app_torch  # ===: PyPI's CUDA wheel, never a local 2.13.0+cpu
+    assert all(spec.startswith("==") for spec in torch_pins.values())  # each pinned exactly
+    assert not torch_pins.keys() & ort_pins.keys()  # one pip command installs both: a package pinned once
+    done = subprocess.run(["make", "-n", "-B", "runtime-gpu"], capture_output=True, text=True, cwd=PROJECT_ROOT)
+    said = done.stdout.replace("\\\n", "")
+    assert "--no-deps -r requirements-gpu.txt   -r requirements-gpu-torch.txt" in said
+    assert "sys.exit(0 if own and torch.version.cuda else 1)" in said  # its own torch, built for CUDA, or it fails
