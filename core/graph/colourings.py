@@ -8,7 +8,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.graph.palette import DONE, ERRORS, LATENCY, PROVIDERS
+from core.graph.palette import (
+    DONE,
+    ERROR_BINS,
+    ERRORS,
+    FIRST_DIVERGENCE,
+    LATENCY,
+    LATENCY_BINS,
+    NOT_TIMED,
+    NOWHERE,
+    PROVIDERS,
+)
 from core.graph.records import GraphView
 from core.i18n import N_, _
 
@@ -75,17 +85,8 @@ __all__ = [
     "provider_colours",
 ]
 
-NOWHERE = N_("runs nowhere")
-LATENCY_BINS = [(0.20, "≥ 20 % of the call"), (0.05, "5–20 %"), (0.01, "1–5 %"), (0.0, "< 1 %")]
-NOT_TIMED = N_("not timed (folded or constant)")  # these names have fixed colours in ui.charts
-# a node's relative error against the reference (Compare), worst first; the node that brings the error in
-ERROR_BINS = [
-    (0.1, N_("relative error ≥ 0.1")),
-    (0.01, N_("0.01–0.1")),
-    (0.001, N_("0.001–0.01")),
-    (0.0, N_("< 0.001")),
-]
-FIRST_DIVERGENCE = N_("the first divergence")
+# the latency and error bins, with their names and colours, are core.graph.palette's (ui.charts draws them too)
+
 # what the optimizer did, in the legend's order (a node it kept has the neutral colour of nodes not listed)
 _DONE = DONE
 
@@ -108,8 +109,8 @@ class Colouring:
 
 # the words of the colourings' legends and titles (catalog entries: colouring_json shows them in the reader's
 # language; a provider's or op's name stays as it is)
-_WORDS = frozenset([NOWHERE, NOT_TIMED, *(label for _low, label in LATENCY_BINS), *DONE, FIRST_DIVERGENCE])
-_WORDS |= {label for _low, label in ERROR_BINS}
+_WORDS = frozenset([NOWHERE, NOT_TIMED, *(b.label for b in LATENCY_BINS), *DONE, FIRST_DIVERGENCE])
+_WORDS |= {b.label for b in ERROR_BINS}
 _PROVIDER_TITLE, _LEVEL_TITLE, _LATENCY_TITLE = (
     N_("execution provider"),
     N_("what {level} did"),
@@ -124,7 +125,7 @@ _TOP_BIN = N_("≥ {share} of the call")  # the top bin's words (a "%" in a cata
 
 
 def _word(category: str) -> str:
-    if category == LATENCY_BINS[0][1]:
+    if category == LATENCY_BINS[0].label:
         return _(_TOP_BIN).format(share="20 %")
     return _(category) if category in _WORDS else category
 
@@ -192,9 +193,7 @@ def latency_colours(report: ProfileTimes) -> dict[str, str]:
     colours = {}
     for index, ms in enumerate(report.node_ms):
         share = ms / report.call_ms if report.call_ms else 0.0
-        colours[f"n{index}"] = (
-            next((label for low, label in LATENCY_BINS if share >= low), NOT_TIMED) if ms else NOT_TIMED
-        )
+        colours[f"n{index}"] = next((b.label for b in LATENCY_BINS if share >= b.low), NOT_TIMED) if ms else NOT_TIMED
     return colours
 
 
@@ -202,7 +201,7 @@ def latency_colouring(view: GraphView, report: ProfileTimes) -> Colouring:
     """The graph view's nodes by their share of the call (what each became after the optimizer), a heat scale."""
     keys = by_index(view, latency_colours(report))
     present = set(keys.values())
-    order = [label for _, label in LATENCY_BINS if label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
+    order = [b.label for b in LATENCY_BINS if b.label in present] + ([NOT_TIMED] if NOT_TIMED in present else [])
     colours = {label: LATENCY[label] for label in order}  # the colours of ui.charts' latency legends
     return Colouring(
         title=_LATENCY_TITLE.format(level=report.level),
@@ -220,13 +219,13 @@ def error_colouring(view: GraphView, relative: dict[int, float], first: int | No
     """The graph view's nodes by their outputs' relative error against the first model (main-graph node index ->
     error), a heat scale; the first divergence (its index) in a colour of its own. Nodes not compared keep the
     neutral colour."""
-    categories = {f"n{i}": next(label for low, label in ERROR_BINS if error >= low) for i, error in relative.items()}
+    categories = {f"n{i}": next(b.label for b in ERROR_BINS if error >= b.low) for i, error in relative.items()}
     if first is not None:
         categories[f"n{first}"] = FIRST_DIVERGENCE
     keys = by_index(view, categories)
     present = set(keys.values())
     order = [FIRST_DIVERGENCE] if FIRST_DIVERGENCE in present else []
-    order += [label for _low, label in ERROR_BINS if label in present]
+    order += [b.label for b in ERROR_BINS if b.label in present]
     return Colouring(
         title=_ERROR_TITLE,
         keys=keys,

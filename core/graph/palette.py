@@ -4,9 +4,38 @@ to the graph component), so a thing keeps its colour on every chart and in the g
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from core.i18n import N_
 
-__all__ = ["DONE", "ENGINES", "ERRORS", "FIXED", "LATENCY", "LEVELS", "PROVIDERS", "engine_colour"]
+__all__ = [
+    "DONE",
+    "ENGINES",
+    "ERRORS",
+    "ERROR_BINS",
+    "FIRST_DIVERGENCE",
+    "FIXED",
+    "LATENCY",
+    "LATENCY_BINS",
+    "LEVELS",
+    "NOT_TIMED",
+    "NOWHERE",
+    "PROVIDERS",
+    "Bin",
+    "engine_colour",
+]
+
+
+class Bin(NamedTuple):
+    """A bin of a heat scale: the least value a node in it has (a share of the call, a relative error), its name in
+    the legend and its colour."""
+
+    low: float
+    label: str
+    colour: str
+
+
+NOWHERE = N_("runs nowhere")  # a node no provider took
 
 # the two engines Benchmark measures (core.bench's engine field), on every chart of the page
 ENGINES = {"eager": "#EE4C2C", "ort": "#005CED"}
@@ -24,7 +53,7 @@ PROVIDERS = {
     "ROCm": "#ED1C24",
     "MIGraphX": "#B71C1C",
     "WebGPU": "#005A9C",
-    N_("runs nowhere"): "#E2E2E2",
+    NOWHERE: "#E2E2E2",
 }
 # ONNX Runtime's graph optimization levels (core.partition's level keys and the names pages show)
 LEVELS = {
@@ -36,23 +65,26 @@ LEVELS = {
 }
 # what the optimizer did to a node, in the legend's order
 DONE = {N_("fused"): "#E8590C", N_("replaced"): "#F59F00", N_("layout"): "#AE3EC9", N_("removed"): "#ADB5BD"}
-# a node's share of the call in a profile, hottest darkest (the bins of core.graph.colourings); the names are
-# catalog entries, translated where a legend shows them
-LATENCY = {
-    "≥ 20 % of the call": "#B2182B",
-    "5–20 %": "#EF8A62",
-    "1–5 %": "#FDDBC7",
-    "< 1 %": "#D1E5F0",
-    N_("not timed (folded or constant)"): "#BBBBBB",
-}
-# a node's relative error in Compare (the bins of core.graph.colourings), worst darkest; the first divergence apart
-ERRORS = {
-    N_("the first divergence"): "#6A1B9A",
-    N_("relative error ≥ 0.1"): "#B2182B",
-    N_("0.01–0.1"): "#EF8A62",
-    N_("0.001–0.01"): "#FDDBC7",
-    N_("< 0.001"): "#D1E5F0",
-}
+# a node's share of the call in a profile, hottest first and darkest (core.graph.colourings puts each node in its
+# bin); the names are catalog entries, translated where a legend shows them
+LATENCY_BINS = (
+    Bin(0.20, "≥ 20 % of the call", "#B2182B"),
+    Bin(0.05, "5–20 %", "#EF8A62"),
+    Bin(0.01, "1–5 %", "#FDDBC7"),
+    Bin(0.0, "< 1 %", "#D1E5F0"),
+)
+NOT_TIMED = N_("not timed (folded or constant)")
+LATENCY = {**{b.label: b.colour for b in LATENCY_BINS}, NOT_TIMED: "#BBBBBB"}
+# a node's relative error against the reference in Compare, worst first and darkest; the node that brings the
+# error in apart
+ERROR_BINS = (
+    Bin(0.1, N_("relative error ≥ 0.1"), "#B2182B"),
+    Bin(0.01, N_("0.01–0.1"), "#EF8A62"),
+    Bin(0.001, N_("0.001–0.01"), "#FDDBC7"),
+    Bin(0.0, N_("< 0.001"), "#D1E5F0"),
+)
+FIRST_DIVERGENCE = N_("the first divergence")
+ERRORS = {FIRST_DIVERGENCE: "#6A1B9A", **{b.label: b.colour for b in ERROR_BINS}}
 # every name with a colour of its own, whatever the chart
 FIXED = {"input": "#222222", "output": "#222222", **LATENCY, **PROVIDERS}
 

@@ -44,7 +44,7 @@ def test_tinycnn_is_profiled_node_by_node_and_layer_by_layer() -> None:
     view = at.session_state[GRAPH.name][1]  # the graph view, coloured by latency: a Conv is among the hottest
     colouring = latency_colouring(view, report)  # (≥ 20 % on most runs; 5-20 % beside the Gemm on some)
     top = colouring.order[0]  # the legend lists the bins present, hottest first
-    assert colouring.scale and top in [label for _, label in LATENCY_BINS[:2]], colouring.keys
+    assert colouring.scale and top in [b.label for b in LATENCY_BINS[:2]], colouring.keys
     assert "Conv" in {n.op for n in view.nodes if colouring.keys.get(n.name) == top}, colouring.keys
 
     at.switch_page("app_pages/decode.py").run()  # the profile offers its colours on Decode's graph too
