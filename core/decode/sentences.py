@@ -25,7 +25,6 @@ __all__ = [
     "OPSET_VALUE",
     "OPSET_MESSAGE",
     "OTHER_WIRE",
-    "SHAPES_FAILED",
     "TAG",
     "UNUSED_DOMAIN",
     "UNUSED_DOMAINS",
@@ -72,4 +71,3 @@ NOT_UTF8 = N_(
     "replaced by �."
 )
 NO_GRAPH = N_("The model has no graph: there is nothing to run.")
-SHAPES_FAILED = N_("shape inference failed: {error}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from core.decode.sentences import SHAPES_FAILED
+from core.model.checks import SHAPES_FAILED
 from core.model.proto import attribute_subgraphs, tensor_elements, walk_graphs
 from core.notes import Note, warning
 

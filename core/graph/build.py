@@ -14,6 +14,7 @@ from core.graph.groups import GroupTable, finish_groups, scope_parts
 from core.graph.records import Folded, GraphView, ViewEdge, ViewNode
 from core.graph.weights import WeightBudget, weight_stats
 from core.i18n import N_
+from core.model.checks import SHAPES_FAILED
 from core.model.onnx_file import check_external_data
 from core.model.proto import attribute_subgraphs, dtype_name, tensor_elements, type_spec
 from core.model.records import shape_dim
@@ -22,11 +23,10 @@ from core.notes import Note, note
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["FAILED", "MAX_DEPTH", "NO_STATS", "SHAPE_INFERENCE_LIMIT", "SKIPPED", "view_graph"]
+__all__ = ["MAX_DEPTH", "NO_STATS", "SHAPE_INFERENCE_LIMIT", "SKIPPED", "view_graph"]
 
 # the view's notes (core.notes: the view keeps the template and its values, said where it is drawn)
 SKIPPED = N_("shape inference skipped: {count} nodes (the limit is {limit})")
-FAILED = N_("shape inference failed: {error}")
 NO_STATS = N_("statistics left out for {count} weights (too many values to read)")
 
 SHAPE_INFERENCE_LIMIT = 60_000  # nodes; above it ONNX shape inference is skipped (see benchmarks/graph_view.py)
@@ -258,7 +258,7 @@ def _inferred(model: onnx.ModelProto, notes: list[Note]) -> Any:
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:  # a model ONNX cannot infer is still drawn, with the shapes it declares
-        notes.append(note(FAILED, error=str(exc)[:200]))
+        notes.append(note(SHAPES_FAILED, error=str(exc)[:200]))
         inferred = None
     finally:
         for tensor in model.graph.initializer if lent else ():

@@ -12,10 +12,11 @@ from core.notes import Check, Note, note
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["CHECKER", "STRICT_SHAPES", "library_said", "onnx_checks"]
+__all__ = ["CHECKER", "SHAPES_FAILED", "STRICT_SHAPES", "library_said", "onnx_checks"]
 
 CHECKER = N_("onnx.checker (full check)")
 STRICT_SHAPES, INFERRED = N_("strict shape inference"), N_("every node's output type and shape can be inferred")
+SHAPES_FAILED = N_("shape inference failed: {error}")  # Decode's note, and the graph view's
 
 
 def library_said(exc: Exception) -> Note:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import IntakeError, LimitExceededError, NoMatchingArchitectureError, UnsafeModelError
-from core.i18n import N_, _, number
+from core.i18n import _, number
 from core.model import zoo
 from core.model.archives import check_zip
 from core.model.formats import file_sha256
@@ -24,7 +24,7 @@ from core.model.notes import (
     note,
 )
 from core.model.pickles import WHOLE_MODULE_ADVICE, pickle_globals, refuse_pickle
-from core.model.records import ArchitectureMatch, ModelRecord, TensorSpec
+from core.model.records import FORMAT_LABELS, ArchitectureMatch, ModelRecord, TensorSpec
 from core.settings import IntakeLimits
 
 MAX_SAFETENSORS_HEADER = 16 << 20  # the JSON list of tensors; a model of 100,000 tensors needs about 10 MB
@@ -237,7 +237,7 @@ def _refuse_code_archive(path: Path, kind: str, limits: IntakeLimits) -> None:
 def describe_torchscript(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     import torch
 
-    _refuse_code_archive(path, N_("TorchScript archive"), limits)
+    _refuse_code_archive(path, FORMAT_LABELS["torchscript"], limits)
     try:
         module = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:
@@ -310,7 +310,7 @@ def _vocabularies(program: Any, user_inputs: list[str]) -> dict[str, int]:
 def describe_pt2(path: Path, fmt: str, name: str, limits: IntakeLimits) -> ModelRecord:
     import torch
 
-    _refuse_code_archive(path, N_("torch.export program (.pt2)"), limits)
+    _refuse_code_archive(path, FORMAT_LABELS["pt2"], limits)
     try:
         program = torch.export.load(str(path))
     except Exception as exc:
