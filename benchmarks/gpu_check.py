@@ -5,10 +5,12 @@ Run: make runtime-gpu && .venv/bin/python benchmarks/gpu_check.py [--budget 300]
 It checks, with the TinyCNN sample: the GPU runtime's providers; the partition of the sample on CUDA and on
 TensorRT (the app's job, in its sandbox shown the GPU: nodes per provider, declined nodes, Memcpy copies); a
 benchmark of CUDA against the CPU provider (the app's job, --strict: nothing may quietly run on the CPU); PyTorch
-eager on CUDA beside it (bench --eager-device cuda: needs a CUDA build of torch in the GPU runtime); and, in
-the runtime's own Python (benchmarks/gpu_sessions.py), TensorRT's engine build timed apart from its runs with its
-engine and timing caches in the app's cache folder, CUDA with and without IO binding, and Tune's CUDA-graph
-candidate (enable_cuda_graph with IO binding) as Tune opens and calls it. It prints one table and
+eager on CUDA beside it (bench --eager-device cuda without --runtime: routed to the GPU runtime's worker, whose torch
+is a CUDA build, with eager's GPU memory at a call's peak); and, in the runtime's own Python
+(benchmarks/gpu_sessions.py), TensorRT's engine build timed apart from its runs with its engine and timing caches in
+the app's cache folder, CUDA with and without IO binding, Tune's CUDA-graph candidate (enable_cuda_graph with IO
+binding) as Tune opens and calls it, the server Deploy writes for that candidate capturing its graph at the first
+request and replaying it after (another batch run without it), and the runtime's own torch. It prints one table and
 exits 1 when a check failed. Without a GPU, or without `make runtime-gpu`, it says so and exits 0.
 """
 
@@ -119,14 +121,16 @@ def _bench(model: str, budget_s: float) -> tuple[bool, str]:
 
 
 def _eager_cuda(model: str) -> tuple[bool, str]:
-    """PyTorch eager on CUDA beside ORT's CUDA provider (bench --eager-device cuda, in the GPU runtime's worker),
-    with eager's GPU memory at a call's peak (``gpu_peak_mb``)."""
+    """PyTorch eager on CUDA beside ORT's CUDA provider (bench --eager-device cuda, no --runtime: routed to the GPU
+    runtime's worker, its torch a CUDA build), with eager's GPU memory at a call's peak (``gpu_peak_mb``)."""
     code, data, err = _cli_json(
-        "bench", model, "--torch", "sample:tinycnn", "--runtime", GPU_RUNTIME, "--providers", "cuda",
-        "--levels", "all", "--eager-device", "cuda", "--iters", "100", "--warmup", "10", "--no-save",
+        "bench", model, "--torch", "sample:tinycnn", "--levels", "all", "--eager-device", "cuda", "--iters", "100",
+        "--warmup", "10", "--no-save",
     )  # fmt: skip
     if code != 0 or data is None:
         return False, err.strip()[-300:]
+    if data["settings"].get("runtime") != GPU_RUNTIME:
+        return False, f"run by the runtime {data['settings'].get('runtime', 'default')}, not {GPU_RUNTIME}"
     said = ", ".join(
         f"{r['label']}: {r['median_ms']:.3f} ms" + (f", peak {r['gpu_peak_mb']:,.0f} MiB" if r["gpu_peak_mb"] else "")
         for r in data["results"]
@@ -183,7 +187,37 @@ def _session_rows(found: dict[str, Any], seconds: float) -> list[Row]:
             f"IO binding {graph['io_binding_ms']:.3f} ms, replayed as a CUDA graph {graph['cuda_graph_ms']:.3f} ms, "
             f"outputs differ by {graph['max_abs_diff']:.1e}", 0.0,
         ))  # fmt: skip
-    return rows
+    return [*rows, _served_row(found.get("served_cuda_graph", {"error": "not run"})),
+            _torch_row(found.get("torch", {"error": "not run"}))]  # fmt: skip
+
+
+def _served_row(served: dict[str, Any]) -> Row:
+    """Deploy's server for the CUDA-graph candidate: captured at the first request, replayed at the next of its
+    shapes, another batch run without the graph, every answer as a plain CUDA session's."""
+    if "error" in served:
+        return Row("served CUDA graphs (Deploy)", "FAILED", served["error"], 0.0)
+    said = served["cuda_graph"]
+    if not said.get("used"):
+        return Row("served CUDA graphs (Deploy)", "FAILED", f"no graph: {said.get('why', 'not asked')}", 0.0)
+    others = 1 if served["other_batch"] else 0
+    ok = said["captured"] and said["replayed"] >= 1 and said["without_graph"] == others
+    ok = bool(ok) and served["max_abs_diff"] < 1e-4
+    return Row(
+        "served CUDA graphs (Deploy)", "ok" if ok else "FAILED",
+        f"captured {said['captured']}, replayed {said['replayed']}, without the graph {said['without_graph']} "
+        f"(another batch), answers differ from plain CUDA's by {served['max_abs_diff']:.1e}", 0.0,
+    )  # fmt: skip
+
+
+def _torch_row(torch: dict[str, Any]) -> Row:
+    """The GPU runtime's own torch, a CUDA build that sees the GPU (what PyTorch eager on CUDA runs on)."""
+    if "error" in torch:
+        return Row("torch in the GPU runtime", "FAILED", torch["error"], 0.0)
+    ok = torch["own"] and bool(torch["cuda"]) and torch["sees_gpu"]
+    own = "its own" if torch["own"] else ".venv's, not its own"
+    sees = "sees the GPU" if torch["sees_gpu"] else "sees no GPU"
+    found = f"torch {torch['version']} for CUDA {torch['cuda'] or 'none'}, {own}, {sees}"
+    return Row("torch in the GPU runtime", "ok" if ok else "FAILED", found, 0.0)
 
 
 def run_checks(model: str, budget_s: float) -> list[Row]:

@@ -1,6 +1,8 @@
 """The GPU runtime's sessions checked in its own Python (benchmarks/gpu_check.py runs it; not a test, no sandbox):
 TensorRT's engine build timed apart from its runs, with its engine and timing caches in the cache folder, CUDA
-with and without IO binding, and Tune's CUDA-graph candidate as Tune calls it.
+with and without IO binding, Tune's CUDA-graph candidate as Tune calls it, the server Deploy writes for that
+candidate answering through its CUDA graph (FastAPI's test client, no socket), and the runtime's own torch (a CUDA
+build, which PyTorch eager on CUDA needs).
 
 Run: .runtimes/gpu/bin/python benchmarks/gpu_sessions.py MODEL.onnx CACHE_DIR
 Prints one JSON object: what each check found, or why it could not run.
@@ -122,6 +124,70 @@ def cuda_graph(model: str) -> dict[str, Any]:
     }
 
 
+def _served_feed(signature: dict[str, Any], batch: int, rng: Any) -> dict[str, Any]:
+    """Inputs for the served model at ``batch`` (its first axis where any size is taken; 1 for every other such)."""
+    import numpy as np
+
+    feed = {}
+    for spec in signature["inputs"]:
+        shape = [(batch if k == 0 else 1) if d is None else d for k, d in enumerate(spec["shape"] or [1])]
+        kind = np.dtype(spec["dtype"]).kind
+        feed[spec["name"]] = (rng.standard_normal(shape) if kind == "f" else np.zeros(shape)).astype(spec["dtype"])
+    return feed
+
+
+def served_cuda_graph(model: str) -> dict[str, Any]:
+    """Deploy's server for Tune's CUDA-graph configuration, in this Python: the first request captures the graph, the
+    next of its shapes replays it, one of another batch (where the batch is open) runs without it; every answer
+    compared with a plain CUDA session's, and what /health says."""
+    import importlib.util
+    import tempfile
+
+    import numpy as np
+    import onnxruntime as ort
+    from fastapi.testclient import TestClient
+
+    from core.deploy import DeployRequest
+    from core.deploy.server import generate_server
+    from core.runtime.session_config import SessionConfig
+
+    graphed = SessionConfig(providers=("CUDAExecutionProvider", "CPUExecutionProvider"), io_binding=True,
+                            cuda_graph=True, runtime="gpu")  # fmt: skip
+    plain = ort.InferenceSession(model, providers=session_providers(["CUDAExecutionProvider", "CPUExecutionProvider"]))
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory(prefix="gpu-served-") as tmp:
+        request = DeployRequest(model=model, out_dir=f"{tmp}/server", tuned=graphed, runtime="gpu", zip=False)
+        out = Path(generate_server(request).out_dir)
+        signature = json.loads((out / "signature.json").read_text())
+        spec = importlib.util.spec_from_file_location("served_gpu_check", out / "app.py")
+        assert spec is not None and spec.loader is not None
+        app = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(app)
+        open_batch = all(s["shape"] and s["shape"][0] is None for s in signature["inputs"])
+        diffs = []
+        with TestClient(app.app) as client:
+            for batch in (1, 1, 2) if open_batch else (1, 1):
+                feed = _served_feed(signature, batch, rng)
+                answer = client.post("/predict", json={"inputs": {k: v.tolist() for k, v in feed.items()}})
+                if answer.status_code != 200:
+                    return {"error": f"/predict answered {answer.status_code}: {answer.text[:300]}"}
+                got = answer.json()["outputs"]
+                for output, expected in zip(signature["outputs"], plain.run(None, feed), strict=True):
+                    diffs.append(float(np.max(np.abs(np.asarray(got[output["name"]], dtype=np.float64) - expected))))
+            health = client.get("/health").json()
+    return {"providers": health["providers"], "cuda_graph": health.get("cuda_graph", {}), "other_batch": open_batch,
+            "max_abs_diff": max(diffs)}  # fmt: skip
+
+
+def own_torch() -> dict[str, Any]:
+    """The runtime's torch: its version, the CUDA it is built for, whether it is its own (not .venv's), sees a GPU."""
+    import torch
+
+    own = Path(torch.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
+    sees = bool(torch.cuda.is_available())
+    return {"version": torch.__version__, "cuda": torch.version.cuda or "", "own": own, "sees_gpu": sees}
+
+
 def main() -> int:
     model, cache_dir = sys.argv[1], sys.argv[2]
     found: dict[str, Any] = {"setups": sorted(SETUPS)}
@@ -129,6 +195,8 @@ def main() -> int:
         ("tensorrt", lambda: tensorrt(model, cache_dir)),
         ("cuda", lambda: cuda_io_binding(model)),
         ("cuda_graph", lambda: cuda_graph(model)),
+        ("served_cuda_graph", lambda: served_cuda_graph(model)),
+        ("torch", own_torch),
     )
     for name, check in checks:
         try:

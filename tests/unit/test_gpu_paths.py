@@ -91,16 +91,42 @@ def test_the_gpu_checks_table_fails_a_tensorrt_without_its_caches_and_a_binding_
         },
         "cuda": {"run_ms": 0.3, "io_binding_ms": 0.2, "max_abs_diff": 0.5},
         "cuda_graph": {"io_binding_ms": 0.2, "cuda_graph_ms": 0.1, "max_abs_diff": 0.0},
+        "served_cuda_graph": {
+            "providers": [CUDA, CPU], "other_batch": True, "max_abs_diff": 0.0,
+            "cuda_graph": {"used": True, "captured": {"input": [1, 3, 32, 32]}, "replayed": 1, "without_graph": 1},
+        },
+        "torch": {"version": "2.13.0", "cuda": "13.0", "own": False, "sees_gpu": True},  # .venv's: PyTorch's CPU build
     }  # fmt: skip
     rows = gpu_check._session_rows(found, 13.0)
     assert [(r.check, r.outcome) for r in rows] == [
         ("TensorRT engine and caches", "FAILED"),
         ("CUDA IO binding", "FAILED"),
         ("CUDA graphs (Tune)", "ok"),
+        ("served CUDA graphs (Deploy)", "ok"),
+        ("torch in the GPU runtime", "FAILED"),
     ]
     assert "built in 12.5 s, loaded from the cache in 0.4 s" in rows[0].found  # the build apart from the runs
+    assert "replayed 1, without the graph 1" in rows[3].found and ".venv's, not its own" in rows[4].found
     text = gpu_check.table([*rows, gpu_check.Row("GPU runtime", "ok", "onnxruntime-gpu 1.31.1", 0.0)])
-    assert text.splitlines()[0].split() == ["check", "outcome", "s", "found"] and len(text.splitlines()) == 5
+    assert text.splitlines()[0].split() == ["check", "outcome", "s", "found"] and len(text.splitlines()) == 7
+
+
+def test_the_gpu_checks_served_graph_row_fails_a_server_that_never_replays_or_answers_otherwise() -> None:
+    said = {"used": True, "captured": {"x": [1, 4]}, "replayed": 1, "without_graph": 1}
+    served = {"providers": [CUDA, CPU], "other_batch": True, "max_abs_diff": 0.0, "cuda_graph": said}
+    assert gpu_check._served_row(served).outcome == "ok"
+    for broken in (
+        {**served, "cuda_graph": {**said, "replayed": 0}},  # captured, never replayed
+        {**served, "cuda_graph": {**said, "without_graph": 0}},  # another batch through the graph
+        {**served, "max_abs_diff": 0.5},  # answers unlike a plain CUDA session's
+        {"error": "/predict answered 422"},
+    ):
+        assert gpu_check._served_row(broken).outcome == "FAILED"
+    no_graph = {**served, "cuda_graph": {"used": False, "why": "the session runs without CUDAExecutionProvider"}}
+    assert "no graph: the session runs without CUDAExecutionProvider" in gpu_check._served_row(no_graph).found
+    torch = {"version": "2.13.0", "cuda": "13.0", "own": True, "sees_gpu": True}
+    assert gpu_check._torch_row(torch).outcome == "ok"
+    assert gpu_check._torch_row({**torch, "cuda": ""}).outcome == "FAILED"  # a CPU build
 
 
 BOUND = SessionConfig(io_binding=True, providers=(CUDA, CPU), runtime="gpu")  # CUDA with IO binding, on the GPU build
