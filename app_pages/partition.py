@@ -11,14 +11,13 @@ from core.notes import say
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
 from core.runtime.ort import LEVELS, ProviderInfo, provider_table
 from ui import jobs, partition_view, runtime_view, session, targets
-from ui.charts import provider_share_figure
 from ui.graph_panel import graph_of, start_graph
 from ui.needs import next_steps, require_onnx
 from ui.partition_view import (
     levels_section,
     providers_section,
     report_section,
-    share_frame,
+    share_section,
 )
 
 st.title(_("Partition"))
@@ -98,17 +97,24 @@ levels = jobs.kept(OPTIMIZE, record.id)
 waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
 levels_request = LevelsRequest(path=record.path)
 small = (record.node_count or 0) <= partition_view.LEVELS_BEFORE_GRAPH  # its graph waits for the levels (below)
+# a small model's partition and levels come from one job (one worker, the ALL session built once), unless this
+# partition is kept already (its levels failed: they are asked for alone below)
+together = levels is None and not waits and small and runtime == "default"
+together = together and jobs.kept(PARTITION, record.id, request) is None
 if not small:
     start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs
-if levels is None and not waits:  # the levels beside the partition: neither needs the other (a session slot left)
+if levels is None and not waits and not together:  # the levels beside the partition: neither needs the other
     jobs.start(OPTIMIZE, levels_request, model=record.id)
 if small:
     start_graph(record)
-result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
+if together:
+    result, levels = partition_view.partition_with_levels(request, levels_request, label, record.id)
+else:
+    result = jobs.run(PARTITION, request, label, model=record.id, reuse=True)
 
 # a provider asked for that this runtime lacks is the real partition's first warning (core.runtime.fallback)
 if len(result.reports) > 1:
-    st.plotly_chart(provider_share_figure(share_frame(result)), key="partition_share", config={"displaylogo": False})
+    share_section(result)
 titles = [say(r.title) for r in result.reports]
 shown = (
     st.radio(

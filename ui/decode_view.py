@@ -13,8 +13,8 @@ from core.i18n import N_, _, ngettext, number, pgettext
 from core.jobs.wire import to_data
 from core.model import format_shape
 from core.notes import say
+from ui.bars import bar_table
 from ui.cards import signature_tables
-from ui.charts import histogram_figure
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -26,6 +26,7 @@ __all__ = [
     "model_tree",
     "node_details",
     "nodes_section",
+    "op_types_section",
     "weights_section",
 ]
 
@@ -195,8 +196,18 @@ def nodes_section(decoded: DecodedModel) -> None:
         "text/csv",
         on_click="ignore",
     )
-    st.plotly_chart(histogram_figure(decoded.op_counts, _("Op types in the main graph")), key="op_histogram")
+    op_types_section(decoded)
     layers_section(decoded)
+
+
+def op_types_section(decoded: DecodedModel) -> None:
+    """How many nodes of each op type the main graph holds, the most frequent first, as bars of text (a chart
+    made the browser load Plotly, 4.7 MB of JavaScript, for this one figure)."""
+    if not decoded.op_counts:
+        return
+    st.markdown("**" + _("Op types in the main graph") + "**")
+    counts = sorted(decoded.op_counts.items(), key=lambda kv: -kv[1])
+    st.markdown(bar_table([(op, [n]) for op, n in counts], [_("op"), _("nodes")]))
 
 
 def layers_frame(decoded: DecodedModel) -> pd.DataFrame:
@@ -268,10 +279,9 @@ def weights_section(decoded: DecodedModel) -> None:
     )
     if decoded.layers:
         top = sorted(decoded.layers, key=lambda layer: layer.parameters, reverse=True)[:25]
-        counts = {f"{layer.node} ({layer.op_type})": layer.parameters for layer in top}
-        st.plotly_chart(
-            histogram_figure(counts, _("Parameters per layer (the 25 largest)"), "#54A24B"), key="layer_weights"
-        )
+        st.markdown("**" + _("Parameters per layer (the 25 largest)") + "**")
+        rows = [(f"{layer.node} ({layer.op_type})", [layer.parameters]) for layer in top]
+        st.markdown(bar_table(rows, [_("layer"), _("parameters")], colour="green"))
 
 
 def node_rows(decoded: DecodedModel) -> Rows[NodeInfo]:

@@ -270,17 +270,22 @@ def _run_kept(
     return result
 
 
-def keep(job: Job[Any, Result], model: str, result: Result) -> None:
+def keep(job: Job[Any, Result], model: str, result: Result, request: Any = None) -> None:
     """A result made of several jobs' (Tune across runtimes, one job per runtime) kept for ``model`` as ``run``
-    keeps one job's, where ``kept`` finds it."""
-    st.session_state[job.name] = ((model, b"several"), result)
+    keeps one job's, where ``kept`` finds it; with ``request``, as the result of that request (one made by another
+    job, as Partition's levels made beside its partition), which a later ``run`` of it with ``reuse`` takes."""
+    asked = _asked(job, request, model) if request is not None else (model, b"several")
+    st.session_state[job.name] = (asked, result)
     _keep(job, model, result)
 
 
-def kept(job: Job[Any, Result], model: str) -> Result | None:
-    """The result of ``job`` kept in this session (or with the model's link) for ``model``, if any."""
+def kept(job: Job[Any, Result], model: str, request: Any = None) -> Result | None:
+    """The result of ``job`` kept in this session (or with the model's link) for ``model``, if any; with
+    ``request``, only the one kept for that request."""
     found = _kept_entry(job, model)
-    return found[1] if found is not None else None
+    if found is None or (request is not None and found[0] != _asked(job, request, model)):
+        return None
+    return found[1]
 
 
 def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Result:

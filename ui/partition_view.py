@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -11,13 +13,16 @@ import streamlit as st
 from core.graph import GraphView
 from core.graph.colourings import NOWHERE, Colouring
 from core.i18n import _, ngettext, number, pgettext
+from core.jobs import OPTIMIZE, PARTITION
 from core.notes import say, say_all
 from core.partition import (
     KERNEL_PROVIDERS,
     KIND_TITLES,
     LevelChanges,
+    LevelsRequest,
     OptimizationReport,
     PartitionReport,
+    PartitionRequest,
     PartitionResult,
     fusions_used,
     level_changes,
@@ -25,8 +30,8 @@ from core.partition import (
 from core.partition.words import summary
 from core.runtime.ort import ProviderInfo, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, NodePlacement
-from ui import session
-from ui.charts import levels_figure
+from ui import jobs, session
+from ui.bars import bar_table, stacked_bar_table
 from ui.graph_panel import draw_graph
 from ui.runtime_view import declined_section
 from ui.tables import Rows, all_rows, page_of, page_of_rows
@@ -38,13 +43,14 @@ __all__ = [
     "contrib_frame",
     "contrib_line",
     "contrib_section",
-    "levels_frame",
     "levels_section",
+    "levels_table",
+    "partition_with_levels",
     "placement_frame",
     "placements",
     "providers_section",
     "report_section",
-    "share_frame",
+    "share_section",
 ]
 
 # nodes; on a larger model the optimization levels (five ONNX Runtime sessions over the whole graph, minutes on a
@@ -53,6 +59,25 @@ LEVELS_ON_REQUEST = 50_000
 # nodes up to which the Partition page waits for the levels (started beside the partition) before drawing its
 # graph, so that it draws it once, with what each level did; above, the graph comes first and the page runs again
 LEVELS_BEFORE_GRAPH = 2_000
+
+
+def partition_with_levels(
+    request: PartitionRequest, levels_request: LevelsRequest, label: str, model: str
+) -> tuple[PartitionResult, OptimizationReport | None]:
+    """The partition and the levels of a small model from one job: one worker, not two (a second worker started
+    cold took most of the sample's page), and the ALL session built once (core.partition.partitioner). Each is
+    kept as its own job's result for its request, so the page's next runs take them as they are; the levels are
+    None when they could not be made (the page then asks for them alone, which says why)."""
+    folder = session.workspace().new_folder(OPTIMIZE.folder)
+    result = jobs.run(PARTITION, replace(request, levels_dir=str(folder)), label, model=model)
+    jobs.keep(PARTITION, model, result, request)
+    levels = result.optimization
+    if levels is None:
+        shutil.rmtree(folder, ignore_errors=True)
+        return result, None
+    session.workspace().prune(OPTIMIZE.folder, keep={folder, *session.paths_in_use()})
+    jobs.keep(OPTIMIZE, model, levels, levels_request)
+    return result, levels
 
 
 def providers_section(table: list[ProviderInfo]) -> None:
@@ -67,13 +92,11 @@ def providers_section(table: list[ProviderInfo]) -> None:
     st.table(escaped_frame(frame), hide_index=True)
 
 
-def share_frame(result: PartitionResult) -> pd.DataFrame:
-    rows = [
-        (say(report.title), short_name(provider), nodes)
-        for report in result.reports
-        for provider, nodes in report.providers.items()
-    ]
-    return pd.DataFrame(rows, columns=["partition", "provider", "nodes"])
+def share_section(result: PartitionResult) -> None:
+    """Each partition (this machine's and the simulated ones) as one bar of its nodes per provider, in text: a
+    chart made the browser load Plotly (4.7 MB of JavaScript) before the page was done."""
+    rows = [(say(report.title), {short_name(p): n for p, n in report.providers.items()}) for report in result.reports]
+    st.markdown(stacked_bar_table(rows, [_("Partition"), _("nodes per provider")]))
 
 
 def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:
@@ -260,7 +283,7 @@ def report_section(
     with log_tab:
         if report.log:
             st.caption(_("The “Node placements” lines of ONNX Runtime's verbose log, from when the session was made."))
-            st.code("\n".join(report.log), language=None)
+            st.text("\n".join(report.log))  # not st.code: its highlighter is 1.5 MB of JavaScript to load
         else:
             st.caption(
                 _("A simulation creates no session, so there is no log; the checker's groups are shown instead.")
@@ -270,16 +293,11 @@ def report_section(
             contrib_section(report)
 
 
-def levels_frame(report: OptimizationReport) -> pd.DataFrame:
-    """Nodes and rewrites per level (the chart's data: its words are the chart's)."""
-    return pd.DataFrame(
-        {
-            "level": [lv.name for lv in report.levels],
-            "key": [lv.key for lv in report.levels],
-            "nodes": [lv.node_count for lv in report.levels],
-            "rewrites": [len(lv.rewrites) for lv in report.levels],
-        }
-    )
+def levels_table(report: OptimizationReport) -> str:
+    """Nodes and rewrites per level, the model as exported first, with a bar of the nodes (Markdown)."""
+    rows = [(_("as exported"), [report.original_nodes, 0])]
+    rows += [(lv.name, [lv.node_count, len(lv.rewrites)]) for lv in report.levels]
+    return bar_table(rows, [_("optimization level"), _("nodes"), _("rewrites")])
 
 
 def _op_table(report: OptimizationReport) -> pd.DataFrame:
@@ -291,7 +309,7 @@ def _op_table(report: OptimizationReport) -> pd.DataFrame:
 
 
 def levels_section(report: OptimizationReport, name: str, key: str) -> None:
-    st.plotly_chart(levels_figure(levels_frame(report)), key=f"{key}_chart", config={"displaylogo": False})
+    st.markdown(levels_table(report))
     if report.original_subgraph_nodes:
         last = report.levels[-1] if report.levels else None
         exported = number(report.original_subgraph_nodes)

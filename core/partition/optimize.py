@@ -28,7 +28,15 @@ from core.runtime.ort import LEVELS, capture_session_logs, explain_session_error
 if TYPE_CHECKING:
     import onnx
 
-__all__ = ["compare_graphs", "node_keys", "optimize_levels"]
+__all__ = [
+    "Built",
+    "compare_graphs",
+    "level_file",
+    "levels_report",
+    "node_keys",
+    "optimize_levels",
+    "writes_in_one_file",
+]
 
 LAYOUT_WARNING = N_(
     "At LAYOUT and ALL, ONNX Runtime rewrites the graph for this CPU's vector width (NCHWc blocked layouts). "
@@ -227,9 +235,33 @@ def _level_result(
 def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], None] | None = None) -> OptimizationReport:
     """Optimize the model at each level, save each result in the request's ``out_dir`` and describe what
     changed. The levels' sessions are built side by side, one per core (on a large model each takes seconds)."""
+    return levels_report(request, progress)
+
+
+def level_file(path: str, out_dir: str, key: str) -> Path:
+    """Where the graph optimized at level ``key`` is saved."""
+    return Path(out_dir) / f"{Path(path).stem}.{key}.onnx"
+
+
+def writes_in_one_file(model: onnx.ModelProto) -> bool:
+    """Whether a level's graph of ``model`` is saved as one file, as a session built elsewhere (Partition's own)
+    writes it; a model with more weights than EXTERNAL_THRESHOLD keeps them in a side file."""
+    return sum(tensor_nbytes(t) for _, t in iter_tensors(model)) <= EXTERNAL_THRESHOLD
+
+
+Built = dict[str, tuple[list[str], list[tuple[int, str, str]]]]  # level → (its files, its session's log)
+
+
+def levels_report(
+    request: LevelsRequest, progress: Callable[[float, str], None] | None = None, built: Built | None = None
+) -> OptimizationReport:
+    """As ``optimize_levels``; the levels in ``built`` were made by sessions built already (Partition's own
+    session at ALL writes the graph that level's would, and logs the same transformers), so only the others are
+    built here."""
     import onnx
 
     path, levels, out_dir = request.path, request.levels, request.out_dir
+    built = built or {}
 
     report_progress = progress or (lambda fraction, message: None)
     keys = levels or list(LEVELS)
@@ -244,16 +276,20 @@ def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], Non
         original_subgraph_nodes=_subgraph_nodes(original),
     )
     original_keys = node_keys(original.graph)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = Path(path).stem
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
     logs: dict[str, list[tuple[int, str, str]]] = {_logid(key): [] for key in keys}
-    with capture_session_logs(logs), ThreadPoolExecutor(_workers(len(keys)), "level") as pool:
-        made = [pool.submit(_optimize_at, path, key, out / f"{stem}.{key}.onnx", weight_bytes) for key in keys]
+    for key, (_files, log) in built.items():
+        logs[_logid(key)] = log
+    building = [key for key in keys if key not in built]
+    with capture_session_logs(logs), ThreadPoolExecutor(_workers(max(len(building), 1)), "level") as pool:
+        made = {
+            key: pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), weight_bytes) for key in building
+        }
         try:
-            for n, (key, files) in enumerate(zip(keys, made, strict=True)):
+            for n, key in enumerate(keys):
                 report_progress(n / len(keys), _("Optimizing at {level}").format(level=LEVELS[key].name))
-                report.levels.append(_level_result(original, original_keys, key, files.result(), logs[_logid(key)]))
+                files = built[key][0] if key in built else made[key].result()
+                report.levels.append(_level_result(original, original_keys, key, files, logs[_logid(key)]))
         except BaseException:
             pool.shutdown(cancel_futures=True)  # the levels not started yet are not wanted any more
             raise

@@ -19,9 +19,11 @@ from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
 from core.partition.declined import declined_nodes
+from core.partition.optimize import level_file, levels_report, writes_in_one_file
 from core.partition.records import (
     ContribOp,
     LevelPlacement,
+    LevelsRequest,
     PartitionReport,
     PartitionRequest,
     PartitionResult,
@@ -153,9 +155,14 @@ def _real_notes(matched: Assignment, level: str) -> list[Note]:
 
 
 def _real_partition(
-    path: str, model: onnx.ModelProto, providers: list[str], level: str, log: list[tuple[int, str, str]]
+    path: str,
+    model: onnx.ModelProto,
+    providers: list[str],
+    level: str,
+    log: list[tuple[int, str, str]],
+    optimized_to: str = "",
 ) -> PartitionReport:
-    matched = assign_providers(path, model, providers, level, log)
+    matched = assign_providers(path, model, providers, level, log, optimized_to)
     report = _report(model, matched, providers, level, log)
     report.declined = declined_nodes(model, matched.placements, providers, log)
     return report
@@ -306,7 +313,12 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     names = ", ".join(short_name(p) for p in usable)
     report_progress(0.3, _("Creating a session with {names}").format(names=names))
     log: list[tuple[int, str, str]] = []
-    real = _real_partition(path, model, usable, level, log)
+    # the levels' ALL session is this one when it runs the CPU provider alone at ALL: it writes that level's graph
+    shared = request.levels_dir and usable == ["CPUExecutionProvider"] and level == "all" and writes_in_one_file(model)
+    all_file = str(level_file(path, request.levels_dir, "all")) if shared else ""
+    if all_file:
+        Path(request.levels_dir).mkdir(parents=True, exist_ok=True)
+    real = _real_partition(path, model, usable, level, log, all_file)
     placed = Placed(
         runtime=request.runtime, asked=requested, available=available, used=real.providers_used, nodes=real.providers
     )
@@ -321,6 +333,14 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
         simulating = _("Simulating {name}").format(name=SIMULATED[key].name)
         report_progress(0.5 + 0.4 * n / max(len(simulate), 1), simulating)
         reports.append(_simulated_partition(model, key))
+    optimization = None
+    if request.levels_dir:
+        report_progress(0.9, _("Optimizing at every level"))
+        try:
+            built = {"all": ([all_file], log)} if all_file else {}
+            optimization = levels_report(LevelsRequest(path=path, out_dir=request.levels_dir), built=built)
+        except Exception:  # the partition stands; the page asks for the levels alone, which says why
+            optimization = None
     if out_dir:
         for n, report in enumerate(reports):
             report.node_rows = write_rows(Path(out_dir) / f"placements-{n}.rows", report.nodes)
@@ -334,4 +354,6 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
         runtime=request.runtime,
         onnxruntime=ort.__version__,
         levels=levels,
+        optimization=optimization,
+        levels_failed=bool(request.levels_dir) and optimization is None,
     )

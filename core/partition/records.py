@@ -41,6 +41,10 @@ class PartitionRequest:
     runtime: str = "default"
     strict: bool = False  # a provider asked for that is absent, takes nothing or leaves nodes to the CPU: refused
     each_level: bool = False  # the real partition at every optimization level too (``PartitionResult.levels``)
+    # the model optimized at every level too, each level's graph saved here (``PartitionResult.optimization``), in
+    # the same worker: the ALL level's from the partition's own session where it is the session that level builds
+    # (the CPU provider alone at ALL), so that it is built once
+    levels_dir: WritePath = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,6 +136,8 @@ class PartitionResult:
     runtime: str = "default"  # which build placed it (core.runtime.runtimes)
     onnxruntime: str = ""  # that build's version
     levels: list[LevelPlacement] = field(default_factory=list)  # with each_level: the real partition per level
+    optimization: OptimizationReport | None = None  # with levels_dir: what the optimizer did at each level
+    levels_failed: bool = False  # with levels_dir: the levels could not be made (the partition stands)
 
 
 @dataclass(kw_only=True)

@@ -93,13 +93,17 @@ def placement_lines(log: list[tuple[int, str, str]]) -> list[str]:
     return lines
 
 
-def _session(path: str, providers: list[str], level: str, log: list[tuple[int, str, str]]) -> tuple[Any, Any]:
+def _session(
+    path: str, providers: list[str], level: str, log: list[tuple[int, str, str]], optimized_to: str = ""
+) -> tuple[Any, Any]:
     """A session with ORT's record of which provider took which node, and that record; each provider opened with
-    its options (core.runtime.provider_options)."""
+    its options (core.runtime.provider_options); with ``optimized_to``, the graph it runs written there."""
     import onnxruntime as ort
 
     options = session_options(level)
     options.add_session_config_entry("session.record_ep_graph_assignment_info", "1")
+    if optimized_to:
+        options.optimized_model_filepath = optimized_to
     options.log_severity_level = 0
     try:
         with capture_ort_log(log):
@@ -167,11 +171,17 @@ def _match(model: onnx.ModelProto, groups: Any, providers: list[str]) -> Assignm
 
 
 def assign_providers(
-    path: str, model: onnx.ModelProto, providers: list[str], level: str, log: list[tuple[int, str, str]]
+    path: str,
+    model: onnx.ModelProto,
+    providers: list[str],
+    level: str,
+    log: list[tuple[int, str, str]],
+    optimized_to: str = "",
 ) -> Assignment:
     """Where ORT places each node of ``model`` (read from ``path``) with ``providers`` in order of preference,
-    at optimization ``level``; ORT's log lines go into ``log``."""
-    session, groups = _session(path, providers, level, log)
+    at optimization ``level``; ORT's log lines go into ``log``; with ``optimized_to``, the session writes the
+    graph it runs there (Partition's levels take it as their own, rather than build the same session again)."""
+    session, groups = _session(path, providers, level, log, optimized_to)
     return _match(model, groups, session.get_providers())
 
 

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from core.jobs import DECODE, GRAPH
 from tests import builders
 from tests.app.conftest import APP
-from tests.app.pages import open_page
+from tests.app.pages import md_tables, open_page
+from ui.bars import BAR_WIDTH
 
 
 def open_decode(model_bytes: bytes, name: str = "m.onnx") -> AppTest:
@@ -253,3 +254,20 @@ def test_a_job_that_cannot_start_ahead_gives_its_slot_back_and_runs_in_its_turn(
     at = open_decode(builders.chain_model(30).SerializeToString())
     assert refused and at.session_state[GRAPH.name][1].node_count == 30 and not at.error
     assert not ui.jobs._session_jobs().running  # the slot start took came back at once
+
+
+def test_the_op_types_and_the_largest_layers_are_bars_of_text_not_charts() -> None:
+    """Each count beside its bar in a Markdown table: no Plotly chart, whose 4.7 MB of JavaScript the browser
+    loaded before the page was done (issue #51), and every number still shown."""
+    at = open_decode(builders.mlp_model().SerializeToString())
+    assert not at.get("plotly_chart")
+    decoded = at.session_state[DECODE.name][1]
+    tables = {tuple(t.columns[:2]): t for t in md_tables(at)}
+    ops = tables[("op", "nodes")]
+    assert dict(zip(ops["op"], ops["nodes"], strict=True)) == {op: str(n) for op, n in decoded.op_counts.items()}
+    largest = max(decoded.op_counts.values())
+    assert ops.iloc[0, 2] == ":blue[" + "█" * BAR_WIDTH + "]"  # the most frequent op first, its bar the longest
+    assert decoded.op_counts[ops["op"].iloc[0]] == largest
+    layers = tables[("layer", "parameters")]
+    assert sorted(layers["parameters"], key=lambda p: -int(p.replace(",", "")))[0] == layers["parameters"].iloc[0]
+    assert {f"{lay.parameters:,}" for lay in decoded.layers} >= set(layers["parameters"])

@@ -3,6 +3,7 @@ an unavailable provider, the optimization levels."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -11,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.jobs import OPTIMIZE, PARTITION
 from tests import builders
-from tests.app.pages import open_page, texts
+from tests.app.pages import md_tables, open_page, texts
 from ui import partition_view
 
 
@@ -37,6 +38,17 @@ def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypa
     fused = next(t.value for t in at.table if "what it does" in t.value.columns)  # ORT's fused ops explained
     assert fused["op"].iloc[0] == "FusedConv" and "activation" in fused["what it does"].iloc[0]
     assert any("specific to this kind of machine" in w.value for w in at.warning)
+    # the providers' shares and the levels as bars of text: no Plotly, no syntax highlighter for ORT's log
+    assert not at.get("plotly_chart") and not at.code
+    tables = {tuple(t.columns[:2]): t.replace(r"\\", "", regex=True) for t in md_tables(at)}  # unescaped
+    shares = tables[("Partition", "nodes per provider")]
+    assert shares["Partition"].tolist() == ["This machine", "NNAPI (simulated)", "CoreML (simulated)"]
+    assert shares["nodes per provider"].iloc[0] == ":blue[CPU] 8"
+    levels = at.session_state[OPTIMIZE.name][1]
+    shown = tables[("optimization level", "nodes")]
+    assert shown["optimization level"].tolist() == ["as exported", *(lv.name for lv in levels.levels)]
+    assert shown["nodes"].tolist() == ["8", *(str(lv.node_count) for lv in levels.levels)]
+    assert shown["rewrites"].tolist()[1:] == [str(len(lv.rewrites)) for lv in levels.levels]
 
     at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()
     assert [s.value for s in at.subheader] == ["8 nodes in the main graph: 8 on NNAPI in 1 partition (simulated)"]
@@ -99,11 +111,12 @@ def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest
     assert set(table["provider"]) == {"CPU"} and {"then_relu", "body_add"} <= set(table["node"])
 
 
-def test_a_small_models_levels_run_beside_its_partition_and_its_graph_is_drawn_once(
+def test_a_small_models_partition_and_levels_come_from_one_job_and_its_graph_is_drawn_once(
     tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The levels start before the partition is waited on (both in workers at once), their files in the folder
-    started with them; the graph waits for them and the page does not run again to colour it."""
+    """The partition and its levels come from one job (one worker, the ALL session built once), the levels' files
+    in a folder of their own; the graph waits for them and the page does not run again to colour it; the page's
+    next run takes both as they are kept."""
     import streamlit as st
 
     from ui import jobs
@@ -127,18 +140,25 @@ def test_a_small_models_levels_run_beside_its_partition_and_its_graph_is_drawn_o
     submitted.clear()
     at.switch_page("app_pages/partition.py").run()
     assert not at.exception, at.exception
-    assert submitted.index(OPTIMIZE.name) < submitted.index(PARTITION.name) and submitted.count(OPTIMIZE.name) == 1
+    assert OPTIMIZE.name not in submitted and submitted.count(PARTITION.name) == 1
     assert reruns == []
     assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)  # the levels' report, read from their folder
     levels = at.session_state[OPTIMIZE.name][1]
-    assert all(Path(level.path).is_file() for level in levels.levels)
+    assert all(
+        Path(level.path).is_file() and Path(level.path).parent.name.startswith("optimized") for level in levels.levels
+    )
+    submitted.clear()
+    at.radio(key="partition_shown").set_value("NNAPI (simulated)").run()
+    assert not at.exception and submitted == []  # both kept: nothing runs again
+    assert "Conv + Relu → com.microsoft:FusedConv (×2)" in texts(at)
 
 
 def test_a_small_models_levels_that_fail_leave_its_partition_drawn(
     tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The graph of a small model waits for its levels; when they fail, the failure is said where their status was
-    and the partition's graph and tables are drawn all the same (the levels are not tried a second time)."""
+    """The graph of a small model waits for its levels; when they fail (in the partition's worker, then asked for
+    alone), the failure is said where their status was and the partition's graph and tables are drawn all the same
+    (the levels are not tried a third time)."""
     from core.errors import WorkbenchError
     from ui import jobs
 
@@ -155,8 +175,16 @@ def test_a_small_models_levels_that_fail_leave_its_partition_drawn(
             raise WorkbenchError("The levels could not be built here.")
         return real_with_slot(job, *args, **kwargs)
 
+    def run(job: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        result = real_run(job, request, *args, **kwargs)
+        if job.name == PARTITION.name and request.levels_dir:  # the levels failed in the partition's worker
+            return dataclasses.replace(result, optimization=None, levels_failed=True)
+        return result
+
+    real_run = jobs.run
     monkeypatch.setattr(jobs, "start", start)
     monkeypatch.setattr(jobs, "_with_slot", with_slot)
+    monkeypatch.setattr(jobs, "run", run)
     at = open_partition(tinycnn_bytes, monkeypatch)
     assert not at.exception, at.exception
     assert tried == [OPTIMIZE.name]

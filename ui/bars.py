@@ -1,0 +1,65 @@
+"""Bars written as text: each count beside a bar of block characters, in an escaped Markdown table.
+
+A few bars on the pages a person opens first (Decode's op types, Partition's providers and levels) do not need a
+charting library: a Plotly chart made the browser fetch and parse 4.7 MB of JavaScript before the page was done
+(issue #51). Markdown is drawn by the code every page has loaded already; names from the model are escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from core.i18n import number, pgettext
+from ui.text import md_escape
+
+__all__ = ["BAR_WIDTH", "COLOURS", "bar", "bar_table", "stacked_bar_table"]
+
+BAR_WIDTH = 24  # characters of the longest bar
+_EIGHTHS = "▏▎▍▌▋▊▉"  # one to seven eighths of a block
+COLOURS = ("blue", "orange", "green", "violet", "red", "gray")  # Streamlit's Markdown colours, in turn
+
+
+def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
+    """A bar of ``value`` against ``largest`` (which takes ``width`` blocks), to an eighth of a block; a value
+    above zero shows at least a sliver."""
+    if value <= 0 or largest <= 0:
+        return ""
+    eighths = max(1, round(8 * width * min(value, largest) / largest))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[part - 1] if part else "")
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def bar_table(
+    rows: Sequence[tuple[str, Sequence[float]]], headers: Sequence[str], *, bar_of: int = 0, colour: str = "blue"
+) -> str:
+    """A Markdown table: each row's name, its figures (written the reader's way) and a bar of its figure
+    ``bar_of``, all bars against the largest. ``headers``: the name's and each figure's column, escaped; the bar's
+    column has no header."""
+    largest = max((values[bar_of] for _name, values in rows), default=0)
+    lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|" + "---|" * (len(headers) + 1)]
+    for name, values in rows:
+        drawn = bar(values[bar_of], largest)
+        cells = [md_escape(name, 200), *(number(v) for v in values), f":{colour}[{drawn}]" if drawn else ""]
+        lines.append(_row(cells))
+    return "\n".join(lines)
+
+
+def stacked_bar_table(rows: Sequence[tuple[str, Mapping[str, int]]], headers: Sequence[str]) -> str:
+    """A Markdown table of one stacked bar per row: its name, its parts with their counts ("CPU 6, NNAPI 2") and
+    the bar, each part in its own colour (the same part in the same colour on every row), against the longest
+    row. ``headers``: the name's column and the parts' column."""
+    colour: dict[str, str] = {}
+    for _name, parts in rows:
+        for part in parts:
+            colour.setdefault(part, COLOURS[len(colour) % len(COLOURS)])
+    largest = max((sum(parts.values()) for _name, parts in rows), default=0)
+    lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|---|---|---|"]
+    for name, parts in rows:
+        said = pgettext("list", ", ").join(f":{colour[p]}[{md_escape(p, 80)}] {number(n)}" for p, n in parts.items())
+        drawn = "".join(f":{colour[p]}[{bar(n, largest)}]" for p, n in parts.items() if n > 0)
+        lines.append(_row([md_escape(name, 200), said, drawn]))
+    return "\n".join(lines)
