@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP
 
-__all__ = ["card_figures", "md_tables", "open_page", "run_benchmark", "texts", "upload"]
+__all__ = ["card_figures", "md_tables", "open_page", "run_benchmark", "shown", "texts", "upload"]
 
 
 def upload(at: AppTest, name: str, data: bytes) -> AppTest:
@@ -35,14 +36,17 @@ def open_page(
     return at
 
 
+def shown(at: AppTest, values: Iterable[str], labels: Iterable[str] = ()) -> list[str]:
+    """The words of the page's elements: the value of each of the kinds ``values`` ("markdown", "caption", …), in
+    that order, then the label of each of the kinds ``labels`` ("button", "tabs", …)."""
+    return [e.value for kind in values for e in getattr(at, kind)] + [
+        e.label for kind in labels for e in getattr(at, kind)
+    ]
+
+
 def texts(at: AppTest) -> str:
     """What the reader sees in headings, text, captions and warnings, with markdown escapes taken out."""
-    return "\n".join(
-        [e.value for e in at.subheader]
-        + [e.value for e in at.markdown]
-        + [e.value for e in at.caption]
-        + [e.value for e in at.warning]
-    ).replace("\\", "")
+    return "\n".join(shown(at, ("subheader", "markdown", "caption", "warning"))).replace("\\", "")
 
 
 _CELL_BORDER = re.compile(r"(?<!\\)\|")  # a | not escaped

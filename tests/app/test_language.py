@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from core.i18n import using
 from core.notes import say
-from tests.app.pages import card_figures, md_tables, open_page
+from tests.app.pages import card_figures, md_tables, open_page, shown
 from tests.i18n_text import english_prose as english_runs_in
 from tests.reports import seed_regression
 
@@ -23,15 +23,7 @@ def chinese(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
 
 
 def _texts(at: AppTest) -> str:
-    return "\n".join(
-        [t.value for t in at.title]
-        + [m.value for m in at.markdown]
-        + [c.value for c in at.caption]
-        + [m.label for m in at.metric]
-        + [t.label for t in at.tabs]
-        + [b.label for b in at.button]
-        + [s.label for s in at.selectbox]
-    )
+    return "\n".join(shown(at, ("title", "markdown", "caption"), ("metric", "tabs", "button", "selectbox")))
 
 
 _HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -139,16 +131,8 @@ _CODE = re.compile(r"`[^`]*`")
 def english_runs(at: AppTest) -> list[str]:
     """Runs of four or more English words in the page's text, headings, captions and messages (code in backticks
     left out): what a reader of Chinese would still read in English."""
-    said = [
-        *(t.value for t in at.title),
-        *(h.value for h in at.header),
-        *(m.value for m in at.markdown),
-        *(c.value for c in at.caption),
-        *(e.value for e in (*at.success, *at.warning, *at.error, *at.info)),
-        *(e.label for e in at.expander),
-        *(b.label for b in at.button),
-        *(str(c) for t in at.table for c in t.value.columns),
-    ]
+    kinds = ("title", "header", "markdown", "caption", "success", "warning", "error", "info")
+    said = shown(at, kinds, ("expander", "button")) + [str(c) for t in at.table for c in t.value.columns]
     return english_runs_in([_CODE.sub("", text.replace("\\", "").replace("\u200b", "")) for text in said])
 
 
