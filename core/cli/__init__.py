@@ -2,7 +2,7 @@
 
 Each command module has ``register(parser)``, which adds its arguments to the command's parser, and
 ``run(args) -> exit code``. Errors a user can fix print one line on stderr and exit 2. What a person reads is in
-the language ``--lang`` or the environment names (core.cli.common.choose_language); --json output and --help
+the language ``--lang`` or the environment names (core.cli.language.choose_language); --json output and --help
 stay English.
 
 Only the module of the command given is imported (``python -m core samples`` does not import numpy, ONNX Runtime
@@ -16,7 +16,7 @@ import importlib
 import sys
 from collections.abc import Callable
 
-from core.cli.common import add_language_argument, choose_language
+from core.cli.language import add_language_argument, choose_language
 from core.errors import WorkbenchError
 from core.i18n import _, using
 

@@ -4,9 +4,7 @@ comma-separated options, and printing JSON."""
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -15,8 +13,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.cli.files import model_paths, unpack_folder
+from core.cli.language import add_language_argument, choose_language, environment_language
 from core.errors import TargetError, WorkbenchError
-from core.i18n import DEFAULT, LANGUAGES, _, from_locale, number, pgettext
+from core.i18n import _, number, pgettext
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
 from core.model import zoo
@@ -59,35 +59,6 @@ __all__ = [
     "runtime_choice",
     "split",
 ]
-
-
-def add_language_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lang",
-        choices=sorted(LANGUAGES),
-        default=None,
-        help="the language of what the commands print (en or zh; default: from LC_ALL, LC_MESSAGES, LANG or "
-        "LANGUAGE, else English); --json output is English whatever the language",
-    )
-
-
-def environment_language(environ: Mapping[str, str] | None = None) -> str:
-    """The language the environment asks for: the first of LC_ALL, LC_MESSAGES, LANG and LANGUAGE that is set
-    (LANGUAGE's first entry, "zh_CN:en"); zh_* is Chinese, anything else English."""
-    env = os.environ if environ is None else environ
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE"):
-        value = env.get(name, "").split(":")[0].split(".")[0]
-        if value:
-            return from_locale(value)
-    return DEFAULT
-
-
-def choose_language(args: argparse.Namespace) -> str:
-    """The language a command speaks: --lang, else the environment's; English for --json (its output is read by
-    programs, and its text fields stay the same whatever the reader's locale)."""
-    if getattr(args, "json", False):
-        return DEFAULT
-    return str(getattr(args, "lang", None) or environment_language())
 
 
 def width(text: str) -> int:
@@ -136,12 +107,13 @@ def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
     return run(INTAKE, intake_request(model, code))
 
 
-def intake_request(model: str, code: tuple[str, str] = ("", "")) -> IntakeRequest:
+def intake_request(model: str, code: tuple[str, str] = ("", ""), unpack_dir: str = "") -> IntakeRequest:
     """What ``describe`` asks a worker to recognise for ``model``, a path or paths (not sample:NAME): for a job
-    that recognises the files and goes on with them in the same worker (the inspect command's)."""
+    that recognises the files and goes on with them in the same worker (the inspect command's). A .zip of a model
+    folder is unpacked into ``unpack_dir`` (core.cli.files.unpack_folder; a fresh one when none is given)."""
     from core.model.hf_folder import relative_member
 
-    paths = [Path(p).expanduser().resolve() for p in model.split(",")]
+    paths = model_paths(model)
     missing = [str(p) for p in paths if not (p.is_file() or p.is_dir())]
     if missing:
         raise WorkbenchError(
@@ -154,10 +126,12 @@ def intake_request(model: str, code: tuple[str, str] = ("", "")) -> IntakeReques
     if member is not None:  # an ONNX file of a Hugging Face folder: read with the folder, beside its family
         folder, variant = member
         paths = [folder]
-    unpacked = tempfile.mkdtemp(prefix="workbench-unpacked-")  # a .zip of a model folder, for this command's life
-    atexit.register(shutil.rmtree, unpacked, True)
     return IntakeRequest(
-        paths=[str(p) for p in paths], unpack_dir=unpacked, code_class=code[0], code_args=code[1], variant=variant
+        paths=[str(p) for p in paths],
+        unpack_dir=unpack_dir or unpack_folder(),
+        code_class=code[0],
+        code_args=code[1],
+        variant=variant,
     )
 
 

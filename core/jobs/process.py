@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import IO, Any, Generic, Protocol
 
 import msgspec
-import psutil
 
 from core import i18n
 from core.errors import JobCancelled, JobError, JobFailed, WorkbenchError
-from core.jobs import outputs, sandbox, warm, wire
+from core.jobs import ahead, outputs, sandbox, warm, wire
 from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
@@ -263,9 +262,7 @@ class _ProcessJob(ThreadedJob):
             self._pool.job_started(self._exclusive)
             self._counted = True
         if taken is None:
-            scratch = sandbox.new_scratch(self._settings, "job-")
-            self._spawn(scratch)
-            return scratch
+            return self._started_ahead() or self._spawn(sandbox.new_scratch(self._settings, "job-"))
         spare, staging = taken
         self._staged = taken
         self._stderr.close()
@@ -278,13 +275,29 @@ class _ProcessJob(ThreadedJob):
         self._proc.stdin.close()
         return spare.scratch
 
-    def _spawn(self, scratch: str) -> None:
+    def _spawn(self, scratch: str) -> str:
         """Start the worker (in its sandbox when there is one), with ``scratch`` as its private folder."""
         network, runtime = self._network, self._runtime
         self._proc = sandbox.start_worker(
             self._confinement, self._settings, scratch, self._sandboxed, self._stderr, network=network, runtime=runtime
         )
-        assert self._proc.stdin is not None
+        self._send()
+        return scratch
+
+    def _started_ahead(self) -> str | None:
+        """The worker a command started ahead for this very job (core.jobs.ahead), when its walls are this job's:
+        its private folder; None when there is none."""
+        started = ahead.take(self._confinement, self._settings, self._sandboxed, self._runtime, self._network)
+        if started is None:
+            return None
+        self._spawned_at = min(self._spawned_at, started.started_at - 1.0)
+        self._stderr.close()
+        self._stderr, self._proc = started.stderr, started.proc
+        self._send()
+        return started.scratch
+
+    def _send(self) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
         self._proc.stdin.write(wire.encode(self._request))
         self._proc.stdin.close()
 
@@ -337,15 +350,12 @@ class _ProcessJob(ThreadedJob):
 
     def _watch(self) -> None:
         assert self._proc is not None
-        try:
-            ps = psutil.Process(self._proc.pid)
-        except psutil.NoSuchProcess:
-            return
+        pid = self._proc.pid
         while not self._finished.is_set() and self._proc.poll() is None:
             if self._started_at is not None and time.monotonic() - self._started_at > self._timeout_s:
                 self._kill("timeout")
                 return
-            rss, processes = sandbox.tree_usage(ps)
+            rss, processes = sandbox.tree_usage(pid)
             self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
             # a fork bomb: too many processes, or many copies whose memory (shared pages counted in each) passes
             # the limit before there are too many

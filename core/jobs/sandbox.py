@@ -24,16 +24,16 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
-
-import psutil
+from typing import IO, TYPE_CHECKING
 
 from core.access import READ
 from core.errors import JobError
 from core.i18n import N_
 from core.jobs.view import code_folders, host_view, runtime_view
-from core.runtime.runtimes import Runtime
 from core.settings import PROJECT_ROOT, Settings
+
+if TYPE_CHECKING:
+    from core.runtime.runtimes import Runtime
 
 __all__ = [
     "Confinement",
@@ -276,18 +276,19 @@ def start_worker(
     )
 
 
-def tree_usage(ps: psutil.Process) -> tuple[int, int]:
-    """The memory (RSS) and the number of processes of a worker and everything it started (with bubblewrap
-    around it): what its limits are checked against, from outside, twenty times a second per running job.
+def tree_usage(pid: int) -> tuple[int, int]:
+    """The memory (RSS) and the number of processes of the worker ``pid`` and everything it started (with bubblewrap
+    around it): what its limits are checked against, from outside, twenty times a second per running job; (0, 1)
+    once it is gone.
 
     On Linux it walks the tree down from the worker through each thread's ``children`` file in /proc: two small
     reads per process of the tree. psutil's ``children()`` reads the status of every process on the machine to
     find the parents: 3 ms of the server's CPU per call beside 70 processes, and a fifth of a classroom server's
-    time (py-spy) with a few jobs running."""
+    time (py-spy) with a few jobs running; nor is psutil imported there (a command's worker is watched without it)."""
     if not _CHILDREN_FILES:
-        return _tree_usage_psutil(ps)
+        return _tree_usage_psutil(pid)
     total, count = 0, 0
-    todo, seen = [ps.pid], set()
+    todo, seen = [pid], set()
     while todo:
         pid = todo.pop()
         if pid in seen:
@@ -327,9 +328,12 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _tree_usage_psutil(ps: psutil.Process) -> tuple[int, int]:
+def _tree_usage_psutil(pid: int) -> tuple[int, int]:
+    import psutil
+
     total, count = 0, 1
     try:
+        ps = psutil.Process(pid)
         total += ps.memory_info().rss
         children = ps.children(recursive=True)
         count += len(children)

@@ -41,8 +41,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-import psutil
-
 from core.jobs import outputs, sandbox, wire
 from core.jobs.sandbox import Confinement
 from core.runtime.runtimes import Runtime
@@ -323,10 +321,7 @@ class RuntimePools:
 
 def _rss(spare: Spare) -> int:
     """The memory of a waiting worker (with bubblewrap around it)."""
-    try:
-        return sandbox.tree_usage(psutil.Process(spare.proc.pid))[0]
-    except psutil.Error:
-        return 0
+    return sandbox.tree_usage(spare.proc.pid)[0]
 
 
 def _discard(spare: Spare) -> None:

@@ -61,6 +61,28 @@ print(code, jobs, sorted(m for m in heavy if m in sys.modules))
     assert "Relu 1" in done.stdout  # and it decoded the model
 
 
+def test_inspect_starts_its_worker_before_it_imports_the_job_machinery_and_the_job_runs_there(tmp_path: Path) -> None:
+    """A command's fixed cost (issue #51): inspect starts its worker with the files it names (core.jobs.ahead)
+    before it imports msgspec, the job runner, the records or what prints them, so the worker's imports run beside
+    the command's; the job then runs in that worker, not in a second one."""
+    model = tmp_path / "one.onnx"
+    x, y = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1]) for n in "xy")
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "one", [x], [y])), model)
+    script = f"""
+import sys
+import core.jobs.sandbox as sandbox
+start, loaded = sandbox.start_worker, []
+late = ("msgspec", "core.jobs.process", "core.decode.records", "core.model.records", "core.cli.inspect_text")
+sandbox.start_worker = lambda *a, **k: loaded.append([m for m in late if m in sys.modules]) or start(*a, **k)
+from core.cli import main
+code = main(["inspect", {str(model)!r}])
+print(code, loaded)
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "0 [[]]", done.stdout + done.stderr
+    assert "Relu 1" in done.stdout
+
+
 def test_the_parser_of_one_command_is_the_whole_ones() -> None:
     whole = _commands(parser())
     assert list(whole) == list(COMMANDS)

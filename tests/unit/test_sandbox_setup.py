@@ -142,11 +142,11 @@ def test_a_workers_tree_is_measured_from_proc_as_psutil_measures_it(monkeypatch:
         while len(psutil.Process(tree.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)
         for ps, least in ((psutil.Process(tree.pid), 4), (psutil.Process(), 6)):  # bash, sleep, bash, sleep
-            walked, everyone = sandbox_module.tree_usage(ps), sandbox_module._tree_usage_psutil(ps)
+            walked, everyone = sandbox_module.tree_usage(ps.pid), sandbox_module._tree_usage_psutil(ps.pid)
             assert walked[1] == everyone[1] and walked[1] >= least
             assert abs(walked[0] - everyone[0]) < 16 << 20  # the same processes, read a moment apart
         monkeypatch.setattr(sandbox_module, "_CHILDREN_FILES", False)  # a kernel without them: psutil's way
-        assert sandbox_module.tree_usage(psutil.Process(tree.pid))[1] == 4
+        assert sandbox_module.tree_usage(tree.pid)[1] == 4
     finally:
         for proc in (tree, *forked):
             for child in psutil.Process(proc.pid).children(recursive=True):
