@@ -38,7 +38,7 @@ from core.compare.records import (
     TensorError,
     Uncompared,
 )
-from core.compare.runs import Prepared, feeds_for, learn_sizes, prepare, release_freed, run_group
+from core.compare.runs import Prepared, bound_heap, feeds_for, learn_sizes, prepare, release_freed, run_group
 from core.compare.spool import Spool
 from core.errors import CompareError
 from core.i18n import N_, _
@@ -273,6 +273,7 @@ def compare_models(request: CompareRequest, progress: Callable[[float, str], Non
     progress = progress or _silent
     started = time.perf_counter()
     _check(request)
+    bound_heap()
     with tempfile.TemporaryDirectory(prefix="workbench-compare-") as tmp:  # in the job's scratch folder
         return _compare(request, progress, started, Path(tmp))
 

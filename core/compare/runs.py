@@ -23,10 +23,11 @@ if TYPE_CHECKING:
 
     from core.compare.eager import EagerSide
 
-__all__ = ["Prepared", "feeds_for", "learn_sizes", "prepare", "release_freed", "run_group"]
+__all__ = ["Prepared", "bound_heap", "feeds_for", "learn_sizes", "prepare", "release_freed", "run_group"]
 
 _DATA = "weights.data"
 _CAST = "InsertedPrecisionFreeCast_"
+_M_MMAP_THRESHOLD, _MAPPED_FROM = -3, 1 << 18  # glibc's mallopt: blocks of 256 KiB and more are mapped
 
 
 @dataclass(kw_only=True)
@@ -52,6 +53,18 @@ def release_freed() -> None:
 
     with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc: its allocator does without
         ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+
+
+def bound_heap() -> None:
+    """Every large block (a group's tensors, a session's buffers) mapped on its own and handed back when freed: glibc
+    otherwise raises its threshold for that as blocks come and go and keeps them in its heap, and the ResNet-50-sized
+    pair's peak varied by 30 MB from run to run. Set once for the worker's process (one job each)."""
+    import contextlib
+    import ctypes
+    import ctypes.util
+
+    with contextlib.suppress(OSError, AttributeError, TypeError):  # not glibc
+        ctypes.CDLL(ctypes.util.find_library("c")).mallopt(_M_MMAP_THRESHOLD, _MAPPED_FROM)
 
 
 def prepare(path: str, level: str, provider: str, folder: Path) -> Prepared:
