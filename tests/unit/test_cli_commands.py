@@ -83,6 +83,25 @@ print(code, loaded)
     assert "Relu 1" in done.stdout
 
 
+def test_a_command_leaves_without_tearing_the_interpreter_down_once_its_exit_handlers_ran() -> None:
+    """``python -m core`` ends as a worker does (issue #51): what was registered to run at exit runs and the output
+    is flushed, then the process leaves, without the interpreter's teardown of every module it imported."""
+    script = """
+import atexit, runpy, sys
+class Kept:
+    def __del__(self):
+        print("torn down", flush=True)
+kept = Kept()
+atexit.register(print, "exit handlers ran")
+sys.argv = ["core", "samples"]
+runpy.run_module("core", run_name="__main__")
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "tinycnn" in done.stdout and done.stdout.rstrip().endswith("exit handlers ran")
+    assert "torn down" not in done.stdout
+
+
 def test_the_parser_of_one_command_is_the_whole_ones() -> None:
     whole = _commands(parser())
     assert list(whole) == list(COMMANDS)
