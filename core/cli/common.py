@@ -19,11 +19,9 @@ from core.errors import TargetError, WorkbenchError
 from core.i18n import _, number, pgettext
 from core.jobs import EXPORT, INTAKE, SAMPLE, Backend, run
 from core.jobs.wire import to_data
-from core.model import zoo
 from core.model.intake_request import IntakeRequest
 from core.model.records import ModelRecord, format_shape
 from core.model.shapes import parse_dims
-from core.model.zoo import SampleRequest
 from core.notes import Note, read_note, say
 from core.settings import load_settings
 
@@ -98,12 +96,12 @@ def describe(model: str, code: tuple[str, str] = ("", "")) -> ModelRecord:
     files, FOLDER/onnx/model_q4.onnx: read with its folder, whose family it lists) or sample:NAME. Relative paths
     are the caller's, not the worker's."""
     if model.startswith("sample:"):
-        from core.model import cards  # its package versions' lookup: only for a sample
+        from core.model import cards, zoo  # the samples' table and their package versions: only for a sample
 
         name = model.removeprefix("sample:")
         zoo.get_sample(name)  # a clear error for an unknown name before a worker starts
         card = cards.known(name)
-        return card if card is not None else run(SAMPLE, SampleRequest(name=name))
+        return card if card is not None else run(SAMPLE, zoo.SampleRequest(name=name))
     return run(INTAKE, intake_request(model, code))
 
 

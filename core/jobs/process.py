@@ -12,7 +12,6 @@ sandbox and limits; on a cluster target, the node's own runtimes (its agent read
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import shutil
 import signal
@@ -22,21 +21,23 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Generic, Protocol
+from typing import IO, TYPE_CHECKING, Any, Generic, Protocol
 
 import msgspec
 
 from core import i18n
 from core.errors import JobCancelled, JobError, JobFailed, WorkbenchError
-from core.jobs import ahead, outputs, sandbox, warm, wire
+from core.jobs import ahead, outputs, sandbox, wire
 from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
 from core.jobs.threaded import ThreadedJob
-from core.jobs.warm import RuntimePools, Spare, Staging, WarmPool
 from core.runtime.runtimes import Runtime, asked_runtime, runtime_named
 from core.settings import Settings, load_settings
+
+if TYPE_CHECKING:  # loaded with the first warm pool (a command's one-off backend keeps none)
+    from core.jobs.warm import RuntimePools, Spare, Staging, WarmPool
 
 __all__ = [
     "Backend",
@@ -51,7 +52,6 @@ __all__ = [
 ]
 
 _POLL_S = 0.05
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,7 +244,11 @@ class _ProcessJob(ThreadedJob):
         """Once the worker has ended: what it wrote, as the caller may read it. Links and other special files it
         left are dropped (core.jobs.outputs); a pre-started worker's files are moved into their real folders."""
         try:
-            dropped = warm.collect_outputs(*self._staged) if self._staged is not None else []
+            dropped: list[str] = []
+            if self._staged is not None:
+                from core.jobs import warm  # loaded already, with the pool whose worker took the job
+
+                dropped = warm.collect_outputs(*self._staged)
             # and in the real folders (a job not staged, such as any without the sandbox, wrote there itself)
             since = self._spawned_at
             self._dropped = dropped + [d for w in self._confinement.writes for d in outputs.drop_links(Path(w), since)]
@@ -263,6 +267,8 @@ class _ProcessJob(ThreadedJob):
             self._counted = True
         if taken is None:
             return self._started_ahead() or self._spawn(sandbox.new_scratch(self._settings, "job-"))
+        from core.jobs import warm  # loaded already, with the pool
+
         spare, staging = taken
         self._staged = taken
         self._stderr.close()
@@ -408,7 +414,11 @@ class ProcessBackend:
         self.settings = settings or load_settings()
         self.registry = registry
         self.slots = _Slots(self.settings.worker_limit)
-        self._pools = RuntimePools(self.settings, sandbox.require_sandbox(self.settings), warm) if warm > 0 else None
+        self._pools: RuntimePools | None = None
+        if warm > 0:
+            from core.jobs.warm import RuntimePools  # a command's one-off backend keeps no pool: not loaded there
+
+            self._pools = RuntimePools(self.settings, sandbox.require_sandbox(self.settings), warm)
         self.pool = self._pools.default if self._pools is not None else None  # the default runtime's
 
     def pool_for(self, runtime: Runtime) -> WarmPool | None:
@@ -479,6 +489,9 @@ def run(job: Job[Request, Result], request: Request, backend: Backend | None = N
     logged (on the command line, they are printed to stderr)."""
     handle = submit(job, request, backend)
     result = handle.result()
-    for warning in handle.warnings:
-        _log.warning(warning)
+    if handle.warnings:
+        import logging
+
+        for warning in handle.warnings:
+            logging.getLogger(__name__).warning(warning)
     return result
