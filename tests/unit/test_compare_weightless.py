@@ -15,6 +15,7 @@ import core.compare.engine
 from core.compare import CompareReport, CompareRequest, CompareSide, compare_models
 from core.jobs.wire import to_data
 from core.model.inputs import BenchInput
+from core.model.proto import iter_tensors
 from core.model.weightless import split_weights
 from tests.builders import write
 from tests.unit.test_weightless import every_kind_of_weight
@@ -80,10 +81,8 @@ def test_comparing_two_27_mb_models_grows_the_process_by_about_one_file_not_two(
 
 def _scaled(model: onnx.ModelProto, name: str, scale: float) -> onnx.ModelProto:
     """A copy of ``model`` whose tensor ``name`` (an initializer or a Constant's value, in any graph) is scaled."""
-    from onnx.external_data_helper import _get_all_tensors
-
     copy = onnx.ModelProto.FromString(model.SerializeToString())
-    tensor = next(t for t in _get_all_tensors(copy) if t.name == name)
+    tensor = next(t for _where, t in iter_tensors(copy) if t.name == name)
     tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor) * scale, name))
     return copy
 

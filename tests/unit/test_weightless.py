@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from core.model.proto import iter_tensors
 from core.model.weightless import split_weights
 from tests.builders import write
 from tests.wild import detector_model, ir3_model, loop_model
@@ -116,9 +117,7 @@ def test_a_model_split_from_its_weights_reads_and_runs_the_same(build: object, t
 
 
 def _tensors_external(model: onnx.ModelProto) -> list[tuple[str, TensorProto]]:
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
-
-    return [(t.name, t) for t in _get_all_tensors(model) if uses_external_data(t)]
+    return [(t.name, t) for _where, t in iter_tensors(model) if t.data_location == TensorProto.EXTERNAL]
 
 
 def test_small_tensors_stay_inside_the_graph_and_large_ones_start_on_a_page_of_the_data_file(tmp_path: Path) -> None:
