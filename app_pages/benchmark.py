@@ -18,7 +18,6 @@ from ui.browser_bench import browser_section
 from ui.generate_view import generate_section
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import eager_checkbox, measured_model, plan_fits, plan_ready, plan_section
-from ui.text import md_escape
 
 st.title(_("Benchmark"))
 st.markdown(
@@ -99,14 +98,8 @@ if submitted or st.session_state.pop("bench_again", False):  # the button, or "R
         runtime=runtime,
     )
     measured = jobs.run(BENCH, request, _("Benchmarking “{name}”").format(name=record.name), model=record.id)
-    try:
-        who = session.who()
-        session.store().save(measured, owner=who.user, team=who.team)
+    if session.save_run(measured):
         st.session_state["bench_saved"] = measured.id
-    except WorkbenchError as exc:
-        st.warning(
-            _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
-        )
 
 
 def saved_run_id(run_id: str) -> bool:

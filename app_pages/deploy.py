@@ -7,7 +7,6 @@ import dataclasses
 
 import streamlit as st
 
-from core.errors import WorkbenchError
 from core.i18n import _
 from core.jobs import TUNE
 from core.quantize import VARIANTS
@@ -19,7 +18,6 @@ from ui import jobs, pages, runtime_view, session
 from ui.needs import next_steps, require_onnx
 from ui.plan_view import measured_model, plan_fits, plan_ready, plan_section
 from ui.serve_view import deploy_section, loadtest_section, original_tokenizer
-from ui.text import md_escape
 from ui.tune_view import chosen_section, results_section, run_tune
 
 st.title(_("Deploy"))
@@ -92,14 +90,8 @@ if submitted or st.session_state.pop("tune_again", False):  # the button, or "Tu
         strict=bool(strict),
     )
     tuned = run_tune(request, runtimes, record.name, record.id)  # one job per runtime, each in its own worker
-    try:
-        who = session.who()
-        session.store().save(as_run(tuned), owner=who.user, team=who.team)
+    if session.save_run(as_run(tuned)):
         st.session_state["tune_saved"] = tuned.id
-    except WorkbenchError as exc:
-        st.warning(
-            _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
-        )
 
 report: TuneReport | None = jobs.kept(TUNE, record.id)
 served = measured_model(record, inputs)

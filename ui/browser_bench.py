@@ -128,13 +128,7 @@ def _save(value: object, token: str) -> BrowserRun | None:
         st.error(md_escape(str(exc), 600))
         return None
     saved[token] = report
-    try:
-        who = session.who()
-        session.store().save(report, owner=who.user, team=who.team)
-    except WorkbenchError as exc:
-        st.warning(
-            _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
-        )
+    session.save_run(report)
     from ui.classroom_view import pool_browser  # lazy, as ui/jobs.py: the classroom uses this page's session
 
     pool_browser(report)  # a workshop participant's run goes to the room board, once per run

@@ -14,7 +14,6 @@ from core.deploy import DeployReport, DeployRequest, LoadtestReport, LoadtestReq
 from core.deploy.loadtest import headline, percentile_text
 from core.deploy.saved import as_run
 from core.deploy.served_spec import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS
-from core.errors import WorkbenchError
 from core.graph.palette import ENGINES
 from core.i18n import _, number
 from core.jobs import DEPLOY, LOADTEST, LOADTEST_URL
@@ -293,15 +292,7 @@ def loadtest_section(
         )  # fmt: skip
         said = _("Load-testing the server of “{name}”").format(name=model.name)
         report = jobs.run(LOADTEST_URL if url else LOADTEST, request, said, model=model.id)
-        try:
-            who = session.who()
-            session.store().save(as_run(report), owner=who.user, team=who.team)
-        except WorkbenchError as exc:
-            st.warning(
-                _("The results are shown but were not saved to the history: {error}").format(
-                    error=md_escape(str(exc), 600)
-                )
-            )
+        session.save_run(as_run(report))
     shown_report = jobs.kept(LOADTEST, model.id) or jobs.kept(LOADTEST_URL, model.id)
     if shown_report is not None:
         _results(shown_report)

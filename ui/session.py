@@ -201,6 +201,22 @@ def saved_run(run_id: str) -> AnyRun:
     return _saved_run(settings().store_url, run_id)
 
 
+def save_run(run: AnyRun) -> bool:
+    """Save a run to the history as the person of this session and their team; where the history cannot take it,
+    the page says so (the results stay shown) and this returns False."""
+    from ui.text import md_escape
+
+    who_saves = who()
+    try:
+        store().save(run, owner=who_saves.user, team=who_saves.team)
+    except WorkbenchError as exc:
+        st.warning(
+            _("The results are shown but were not saved to the history: {error}").format(error=md_escape(str(exc), 600))
+        )
+        return False
+    return True
+
+
 def who() -> Identity:
     """Who uses this session: the person signed in, or anonymous (ui.auth)."""
     from ui.auth import identity
