@@ -32,6 +32,7 @@ from core.jobs.endings import MAX_PROCESSES, ending_error
 from core.jobs.machine import MachineLock
 from core.jobs.registry import JOBS, Job, JobRegistry, JobSignature, Request, Result
 from core.jobs.sandbox import Confinement
+from core.jobs.slots import Slots
 from core.jobs.threaded import ThreadedJob
 from core.runtime.runtimes import Runtime, asked_runtime, runtime_named
 from core.settings import Settings, load_settings
@@ -106,41 +107,6 @@ class Backend(Protocol):
     def submit(self, spec: JobSpec) -> JobHandle: ...
 
 
-class _Slots:
-    """At most ``limit`` worker processes at once; the rest wait in arrival order (first come, first served)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self.running = 0
-        self.waiting: list[object] = []
-        self._cond = threading.Condition()
-
-    def acquire(self, job: object, cancelled: threading.Event) -> bool:
-        """Wait for a free slot; False when the job was cancelled while waiting."""
-        with self._cond:
-            self.waiting.append(job)
-            try:
-                while self.waiting[0] is not job or self.running >= self.limit:
-                    if cancelled.is_set():
-                        return False
-                    self._cond.wait(0.1)
-                self.running += 1
-                return True
-            finally:
-                self.waiting.remove(job)
-                self._cond.notify_all()
-
-    def release(self) -> None:
-        with self._cond:
-            self.running -= 1
-            self._cond.notify_all()
-
-    def position(self, job: object) -> int | None:
-        """How many jobs wait ahead of ``job``, or None when it is not waiting."""
-        with self._cond:
-            return self.waiting.index(job) if job in self.waiting else None
-
-
 class _ProcessJob(ThreadedJob):
     """One job: a thread that waits for its turn (a worker slot, or the machine for exclusive jobs), starts the
     worker, reads its messages and cleans up; a second thread watches its time and memory. The worker is
@@ -152,7 +118,7 @@ class _ProcessJob(ThreadedJob):
         job: Job,
         signature: JobSignature,
         settings: Settings,
-        slots: _Slots,
+        slots: Slots,
         pool: WarmPool | None = None,
         runtime: Runtime | None = None,
     ) -> None:
@@ -413,7 +379,7 @@ class ProcessBackend:
         ``settings.warm_workers``, a one-off command none."""
         self.settings = settings or load_settings()
         self.registry = registry
-        self.slots = _Slots(self.settings.worker_limit)
+        self.slots = Slots(self.settings.worker_limit)
         self._pools: RuntimePools | None = None
         if warm > 0:
             from core.jobs.warm import RuntimePools  # a command's one-off backend keeps no pool: not loaded there

@@ -12,7 +12,6 @@ import inspect
 import os
 import resource
 import sys
-import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
@@ -75,6 +74,8 @@ def _failure(exc: BaseException) -> wire.Failed:
         return wire.Failed(error="MemoryError", message="out of memory")
     if isinstance(exc, WorkbenchError):
         return wire.Failed(error=type(exc).__name__, message=str(exc))
+    import traceback  # only a job that failed needs it: not imported before every job
+
     return wire.Failed(
         error="JobFailed",
         exc_type=type(exc).__name__,
