@@ -79,8 +79,14 @@ def long_shapes(specs: list[TensorSpec]) -> dict[str, str]:
 def dim_name_notes(specs: list[TensorSpec]) -> dict[str, str]:
     """Each dim name a tool made up (``unk__30``, ``p2o.DynamicDimension.0``) → what made it."""
     names = dict.fromkeys(str(d) for s in specs for d in s.shape or [] if isinstance(d, str))
-    note = _("{what}: it says nothing about the size")
-    return {name: note.format(what=_(made)) for name in names if (made := what_made(name))}
+    return {name: said for name in names if (said := made_note(name))}
+
+
+def made_note(symbol: str) -> str:
+    """What made up a dim's name, when a tool did, and that such a name says nothing about the size; "" for a
+    name a person chose (``batch``)."""
+    made = what_made(symbol)
+    return _("{what}: it says nothing about the size").format(what=_(made)) if made else ""
 
 
 def dim_name_captions(specs: list[TensorSpec]) -> list[str]:

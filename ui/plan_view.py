@@ -20,7 +20,6 @@ from core.jobs import IMAGE_INPUT, NPZ_INPUTS, Job
 from core.jobs.registry import Request, Result
 from core.model import ModelRecord, format_shape
 from core.model.data import NORMALISATIONS, ImageRequest, NpzRequest, check_image_fits, image_layout
-from core.model.dims import what_made
 from core.model.inputs import (
     SET_BY_YOU,
     VALUE_KINDS,
@@ -40,6 +39,7 @@ from core.model.torchload import source_of
 from core.notes import note, say
 from core.workspace import safe_filename
 from ui import session, uploads
+from ui.cards import made_note
 from ui.jobs import run, show_error, stop_with_error
 from ui.plan_words import said_dim, said_values
 from ui.text import escaped_frame, md_escape
@@ -135,7 +135,7 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
                 _("input"): s.name,
                 _("axis"): d.axis,
                 _("the model calls it"): d.symbol,
-                "that name": _made(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
+                "that name": made_note(d.symbol),  # unk__30, p2o.DynamicDimension.0: made up by a tool
                 _("value"): str(d.value) if not d.unset else "?",
                 _("why"): say(d.why),
                 _("from"): say(d.source),
@@ -147,12 +147,6 @@ def _free_dims(plan: list[BenchInput]) -> pd.DataFrame:
     if not frame.empty and not frame["that name"].any():  # every name was chosen by a person: nothing to say
         return frame.drop(columns=["that name"])
     return frame.rename(columns={"that name": _("that name")})
-
-
-def _made(symbol: str) -> str:
-    """What made up a dim's name, when a tool did: the model card's words (ui/cards.py)."""
-    made = what_made(symbol)
-    return _("{what}: it says nothing about the size").format(what=_(made)) if made else ""
 
 
 def measured_model(

@@ -17,7 +17,6 @@ __all__ = [
     "NO_HINT",
     "SAMPLE_RATE",
     "dim_kind",
-    "generated_name",
     "what_made",
     "image_layout",
     "is_audio",
@@ -129,13 +128,6 @@ _GENERATED = (  # names tools make up for a dim, and what made them: none of the
     (re.compile(r"^s\d+$"), N_("a symbol torch.export made for a dynamic dim (the program did not keep its name)")),
     (re.compile(r"^(sym_size_int|sym_size)(_\d+)?$"), N_("a size torch.export read from a tensor at run time")),
 )  # marked for the catalog, translated where shown (ui/cards.py)
-
-
-def generated_name(symbol: str | None) -> str:
-    """What made up a dim's name when a tool did (``unk__30``, ``p2o.DynamicDimension.0``, ``s43``), with
-    the note that such a name says nothing about the size; "" for a name a person chose (``batch``)."""
-    found = what_made(symbol)
-    return f"{found}: it says nothing about the size" if found else ""
 
 
 def what_made(symbol: str | None) -> str:

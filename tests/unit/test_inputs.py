@@ -286,11 +286,11 @@ def test_the_sizes_and_values_a_model_was_exported_at_win_over_the_guesses(tmp_p
 
 def test_dim_names_a_tool_made_up_are_explained_and_long_shapes_cut_on_the_card() -> None:
     from core.model import TensorSpec
-    from core.model.dims import generated_name
-    from ui.cards import dim_name_notes, long_shapes, signature_frame
+    from ui.cards import dim_name_notes, long_shapes, made_note, signature_frame
 
-    assert "shape inference" in generated_name("unk__30") and "paddle2onnx" in generated_name("p2o.DynamicDimension.0")
-    assert generated_name("batch") == "" and generated_name("image_width") == ""
+    assert "shape inference" in made_note("unk__30") and "paddle2onnx" in made_note("p2o.DynamicDimension.0")
+    assert made_note("unk__30").endswith("it says nothing about the size")
+    assert made_note("batch") == "" and made_note("image_width") == ""
     formula = "floor(" * 60 + "height" + ")" * 60  # shape inference writes sizes as whole formulas
     specs = [TensorSpec(name="images", dtype="float32", shape=["unk__30", 3, "DynamicDimension.0", 640]),
              TensorSpec(name="output0", dtype="float32", shape=[1, 84, formula])]  # fmt: skip
