@@ -222,10 +222,11 @@ def main() -> None:
             ours = json.loads(out.strip().splitlines()[-1])
             peak = max(peak, ours.pop("hwm"))
             ours.update(wall=wall, peak_mb=peak / 2**20, growth_mb=(peak - ours.pop("before")) / 2**20)
-            # the floor: the larger model's file; the goal (issue #51): the peak within it + 150 MB
+            # the floor: the larger model's file; the goal (issue #51, the ResNet-50-sized pair): within it + 150 MB
             ours["file_mb"] = max(a.stat().st_size, b.stat().st_size) / 2**20
             ours["over_file_mb"] = ours["peak_mb"] - ours["file_mb"]
-            ours["goal_met"] = ours["over_file_mb"] <= 150
+            if case == "resnet50":
+                ours["goal_met"] = ours["over_file_mb"] <= 150
             print(json.dumps({"case": case, "nodes": nodes, "ours": ours}, indent=1), flush=True)
             if args.server:
                 page = _SERVER.format(root=str(ROOT), data=str(folder / "data"), a=str(a), b=str(b))
