@@ -133,9 +133,11 @@ def test_a_model_read_as_a_graph_without_its_weights_is_compared_exactly_as_from
     plan = [BenchInput(name=n, dtype="bool" if n == "cond" else "float32", shape=s) for n, s in shapes]
     request = CompareRequest(a=CompareSide(path=str(a)), b=CompareSide(path=str(b)), inputs=plan, rtol=1e-2)
     split: list[Path | None] = []
+    folders: list[Path] = []
 
     def counted(path: Path, folder: Path) -> Path | None:
         split.append(split_weights(path, folder))
+        folders.append(folder)
         return split[-1]
 
     monkeypatch.setattr(core.compare.engine, "split_weights", counted)
@@ -144,6 +146,7 @@ def test_a_model_read_as_a_graph_without_its_weights_is_compared_exactly_as_from
         monkeypatch.setattr(core.compare.engine, "_SPLIT_FROM", split_from)
         reports.append(to_data(compare_models(request)))
     assert len(split) == 2 and all(found is not None for found in split)  # both models were split the second time
+    assert not any(folder.exists() for folder in folders)  # the graphs and their data removed with the job's folder
     for report in reports:
         del report["seconds"], report["seconds_to_divergence"]
     assert reports[0] == reports[1]
