@@ -44,7 +44,7 @@ from core.partition.words import (
     summary,
 )
 from core.runtime.fallback import Placed, placement_notes, refuse
-from core.runtime.ort import LEVELS, PROVIDERS, short_name
+from core.runtime.ort import LEVELS, PROVIDERS, install_of, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, Assignment, NodePlacement, assign_providers
 from core.runtime.placement import placement_lines as _placement_lines
 from core.tables import write_rows
@@ -295,7 +295,7 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
         )
     unavailable = {
         p: f"{short_name(p)} is not in this build of ONNX Runtime ({', '.join(available)}); it needs "
-        + (PROVIDERS[p].install if p in PROVIDERS else "a build of ONNX Runtime that has it")
+        + install_of(p)
         + "."
         for p in requested
         if p not in available

@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import ProviderFallbackError
 from core.i18n import N_, _, pgettext
 from core.notes import Note, note, say, warning
-from core.runtime.ort import PROVIDERS, short_name
+from core.runtime.ort import install_of, short_name
 from core.runtime.provider_options import CPU
 
 __all__ = [
@@ -43,7 +43,6 @@ DROPPED = N_(
 TOOK_NOTHING = N_("{provider} took none of the {total} nodes: every node runs on the CPU provider.")
 PARTLY = N_("{provider} runs {count} of the {total} nodes; the CPU provider runs the other {rest}.")
 SHARE = N_("{provider} runs all {total} nodes.")
-_ANY_BUILD = N_("a build of ONNX Runtime that has it")
 FALLBACKS = (ABSENT, DROPPED, TOOK_NOTHING, PARTLY)  # the notes that say a provider fell back (strict refuses them)
 # never meant for a run: CPU and Azure (which only forwards requests to an endpoint) are not asked for as devices
 _NOT_ASKED = (CPU, "AzureExecutionProvider")
@@ -88,7 +87,7 @@ def placement_notes(placed: Placed) -> list[Note]:
         name = short_name(provider)
         if provider not in placed.available:
             offered = ", ".join(short_name(p) for p in placed.available)
-            install = note(PROVIDERS[provider].install if provider in PROVIDERS else _ANY_BUILD)  # said translated
+            install = note(install_of(provider))  # said translated
             notes.append(warning(ABSENT, provider=name, runtime=placed.runtime, offered=offered, install=install))
         elif provider not in placed.used:
             notes.append(warning(DROPPED, provider=name, runtime=placed.runtime))

@@ -51,6 +51,14 @@ class Provider(NamedTuple):
     install: str  # what it takes to get it
 
 
+ANY_BUILD = N_("a build of ONNX Runtime that has it")  # what a provider the table does not know takes
+
+
+def install_of(name: str) -> str:
+    """What it takes to get the provider ``name`` (English, marked for the catalog: translated where shown)."""
+    return PROVIDERS[name].install if name in PROVIDERS else ANY_BUILD
+
+
 class Level(NamedTuple):
     """One of ONNX Runtime's graph optimization levels."""
 
@@ -163,7 +171,7 @@ def provider_table(available: list[str] | None = None) -> list[ProviderInfo]:
     names = list(dict.fromkeys([*available, *ort.get_all_providers()]))
     table = []
     for name in names:
-        known = PROVIDERS.get(name, Provider(short_name(name), "", N_("a build of ONNX Runtime that has it")))
+        known = PROVIDERS.get(name, Provider(short_name(name), "", ANY_BUILD))
         table.append(
             ProviderInfo(
                 name=name,
