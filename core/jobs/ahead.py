@@ -69,6 +69,8 @@ def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = ()) -> Non
     # Whether bubblewrap can build a sandbox here is probed by the job (sandbox.require_sandbox), while this worker
     # starts: a worker started in a sandbox the probe then finds unusable is not taken (its bubblewrap has failed).
     sandboxed = settings.sandbox and shutil.which("bwrap") is not None
+    if not sandboxed and settings.require_sandbox:  # the job will refuse to run without one: none starts here either
+        return
     try:
         if sandboxed:
             sandbox.refuse_wide_folders(confinement, settings)

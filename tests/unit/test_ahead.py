@@ -79,3 +79,12 @@ def test_a_worker_started_in_a_sandbox_the_job_would_not_use_is_stopped(
     monkeypatch.setattr(sandbox_module, "require_sandbox", lambda settings: False)
     assert run(INSPECT, intake_request(str(model), unpack_dir=str(unpack))).record.name == "one"
     assert len(started) == 2 and waiting.proc.poll() is not None
+
+
+def test_no_worker_starts_ahead_without_the_sandbox_the_settings_demand(
+    tmp_path: Path, started: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_REQUIRE_SANDBOX", "true")
+    monkeypatch.setattr(ahead.shutil, "which", lambda name: None)  # no bubblewrap on this machine
+    ahead.start([_one_node(tmp_path / "one.onnx")], [tmp_path / "unpack"])
+    assert started == [] and not ahead._waiting
