@@ -101,9 +101,10 @@ def take(
 ) -> Ahead | None:
     """The worker started ahead, when a job that would start its own worker with these walls can have it (then it
     is the job's, to send its request to); else None, and a worker started for other paths is stopped."""
-    if not _waiting:
+    try:
+        ahead = _waiting.pop()  # one step: the command's own thread may be stopping it at the same moment
+    except IndexError:
         return None
-    ahead = _waiting.pop()
     python = runtime.python if runtime is not None else sys.executable
     fits = (
         ahead.confinement == confinement
@@ -122,8 +123,12 @@ def take(
 
 def stop() -> None:
     """Stop a worker started ahead that no job took (its command ended first, or gave up)."""
-    while _waiting:
-        _discard(_waiting.pop())
+    while True:
+        try:
+            ahead = _waiting.pop()
+        except IndexError:
+            return
+        _discard(ahead)
 
 
 def _discard(ahead: Ahead) -> None:
