@@ -61,9 +61,10 @@ def split_weights(path: str | Path, folder: str | Path, min_bytes: int = 1024) -
         if moved:
             graph.write_bytes(body)
             return graph
-    except (_Unsplittable, OSError):
+    except (_Unsplittable, OSError):  # a disk full included: the file is read as it is
         pass
-    data_path.unlink(missing_ok=True)
+    for written in (graph, data_path):
+        written.unlink(missing_ok=True)
     return None
 
 
