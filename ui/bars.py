@@ -48,18 +48,40 @@ def bar_table(
     return "\n".join(lines)
 
 
-def stacked_bar_table(rows: Sequence[tuple[str, Mapping[str, int]]], headers: Sequence[str]) -> str:
+def stacked_bar_table(
+    rows: Sequence[tuple[str, Mapping[str, int]]],
+    headers: Sequence[str],
+    *,
+    colours: Mapping[str, str] | None = None,
+    faint: str = "",
+) -> str:
     """A Markdown table of one stacked bar per row: its name, its parts with their counts ("CPU 6, NNAPI 2") and
     the bar, each part in its own colour (the same part in the same colour on every row), against the longest
-    row. ``headers``: the name's column and the parts' column."""
+    row. ``headers``: the name's and the parts' column. ``colours``: a part's own colour where it has one (a
+    provider's, core.graph.palette.PROVIDER_TEXT); a part without one, or whose colour an earlier part took, gets
+    the next free one. The part ``faint`` (the nodes that run nowhere) is drawn in light blocks."""
     colour: dict[str, str] = {}
     for _name, parts in rows:
         for part in parts:
-            colour.setdefault(part, COLOURS[len(colour) % len(COLOURS)])
+            if part in colour or part == faint:
+                continue
+            own = (colours or {}).get(part, "")
+            free = [c for c in COLOURS if c not in colour.values()] or list(COLOURS)
+            colour[part] = own if own and own not in colour.values() else free[0]
+    if faint:
+        colour[faint] = "gray"
     largest = max((sum(parts.values()) for _name, parts in rows), default=0)
     lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|---|---|---|"]
     for name, parts in rows:
         said = pgettext("list", ", ").join(f":{colour[p]}[{md_escape(p, 80)}] {number(n)}" for p, n in parts.items())
-        drawn = "".join(f":{colour[p]}[{bar(n, largest)}]" for p, n in parts.items() if n > 0)
+        drawn = "".join(
+            f":{colour[p]}[{_faint(bar(n, largest)) if p == faint else bar(n, largest)}]"
+            for p, n in parts.items()
+            if n > 0
+        )
         lines.append(_row([md_escape(name, 200), said, drawn]))
     return "\n".join(lines)
+
+
+def _faint(drawn: str) -> str:
+    return "░" * len(drawn)

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.graph.palette import ENGINES, FIXED, LEVELS, engine_colour
+from core.graph.palette import ENGINES, FIXED, engine_colour
 from core.i18n import N_, _, number
 from core.notes import significant
 
@@ -69,12 +69,9 @@ __all__ = [
     "log_ticks",
     "ms_bars_layout",
     "speedup_figure",
-    "histogram_figure",
     "interval",
-    "levels_figure",
     "op_count_figure",
     "op_count_frame",
-    "provider_share_figure",
     "quantize_figure",
 ]
 
@@ -137,31 +134,6 @@ def colour_map(keys: list[str]) -> dict[str, str]:
     return colours
 
 
-@escaped
-def histogram_figure(counts: dict[str, int], title: str, colour: str = "#005CED") -> go.Figure:
-    """Bars of counts (op types, or layers by parameters), largest on top."""
-    items = sorted(counts.items(), key=lambda kv: kv[1])
-    fig = go.Figure(
-        go.Bar(
-            x=[v for _k, v in items],
-            y=[k for k, _v in items],
-            orientation="h",
-            marker_color=colour,
-            text=[number(v) for _k, v in items],
-            textposition="outside",
-            cliponaxis=False,
-        )
-    )
-    fig.update_layout(
-        height=min(120 + 22 * len(items), 1200),
-        margin={"l": 10, "r": 40, "t": 30, "b": 10},
-        title=title,
-        yaxis={"type": "category", "automargin": True},
-        xaxis={"range": [0, max((v for _k, v in items), default=1) * 1.18]},  # room for the longest bar's label
-    )
-    return fig
-
-
 def _bars_per(frame: pd.DataFrame, key: str, columns: dict[str, str], **bar: Any) -> go.Figure:
     """One bar trace per value of column ``key``, in the order they first come, each in its colour (colour_map):
     ``columns`` says what each trace takes from its rows (x, y, text, customdata), ``bar`` plotly's other settings."""
@@ -181,48 +153,6 @@ def ms_bars_layout(fig: go.Figure, height: int, right: int = 20) -> None:
         yaxis={"type": "category", "automargin": True}, margin={"l": 10, "r": right, "t": 10, "b": 10},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )  # fmt: skip
-
-
-@escaped
-def provider_share_figure(frame: pd.DataFrame) -> go.Figure:
-    """One stacked bar per partition (real or simulated): nodes per provider. ``frame``: partition, provider,
-    nodes."""
-    columns = {"x": "nodes", "y": "partition", "text": "nodes"}
-    fig = _bars_per(frame, "provider", columns, orientation="h", textposition="inside")
-    fig.update_layout(
-        barmode="stack",
-        height=90 + 44 * frame["partition"].nunique(),
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": _("nodes")},
-        yaxis={"type": "category", "autorange": "reversed"},
-        legend={"title": _("provider"), "orientation": "h", "y": -0.35},
-    )
-    return fig
-
-
-@escaped
-def levels_figure(frame: pd.DataFrame) -> go.Figure:
-    """Nodes per optimization level, in level order, each level in its colour (core.graph.palette). ``frame``:
-    level, nodes, rewrites, and ``key`` (disable, basic, ...) for the colours."""
-    keys = frame["key"] if "key" in frame else [""] * len(frame)
-    fig = go.Figure(
-        go.Bar(
-            x=frame["level"],
-            y=frame["nodes"],
-            marker_color=[LEVELS.get(str(k), ENGINES["ort"]) for k in keys],
-            text=frame["nodes"],
-            textposition="outside",
-            cliponaxis=False,
-            hovertext=[_("{count} rewrite(s)").format(count=number(r)) for r in frame["rewrites"]],
-        )
-    )
-    fig.update_layout(
-        height=300,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        xaxis={"type": "category", "title": _("optimization level")},
-        yaxis={"title": _("nodes"), "range": [0, max(float(frame["nodes"].max()) if len(frame) else 1, 1) * 1.18]},
-    )
-    return fig
 
 
 LATENCY_MARKERS = {"p90": ("diamond", "◆"), "p99": ("x-thin", "✕"), "beyond": ("triangle-right", "▶")}  # caption's too

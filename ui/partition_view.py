@@ -12,6 +12,7 @@ import streamlit as st
 
 from core.graph import GraphView
 from core.graph.colourings import NOWHERE, Colouring
+from core.graph.palette import PROVIDER_TEXT
 from core.i18n import _, ngettext, number, pgettext
 from core.jobs import OPTIMIZE, PARTITION
 from core.notes import say, say_all
@@ -95,8 +96,14 @@ def providers_section(table: list[ProviderInfo]) -> None:
 def share_section(result: PartitionResult) -> None:
     """Each partition (this machine's and the simulated ones) as one bar of its nodes per provider, in text: a
     chart made the browser load Plotly (4.7 MB of JavaScript) before the page was done."""
-    rows = [(say(report.title), {short_name(p): n for p, n in report.providers.items()}) for report in result.reports]
-    st.markdown(stacked_bar_table(rows, [_("Partition"), _("nodes per provider")]))
+    nowhere = _where(NOWHERE)
+    rows = [
+        (say(report.title), {short_name(p) if p else nowhere: n for p, n in report.providers.items()})
+        for report in result.reports
+    ]
+    st.markdown(
+        stacked_bar_table(rows, [_("Partition"), _("nodes per provider")], colours=PROVIDER_TEXT, faint=nowhere)
+    )
 
 
 def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:

@@ -21,6 +21,7 @@ __all__ = [
     "NOT_TIMED",
     "NOWHERE",
     "PROVIDERS",
+    "PROVIDER_TEXT",
     "Bin",
     "engine_colour",
 ]
@@ -54,6 +55,23 @@ PROVIDERS = {
     "MIGraphX": "#B71C1C",
     "WebGPU": "#005A9C",
     NOWHERE: "#E2E2E2",
+}
+# the same providers in bars drawn as text (ui.bars): the nearest of the few colours Streamlit's Markdown has, so a
+# provider keeps its hue beside the graph; a provider with none, or whose colour another on the same bar has, takes
+# the next free one there, and the nodes that run nowhere are drawn faint
+PROVIDER_TEXT = {
+    "CPU": "gray",
+    "CUDA": "green",
+    "TensorRT": "green",
+    "NNAPI": "green",
+    "CoreML": "orange",
+    "OpenVINO": "blue",
+    "DirectML": "green",
+    "QNN": "red",
+    "XNNPACK": "violet",
+    "ROCm": "red",
+    "MIGraphX": "red",
+    "WebGPU": "blue",
 }
 # ONNX Runtime's graph optimization levels (core.partition's level keys and the names pages show)
 LEVELS = {

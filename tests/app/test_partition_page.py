@@ -43,7 +43,7 @@ def test_real_and_simulated_partitions_and_levels(tinycnn_bytes: bytes, monkeypa
     tables = {tuple(t.columns[:2]): t.replace(r"\\", "", regex=True) for t in md_tables(at)}  # unescaped
     shares = tables[("Partition", "nodes per provider")]
     assert shares["Partition"].tolist() == ["This machine", "NNAPI (simulated)", "CoreML (simulated)"]
-    assert shares["nodes per provider"].iloc[0] == ":blue[CPU] 8"
+    assert shares["nodes per provider"].iloc[0] == ":gray[CPU] 8"  # the CPU provider's grey, as in the graph
     levels = at.session_state[OPTIMIZE.name][1]
     shown = tables[("optimization level", "nodes")]
     assert shown["optimization level"].tolist() == ["as exported", *(lv.name for lv in levels.levels)]

@@ -9,7 +9,7 @@ from core.i18n import using
 from core.notes import Note, note, say, significant, warning
 from core.runtime.activity import QUIET, Activity
 from core.runtime.harness import CUT_SHORT
-from ui.charts import latency_figure, levels_figure, provider_share_figure, speedup_figure
+from ui.charts import latency_figure, speedup_figure
 
 
 def _latency() -> pd.DataFrame:
@@ -40,16 +40,11 @@ def test_a_latency_chart_in_chinese_has_chinese_axes_legend_and_units_and_englis
     assert [t.name for t in english.data] == ["median", "p90", "p99"]
 
 
-def test_partition_and_speedup_charts_in_chinese() -> None:
-    share = pd.DataFrame({"partition": ["本机"], "provider": ["CPU"], "nodes": [8]})
+def test_the_speedup_chart_in_chinese() -> None:
     with using("zh"):
-        fig = provider_share_figure(share)
-        levels = levels_figure(pd.DataFrame({"level": ["ALL"], "key": ["all"], "nodes": [6], "rewrites": [2]}))
         speed = speedup_figure(
             pd.DataFrame({"label": ["ORT ALL"], "speedup": [2.5], "low": [2.0], "high": [3.0]}), "PyTorch eager"
         )
-    assert fig.layout.xaxis.title.text == "节点" and fig.layout.legend.title.text == "执行提供者"
-    assert levels.layout.xaxis.title.text == "优化级别" and levels.data[0].hovertext == ("2 处改写",)
     assert speed.layout.xaxis.title.text == "相对 PyTorch eager 的加速比（越高越快）"
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from core.graph import view_graph
 from core.graph.colourings import provider_colouring
 from tests import builders
-from ui.charts import batch_figure, latency_figure, levels_figure, provider_share_figure
+from ui.charts import batch_figure, latency_figure
 
 
 @dataclass
@@ -17,15 +17,15 @@ class _Placed:
     main_providers: list[str]
 
 
-def test_a_provider_has_the_same_colour_in_the_bars_and_in_the_graph_below_them() -> None:
+def test_a_provider_has_the_same_hue_in_the_text_bars_and_in_the_graph_below_them() -> None:
+    from core.graph.palette import PROVIDER_TEXT
+
     view = view_graph(builders.chain_model(4))
     placed = _Placed(["CUDAExecutionProvider", "CPUExecutionProvider", "CUDAExecutionProvider", ""])
     graph = provider_colouring(view, placed).colours
-    bars = provider_share_figure(
-        pd.DataFrame({"partition": ["real"] * 3, "provider": ["CUDA", "CPU", "runs nowhere"], "nodes": [2, 1, 1]})
-    )
-    assert {t.name: t.marker.color for t in bars.data} == graph
     assert graph["CPU"] != graph["CUDA"]
+    assert (PROVIDER_TEXT["CPU"], PROVIDER_TEXT["CUDA"]) == ("gray", "green")  # #8C96A8 and #76B900 in the graph
+    assert (graph["CPU"], graph["CUDA"]) == ("#8C96A8", "#76B900")
 
 
 def test_benchmark_colours_an_engine_alike_on_the_latency_and_the_batch_charts() -> None:
@@ -42,9 +42,3 @@ def test_benchmark_colours_an_engine_alike_on_the_latency_and_the_batch_charts()
     assert lines["eager"].color == engine_of_bar["eager"]
     assert lines["ORT basic"].color == lines["ORT all"].color == engine_of_bar["ort"]
     assert lines["ORT basic"].dash != lines["ORT all"].dash  # the series of one engine told apart by dash
-
-
-def test_each_optimization_level_has_its_own_colour() -> None:
-    frame = pd.DataFrame({"level": ["DISABLE_ALL", "BASIC", "ALL"], "key": ["disable", "basic", "all"],
-                          "nodes": [9, 7, 5], "rewrites": [0, 2, 4]})  # fmt: skip
-    assert len(set(levels_figure(frame).data[0].marker.color)) == 3
