@@ -86,14 +86,15 @@ def test_eager_on_cuda_without_a_gpu_is_refused_saying_to_measure_on_cpu() -> No
     assert eager.eager_device("cpu") == "cpu"
 
 
-def test_bench_passes_eager_device_to_the_benchmark_and_refuses_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def _requests_asked(monkeypatch: pytest.MonkeyPatch, model: object) -> list[BenchRequest]:
+    """The requests ``bench`` sends, each stopped before it runs (the command is given ``model`` as measured)."""
     from core.cli import bench as bench_cli
 
     asked: list[BenchRequest] = []
 
     @contextlib.contextmanager
     def measured(args: object, backend: object) -> Iterator[object]:
-        yield "the model"
+        yield model
 
     def run(kind: object, request: BenchRequest, backend: object) -> None:
         asked.append(request)
@@ -101,6 +102,12 @@ def test_bench_passes_eager_device_to_the_benchmark_and_refuses_an_unknown_one(m
 
     monkeypatch.setattr(bench_cli, "measured", measured)
     monkeypatch.setattr(bench_cli.jobs, "run", run)
+    return asked
+
+
+def test_bench_passes_eager_device_to_the_benchmark_and_refuses_an_unknown_one(monkeypatch: pytest.MonkeyPatch) -> None:
+
+    asked = _requests_asked(monkeypatch, "the model")
     cli("bench", "m.onnx", "--eager-device", "cuda", "--no-save")
     cli("bench", "m.onnx", "--no-save")
     assert [r.eager_device for r in asked] == ["cuda", "cpu"]
@@ -157,7 +164,6 @@ def gpu_runtime_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_eager_on_cuda_asked_of_the_default_runtime_runs_in_the_gpu_runtimes_worker(
     gpu_runtime_built: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from core.cli import bench as bench_cli
     from core.model.measured import MeasuredModel
     from core.runtime.runtimes import asked_runtime, runtime_named
 
@@ -177,18 +183,7 @@ def test_eager_on_cuda_asked_of_the_default_runtime_runs_in_the_gpu_runtimes_wor
     without = BenchRequest(model=model, eager_device="cuda")  # no GPU runtime: its worker's torch says so
     assert eager.eager_routed(without, built=lambda: ["default", "openvino"]) is without
 
-    asked: list[BenchRequest] = []
-
-    @contextlib.contextmanager
-    def measured(args: object, backend: object) -> Iterator[object]:
-        yield model
-
-    def run(kind: object, request: BenchRequest, backend: object) -> None:
-        asked.append(request)
-        raise BenchmarkError("stopped here")
-
-    monkeypatch.setattr(bench_cli, "measured", measured)
-    monkeypatch.setattr(bench_cli.jobs, "run", run)
+    asked = _requests_asked(monkeypatch, model)
     cli("bench", "m.onnx", "--eager-device", "cuda", "--no-save")
     cli("bench", "m.onnx", "--no-save")
     assert [(r.runtime, r.eager_device) for r in asked] == [("gpu", "cuda"), ("default", "cpu")]
