@@ -40,7 +40,8 @@ def bar_table(
     ``bar_of``, all bars against the largest. ``headers``: the name's and each figure's column, escaped; the bar's
     column has no header."""
     largest = max((values[bar_of] for _name, values in rows), default=0)
-    lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|" + "---|" * (len(headers) + 1)]
+    # the figures right-aligned, as in every other table of the app, so their digits line up
+    lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|---|" + "---:|" * (len(headers) - 1) + "---|"]
     for name, values in rows:
         drawn = bar(values[bar_of], largest)
         cells = [md_escape(name, 200), *(number(v) for v in values), f":{colour}[{drawn}]" if drawn else ""]
@@ -74,14 +75,35 @@ def stacked_bar_table(
     lines = [_row([md_escape(h, 80) for h in headers] + [" "]), "|---|---|---|"]
     for name, parts in rows:
         said = pgettext("list", ", ").join(f":{colour[p]}[{md_escape(p, 80)}] {number(n)}" for p, n in parts.items())
-        drawn = "".join(
-            f":{colour[p]}[{_faint(bar(n, largest)) if p == faint else bar(n, largest)}]"
-            for p, n in parts.items()
-            if n > 0
-        )
+        drawn = "".join(f":{colour[p]}[{blocks}]" for p, blocks in _stack(parts, largest, faint))
         lines.append(_row([md_escape(name, 200), said, drawn]))
     return "\n".join(lines)
 
 
-def _faint(drawn: str) -> str:
-    return "░" * len(drawn)
+def _stack(parts: Mapping[str, int], largest: float, faint: str) -> list[tuple[str, str]]:
+    """Each part's blocks of one stacked bar. Only the bar's end may be a part of a block: an eighth block drawn
+    between two parts leaves a gap in the bar, and each part rounded on its own made bars of the same total end
+    at different lengths. The whole blocks are shared by largest remainder, each part taking at least one."""
+    shown = [(p, n) for p, n in parts.items() if n > 0]
+    total = sum(n for _p, n in shown)
+    if not shown or largest <= 0:
+        return []
+    full, part = divmod(max(1, round(8 * BAR_WIDTH * min(total, largest) / largest)), 8)
+    if full < len(shown):
+        full, part = len(shown), 0
+    quota = [full * n / total for _p, n in shown]
+    blocks = [max(1, int(q)) for q in quota]
+    while sum(blocks) > full:  # the minimum of one took a block: take it back where it is least deserved
+        i = max((i for i, b in enumerate(blocks) if b > 1), key=lambda i: blocks[i] - quota[i])
+        blocks[i] -= 1
+    while sum(blocks) < full:
+        i = max(range(len(shown)), key=lambda i: quota[i] - blocks[i])
+        blocks[i] += 1
+    drawn = []
+    for i, ((p, _n), b) in enumerate(zip(shown, blocks, strict=True)):
+        end = _EIGHTHS[part - 1] if part and i == len(shown) - 1 else ""
+        if p == faint:  # light blocks have no eighths: the end rounds to a whole one
+            drawn.append((p, "░" * (b + (1 if end and part >= 4 else 0))))
+        else:
+            drawn.append((p, "█" * b + end))
+    return drawn
