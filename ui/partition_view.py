@@ -97,13 +97,18 @@ def share_section(result: PartitionResult) -> None:
     """Each partition (this machine's and the simulated ones) as one bar of its nodes per provider, in text: a
     chart made the browser load Plotly (4.7 MB of JavaScript) before the page was done."""
     nowhere = _where(NOWHERE)
-    rows = [
-        (say(report.title), {short_name(p) if p else nowhere: n for p, n in report.providers.items()})
-        for report in result.reports
-    ]
+    rows = [(say(report.title), _shares(report, nowhere)) for report in result.reports]
     st.markdown(
         stacked_bar_table(rows, [_("Partition"), _("nodes per provider")], colours=PROVIDER_TEXT, faint=nowhere)
     )
+
+
+def _shares(report: PartitionReport, nowhere: str) -> dict[str, int]:
+    """A partition's main-graph nodes per provider (short names), the most first, then those that run nowhere,
+    counted as the graph's legend counts them (``main_providers``): ``providers`` holds only the placed ones."""
+    shares = {short_name(p): n for p, n in report.providers.items() if p}
+    unplaced = report.main_providers.count("")
+    return shares | ({nowhere: unplaced} if unplaced else {})
 
 
 def placement_frame(nodes: list[NodePlacement]) -> pd.DataFrame:

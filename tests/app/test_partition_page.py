@@ -190,3 +190,19 @@ def test_a_small_models_levels_that_fail_leave_its_partition_drawn(
     assert tried == [OPTIMIZE.name]
     assert any("levels could not be built" in e.value for e in at.error), [e.value for e in at.error]
     assert at.dataframe, "the partition's node table is drawn"
+
+
+def test_the_nodes_that_run_nowhere_are_in_each_partitions_bar_as_in_the_graphs_legend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Weights held in Constant nodes run nowhere (with no rewrite, beside a MatMul and an Add on the CPU): the bar
+    names them and draws them in light blocks, where it counted the placed nodes alone and a bar of 2 of 4 nodes
+    said nothing of the other two."""
+    at = open_partition(builders.constant_weights_model().SerializeToString(), monkeypatch)
+    at.selectbox(key="partition_level").set_value("disable")
+    at.button[0].click().run()  # the form's submit button
+    report = at.session_state[PARTITION.name][1].reports[0]
+    assert report.main_providers.count("") == 2 and report.providers == {"CPUExecutionProvider": 2}
+    shares = next(t for t in md_tables(at) if tuple(t.columns[:2]) == ("Partition", "nodes per provider"))
+    assert shares.iloc[0, 1] == ":gray[CPU] 2, :gray[runs nowhere] 2"
+    assert shares.iloc[0, 2] == ":gray[" + "█" * 12 + "]:gray[" + "░" * 12 + "]"  # half of the bar, faint
