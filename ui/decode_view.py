@@ -19,6 +19,7 @@ from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
+    "OP_ROWS",
     "header_section",
     "layers_frame",
     "layers_section",
@@ -144,6 +145,7 @@ def node_details(decoded: DecodedModel, index: int) -> None:
         st.caption(_("This node has no attributes."))
 
 
+OP_ROWS = 25  # op types in Decode's table, the most frequent; the node table's filter lists every one
 _NODE_COLUMNS = ["graph", "#", "name", "op_type", "domain", "inputs", "outputs", "attributes"]
 _NODE_HEADERS = {
     "graph": N_("graph"),
@@ -207,7 +209,16 @@ def op_types_section(decoded: DecodedModel) -> None:
         return
     st.markdown("**" + _("Op types in the main graph") + "**")
     counts = sorted(decoded.op_counts.items(), key=lambda kv: -kv[1])
-    st.markdown(bar_table([(op, [n]) for op, n in counts], [_("op"), _("nodes")]))
+    st.markdown(bar_table([(op, [n]) for op, n in counts[:OP_ROWS]], [_("op"), _("nodes")]))
+    if len(counts) > OP_ROWS:  # a table of every op type ran to a hundred rows on a model with many custom ops
+        rest = counts[OP_ROWS:]
+        st.caption(
+            ngettext(
+                "The other {count} op type holds {nodes} node(s); the node table's op type filter lists them all.",
+                "The other {count} op types hold {nodes} node(s); the node table's op type filter lists them all.",
+                len(rest),
+            ).format(count=number(len(rest)), nodes=number(sum(n for _op, n in rest)))
+        )
 
 
 def layers_frame(decoded: DecodedModel) -> pd.DataFrame:

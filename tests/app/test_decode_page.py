@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from onnx import TensorProto, helper
 from streamlit.testing.v1 import AppTest
 
 from core.jobs import DECODE, GRAPH
@@ -13,6 +14,7 @@ from tests import builders
 from tests.app.conftest import APP
 from tests.app.pages import md_tables, open_page
 from ui.bars import BAR_WIDTH
+from ui.decode_view import OP_ROWS
 
 
 def open_decode(model_bytes: bytes, name: str = "m.onnx") -> AppTest:
@@ -271,3 +273,21 @@ def test_the_op_types_and_the_largest_layers_are_bars_of_text_not_charts() -> No
     layers = tables[("layer", "parameters")]
     assert sorted(layers["parameters"], key=lambda p: -int(p.replace(",", "")))[0] == layers["parameters"].iloc[0]
     assert {f"{lay.parameters:,}" for lay in decoded.layers} >= set(layers["parameters"])
+
+
+def test_a_model_of_many_op_types_shows_the_most_frequent_and_says_how_many_are_left() -> None:
+    """A table of every op type ran as long as the model had types (a hundred on a model of custom ops)."""
+    ops = ["Relu", "Abs", "Neg", "Sigmoid", "Tanh", "Exp", "Softsign", "Softplus", "Elu", "Selu", "HardSigmoid", "Ceil",
+           "Floor", "Round", "Sin", "Cos", "Atan", "Sinh", "Asinh", "Erf", "Identity", "LeakyRelu", "Mish",
+           "HardSwish", "Sign", "Reciprocal", "Sqrt", "Cosh"]  # fmt: skip
+    nodes = [helper.make_node(op, [f"t{i}"], [f"t{i + 1}"], name=f"n{i}") for i, op in enumerate(ops + ops[:3])]
+    graph = helper.make_graph(
+        nodes, "many", [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(f"t{len(nodes)}", TensorProto.FLOAT, [1, 4])],
+    )  # fmt: skip
+    at = open_decode(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    shown = next(t for t in md_tables(at) if tuple(t.columns[:2]) == ("op", "nodes"))
+    assert len(shown) == OP_ROWS == 25 and shown["op"].tolist()[:3] == ["Relu", "Abs", "Neg"]  # twice each, first
+    assert any(
+        "The other 3 op types hold 3 node(s)" in c.value and "filter lists them all" in c.value for c in at.caption
+    )
