@@ -7,6 +7,13 @@ torch too (~3 CPU-s more), for the jobs marked ``torch`` in the job table, so th
 replaced at a sixth of the cost. A used worker is never used again, and a new one of its kind is started once its
 job has ended (never while this server runs a benchmark, which must have the machine to itself).
 
+The used workers' replacements start side by side, not one after the other (a page's two jobs use two; started in
+turn, the second was ready seconds later, and the next page's job started a worker of its own): at most as many
+at once as the pool keeps (``warm_workers``: two of one kind, one of the other), and never more than the server's
+``max_workers``. A job that finds none of its kind ready but one starting takes that one and waits for it: it
+started before the job came and imports the same modules, so it is ready sooner than a fresh worker would be (the
+wait is bounded: a worker whose start stalls is left, and the job starts its own).
+
 The sandbox's walls are fixed when a worker starts, before its job's paths are known. So a pre-started worker
 is started with nothing of the data folder shown, and the job's files are staged into its private folder when
 the job comes:
@@ -37,6 +44,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -58,6 +66,7 @@ __all__ = [
 ]
 
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
+MIN_WAIT_S = 5.0  # a job waits at least this long (from its start) for a starting worker it took, at most 3 starts
 
 
 @dataclass
@@ -67,6 +76,19 @@ class Spare:
     proc: subprocess.Popen[bytes]
     scratch: str
     stderr: IO[bytes]
+
+
+@dataclass(eq=False, kw_only=True)
+class _Starting:
+    """A worker started for the pool that has not yet said it is ready: the job that claims it waits for it."""
+
+    spare: Spare
+    torch: bool
+    started_at: float  # time.monotonic() at its start
+    done: threading.Event = field(default_factory=threading.Event)
+    ready: bool = False  # it said it is ready (set with ``done``)
+    claimed: bool = False  # a job took it while it started
+    abandoned: bool = False  # that job stopped waiting: it is stopped once it is done
 
 
 @dataclass(frozen=True)
@@ -188,6 +210,9 @@ class WarmPool:
     runtime: Runtime | None = None  # whose Python its workers start from (None: the app's own)
     exclusive: ExclusiveJobs = field(default_factory=ExclusiveJobs)  # shared by a backend's pools
     _ready: dict[bool, list[Spare]] = field(default_factory=lambda: {False: [], True: []})  # torch imported?
+    _starting: list[_Starting] = field(default_factory=list)  # started, not ready, not claimed by a job
+    _in_flight: int = 0  # workers started and not yet ready (claimed by a job or not)
+    _start_s: float = 1.0  # how long the last worker took to get ready (a claimed one's wait is bounded by it)
     _wanted: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
@@ -215,7 +240,39 @@ class WarmPool:
                     ready.insert(0, spare)
                     return None
                 return spare, staging
-        return None
+            starting = [s for s in self._starting if s.torch == torch]
+            if not starting:
+                return None
+            pending = starting[0]  # the one started first: the nearest to ready
+            self._starting.remove(pending)
+            pending.claimed = True
+            patience = max(MIN_WAIT_S, 3 * self._start_s) - (time.monotonic() - pending.started_at)
+        claimed = self._wait_for(pending, patience)
+        if claimed is None:
+            return None
+        if _rss(claimed) * 2 > memory_bytes:  # ready, but not for this job: it waits for the next one
+            self._keep(claimed, torch)
+            return None
+        return claimed, staging
+
+    def _wait_for(self, pending: _Starting, patience: float) -> Spare | None:
+        """The claimed worker once it is ready, or None: when its start failed, or stalls past ``patience``
+        (then it is stopped once done, and the job starts its own)."""
+        pending.done.wait(max(0.0, patience))
+        with self._lock:
+            if not pending.done.is_set():
+                pending.abandoned = True
+                return None
+        if not pending.ready or pending.spare.proc.poll() is not None:
+            return None  # its start failed: the thread that watched it has stopped it
+        return pending.spare
+
+    def _keep(self, spare: Spare, torch: bool) -> None:
+        with self._lock:
+            if not self._closed:
+                self._ready[torch].insert(0, spare)
+                return
+        _discard(spare)
 
     def job_started(self, exclusive: bool) -> None:
         if exclusive:
@@ -236,43 +293,61 @@ class WarmPool:
         with self._lock:
             return len(self._ready[torch])
 
+    def starting_count(self, torch: bool = False) -> int:
+        """Workers of the kind started and not yet ready, that no job has claimed."""
+        with self._lock:
+            return sum(1 for s in self._starting if s.torch == torch)
+
+    def start_limit(self) -> int:
+        """How many workers the pool starts at once: all it keeps, within the server's worker limit."""
+        return max(1, min(self.wanted(False) + self.wanted(True), self.settings.worker_limit))
+
     def close(self) -> None:
         """Stop the waiting workers and remove their folders (at exit, or when a test is done with a pool)."""
         with self._lock:
             self._closed = True
             spares = [*self._ready[False], *self._ready[True]]
             self._ready = {False: [], True: []}
+            starting = [s.spare for s in self._starting]
         self._wanted.set()
         for spare in spares:
             _discard(spare)
+        for spare in starting:  # the thread that watches each start removes it once it has ended
+            _kill(spare)
 
     def _keep_warm(self) -> None:
         while True:
             self._wanted.wait()
             self._wanted.clear()
-            while True:
-                with self._lock:
-                    # closed: this thread stays (the workers running jobs would die with it) and starts nothing;
-                    # the cheap kind first
-                    short = [kind for kind in (False, True) if len(self._ready[kind]) < self.wanted(kind)]
-                    if self._closed or not short:
-                        break
-                    waiting = self.exclusive.running > 0
-                if waiting:  # a benchmark runs: starting a worker now would take CPU from it
-                    self._wanted.wait(0.5)
-                    self._wanted.clear()
+            with self._lock:
+                # closed: this thread stays (the workers running jobs would die with it) and starts nothing
+                if self._closed:
                     continue
-                spare = self._start(torch=short[0])
-                if spare is None:
-                    break  # a worker that cannot start or get ready: jobs start their own, which will say why
-                with self._lock:
-                    closed = self._closed
-                    if not closed:
-                        self._ready[short[0]].append(spare)
-                if closed:
-                    _discard(spare)
+                if self.exclusive.running > 0:  # a benchmark runs: starting a worker now would take CPU from it
+                    held = True
+                    kinds: list[bool] = []
+                else:
+                    held = False
+                    kinds = [  # the cheap kind first; started side by side, within the limit
+                        kind
+                        for kind in (False, True)
+                        for _ in range(
+                            self.wanted(kind)
+                            - len(self._ready[kind])
+                            - sum(1 for s in self._starting if s.torch == kind)
+                        )
+                    ][: max(0, self.start_limit() - self._in_flight)]
+                    self._in_flight += len(kinds)
+            if held:
+                self._wanted.wait(0.5)
+                self._wanted.set()
+                continue
+            for kind in kinds:
+                self._launch(kind)  # here: the workers' parent-death signal is tied to this thread
 
-    def _start(self, torch: bool) -> Spare | None:
+    def _launch(self, torch: bool) -> None:
+        """Start a worker and a thread that waits for it to say it is ready (the start itself takes no time)."""
+        began = time.monotonic()
         scratch = sandbox.new_scratch(self.settings, "warm-")
         (Path(scratch) / "in").mkdir()
         (Path(scratch) / "out").mkdir()
@@ -281,13 +356,32 @@ class WarmPool:
         proc = sandbox.start_worker(
             Confinement(), settings, scratch, sandboxed, stderr, warm=True, torch=torch, runtime=self.runtime
         )
-        spare = Spare(proc, scratch, stderr)
+        starting = _Starting(spare=Spare(proc, scratch, stderr), torch=torch, started_at=began)
+        with self._lock:
+            self._starting.append(starting)
+        threading.Thread(target=self._await_ready, args=(starting,), name="warm worker start", daemon=True).start()
+
+    def _await_ready(self, starting: _Starting) -> None:
+        spare = starting.spare
         assert spare.proc.stdout is not None
         payload = wire.read_frame(spare.proc.stdout)
-        if payload is None or not isinstance(wire.decode_message(payload), wire.Ready):
+        ready = payload is not None and isinstance(wire.decode_message(payload), wire.Ready)
+        with self._lock:
+            self._in_flight -= 1
+            if starting in self._starting:
+                self._starting.remove(starting)
+            if ready:
+                self._start_s = time.monotonic() - starting.started_at
+            starting.ready = ready and not self._closed
+            kept = starting.ready and not starting.claimed
+            if kept:
+                self._ready[starting.torch].append(spare)
+            given = starting.ready and starting.claimed and not starting.abandoned
+            starting.done.set()
+        if not kept and not given:
             _discard(spare)
-            return None
-        return spare
+        if ready:  # more may be short than were started at once; a worker that cannot start or get ready is not
+            self._wanted.set()  # restarted until the next job ends (that job starts its own, which will say why)
 
 
 class RuntimePools:
@@ -324,10 +418,14 @@ def _rss(spare: Spare) -> int:
     return sandbox.tree_usage(spare.proc.pid)[0]
 
 
-def _discard(spare: Spare) -> None:
+def _kill(spare: Spare) -> None:
     if spare.proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(spare.proc.pid, signal.SIGKILL)
+
+
+def _discard(spare: Spare) -> None:
+    _kill(spare)
     spare.proc.wait()
     for stream in (spare.proc.stdin, spare.proc.stdout, spare.stderr):
         with contextlib.suppress(OSError, AttributeError):

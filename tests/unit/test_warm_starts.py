@@ -1,0 +1,112 @@
+"""How the warm pool (core.jobs.warm) starts its workers: side by side up to its limit, and a job that finds none
+ready takes one still starting. Each test holds the workers' "ready" back until it lets them go, so what it sees
+while they start does not depend on how fast this machine starts them."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from core.jobs import JobSpec, ProcessBackend, warm
+from core.jobs.process import submit_spec
+from core.jobs.warm import WarmPool
+from core.settings import load_settings
+from tests.unit.test_warm import JOBS, SANDBOX
+
+
+@pytest.fixture
+def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Until set, no started worker of a pool is seen to be ready (its start is watched as usual once it is)."""
+    opened = threading.Event()
+    watch = WarmPool._await_ready
+
+    def held(pool: WarmPool, starting: warm._Starting) -> None:
+        opened.wait(120)
+        watch(pool, starting)
+
+    monkeypatch.setattr(WarmPool, "_await_ready", held)
+    yield opened
+    opened.set()
+
+
+def _backend(data: Path, max_workers: int = 0) -> tuple[ProcessBackend, WarmPool]:
+    settings = load_settings(environ={})
+    settings = dataclasses.replace(settings, data_dir=str(data), sandbox=SANDBOX, max_workers=max_workers)
+    backend = ProcessBackend(settings, JOBS, warm=1)
+    assert backend.pool is not None
+    return backend, backend.pool
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def _starting(pool: WarmPool) -> int:
+    return pool.starting_count(False) + pool.starting_count(True)
+
+
+def _all_ready(pool: WarmPool) -> bool:
+    return pool.ready_count(False) == 2 and pool.ready_count(True) == 1
+
+
+def test_replacements_start_side_by_side_up_to_the_server_worker_limit(tmp_path: Path, gate: threading.Event) -> None:
+    """The pool keeps three (two without torch, one with): all three start at once, unless the server's
+    max_workers allows fewer, and the rest start as the first get ready."""
+    _, pool = _backend(tmp_path / "wide")
+    _, narrow = _backend(tmp_path / "narrow", max_workers=2)
+    try:
+        assert pool.start_limit() == 3 and narrow.start_limit() == 2
+        _until(lambda: _starting(pool) == 3, "the three workers did not start side by side")
+        _until(lambda: _starting(narrow) == 2, "two workers did not start side by side")
+        time.sleep(0.3)
+        assert _starting(narrow) == 2 and narrow.ready_count() == 0  # never a third while two start
+        gate.set()
+        _until(lambda: _all_ready(pool) and _all_ready(narrow), "not all got ready")
+        assert _starting(pool) == _starting(narrow) == 0
+    finally:
+        pool.close()
+        narrow.close()
+
+
+def test_a_job_that_finds_none_ready_takes_one_still_starting(tmp_path: Path, gate: threading.Event) -> None:
+    backend, pool = _backend(tmp_path / "data")
+    try:
+        _until(lambda: pool.starting_count(False) == 2, "the workers did not start")
+        assert pool.ready_count(False) == 0
+        handle = submit_spec(JobSpec(name="test.calls"), backend)
+        _until(lambda: pool.starting_count(False) == 1, "the job did not take a starting worker")
+        gate.set()
+        assert handle.result(timeout=120) == 1
+        assert handle.started_warm  # type: ignore[attr-defined]
+    finally:
+        pool.close()
+
+
+def test_a_job_stops_waiting_for_a_start_that_stalls(
+    tmp_path: Path, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its wait the job starts a worker of its own; the one it took is stopped once its start ends."""
+    monkeypatch.setattr(warm, "MIN_WAIT_S", 0.5)
+    backend, pool = _backend(tmp_path / "data")
+    try:
+        _until(lambda: pool.starting_count(False) == 2, "the workers did not start")
+        pool._start_s = 0.01
+        before = list(pool._starting)
+        handle = submit_spec(JobSpec(name="test.calls"), backend)
+        assert handle.result(timeout=120) == 1
+        assert not handle.started_warm  # type: ignore[attr-defined]
+        [taken] = [s for s in before if s.claimed]
+        assert taken.abandoned and taken.spare.proc.poll() is None  # still starting, no job's any more
+        gate.set()
+        _until(lambda: taken.spare.proc.poll() is not None, "the worker the job left was not stopped")
+        _until(lambda: pool.ready_count(False) == 2, "the pool did not get its two workers back")
+    finally:
+        pool.close()
