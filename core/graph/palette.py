@@ -40,20 +40,22 @@ NOWHERE = N_("runs nowhere")  # a node no provider took
 
 # the two engines Benchmark measures (core.bench's engine field), on every chart of the page
 ENGINES = {"eager": "#EE4C2C", "ort": "#005CED"}
-# execution providers, by the short names core.runtime.ort.short_name gives
+# execution providers, by the short names core.runtime.ort.short_name gives. Every colour the graph fills a node
+# with is light enough for the node's dark name to read on it (4.5:1, WCAG AA): OpenVINO's #0071C5, XNNPACK's and
+# WebGPU's dark shades left it at 2-3:1
 PROVIDERS = {
     "CPU": "#8C96A8",
     "CUDA": "#76B900",
-    "TensorRT": "#2E7D32",
+    "TensorRT": "#3A9F3F",
     "NNAPI": "#3DDC84",
     "CoreML": "#FF9500",
-    "OpenVINO": "#0071C5",
+    "OpenVINO": "#2B95E8",
     "DirectML": "#7FBA00",
-    "QNN": "#D4145A",
-    "XNNPACK": "#7B1FA2",
-    "ROCm": "#ED1C24",
-    "MIGraphX": "#B71C1C",
-    "WebGPU": "#005A9C",
+    "QNN": "#EF558D",
+    "XNNPACK": "#BE68E2",
+    "ROCm": "#F2595F",
+    "MIGraphX": "#F08A5D",
+    "WebGPU": "#3FB8C8",
     NOWHERE: "#E2E2E2",
 }
 # the same providers in bars drawn as text (ui.bars): the nearest of the few colours Streamlit's Markdown has, so a
@@ -82,27 +84,27 @@ LEVELS = {
     "all": "#08306B",
 }
 # what the optimizer did to a node, in the legend's order
-DONE = {N_("fused"): "#E8590C", N_("replaced"): "#F59F00", N_("layout"): "#AE3EC9", N_("removed"): "#ADB5BD"}
-# a node's share of the call in a profile, hottest first and darkest (core.graph.colourings puts each node in its
+DONE = {N_("fused"): "#EE6C2A", N_("replaced"): "#F59F00", N_("layout"): "#C574DD", N_("removed"): "#ADB5BD"}
+# a node's share of the call in a profile, hottest first and strongest (core.graph.colourings puts each node in its
 # bin); the names are catalog entries, translated where a legend shows them
 LATENCY_BINS = (
-    Bin(0.20, "≥ 20 % of the call", "#B2182B"),
-    Bin(0.05, "5–20 %", "#EF8A62"),
+    Bin(0.20, "≥ 20 % of the call", "#EF5B5B"),
+    Bin(0.05, "5–20 %", "#F4A261"),
     Bin(0.01, "1–5 %", "#FDDBC7"),
     Bin(0.0, "< 1 %", "#D1E5F0"),
 )
 NOT_TIMED = N_("not timed (folded or constant)")
 LATENCY = {**{b.label: b.colour for b in LATENCY_BINS}, NOT_TIMED: "#BBBBBB"}
-# a node's relative error against the reference in Compare, worst first and darkest; the node that brings the
+# a node's relative error against the reference in Compare, worst first and strongest; the node that brings the
 # error in apart
 ERROR_BINS = (
-    Bin(0.1, N_("relative error ≥ 0.1"), "#B2182B"),
-    Bin(0.01, N_("0.01–0.1"), "#EF8A62"),
+    Bin(0.1, N_("relative error ≥ 0.1"), "#EF5B5B"),
+    Bin(0.01, N_("0.01–0.1"), "#F4A261"),
     Bin(0.001, N_("0.001–0.01"), "#FDDBC7"),
     Bin(0.0, N_("< 0.001"), "#D1E5F0"),
 )
 FIRST_DIVERGENCE = N_("the first divergence")
-ERRORS = {FIRST_DIVERGENCE: "#6A1B9A", **{b.label: b.colour for b in ERROR_BINS}}
+ERRORS = {FIRST_DIVERGENCE: "#B07CD8", **{b.label: b.colour for b in ERROR_BINS}}
 # every name with a colour of its own, whatever the chart
 FIXED = {"input": "#222222", "output": "#222222", **LATENCY, **PROVIDERS}
 

@@ -42,3 +42,26 @@ def test_benchmark_colours_an_engine_alike_on_the_latency_and_the_batch_charts()
     assert lines["eager"].color == engine_of_bar["eager"]
     assert lines["ORT basic"].color == lines["ORT all"].color == engine_of_bar["ort"]
     assert lines["ORT basic"].dash != lines["ORT all"].dash  # the series of one engine told apart by dash
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour.lstrip("#")[i : i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_a_nodes_dark_name_reads_on_every_colour_the_graph_fills_it_with() -> None:
+    """WCAG's 4.5:1 for the name the graph writes on a node, in the graph component's own ink: OpenVINO's graph
+    was dark text on #0071C5 (3.1:1), a profile's hottest node on #B2182B (2.3:1)."""
+    import re
+    from pathlib import Path
+
+    from core.graph.palette import DONE, ERRORS, LATENCY, PROVIDERS
+
+    draw = (Path(__file__).parents[2] / "ui" / "graph_component" / "src" / "draw.js").read_text()
+    ink = re.search(r'function boxText\([^)]*\) \{[^}]*?fillStyle = "(#[0-9a-fA-F]{6})"', draw)
+    assert ink is not None
+    dark = _luminance(ink.group(1))
+    fills = {**PROVIDERS, **DONE, **ERRORS, **LATENCY}
+    low = {name: round((_luminance(c) + 0.05) / (dark + 0.05), 2) for name, c in fills.items()}
+    assert {name: ratio for name, ratio in low.items() if ratio < 4.5} == {}
