@@ -396,14 +396,14 @@ def _level_lines(change: LevelChanges, report: OptimizationReport) -> None:
         st.markdown(said.format(head=head, same=same))
         return
     transformers = next((lv.transformers for lv in report.levels if lv.key == change.key), [])
-    by = md_escape(", ".join(transformers), 400) if transformers else _("ORT's transformers")
+    by = md_escape(pgettext("list", ", ").join(transformers), 400) if transformers else _("ORT's transformers")
     said = _("{head}, by {by}: {same}, and these:") if same else _("{head}, by {by}: these rewrites:")
     st.markdown(said.format(head=head, by=by, same=same))
     lines = []
     for kind, items in change.by_kind.items():
         total = sum(n for _text, n in items)
         title = _(KIND_TITLES[kind]) if kind in KIND_TITLES else md_escape(kind, 40)  # marked in core.partition
-        lines.append(f"- {title}: {number(total)}")
+        lines.append("- " + _("{kind}: {count}").format(kind=title, count=number(total)))
         lines += [f"  - {md_escape(t, 400)}" + (f" (×{number(n)})" if n > 1 else "") for t, n in items[:12]]
         if len(items) > 12:
             lines.append("  - " + _("… {count} more").format(count=number(len(items) - 12)))

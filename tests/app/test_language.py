@@ -280,6 +280,7 @@ def test_the_partition_page_in_chinese_has_no_english_sentence_left(chinese: App
     nodes = next(d.value for d in at.dataframe if "执行提供者" in d.value.columns)
     assert list(nodes.columns) == ["#", "节点", "算子", "计算图", "执行提供者", "子图", "说明"]
     assert "Conv" in set(nodes["算子"])  # op types as they are
+    assert any(m.value.startswith("- 融合为一个内核：") for m in at.markdown)  # what a level did: a Chinese colon
     assert {m.label for m in at.metric} >= {"已分配的节点（主计算图）", "在 CPU 上"}
     providers = at.table[0].value
     assert list(providers.columns) == ["执行提供者", "在本构建中", "硬件", "所需条件"]
