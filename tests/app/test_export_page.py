@@ -121,25 +121,7 @@ def test_inputs_and_outputs_can_be_renamed(app: AppTest) -> None:
     assert record.inputs[0].shape == ["batch", "seq", 64]
 
 
-def test_a_torchscript_int_argument_gets_a_value_not_a_shape(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import torch
-
-    from tests.unit.test_export_scalars import RateModel
-
-    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
-    path = tmp_path / "rate.pt"
-    torch.jit.save(torch.jit.script(RateModel().eval()), str(path))
-    at = open_page("export", ("rate.pt", path.read_bytes()), timeout=300)
-    tag = at.session_state["model"].id[:12]
-    assert at.number_input(key=f"value_{tag}_sr").value == 16000  # a sample rate, not a shape
-    at.text_input(key=f"shape_{tag}_x").set_value("2,4").run()
-    at.button(key="export_button").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    record = at.session_state["model"]
-    assert record.format == "onnx" and [i.name for i in record.inputs] == ["x", "sr"]
-
-
-def test_the_exported_models_plan_starts_from_the_sizes_and_values_it_was_exported_at(
+def test_a_torchscript_int_argument_gets_a_value_and_the_plan_starts_from_the_sizes_and_values_exported_at(
     monkeypatch: pytest.MonkeyPatch, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
     import torch
@@ -151,6 +133,7 @@ def test_the_exported_models_plan_starts_from_the_sizes_and_values_it_was_export
     torch.jit.save(torch.jit.script(RateModel().eval()), str(path))
     at = open_page("export", ("rate.pt", path.read_bytes()), timeout=300)
     tag = at.session_state["model"].id[:12]
+    assert at.number_input(key=f"value_{tag}_sr").value == 16000  # a sample rate, not a shape
     at.text_input(key=f"shape_{tag}_x").set_value("1,6,4").run()
     at.checkbox(key=f"dyn_{tag}_x_1").check().run()
     at.text_input(key=f"dynname_{tag}_x_1").set_value("frames").run()
@@ -158,6 +141,7 @@ def test_the_exported_models_plan_starts_from_the_sizes_and_values_it_was_export
     at.button(key="export_button").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     record = at.session_state["model"]
+    assert record.format == "onnx" and [i.name for i in record.inputs] == ["x", "sr"]
     assert record.inputs[0].shape == [1, "frames", 4]
     at.switch_page("app_pages/benchmark.py").run()
     assert not at.exception
