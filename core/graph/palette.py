@@ -44,7 +44,7 @@ ENGINES = {"eager": "#EE4C2C", "ort": "#005CED"}
 # with is light enough for the node's dark name to read on it (4.5:1, WCAG AA): OpenVINO's #0071C5, XNNPACK's and
 # WebGPU's dark shades left it at 2-3:1
 PROVIDERS = {
-    "CPU": "#8C96A8",
+    "CPU": "#9C968A",  # the warm grey of Streamlit's gray text, which draws its bars (PROVIDER_TEXT)
     "CUDA": "#76B900",
     "TensorRT": "#3A9F3F",
     "NNAPI": "#3DDC84",

@@ -24,8 +24,8 @@ def test_a_provider_has_the_same_hue_in_the_text_bars_and_in_the_graph_below_the
     placed = _Placed(["CUDAExecutionProvider", "CPUExecutionProvider", "CUDAExecutionProvider", ""])
     graph = provider_colouring(view, placed).colours
     assert graph["CPU"] != graph["CUDA"]
-    assert (PROVIDER_TEXT["CPU"], PROVIDER_TEXT["CUDA"]) == ("gray", "green")  # #8C96A8 and #76B900 in the graph
-    assert (graph["CPU"], graph["CUDA"]) == ("#8C96A8", "#76B900")
+    assert (PROVIDER_TEXT["CPU"], PROVIDER_TEXT["CUDA"]) == ("gray", "green")  # #9C968A and #76B900 in the graph
+    assert (graph["CPU"], graph["CUDA"]) == ("#9C968A", "#76B900")
 
 
 def test_benchmark_colours_an_engine_alike_on_the_latency_and_the_batch_charts() -> None:
