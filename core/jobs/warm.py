@@ -9,7 +9,7 @@ job has ended (never while this server runs a benchmark, which must have the mac
 
 The used workers' replacements start side by side, not one after the other (a page's two jobs use two; started in
 turn, the second was ready seconds later, and the next page's job started a worker of its own): at most as many
-at once as the pool keeps (``warm_workers``: two of one kind, one of the other), and never more than the server's
+at once as the pool keeps (``warm_workers``: three of one kind, one of the other), and never more than the server's
 ``max_workers``. A job that finds none of its kind ready but one starting takes that one and waits for it: it
 started before the job came and imports the same modules, so it is ready sooner than a fresh worker would be (the
 wait is bounded: a worker whose start stalls is left, and the job starts its own).
@@ -197,10 +197,10 @@ class ExclusiveJobs:
 
 @dataclass(kw_only=True)
 class WarmPool:
-    """Keeps ``size`` workers with torch imported, and twice as many without, started ahead for a backend's jobs
-    (a page often runs two small jobs in a row, Decode its decoding and then its graph's layout: a used worker's
-    replacement takes a fifth of a second to get ready, so with one spare the second job started cold, at five
-    times the first's 0.05 s).
+    """Keeps ``size`` workers with torch imported, and three times as many without, started ahead for a backend's
+    jobs (a page often runs two small jobs at once, Decode its decoding and its graph's layout, and the next page
+    its own a moment later: their replacements, 0.8-2 s to get ready on a busy machine, were not ready in time, and
+    with two spares the next page's job started cold or waited for one).
     Its own thread starts them and lives as long as the server, so the workers die with the server (their
     parent-death signal is tied to that thread)."""
 
@@ -286,7 +286,7 @@ class WarmPool:
 
     def wanted(self, torch: bool = False) -> int:
         """How many workers of the kind (``torch``: with torch imported) are kept waiting."""
-        return self.size if torch else 2 * self.size
+        return self.size if torch else 3 * self.size
 
     def ready_count(self, torch: bool = False) -> int:
         """Workers of the kind (``torch``: with torch imported) that wait for a job."""

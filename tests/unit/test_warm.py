@@ -99,18 +99,18 @@ def test_progress_comes_from_a_warm_worker(warm: ProcessBackend) -> None:
     assert "step 20 of 20" in seen
 
 
-def test_two_jobs_in_a_row_both_start_warm(warm: ProcessBackend) -> None:
-    """As Decode runs its decoding and then its graph's layout: two workers without torch wait (a used one's
-    replacement is not ready in time for the next job), and the pool's one thread never started more."""
-    assert warm.pool is not None and warm.pool.wanted(torch=False) == 2 and warm.pool.wanted(torch=True) == 1
+def test_a_page_and_the_next_page_all_start_warm(warm: ProcessBackend) -> None:
+    """As Decode runs its decoding and its graph's layout, and then Partition its one job: three workers without
+    torch wait (a used one's replacement is not ready in time for the next page), and the pool never keeps more."""
+    assert warm.pool is not None and warm.pool.wanted(torch=False) == 3 and warm.pool.wanted(torch=True) == 1
     deadline = time.monotonic() + 90
-    while warm.pool.ready_count() < 2:
-        assert time.monotonic() < deadline, "the second worker did not get ready"
+    while warm.pool.ready_count() < 3:
+        assert time.monotonic() < deadline, "the third worker did not get ready"
         time.sleep(0.05)
-    handles = [submit_spec(JobSpec(name="test.calls"), warm) for _ in range(2)]
-    assert [h.result(timeout=120) for h in handles] == [1, 1]
+    handles = [submit_spec(JobSpec(name="test.calls"), warm) for _ in range(3)]
+    assert [h.result(timeout=120) for h in handles] == [1, 1, 1]
     assert all(h.started_warm for h in handles)  # type: ignore[attr-defined]
-    assert warm.pool.ready_count() <= 2
+    assert warm.pool.ready_count() <= 3
 
 
 def test_only_the_jobs_that_use_torch_go_to_a_worker_that_imported_it(warm: ProcessBackend) -> None:

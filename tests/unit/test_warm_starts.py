@@ -54,17 +54,17 @@ def _starting(pool: WarmPool) -> int:
 
 
 def _all_ready(pool: WarmPool) -> bool:
-    return pool.ready_count(False) == 2 and pool.ready_count(True) == 1
+    return pool.ready_count(False) == 3 and pool.ready_count(True) == 1
 
 
 def test_replacements_start_side_by_side_up_to_the_server_worker_limit(tmp_path: Path, gate: threading.Event) -> None:
-    """The pool keeps three (two without torch, one with): all three start at once, unless the server's
+    """The pool keeps four (three without torch, one with): all four start at once, unless the server's
     max_workers allows fewer, and the rest start as the first get ready."""
     _, pool = _backend(tmp_path / "wide")
     _, narrow = _backend(tmp_path / "narrow", max_workers=2)
     try:
-        assert pool.start_limit() == 3 and narrow.start_limit() == 2
-        _until(lambda: _starting(pool) == 3, "the three workers did not start side by side")
+        assert pool.start_limit() == 4 and narrow.start_limit() == 2
+        _until(lambda: _starting(pool) == 4, "the four workers did not start side by side")
         _until(lambda: _starting(narrow) == 2, "two workers did not start side by side")
         time.sleep(0.3)
         assert _starting(narrow) == 2 and narrow.ready_count() == 0  # never a third while two start
@@ -79,10 +79,10 @@ def test_replacements_start_side_by_side_up_to_the_server_worker_limit(tmp_path:
 def test_a_job_that_finds_none_ready_takes_one_still_starting(tmp_path: Path, gate: threading.Event) -> None:
     backend, pool = _backend(tmp_path / "data")
     try:
-        _until(lambda: pool.starting_count(False) == 2, "the workers did not start")
+        _until(lambda: pool.starting_count(False) == 3, "the workers did not start")
         assert pool.ready_count(False) == 0
         handle = submit_spec(JobSpec(name="test.calls"), backend)
-        _until(lambda: pool.starting_count(False) == 1, "the job did not take a starting worker")
+        _until(lambda: pool.starting_count(False) == 2, "the job did not take a starting worker")
         gate.set()
         assert handle.result(timeout=120) == 1
         assert handle.started_warm  # type: ignore[attr-defined]
@@ -97,7 +97,7 @@ def test_a_job_stops_waiting_for_a_start_that_stalls(
     monkeypatch.setattr(warm, "MIN_WAIT_S", 0.5)
     backend, pool = _backend(tmp_path / "data")
     try:
-        _until(lambda: pool.starting_count(False) == 2, "the workers did not start")
+        _until(lambda: pool.starting_count(False) == 3, "the workers did not start")
         pool._start_s = 0.01
         before = list(pool._starting)
         handle = submit_spec(JobSpec(name="test.calls"), backend)
@@ -107,6 +107,6 @@ def test_a_job_stops_waiting_for_a_start_that_stalls(
         assert taken.abandoned and taken.spare.proc.poll() is None  # still starting, no job's any more
         gate.set()
         _until(lambda: taken.spare.proc.poll() is not None, "the worker the job left was not stopped")
-        _until(lambda: pool.ready_count(False) == 2, "the pool did not get its two workers back")
+        _until(lambda: pool.ready_count(False) == 3, "the pool did not get its three workers back")
     finally:
         pool.close()
