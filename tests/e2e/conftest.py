@@ -9,7 +9,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -206,11 +206,13 @@ def page(browser, app_url: str):  # type: ignore[no-untyped-def]
 def wait_idle(page, timeout: float = 60_000) -> None:  # type: ignore[no-untyped-def]
     """Wait until Streamlit has finished running the script for the last interaction.
 
-    The pause first lets the rerun that an interaction triggers begin; then the app must stay idle for 400 ms,
-    so that a run the script asks for next (st.rerun) is waited for too, even on a machine loaded enough that it
-    starts late. Without that, a click can land between two runs and be lost."""
-    page.wait_for_timeout(600)
+    First the rerun that an interaction triggers must begin (the app leaves "notRunning": a rerun requested, or
+    running), awaited up to 600 ms, which is all the time a click with no rerun is given; then the app must stay
+    idle for 400 ms, so that a run the script asks for next (st.rerun) is waited for too, even on a machine loaded
+    enough that it starts late. Without that, a click can land between two runs and be lost."""
     idle = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+    with suppress(PlaywrightTimeout):
+        page.wait_for_selector('[data-testid="stApp"]:not([data-test-script-state="notRunning"])', timeout=600)
     deadline = time.monotonic() + timeout / 1000
     while True:
         page.wait_for_selector(idle, timeout=max(1_000, (deadline - time.monotonic()) * 1000))
