@@ -78,7 +78,7 @@ def test_generate_panel_measures_both_engines_and_shows_the_tokens_side_by_side(
     # the panel speaks Chinese: the same run, read again after the reader picks 中文 (no second generation)
     at.sidebar.segmented_control(key="lang_picker").set_value("zh").run()
     assert not at.exception, at.exception
-    assert any(h.value == "逐词元生成" for h in at.header)
+    assert any(h.value == "逐词元生成" for h in at.header) and any(b.label == "生成" for b in at.button)
     assert "词元/秒" in at.subheader[0].value
     assert "首个词元时间，毫秒（95 % 置信区间）" in list(at.dataframe[0].value["指标"])
 
