@@ -9,8 +9,8 @@ job has ended (never while this server runs a benchmark, which must have the mac
 
 The used workers' replacements start side by side, not one after the other (a page's two jobs use two; started in
 turn, the second was ready seconds later, and the next page's job started a worker of its own): at most as many
-at once as the pool keeps (``warm_workers``: three of one kind, one of the other), and never more than the server's
-``max_workers``. A job that finds none of its kind ready but one starting takes that one and waits for it: it
+at once as the pool keeps (``warm_workers``: three without torch, then the one with it), and never more than the
+server's ``max_workers``. A job that finds none of its kind ready but one starting takes that one and waits for it: it
 started before the job came and imports the same modules, so it is ready sooner than a fresh worker would be (the
 wait is bounded: a worker whose start stalls is left, and the job starts its own).
 
@@ -328,15 +328,7 @@ class WarmPool:
                     kinds: list[bool] = []
                 else:
                     held = False
-                    kinds = [  # the cheap kind first; started side by side, within the limit
-                        kind
-                        for kind in (False, True)
-                        for _ in range(
-                            self.wanted(kind)
-                            - len(self._ready[kind])
-                            - sum(1 for s in self._starting if s.torch == kind)
-                        )
-                    ][: max(0, self.start_limit() - self._in_flight)]
+                    kinds = self._short()[: max(0, self.start_limit() - self._in_flight)]
                     self._in_flight += len(kinds)
             if held:
                 self._wanted.wait(0.5)
@@ -344,6 +336,17 @@ class WarmPool:
                 continue
             for kind in kinds:
                 self._launch(kind)  # here: the workers' parent-death signal is tied to this thread
+
+    def _short(self) -> list[bool]:
+        """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap
+        kind is missing or starting (a worker importing torch would slow the ones a page's next job waits for)."""
+        missing = {
+            kind: self.wanted(kind) - len(self._ready[kind]) - sum(1 for s in self._starting if s.torch == kind)
+            for kind in (False, True)
+        }
+        if missing[False] > 0 or any(not s.torch for s in self._starting):
+            return [False] * max(0, missing[False])
+        return [True] * max(0, missing[True])
 
     def _launch(self, torch: bool) -> None:
         """Start a worker and a thread that waits for it to say it is ready (the start itself takes no time)."""
