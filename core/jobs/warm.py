@@ -223,9 +223,10 @@ class WarmPool:
         atexit.register(self.close)
 
     def take(self, confinement: Confinement, memory_bytes: int, torch: bool = False) -> tuple[Spare, Staging] | None:
-        """A ready worker of the kind the job needs (``torch``: one that imported torch) and where the job's paths
-        go in it, or None (the job starts its own worker): when the paths cannot be staged, or the job's memory
-        limit leaves too little beside what the worker imported."""
+        """A ready worker of the kind the job needs (``torch``: one that imported torch), else the first of that
+        kind still starting, once ready (this call waits for it), and where the job's paths go in it; or None (the
+        job starts its own worker): when the paths cannot be staged, none is ready or starting, that start fails or
+        stalls, or the job's memory limit leaves too little beside what the worker imported."""
         staging = plan_staging(confinement, self.settings) if self.sandboxed else Staging()
         if staging is None:
             return None
