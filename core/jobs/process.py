@@ -180,10 +180,15 @@ class _ProcessJob(ThreadedJob):
         final: wire.Finished | wire.Failed | None = None
         try:
             turn, machine = self._wait_for_turn()
+            # a pre-started worker is taken outside the lock: taking one still starting waits for it, and a cancel
+            # (which takes the lock) must not wait with it
+            taken = self._take_warm() if turn and self._kill_reason is None else None
             with self._lock:
                 if turn and self._kill_reason is None:  # not cancelled while waiting, or just as its turn came
                     self._state = "starting"
-                    scratch = self._start()
+                    scratch = self._start(taken)
+                elif taken is not None:  # cancelled while its worker got ready: ready for the next job instead
+                    self._give_back(taken)
             if self._proc is not None:
                 threading.Thread(target=self._watch, daemon=True).start()
                 final = self._read_messages()
@@ -221,13 +226,22 @@ class _ProcessJob(ThreadedJob):
         except OSError as exc:
             self._error = self._error or JobFailed(f"The results of '{self.spec.name}' could not be kept: {exc}")
 
-    def _start(self) -> str:
-        """Hand the job to a pre-started worker when one is ready and its paths can be staged there, else start
-        a worker of its own; the worker's private folder, removed when the job ends."""
+    def _take_warm(self) -> tuple[Spare, Staging] | None:
+        """A pre-started worker for this job and where its paths go in it (core.jobs.warm's take), or None."""
+        if self._pool is None:
+            return None
+        return self._pool.take(self._confinement, self._memory_bytes, self._torch)
+
+    def _give_back(self, taken: tuple[Spare, Staging]) -> None:
+        assert self._pool is not None
+        self._pool._keep(taken[0], self._torch)
+
+    def _start(self, taken: tuple[Spare, Staging] | None) -> str:
+        """Hand the job to the pre-started worker ``taken`` (ready, its paths can be staged there), else start a
+        worker of its own; the worker's private folder, removed when the job ends."""
         for folder in self._confinement.writes:
             Path(folder).mkdir(parents=True, exist_ok=True)
         self._spawned_at = time.time() - 1.0  # what the job makes in its folders is newer (ctime, coarse clock)
-        taken = self._pool.take(self._confinement, self._memory_bytes, self._torch) if self._pool is not None else None
         if self._pool is not None:
             self._pool.job_started(self._exclusive)
             self._counted = True

@@ -212,7 +212,8 @@ class WarmPool:
     _ready: dict[bool, list[Spare]] = field(default_factory=lambda: {False: [], True: []})  # torch imported?
     _starting: list[_Starting] = field(default_factory=list)  # started, not ready, not claimed by a job
     _in_flight: int = 0  # workers started and not yet ready (claimed by a job or not)
-    _start_s: float = 1.0  # how long the last worker took to get ready (a claimed one's wait is bounded by it)
+    _start_s: dict[bool, float] = field(default_factory=lambda: {False: 1.0, True: 1.0})  # the last start, per kind
+    # (how long the last worker of the kind took to get ready: a claimed one's wait is bounded by it)
     _wanted: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
@@ -247,7 +248,7 @@ class WarmPool:
             pending = starting[0]  # the one started first: the nearest to ready
             self._starting.remove(pending)
             pending.claimed = True
-            patience = max(MIN_WAIT_S, 3 * self._start_s) - (time.monotonic() - pending.started_at)
+            patience = max(MIN_WAIT_S, 3 * self._start_s[torch]) - (time.monotonic() - pending.started_at)
         claimed = self._wait_for(pending, patience)
         if claimed is None:
             return None
@@ -263,9 +264,13 @@ class WarmPool:
         with self._lock:
             if not pending.done.is_set():
                 pending.abandoned = True
+                _kill(pending.spare)  # the thread that watches it then reads its end and removes what it left
                 return None
-        if not pending.ready or pending.spare.proc.poll() is not None:
+        if not pending.ready:
             return None  # its start failed: the thread that watched it has stopped it
+        if pending.spare.proc.poll() is not None:  # ready, then gone: handed to this job, which removes it
+            _discard(pending.spare)
+            return None
         return pending.spare
 
     def _keep(self, spare: Spare, torch: bool) -> None:
@@ -335,8 +340,13 @@ class WarmPool:
                 self._wanted.wait(0.5)
                 self._wanted.set()
                 continue
-            for kind in kinds:
-                self._launch(kind)  # here: the workers' parent-death signal is tied to this thread
+            for n, kind in enumerate(kinds):
+                try:
+                    self._launch(kind)  # here: the workers' parent-death signal is tied to this thread
+                except OSError:  # no process or no scratch folder to be had now: the next job ending tries again
+                    with self._lock:
+                        self._in_flight -= len(kinds) - n
+                    break
 
     def _short(self) -> list[bool]:
         """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap
@@ -375,7 +385,7 @@ class WarmPool:
             if starting in self._starting:
                 self._starting.remove(starting)
             if ready:
-                self._start_s = time.monotonic() - starting.started_at
+                self._start_s[starting.torch] = time.monotonic() - starting.started_at
             starting.ready = ready and not self._closed
             kept = starting.ready and not starting.claimed
             if kept:

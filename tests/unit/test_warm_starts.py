@@ -95,20 +95,43 @@ def test_a_job_that_finds_none_ready_takes_one_still_starting(tmp_path: Path, ga
 def test_a_job_stops_waiting_for_a_start_that_stalls(
     tmp_path: Path, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past its wait the job starts a worker of its own; the one it took is stopped once its start ends."""
+    """Past its wait the job starts a worker of its own; the one it took is stopped then, and what it left removed."""
     monkeypatch.setattr(warm, "MIN_WAIT_S", 0.5)
     backend, pool = _backend(tmp_path / "data")
     try:
         _until(lambda: pool.starting_count(False) == 3, "the workers did not start")
-        pool._start_s = 0.01
+        pool._start_s = {False: 0.01, True: 0.01}
         before = list(pool._starting)
         handle = submit_spec(JobSpec(name="test.calls"), backend)
         assert handle.result(timeout=120) == 1
         assert not handle.started_warm  # type: ignore[attr-defined]
         [taken] = [s for s in before if s.claimed]
-        assert taken.abandoned and taken.spare.proc.poll() is None  # still starting, no job's any more
-        gate.set()
+        assert taken.abandoned  # no job's any more: stopped at once, not left to finish a start that may never end
         _until(lambda: taken.spare.proc.poll() is not None, "the worker the job left was not stopped")
+        gate.set()  # the thread that watches its start reads its end: what it left is removed
+        _until(lambda: not Path(taken.spare.scratch).exists(), "the stopped worker's folder was left")
         _until(lambda: pool.ready_count(False) == 3, "the pool did not get its three workers back")
+    finally:
+        pool.close()
+
+
+def test_a_job_waiting_for_a_starting_worker_is_cancelled_at_once_and_the_worker_kept_for_the_next(
+    tmp_path: Path, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page that reruns cancels its job; the cancel took the job's lock, which the job held while it waited for
+    the worker it had claimed (up to three starts' time): the page froze with it."""
+    monkeypatch.setattr(warm, "MIN_WAIT_S", 60.0)
+    backend, pool = _backend(tmp_path / "data")
+    try:
+        _until(lambda: pool.starting_count(False) == 3, "the workers did not start")
+        handle = submit_spec(JobSpec(name="test.calls"), backend)
+        _until(lambda: pool.starting_count(False) == 2, "the job did not take a starting worker")
+        began = time.monotonic()
+        handle.cancel()
+        assert time.monotonic() - began < 2.0, "the cancel waited for the worker the job had claimed"
+        gate.set()
+        with pytest.raises(Exception, match=r"(?i)cancel"):
+            handle.result(timeout=120)
+        _until(lambda: pool.ready_count(False) == 3, "the claimed worker was not kept for the next job")
     finally:
         pool.close()
