@@ -131,6 +131,11 @@ class _Splitter:
             self.source.seek({1: 8, 5: 4}.get(wire, length or 0), io.SEEK_CUR)
         return self._since(start)
 
+    def _ended(self, end: int) -> None:
+        """A message's last field (a varint or a fixed number) must end where the message does, not past it."""
+        if self.source.tell() != end:
+            raise _Unsplittable("a field runs past its message")
+
     def _since(self, start: int) -> bytes:
         """The bytes from ``start`` to where the file is (read again)."""
         end = self.source.tell()
@@ -152,6 +157,7 @@ class _Splitter:
             until = self.source.tell() + length
             body = self.tensor(until) if inner == "tensor" else self.message(until, inner, depth + 1)
             out += _field(number, body)
+        self._ended(end)
         return bytes(out)
 
     def tensor(self, end: int) -> bytes:
@@ -162,6 +168,8 @@ class _Splitter:
             if number in (_EXTERNAL_DATA, _SEGMENT) or (number == _DATA_LOCATION and wire == 0 and self._varint()):
                 raise _Unsplittable("weights already external, or a segment")
             if number == _DATA_LOCATION:
+                if wire != 0:  # not the enum onnx reads: its payload would be read as fields
+                    raise _Unsplittable(f"data_location of wire type {wire}")
                 continue  # DEFAULT, already read; set below
             if number == _DATA_TYPE and wire == 0:
                 data_type = self._varint()
@@ -180,6 +188,7 @@ class _Splitter:
                 moved = True
                 continue
             out += self._rest(start, wire, length)
+        self._ended(end)
         if moved:
             out += _varint_bytes(_DATA_LOCATION << 3) + _varint_bytes(1)  # EXTERNAL
             self.moved += 1

@@ -169,3 +169,39 @@ def test_splitting_a_30_mb_model_holds_neither_its_bytes_nor_its_message(tmp_pat
         tracemalloc.stop()
     assert split is not None and path.stat().st_size > 30e6
     assert peak < 3 << 20  # a chunk of a tensor at a time (1 MiB), where onnx.load holds 60 MB
+
+
+def test_a_field_that_would_put_the_reader_out_of_step_leaves_the_file_as_it_is(tmp_path: Path) -> None:
+    """A tensor's data_location written as bytes, and a message whose last varint runs past its end, would have been
+    read out of step (a crafted initializer 'W' came out named 'Z'): the file is read as it is, by onnx's rules."""
+    weight = numpy_helper.from_array(_array((64, 64), 1), "W")
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["W"], ["y"])],
+        "g",
+        [],
+        [helper.make_tensor_value_info("y", 1, [64, 64])],
+        [weight],
+    )
+    plain = helper.make_model(graph).SerializeToString()
+    tensor = weight.SerializeToString()
+    crafted_tensor = tensor + bytes([14 << 3 | 2, 3]) + bytes([8 << 3 | 2, 1]) + b"Z"  # field 14, 3 bytes: name="Z"
+    crafted = plain.replace(tensor, crafted_tensor).replace(
+        bytes([5 << 3 | 2]) + _varint(len(tensor)), bytes([5 << 3 | 2]) + _varint(len(crafted_tensor))
+    )
+    graph_bytes = helper.make_model(graph).graph.SerializeToString()
+    crafted = crafted.replace(_varint(len(graph_bytes)), _varint(len(graph_bytes) + 5), 1)
+    past_end = plain + bytes([3 << 3 | 0, 0x80])  # a varint whose last byte lies past the end of the file
+    for n, data in enumerate((crafted, past_end)):
+        source = tmp_path / f"m{n}.onnx"
+        source.write_bytes(data)
+        assert split_weights(source, tmp_path / f"out{n}") is None
+        assert not list((tmp_path / f"out{n}").iterdir())
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
