@@ -62,7 +62,10 @@ def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = ()) -> Non
     sandbox would refuse these paths or cannot be had: the job then starts its worker as usual, and says why."""
     stop()
     read, written = [Path(p) for p in reads], [Path(p) for p in writes]
-    if not all(p.exists() for p in read):
+    try:
+        if not all(p.exists() for p in read):
+            return
+    except (OSError, ValueError):  # a name too long for the system, a NUL in it: the job says what is wrong
         return
     settings = load_settings()
     confinement = Confinement.of([*((READ, str(p)) for p in read), *((WRITE, str(p)) for p in written)])
@@ -76,12 +79,20 @@ def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = ()) -> Non
             sandbox.refuse_wide_folders(confinement, settings)
     except JobError:
         return
-    for folder in confinement.writes:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-    scratch = sandbox.new_scratch(settings, "job-")
-    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
-    began = time.time()
-    proc = sandbox.start_worker(confinement, settings, scratch, sandboxed, stderr)
+    scratch, stderr = "", None
+    try:
+        for folder in confinement.writes:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        scratch = sandbox.new_scratch(settings, "job-")
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
+        began = time.time()
+        proc = sandbox.start_worker(confinement, settings, scratch, sandboxed, stderr)
+    except OSError:  # no process or folder to be had now: the job starts its own worker, and says why it cannot
+        if stderr is not None:
+            stderr.close()
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return
     if not _waiting:
         atexit.register(stop)
     started = Ahead(

@@ -88,3 +88,25 @@ def test_no_worker_starts_ahead_without_the_sandbox_the_settings_demand(
     monkeypatch.setattr(ahead.shutil, "which", lambda name: None)  # no bubblewrap on this machine
     ahead.start([_one_node(tmp_path / "one.onnx")], [tmp_path / "unpack"])
     assert started == [] and not ahead._waiting
+
+
+def test_a_worker_that_cannot_be_started_ahead_leaves_nothing_and_the_job_starts_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No process to be had (EAGAIN, ENOMEM), or a name the system refuses: the command went on without a traceback
+    before the worker started ahead, and must still."""
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    model, unpack = _one_node(tmp_path / "one.onnx"), tmp_path / "unpack"
+
+    def no_process(*args: Any, **kwargs: Any) -> Any:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(sandbox_module, "start_worker", no_process)
+    ahead.start([model], [unpack])
+    ahead.start(["x" * 5000 + ".onnx"])
+    assert not ahead._waiting
+    assert not list((tmp_path / "data").rglob("job-*"))  # its scratch folder removed
+    monkeypatch.undo()
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    inspected = run(INSPECT, intake_request(str(model), unpack_dir=str(unpack)))
+    assert inspected.decoded is not None and inspected.decoded.op_counts == {"Relu": 1}
