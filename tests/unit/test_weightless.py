@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from core.model.proto import iter_tensors
 from core.model.weightless import split_weights
+from tests.adversarial.hostile import _varint
 from tests.builders import write
 from tests.wild import detector_model, ir3_model, loop_model
 
@@ -196,12 +197,3 @@ def test_a_field_that_would_put_the_reader_out_of_step_leaves_the_file_as_it_is(
         source.write_bytes(data)
         assert split_weights(source, tmp_path / f"out{n}") is None
         assert not list((tmp_path / f"out{n}").iterdir())
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
