@@ -15,10 +15,7 @@ This module imports only the sandbox's (no msgspec, no job table, no records): i
 from __future__ import annotations
 
 import atexit
-import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -143,11 +140,4 @@ def stop() -> None:
 
 
 def _discard(ahead: Ahead) -> None:
-    if ahead.proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(ahead.proc.pid, signal.SIGKILL)
-    ahead.proc.wait()
-    for stream in (ahead.proc.stdin, ahead.proc.stdout, ahead.stderr):
-        with contextlib.suppress(OSError, AttributeError):
-            stream.close()  # type: ignore[union-attr]
-    shutil.rmtree(ahead.scratch, ignore_errors=True)
+    sandbox.discard_worker(ahead.proc, ahead.scratch, ahead.stderr)

@@ -234,7 +234,7 @@ class _ProcessJob(ThreadedJob):
 
     def _give_back(self, taken: tuple[Spare, Staging]) -> None:
         assert self._pool is not None
-        self._pool._keep(taken[0], self._torch)
+        self._pool.keep(taken[0], self._torch)
 
     def _start(self, taken: tuple[Spare, Staging] | None) -> str:
         """Hand the job to the pre-started worker ``taken`` (ready, its paths can be staged there), else start a

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Confinement",
+    "discard_worker",
     "hidden_folders",
+    "kill_worker",
     "new_scratch",
     "shown_for",
     "start_worker",
@@ -274,6 +276,24 @@ def start_worker(
         env=worker_environment("/tmp" if sandboxed else scratch),
         preexec_fn=worker_preexec(settings),
     )
+
+
+def kill_worker(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a worker and everything it started (its process group: bubblewrap and what runs inside)."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def discard_worker(proc: subprocess.Popen[bytes], scratch: str, stderr: IO[bytes]) -> None:
+    """A worker no job will use (a pre-started one left over or gone): killed, reaped, its pipes and error file
+    closed and its private folder removed."""
+    kill_worker(proc)
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, stderr):
+        with contextlib.suppress(OSError, AttributeError):
+            stream.close()  # type: ignore[union-attr]
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def tree_usage(pid: int) -> tuple[int, int]:

@@ -37,10 +37,8 @@ server whose users never pick another runtime keeps no worker of it. Benchmarks 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -88,7 +86,7 @@ class _Starting:
     done: threading.Event = field(default_factory=threading.Event)
     ready: bool = False  # it said it is ready (set with ``done``)
     claimed: bool = False  # a job took it while it started
-    abandoned: bool = False  # that job stopped waiting: it is stopped once it is done
+    abandoned: bool = False  # that job stopped waiting: it is stopped then, and removed once its start ends
 
 
 @dataclass(frozen=True)
@@ -253,7 +251,7 @@ class WarmPool:
         if claimed is None:
             return None
         if _rss(claimed) * 2 > memory_bytes:  # ready, but not for this job: it waits for the next one
-            self._keep(claimed, torch)
+            self.keep(claimed, torch)
             return None
         return claimed, staging
 
@@ -273,7 +271,8 @@ class WarmPool:
             return None
         return pending.spare
 
-    def _keep(self, spare: Spare, torch: bool) -> None:
+    def keep(self, spare: Spare, torch: bool) -> None:
+        """Keep a ready worker a job did not use for the next job (first in line); a closed pool discards it."""
         with self._lock:
             if not self._closed:
                 self._ready[torch].insert(0, spare)
@@ -433,15 +432,8 @@ def _rss(spare: Spare) -> int:
 
 
 def _kill(spare: Spare) -> None:
-    if spare.proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(spare.proc.pid, signal.SIGKILL)
+    sandbox.kill_worker(spare.proc)
 
 
 def _discard(spare: Spare) -> None:
-    _kill(spare)
-    spare.proc.wait()
-    for stream in (spare.proc.stdin, spare.proc.stdout, spare.stderr):
-        with contextlib.suppress(OSError, AttributeError):
-            stream.close()  # type: ignore[union-attr]
-    shutil.rmtree(spare.scratch, ignore_errors=True)
+    sandbox.discard_worker(spare.proc, spare.scratch, spare.stderr)
