@@ -24,9 +24,13 @@ def bar(value: float, largest: float, width: int = BAR_WIDTH) -> str:
     above zero shows at least a sliver."""
     if value <= 0 or largest <= 0:
         return ""
-    eighths = max(1, round(8 * width * min(value, largest) / largest))
-    full, part = divmod(eighths, 8)
+    full, part = _blocks(value, largest, width)
     return "█" * full + (_EIGHTHS[part - 1] if part else "")
+
+
+def _blocks(value: float, largest: float, width: int = BAR_WIDTH) -> tuple[int, int]:
+    """How long a bar of ``value`` (above zero) against ``largest`` is: whole blocks, then eighths of one."""
+    return divmod(max(1, round(8 * width * min(value, largest) / largest)), 8)
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -88,7 +92,7 @@ def _stack(parts: Mapping[str, int], largest: float, faint: str) -> list[tuple[s
     total = sum(n for _p, n in shown)
     if not shown or largest <= 0:
         return []
-    full, part = divmod(max(1, round(8 * BAR_WIDTH * min(total, largest) / largest)), 8)
+    full, part = _blocks(total, largest)
     if full < len(shown):
         full, part = len(shown), 0
     quota = [full * n / total for _p, n in shown]
