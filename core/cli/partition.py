@@ -8,6 +8,7 @@ import json
 import logging
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,9 +133,14 @@ def run(args: argparse.Namespace) -> int:
         results = []
         for n, request in enumerate(requests):  # one runtime after the other: each builds sessions on every core
             leveled: TypedHandle[OptimizationReport] | None = None
-            if args.levels and n == 0:  # at the same time: on a large model both spend seconds in ORT building sessions
+            if args.levels and n == 0:
                 out_dir = Path(args.out_dir).resolve() if args.out_dir else Path(tmp) / "optimized"
-                leveled = jobs.submit(OPTIMIZE, LevelsRequest(path=record.path, out_dir=str(out_dir)), backend)
+                levels_request = LevelsRequest(path=record.path, out_dir=str(out_dir))
+                if request.runtime == "default":
+                    results.append(_with_levels(replace(request, levels_dir=str(out_dir)), levels_request, backend))
+                    continue
+                # at the same time: on a large model both spend seconds in ORT building sessions
+                leveled = jobs.submit(OPTIMIZE, levels_request, backend)
             results.append(_results(jobs.submit(PARTITION, request, backend), leveled))
     if args.json:
         blocks = [_partition_json(result, levels, bool(args.out_dir)) for result, levels in results]
@@ -167,6 +173,18 @@ def _results(
         for warning in handle.warnings if handle is not None else ():
             _log.warning(warning)
     return result, levels
+
+
+def _with_levels(
+    request: PartitionRequest, levels_request: LevelsRequest, backend: Any
+) -> tuple[PartitionResult, OptimizationReport | None]:
+    """The partition and its levels from one job: the partition's session built beside the levels' and, at ALL with
+    the CPU provider alone, as that level's (core.partition.partitioner), as the floor builds five sessions two at a
+    time. Where the levels failed, the levels job alone says why."""
+    result, _none = _results(jobs.submit(PARTITION, request, backend), None)
+    if result.levels_failed:
+        return result, jobs.submit(OPTIMIZE, levels_request, backend).result()
+    return result, result.optimization
 
 
 def _partition_json(result: PartitionResult, levels: OptimizationReport | None, saved: bool) -> dict[str, Any]:

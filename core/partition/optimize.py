@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,12 +29,16 @@ if TYPE_CHECKING:
     import onnx
 
 __all__ = [
+    "BUILD_ORDER",
     "Built",
+    "LevelSessions",
     "compare_graphs",
     "level_file",
+    "level_keys",
     "levels_report",
     "node_keys",
     "optimize_levels",
+    "session_workers",
     "writes_in_one_file",
 ]
 
@@ -167,7 +171,7 @@ def _transformers(log: list[tuple[int, str, str]]) -> list[str]:
     return names
 
 
-def _workers(count: int) -> int:
+def session_workers(count: int) -> int:
     """How many levels' sessions to build at once: one per core this process may use, as each holds the whole
     graph (ORT releases the GIL while it builds a session, so threads run them side by side)."""
     try:
@@ -250,48 +254,93 @@ def writes_in_one_file(model: onnx.ModelProto) -> bool:
 
 
 Built = dict[str, tuple[list[str], list[tuple[int, str, str]]]]  # level → (its files, its session's log)
+# the order the levels' sessions start in: the costliest first (on a transformer of 30,000 nodes LAYOUT, ALL and
+# EXTENDED take 6-6.5 CPU-seconds, BASIC 3, DISABLE_ALL 2), so that two at a time they end about together
+BUILD_ORDER = ("all", "layout", "extended", "basic", "disable")
 
 
-def levels_report(
-    request: LevelsRequest, progress: Callable[[float, str], None] | None = None, built: Built | None = None
-) -> OptimizationReport:
-    """As ``optimize_levels``; the levels in ``built`` were made by sessions built already (Partition's own
-    session at ALL writes the graph that level's would, and logs the same transformers), so only the others are
-    built here."""
-    import onnx
-
-    path, levels, out_dir = request.path, request.levels, request.out_dir
-    built = built or {}
-
-    report_progress = progress or (lambda fraction, message: None)
-    keys = levels or list(LEVELS)
+def level_keys(request: LevelsRequest) -> list[str]:
+    """The levels the request asks for, in their order (every level when it names none)."""
+    keys = request.levels or list(LEVELS)
     unknown = [k for k in keys if k not in LEVELS]
     if unknown:
         raise PartitionError(f"Unknown optimization level {', '.join(unknown)}; choose from {', '.join(LEVELS)}.")
-    original = onnx.load_model(path, load_external_data=False)
-    weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(original))
-    report = OptimizationReport(
-        original_nodes=len(original.graph.node),
-        original_ops=dict(Counter(_op(n) for n in original.graph.node)),
-        original_subgraph_nodes=_subgraph_nodes(original),
-    )
-    original_keys = node_keys(original.graph)
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    logs: dict[str, list[tuple[int, str, str]]] = {_logid(key): [] for key in keys}
-    for key, (_files, log) in built.items():
-        logs[_logid(key)] = log
-    building = [key for key in keys if key not in built]
-    with capture_session_logs(logs), ThreadPoolExecutor(_workers(max(len(building), 1)), "level") as pool:
-        made = {
-            key: pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), weight_bytes) for key in building
-        }
-        try:
-            for n, key in enumerate(keys):
-                report_progress(n / len(keys), _("Optimizing at {level}").format(level=LEVELS[key].name))
-                files = built[key][0] if key in built else made[key].result()
-                report.levels.append(_level_result(original, original_keys, key, files, logs[_logid(key)]))
-        except BaseException:
-            pool.shutdown(cancel_futures=True)  # the levels not started yet are not wanted any more
-            raise
+    return keys
+
+
+class LevelSessions:
+    """The levels' sessions of one model building in ``pool``, beside whatever else the caller builds there
+    (Partition's own session: it writes the ALL level's graph, so ``elsewhere`` names it and it is not built
+    here); their logs are captured until the block ends, which waits for every session started."""
+
+    def __init__(
+        self, request: LevelsRequest, model: onnx.ModelProto, pool: ThreadPoolExecutor, elsewhere: tuple[str, ...] = ()
+    ) -> None:
+        self.request, self.model, self.pool = request, model, pool
+        self.keys = level_keys(request)
+        self.building = sorted((k for k in self.keys if k not in elsewhere), key=BUILD_ORDER.index)
+        self.logs: dict[str, list[tuple[int, str, str]]] = {_logid(key): [] for key in self.keys}
+        self.made: dict[str, Future[list[str]]] = {}
+        self._capture = capture_session_logs(self.logs)
+
+    def __enter__(self) -> LevelSessions:
+        path, out_dir = self.request.path, self.request.out_dir
+        weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(self.model))
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        self._capture.__enter__()
+        for key in self.building:
+            self.made[key] = self.pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), weight_bytes)
+        return self
+
+    def __exit__(self, *raised: object) -> None:
+        for made in self.made.values():
+            made.cancel()  # the levels not started yet are not wanted any more (none are left once reported)
+        wait(self.made.values())  # a session still building logs until it ends
+        self._capture.__exit__(None, None, None)
+
+    def report(
+        self, progress: Callable[[float, str], None] | None = None, built: Built | None = None
+    ) -> OptimizationReport:
+        """What each level changed, a level described as soon as its session has written its graph; ``built``:
+        the levels named ``elsewhere``, with their files and their sessions' logs."""
+        original = self.model
+        report_progress = progress or (lambda fraction, message: None)
+        report = OptimizationReport(
+            original_nodes=len(original.graph.node),
+            original_ops=dict(Counter(_op(n) for n in original.graph.node)),
+            original_subgraph_nodes=_subgraph_nodes(original),
+        )
+        original_keys = node_keys(original.graph)
+        logs = dict(self.logs)
+        for key, (_files, log) in (built or {}).items():
+            logs[_logid(key)] = log
+        done: dict[str, LevelResult] = {}
+        for key, (files, _log) in (built or {}).items():
+            done[key] = _level_result(original, original_keys, key, files, logs[_logid(key)])
+        waiting = {made: key for key, made in self.made.items()}
+        for made in as_completed(waiting):
+            key = waiting[made]
+            done[key] = _level_result(original, original_keys, key, made.result(), logs[_logid(key)])
+            said = _("Optimized at {level} ({done} of {count} levels)")
+            report_progress(
+                len(done) / len(self.keys), said.format(level=LEVELS[key].name, done=len(done), count=len(self.keys))
+            )
+        report.levels = [done[key] for key in self.keys]
+        return report
+
+
+def levels_report(request: LevelsRequest, progress: Callable[[float, str], None] | None = None) -> OptimizationReport:
+    """As ``optimize_levels``."""
+    import onnx
+
+    keys = level_keys(request)
+    original = onnx.load_model(request.path, load_external_data=False)
+    report_progress = progress or (lambda fraction, message: None)
+    report_progress(0.0, _("Optimizing at every level"))
+    with (
+        ThreadPoolExecutor(session_workers(len(keys)), "level") as pool,
+        LevelSessions(request, original, pool) as sessions,
+    ):
+        report = sessions.report(report_progress)
     report_progress(1.0, _("Done"))
     return report

@@ -8,9 +8,11 @@ runs. Providers this machine lacks are simulated with ORT's mobile usability che
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +21,7 @@ from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
 from core.partition.declined import declined_nodes
-from core.partition.optimize import level_file, levels_report, writes_in_one_file
+from core.partition.optimize import LevelSessions, level_file, level_keys, session_workers, writes_in_one_file
 from core.partition.records import (
     ContribOp,
     LevelPlacement,
@@ -155,14 +157,12 @@ def _real_notes(matched: Assignment, level: str) -> list[Note]:
 
 
 def _real_partition(
-    path: str,
     model: onnx.ModelProto,
+    matched: Assignment,
     providers: list[str],
     level: str,
     log: list[tuple[int, str, str]],
-    optimized_to: str = "",
 ) -> PartitionReport:
-    matched = assign_providers(path, model, providers, level, log, optimized_to)
     report = _report(model, matched, providers, level, log)
     report.declined = declined_nodes(model, matched.placements, providers, log)
     return report
@@ -277,16 +277,12 @@ def _runtime_providers(available: list[str]) -> list[str]:
     return [*devices, "CPUExecutionProvider"]
 
 
-def partition_model(request: PartitionRequest, progress: Callable[[float, str], None] | None = None) -> PartitionResult:
-    """The real partition for the request's providers (on the runtime the worker runs in) and simulated ones for
-    its ``simulate``; the fallbacks said first among the real partition's notes (core.runtime.fallback)."""
-    import onnx
+def _providers_asked(request: PartitionRequest, available: list[str]) -> tuple[list[str], list[str], dict[str, str]]:
+    """The providers the request asks for, those of them this runtime has (the CPU provider among them, last if
+    not asked for: ORT adds it to take whatever is left), and what each other one would need."""
     import onnxruntime as ort
 
-    report_progress = progress or (lambda fraction, message: None)
-    available = ort.get_available_providers()
     known = set(ort.get_all_providers()) | set(PROVIDERS)
-    path, level, out_dir = request.path, request.level, request.out_dir
     requested = list(dict.fromkeys(request.providers or _runtime_providers(available)))
     unknown = [p for p in requested if p not in known]
     if unknown:
@@ -303,6 +299,50 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
     usable = [p for p in requested if p in available]
     if "CPUExecutionProvider" not in usable:
         usable.append("CPUExecutionProvider")  # what ORT itself does: CPU takes whatever is left
+    return requested, usable, unavailable
+
+
+def _beside_levels(
+    stack: contextlib.ExitStack,
+    request: PartitionRequest,
+    model: onnx.ModelProto,
+    usable: list[str],
+    log: list[tuple[int, str, str]],
+    report_progress: Callable[[float, str], None],
+) -> tuple[Future[Assignment], LevelSessions | None, str]:
+    """The partition's session started beside the levels' in one pool, two at a time (one per core), as ONNX
+    Runtime's own five sessions build; its log is its own (core.runtime.ort routes each session's messages). The
+    levels' ALL session is this one when it runs the CPU provider alone at ALL: it writes that level's graph (the
+    file named last), and the levels build the other four. The pool and the levels end with ``stack``."""
+    path, level = request.path, request.level
+    shared = usable == ["CPUExecutionProvider"] and level == "all" and writes_in_one_file(model)
+    all_file = str(level_file(path, request.levels_dir, "all")) if shared else ""
+    levels_request = LevelsRequest(path=path, out_dir=request.levels_dir)
+    count = len(level_keys(levels_request))
+    pool = stack.enter_context(ThreadPoolExecutor(session_workers(count + (not shared)), "level"))
+    said = _(
+        "Creating a session with {names} beside the {count} levels' sessions: the partition is shown once "
+        "they are all built"
+    )
+    report_progress(0.2, said.format(names=", ".join(short_name(p) for p in usable), count=count))
+    placing = pool.submit(assign_providers, path, model, usable, level, log, all_file)
+    try:
+        levels = stack.enter_context(LevelSessions(levels_request, model, pool, ("all",) if shared else ()))
+    except Exception:  # the partition stands; the page asks for the levels alone, which says why
+        levels = None
+    return placing, levels, all_file
+
+
+def partition_model(request: PartitionRequest, progress: Callable[[float, str], None] | None = None) -> PartitionResult:
+    """The real partition for the request's providers (on the runtime the worker runs in) and simulated ones for
+    its ``simulate``; the fallbacks said first among the real partition's notes (core.runtime.fallback)."""
+    import onnx
+    import onnxruntime as ort
+
+    report_progress = progress or (lambda fraction, message: None)
+    available = ort.get_available_providers()
+    path, level, out_dir = request.path, request.level, request.out_dir
+    requested, usable, unavailable = _providers_asked(request, available)
     simulate = [s.lower() for s in request.simulate or []]
     bad = [s for s in simulate if s not in SIMULATED]
     if bad:
@@ -310,37 +350,38 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
 
     report_progress(0.1, _("Reading the model"))
     model = onnx.load_model(path, load_external_data=False)
-    names = ", ".join(short_name(p) for p in usable)
-    report_progress(0.3, _("Creating a session with {names}").format(names=names))
     log: list[tuple[int, str, str]] = []
-    # the levels' ALL session is this one when it runs the CPU provider alone at ALL: it writes that level's graph
-    shared = request.levels_dir and usable == ["CPUExecutionProvider"] and level == "all" and writes_in_one_file(model)
-    all_file = str(level_file(path, request.levels_dir, "all")) if shared else ""
-    if all_file:
-        Path(request.levels_dir).mkdir(parents=True, exist_ok=True)
-    real = _real_partition(path, model, usable, level, log, all_file)
-    placed = Placed(
-        runtime=request.runtime, asked=requested, available=available, used=real.providers_used, nodes=real.providers
-    )
-    real.notes[:0] = placement_notes(placed)  # before anything else the partition says
-    refuse(real.notes, request.strict, real.fallback)
-    reports = [real]
-    levels = []
-    for n, other in enumerate(k for k in LEVELS if request.each_level and k != level):
-        report_progress(0.4 + 0.1 * n, _("Placing the graph at {level}").format(level=LEVELS[other].name))
-        levels.append(_level_placement(path, model, usable, other))
-    for n, key in enumerate(simulate):
-        simulating = _("Simulating {name}").format(name=SIMULATED[key].name)
-        report_progress(0.5 + 0.4 * n / max(len(simulate), 1), simulating)
-        reports.append(_simulated_partition(model, key))
-    optimization = None
-    if request.levels_dir:
-        report_progress(0.9, _("Optimizing at every level"))
-        try:
+    levels: LevelSessions | None = None
+    optimization, all_file = None, ""
+    simulated_from = 0.3 if request.levels_dir else 0.5  # the levels' sessions take most of the time: 0.5-1 theirs
+    with contextlib.ExitStack() as stack:
+        if request.levels_dir:
+            placing, levels, all_file = _beside_levels(stack, request, model, usable, log, report_progress)
+            matched = placing.result()
+        else:
+            names = ", ".join(short_name(p) for p in usable)
+            report_progress(0.3, _("Creating a session with {names}").format(names=names))
+            matched = assign_providers(path, model, usable, level, log)
+        real = _real_partition(model, matched, usable, level, log)
+        used, nodes = real.providers_used, real.providers
+        placed = Placed(runtime=request.runtime, asked=requested, available=available, used=used, nodes=nodes)
+        real.notes[:0] = placement_notes(placed)  # before anything else the partition says
+        refuse(real.notes, request.strict, real.fallback)
+        reports = [real]
+        levels_placed = []
+        for n, other in enumerate(k for k in LEVELS if request.each_level and k != level):
+            report_progress(0.4 + 0.1 * n, _("Placing the graph at {level}").format(level=LEVELS[other].name))
+            levels_placed.append(_level_placement(path, model, usable, other))
+        for n, key in enumerate(simulate):
+            simulating = _("Simulating {name}").format(name=SIMULATED[key].name)
+            report_progress(simulated_from + 0.2 * n / max(len(simulate), 1), simulating)
+            reports.append(_simulated_partition(model, key))
+        if levels is not None:
             built = {"all": ([all_file], log)} if all_file else {}
-            optimization = levels_report(LevelsRequest(path=path, out_dir=request.levels_dir), built=built)
-        except Exception:  # the partition stands; the page asks for the levels alone, which says why
-            optimization = None
+            try:
+                optimization = levels.report(lambda done, said: report_progress(0.5 + 0.5 * done, said), built)
+            except Exception:  # the partition stands; the page asks for the levels alone, which says why
+                optimization = None
     if out_dir:
         for n, report in enumerate(reports):
             report.node_rows = write_rows(Path(out_dir) / f"placements-{n}.rows", report.nodes)
@@ -353,7 +394,7 @@ def partition_model(request: PartitionRequest, progress: Callable[[float, str], 
         reports=reports,
         runtime=request.runtime,
         onnxruntime=ort.__version__,
-        levels=levels,
+        levels=levels_placed,
         optimization=optimization,
         levels_failed=bool(request.levels_dir) and optimization is None,
     )

@@ -7,8 +7,9 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -210,6 +211,7 @@ def session_options(level: str = "all", threads: int = 0) -> onnxruntime.Session
     return options
 
 
+Line = tuple[int, str, str]  # a message of ORT's log: (severity, code location, message)
 MAX_LOG_BYTES = 16 << 20  # of a build's log written to stderr, what is read back (a 30,000-node model's: ~4 MB)
 # a line of ORT's default log: "2026-12-04 16:31:02.72 [V:onnxruntime:, session_state.cc:1307 Verify...] Node ..."
 _LOG_LINE = re.compile(r"^\S+ \S+ \[([VIWEF]):onnxruntime:[^,]*, ([^\]]*)\] ?(.*)$")
@@ -231,7 +233,7 @@ def parse_ort_log(text: str) -> list[tuple[int, str, str]]:
 
 
 @contextlib.contextmanager
-def _stderr_log(lines: list[tuple[int, str, str]], severity: int) -> Iterator[None]:
+def _stderr_log(lines: list[Line], severity: int) -> Iterator[None]:
     """A build without ``set_default_logger_callback`` (before 1.2x, such as onnxruntime-openvino 1.24) writes its
     log to the process's stderr: it goes to a file of its own while the block runs, and is read back. Only for a
     process that runs one thing at a time (a job's worker)."""
@@ -252,44 +254,89 @@ def _stderr_log(lines: list[tuple[int, str, str]], severity: int) -> Iterator[No
             lines.extend(parse_ort_log(log.read(MAX_LOG_BYTES).decode(errors="replace")))
 
 
+@dataclass(eq=False, kw_only=True)
+class _Capture:
+    """One capture open: the messages of the sessions whose logid is a key of ``logs`` go there; with ``lines``,
+    the other messages emitted on the thread that opened it (ORT logs a session's build on the thread building it)."""
+
+    logs: dict[str, list[Line]]
+    lines: list[Line] | None
+    severity: int
+    thread: int = field(default_factory=threading.get_ident)
+
+
+class _Dispatcher:
+    """ORT's one default logger callback, installed while any capture is open and shared by them all. The logger
+    is the process's: one callback per capture, set and reset in turn, could not overlap, and captures in threads
+    beside each other (Partition's session among the levels') each get their own sessions' messages here."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open: tuple[_Capture, ...] = ()  # replaced whole under the lock, never changed: read without it
+
+    def __call__(self, severity: int, category: str, logid: str, location: str, message: str) -> None:
+        claimed = False
+        for capture in self.open:
+            lines = capture.logs.get(logid)
+            if lines is not None:
+                claimed = True
+                if severity >= capture.severity:
+                    lines.append((severity, location, message))
+        if claimed:
+            return
+        thread = threading.get_ident()  # ORT calls back on the thread that logs
+        for capture in self.open:
+            if capture.lines is not None and capture.thread == thread and severity >= capture.severity:
+                capture.lines.append((severity, location, message))
+
+    @contextlib.contextmanager
+    def capturing(self, capture: _Capture) -> Iterator[None]:
+        import onnxruntime as ort
+
+        with self.lock:
+            first = not self.open
+            self.open = (*self.open, capture)
+            if first:
+                ort.set_default_logger_callback(self, capture.severity)
+            else:  # the callback stays (replacing it while other threads log through it is not safe)
+                ort.set_default_logger_severity(min(c.severity for c in self.open))
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.open = tuple(c for c in self.open if c is not capture)
+                if not self.open:
+                    ort.set_default_logger_callback(None)
+                    ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
+                else:
+                    ort.set_default_logger_severity(min(c.severity for c in self.open))
+
+
+_DISPATCHER = _Dispatcher()
+
+
 @contextlib.contextmanager
-def capture_ort_log(lines: list[tuple[int, str, str]], severity: int = 0) -> Iterator[None]:
-    """Collect ORT's log messages as (severity, code location, message) while the block runs."""
+def capture_ort_log(lines: list[Line], severity: int = 0) -> Iterator[None]:
+    """Collect ORT's log messages as (severity, code location, message) while the block runs: those of the sessions
+    built on this thread, but for a session another capture open at the same time claims by its logid
+    (``capture_session_logs``). Captures in other threads may be open at the same time, and captures may nest."""
     import onnxruntime as ort
 
     if not hasattr(ort, "set_default_logger_callback"):
         with _stderr_log(lines, severity):
             yield
         return
-
-    def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
-        lines.append((sev, location, message))
-
-    ort.set_default_logger_callback(callback, severity)
-    try:
+    with _DISPATCHER.capturing(_Capture(logs={}, lines=lines, severity=severity)):
         yield
-    finally:
-        ort.set_default_logger_callback(None)
-        ort.set_default_logger_severity(2)  # the callback's severity stays otherwise: back to warnings
 
 
 @contextlib.contextmanager
-def capture_session_logs(logs: dict[str, list[tuple[int, str, str]]]) -> Iterator[None]:
+def capture_session_logs(logs: dict[str, list[Line]], severity: int = 0) -> Iterator[None]:
     """Collect ORT's log messages per session while the block runs, for sessions built at once in threads: each
-    session's ``SessionOptions.logid`` is a key of ``logs``, and its messages go to that list."""
-    import onnxruntime as ort
-
-    def callback(sev: int, category: str, logid: str, location: str, message: str) -> None:
-        lines = logs.get(logid)
-        if lines is not None:
-            lines.append((sev, location, message))
-
-    ort.set_default_logger_callback(callback, 0)
-    try:
+    session's ``SessionOptions.logid`` is a key of ``logs``, and its messages go to that list. Other captures may
+    be open at the same time (Partition's own session's, ``capture_ort_log``, in a thread beside the levels')."""
+    with _DISPATCHER.capturing(_Capture(logs=logs, lines=None, severity=severity)):
         yield
-    finally:
-        ort.set_default_logger_callback(None)
-        ort.set_default_logger_severity(2)
 
 
 _ORT_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ")

@@ -3,6 +3,9 @@ same levels and partition as the two jobs each make alone."""
 
 from __future__ import annotations
 
+import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +20,12 @@ from core.partition import (
     LevelsRequest,
     OptimizationReport,
     PartitionRequest,
+    optimize,
     optimize_levels,
     partition_model,
-    partitioner,
 )
 from tests import builders
+from tests.cli import cli
 
 
 def _counted_sessions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -90,10 +94,64 @@ def test_the_levels_made_with_the_partition_build_its_all_session_once_and_say_t
 
 
 def test_the_partition_stands_when_its_levels_fail(models: dict[str, Path], tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    def fail(*args: Any, **kwargs: Any) -> OptimizationReport:
+    def fail(*args: Any, **kwargs: Any) -> list[str]:
         raise RuntimeError("no levels here")
 
-    monkeypatch.setattr(partitioner, "levels_report", fail)
+    monkeypatch.setattr(optimize, "_optimize_at", fail)  # every level's session but the partition's own fails
     result = partition_model(PartitionRequest(path=str(models["conv_relu"]), levels_dir=str(tmp_path)))
     assert result.levels_failed and result.optimization is None
     assert sum(result.reports[0].providers.values()) == result.node_count
+
+
+def test_the_partitions_session_is_built_beside_the_levels_not_before_them(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sessions at a time from the start, as ONNX Runtime's own five sessions build (the floor of issue #51):
+    the first two sessions meet at a barrier before either is built, which the partition's would wait at alone
+    if it were built before the levels'."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two cores: two at a time
+    meeting, lock = threading.Barrier(2, timeout=10), threading.Lock()
+    logids: list[str] = []
+    real = ort.InferenceSession
+
+    class Meeting(real):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any, options: Any = None, *args: Any, **kwargs: Any) -> None:
+            with lock:
+                logids.append(options.logid)
+                first_two = len(logids) <= 2
+            if first_two:
+                meeting.wait()
+            super().__init__(path, options, *args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", Meeting)
+    path = str(models["conv_relu"])
+    result = partition_model(PartitionRequest(path=path, levels_dir=str(tmp_path)))
+    assert result.optimization is not None and not result.levels_failed
+    assert len(logids) == 5  # the partition's (ALL, no level's logid) and four levels': not six
+    assert sum(not logid.startswith("workbench-level-") for logid in logids[:2]) == 1  # among the first two
+    # the level the partition's session wrote is described from its own log, as before
+    assert result.optimization.levels[-1].key == "all" and result.optimization.levels[-1].transformers
+
+
+def test_partition_with_levels_on_the_command_line_is_one_job(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command asks one worker for the partition and its levels (the partition's session among the levels',
+    the ALL session once), where it ran two jobs in two workers that built six sessions, three at a time."""
+    from core.cli import partition as command
+
+    asked: list[tuple[str, Any]] = []
+    submit = command.jobs.submit
+
+    def recorded(job: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append((job.name, request))
+        return submit(job, request, *args, **kwargs)
+
+    monkeypatch.setattr(command.jobs, "submit", recorded)
+    done = cli("partition", str(models["conv_relu"]), "--levels", "--json")
+    assert done.returncode == 0, done.stderr
+    assert [name for name, _request in asked] == ["partition.run"] and asked[0][1].levels_dir
+    data = json.loads(done.stdout)
+    assert list(data["levels"]) == ["DISABLE_ALL", "BASIC", "EXTENDED", "LAYOUT", "ALL"]
+    assert data["levels"]["EXTENDED"]["op_counts"]["com.microsoft:FusedConv"] == 1
+    assert data["providers"] == {"CPUExecutionProvider": 2}
