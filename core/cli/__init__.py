@@ -6,19 +6,23 @@ the language ``--lang`` or the environment names (core.cli.language.choose_langu
 stay English.
 
 Only the module of the command given is imported (``python -m core samples`` does not import numpy, ONNX Runtime
-or the benchmark's code for the other nineteen): the commands and their one-line help are listed here.
+or the benchmark's code for the other nineteen): the commands and their one-line help are listed here. A command
+whose job's worker can start before its arguments are parsed (inspect) starts it first, before argparse is imported
+and the parser built (issue #51).
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from core.cli.language import add_language_argument, choose_language
 from core.errors import WorkbenchError
 from core.i18n import _, using
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["COMMANDS", "main", "parser"]
 
@@ -61,6 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def parser(only: str | None = None) -> argparse.ArgumentParser:
     """The command line: every command with its arguments; with ``only``, the arguments of that command alone
     (the others are listed, their modules not imported; "" for none)."""
+    import argparse
+
+    from core.cli.language import add_language_argument
+
     top = argparse.ArgumentParser(prog="python -m core", description="ONNX Workbench without a browser.")
     add_language_argument(top)
     sub = top.add_subparsers(dest="command", required=True)
@@ -71,19 +79,42 @@ def parser(only: str | None = None) -> argparse.ArgumentParser:
     return top
 
 
-def _command_in(argv: list[str]) -> str:
-    """The command ``argv`` names ("" when none is known: argparse then says what is wrong, or prints help)."""
-    words = iter(argv)
-    for word in words:
-        if word == "--lang":
-            next(words, None)
+def _command_at(argv: list[str]) -> int:
+    """Where in ``argv`` the command is named (-1 when no known one is: argparse then says what is wrong, or prints
+    help)."""
+    skip = False
+    for at, word in enumerate(argv):
+        if skip:
+            skip = False
+        elif word == "--lang":
+            skip = True
         elif not word.startswith("-"):
-            return word if word in COMMANDS else ""
-    return ""
+            return at if word in COMMANDS else -1
+    return -1
+
+
+def _command_in(argv: list[str]) -> str:
+    """The command ``argv`` names ("" when none is known)."""
+    at = _command_at(argv)
+    return argv[at] if at >= 0 else ""
+
+
+def _start_ahead(argv: list[str]) -> None:
+    """The worker of inspect's job, started from its words alone, before argparse is imported and the parser built:
+    its start no longer waits for them (about 20 ms of a command's fixed cost, issue #51). What argparse then reads
+    decides as before; a worker it does not take is stopped (core.cli.inspect)."""
+    at = _command_at(argv)
+    if at >= 0 and argv[at] == "inspect":
+        from core.cli.inspect import start_ahead
+
+        start_ahead(argv[at + 1 :])
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _start_ahead(argv)
+    from core.cli.language import choose_language
+
     args = parser(_command_in(argv)).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     with using(choose_language(args)):

@@ -3,14 +3,24 @@
 The command starts its job's worker first, with the files the model argument names (core.jobs.ahead), and only then
 imports the job machinery, the records and what prints them (core.cli.inspect_text): the worker starts Python and
 imports its modules while the command imports its own, side by side rather than one after the other (issue #51).
+``python -m core inspect MODEL`` starts it from its words (``start_ahead``), before argparse is imported and the
+parser built, and the worker imports onnx and the job's modules before the request comes, not after.
 """
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 __all__ = ["register", "run"]
+
+# what the job (core.decode.inspected) imports, onnx among them: its worker imports these while the command builds
+# the request, instead of after it came
+_JOB_IMPORTS = ("onnx", "core.decode.inspected", "core.decode.decoder", "core.model.intake")
+# a model argument's worker started from the command's words (start_ahead): its unpack folder, for run
+_started: dict[str, str] = {}
 
 
 def register(parser: Any) -> None:
@@ -23,8 +33,23 @@ def register(parser: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def start_ahead(words: list[str]) -> None:
+    """Start the job's worker from the words after ``inspect`` (``MODEL``, with ``--json`` before or after it),
+    before they are parsed; anything else (an option, a second argument, help, a sample) is left to argparse and
+    ``run``. ``run`` takes this start when argparse reads the same model."""
+    models = [word for word in words if word != "--json"]
+    if len(words) > 2 or len(models) != 1 or models[0].startswith(("-", "sample:")):
+        return
+    try:
+        _started[models[0]] = _start_worker(models[0])
+    except (OSError, ValueError):  # a name the system refuses: run says what is wrong
+        return
+
+
 def run(args: argparse.Namespace) -> int:
-    unpack_dir = "" if args.model.startswith("sample:") else _start_worker(args.model)
+    unpack_dir = ""  # a sample's record needs no worker
+    if not args.model.startswith("sample:"):  # the worker started from the words, else one started now
+        unpack_dir = _started.pop(args.model, "") or _start_worker(args.model)
     from core.cli.inspect_text import inspect_model
     from core.jobs import ahead
 
@@ -42,5 +67,5 @@ def _start_worker(model: str) -> str:
     from core.jobs import ahead
 
     unpack_dir = unpack_folder()
-    ahead.start(model_paths(model), [unpack_dir])
+    ahead.start(model_paths(model), [unpack_dir], imports=_JOB_IMPORTS)
     return unpack_dir

@@ -53,9 +53,10 @@ class Ahead:
 _waiting: list[Ahead] = []  # at most one: a command's
 
 
-def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = ()) -> None:
+def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = (), imports: tuple[str, ...] = ()) -> None:
     """Start a worker whose sandbox shows ``reads`` (read-only, as a job's ReadPath arguments are shown) and
-    ``writes``, for the job that will name exactly these. Nothing is started when a path to read is missing or the
+    ``writes``, for the job that will name exactly these; it imports ``imports`` (the job's modules, the libraries
+    they import) while the command builds the request. Nothing is started when a path to read is missing or the
     sandbox would refuse these paths or cannot be had: the job then starts its worker as usual, and says why."""
     stop()
     read, written = [Path(p) for p in reads], [Path(p) for p in writes]
@@ -83,7 +84,7 @@ def start(reads: Iterable[str | Path], writes: Iterable[str | Path] = ()) -> Non
         scratch = sandbox.new_scratch(settings, "job-")
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the job, which closes it
         began = time.time()
-        proc = sandbox.start_worker(confinement, settings, scratch, sandboxed, stderr)
+        proc = sandbox.start_worker(confinement, settings, scratch, sandboxed, stderr, imports=imports)
     except OSError:  # no process or folder to be had now: the job starts its own worker, and says why it cannot
         if stderr is not None:
             stderr.close()

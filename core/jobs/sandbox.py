@@ -255,12 +255,15 @@ def start_worker(
     torch: bool = False,
     network: bool = False,
     runtime: Runtime | None = None,
+    imports: tuple[str, ...] = (),
 ) -> subprocess.Popen[bytes]:
     """``python -m core.jobs.worker`` (``--warm``: started before its job, core.jobs.warm; ``--torch``: it
     imports torch ahead too), in its sandbox when there is one, with ``scratch`` as its private folder; its
     stdin and stdout are the job's channel. ``runtime``: from that runtime's Python (core.runtime.runtimes), whose
-    environment the sandbox shows read-only; the app's own by default."""
+    environment the sandbox shows read-only; the app's own by default. ``imports``: modules it imports before it
+    reads its request (a worker started ahead of a job its command knows: core.jobs.ahead)."""
     flags = [*(["--warm"] if warm else []), *(["--torch"] if warm and torch else [])]
+    flags += [f"--import={','.join(imports)}"] if imports else []
     python = [runtime.python if runtime is not None else sys.executable, "-m", "core.jobs.worker", *flags]
     command = (
         worker_command(python, confinement, settings, scratch, staged=warm, network=network, runtime=runtime)

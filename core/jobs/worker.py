@@ -99,6 +99,19 @@ def _preload(torch: bool) -> None:
         signature_of(JOBS.get(name).target)
 
 
+def _import_ahead(flags: list[str]) -> None:
+    """The modules ``--import=A,B`` names (a worker started ahead of a job its command knows, core.jobs.ahead),
+    imported while the command still builds the request, as ``_preload`` does for a pre-started worker: the job's
+    own modules and the libraries they import inside their functions (onnx). None of it touches a model."""
+    for flag in flags:
+        if flag.startswith("--import="):
+            for name in filter(None, flag.removeprefix("--import=").split(",")):
+                try:
+                    importlib.import_module(name)
+                except Exception as exc:  # the job that needs it will say so
+                    print(f"worker: could not import {name} ahead: {exc}", file=sys.stderr)
+
+
 def _make_links(links: list[tuple[str, str]]) -> None:
     """The paths the job was given, as links to where they lie in this sandbox (its data folder is an empty,
     private one: nothing here is anybody else's)."""
@@ -118,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if warm:
         _preload(torch="--torch" in flags)
         channel.send(wire.Ready(pid=os.getpid()))
+    _import_ahead(flags)
 
     request: wire.Request = wire.decode(sys.stdin.buffer.read(), wire.Request)
     set_language(request.language)
