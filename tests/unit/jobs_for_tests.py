@@ -63,6 +63,13 @@ def whoami() -> tuple[int, list[int]]:
     return os.getpid(), sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 
 
+def collection_seen() -> tuple[bool, int]:
+    """Whether the cyclic garbage collector is on while the job runs, and how many objects it leaves out (frozen)."""
+    import gc
+
+    return gc.isenabled(), gc.get_freeze_count()
+
+
 def limits_seen(limits: IntakeLimits | None = None) -> list[Any]:
     assert limits is not None
     return [limits.max_nodes, limits.allow_code_archives]
