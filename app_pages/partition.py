@@ -97,9 +97,10 @@ levels = jobs.kept(OPTIMIZE, record.id)
 waits = levels is None and (record.node_count or 0) > partition_view.LEVELS_ON_REQUEST
 levels_request = LevelsRequest(path=record.path)
 small = (record.node_count or 0) <= partition_view.LEVELS_BEFORE_GRAPH  # its graph waits for the levels (below)
-# a small model's partition and levels come from one job (one worker, the ALL session built once), unless this
-# partition is kept already (its levels failed: they are asked for alone below)
-together = levels is None and not waits and small and runtime == "default"
+# the partition and levels come from one job (one worker; the partition's session built beside the levels', the ALL
+# session once), unless this partition is kept already (its levels failed: they are asked for alone below); on a
+# large model the partition is then drawn once its levels are made, not before them, and sooner for it
+together = levels is None and not waits and runtime == "default"
 together = together and jobs.kept(PARTITION, record.id, request) is None
 if not small:
     start_graph(record)  # the graph the partition is drawn on, laid out while the partition runs

@@ -58,15 +58,18 @@ __all__ = [
 # small machine) wait for a click, and the partition above them does not wait for them
 LEVELS_ON_REQUEST = 50_000
 # nodes up to which the Partition page waits for the levels (started beside the partition) before drawing its
-# graph, so that it draws it once, with what each level did; above, the graph comes first and the page runs again
+# graph, so that it draws it once, with what each level did; above, the graph comes first and the page runs again.
+# Both only where the levels are a job of their own (another runtime's partition, or levels that failed with it):
+# the partition's job makes them at every size (partition_with_levels), and the graph is drawn once, with them
 LEVELS_BEFORE_GRAPH = 2_000
 
 
 def partition_with_levels(
     request: PartitionRequest, levels_request: LevelsRequest, label: str, model: str
 ) -> tuple[PartitionResult, OptimizationReport | None]:
-    """The partition and the levels of a small model from one job: one worker, not two (a second worker started
-    cold took most of the sample's page), and the ALL session built once (core.partition.partitioner). Each is
+    """The partition and the levels from one job: one worker, not two (a second worker started cold took most of
+    the sample's page), the partition's session built beside the levels' and the ALL session once, five sessions
+    two at a time (core.partition.partitioner; on a large model the partition comes with its levels). Each is
     kept as its own job's result for its request, so the page's next runs take them as they are; the levels are
     None when they could not be made (the page then asks for them alone, which says why)."""
     folder = session.workspace().new_folder(OPTIMIZE.folder)

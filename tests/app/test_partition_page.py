@@ -111,15 +111,20 @@ def test_placements_are_read_from_the_jobs_file_and_filtered(monkeypatch: pytest
     assert set(table["provider"]) == {"CPU"} and {"then_relu", "body_add"} <= set(table["node"])
 
 
-def test_a_small_models_partition_and_levels_come_from_one_job_and_its_graph_is_drawn_once(
-    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("large", [False, True], ids=["small", "over LEVELS_BEFORE_GRAPH"])
+def test_the_partition_and_levels_come_from_one_job_and_the_graph_is_drawn_once(
+    tinycnn_bytes: bytes, monkeypatch: pytest.MonkeyPatch, large: bool
 ) -> None:
-    """The partition and its levels come from one job (one worker, the ALL session built once), the levels' files
-    in a folder of their own; the graph waits for them and the page does not run again to colour it; the page's
-    next run takes both as they are kept."""
+    """The partition and its levels come from one job (one worker, the partition's session beside the levels',
+    the ALL session built once), the levels' files in a folder of their own; the graph waits for them and the page
+    does not run again to colour it; the page's next run takes both as they are kept. A large model too, whose
+    partition came first from a job of its own, then its levels from another (six sessions), and a rerun."""
     import streamlit as st
 
     from ui import jobs
+
+    if large:
+        monkeypatch.setattr(partition_view, "LEVELS_BEFORE_GRAPH", 7)  # TinyCNN's 8 nodes count as large
 
     submitted: list[str] = []
     reruns: list[int] = []
