@@ -62,10 +62,17 @@ def run(args: argparse.Namespace) -> int:
 def _start_worker(model: str) -> str:
     """The inspect job's worker, started with the files ``model`` names and a fresh folder to unpack a .zip of a
     model folder into, which is returned: the job is given the same, and takes this worker when its paths are
-    these (a file of a Hugging Face folder's onnx/ is read with its folder: its job starts a worker of its own)."""
+    these. A file of a Hugging Face folder's onnx/ is read with its folder (core.cli.common.intake_request): its
+    worker is started with the folder."""
     from core.cli.files import model_paths, unpack_folder
     from core.jobs import ahead
 
     unpack_dir = unpack_folder()
-    ahead.start(model_paths(model), [unpack_dir], imports=_JOB_IMPORTS)
+    paths = model_paths(model)
+    if len(paths) == 1 and paths[0].suffix == ".onnx" and paths[0].parent.name == "onnx":
+        from core.model.hf_folder import relative_member  # only here: it costs a command 10 ms (hashlib)
+
+        member = relative_member(paths[0])
+        paths = paths if member is None else [member[0]]
+    ahead.start(paths, [unpack_dir], imports=_JOB_IMPORTS)
     return unpack_dir

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import onnx
 import pytest
@@ -77,6 +78,37 @@ def test_inspect_given_a_model_starts_its_worker_before_its_arguments_are_parsed
 def test_words_argparse_may_read_otherwise_start_nothing_ahead(argv: list[str], starts: list[str]) -> None:
     core.cli._start_ahead(argv)
     assert starts == []
+
+
+def test_a_file_of_a_hugging_face_folder_has_its_worker_started_with_the_folder_it_is_read_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FOLDER/onnx/model.onnx is read with FOLDER (core.cli.common.intake_request): the worker started ahead is
+    shown the folder, so the job takes it, where a worker shown the file alone was stopped and a second started."""
+    from core.cli.common import intake_request
+    from core.jobs import INSPECT, run
+    from core.jobs import sandbox as sandbox_module
+
+    monkeypatch.setenv("WORKBENCH_DATA_DIR", str(tmp_path / "data"))
+    folder = tmp_path / "hf"
+    (folder / "onnx").mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    member = _one_node(folder / "onnx" / "model.onnx")
+    started: list[tuple[str, ...]] = []
+    start = sandbox_module.start_worker
+
+    def counted(confinement: sandbox_module.Confinement, *args: Any, **kwargs: Any) -> Any:
+        started.append(confinement.reads)
+        return start(confinement, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox_module, "start_worker", counted)
+    try:
+        unpack = inspect_command._start_worker(str(member))
+        inspected = run(INSPECT, intake_request(str(member), unpack_dir=unpack))
+    finally:
+        ahead.stop()
+    assert inspected.record.folder == str(folder) and inspected.decoded is not None
+    assert started == [(str(folder),)]  # one worker, shown the folder
 
 
 def _tree(pid: int) -> list[int]:
