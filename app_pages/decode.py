@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.decode import DecodeRequest
 from core.graph.colourings import latency_colouring
 from core.i18n import _
-from core.jobs import DECODE, PROFILE
+from core.jobs import PROFILE
 from core.notes import say
 from ui import jobs
 from ui.decode_view import (
     decoded_json,
+    decoded_with_graph,
     header_section,
     model_section,
     node_details,
     nodes_section,
     weights_section,
 )
-from ui.graph_panel import draw_graph, graph_of, node_card, start_graph
+from ui.graph_panel import draw_graph, graph_of, node_card
 from ui.needs import next_steps, require_onnx
 from ui.text import md_escape
 
@@ -34,8 +34,7 @@ st.markdown(
 record = require_onnx("decode")
 
 label = _("Decoding '{name}'").format(name=record.name)
-start_graph(record)  # section 3's graph, laid out while the model is decoded
-decoded = jobs.run(DECODE, DecodeRequest(path=record.path), label, model=record.id, reuse=True)
+decoded = decoded_with_graph(record, label)  # and section 3's graph laid out beside it
 for problem in decoded.problems:
     st.warning(md_escape(say(problem), 600))
 

@@ -8,18 +8,25 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from core.decode import DecodedModel, NodeInfo
+from core.decode import DecodedModel, DecodeRequest, NodeInfo
+from core.graph.records import GraphRequest
 from core.i18n import N_, _, ngettext, number, pgettext
+from core.jobs import DECODE, DECODE_GRAPH, GRAPH
 from core.jobs.wire import to_data
-from core.model import format_shape
+from core.model import ModelRecord, format_shape
 from core.notes import say
+from ui import jobs
 from ui.bars import bar_table
 from ui.cards import signature_tables
+from ui.graph_panel import MAX_VIEW_NODES, start_graph
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
     "OP_ROWS",
+    "TOGETHER_MAX_BYTES",
+    "TOGETHER_MAX_NODES",
+    "decoded_with_graph",
     "header_section",
     "layers_frame",
     "layers_section",
@@ -30,6 +37,30 @@ __all__ = [
     "op_types_section",
     "weights_section",
 ]
+
+
+# a model up to these sizes is decoded and laid out by one job in one worker (core/decode/graphed.py); a larger one
+# by two side by side (a second worker costs less there than doing the two one after the other)
+TOGETHER_MAX_NODES = 2_000
+TOGETHER_MAX_BYTES = 16 * 2**20
+
+
+def decoded_with_graph(record: ModelRecord, label: str) -> DecodedModel:
+    """The decoding of ``record``, with its graph view made and kept beside it (``graph_of`` takes it). A small
+    model's two come from one job: a second worker, and the warm pool's replacement for it (0.4 CPU-seconds while
+    the page is drawn), cost more than the layout itself. A larger model's graph is laid out in a worker of its own
+    while the decoding runs (``start_graph``)."""
+    request, graph_request = DecodeRequest(path=record.path), GraphRequest(path=record.path)
+    small = (record.node_count or 0) <= min(TOGETHER_MAX_NODES, MAX_VIEW_NODES)
+    small = small and record.size_bytes <= TOGETHER_MAX_BYTES
+    if not small or jobs.kept(DECODE, record.id, request) is not None or jobs.kept(GRAPH, record.id) is not None:
+        start_graph(record)
+        return jobs.run(DECODE, request, label, model=record.id, reuse=True)
+    both = jobs.run(DECODE_GRAPH, request, label, model=record.id)  # the node table in its folder, as DECODE's
+    jobs.keep(DECODE, record.id, both.decoded, request)
+    if both.view is not None:  # else graph_of runs the graph's own job, which says why
+        jobs.keep(GRAPH, record.id, both.view, graph_request)
+    return both.decoded
 
 
 def header_section(decoded: DecodedModel) -> None:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from core.bench.records import BenchReport, BenchRequest
     from core.browser.payload import BrowserPayload, BrowserRequest
     from core.compare.records import CompareReport, CompareRequest
+    from core.decode.graphed import DecodedWithGraph
     from core.decode.inspected import Inspected
     from core.decode.records import DecodedModel, DecodeRequest
     from core.deploy.records import DeployReport, DeployRequest, LoadtestReport, LoadtestRequest
@@ -57,6 +58,7 @@ __all__ = [
     "CALIBRATION",
     "COMPARE",
     "DECODE",
+    "DECODE_GRAPH",
     "DEPLOY",
     "DIFF",
     "EXPORT",
@@ -204,6 +206,10 @@ EXPORT: Job[ExportRequest, ExportReport] = Job(
 DECODE: Job[DecodeRequest, DecodedModel] = Job(
     name="decode.run", target="core.decode.decoder:decode_model", folder="decode"
 )
+# Decode's page on a small model: the decoding and the graph view in one worker, where each took one
+DECODE_GRAPH: Job[DecodeRequest, DecodedWithGraph] = Job(
+    name="decode.with_graph", target="core.decode.graphed:decode_with_graph", folder="decode"
+)
 # the inspect command's recognition and decoding of a model, in one worker (one interpreter's imports, not two)
 INSPECT: Job[IntakeRequest, Inspected] = Job(name="decode.inspect", target="core.decode.inspected:inspect_files")
 GRAPH: Job[GraphRequest, GraphView] = Job(name="graph.view", target="core.graph.job:graph_view_job")
@@ -314,5 +320,5 @@ HANDLES += [
     BROWSER,
     DIFF,
 ]
-HANDLES += [TUNE, COMPARE, GENERATE, QUANTIZE_LM, INSPECT]
+HANDLES += [TUNE, COMPARE, GENERATE, QUANTIZE_LM, INSPECT, DECODE_GRAPH]
 JOBS = JobRegistry(HANDLES)

@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 from streamlit.testing.v1 import AppTest
 
+from core.decode import DecodeRequest
 from core.jobs import DECODE, GRAPH
 from tests import builders
 from tests.app.conftest import APP
@@ -151,9 +152,72 @@ def _job_events(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return events
 
 
+@pytest.fixture
+def apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decoding and the graph's layout in two jobs, as for a model past ``TOGETHER_MAX_NODES``."""
+    monkeypatch.setattr("ui.decode_view.TOGETHER_MAX_NODES", 0)
+
+
+def test_a_small_models_decoding_and_graph_come_from_one_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One worker for both (and one replacement for the warm pool to start while the page is drawn); each result is
+    kept as its own job's, so a second visit and Partition's graph run nothing."""
+    events = _job_events(monkeypatch)
+    at = open_decode(builders.chain_model(30).SerializeToString(), name="chain.onnx")
+    mine = [e for e in events if "decode" in e or "graph" in e]
+    assert mine == ["submit decode.with_graph", "result decode.with_graph"]
+    assert at.session_state[GRAPH.name][1].node_count == 30 and at.session_state[DECODE.name][1].node_count == 30
+    assert [h.value for h in at.header] == ["1. The first bytes", "2. The model", "3. The graph", "4. The nodes",
+                                            "5. The weights"]  # fmt: skip
+    assert any(c.value.startswith("30 nodes") for c in at.caption)  # the graph drawn from it
+    decoded = at.session_state[DECODE.name][1]  # the node table in the job's file, as the decoding's own job's
+    assert decoded.nodes == [] and decoded.node_rows.rows == 30 and len(at.dataframe[0].value) == 30
+    events.clear()
+    at.switch_page("app_pages/partition.py").run()
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and not [e for e in events if "decode" in e or "graph" in e]
+
+
+def test_a_graph_the_decoding_job_could_not_lay_out_is_asked_of_the_graphs_own_job(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The decoding is shown all the same, and the graph's own job is run for the graph (and says why, if it fails
+    again): the job's function, called here (a worker is another process), then the page with such a result."""
+    import core.decode.graphed
+
+    def refused(request, limits=None):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no layout")
+
+    monkeypatch.setattr(core.decode.graphed, "graph_view_job", refused)
+    model = builders.chain_model(3)
+    (tmp_path / "chain.onnx").write_bytes(model.SerializeToString())
+    both = core.decode.graphed.decode_with_graph(DecodeRequest(path=str(tmp_path / "chain.onnx")))
+    assert both.view is None and both.decoded.node_count == len(model.graph.node)
+    events = _job_events(monkeypatch)
+    monkeypatch.setattr("ui.decode_view.jobs.run", _without_view(monkeypatch))
+    at = open_decode(model.SerializeToString(), name="chain.onnx")
+    assert [e for e in events if e.startswith("submit")][-1] == "submit graph.view"
+    assert at.session_state[GRAPH.name][1].node_count == len(model.graph.node) and not at.exception
+
+
+def _without_view(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """ui.jobs.run, with the combined job's view taken out of its result (as when the worker could not lay it out)."""
+    import dataclasses
+
+    import ui.jobs
+
+    run = ui.jobs.run
+
+    def wrapped(job, request, label, **kwargs):  # type: ignore[no-untyped-def]
+        result = run(job, request, label, **kwargs)
+        return dataclasses.replace(result, view=None) if job.name == "decode.with_graph" else result
+
+    return wrapped
+
+
+@pytest.mark.usefixtures("apart")
 def test_the_graph_is_laid_out_while_the_model_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two workers side by side: the graph's job is started before the page waits on the decoding, and waited on
-    after; a second visit starts neither (both results are kept)."""
+    """A larger model's two jobs in two workers side by side: the graph's job is started before the page waits on
+    the decoding, and waited on after; a second visit starts neither (both results are kept)."""
     events = _job_events(monkeypatch)
     at = open_decode(builders.chain_model(30).SerializeToString())
     mine = [e for e in events if e.endswith((DECODE.name, GRAPH.name))]
@@ -171,6 +235,7 @@ def test_the_graph_is_laid_out_while_the_model_is_decoded(monkeypatch: pytest.Mo
         time.sleep(0.05)
 
 
+@pytest.mark.usefixtures("apart")
 def test_with_one_job_per_session_the_graph_waits_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     """Where a session may run one job at a time (hosted), nothing is started ahead: the page runs its jobs one
     after the other, as before, and never refuses its own second job."""
@@ -206,6 +271,7 @@ def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.M
     assert started.pop(("left", GRAPH.name)) is newer
 
 
+@pytest.mark.usefixtures("apart")
 def test_a_model_too_large_to_hold_twice_is_laid_out_after_it_is_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
     import ui.graph_panel
 
@@ -237,6 +303,7 @@ def test_a_quick_job_has_no_toast(monkeypatch: pytest.MonkeyPatch) -> None:
     assert not at.toast
 
 
+@pytest.mark.usefixtures("apart")
 def test_a_job_that_cannot_start_ahead_gives_its_slot_back_and_runs_in_its_turn(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -87,8 +87,8 @@ def _page_with(monkeypatch: pytest.MonkeyPatch, handle: Handle) -> AppTest:
 def test_a_job_done_in_a_moment_is_drawn_finished_with_no_running_box_first(
     monkeypatch: pytest.MonkeyPatch, running_boxes: list[str]
 ) -> None:
-    """Decode's two jobs (the decoding, the graph's layout started beside it) end within the short wait: each is
-    drawn as its closed box with the check mark, the time and the full bar, and no status box paused the run."""
+    """Decode's jobs (on a small model, one: the decoding with the graph's layout) end within the short wait: each
+    is drawn as its closed box with the check mark, the time and the full bar, and no status box paused the run."""
     import ui.jobs
 
     monkeypatch.setattr(ui.jobs, "QUICK_S", 600.0)  # the test's workers start cold: "a moment" for them is longer
@@ -96,7 +96,7 @@ def test_a_job_done_in_a_moment_is_drawn_finished_with_no_running_box_first(
     at = open_page("decode", ("chain.onnx", builders.chain_model(30).SerializeToString()), timeout=120)
     assert not at.exception and running_boxes == []
     done = [e.label for e in at.expander if ": done in " in e.label]
-    assert [label.split(": done in ")[0] for label in done] == ["Decoding 'chain'", "Laying out the graph of 'chain'"]
+    assert [label.split(": done in ")[0] for label in done] == ["Decoding 'chain'"]
     assert not at.status and all(e.proto.icon == ":material/check:" for e in at.expander if e.label in done)
     assert [h.value for h in at.header][:3] == ["1. The first bytes", "2. The model", "3. The graph"]
 

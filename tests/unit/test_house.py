@@ -40,6 +40,8 @@ ALLOWED = {
     "tune": {"bench", "quantize"} | LIBRARIES | BASICS,
     # a server for the variant Tune chose, made with Quantize's tools when only the float32 model is given
     "deploy": {"quantize"} | LIBRARIES | BASICS,
+    # Decode's job for a small model lays out its graph in the same worker (core/decode/graphed.py)
+    "decode": {"graph"} | LIBRARIES | BASICS,
 }
 # names for ONNX protobuf messages: parameters so named are typed with onnx's classes, never Any
 PROTO_NAMES = {"model", "graph", "node", "proto", "tensor", "initializer", "attribute", "original", "optimized"}
