@@ -39,7 +39,7 @@ __all__ = [
     "node_keys",
     "optimize_levels",
     "session_workers",
-    "writes_in_one_file",
+    "weight_bytes",
 ]
 
 LAYOUT_WARNING = N_(
@@ -52,6 +52,11 @@ EXTERNAL_THRESHOLD = 1 << 30  # models with more weight bytes than this keep the
 
 def _subgraph_nodes(model: onnx.ModelProto) -> int:
     """Nodes in the bodies of If, Loop and Scan at any depth (not in local functions)."""
+    import onnx
+
+    bodies = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if not any(attr.type in bodies for node in model.graph.node for attr in node.attribute):
+        return 0  # no body at all: a graph of 30,000 nodes is not walked (0.05 s, once per level)
     return sum(len(visit.graph.node) for visit in walk_graphs(model) if visit.path != "main")
 
 
@@ -193,6 +198,10 @@ def _optimize_at(path: str, key: str, target: Path, weight_bytes: int) -> list[s
     options = session_options(key)
     options.optimized_model_filepath = str(target)
     options.logid = _logid(key)  # its log lines are told apart from the other levels' by this
+    # never run, it needs no memory arena: the arena logs each weight it holds on ORT's default logger (18,000 lines
+    # on a transformer of 30,000 nodes), each a call into Python for the capture, waiting on the GIL while Partition's
+    # own work holds it; the graph written is the same, byte for byte
+    options.enable_cpu_mem_arena = False
     files = [str(target)]
     if weight_bytes > EXTERNAL_THRESHOLD:
         data = f"{target.name}.data"
@@ -247,10 +256,10 @@ def level_file(path: str, out_dir: str, key: str) -> Path:
     return Path(out_dir) / f"{Path(path).stem}.{key}.onnx"
 
 
-def writes_in_one_file(model: onnx.ModelProto) -> bool:
-    """Whether a level's graph of ``model`` is saved as one file, as a session built elsewhere (Partition's own)
-    writes it; a model with more weights than EXTERNAL_THRESHOLD keeps them in a side file."""
-    return sum(tensor_nbytes(t) for _, t in iter_tensors(model)) <= EXTERNAL_THRESHOLD
+def weight_bytes(model: onnx.ModelProto) -> int:
+    """The bytes of the model's tensors: a level's graph of a model with more than EXTERNAL_THRESHOLD is saved with
+    its weights in a side file, else in one file, as a session built elsewhere (Partition's own) writes it."""
+    return sum(tensor_nbytes(t) for _, t in iter_tensors(model))
 
 
 Built = dict[str, tuple[list[str], list[tuple[int, str, str]]]]  # level → (its files, its session's log)
@@ -274,9 +283,15 @@ class LevelSessions:
     here); their logs are captured until the block ends, which waits for every session started."""
 
     def __init__(
-        self, request: LevelsRequest, model: onnx.ModelProto, pool: ThreadPoolExecutor, elsewhere: tuple[str, ...] = ()
+        self,
+        request: LevelsRequest,
+        model: onnx.ModelProto,
+        pool: ThreadPoolExecutor,
+        elsewhere: tuple[str, ...] = (),
+        weights: int | None = None,
     ) -> None:
         self.request, self.model, self.pool = request, model, pool
+        self.weights = weight_bytes(model) if weights is None else weights
         self.keys = level_keys(request)
         self.building = sorted((k for k in self.keys if k not in elsewhere), key=BUILD_ORDER.index)
         self.logs: dict[str, list[tuple[int, str, str]]] = {_logid(key): [] for key in self.keys}
@@ -285,11 +300,10 @@ class LevelSessions:
 
     def __enter__(self) -> LevelSessions:
         path, out_dir = self.request.path, self.request.out_dir
-        weight_bytes = sum(tensor_nbytes(t) for _, t in iter_tensors(self.model))
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         self._capture.__enter__()
         for key in self.building:
-            self.made[key] = self.pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), weight_bytes)
+            self.made[key] = self.pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), self.weights)
         return self
 
     def __exit__(self, *raised: object) -> None:

@@ -21,7 +21,14 @@ from core.i18n import _, using
 from core.model.topology import connected_groups
 from core.notes import Note, note
 from core.partition.declined import declined_nodes
-from core.partition.optimize import LevelSessions, level_file, level_keys, session_workers, writes_in_one_file
+from core.partition.optimize import (
+    EXTERNAL_THRESHOLD,
+    LevelSessions,
+    level_file,
+    level_keys,
+    session_workers,
+    weight_bytes,
+)
 from core.partition.records import (
     ContribOp,
     LevelPlacement,
@@ -312,10 +319,11 @@ def _beside_levels(
 ) -> tuple[Future[Assignment], LevelSessions | None, str]:
     """The partition's session started beside the levels' in one pool, two at a time (one per core), as ONNX
     Runtime's own five sessions build; its log is its own (core.runtime.ort routes each session's messages). The
-    levels' ALL session is this one when it runs the CPU provider alone at ALL: it writes that level's graph (the
-    file named last), and the levels build the other four. The pool and the levels end with ``stack``."""
+    levels' ALL session is this one when it runs the CPU provider alone at ALL: it writes that level's graph (to the
+    path returned last), and the levels build the other four. The pool and the levels end with ``stack``."""
     path, level = request.path, request.level
-    shared = usable == ["CPUExecutionProvider"] and level == "all" and writes_in_one_file(model)
+    weights = weight_bytes(model)
+    shared = usable == ["CPUExecutionProvider"] and level == "all" and weights <= EXTERNAL_THRESHOLD
     all_file = str(level_file(path, request.levels_dir, "all")) if shared else ""
     levels_request = LevelsRequest(path=path, out_dir=request.levels_dir)
     count = len(level_keys(levels_request))
@@ -325,9 +333,10 @@ def _beside_levels(
         "they are all built"
     )
     report_progress(0.2, said.format(names=", ".join(short_name(p) for p in usable), count=count))
+    Path(request.levels_dir).mkdir(parents=True, exist_ok=True)  # before the partition's session writes there
     placing = pool.submit(assign_providers, path, model, usable, level, log, all_file)
     try:
-        levels = stack.enter_context(LevelSessions(levels_request, model, pool, ("all",) if shared else ()))
+        levels = stack.enter_context(LevelSessions(levels_request, model, pool, ("all",) if shared else (), weights))
     except Exception:  # the partition stands; the page asks for the levels alone, which says why
         levels = None
     return placing, levels, all_file

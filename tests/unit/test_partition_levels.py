@@ -24,6 +24,7 @@ from core.partition import (
     optimize_levels,
     partition_model,
 )
+from core.runtime.ort import LEVELS
 from tests import builders
 from tests.cli import cli
 
@@ -103,6 +104,21 @@ def test_the_partition_stands_when_its_levels_fail(models: dict[str, Path], tmp_
     assert sum(result.reports[0].providers.values()) == result.node_count
 
 
+def test_the_partition_stands_when_its_levels_cannot_start(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The levels' folder is made before the partition's session, which writes the ALL level's graph there, is
+    started: not by the levels, which may not start at all (or start after it)."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("no levels here")
+
+    monkeypatch.setattr(optimize.LevelSessions, "__enter__", refuse)
+    result = partition_model(PartitionRequest(path=str(models["conv_relu"]), levels_dir=str(tmp_path / "new")))
+    assert result.levels_failed and result.optimization is None
+    assert sum(result.reports[0].providers.values()) == result.node_count
+
+
 def test_the_partitions_session_is_built_beside_the_levels_not_before_them(
     models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,3 +171,29 @@ def test_partition_with_levels_on_the_command_line_is_one_job(
     assert list(data["levels"]) == ["DISABLE_ALL", "BASIC", "EXTENDED", "LAYOUT", "ALL"]
     assert data["levels"]["EXTENDED"]["op_counts"]["com.microsoft:FusedConv"] == 1
     assert data["providers"] == {"CPUExecutionProvider": 2}
+
+
+def test_the_levels_sessions_hold_no_memory_arena_and_write_the_same_graphs(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A level's session is never run: without the CPU memory arena it does not log each weight it would hold
+    (18,000 lines of ORT's default logger on a 30,000-node model, each a call into Python), and writes the same
+    graph, byte for byte, as a session with it."""
+    arenas: list[bool] = []
+    real = ort.InferenceSession
+
+    class Recorded(real):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any, options: Any = None, *args: Any, **kwargs: Any) -> None:
+            arenas.append(options.enable_cpu_mem_arena)
+            super().__init__(path, options, *args, **kwargs)
+
+    monkeypatch.setattr(ort, "InferenceSession", Recorded)
+    path = str(models["conv_relu"])
+    report = optimize_levels(LevelsRequest(path=path, out_dir=str(tmp_path / "levels"), levels=["extended", "all"]))
+    assert arenas == [False, False]
+    for level in report.levels:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel(LEVELS[level.key].value)
+        options.optimized_model_filepath = str(tmp_path / f"with-arena.{level.key}.onnx")
+        real(path, options, providers=["CPUExecutionProvider"])
+        assert Path(level.path).read_bytes() == Path(options.optimized_model_filepath).read_bytes()
