@@ -105,6 +105,9 @@ def _session(
     if optimized_to:
         options.optimized_model_filepath = optimized_to
     options.log_severity_level = 0
+    # never run, it needs no memory arena, whose log of each weight it would hold (18,000 lines on a transformer of
+    # 30,000 nodes) only lengthened this one; the placement is the same
+    options.enable_cpu_mem_arena = False
     try:
         with capture_ort_log(log):
             session = ort.InferenceSession(path, options, providers=session_providers(providers))

@@ -128,12 +128,14 @@ def test_the_partitions_session_is_built_beside_the_levels_not_before_them(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two cores: two at a time
     meeting, lock = threading.Barrier(2, timeout=10), threading.Lock()
     logids: list[str] = []
+    arenas: list[bool] = []
     real = ort.InferenceSession
 
     class Meeting(real):  # type: ignore[misc, valid-type]
         def __init__(self, path: Any, options: Any = None, *args: Any, **kwargs: Any) -> None:
             with lock:
                 logids.append(options.logid)
+                arenas.append(options.enable_cpu_mem_arena)
                 first_two = len(logids) <= 2
             if first_two:
                 meeting.wait()
@@ -145,6 +147,7 @@ def test_the_partitions_session_is_built_beside_the_levels_not_before_them(
     assert result.optimization is not None and not result.levels_failed
     assert len(logids) == 5  # the partition's (ALL, no level's logid) and four levels': not six
     assert sum(not logid.startswith("workbench-level-") for logid in logids[:2]) == 1  # among the first two
+    assert not any(arenas)  # none is run: no memory arena logging each weight it would hold
     # the level the partition's session wrote is described from its own log, as before
     assert result.optimization.levels[-1].key == "all" and result.optimization.levels[-1].transformers
 
