@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,10 +169,22 @@ def _probe_environment() -> dict[str, str]:
     return env
 
 
-@functools.cache
+_ASKING = threading.Lock()
+_ASKED: dict[str, threading.Lock] = {}  # a lock per runtime: a second caller waits for the first one's answer
+
+
 def describe(name: str) -> RuntimeInfo:
     """What runtime ``name`` offers, asked of its own Python once per process (its onnxruntime, providers, devices,
-    plugin EPs); a runtime that does not answer is described by its error, never raised."""
+    plugin EPs); a runtime that does not answer is described by its error, never raised. Callers in threads at
+    once (the server describing its runtimes as it starts, and a page) share one answer."""
+    with _ASKING:
+        lock = _ASKED.setdefault(name, threading.Lock())
+    with lock:
+        return _describe(name)
+
+
+@functools.cache
+def _describe(name: str) -> RuntimeInfo:
     import msgspec
 
     runtime = runtime_named(name)

@@ -188,3 +188,36 @@ def test_benchmark_profile_and_tune_say_where_they_run_with_one_piece_whose_fiel
         assert isinstance(request, RuntimeChoice) and {k: data[k] for k in choice} == choice
         assert from_data(data, type(request)) == request and asked_runtime(request) == "openvino"
     assert RuntimeChoice() == RuntimeChoice(runtime="default", providers=None, strict=False)  # each job's default
+
+
+def test_the_server_asks_its_runtimes_as_it_starts_and_a_page_asking_meanwhile_shares_that_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A runtime's description is its own Python's answer (0.5-0.7 s): the server asks for it in a thread as it
+    starts, so that the first page with a runtime picker does not wait on it, and a page asking while that answer
+    is on its way waits for it rather than asking a second time."""
+    from ui import server
+
+    asked: list[str] = []
+
+    def slow_answer(command: list[str], **kwargs: object) -> SimpleNamespace:
+        asked.append(command[0])
+        time.sleep(0.2)
+        line = json.dumps({"onnxruntime": "1.0", "package": "onnxruntime", "providers": ["CPUExecutionProvider"]})
+        return SimpleNamespace(returncode=0, stdout=line.encode(), stderr=b"")
+
+    monkeypatch.setattr(runtimes, "runtime_names", lambda: ["default", "other"])
+    monkeypatch.setattr(runtimes, "runtime_named", lambda name: Runtime(name=name, python=f"/py/{name}"))
+    monkeypatch.setattr(runtimes.subprocess, "run", slow_answer)
+    runtimes._describe.cache_clear()
+    try:
+        thread = server.describe_runtimes_ahead()
+        assert thread is not None
+        page = runtimes.describe("default")  # a page's picker, while the server's thread asks
+        thread.join(timeout=10)
+        assert page.onnxruntime == "1.0" and runtimes.describe("other").providers == ["CPUExecutionProvider"]
+        assert sorted(asked) == ["/py/default", "/py/other"]  # each asked once
+        monkeypatch.setattr(runtimes, "runtime_names", lambda: ["default"])
+        assert server.describe_runtimes_ahead() is None  # one runtime: no picker, nothing to ask
+    finally:
+        runtimes._describe.cache_clear()
