@@ -10,6 +10,7 @@ nodes that disappeared.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Callable
@@ -224,25 +225,41 @@ def _level_result(
     key: str,
     files: list[str],
     log: list[tuple[int, str, str]],
+    described: dict[bytes, LevelResult] | None = None,
 ) -> LevelResult:
-    """What the optimized model of one level, written in ``files``, changed from ``original``."""
+    """What the optimized model of one level, written in ``files``, changed from ``original``. ``described``: the
+    levels described so far, by their graph's digest; a level whose graph is one of theirs, byte for byte (EXTENDED,
+    LAYOUT and ALL of a transformer without convolutions), is described from it, not read and compared again."""
     import onnx
 
-    optimized = onnx.load_model(files[0], load_external_data=False)
-    warnings = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
-    return LevelResult(
+    warned = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
+    kept = [f for f in files if Path(f).exists()]
+    # one file (its weights in it): the graph is the file's bytes; a side file of weights is not read for this
+    digest = hashlib.sha256(Path(files[0]).read_bytes()).digest() if described is not None and len(kept) == 1 else b""
+    same = described.get(digest) if described is not None and digest else None
+    if same is None:
+        optimized = onnx.load_model(files[0], load_external_data=False)
+        ops = dict(Counter(_op(node) for node in optimized.graph.node))
+        rewrites = compare_graphs(original.graph, optimized.graph, original_keys)
+        nodes, inner = len(optimized.graph.node), _subgraph_nodes(optimized)
+    else:
+        ops, rewrites, nodes, inner = dict(same.op_counts), list(same.rewrites), same.node_count, same.subgraph_nodes
+    result = LevelResult(
         key=key,
         name=LEVELS[key].name,
-        node_count=len(optimized.graph.node),
-        op_counts=dict(Counter(_op(node) for node in optimized.graph.node)),
-        rewrites=compare_graphs(original.graph, optimized.graph, original_keys),
+        node_count=nodes,
+        op_counts=ops,
+        rewrites=rewrites,
         transformers=_transformers(log),
         path=files[0],
-        files=[f for f in files if Path(f).exists()],
-        size_bytes=sum(Path(f).stat().st_size for f in files if Path(f).exists()),
-        warning=warning(LAYOUT_WARNING) if warnings else None,
-        subgraph_nodes=_subgraph_nodes(optimized),
+        files=kept,
+        size_bytes=sum(Path(f).stat().st_size for f in kept),
+        warning=warning(LAYOUT_WARNING) if warned else None,
+        subgraph_nodes=inner,
     )
+    if described is not None and digest and same is None:
+        described[digest] = result
+    return result
 
 
 def optimize_levels(request: LevelsRequest, progress: Callable[[float, str], None] | None = None) -> OptimizationReport:
@@ -329,12 +346,13 @@ class LevelSessions:
         for key, (_files, log) in (built or {}).items():
             logs[_logid(key)] = log
         done: dict[str, LevelResult] = {}
+        described: dict[bytes, LevelResult] = {}
         for key, (files, _log) in (built or {}).items():
-            done[key] = _level_result(original, original_keys, key, files, logs[_logid(key)])
+            done[key] = _level_result(original, original_keys, key, files, logs[_logid(key)], described)
         waiting = {made: key for key, made in self.made.items()}
         for made in as_completed(waiting):
             key = waiting[made]
-            done[key] = _level_result(original, original_keys, key, made.result(), logs[_logid(key)])
+            done[key] = _level_result(original, original_keys, key, made.result(), logs[_logid(key)], described)
             said = _("Optimized at {level} ({done} of {count} levels)")
             report_progress(
                 len(done) / len(self.keys), said.format(level=LEVELS[key].name, done=len(done), count=len(self.keys))

@@ -200,3 +200,35 @@ def test_the_levels_sessions_hold_no_memory_arena_and_write_the_same_graphs(
         options.optimized_model_filepath = str(tmp_path / f"with-arena.{level.key}.onnx")
         real(path, options, providers=["CPUExecutionProvider"])
         assert Path(level.path).read_bytes() == Path(options.optimized_model_filepath).read_bytes()
+
+
+@pytest.mark.parametrize(("name", "compared"), [("conv_relu", 3), ("control_flow", 1)])
+def test_a_level_whose_graph_is_another_levels_byte_for_byte_is_described_from_it_not_compared_again(
+    models: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, compared: int
+) -> None:
+    """A convolution's LAYOUT and ALL graphs are the same bytes (and here DISABLE_ALL's and BASIC's), as a
+    transformer's EXTENDED, LAYOUT and ALL (the 30,003-node model's: read and compared with it three times over);
+    each graph is compared with the model once, and each level says what a comparison of its own would."""
+    calls: list[int] = []
+    real = optimize.compare_graphs
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(optimize, "compare_graphs", counted)
+    path = str(models[name])
+    report = optimize_levels(LevelsRequest(path=path, out_dir=str(tmp_path)))
+    assert len(calls) == compared  # conv_relu: DISABLE_ALL = BASIC, then EXTENDED, then LAYOUT = ALL
+    original = onnx.load_model(path)
+    keys = optimize.node_keys(original.graph)
+    for level in report.levels:
+        alone = optimize._level_result(original, keys, level.key, level.files, [])
+        assert (level.node_count, level.op_counts, level.subgraph_nodes) == (
+            alone.node_count,
+            alone.op_counts,
+            alone.subgraph_nodes,
+        )
+        assert [(r.kind, r.text) for r in level.rewrites] == [(r.kind, r.text) for r in alone.rewrites]
+    assert [level.key for level in report.levels] == ["disable", "basic", "extended", "layout", "all"]
+    assert len({level.path for level in report.levels}) == 5  # each its own file, as before
