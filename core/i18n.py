@@ -8,8 +8,10 @@ extract, translate and compile: docs/i18n.md."""
 
 from __future__ import annotations
 
+import contextlib
 import gettext
 import io
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -103,20 +105,44 @@ def using(code: str) -> Iterator[None]:
 
 @cache
 def translations(code: str) -> gettext.NullTranslations:
-    """The catalog of ``code``, compiled once per process from its committed .po (no .mo file to build or keep in
-    step: Babel compiles it in memory, in milliseconds); fuzzy entries are left out, as gettext's tools do."""
+    """The catalog of ``code``, compiled once per process from its committed .po; fuzzy entries are left out, as
+    gettext's tools do."""
     po = LOCALE_DIR / code / "LC_MESSAGES" / "messages.po"
     if code == DEFAULT or not po.is_file():
         return gettext.NullTranslations()
+    return gettext.GNUTranslations(io.BytesIO(_compiled(po, LANGUAGES[code].babel if code in LANGUAGES else code)))
+
+
+def _compiled(po: Path, locale: str) -> bytes:
+    """The .po compiled (a .mo file's bytes): kept beside it under its content's hash, so that the next process
+    (a command, a sandboxed worker of a job in that language) reads it in milliseconds where Babel's parse took
+    0.1 s of every process; compiled in memory where the folder cannot be written (a worker's read-only view),
+    and compiled anew whenever the .po changes (a kept one of other text is removed)."""
+    import hashlib
+
+    text = po.read_bytes()
+    kept = po.with_name(f"{po.stem}.{hashlib.blake2b(text, digest_size=12).hexdigest()}.mo")
+    try:
+        return kept.read_bytes()
+    except OSError:
+        pass  # not compiled yet for this text
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
-    with po.open("rb") as f:
-        catalog = read_po(f, locale=LANGUAGES[code].babel if code in LANGUAGES else code)
     compiled = io.BytesIO()
-    write_mo(compiled, catalog, use_fuzzy=False)
-    compiled.seek(0)
-    return gettext.GNUTranslations(compiled)
+    write_mo(compiled, read_po(io.BytesIO(text), locale=locale), use_fuzzy=False)
+    data = compiled.getvalue()
+    partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+    try:
+        partial.write_bytes(data)
+        os.replace(partial, kept)  # whole or not at all, for a process reading it at the same time
+        for old in po.parent.glob(f"{po.stem}.*.mo"):
+            if old != kept:
+                old.unlink(missing_ok=True)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+    return data
 
 
 def _(message: str) -> str:
