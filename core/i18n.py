@@ -8,10 +8,12 @@ extract, translate and compile: docs/i18n.md."""
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import gettext
 import io
 import os
+import struct
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -110,10 +112,14 @@ def translations(code: str) -> gettext.NullTranslations:
     po = LOCALE_DIR / code / "LC_MESSAGES" / "messages.po"
     if code == DEFAULT or not po.is_file():
         return gettext.NullTranslations()
-    return gettext.GNUTranslations(io.BytesIO(_compiled(po, LANGUAGES[code].babel if code in LANGUAGES else code)))
+    locale = LANGUAGES[code].babel if code in LANGUAGES else code
+    try:
+        return gettext.GNUTranslations(io.BytesIO(_compiled(po, locale)))
+    except (OSError, ValueError, LookupError, struct.error):  # a kept .mo cut short or garbled: compiled again
+        return gettext.GNUTranslations(io.BytesIO(_compiled(po, locale, kept_ok=False)))
 
 
-def _compiled(po: Path, locale: str) -> bytes:
+def _compiled(po: Path, locale: str, kept_ok: bool = True) -> bytes:
     """The .po compiled (a .mo file's bytes): kept beside it under its content's hash, so that the next process
     (a command, a sandboxed worker of a job in that language) reads it in milliseconds where Babel's parse took
     0.1 s of every process; compiled in memory where the folder cannot be written (a worker's read-only view),
@@ -122,17 +128,18 @@ def _compiled(po: Path, locale: str) -> bytes:
 
     text = po.read_bytes()
     kept = po.with_name(f"{po.stem}.{hashlib.blake2b(text, digest_size=12).hexdigest()}.mo")
-    try:
-        return kept.read_bytes()
-    except OSError:
-        pass  # not compiled yet for this text
+    if kept_ok:  # else the kept one would not parse: it is written again
+        try:
+            return kept.read_bytes()
+        except OSError:
+            pass  # not compiled yet for this text
     from babel.messages.mofile import write_mo
     from babel.messages.pofile import read_po
 
     compiled = io.BytesIO()
     write_mo(compiled, read_po(io.BytesIO(text), locale=locale), use_fuzzy=False)
     data = compiled.getvalue()
-    partial = kept.with_name(f".{kept.name}.{os.getpid()}")
+    partial = kept.with_name(f".{kept.name}.{os.getpid()}.{_thread.get_ident()}")  # two threads: two files
     try:
         partial.write_bytes(data)
         os.replace(partial, kept)  # whole or not at all, for a process reading it at the same time

@@ -192,3 +192,29 @@ def test_a_catalog_is_compiled_once_and_kept_for_the_next_process_until_its_text
         assert not list(folder.glob("*.mo")) and not list(folder.glob(".messages*"))
     finally:
         i18n.translations.cache_clear()
+
+
+@pytest.mark.parametrize("damage", ["cut short", "garbage", "empty"])
+def test_a_kept_catalog_that_is_cut_short_or_garbled_is_compiled_again_not_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: str
+) -> None:
+    """A kept .mo that is not whole (a disk that filled, a copy cut short, two threads of one server compiling at
+    once) made gettext raise in every process of that language, each page and job's worker: it is compiled again
+    from the .po, and the kept file mended."""
+    folder = tmp_path / "locale" / "zh" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    (folder / "messages.po").write_bytes((i18n.LOCALE_DIR / "zh" / "LC_MESSAGES" / "messages.po").read_bytes())
+    monkeypatch.setattr(i18n, "LOCALE_DIR", tmp_path / "locale")
+    i18n.translations.cache_clear()
+    try:
+        said = i18n.translations("zh").gettext("Model")
+        (kept,) = folder.glob("messages.*.mo")
+        whole = kept.read_bytes()
+        kept.write_bytes(
+            {"cut short": whole[: len(whole) * 2 // 3], "garbage": b"\x00garbage" * 64, "empty": b""}[damage]
+        )
+        i18n.translations.cache_clear()
+        assert i18n.translations("zh").gettext("Model") == said != "Model"
+        assert kept.read_bytes() == whole
+    finally:
+        i18n.translations.cache_clear()
