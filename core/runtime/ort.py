@@ -294,12 +294,11 @@ class _Dispatcher:
         import onnxruntime as ort
 
         with self.lock:
-            first = not self.open
-            self.open = (*self.open, capture)
-            if first:
+            if not self.open:
                 ort.set_default_logger_callback(self, capture.severity)
             else:  # the callback stays (replacing it while other threads log through it is not safe)
-                ort.set_default_logger_severity(min(c.severity for c in self.open))
+                ort.set_default_logger_severity(min(capture.severity, *(c.severity for c in self.open)))
+            self.open = (*self.open, capture)  # once ORT took it: a capture that failed to open is not counted
         try:
             yield
         finally:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper
 
 from core.runtime.ort import capture_ort_log, capture_session_logs
@@ -130,3 +131,23 @@ def test_a_session_built_once_every_capture_has_ended_adds_nothing_to_them(tmp_p
     kept = list(lines)
     _build(tmp_path, "once_ended")
     assert "during" in _said(kept) and lines == kept
+
+
+def test_a_capture_whose_callback_could_not_be_set_leaves_no_trace_for_the_next_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A capture that failed to open (ORT refused the callback) stayed counted as open: every later capture in that
+    process took the callback for installed already, and got nothing."""
+    real = ort.set_default_logger_callback
+
+    def refused(*args: object) -> None:
+        raise RuntimeError("refused")
+
+    monkeypatch.setattr(ort, "set_default_logger_callback", refused)
+    with pytest.raises(RuntimeError), capture_session_logs({"level-a": []}):
+        pass
+    monkeypatch.setattr(ort, "set_default_logger_callback", real)
+    lines: Lines = []
+    with capture_ort_log(lines):
+        _build(tmp_path, "after_the_refusal")
+    assert "after_the_refusal" in _said(lines)
