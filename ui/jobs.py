@@ -315,7 +315,9 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
             _finished_box(label, seconds)
             _warn(handle.warnings)
             return result
-        with st.status(label, expanded=False) as status:
+        # open while it runs, so its bar says how far it has got (a large model's Partition runs for minutes, and
+        # the toast below sends the reader to this box); closed once it has ended, as a quick job's box is drawn
+        with st.status(label, expanded=True) as status:
             bar = st.progress(0.0, text=_("starting the worker…"))
             shown: tuple[float, str] = (0.0, "")  # what the bar says: sent to the browser only when it changes
             told = False  # whether a toast said the job runs
@@ -350,7 +352,7 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
             try:
                 result = handle.result()
             except Exception:
-                status.update(label=_("{label}: failed").format(label=label), state="error")
+                status.update(label=_("{label}: failed").format(label=label), state="error", expanded=False)
                 if told:
                     st.toast(_("{label}: failed").format(label=label), icon=":material/error:")
                 raise
@@ -359,7 +361,9 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
                 _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
             bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))
             status.update(
-                label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds), state="complete"
+                label=_("{label}: done in {seconds} s").format(label=label, seconds=seconds),
+                state="complete",
+                expanded=False,
             )
             if told:
                 st.toast(

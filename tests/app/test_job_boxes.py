@@ -128,3 +128,25 @@ def test_a_job_that_fails_at_once_says_so_in_its_status_box(
     assert at.session_state["got"] == "the worker died" and running_boxes == ["Decoding 'm'"]
     (box,) = at.status
     assert box.state == "error" and box.label == "Decoding 'm': failed"
+
+
+def test_a_longer_job_s_box_is_open_while_it_runs_and_closed_once_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar saying how far a long job has got (a large model's Partition: minutes) is in view while it runs,
+    not inside a closed box, where the toast sent the reader; once done the box is closed, as a quick job's is."""
+    import ui.jobs
+
+    opened: list[bool] = []
+    create = StatusContainer._create
+
+    def noted(parent: Any, label: str, **kwargs: Any) -> StatusContainer:  # st.status names its arguments
+        opened.append(kwargs["expanded"])
+        return create(parent, label, **kwargs)
+
+    monkeypatch.setattr(StatusContainer, "_create", staticmethod(noted))
+    monkeypatch.setattr(ui.jobs, "QUICK_S", 0.05)
+    at = _page_with(monkeypatch, Handle(after=0.4))
+    (box,) = at.status
+    assert opened == [True] and box.state == "complete" and box.proto.expanded is False
+    failed = _page_with(monkeypatch, Handle(after=0.4, error=JobFailed("the worker died")))
+    (box,) = failed.status
+    assert opened == [True, True] and box.state == "error" and box.proto.expanded is False
