@@ -338,8 +338,9 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
                         status.update(label=f"{label} ({text})")  # each sending ten a second kept the server busy
                     now = (0.0, text)
                 elif handle.progress is not None:
-                    elapsed = time.monotonic() - began
-                    now = (round(handle.progress.fraction, 2), f"{handle.progress.message} ({elapsed:.0f} s)")
+                    elapsed = f"{time.monotonic() - began:.0f}"
+                    said = _("{message} ({seconds} s)").format(message=handle.progress.message, seconds=elapsed)
+                    now = (round(handle.progress.fraction, 2), said)
                 else:
                     now = (0.0, _("working… {seconds} s").format(seconds=f"{time.monotonic() - began:.0f}"))
                 if now != shown:

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from streamlit.delta_generator import DeltaGenerator
 from streamlit.elements.lib.mutable_status_container import StatusContainer
 from streamlit.testing.v1 import AppTest
 
@@ -62,16 +63,18 @@ class Handle:
         pass
 
 
-def _one_job() -> None:
+def _one_job(language: str = "en") -> None:
     import streamlit as st
 
     from core.decode import DecodeRequest
     from core.errors import WorkbenchError
+    from core.i18n import using
     from core.jobs import DECODE
     from ui import jobs
 
     try:
-        st.session_state["got"] = jobs.run(DECODE, DecodeRequest(path="m.onnx"), "Decoding 'm'")
+        with using(language):
+            st.session_state["got"] = jobs.run(DECODE, DecodeRequest(path="m.onnx"), "Decoding 'm'")
     except WorkbenchError as exc:
         st.session_state["got"] = str(exc)
 
@@ -150,3 +153,26 @@ def test_a_longer_job_s_box_is_open_while_it_runs_and_closed_once_done(monkeypat
     failed = _page_with(monkeypatch, Handle(after=0.4, error=JobFailed("the worker died")))
     (box,) = failed.status
     assert opened == [True, True] and box.state == "error" and box.proto.expanded is False
+
+
+def test_a_running_job_s_bar_gives_its_seconds_in_the_reader_s_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar's text is the job's progress (said in the worker, in the reader's language) and the seconds it has
+    run: in Chinese "秒", not an English "s" after a Chinese sentence."""
+    import ui.jobs
+    from core.jobs.process import Progress
+
+    said: list[str] = []
+    progress = DeltaGenerator.progress
+
+    def noted(self: DeltaGenerator, value: Any, text: str | None = None, **kwargs: Any) -> Any:
+        said.append(text or "")
+        return progress(self, value, text=text, **kwargs)
+
+    monkeypatch.setattr(DeltaGenerator, "progress", noted)
+    monkeypatch.setattr(ui.jobs, "QUICK_S", 0.05)
+    handle = Handle(after=0.4)
+    handle.progress = Progress(0.5, "正在模拟 CoreML")  # type: ignore[assignment]
+    monkeypatch.setattr(ui.jobs, "submit", lambda job, request, backend=None: handle)
+    at = AppTest.from_function(_one_job, default_timeout=30, args=("zh",)).run()
+    assert at.session_state["got"] == 42
+    assert "正在模拟 CoreML（0 秒）" in said and not [text for text in said if text.endswith(" s)")]
