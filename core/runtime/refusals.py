@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.errors import OldOpsetError, PartitionError, RuntimeRefusedError, WorkbenchError, brief
+from core.i18n import _, ngettext
 from core.model.proto import walk_graphs
 from core.runtime.ort import capture_ort_log, ort_message
 
@@ -179,21 +180,29 @@ def old_opset_refusal(model: onnx.ModelProto) -> OldOpsetError | None:
 
 def _training_or_custom(model: onnx.ModelProto, domain: str, op: str) -> RuntimeRefusedError:
     nodes = Counter(n.op_type for v in walk_graphs(model) for n in v.graph.node if n.domain == domain)
-    ops = ", ".join(f"{name} ({count} node{'s' * (count != 1)})" for name, count in nodes.most_common()) or op
+    counted = [
+        ngettext("{op} ({count} node)", "{op} ({count} nodes)", n).format(op=name, count=n)
+        for name, n in nodes.most_common()
+    ]
+    ops = brief(", ".join(counted) or op, 200)
     has = ", ".join(kernel_domains())
     if domain == TRAINING_DOMAIN:
         return RuntimeRefusedError(
-            f"This model holds training operators of ONNX's preview domain {domain}: {brief(ops, 200)}. They "
-            "compute gradients and weight updates while a model is trained, and this ONNX Runtime has no kernel "
-            f"for any op of that domain (it has kernels for {has}). Keep the inference part of the model: "
-            "onnx.utils.extract_model(path, new_path, input_names, output_names) with the outputs you need, "
-            "leaving out the ones the training ops compute."
+            _(
+                "This model holds training operators of ONNX's preview domain {domain}: {ops}. They compute "
+                "gradients and weight updates while a model is trained, and this ONNX Runtime has no kernel for any "
+                "op of that domain (it has kernels for {has}). Keep the inference part of the model: "
+                "onnx.utils.extract_model(path, new_path, input_names, output_names) with the outputs you need, "
+                "leaving out the ones the training ops compute."
+            ).format(domain=domain, ops=ops, has=has)
         )
     return RuntimeRefusedError(
-        f"This model uses operators of the domain '{brief(domain, 80)}': {brief(ops, 200)}, which this ONNX Runtime "
-        f"has no kernel for (it has kernels for {has}). Ops of another domain are custom ops: they run only where "
-        "their library is registered with ONNX Runtime (SessionOptions.register_custom_ops_library), which this "
-        "app does not do. Export the model without them, or run it where that library is."
+        _(
+            "This model uses operators of the domain '{domain}': {ops}, which this ONNX Runtime has no kernel for "
+            "(it has kernels for {has}). Ops of another domain are custom ops: they run only where their library is "
+            "registered with ONNX Runtime (SessionOptions.register_custom_ops_library), which this app does not do. "
+            "Export the model without them, or run it where that library is."
+        ).format(domain=brief(domain, 80), ops=ops, has=has)
     )
 
 

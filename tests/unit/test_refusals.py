@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import RuntimeRefusedError
 from core.export.verify import load_session
+from core.i18n import using
 from core.notes import say
 from core.partition import PartitionRequest, partition_model
 from core.runtime.harness import timed_session
@@ -29,6 +30,8 @@ def test_a_training_op_is_named_with_what_this_runtime_has_and_the_way_out(tmp_p
     assert "training operators of ONNX's preview domain ai.onnx.preview.training: Gradient (1 node)" in words
     assert "no kernel for any op of that domain (it has kernels for ai.onnx, ai.onnx.ml, com.microsoft" in words
     assert "onnx.utils.extract_model" in words and "is not a registered function/op" not in words
+    with using("zh"):
+        assert "此模型含有 ONNX 预览域 ai.onnx.preview.training 的训练算子：Gradient（1 个节点）" in _refusal(path)
     # Benchmark and Profile open their sessions through the harness: the same words, not a BenchmarkError
     with pytest.raises(RuntimeRefusedError, match="training operators"):
         timed_session(str(path), "all", "CPUExecutionProvider", 1)
@@ -42,7 +45,8 @@ def test_a_locale_the_machine_lacks_is_named_with_the_ones_it_has(tmp_path: Path
     assert f"enable {NO_SUCH_LOCALE} in /etc/locale.gen and run locale-gen" in words
     assert "language-pack" not in words and "_S_create_c_locale" not in words  # ORT's own text stays out
     check, session = load_session(path)  # Export's check of a model says the same
-    assert not check.ok and session is None and "does not have that locale" in say(check.detail)
+    assert not check.ok and session is None and check.detail is not None
+    assert "does not have that locale" in say(check.detail)
 
 
 def test_an_op_of_a_custom_domain_says_it_needs_its_library(tmp_path: Path) -> None:
@@ -52,6 +56,10 @@ def test_an_op_of_a_custom_domain_says_it_needs_its_library(tmp_path: Path) -> N
     words = _refusal(builders.write(model, tmp_path / "custom.onnx"))
     assert "operators of the domain 'com.example': Relu (1 node)" in words
     assert "register_custom_ops_library" in words
+    with using("zh"):  # the Partition page in Chinese said it in English
+        words = _refusal(tmp_path / "custom.onnx")
+    assert "此模型使用了算子域“com.example”的算子：Relu（1 个节点），此 ONNX Runtime 没有它们的内核" in words
+    assert "register_custom_ops_library" in words and "custom ops" not in words
 
 
 def test_no_model_of_onnxs_own_backend_suite_is_refused_in_onnx_runtimes_words_alone() -> None:
