@@ -10,6 +10,7 @@ nodes that disappeared.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 from collections import Counter
@@ -320,7 +321,9 @@ class LevelSessions:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         self._capture.__enter__()
         for key in self.building:
-            self.made[key] = self.pool.submit(_optimize_at, path, key, level_file(path, out_dir, key), self.weights)
+            file = level_file(path, out_dir, key)
+            in_language = contextvars.copy_context().run  # the job's language, not a new thread's default
+            self.made[key] = self.pool.submit(in_language, _optimize_at, path, key, file, self.weights)
         return self
 
     def __exit__(self, *raised: object) -> None:

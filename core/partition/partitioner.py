@@ -9,6 +9,7 @@ runs. Providers this machine lacks are simulated with ORT's mobile usability che
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -334,7 +335,8 @@ def _beside_levels(
     )
     report_progress(0.2, said.format(names=", ".join(short_name(p) for p in usable), count=count))
     Path(request.levels_dir).mkdir(parents=True, exist_ok=True)  # before the partition's session writes there
-    placing = pool.submit(assign_providers, path, model, usable, level, log, all_file)
+    # in the job's language (a thread starts in the default one): a refusal is explained to the page's reader
+    placing = pool.submit(contextvars.copy_context().run, assign_providers, path, model, usable, level, log, all_file)
     try:
         levels = stack.enter_context(LevelSessions(levels_request, model, pool, ("all",) if shared else (), weights))
     except Exception:  # the partition stands; the page asks for the levels alone, which says why

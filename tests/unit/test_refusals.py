@@ -81,3 +81,15 @@ def test_no_model_of_onnxs_own_backend_suite_is_refused_in_onnx_runtimes_words_a
             assert isinstance(error, RuntimeRefusedError), f"{path.parent.name}: {error}"
             kinds.append(type(error).__name__ + (": training" if "training operators" in str(error) else ""))
     assert kinds.count("OldOpsetError") >= 30 and "RuntimeRefusedError: training" in kinds
+
+
+def test_a_refusal_in_the_partitions_own_session_thread_is_said_in_the_readers_language(tmp_path: Path) -> None:
+    """The partition's session is built in a thread beside the levels' (the page's one job): it speaks the
+    job's language, not the thread's default English."""
+    model = builders.relu_model()
+    model.graph.node[0].domain = "com.example"
+    model.opset_import.add(domain="com.example", version=1)
+    path = builders.write(model, tmp_path / "custom.onnx")
+    with using("zh"), pytest.raises(RuntimeRefusedError) as refused:
+        partition_model(PartitionRequest(path=str(path), levels_dir=str(tmp_path / "levels")))
+    assert "此模型使用了算子域“com.example”的算子：Relu（1 个节点）" in str(refused.value)
