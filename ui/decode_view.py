@@ -140,8 +140,8 @@ def model_section(decoded: DecodedModel) -> None:
         if decoded.shapes_total
         else _("no intermediate tensors")
     )
-    shapes = _("Shape inference")
-    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- **{shapes}**: {coverage}")
+    shapes = _("**Shape inference**: {coverage}").format(coverage=coverage)  # a Chinese colon in Chinese
+    st.markdown(f"- **onnx.checker** {md_escape(checker, 500)}\n- {shapes}")
     signature_tables(decoded.inputs, decoded.outputs)
     st.json(model_tree(decoded), expanded=1)
     if decoded.subgraphs:

@@ -186,6 +186,7 @@ def test_the_decode_page_and_its_graph_view_read_in_chinese_and_again_in_english
     assert list(header.columns) == ["偏移", "字节", "字段", "线路类型", "值", "如何解读"]
     assert header.iloc[0]["如何解读"].replace("\\", "").startswith("标签 08 = 字段 1 << 3 | 线路类型 0（varint）")
     assert {m.label for m in at.metric} >= {"IR 版本", "节点数", "权重张量"}
+    assert any("- **形状推断**：" in m.value for m in at.markdown)  # a Chinese colon, not an English one
     assert any(c.value.startswith("8 个节点。滚动鼠标缩放") for c in at.caption)  # the graph view's caption
     words = next(iter(at.session_state["_graph_canvas_payloads"].values()))[3].decode()
     assert '"Fit":"适应窗口"' in words and '"Collapse all":"全部折叠"' in words  # the component's own words
