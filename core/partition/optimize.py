@@ -235,11 +235,17 @@ def _level_result(
 
     warned = [m for sev, _, m in log if sev >= 2 and "hardware specific" in m]
     kept = [f for f in files if Path(f).exists()]
-    # one file (its weights in it): the graph is the file's bytes; a side file of weights is not read for this
-    digest = hashlib.sha256(Path(files[0]).read_bytes()).digest() if described is not None and len(kept) == 1 else b""
+    # one file (its weights in it): the graph is the file's bytes, read once for its digest and, when no level
+    # described has it, its parse; a side file of weights is not read for this
+    data = Path(files[0]).read_bytes() if described is not None and len(kept) == 1 else None
+    digest = hashlib.sha256(data).digest() if data is not None else b""
     same = described.get(digest) if described is not None and digest else None
     if same is None:
-        optimized = onnx.load_model(files[0], load_external_data=False)
+        optimized = (
+            onnx.load_model_from_string(data)
+            if data is not None
+            else onnx.load_model(files[0], load_external_data=False)
+        )
         ops = dict(Counter(_op(node) for node in optimized.graph.node))
         rewrites = compare_graphs(original.graph, optimized.graph, original_keys)
         nodes, inner = len(optimized.graph.node), _subgraph_nodes(optimized)
