@@ -21,7 +21,7 @@ import inspect
 import os
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import msgspec
@@ -97,11 +97,7 @@ def _preload(torch: bool) -> None:
     """What a pre-started worker imports while it waits: the libraries every job needs (half a second of
     imports; torch, for a worker kept for the jobs that use it, two or three more) and the job table's own
     modules. None of it touches a model."""
-    for name in (*PRELOADED, "torch") if torch else PRELOADED:
-        try:
-            importlib.import_module(name)
-        except Exception as exc:  # a missing optional library: the job that needs it will say so
-            print(f"worker: could not preload {name}: {exc}", file=sys.stderr)
+    _import_each((*PRELOADED, "torch") if torch else PRELOADED, "could not preload {name}")
     from core.jobs.registry import JOBS, signature_of
 
     for name in JOBS.names():
@@ -114,11 +110,17 @@ def _import_ahead(flags: list[str]) -> None:
     own modules and the libraries they import inside their functions (onnx). None of it touches a model."""
     for flag in flags:
         if flag.startswith("--import="):
-            for name in filter(None, flag.removeprefix("--import=").split(",")):
-                try:
-                    importlib.import_module(name)
-                except Exception as exc:  # the job that needs it will say so
-                    print(f"worker: could not import {name} ahead: {exc}", file=sys.stderr)
+            _import_each(filter(None, flag.removeprefix("--import=").split(",")), "could not import {name} ahead")
+
+
+def _import_each(names: Iterable[str], failed: str) -> None:
+    """Import ``names`` before the job comes; one that fails is said on stderr (``failed``, of its ``name``) and
+    left (a missing optional library: the job that needs it will say so)."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            print(f"worker: {failed.format(name=name)}: {exc}", file=sys.stderr)
 
 
 def _make_links(links: list[tuple[str, str]]) -> None:
