@@ -195,8 +195,7 @@ class _ProcessJob(ThreadedJob):
         except BaseException as exc:  # a worker that could not even start
             self._error = JobFailed(f"The worker for '{self.spec.name}' could not start: {exc}")
             if self._proc is not None and self._proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self._proc.pid, signal.SIGKILL)
+                sandbox.kill_worker(self._proc)
                 self._proc.wait()
         finally:
             if self._proc is not None:
