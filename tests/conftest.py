@@ -177,14 +177,19 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+_MAIN = sys.modules["__main__"]
+
+
 @pytest.fixture(autouse=True)
 def _main_module_kept() -> Iterator[None]:
     """Streamlit runs a page as the module ``__main__`` and leaves it in ``sys.modules``; a later test in the same
     process that starts a ``spawn`` process (its child re-runs the parent's ``__main__`` file) would start the
-    app there instead. Each test gets back the ``__main__`` it began with."""
-    main = sys.modules["__main__"]
+    app there instead (CI saw four such children run a page and exit 1). Every test begins and ends with the
+    process's own ``__main__``, kept when this file was imported: a page run by a module's fixture, or by a script
+    thread still ending after its test, leaves its module outside any one test's span."""
+    sys.modules["__main__"] = _MAIN
     yield
-    sys.modules["__main__"] = main
+    sys.modules["__main__"] = _MAIN
 
 
 @pytest.fixture(autouse=True, scope="session")

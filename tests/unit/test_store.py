@@ -10,6 +10,7 @@ import multiprocessing
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -240,11 +241,15 @@ def test_a_run_an_earlier_version_spooled_is_saved_as_its_kind(url: str, tmp_pat
 
 
 def _save_ten(url: str, path: str, worker: int, ready: Any) -> None:
-    base = from_data(json.loads(Path(path).read_text()), BenchReport)
-    ready.wait(60)  # all four at once
-    store = Store(url)  # the history's first use, in four processes at the same moment: each makes the schema
-    for i in range(10):
-        store.save(dataclasses.replace(base, id=f"w{worker}-{i}"), owner=f"worker{worker}")
+    try:
+        base = from_data(json.loads(Path(path).read_text()), BenchReport)
+        ready.wait(120)  # all four at once
+        store = Store(url)  # the history's first use, in four processes at the same moment: each makes the schema
+        for i in range(10):
+            store.save(dataclasses.replace(base, id=f"w{worker}-{i}"), owner=f"worker{worker}")
+    except BaseException:
+        Path(path).with_name(f"worker{worker}.txt").write_text(traceback.format_exc())
+        raise
 
 
 def test_four_processes_making_and_writing_a_new_history_at_once(url: str, tmp_path: Path) -> None:
@@ -256,8 +261,9 @@ def test_four_processes_making_and_writing_a_new_history_at_once(url: str, tmp_p
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(120)
-    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+        worker.join(180)
+    why = {p.name: p.read_text() for p in sorted(tmp_path.glob("worker*.txt"))}
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0], why
     found = Store(url).runs(limit=1000)
     assert len(found) == 40 and all(r.configurations == 3 for r in found)
     assert {r.owner for r in found} == {f"worker{w}" for w in range(4)} and _counts(url) == (40, 120)
