@@ -5,11 +5,21 @@ from __future__ import annotations
 import streamlit as st
 
 from core.i18n import _, ngettext, number
-from ui import auth, classroom_view, language, pages, session, targets, upgrade_view  # noqa: F401
+from ui import (  # noqa: F401
+    auth,
+    classroom_view,
+    decode_view,
+    language,
+    pages,
+    partition_view,
+    session,
+    targets,
+    upgrade_view,
+)
 from ui.cards import sidebar_model
 
 # the views that cut across pages registered their hooks as they were imported (ui/hooks.py): the classroom's
-# pages and board, the upgrade offered under an old model's refusal
+# pages and board, the upgrade offered under an old model's refusal, Decode's and Partition's jobs started ahead
 session.freeze_imports()  # what was imported stays out of the garbage collector's walk after every run
 st.set_page_config(page_title="ONNX Workbench", page_icon=pages.PAGE_ICON, layout="wide")
 

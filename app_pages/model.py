@@ -18,6 +18,7 @@ from ui.code_view import code_classes, code_picker
 from ui.family_view import family_actions
 from ui.jobs import run, show_error
 from ui.library_view import library_section
+from ui.needs import offered
 from ui.text import human_bytes
 
 st.title(_("Model"))
@@ -182,3 +183,4 @@ if record.is_pytorch:
     pages.link("export", _("Next: export it to ONNX"))
 else:
     pages.link("decode", _("Next: decode it, from the first bytes to the graph"))
+    offered("decode")

@@ -9,7 +9,7 @@ from core.i18n import _, ngettext, number
 from core.jobs import OPTIMIZE, PARTITION
 from core.notes import say
 from core.partition import SIMULATED, LevelsRequest, PartitionRequest
-from core.runtime.ort import LEVELS, ProviderInfo, provider_table
+from core.runtime.ort import LEVELS
 from ui import jobs, partition_view, runtime_view, session, targets
 from ui.graph_panel import graph_of, start_graph
 from ui.needs import next_steps, require_onnx
@@ -42,15 +42,9 @@ st.markdown(
 record = require_onnx("partition")
 
 
-@st.cache_data(show_spinner=False)
-def _providers(available: tuple[str, ...] | None) -> list[ProviderInfo]:
-    """What a build of ONNX Runtime has: this server's, or the chosen target's (the same for every user)."""
-    return provider_table(list(available) if available is not None else None)
-
-
 runtime = runtime_view.runtime_picker("partition_runtime")  # shown when this server has more than one runtime
 target_providers = targets.providers() if runtime == "default" else runtime_view.runtime_providers(runtime)
-table = _providers(tuple(target_providers) if target_providers is not None else None)
+table = partition_view.providers_of(tuple(target_providers) if target_providers is not None else None)
 available = [p.name for p in table if p.available]
 known = ngettext(
     "The {count} execution provider ONNX Runtime knows; {available} in this build",
@@ -60,12 +54,11 @@ known = ngettext(
 with st.expander(known):
     providers_section(table)
 
-hardware = [p for p in available if p not in ("AzureExecutionProvider", "CPUExecutionProvider")]
 with st.form("partition_form"):
     chosen = st.multiselect(
         _("Execution providers, in order of preference (the order you pick them in)"),
         [p.name for p in table],
-        default=[*hardware, "CPUExecutionProvider"],
+        default=partition_view.default_providers(table),
         format_func={  # made here, in the run's language (a format_func may be called after the run)
             p.name: p.name if p.available else _("{name} (not in this build)").format(name=p.name) for p in table
         }.__getitem__,
@@ -75,7 +68,7 @@ with st.form("partition_form"):
     level = left.selectbox(
         _("Optimization level of the session"),
         list(LEVELS),
-        index=list(LEVELS).index(session.page_param("level") if session.page_param("level") in LEVELS else "all"),
+        index=list(LEVELS).index(partition_view.default_level()),
         format_func=lambda k: LEVELS[k].name,
         key="partition_level",
     )

@@ -59,6 +59,9 @@ class Settings:
     history_url: str = ""  # SQLAlchemy URL of the benchmark history; "" is a SQLite file in data_dir
     max_workers: int = 0  # worker processes at once for the whole server; 0 is twice the CPU cores
     max_jobs_per_session: int = 2  # jobs one browser session may run at once
+    # the next step's job of a small model starts as a page offers it (Decode's on the Model page, Partition's on
+    # Decode), in a slot of the session's left beside it, so that the click answers at once
+    start_ahead: bool = True
     # workers of each kind the server keeps started ahead, imports done (~70 MB; with torch ~250 MB); 0: none
     warm_workers: int = 1
     sandbox: bool = True  # run each worker in a bubblewrap sandbox when this machine has it

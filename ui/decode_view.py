@@ -15,10 +15,11 @@ from core.jobs import DECODE, DECODE_GRAPH, GRAPH
 from core.jobs.wire import to_data
 from core.model import ModelRecord, format_shape
 from core.notes import say
-from ui import jobs
+from ui import jobs, session
 from ui.bars import bar_table
 from ui.cards import signature_tables
 from ui.graph_panel import MAX_VIEW_NODES, start_graph
+from ui.hooks import NEXT_STEP
 from ui.tables import Rows, all_rows, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
@@ -26,6 +27,7 @@ __all__ = [
     "OP_ROWS",
     "TOGETHER_MAX_BYTES",
     "TOGETHER_MAX_NODES",
+    "decode_ahead",
     "decoded_with_graph",
     "header_section",
     "layers_frame",
@@ -45,18 +47,35 @@ TOGETHER_MAX_NODES = 2_000
 TOGETHER_MAX_BYTES = 16 * 2**20
 
 
+def _together(record: ModelRecord) -> bool:
+    """Whether ``record`` is decoded and laid out by one job."""
+    small = (record.node_count or 0) <= min(TOGETHER_MAX_NODES, MAX_VIEW_NODES)
+    return small and record.size_bytes <= TOGETHER_MAX_BYTES
+
+
+@NEXT_STEP.register
+def decode_ahead(step: str) -> None:
+    """Decode offered next (the Model page's link) for a small ONNX model: its one job starts now, and the page's
+    run takes it (``decoded_with_graph``)."""
+    record = session.current_model()
+    if step != "decode" or record is None or record.is_pytorch or record.node_count is None:
+        return
+    request = DecodeRequest(path=record.path)
+    if _together(record) and jobs.kept(DECODE, record.id, request) is None and jobs.kept(GRAPH, record.id) is None:
+        jobs.start(DECODE_GRAPH, request, model=record.id)
+
+
 def decoded_with_graph(record: ModelRecord, label: str) -> DecodedModel:
     """The decoding of ``record``, with its graph view made and kept beside it (``graph_of`` takes it). A small
     model's two come from one job: a second worker, and the warm pool's replacement for it (0.4 CPU-seconds while
-    the page is drawn), cost more than the layout itself. A larger model's graph is laid out in a worker of its own
-    while the decoding runs (``start_graph``)."""
+    the page is drawn), cost more than the layout itself; it may have started on the Model page (``decode_ahead``).
+    A larger model's graph is laid out in a worker of its own while the decoding runs (``start_graph``)."""
     request, graph_request = DecodeRequest(path=record.path), GraphRequest(path=record.path)
-    small = (record.node_count or 0) <= min(TOGETHER_MAX_NODES, MAX_VIEW_NODES)
-    small = small and record.size_bytes <= TOGETHER_MAX_BYTES
-    if not small or jobs.kept(DECODE, record.id, request) is not None or jobs.kept(GRAPH, record.id) is not None:
+    kept = jobs.kept(DECODE, record.id, request) is not None or jobs.kept(GRAPH, record.id) is not None
+    if not _together(record) or kept:
         start_graph(record)
         return jobs.run(DECODE, request, label, model=record.id, reuse=True)
-    both = jobs.run(DECODE_GRAPH, request, label, model=record.id)  # the node table in its folder, as DECODE's
+    both = jobs.run(DECODE_GRAPH, request, label, model=record.id, reuse=True)  # the node table in its folder
     jobs.keep(DECODE, record.id, both.decoded, request)
     if both.view is not None:  # else graph_of runs the graph's own job, which says why
         jobs.keep(GRAPH, record.id, both.view, graph_request)

@@ -1,7 +1,7 @@
 """Hooks for what cuts across pages: a feature's view adds itself to every page by registering here when it is
 imported (streamlit_app.py imports them first thing), so the shared helpers (ui/pages.py, ui/jobs.py) call what is
 registered and import no feature's view. The classroom says which pages a room shows and pools a participant's
-results; the upgrade offers itself under an old model's refusal."""
+results; the upgrade offers itself under an old model's refusal; the next step's job starts while a page is read."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from core.errors import WorkbenchError
     from core.jobs.registry import Job
 
-__all__ = ["ERROR_SHOWN", "PAGES_SHOWN", "RESULT_KEPT", "Hook"]
+__all__ = ["ERROR_SHOWN", "NEXT_STEP", "PAGES_SHOWN", "RESULT_KEPT", "Hook"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,3 +40,5 @@ PAGES_SHOWN: Hook[Callable[[tuple[Any, ...]], list[Any]]] = Hook("the pages list
 RESULT_KEPT: Hook[Callable[[Job[Any, Any], Any], None]] = Hook("a result kept")
 # a user's error, just shown by ui.jobs.show_error: what is offered beneath it
 ERROR_SHOWN: Hook[Callable[[WorkbenchError], None]] = Hook("an error shown")
+# a page's first next step (ui.needs.next_steps, the Model page's link): the step's view may start its job now
+NEXT_STEP: Hook[Callable[[str], None]] = Hook("the next step offered")

@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
+from core.access import WRITE, map_paths
 from core.errors import JobError, JobFailed, WorkbenchError
 from core.i18n import _, ngettext
 from core.jobs.cluster.client import LOCAL
@@ -115,11 +116,14 @@ def _session_id() -> str:
 
 
 def _asked(job: Job[Any, Any], request: Any, model: str) -> tuple[str, bytes]:
+    """What ``request`` asks of ``job`` for ``model``, where it runs, as bytes; the folders it writes into are not
+    what it asks (a job started ahead wrote into its own, which the page's run takes as they are)."""
     place = targets.chosen() if job.targeted else LOCAL  # a result from another target is not this one
-    return (model, encode([request, place]))  # the request and where it runs, as bytes
+    asked = map_paths(request, type(request), lambda access, path: "" if access == WRITE else path)
+    return (model, encode([asked, place]))
 
 
-def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
+def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
     """Start ``job`` on ``request`` now without waiting for it: the page's later ``run`` of the same job and
     request for ``model`` (with ``reuse``) waits on it instead of starting it then. A page calls it for a job
     that does not depend on the one it waits on first (Decode lays out the graph while the model is decoded), so
@@ -127,19 +131,20 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
     when the session has no slot to spare beside the next job (that ``run`` then starts it, as before). A job
     that writes files (``folder``) gets its fresh folder now, which the later ``run`` keeps as its own. A job
     started and never waited on (the person left the page) runs to its end, and its result waits a minute
-    (``STARTED_KEPT_S``) for a visit that takes it."""
+    (``STARTED_KEPT_S``) for a visit that takes it. Whether it started now: a folder the caller made for it
+    (other than ``out_dir``) is the caller's to remove when it did not."""
     asked = _asked(job, request, model)
     found = _kept_entry(job, model)
     if found is not None and found[0] == asked:
-        return
+        return False
     sid = _session_id()
     lock, started = _started()
     with lock:
         earlier = started.get((sid, job.name))
         if earlier is not None and earlier[0] == asked:
-            return
+            return False
     if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
-        return
+        return False
     out = session.workspace().new_folder(job.folder) if job.folder else None
     sent = dataclasses.replace(request, out_dir=str(out)) if out is not None else request  # type: ignore[type-var]
     try:
@@ -148,13 +153,14 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> None:
         _session_jobs().release(sid)
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
-        return
+        return False
     with lock:
         earlier = started.get((sid, job.name))
         started[(sid, job.name)] = entry = (asked, handle, out)
     threading.Thread(target=_end_of_started, args=(entry, (sid, job.name)), name="started job", daemon=True).start()
     if earlier is not None:
         earlier[1].cancel()  # asked something else since: nobody will wait on it
+    return True
 
 
 STARTED_KEPT_S = 60.0

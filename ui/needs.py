@@ -14,12 +14,13 @@ from core.model import ModelRecord
 from ui import pages, session
 from ui.export_view import run_export
 from ui.family_view import open_first
+from ui.hooks import NEXT_STEP
 from ui.jobs import stop_with_error
 from ui.notebook_view import notebook_downloads
 from ui.text import md_escape
 from ui.upgrade_view import upgrade_section
 
-__all__ = ["next_steps", "require_onnx", "require_pytorch"]
+__all__ = ["next_steps", "offered", "require_onnx", "require_pytorch"]
 
 
 def next_steps(*steps: str) -> None:
@@ -29,6 +30,15 @@ def next_steps(*steps: str) -> None:
     for step in steps:  # one under the other: side by side, a link's words were cut off at its column's edge
         pages.link(step)
     notebook_downloads()  # this page's step as a notebook, and the whole walk-through (ui/notebook_view.py)
+    offered(steps[0])
+
+
+def offered(step: str) -> None:
+    """``step`` is the one a person most likely opens next: its view may start its job now (ui.hooks.NEXT_STEP),
+    where the settings allow it."""
+    if session.settings().start_ahead:
+        for hook in NEXT_STEP:
+            hook(step)
 
 
 def _export_defaults(record: ModelRecord) -> None:

@@ -19,6 +19,7 @@ from core.notes import say, say_all
 from core.partition import (
     KERNEL_PROVIDERS,
     KIND_TITLES,
+    SIMULATED,
     LevelChanges,
     LevelsRequest,
     OptimizationReport,
@@ -29,11 +30,13 @@ from core.partition import (
     level_changes,
 )
 from core.partition.words import summary
-from core.runtime.ort import ProviderInfo, short_name
+from core.runtime.ort import LEVELS, ProviderInfo, provider_table, short_name
 from core.runtime.placement import CONSTANT, INLINED, REMOVED, NodePlacement
-from ui import jobs, session
+from core.runtime.provider_options import CPU
+from ui import jobs, session, targets
 from ui.bars import bar_table, stacked_bar_table
 from ui.graph_panel import draw_graph
+from ui.hooks import NEXT_STEP
 from ui.runtime_view import declined_section
 from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
@@ -44,11 +47,15 @@ __all__ = [
     "contrib_frame",
     "contrib_line",
     "contrib_section",
+    "default_level",
+    "default_providers",
     "levels_section",
     "levels_table",
+    "partition_ahead",
     "partition_with_levels",
     "placement_frame",
     "placements",
+    "providers_of",
     "providers_section",
     "report_section",
     "share_section",
@@ -64,22 +71,64 @@ LEVELS_ON_REQUEST = 50_000
 LEVELS_BEFORE_GRAPH = 2_000
 
 
+@st.cache_data(show_spinner=False)
+def providers_of(available: tuple[str, ...] | None) -> list[ProviderInfo]:
+    """What a build of ONNX Runtime has: this server's (None), or the chosen target's (the same for every user)."""
+    return provider_table(list(available) if available is not None else None)
+
+
+def default_providers(table: list[ProviderInfo]) -> list[str]:
+    """The page's first choice of providers: every hardware one this build has, then the CPU."""
+    hardware = [p.name for p in table if p.available and p.name not in ("AzureExecutionProvider", CPU)]
+    return [*hardware, CPU]
+
+
+def default_level() -> str:
+    """The optimization level the page opens with: the address's, else ALL."""
+    return session.page_param("level") if session.page_param("level") in LEVELS else "all"
+
+
+@NEXT_STEP.register
+def partition_ahead(step: str) -> None:
+    """Partition offered next (Decode's first next step) for a small ONNX model: the page's first job, the
+    partition on this server's runtime with the page's first choices and the levels beside it, starts now, and the
+    page's run takes it (``partition_with_levels``)."""
+    record = session.current_model()
+    if step != "partition" or record is None or record.is_pytorch or record.node_count is None:
+        return
+    if record.node_count > LEVELS_BEFORE_GRAPH or jobs.kept(OPTIMIZE, record.id) is not None:
+        return
+    available = targets.providers()
+    table = providers_of(tuple(available) if available is not None else None)
+    request = PartitionRequest(
+        path=record.path, providers=default_providers(table), level=default_level(), simulate=list(SIMULATED)
+    )
+    if jobs.kept(PARTITION, record.id, request) is not None:
+        return
+    folder = session.workspace().new_folder(OPTIMIZE.folder)
+    if not jobs.start(PARTITION, replace(request, levels_dir=str(folder)), model=record.id):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def partition_with_levels(
     request: PartitionRequest, levels_request: LevelsRequest, label: str, model: str
 ) -> tuple[PartitionResult, OptimizationReport | None]:
     """The partition and the levels from one job: one worker, not two (a second worker started cold took most of
     the sample's page), the partition's session built beside the levels' and the ALL session once, five sessions
-    two at a time (core.partition.partitioner; on a large model the partition comes with its levels). Each is
-    kept as its own job's result for its request, so the page's next runs take them as they are; the levels are
-    None when they could not be made (the page then asks for them alone, which says why)."""
+    two at a time (core.partition.partitioner; on a large model the partition comes with its levels). The job may
+    have started on Decode (``partition_ahead``), its levels in a folder of its own. Each is kept as its own
+    job's result for its request, so the page's next runs take them as they are; the levels are None when they
+    could not be made (the page then asks for them alone, which says why)."""
     folder = session.workspace().new_folder(OPTIMIZE.folder)
-    result = jobs.run(PARTITION, replace(request, levels_dir=str(folder)), label, model=model)
+    result = jobs.run(PARTITION, replace(request, levels_dir=str(folder)), label, model=model, reuse=True)
     jobs.keep(PARTITION, model, result, request)
     levels = result.optimization
-    if levels is None:
+    written = {Path(level.path).parent for level in levels.levels} if levels is not None else set()
+    if folder not in written:  # none written, or written by the job started ahead
         shutil.rmtree(folder, ignore_errors=True)
+    if levels is None:
         return result, None
-    session.workspace().prune(OPTIMIZE.folder, keep={folder, *session.paths_in_use()})
+    session.workspace().prune(OPTIMIZE.folder, keep={*written, *session.paths_in_use()})
     jobs.keep(OPTIMIZE, model, levels, levels_request)
     return result, levels
 

@@ -25,6 +25,9 @@ def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # every test is a new backend; a pre-started worker each would be ~250 MB and a CPU-second, mostly unused
     # (tests/unit/test_warm.py and the browser tests, which run the real server, cover them)
     monkeypatch.setenv("WORKBENCH_WARM_WORKERS", "0")
+    # the next step's job started at the end of a page would run beside every test of that page, unasked;
+    # tests/app/test_start_ahead.py turns it on, and the browser tests run the real server, where it is on
+    monkeypatch.setenv("WORKBENCH_START_AHEAD", "false")
     st.cache_resource.clear()
 
 

@@ -1,0 +1,90 @@
+"""The next step's job started while a page is read (settings.start_ahead): the Model page starts Decode's job,
+Decode starts Partition's with its levels, and each page takes the job started for it instead of starting its own."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from core.jobs import DECODE, DECODE_GRAPH, OPTIMIZE, PARTITION
+from tests import builders
+from tests.app.pages import open_page, upload
+
+
+@pytest.fixture
+def submitted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the jobs the pages submit, in order, but the upload's own; the next step's job may start."""
+    import ui.jobs
+    from core.jobs.process import submit
+
+    monkeypatch.setenv("WORKBENCH_START_AHEAD", "true")
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "")
+    names: list[str] = []
+
+    def recorded(job, request, backend=None):  # type: ignore[no-untyped-def]
+        if not job.name.startswith("intake."):
+            names.append(job.name)
+        return submit(job, request, backend)
+
+    monkeypatch.setattr(ui.jobs, "submit", recorded)
+    return names
+
+
+def _slots_back() -> None:
+    """Wait until every job started ahead has ended and given its session's slot back."""
+    from ui.jobs import _session_jobs
+
+    deadline = time.monotonic() + 60
+    while _session_jobs().running:
+        assert time.monotonic() < deadline, _session_jobs().running
+        time.sleep(0.05)
+
+
+def test_each_page_of_the_walk_through_takes_the_job_the_page_before_started(submitted: list[str]) -> None:
+    model = builders.mlp_model()
+    at = open_page(None, ("m.onnx", model.SerializeToString()))
+    assert submitted == [DECODE_GRAPH.name]  # the Model page offers Decode: its job started
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and at.session_state[DECODE.name][1].node_count == len(model.graph.node)
+    assert submitted == [DECODE_GRAPH.name, PARTITION.name]  # Decode took it, and offers Partition
+    at.switch_page("app_pages/partition.py").run()
+    assert not at.exception and not at.error
+    assert submitted == [DECODE_GRAPH.name, PARTITION.name]  # Partition took it: nothing more ran
+    levels = at.session_state[OPTIMIZE.name][1]
+    assert [level.key for level in levels.levels] == ["disable", "basic", "extended", "layout", "all"]
+    folders = {Path(level.path).parent for level in levels.levels}
+    assert len(folders) == 1 and all(Path(level.path).is_file() for level in levels.levels)
+    (folder,) = folders
+    assert [p for p in folder.parent.iterdir() if p.name.startswith("optimized")] == [folder]  # none left empty
+    assert at.session_state[PARTITION.name][1].reports[0].providers
+    _slots_back()
+
+
+def test_nothing_starts_ahead_where_a_session_runs_one_job_at_a_time(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_MAX_JOBS_PER_SESSION", "1")
+    at = open_page(None, ("m.onnx", builders.chain_model(5).SerializeToString()))
+    assert submitted == []
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and submitted == [DECODE_GRAPH.name]
+    _slots_back()
+
+
+def test_a_large_model_and_a_pytorch_one_start_nothing_ahead(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ui.decode_view
+    import ui.partition_view
+
+    monkeypatch.setattr(ui.decode_view, "TOGETHER_MAX_NODES", 3)
+    monkeypatch.setattr(ui.partition_view, "LEVELS_BEFORE_GRAPH", 3)
+    at = open_page(None, ("m.onnx", builders.chain_model(5).SerializeToString()))
+    assert submitted == []
+    monkeypatch.setenv("WORKBENCH_START_SAMPLE", "tinycnn")
+    at = open_page(None)  # the start sample, in PyTorch: the Model page offers Export, which has no job to start
+    assert not at.exception and submitted == []
+    upload(at, "m.onnx", builders.chain_model(5).SerializeToString())
+    assert submitted == [], "a model past the sizes: its pages run their own jobs"
