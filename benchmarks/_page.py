@@ -14,16 +14,48 @@ CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
-# In every page, before Streamlit's own scripts: the page's clock (ms) when the app last finished a run
+# In every page, before Streamlit's own scripts: the page's clock (ms) when the app last finished a run. A run
+# quick enough to arrive whole (a page whose jobs were done ahead) can start and end within one render, and the
+# attribute never leaves "notRunning": the time its end reached the page (a ForwardMsg with script_finished, field
+# 6, other than "stopped early for a rerun", read from the socket) stands in for it then, and is counted.
 LAST_RUN_ENDED = """
 new MutationObserver((changes) => {
   for (const c of changes) {
     if (c.target.getAttribute("data-test-script-state") === "notRunning") window.__lastRunEnded = performance.now();
   }
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-test-script-state"]});
+(() => {
+  const finished = (bytes) => {  // the top-level script_finished field of a ForwardMsg, or -1
+    let at = 0;
+    const varint = () => { let v = 0, shift = 0, b; do { b = bytes[at++]; v += (b & 127) * 2 ** shift; shift += 7; } while (b & 128); return v; };
+    while (at < bytes.length) {
+      const key = varint(), field = Math.floor(key / 8), type = key % 8;
+      if (field === 6 && type === 0) return varint();
+      if (type === 0) varint(); else if (type === 1) at += 8; else if (type === 5) at += 4;
+      else if (type === 2) { const n = varint(); at += n; } else return -1;
+    }
+    return -1;
+  };
+  const Socket = window.WebSocket;
+  const Wrapped = function (...args) {
+    const socket = new Socket(...args);
+    socket.addEventListener("message", (event) => {
+      if (event.data instanceof ArrayBuffer) {
+        const status = finished(new Uint8Array(event.data));
+        if (status >= 0 && status !== 2) window.__lastRunReached = performance.now();
+      }
+    });
+    return socket;
+  };
+  Wrapped.prototype = Socket.prototype;
+  Object.assign(Wrapped, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+  window.WebSocket = Wrapped;
+})();
 """
+RUN_ENDED_AFTER = """b => window.__lastRunEnded > b || (window.__lastRunReached > b
+  && document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state") === "notRunning")"""
 
-__all__ = ["ARGS", "CHROMIUM", "IDLE", "graph_drawn", "new_page", "now", "open_page", "settled"]
+__all__ = ["ARGS", "CHROMIUM", "IDLE", "UNFLIPPED", "graph_drawn", "new_page", "now", "open_page", "run_after", "settled"]
 
 
 def new_page(browser: Any) -> Any:
@@ -38,13 +70,25 @@ def now(page: Any) -> float:
     return float(page.evaluate("performance.now()")) / 1000
 
 
+UNFLIPPED: list[float] = []  # the runs whose end was read from the socket (LAST_RUN_ENDED), for the summary
+
+
 def settled(page: Any, shown: float = 0.0, timeout: float = 300_000) -> float:
     """Seconds on the page's clock when its last run ended, once no run follows it within 300 ms, or when what
     the step waits for was ``shown``, if later (the browser may still be loading the code that draws an element
     after the run that sent it has ended)."""
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=timeout)
-    return max(shown, float(page.evaluate("window.__lastRunEnded")) / 1000)
+    flipped, reached = page.evaluate("[window.__lastRunEnded || 0, window.__lastRunReached || 0]")
+    if reached > flipped + 1:  # the last run never showed as running
+        UNFLIPPED.append(reached / 1000)
+    return max(shown, max(flipped, reached) / 1000)
+
+
+def run_after(page: Any, began: float, timeout: float = 120_000) -> None:
+    """Wait until a run that ended after ``began`` (seconds, a click's, on the page's clock): ``settled`` alone
+    could read the run before the click's, when the busy browser starts the click's run more than 300 ms late."""
+    page.wait_for_function(RUN_ENDED_AFTER, arg=began * 1000, timeout=timeout)
 
 
 def open_page(page: Any, name: str) -> float:

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._page import ARGS, CHROMIUM, IDLE, graph_drawn, new_page, now, settled
+from benchmarks._page import ARGS, CHROMIUM, IDLE, UNFLIPPED, graph_drawn, new_page, now, run_after, settled
 from benchmarks._server import ROOT, running_app
 from benchmarks._unit import machine
 
@@ -201,19 +201,13 @@ def levels_row(browser: Any, model: Path, rounds: int, folder: Path, app_url: st
     return alternate(rounds, floor, ours, "levels")
 
 
-def _run_after(page: Any, began: float) -> None:
-    """Wait until a run that ended after ``began`` (the click's, on the page's clock): ``settled`` alone could read
-    the run before the click's, when the busy browser starts the click's run more than 300 ms late."""
-    page.wait_for_function("b => window.__lastRunEnded > b", arg=began * 1000, timeout=120_000)
-
-
 def _answered(page: Any, name: str) -> float:
     """Seconds from the click on ``name``'s link to the end of the page's last run (benchmarks._page.open_page,
     with the click's own run waited for)."""
     began = now(page)
     page.get_by_role("link", name=name, exact=True).click()
     page.get_by_role("heading", name=name, exact=True).wait_for(timeout=120_000)
-    _run_after(page, began)
+    run_after(page, began)
     return settled(page) - began
 
 
@@ -226,7 +220,7 @@ def pages_row(browser: Any, app_url: str, floor_url: str, model: Path, rounds: i
         began = now(page)
         page.get_by_role("button", name="Open").click()
         page.get_by_text("input").first.wait_for(timeout=120_000)
-        _run_after(page, began)
+        run_after(page, began)
         seconds = settled(page) - began
         page.context.close()
         return seconds
@@ -320,6 +314,8 @@ def main() -> None:
     load = os.getloadavg()
     print(f"\nmedians of {args.rounds} rounds, alternating (load after: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}):")
     print("\n".join(summary(results)))
+    if UNFLIPPED:
+        print(f"  ({len(UNFLIPPED)} runs ended within one render of the page: their end read from the socket)")
 
 
 if __name__ == "__main__":
