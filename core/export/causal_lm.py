@@ -192,6 +192,7 @@ def export_causal_lm(
     from core.export.exporter import (
         EXPORTING,
         PROTOBUF_LIMIT,
+        _check_opset,
         _checked,
         _collected_warnings,
         _exported_record,
@@ -204,11 +205,7 @@ def export_causal_lm(
     started = time.perf_counter()
     source, options = request.source, request.options
     exporter, reason = _exporter(options.exporter)
-    if options.opset not in EXPORTERS[exporter][0]:
-        asked = EXPORTERS[exporter][0]
-        raise ExportError(
-            f"The {exporter} exporter takes opsets {asked.start}–{asked.stop - 1}; you asked for {options.opset}."
-        )
+    _check_opset(exporter, options.opset)
     report_progress(0.05, _("Loading the language model with transformers (offline)"))
     folder = Path(source.path)
     hf = causal_lm.load_causal_lm(folder, limits)

@@ -76,12 +76,17 @@ PROTOBUF_LIMIT = 2**31 - 2**26  # 2 GB, less room for the graph itself
 _LOGGERS = ("torch.onnx", "torch.export", "torch._dynamo", "onnxscript")
 
 
-def _check_request(options: ExportOptions, exporter: str) -> None:
+def _check_opset(exporter: str, opset: int) -> None:
+    """Refuse an opset the exporter does not take (a model's export and a language model's, before any loading)."""
     asked = EXPORTERS[exporter][0]
-    if options.opset not in asked:
+    if opset not in asked:
         raise ExportError(
-            f"The {exporter} exporter takes opsets {asked.start}–{asked.stop - 1}; you asked for {options.opset}."
+            f"The {exporter} exporter takes opsets {asked.start}–{asked.stop - 1}; you asked for {opset}."
         )
+
+
+def _check_request(options: ExportOptions, exporter: str) -> None:
+    _check_opset(exporter, options.opset)
     for input_name, dims in options.dynamic_axes.items():
         if input_name not in options.input_shapes:
             raise ExportError(f"A dynamic axis names the input {input_name!r}, which the model does not have.")

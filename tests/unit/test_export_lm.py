@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core.export import ExportOptions
+from core.errors import ExportError
+from core.export import ExportOptions, ExportRequest, export_model
 from core.export.causal_lm import DIVERGES, NEW_TOKENS, PROMPTS, greedy_checks, lm_code
+from core.model.torchload import TorchSource
 from tests.cli import cli
 from tests.hf_folders import hf_gpt2, hf_qwen2
 
@@ -161,3 +163,12 @@ def test_the_command_line_prints_each_prompts_tokens_by_both_engines(capsys: pyt
     lines = capsys.readouterr().out.splitlines()
     assert "  tokens  input_ids 2×3 +2  PyTorch 7 8  ONNX Runtime 7 8" in lines
     assert "  tokens  input_ids 2×3 +2  PyTorch 9 10  ONNX Runtime 9 11" in lines
+
+
+def test_a_language_models_export_refuses_an_opset_its_exporter_does_not_take_before_reading_the_folder(
+    tmp_path: Path,
+) -> None:
+    asked = ExportOptions(input_shapes={}, exporter="legacy", opset=24)
+    source = TorchSource(kind="hf", path=str(tmp_path / "never_read"))
+    with pytest.raises(ExportError, match=r"^The legacy exporter takes opsets 9–20; you asked for 24\.$"):
+        export_model(ExportRequest(source=source, options=asked, out_dir=str(tmp_path)))
