@@ -16,18 +16,25 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 # In every page, before Streamlit's own scripts: the page's clock (ms) when the app last finished a run. A run
 # quick enough to arrive whole (a page whose jobs were done ahead) can start and end within one render, and the
-# attribute never leaves "notRunning": the time its end reached the page (a ForwardMsg with script_finished, field
-# 6, other than "stopped early for a rerun", read from the socket) stands in for it then, and is counted.
+# attribute never leaves "notRunning": then the page's last change to its document after the run's end reached it
+# (a ForwardMsg with script_finished, field 6, other than "stopped early for a rerun", read from the socket) stands
+# in for it, and is counted; any later change within the settling pause counts too, so it errs long, not short.
 LAST_RUN_ENDED = """
 new MutationObserver((changes) => {
   for (const c of changes) {
     if (c.target.getAttribute("data-test-script-state") === "notRunning") window.__lastRunEnded = performance.now();
   }
 }).observe(document, {subtree: true, attributes: true, attributeFilter: ["data-test-script-state"]});
+new MutationObserver(() => { window.__lastChange = performance.now(); })
+  .observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
 (() => {
   const finished = (bytes) => {  // the top-level script_finished field of a ForwardMsg, or -1
     let at = 0;
-    const varint = () => { let v = 0, shift = 0, b; do { b = bytes[at++]; v += (b & 127) * 2 ** shift; shift += 7; } while (b & 128); return v; };
+    const varint = () => {
+      let v = 0, shift = 0, b;
+      do { b = bytes[at++]; v += (b & 127) * 2 ** shift; shift += 7; } while (b & 128);
+      return v;
+    };
     while (at < bytes.length) {
       const key = varint(), field = Math.floor(key / 8), type = key % 8;
       if (field === 6 && type === 0) return varint();
@@ -55,7 +62,18 @@ new MutationObserver((changes) => {
 RUN_ENDED_AFTER = """b => window.__lastRunEnded > b || (window.__lastRunReached > b
   && document.querySelector('[data-testid="stApp"]')?.getAttribute("data-test-script-state") === "notRunning")"""
 
-__all__ = ["ARGS", "CHROMIUM", "IDLE", "UNFLIPPED", "graph_drawn", "new_page", "now", "open_page", "run_after", "settled"]
+__all__ = [
+    "ARGS",
+    "CHROMIUM",
+    "IDLE",
+    "UNFLIPPED",
+    "graph_drawn",
+    "new_page",
+    "now",
+    "open_page",
+    "run_after",
+    "settled",
+]
 
 
 def new_page(browser: Any) -> Any:
@@ -79,10 +97,13 @@ def settled(page: Any, shown: float = 0.0, timeout: float = 300_000) -> float:
     after the run that sent it has ended)."""
     page.wait_for_timeout(300)
     page.wait_for_selector(IDLE, timeout=timeout)
-    flipped, reached = page.evaluate("[window.__lastRunEnded || 0, window.__lastRunReached || 0]")
-    if reached > flipped + 1:  # the last run never showed as running
+    flipped, reached, changed = page.evaluate(
+        "[window.__lastRunEnded || 0, window.__lastRunReached || 0, window.__lastChange || 0]"
+    )
+    if reached > flipped + 1:  # the last run never showed as running: its end is the page's last change after it
         UNFLIPPED.append(reached / 1000)
-    return max(shown, max(flipped, reached) / 1000)
+        return max(shown, max(reached, changed) / 1000)
+    return max(shown, flipped / 1000)
 
 
 def run_after(page: Any, began: float, timeout: float = 120_000) -> None:
