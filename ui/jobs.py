@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from core.access import WRITE, map_paths
+from core.access import WRITE, map_paths, paths_in
 from core.errors import JobError, JobFailed, WorkbenchError
 from core.i18n import _, ngettext
 from core.jobs.cluster.client import LOCAL
@@ -102,11 +102,22 @@ def _session_jobs() -> SessionJobs:
     return SessionJobs()
 
 
+@dataclasses.dataclass(eq=False)
+class _Started:
+    """A job started ahead: what it was asked, its handle, its ``out_dir`` (a job that writes files), and every
+    folder it was sent to write into (``out_dir`` and any other, such as Partition's ``levels_dir``)."""
+
+    asked: tuple[str, bytes]
+    handle: Any
+    out: Path | None = None
+    folders: tuple[str, ...] = ()
+    taken: bool = False  # by a page's run, which then owns its folders
+
+
 @st.cache_resource
-def _started() -> tuple[threading.Lock, dict[tuple[str, str], tuple[tuple[str, bytes], Any, Path | None]]]:
-    """One per server: the jobs started ahead (``start``) by (session id, job name), with what they were asked
-    and their folder (a job that writes files);
-    handles hold threads, so they are kept here rather than in a session's state."""
+def _started() -> tuple[threading.Lock, dict[tuple[str, str], _Started]]:
+    """One per server: the jobs started ahead (``start``) by (session id, job name); handles hold threads, so they
+    are kept here rather than in a session's state."""
     return threading.Lock(), {}
 
 
@@ -141,7 +152,7 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
     lock, started = _started()
     with lock:
         earlier = started.get((sid, job.name))
-        if earlier is not None and earlier[0] == asked:
+        if earlier is not None and earlier.asked == asked:
             return False
     if not _session_jobs().spare(sid, session.settings().max_jobs_per_session):
         return False
@@ -154,28 +165,35 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
         return False
+    folders = tuple(path for access, path in paths_in(sent, type(sent)) if access == WRITE)
+    entry = _Started(asked, handle, out, folders)
     with lock:
         earlier = started.get((sid, job.name))
-        started[(sid, job.name)] = entry = (asked, handle, out)
+        started[(sid, job.name)] = entry
     threading.Thread(target=_end_of_started, args=(entry, (sid, job.name)), name="started job", daemon=True).start()
     if earlier is not None:
-        earlier[1].cancel()  # asked something else since: nobody will wait on it
+        earlier.handle.cancel()  # asked something else since: nobody will wait on it
     return True
 
 
 STARTED_KEPT_S = 60.0
 
 
-def _end_of_started(entry: tuple[tuple[str, bytes], Any, Path | None], key: tuple[str, str]) -> None:
+def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
     """Once the job has ended: its slot back to the session; a minute later, its result dropped if no page took
-    it (a result can be a large model's graph)."""
-    entry[1].wait(None)
+    it (a result can be a large model's graph), and the folders it wrote into with it (a model's five optimized
+    copies), unless a page took it."""
+    entry.handle.wait(None)
     _session_jobs().release(key[0])
     time.sleep(STARTED_KEPT_S)
     lock, started = _started()
     with lock:
         if started.get(key) is entry:
             del started[key]
+        dropped = not entry.taken
+    if dropped:
+        for folder in entry.folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> tuple[Any, Path | None] | None:
@@ -185,10 +203,11 @@ def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> tuple[Any, Pa
     key = (_session_id(), job.name)
     with lock:
         found = started.get(key)
-        if found is None or found[0] != asked:
+        if found is None or found.asked != asked:
             return None
         del started[key]
-    return found[1], found[2]
+        found.taken = True
+    return found.handle, found.out
 
 
 def show_error(exc: WorkbenchError) -> None:

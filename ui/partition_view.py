@@ -42,6 +42,7 @@ from ui.tables import Rows, all_rows, page_of, page_of_rows
 from ui.text import escaped_frame, human_bytes, md_escape
 
 __all__ = [
+    "AHEAD_MAX_BYTES",
     "LEVELS_BEFORE_GRAPH",
     "LEVELS_ON_REQUEST",
     "contrib_frame",
@@ -69,6 +70,8 @@ LEVELS_ON_REQUEST = 50_000
 # Both only where the levels are a job of their own (another runtime's partition, or levels that failed with it):
 # the partition's job makes them at every size (partition_with_levels), and the graph is drawn once, with them
 LEVELS_BEFORE_GRAPH = 2_000
+# the largest model whose partition and levels start on Decode (partition_ahead): the levels write five copies of it
+AHEAD_MAX_BYTES = 16 * 2**20
 
 
 @st.cache_data(show_spinner=False)
@@ -96,7 +99,9 @@ def partition_ahead(step: str) -> None:
     record = session.current_model()
     if step != "partition" or record is None or record.is_pytorch or record.node_count is None:
         return
-    if record.node_count > LEVELS_BEFORE_GRAPH or jobs.kept(OPTIMIZE, record.id) is not None:
+    if record.node_count > LEVELS_BEFORE_GRAPH or record.size_bytes > AHEAD_MAX_BYTES:
+        return  # its five optimized copies are written only when asked for
+    if jobs.kept(OPTIMIZE, record.id) is not None:
         return
     available = targets.providers()
     table = providers_of(tuple(available) if available is not None else None)

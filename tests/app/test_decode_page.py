@@ -247,7 +247,7 @@ def test_with_one_job_per_session_the_graph_waits_its_turn(monkeypatch: pytest.M
     assert not at.error and at.session_state[GRAPH.name][1].node_count == 30
 
 
-def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The person left before the page waited on it: the slot comes back when the job ends, the result goes a
     while later (it can be a large model's graph), and one taken meanwhile is not touched."""
     import ui.jobs
@@ -260,15 +260,27 @@ def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.M
     sessions = ui.jobs._session_jobs()
     _lock, started = ui.jobs._started()
     assert sessions.spare("left", 2)
-    entry = (("model", b"asked"), Ended())
+    written = [tmp_path / "placements-1", tmp_path / "optimized-1"]
+    for folder in written:
+        (folder / "level.onnx").parent.mkdir()
+        (folder / "level.onnx").write_bytes(b"x")
+    entry = ui.jobs._Started(("model", b"asked"), Ended(), written[0], tuple(map(str, written)))
     started[("left", GRAPH.name)] = entry
     ui.jobs._end_of_started(entry, ("left", GRAPH.name))
     assert ("left", GRAPH.name) not in started and not sessions.running["left"]
-    newer = (("model", b"asked again"), Ended())
+    assert not any(folder.exists() for folder in written)  # nobody took it: what it wrote goes with it
+    newer = ui.jobs._Started(("model", b"asked again"), Ended())
     started[("left", GRAPH.name)] = newer
     assert sessions.spare("left", 2)
     ui.jobs._end_of_started(entry, ("left", GRAPH.name))  # the older one's end leaves the newer one alone
     assert started.pop(("left", GRAPH.name)) is newer
+    kept = tmp_path / "decode-1"
+    kept.mkdir()
+    taken = ui.jobs._Started(("model", b"taken"), Ended(), kept, (str(kept),), taken=True)
+    started[("left", GRAPH.name)] = taken
+    assert sessions.spare("left", 2)
+    ui.jobs._end_of_started(taken, ("left", GRAPH.name))
+    assert kept.is_dir()  # a page took it: its folder is the page's
 
 
 @pytest.mark.usefixtures("apart")

@@ -80,9 +80,13 @@ def test_a_large_model_and_a_pytorch_one_start_nothing_ahead(
     import ui.partition_view
 
     monkeypatch.setattr(ui.decode_view, "TOGETHER_MAX_NODES", 3)
-    monkeypatch.setattr(ui.partition_view, "LEVELS_BEFORE_GRAPH", 3)
+    monkeypatch.setattr(ui.partition_view, "AHEAD_MAX_BYTES", 100)  # the chain of 5 is a few hundred bytes
     at = open_page(None, ("m.onnx", builders.chain_model(5).SerializeToString()))
     assert submitted == []
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and sorted(submitted) == sorted([DECODE.name, "graph.view"])  # its own two, none ahead
+    _slots_back()
+    submitted.clear()
     monkeypatch.setenv("WORKBENCH_START_SAMPLE", "tinycnn")
     at = open_page(None)  # the start sample, in PyTorch: the Model page offers Export, which has no job to start
     assert not at.exception and submitted == []
