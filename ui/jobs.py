@@ -112,6 +112,7 @@ class _Started:
     out: Path | None = None
     folders: tuple[str, ...] = ()
     taken: bool = False  # by a page's run, which then owns its folders
+    given_back: bool = False  # its slot, to its session (once: by whichever of the two sees it end first)
 
 
 @st.cache_resource
@@ -184,7 +185,7 @@ def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
     it (a result can be a large model's graph), and the folders it wrote into with it (a model's five optimized
     copies), unless a page took it."""
     entry.handle.wait(None)
-    _session_jobs().release(key[0])
+    _give_back(entry, key[0])
     time.sleep(STARTED_KEPT_S)
     lock, started = _started()
     with lock:
@@ -196,9 +197,20 @@ def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> tuple[Any, Path | None] | None:
-    """The handle of ``job`` started ahead for exactly ``asked`` in this session and its folder, taken out; else
-    None."""
+def _give_back(entry: _Started, session_id: str) -> None:
+    """The slot of a job started ahead back to its session, once: as soon as the page that took it has its result
+    (its next job may start ahead at once), or when it ends untaken (``_end_of_started``'s thread, which may wake
+    later than the page goes on)."""
+    lock, _started_jobs = _started()
+    with lock:
+        if entry.given_back:
+            return
+        entry.given_back = True
+    _session_jobs().release(session_id)
+
+
+def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> _Started | None:
+    """The job started ahead of ``job`` for exactly ``asked`` in this session, taken out; else None."""
     lock, started = _started()
     key = (_session_id(), job.name)
     with lock:
@@ -207,7 +219,7 @@ def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> tuple[Any, Pa
             return None
         del started[key]
         found.taken = True
-    return found.handle, found.out
+    return found
 
 
 def show_error(exc: WorkbenchError) -> None:
@@ -264,7 +276,7 @@ def _run_kept(
     # draws after it keeps its place from run to run (a graph view that moved would be mounted again)
     slot = st.container()
     asked = _asked(job, request, model)
-    ahead = None
+    taken = None
     out: Path | None = None
     if reuse:
         found = _kept_entry(job, model)
@@ -272,13 +284,13 @@ def _run_kept(
             return found[1]
         taken = _take_started(job, asked)
         if taken is not None:
-            ahead, out = taken  # a job started ahead ran in its own folder already
-    if ahead is None:
+            out = taken.out  # a job started ahead ran in its own folder already
+    if taken is None:
         out = session.workspace().new_folder(job.folder) if job.folder else None
-    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None and ahead is None else request  # type: ignore[type-var]
+    sent = dataclasses.replace(request, out_dir=str(out)) if out is not None and taken is None else request  # type: ignore[type-var]
     try:
         with slot:
-            result = _run(job, sent, label, ahead) if ahead is not None else _with_slot(job, sent, label)
+            result = _run(job, sent, label, taken.handle) if taken is not None else _with_slot(job, sent, label)
     except WorkbenchError as exc:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
@@ -287,6 +299,9 @@ def _run_kept(
         with slot:
             show_error(exc)
         return None
+    finally:
+        if taken is not None:  # it has ended: its slot is free for the next job started ahead, this run
+            _give_back(taken, _session_id())
     if out is not None:
         session.workspace().prune(job.folder, keep={out, *session.paths_in_use()})
     st.session_state[job.name] = (asked, result)
