@@ -111,6 +111,8 @@ class _Started:
     handle: Any
     out: Path | None = None
     folders: tuple[str, ...] = ()
+    began: float = dataclasses.field(default_factory=time.monotonic)
+    ended: float | None = None  # when it ended, as its thread saw it: a page says the job's own time, not its wait
     taken: bool = False  # by a page's run, which then owns its folders
     given_back: bool = False  # its slot, to its session (once: by whichever of the two sees it end first)
 
@@ -185,6 +187,7 @@ def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
     it (a result can be a large model's graph), and the folders it wrote into with it (a model's five optimized
     copies), unless a page took it."""
     entry.handle.wait(None)
+    entry.ended = time.monotonic()
     _give_back(entry, key[0])
     time.sleep(STARTED_KEPT_S)
     lock, started = _started()
@@ -290,7 +293,7 @@ def _run_kept(
     sent = dataclasses.replace(request, out_dir=str(out)) if out is not None and taken is None else request  # type: ignore[type-var]
     try:
         with slot:
-            result = _run(job, sent, label, taken.handle) if taken is not None else _with_slot(job, sent, label)
+            result = _run(job, sent, label, taken) if taken is not None else _with_slot(job, sent, label)
     except WorkbenchError as exc:
         if out is not None:
             shutil.rmtree(out, ignore_errors=True)
@@ -336,20 +339,26 @@ def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Resul
         return _run(job, request, label)
 
 
-def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | None = None) -> Result:
-    """Wait on the job with a status box: on ``ahead`` (a handle of ``start``'s, which holds its own slot of
-    the session's), else on a job submitted now."""
+def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Started | None = None) -> Result:
+    """Wait on the job with a status box: on ``ahead`` (a job ``start`` started, which holds its own slot of
+    the session's; its box says the job's own time, from when it started to when it ended), else on a job
+    submitted now."""
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
-    handle = ahead if ahead is not None else submit(job, request, targets.backend_for(job))
+    handle = ahead.handle if ahead is not None else submit(job, request, targets.backend_for(job))
     local = targets.chosen() == LOCAL or not job.targeted
     where = _("the machine") if local else _("target {name}").format(name=targets.chosen())
-    began = ran_from = time.monotonic()  # submitted; and when it stopped waiting in the queue
+    began = ran_from = ahead.began if ahead is not None else time.monotonic()  # submitted; and out of the queue
+
+    def took() -> str:
+        ended = ahead.ended if ahead is not None and ahead.ended is not None else time.monotonic()
+        return f"{ended - began:.1f}"
+
     try:
         # a job done in a moment is drawn as its finished box at once: st.status sleeps 50 ms when it is made, a
         # fifth of a small page's answer; a click meanwhile reruns the page no later than this wait
         if handle.wait(min(QUICK_S, TOAST_AFTER_S)) and handle.state == "done":
             result = handle.result()
-            seconds = f"{time.monotonic() - began:.1f}"
+            seconds = took()
             if ahead is None:
                 _durations().record(job.name, time.monotonic() - ran_from)
             _finished_box(label, seconds)
@@ -397,7 +406,7 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: Any | N
                 if told:
                     st.toast(_("{label}: failed").format(label=label), icon=":material/error:")
                 raise
-            seconds = f"{time.monotonic() - began:.1f}"
+            seconds = took()
             if ahead is None:  # a job started ahead ran for longer than this page waited on it
                 _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
             bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))
