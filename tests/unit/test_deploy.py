@@ -192,9 +192,13 @@ def test_short_calls_run_on_the_event_loop_and_long_ones_in_a_thread(
     monkeypatch.setattr(module, "run_in_threadpool", counted)
     body = {"inputs": {"x": [[-1.0, 2.0, -3.0, 4.0]]}}
     with TestClient(module.app) as client:
-        for _call in range(3):  # the first goes to a thread (nothing is known yet); the relu then takes microseconds
-            assert client.post("/predict", json=body).json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
-        assert len(handed) == 1 and module.state["typical_s"] < module.INLINE_BELOW_S
+        assert client.post("/predict", json=body).json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
+        assert len(handed) == 1 and module.state["typical_s"] > 0  # the first to a thread: nothing was known yet
+        # a relu takes microseconds; one call on a busy machine can take longer than the line, so its typical time
+        # is set here rather than measured
+        module.state["typical_s"] = module.INLINE_BELOW_S / 10
+        assert client.post("/predict", json=body).json()["outputs"]["y"] == [[0.0, 2.0, 0.0, 4.0]]
+        assert len(handed) == 1  # on the event loop
         options = module.state["session"].get_session_options()  # made as Tune measured it
         assert options.get_session_config_entry("session.force_spinning_stop") == "1"
         module.state["typical_s"] = 0.01  # a model whose calls take 10 ms
