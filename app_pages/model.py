@@ -182,5 +182,5 @@ tutorial_view.parameter_figure(record)  # the tutorial printed 87,114 for the sa
 if record.is_pytorch:
     pages.link("export", _("Next: export it to ONNX"))
 else:
-    pages.link("decode", _("Next: decode it, from the first bytes to the graph"))
-    offered("decode")
+    if pages.link("decode", _("Next: decode it, from the first bytes to the graph")):
+        offered("decode")

@@ -27,7 +27,7 @@ from ui import session, targets
 from ui.hooks import ERROR_SHOWN, RESULT_KEPT
 from ui.text import md_escape
 
-__all__ = ["SessionJobs", "keep", "kept", "run", "show_error", "start", "stop_with_error"]
+__all__ = ["AHEAD_KEPT_S", "SessionJobs", "keep", "kept", "run", "show_error", "start", "stop_with_error"]
 
 
 class SessionJobs:
@@ -111,6 +111,7 @@ class _Started:
     handle: Any
     out: Path | None = None
     folders: tuple[str, ...] = ()
+    keep_s: float = 60.0  # how long its result waits for a page to take it, once it has ended
     began: float = dataclasses.field(default_factory=time.monotonic)
     ended: float | None = None  # when it ended, as its thread saw it: a page says the job's own time, not its wait
     taken: bool = False  # by a page's run, which then owns its folders
@@ -137,7 +138,9 @@ def _asked(job: Job[Any, Any], request: Any, model: str) -> tuple[str, bytes]:
     return (model, encode([asked, place]))
 
 
-def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
+def start(
+    job: Job[Request, Result], request: Request, *, model: str, once: bool = False, keep_s: float | None = None
+) -> bool:
     """Start ``job`` on ``request`` now without waiting for it: the page's later ``run`` of the same job and
     request for ``model`` (with ``reuse``) waits on it instead of starting it then. A page calls it for a job
     that does not depend on the one it waits on first (Decode lays out the graph while the model is decoded), so
@@ -145,11 +148,15 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
     when the session has no slot to spare beside the next job (that ``run`` then starts it, as before). A job
     that writes files (``folder``) gets its fresh folder now, which the later ``run`` keeps as its own. A job
     started and never waited on (the person left the page) runs to its end, and its result waits a minute
-    (``STARTED_KEPT_S``) for a visit that takes it. Whether it started now: a folder the caller made for it
-    (other than ``out_dir``) is the caller's to remove when it did not."""
+    (``STARTED_KEPT_S``, or ``keep_s``) for a visit that takes it. With ``once``, a job this session started for
+    the same request before is not started again (a page's every rerun offers the next step's). Whether it started
+    now: a folder the caller made for it (other than ``out_dir``) is the caller's to remove when it did not."""
     asked = _asked(job, request, model)
     found = _kept_entry(job, model)
     if found is not None and found[0] == asked:
+        return False
+    before: set[tuple[str, tuple[str, bytes]]] = st.session_state.setdefault("jobs_started_once", set())
+    if once and (job.name, asked) in before:
         return False
     sid = _session_id()
     lock, started = _started()
@@ -169,7 +176,9 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
             shutil.rmtree(out, ignore_errors=True)
         return False
     folders = tuple(path for access, path in paths_in(sent, type(sent)) if access == WRITE)
-    entry = _Started(asked, handle, out, folders)
+    entry = _Started(asked, handle, out, folders, keep_s=STARTED_KEPT_S if keep_s is None else keep_s)
+    if once:
+        before.add((job.name, asked))
     with lock:
         earlier = started.get((sid, job.name))
         started[(sid, job.name)] = entry
@@ -180,6 +189,8 @@ def start(job: Job[Request, Result], request: Request, *, model: str) -> bool:
 
 
 STARTED_KEPT_S = 60.0
+# a job started for the next step a page offers waits longer: a person reads a page for minutes before going on
+AHEAD_KEPT_S = 600.0
 
 
 def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
@@ -189,7 +200,7 @@ def _end_of_started(entry: _Started, key: tuple[str, str]) -> None:
     entry.handle.wait(None)
     entry.ended = time.monotonic()
     _give_back(entry, key[0])
-    time.sleep(STARTED_KEPT_S)
+    time.sleep(entry.keep_s)
     lock, started = _started()
     with lock:
         if started.get(key) is entry:
@@ -221,8 +232,10 @@ def _take_started(job: Job[Any, Any], asked: tuple[str, bytes]) -> _Started | No
         if found is None or found.asked != asked:
             return None
         del started[key]
-        found.taken = True
-    return found
+        # another run of the session may have pruned its folders meanwhile (another model's job of the same kind):
+        # its result would name files that are gone, so the page runs its own, and its thread drops this one
+        found.taken = all(Path(folder).is_dir() for folder in found.folders)
+    return found if found.taken else None
 
 
 def show_error(exc: WorkbenchError) -> None:
@@ -339,29 +352,30 @@ def _with_slot(job: Job[Request, Result], request: Request, label: str) -> Resul
         return _run(job, request, label)
 
 
+def _took(began: float, ahead: _Started | None) -> str:
+    """A job's time, said in its box: a job started ahead's own (to when it ended), not the page's wait on it."""
+    ended = ahead.ended if ahead is not None and ahead.ended is not None else time.monotonic()
+    return f"{ended - began:.1f}"
+
+
 def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Started | None = None) -> Result:
-    """Wait on the job with a status box: on ``ahead`` (a job ``start`` started, which holds its own slot of
-    the session's; its box says the job's own time, from when it started to when it ended), else on a job
-    submitted now."""
+    """Wait on the job with a status box: on ``ahead`` (a job ``start`` started, which holds its own slot of the
+    session's; its box says its time from when it started), else on a job submitted now."""
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
     handle = ahead.handle if ahead is not None else submit(job, request, targets.backend_for(job))
-    local = targets.chosen() == LOCAL or not job.targeted
-    where = _("the machine") if local else _("target {name}").format(name=targets.chosen())
-    began = ran_from = ahead.began if ahead is not None else time.monotonic()  # submitted; and out of the queue
-
-    def took() -> str:
-        ended = ahead.ended if ahead is not None and ahead.ended is not None else time.monotonic()
-        return f"{ended - began:.1f}"
+    remote = job.targeted and targets.chosen() != LOCAL
+    where = _("target {name}").format(name=targets.chosen()) if remote else _("the machine")
+    waited_from = time.monotonic()  # the page's wait: a toast says a job it has waited on for a while
+    began = ran_from = ahead.began if ahead is not None else waited_from  # submitted; and out of the queue
 
     try:
         # a job done in a moment is drawn as its finished box at once: st.status sleeps 50 ms when it is made, a
         # fifth of a small page's answer; a click meanwhile reruns the page no later than this wait
         if handle.wait(min(QUICK_S, TOAST_AFTER_S)) and handle.state == "done":
             result = handle.result()
-            seconds = took()
             if ahead is None:
                 _durations().record(job.name, time.monotonic() - ran_from)
-            _finished_box(label, seconds)
+            _finished_box(label, _took(began, ahead))
             _warn(handle.warnings)
             return result
         # open while it runs, so its bar says how far it has got (a large model's Partition runs for minutes, and
@@ -395,7 +409,7 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
                 if now != shown:
                     bar.progress(now[0], text=now[1])
                     shown = now
-                if not told and time.monotonic() - began > TOAST_AFTER_S:
+                if not told and time.monotonic() - waited_from > TOAST_AFTER_S:
                     told = True  # the box may be below the window's edge, under the button that was clicked
                     st.toast(_("{label}: running; its box on the page shows how far it has got.").format(label=label))
                 handle.wait(0.1)  # a tenth of a second at most, and no longer once the job has ended
@@ -406,7 +420,7 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
                 if told:
                     st.toast(_("{label}: failed").format(label=label), icon=":material/error:")
                 raise
-            seconds = took()
+            seconds = _took(began, ahead)
             if ahead is None:  # a job started ahead ran for longer than this page waited on it
                 _durations().record(job.name, time.monotonic() - ran_from)  # its own time, not its wait
             bar.progress(1.0, text=_("done in {seconds} s").format(seconds=seconds))

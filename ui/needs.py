@@ -27,15 +27,16 @@ def next_steps(*steps: str) -> None:
     """Where to go from here: the end of every page."""
     st.divider()
     st.markdown("**" + _("Next") + "**")  # the links are the table's words, translated (ui/pages.py)
-    for step in steps:  # one under the other: side by side, a link's words were cut off at its column's edge
-        pages.link(step)
+    # one under the other: side by side, a link's words were cut off at its column's edge
+    drawn = [step for step in steps if pages.link(step)]  # a workshop's room may keep some shut
     notebook_downloads()  # this page's step as a notebook, and the whole walk-through (ui/notebook_view.py)
-    offered(steps[0])
+    if drawn:
+        offered(drawn[0])
 
 
 def offered(step: str) -> None:
-    """``step`` is the one a person most likely opens next: its view may start its job now (ui.hooks.NEXT_STEP),
-    where the settings allow it."""
+    """``step`` is the one a person most likely opens next (its link drawn first): its view may start its job now
+    (ui.hooks.NEXT_STEP), where the settings allow it."""
     if session.settings().start_ahead:
         for hook in NEXT_STEP:
             hook(step)

@@ -165,10 +165,11 @@ def first_open() -> str:
     return next((row.step for row in PAGES if row.step in shown), PAGES[0].step)
 
 
-def link(step: str, label: str = "", **params: str) -> None:
+def link(step: str, label: str = "", **params: str) -> bool:
     """A link to page ``step``, saying ``label`` (else the table's words for it, translated); ``params`` go in its
-    address."""
+    address. Whether it was drawn: not to a page a workshop's room keeps shut."""
     row = page(step)
     if step not in _shown():
-        return
+        return False
     st.page_link(row.path, label=label or _(row.link), icon=row.icon, query_params=params or None)
+    return True

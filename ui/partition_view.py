@@ -97,10 +97,10 @@ def partition_ahead(step: str) -> None:
     partition on this server's runtime with the page's first choices and the levels beside it, starts now, and the
     page's run takes it (``partition_with_levels``)."""
     record = session.current_model()
-    if step != "partition" or record is None or record.is_pytorch or record.node_count is None:
-        return
-    if record.node_count > LEVELS_BEFORE_GRAPH or record.size_bytes > AHEAD_MAX_BYTES:
-        return  # its five optimized copies are written only when asked for
+    if step != "partition" or record is None or record.is_pytorch or record.runtime_nodes is None:
+        return  # not counted: an earlier version's record
+    if record.runtime_nodes > LEVELS_BEFORE_GRAPH or record.size_bytes > AHEAD_MAX_BYTES:
+        return  # its sessions over every graph and function, or its five optimized copies, only when asked for
     if jobs.kept(OPTIMIZE, record.id) is not None:
         return
     available = targets.providers()
@@ -111,7 +111,9 @@ def partition_ahead(step: str) -> None:
     if jobs.kept(PARTITION, record.id, request) is not None:
         return
     folder = session.workspace().new_folder(OPTIMIZE.folder)
-    if not jobs.start(PARTITION, replace(request, levels_dir=str(folder)), model=record.id):
+    if not jobs.start(
+        PARTITION, replace(request, levels_dir=str(folder)), model=record.id, once=True, keep_s=jobs.AHEAD_KEPT_S
+    ):
         shutil.rmtree(folder, ignore_errors=True)
 
 

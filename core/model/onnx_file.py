@@ -356,7 +356,8 @@ def _default_notes(model: onnx.ModelProto, initializer_names: set[str]) -> list[
     return [note(DEFAULT_INPUTS, count=len(defaults), names=_domains_said(defaults))]
 
 
-def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
+def _parsed(main: Path) -> onnx.ModelProto:
+    """The ModelProto in ``main``, without its external data; a file that is none, or holds no graph, refused."""
     import onnx
 
     try:
@@ -380,7 +381,11 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         raise IntakeError(
             _("'{main}' is an ONNX ModelProto with no graph in it: there is no model to run.").format(main=main.name)
         )
+    return model
 
+
+def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> ModelRecord:
+    model = _parsed(main)
     counts = check_model_size(main.name, model, limits)
     data_files = check_external_data(model, folder)
     weight_bytes = constant_weights = 0
@@ -430,12 +435,18 @@ def describe_onnx(main: Path, folder: Path, name: str, limits: IntakeLimits) -> 
         ir_version=int(model.ir_version),
         producer=" ".join(filter(None, [model.producer_name, model.producer_version])),
         node_count=len(model.graph.node),
+        runtime_nodes=_runtime_nodes(model, counts),
         external_data=[p.name for p in data_files],
         notes=notes,
         metadata=read_metadata(model),
         suppresses_boxes=found.suppression,
         generative=recognition.layout,
     )
+
+
+def _runtime_nodes(model: onnx.ModelProto, counts: ModelCounts) -> int:
+    """Nodes as ONNX Runtime runs the model: every graph's, every local function inlined at each call."""
+    return max(counts.nodes, expanded_node_count(model) if model.functions else 0)
 
 
 def describe_bundle(path: Path, name: str, limits: IntakeLimits, into: Path | None = None) -> ModelRecord:

@@ -111,7 +111,10 @@ class ModelRecord:
     opset: int | None = None
     ir_version: int | None = None
     producer: str = ""
-    node_count: int | None = None
+    node_count: int | None = None  # the main graph's, as written
+    # every graph's and function's, as ONNX Runtime runs them (local functions inlined): what a job on the whole
+    # model costs; None where not counted (a record an earlier version kept)
+    runtime_nodes: int | None = None
     architecture: str = ""  # zoo architecture (samples and state_dicts)
     architecture_matches: list[ArchitectureMatch] = field(default_factory=list)
     external_data: list[str] = field(default_factory=list)

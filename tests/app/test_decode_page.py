@@ -256,7 +256,6 @@ def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.M
         def wait(self, timeout: float | None) -> bool:
             return True
 
-    monkeypatch.setattr(ui.jobs, "STARTED_KEPT_S", 0.0)
     sessions = ui.jobs._session_jobs()
     _lock, started = ui.jobs._started()
     assert sessions.spare("left", 2)
@@ -264,18 +263,18 @@ def test_a_result_started_ahead_and_never_taken_is_dropped(monkeypatch: pytest.M
     for folder in written:
         (folder / "level.onnx").parent.mkdir()
         (folder / "level.onnx").write_bytes(b"x")
-    entry = ui.jobs._Started(("model", b"asked"), Ended(), written[0], tuple(map(str, written)))
+    entry = ui.jobs._Started(("model", b"asked"), Ended(), written[0], tuple(map(str, written)), keep_s=0.0)
     started[("left", GRAPH.name)] = entry
     ui.jobs._end_of_started(entry, ("left", GRAPH.name))
     assert ("left", GRAPH.name) not in started and not sessions.running["left"]
     assert not any(folder.exists() for folder in written)  # nobody took it: what it wrote goes with it
-    newer = ui.jobs._Started(("model", b"asked again"), Ended())
+    newer = ui.jobs._Started(("model", b"asked again"), Ended(), keep_s=0.0)
     started[("left", GRAPH.name)] = newer
     ui.jobs._end_of_started(entry, ("left", GRAPH.name))  # the older one's end leaves the newer one alone
     assert started.pop(("left", GRAPH.name)) is newer and not sessions.running["left"]  # its slot came back once
     kept = tmp_path / "decode-1"
     kept.mkdir()
-    taken = ui.jobs._Started(("model", b"taken"), Ended(), kept, (str(kept),), taken=True)
+    taken = ui.jobs._Started(("model", b"taken"), Ended(), kept, (str(kept),), keep_s=0.0, taken=True)
     started[("left", GRAPH.name)] = taken
     assert sessions.spare("left", 2)
     ui.jobs._end_of_started(taken, ("left", GRAPH.name))

@@ -115,3 +115,60 @@ def test_a_large_model_and_a_pytorch_one_start_nothing_ahead(
     assert not at.exception and submitted == []
     upload(at, "m.onnx", builders.chain_model(5).SerializeToString())
     assert submitted == [], "a model past the sizes: its pages run their own jobs"
+
+
+def test_a_model_whose_functions_make_it_larger_than_its_main_graph_starts_nothing_ahead(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sizes are counted as ONNX Runtime runs the model: a local function's body inlined at every call (a 1 kB
+    file can hold 10⁵ nodes), not the main graph's nodes as written."""
+    import ui.decode_view
+    import ui.partition_view
+
+    monkeypatch.setattr(ui.decode_view, "TOGETHER_MAX_NODES", 2)  # the main graph's one call is within it
+    monkeypatch.setattr(ui.partition_view, "LEVELS_BEFORE_GRAPH", 2)
+    at = open_page(None, ("f.onnx", builders.function_model().SerializeToString()))
+    record = at.session_state["model"]
+    assert (record.node_count, record.runtime_nodes) == (1, 3)  # one call; the main graph's and the body's nodes
+    assert submitted == []
+
+
+def test_what_a_page_started_ahead_is_not_started_again_on_its_reruns_nor_taken_once_its_files_are_gone(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import ui.jobs
+
+    monkeypatch.setattr(ui.jobs, "AHEAD_KEPT_S", 0.0)  # its result dropped as soon as it has ended
+    at = open_page(None, ("m.onnx", builders.mlp_model().SerializeToString()))
+    assert submitted == [DECODE_GRAPH.name]
+    _slots_back()
+    time.sleep(0.2)
+    at.run()  # the Model page again (a widget, a rerun): the same job for the same model is not started again
+    assert not at.exception and submitted == [DECODE_GRAPH.name]
+    # a job started ahead whose folder another run of the session pruned before the page took it: the page runs its
+    # own, rather than showing a result whose files are gone
+    monkeypatch.setattr(ui.jobs, "AHEAD_KEPT_S", 60.0)
+    at = open_page(None, ("m.onnx", builders.mlp_model().SerializeToString()))
+    _lock, started = ui.jobs._started()
+    (entry,) = [e for e in started.values() if e.folders]
+    _slots_back()
+    for folder in entry.folders:
+        shutil.rmtree(folder)
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and not at.error
+    assert submitted.count(DECODE_GRAPH.name) == 3 and at.session_state[DECODE.name][1].node_count > 0
+
+
+def test_a_step_a_workshops_room_keeps_shut_starts_nothing_ahead(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ui.pages
+
+    shown = ui.pages._shown
+    monkeypatch.setattr(ui.pages, "_shown", lambda: shown() - {"partition"})  # the teacher opened Decode, not Partition
+    at = open_page(None, ("m.onnx", builders.mlp_model().SerializeToString()))
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and submitted == [DECODE_GRAPH.name]  # Decode's own, started ahead; none for Partition
+    _slots_back()
