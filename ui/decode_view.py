@@ -57,11 +57,9 @@ def _together(record: ModelRecord) -> bool:
 def decode_ahead(step: str) -> None:
     """Decode offered next (the Model page's link) for a small ONNX model: its one job starts now, and the page's
     run takes it (``decoded_with_graph``)."""
-    record = session.current_model()
-    if step != "decode" or record is None or record.is_pytorch or record.runtime_nodes is None:
-        return  # not counted: an earlier version's record
-    if record.runtime_nodes > TOGETHER_MAX_NODES or not _together(record):
-        return  # its local functions or subgraphs make it larger than its main graph says
+    record = session.small_onnx_model(TOGETHER_MAX_NODES, TOGETHER_MAX_BYTES) if step == "decode" else None
+    if record is None or not _together(record):
+        return
     request = DecodeRequest(path=record.path)
     if jobs.kept(DECODE, record.id, request) is None and jobs.kept(GRAPH, record.id) is None:
         jobs.start(DECODE_GRAPH, request, model=record.id, once=True, keep_s=jobs.AHEAD_KEPT_S)

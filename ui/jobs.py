@@ -155,8 +155,7 @@ def start(
     found = _kept_entry(job, model)
     if found is not None and found[0] == asked:
         return False
-    before: set[tuple[str, tuple[str, bytes]]] = st.session_state.setdefault("jobs_started_once", set())
-    if once and (job.name, asked) in before:
+    if once and (job.name, asked) in st.session_state.get(ONCE_KEY, set()):
         return False
     sid = _session_id()
     lock, started = _started()
@@ -178,7 +177,7 @@ def start(
     folders = tuple(path for access, path in paths_in(sent, type(sent)) if access == WRITE)
     entry = _Started(asked, handle, out, folders, keep_s=STARTED_KEPT_S if keep_s is None else keep_s)
     if once:
-        before.add((job.name, asked))
+        st.session_state.setdefault(ONCE_KEY, set()).add((job.name, asked))
     with lock:
         earlier = started.get((sid, job.name))
         started[(sid, job.name)] = entry
@@ -189,6 +188,7 @@ def start(
 
 
 STARTED_KEPT_S = 60.0
+ONCE_KEY = "jobs_started_once"  # in a session's state: (job name, what it asked) of the jobs ``start`` made ``once``
 # a job started for the next step a page offers waits longer: a person reads a page for minutes before going on
 AHEAD_KEPT_S = 600.0
 
@@ -367,7 +367,6 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
     where = _("target {name}").format(name=targets.chosen()) if remote else _("the machine")
     waited_from = time.monotonic()  # the page's wait: a toast says a job it has waited on for a while
     began = ran_from = ahead.began if ahead is not None else waited_from  # submitted; and out of the queue
-
     try:
         # a job done in a moment is drawn as its finished box at once: st.status sleeps 50 ms when it is made, a
         # fifth of a small page's answer; a click meanwhile reruns the page no later than this wait

@@ -96,12 +96,9 @@ def partition_ahead(step: str) -> None:
     """Partition offered next (Decode's first next step) for a small ONNX model: the page's first job, the
     partition on this server's runtime with the page's first choices and the levels beside it, starts now, and the
     page's run takes it (``partition_with_levels``)."""
-    record = session.current_model()
-    if step != "partition" or record is None or record.is_pytorch or record.runtime_nodes is None:
-        return  # not counted: an earlier version's record
-    if record.runtime_nodes > LEVELS_BEFORE_GRAPH or record.size_bytes > AHEAD_MAX_BYTES:
-        return  # its sessions over every graph and function, or its five optimized copies, only when asked for
-    if jobs.kept(OPTIMIZE, record.id) is not None:
+    # a larger one's sessions over every graph and function, or its five optimized copies, only when asked for
+    record = session.small_onnx_model(LEVELS_BEFORE_GRAPH, AHEAD_MAX_BYTES) if step == "partition" else None
+    if record is None or jobs.kept(OPTIMIZE, record.id) is not None:
         return
     available = targets.providers()
     table = providers_of(tuple(available) if available is not None else None)

@@ -36,6 +36,7 @@ __all__ = [
     "current_model",
     "torch_model",
     "set_current_model",
+    "small_onnx_model",
     "sample_record",
     "start",
     "who",
@@ -139,6 +140,16 @@ def workspace() -> Workspace:
 
 def current_model() -> ModelRecord | None:
     return st.session_state.get("model")
+
+
+def small_onnx_model(max_nodes: int, max_bytes: int) -> ModelRecord | None:
+    """The current model if it is ONNX and within these sizes, its nodes counted as ONNX Runtime runs it (local
+    functions inlined, every subgraph); None otherwise, and for a record whose nodes were not counted so (one an
+    earlier version kept): what a job may be started for unasked (a step offered next)."""
+    record = current_model()
+    if record is None or record.is_pytorch or record.runtime_nodes is None:
+        return None
+    return record if record.runtime_nodes <= max_nodes and record.size_bytes <= max_bytes else None
 
 
 def torch_model() -> ModelRecord | None:
