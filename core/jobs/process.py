@@ -404,6 +404,12 @@ class ProcessBackend:
         """The warm pool of ``runtime`` (core.jobs.warm.RuntimePools); None when this backend keeps none."""
         return self._pools.pool_for(runtime) if self._pools is not None else None
 
+    def page_runs(self) -> None:
+        """A page of this server runs now: the warm pools start replacements once the pages are quiet
+        (core.jobs.warm.Foreground)."""
+        if self._pools is not None:
+            self._pools.foreground.touch()
+
     def submit(self, spec: JobSpec) -> JobHandle:
         job = self.registry.get(spec.name)
         signature = self.registry.check_arguments(spec.name, spec.args)

@@ -5,7 +5,8 @@ keeps a few workers of each kind started ahead (``python -m core.jobs.worker --w
 onnx and onnxruntime, says it is ready, and waits for its one job; those of the other kind (``--torch``) import
 torch too (~3 CPU-s more), for the jobs marked ``torch`` in the job table, so that the other jobs' workers are
 replaced at a sixth of the cost. A used worker is never used again, and a new one of its kind is started once its
-job has ended (never while this server runs a benchmark, which must have the machine to itself).
+job has ended and the server's pages have been quiet a moment (``Foreground``: the browser draws the job's result
+first), never while this server runs a benchmark, which must have the machine to itself.
 
 The used workers' replacements start side by side, not one after the other (a page's two jobs use two; started in
 turn, the second was ready seconds later, and the next page's job started a worker of its own): at most as many
@@ -55,6 +56,7 @@ from core.settings import Settings
 __all__ = [
     "MAX_STAGED_FILES",
     "ExclusiveJobs",
+    "Foreground",
     "RuntimePools",
     "Spare",
     "Staging",
@@ -65,6 +67,8 @@ __all__ = [
 
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
 MIN_WAIT_S = 5.0  # a job waits at least this long (from its start) for a starting worker it took, at most 3 starts
+REFILL_QUIET_S = 1.0  # a used worker's replacement starts once no page has run for this long (Foreground)...
+REFILL_MAX_WAIT_S = 5.0  # ...and at the latest this long after its job ended
 
 
 @dataclass
@@ -193,6 +197,26 @@ class ExclusiveJobs:
             self._running += by
 
 
+class Foreground:
+    """When a page of this server last ran, shared by a backend's pools. A used worker's replacement imports for
+    0.4 CPU-seconds: started as its job ended, it took a core from the browser drawing the page that shows the
+    job's result (on two cores, the sample's Decode and Partition pages answered a fifth later). So it waits until
+    no page has run for ``REFILL_QUIET_S`` (a person reading), at most ``REFILL_MAX_WAIT_S`` (a page that reruns
+    while it waits on a long job runs all the time). A pool's first workers, and a server no page touches (a
+    command's, a test's), start at once."""
+
+    def __init__(self) -> None:
+        self._last = float("-inf")
+
+    def touch(self) -> None:
+        """A page runs now."""
+        self._last = time.monotonic()
+
+    def quiet_in(self) -> float:
+        """Seconds until no page will have run for ``REFILL_QUIET_S`` (0: quiet now)."""
+        return max(0.0, self._last + REFILL_QUIET_S - time.monotonic())
+
+
 @dataclass(kw_only=True)
 class WarmPool:
     """Keeps ``size`` workers with torch imported, and three times as many without, started ahead for a backend's
@@ -207,12 +231,14 @@ class WarmPool:
     size: int = 1
     runtime: Runtime | None = None  # whose Python its workers start from (None: the app's own)
     exclusive: ExclusiveJobs = field(default_factory=ExclusiveJobs)  # shared by a backend's pools
+    foreground: Foreground = field(default_factory=Foreground)  # likewise
     _ready: dict[bool, list[Spare]] = field(default_factory=lambda: {False: [], True: []})  # torch imported?
     _starting: list[_Starting] = field(default_factory=list)  # started, not ready, not claimed by a job
     _in_flight: int = 0  # workers started and not yet ready (claimed by a job or not)
     _start_s: dict[bool, float] = field(default_factory=lambda: {False: 1.0, True: 1.0})  # the last start, per kind
     # (how long the last worker of the kind took to get ready: a claimed one's wait is bounded by it)
     _wanted: threading.Event = field(default_factory=threading.Event)
+    _refill_since: float | None = None  # when a job ended whose worker is not yet replaced (Foreground)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
 
@@ -287,6 +313,9 @@ class WarmPool:
         """A job of this backend ended: start workers to replace the ones used."""
         if exclusive:
             self.exclusive.change(-1)
+        with self._lock:
+            if self._refill_since is None:
+                self._refill_since = time.monotonic()
         self._wanted.set()
 
     def wanted(self, torch: bool = False) -> int:
@@ -329,14 +358,16 @@ class WarmPool:
                 if self._closed:
                     continue
                 if self.exclusive.running > 0:  # a benchmark runs: starting a worker now would take CPU from it
-                    held = True
+                    held = 0.5
                     kinds: list[bool] = []
+                elif (held := self._page_drawn_in()) > 0:
+                    kinds = []
                 else:
-                    held = False
+                    self._refill_since = None
                     kinds = self._short()[: max(0, self.start_limit() - self._in_flight)]
                     self._in_flight += len(kinds)
-            if held:
-                self._wanted.wait(0.5)
+            if held > 0:
+                self._wanted.wait(held)
                 self._wanted.set()
                 continue
             for n, kind in enumerate(kinds):
@@ -346,6 +377,12 @@ class WarmPool:
                     with self._lock:
                         self._in_flight -= len(kinds) - n
                     break
+
+    def _page_drawn_in(self) -> float:
+        """Seconds a replacement waits for the pages to go quiet (Foreground); 0: start now."""
+        if self._refill_since is None:
+            return 0.0
+        return min(self.foreground.quiet_in(), self._refill_since + REFILL_MAX_WAIT_S - time.monotonic())
 
     def _short(self) -> list[bool]:
         """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap
@@ -404,6 +441,7 @@ class RuntimePools:
     def __init__(self, settings: Settings, sandboxed: bool, size: int) -> None:
         self._settings, self._sandboxed, self._size = settings, sandboxed, size
         self._exclusive = ExclusiveJobs()
+        self.foreground = Foreground()
         self.default = self._new(None)
         self._others: dict[str, WarmPool] = {}
         self._lock = threading.Lock()
@@ -415,6 +453,7 @@ class RuntimePools:
             size=self._size,
             runtime=runtime,
             exclusive=self._exclusive,
+            foreground=self.foreground,
         )
 
     def pool_for(self, runtime: Runtime) -> WarmPool:

@@ -135,3 +135,35 @@ def test_a_job_waiting_for_a_starting_worker_is_cancelled_at_once_and_the_worker
         _until(lambda: pool.ready_count(False) == 3, "the claimed worker was not kept for the next job")
     finally:
         pool.close()
+
+
+def test_a_used_workers_replacement_waits_until_the_pages_are_quiet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replacement imports for 0.4 CPU-seconds: while pages run (the browser drawing the job's result) it waits,
+    and starts once they have been quiet a moment; pages that never stop running hold it back for a bounded time."""
+    monkeypatch.setattr(warm, "REFILL_QUIET_S", 0.5)
+    monkeypatch.setattr(warm, "REFILL_MAX_WAIT_S", 2.5)
+    backend, pool = _backend(tmp_path / "data")
+
+    def replaced() -> bool:
+        return pool.ready_count(False) + pool.starting_count(False) == 3
+
+    try:
+        _until(lambda: _all_ready(pool), "the pool did not fill")
+        for pages_stop in (True, False):
+            backend.page_runs()
+            assert submit_spec(JobSpec(name="test.calls"), backend).result(timeout=120) == 1
+            ended = time.monotonic()
+            while time.monotonic() - ended < (1.0 if pages_stop else 4.0) and not replaced():
+                backend.page_runs()  # a page runs every 0.1 s
+                time.sleep(0.1)
+            waited = time.monotonic() - ended
+            if pages_stop:
+                assert not replaced(), "the replacement started while pages ran"
+                _until(replaced, "the replacement did not start once the pages were quiet")
+            else:
+                assert replaced() and 2.0 < waited < 4.0, f"replaced after {waited:.1f} s of pages running"
+            _until(lambda: _all_ready(pool), "the replacement did not get ready")
+    finally:
+        pool.close()
