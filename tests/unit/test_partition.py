@@ -82,6 +82,27 @@ def test_simulated_nnapi_split_of_the_transformer(samples: dict[str, Path]) -> N
     assert any(say(r.title) == "CoreML (simulated)" for r in result.reports)
 
 
+def test_the_simulations_of_a_model_walk_its_graph_for_the_checkers_maps_once(
+    samples: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each simulation's checker made the same producer and consumer maps of the whole graph (0.3 s each at 30,000
+    nodes): they are made once for the model, and each simulation places every node as it does alone."""
+    from core.partition import partitioner
+
+    checker = partitioner._usability_checker()
+    made: list[int] = []
+    shared = checker.get_producer_consumer_maps
+    monkeypatch.setattr(shared, "make", lambda graph, make=shared.make: made.append(1) or make(graph))
+    path = str(samples["transformer"])
+    both = partition_model(PartitionRequest(path=path, simulate=["nnapi", "coreml"]))
+    assert len(made) == 1
+    for report in both.reports[1:]:  # each alone, on a model read anew
+        key = "nnapi" if "Nnapi" in report.providers_requested[0] else "coreml"
+        [alone] = partition_model(PartitionRequest(path=path, simulate=[key])).reports[1:]
+        assert [(n.provider, n.subgraph) for n in alone.nodes] == [(n.provider, n.subgraph) for n in report.nodes]
+    assert len(made) == 3
+
+
 def test_a_simulated_partition_counts_constant_nodes_as_the_real_one_does(tmp_path: Path) -> None:
     """Weights in Constant nodes (a Paddle export): they run nowhere in both, so the bars can be compared (an OCR
     detector's simulated bars were 672 nodes long against this machine's 328)."""
