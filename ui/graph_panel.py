@@ -15,7 +15,7 @@ from core.model import ModelRecord
 from core.notes import say_all
 from ui import session
 from ui.graph_canvas import graph_canvas
-from ui.jobs import run, start
+from ui.jobs import AHEAD_KEPT_S, run, start
 from ui.text import escaped_frame, md_escape
 
 __all__ = ["MAX_VIEW_NODES", "by_index", "draw_graph", "graph_of", "node_card", "start_graph"]
@@ -25,13 +25,15 @@ MAX_VIEW_NODES = 100_000  # larger graphs are listed in the node tables, not dra
 START_AHEAD_MAX_BYTES = 256 * 2**20
 
 
-def start_graph(record: ModelRecord) -> None:
+def start_graph(record: ModelRecord, ahead: bool = False) -> None:
     """Start laying out ``record``'s graph in a worker of its own while the page waits on its first job, which
     does not need it (``graph_of`` later waits on it): on two cores the 30,003-node model's Decode takes the
     longer of the two jobs (1.5 and 1.8 s) rather than both. Not for a model so large that two workers reading
-    it at once would hold its weights twice."""
+    it at once would hold its weights twice. ``ahead``: for the next step, while this page is read (once, its
+    result kept as long as a job started ahead)."""
     if (record.node_count or 0) <= MAX_VIEW_NODES and record.size_bytes <= START_AHEAD_MAX_BYTES:
-        start(GRAPH, GraphRequest(path=record.path), model=record.id)
+        kept = AHEAD_KEPT_S if ahead else None
+        start(GRAPH, GraphRequest(path=record.path), model=record.id, once=ahead, keep_s=kept)
 
 
 def graph_of(record: ModelRecord) -> GraphView | None:

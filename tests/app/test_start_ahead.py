@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs import DECODE, DECODE_GRAPH, OPTIMIZE, PARTITION
+from core.jobs import DECODE, DECODE_GRAPH, GRAPH, OPTIMIZE, PARTITION
 from tests import builders
 from tests.app.pages import open_page, upload
 
@@ -103,6 +103,7 @@ def test_a_large_model_and_a_pytorch_one_start_nothing_ahead(
     import ui.partition_view
 
     monkeypatch.setattr(ui.decode_view, "TOGETHER_MAX_NODES", 3)
+    monkeypatch.setattr(ui.decode_view, "LAYOUT_AHEAD_MAX_NODES", 3)  # the chain of 5 has 4 nodes
     monkeypatch.setattr(ui.partition_view, "AHEAD_MAX_BYTES", 100)  # the chain of 5 is a few hundred bytes
     at = open_page(None, ("m.onnx", builders.chain_model(5).SerializeToString()))
     assert submitted == []
@@ -115,6 +116,23 @@ def test_a_large_model_and_a_pytorch_one_start_nothing_ahead(
     assert not at.exception and submitted == []
     upload(at, "m.onnx", builders.chain_model(5).SerializeToString())
     assert submitted == [], "a model past the sizes: its pages run their own jobs"
+
+
+def test_a_larger_models_graph_is_laid_out_while_its_card_is_read_and_decode_takes_it(
+    submitted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the size decoded and laid out by one job, Decode (and Partition) still wait on the graph's layout (1.8
+    CPU-seconds at 30,003 nodes): the Model page starts it, and Decode runs only its decoding."""
+    import ui.decode_view
+
+    monkeypatch.setattr(ui.decode_view, "TOGETHER_MAX_NODES", 3)
+    at = open_page(None, ("m.onnx", builders.chain_model(5).SerializeToString()))
+    assert not at.exception and submitted == [GRAPH.name]
+    at.switch_page("app_pages/decode.py").run()
+    assert not at.exception and submitted[:2] == [GRAPH.name, DECODE.name]  # (then Partition's, ahead)
+    assert submitted.count(GRAPH.name) == 1  # the layout taken, not laid out again
+    assert at.session_state["_graph_canvas_payloads"]  # the graph drawn from the layout started ahead
+    _slots_back()
 
 
 def test_a_model_whose_functions_make_it_larger_than_its_main_graph_starts_nothing_ahead(
