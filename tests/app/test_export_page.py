@@ -44,17 +44,27 @@ def test_legacy_export_of_the_transformer_reports_the_baked_sequence_length(app:
     assert app.session_state["torch_model"].name == "transformer"  # the PyTorch original stays at hand
 
 
-def test_dynamo_export_passes_and_offers_the_file_and_the_code(app: AppTest) -> None:
+def _rename(app: AppTest, inputs: str, outputs: str) -> None:
+    tag = app.session_state["model"].id[:12]
+    app.text_input(key=f"inputs_{tag}").set_value(inputs)
+    app.text_input(key=f"outputs_{tag}").set_value(outputs).run()
+
+
+def test_dynamo_export_with_inputs_and_outputs_renamed_passes_and_offers_the_file_and_the_code(app: AppTest) -> None:
+    _rename(app, "embeddings", "encoded")
     app.button(key="export_button").click().run()
     assert not app.exception
     assert "Exported and verified" in app.success[0].value
     assert "batch = 3" in app.success[0].value and "seq = 21" in app.success[0].value
     assert "dynamic_shapes=({0: 'batch', 1: 'seq'},)" in app.code[0].value
-    assert app.session_state["model"].inputs[0].shape == ["batch", "seq", 64]
+    record = app.session_state["model"]
+    assert [i.name for i in record.inputs] == ["embeddings"] and [o.name for o in record.outputs] == ["encoded"]
+    assert record.inputs[0].shape == ["batch", "seq", 64]
 
     # another session exporting the same sample with the same settings gets a copy at once: a file of its own with
     # the same bytes (the id is their sha256; core.export.reuse)
     again = open_page("export")
+    _rename(again, "embeddings", "encoded")
     again.button(key="export_button").click().run()
     assert not again.exception
     assert "copied instead of being made again" in again.success[0].value
@@ -109,16 +119,6 @@ def test_an_empty_shape_asks_for_it_without_an_error_and_no_text_is_about_anothe
     app.text_input(key=f"shape_{tag}_tokens").set_value("").run()
     assert not app.error and "Type the shape of 'tokens'" in app.info[0].value
     assert app.button(key="export_button").disabled
-
-
-def test_inputs_and_outputs_can_be_renamed(app: AppTest) -> None:
-    tag = app.session_state["model"].id[:12]
-    app.text_input(key=f"inputs_{tag}").set_value("embeddings")
-    app.text_input(key=f"outputs_{tag}").set_value("encoded").run()
-    app.button(key="export_button").click().run()
-    record = app.session_state["model"]
-    assert [i.name for i in record.inputs] == ["embeddings"] and [o.name for o in record.outputs] == ["encoded"]
-    assert record.inputs[0].shape == ["batch", "seq", 64]
 
 
 def test_a_torchscript_int_argument_gets_a_value_and_the_plan_starts_from_the_sizes_and_values_exported_at(
