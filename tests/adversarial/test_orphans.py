@@ -22,9 +22,12 @@ from tests import builders
 pytestmark = pytest.mark.slow
 
 
-def _start(command: list[str], data: Path, sandbox: bool) -> subprocess.Popen[bytes]:
+MEASURING = b"MEASURING"
+
+
+def _start(command: list[str], data: Path, sandbox: bool, stdout: int = subprocess.DEVNULL) -> subprocess.Popen[bytes]:
     env = {**os.environ, "WORKBENCH_DATA_DIR": str(data), "WORKBENCH_SANDBOX": str(sandbox).lower()}
-    return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=stdout, stderr=subprocess.DEVNULL)
 
 
 def _machine_held(data: Path) -> bool:
@@ -48,15 +51,22 @@ def _cmdline(process: psutil.Process) -> str:
         return ""
 
 
-def _running_worker(parent: subprocess.Popen[bytes], data: Path, timeout: float = 120) -> list[psutil.Process]:
+def _running_worker(
+    parent: subprocess.Popen[bytes], data: Path, timeout: float = 120, *, says_measuring: bool = False
+) -> list[psutil.Process]:
     """Every descendant of ``parent``, once its benchmark holds the machine and its worker runs (a worker started
-    ahead exists long before its job comes, so the lock, not the process, says the benchmark started)."""
+    ahead exists long before its job comes, so the lock, not the process, says the benchmark started), past the
+    model's loading: the worker calls the model. A parent that ``says_measuring`` prints MEASURING when its job's
+    progress says so; a command line, which says nothing, is given three seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         descendants = psutil.Process(parent.pid).children(recursive=True)
         running = any("core.jobs.worker" in _cmdline(p) for p in descendants)
         if running and _machine_held(data):
-            time.sleep(3)  # past the model's loading: measuring, and holding the machine
+            if says_measuring:
+                assert parent.stdout is not None and parent.stdout.readline() == MEASURING + b"\n"
+            else:
+                time.sleep(3)
             return psutil.Process(parent.pid).children(recursive=True)
         time.sleep(0.2)
     raise AssertionError("the worker never started")
@@ -102,7 +112,7 @@ def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(
         f"""
         import time
         from core.bench import BenchRequest
-        from core.jobs import BENCH, ProcessBackend, run
+        from core.jobs import BENCH, ProcessBackend, submit
         from core.model.inputs import BenchInput
         from core.model.measured import MeasuredModel
         backend = ProcessBackend(warm={int(warm)})
@@ -110,11 +120,17 @@ def test_kill_9_of_the_server_mid_benchmark_ends_its_worker(
             time.sleep(0.05)
         inputs = [BenchInput(name="input", dtype="float32", shape=[1, 3, 112, 112], batch_axis=0)]
         model = MeasuredModel(path={str(model)!r}, inputs=inputs)
-        run(BENCH, BenchRequest(model=model, iterations=1000000, time_budget_s=600.0), backend)
+        handle = submit(BENCH, BenchRequest(model=model, iterations=1000000, time_budget_s=600.0), backend)
+        while not handle.done() and not (handle.progress and handle.progress.message.startswith("Warming up")):
+            time.sleep(0.05)  # then the sessions are made, and the worker calls the model until it is killed
+        if not handle.done():
+            print({MEASURING.decode()!r}, flush=True)
+        handle.result()
         """
     )
-    host = _start([sys.executable, "-c", server], data, sandbox)
-    descendants = _running_worker(host, data)
+    host = _start([sys.executable, "-c", server], data, sandbox, stdout=subprocess.PIPE)
+    descendants = _running_worker(host, data, says_measuring=True)
     host.kill()
     host.wait(timeout=30)
+    host.stdout.close()  # type: ignore[union-attr]
     _assert_gone_and_lock_free(descendants, data)
