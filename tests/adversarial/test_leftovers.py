@@ -29,6 +29,7 @@ from core.jobs import (
     Job,
     ProcessBackend,
     run,
+    submit,
 )
 from core.model.inputs import BenchInput
 from core.model.intake import IntakeRequest
@@ -72,8 +73,8 @@ def test_every_kind_of_job_leaves_the_working_directory_and_temp_folder_as_they_
         (QUANTIZE, QuantizeRequest(model=measured, out_dir=str(out / "q"), iterations=5,
                                    variants=["dynamic-qint8", "static-qdq-minmax", "fp16"], calibration_file=str(npz))),
     ]  # fmt: skip
-    for job, request in jobs:
-        run(job, request, backend)
+    for handle in [submit(job, request, backend) for job, request in jobs]:  # side by side, as a server runs them
+        handle.result()
     after = (_listing(PROJECT_ROOT), _listing(Path(tempfile.gettempdir())))
     assert after[0] == before[0], f"written into the working directory: {after[0] - before[0]}"
     assert after[1] - before[1] <= {p.name for p in Path(tempfile.gettempdir()).glob("pytest-*")}, after[1] - before[1]
