@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -63,8 +64,10 @@ def _running_worker(
         descendants = psutil.Process(parent.pid).children(recursive=True)
         running = any("core.jobs.worker" in _cmdline(p) for p in descendants)
         if running and _machine_held(data):
-            if says_measuring:
-                assert parent.stdout is not None and parent.stdout.readline() == MEASURING + b"\n"
+            if says_measuring:  # its line, or its end (a job ended before measuring), by the deadline
+                assert parent.stdout is not None
+                said, _, _ = select.select([parent.stdout], [], [], max(deadline - time.monotonic(), 0.0))
+                assert said and parent.stdout.readline() == MEASURING + b"\n", "the benchmark never measured"
             else:
                 time.sleep(3)
             return psutil.Process(parent.pid).children(recursive=True)
