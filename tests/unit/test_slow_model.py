@@ -79,7 +79,9 @@ def test_a_request_that_times_out_says_the_timeout_and_what_one_call_takes(
 ) -> None:
     monkeypatch.setattr(load_requests, "REQUEST_TIMEOUT_S", 0.05)
     monkeypatch.setattr(load_requests, "TIMEOUT_CALLS", 0)
-    report = run_loadtest(LoadtestRequest(model=slow, url=served, concurrency=[1], duration_s=1.0))
+    # half a second: about ten requests of 0.05 s, each timed out, never the twenty in a row that stop a load (in a
+    # second, the twentieth could land just before the end: then nothing was measured, a LoadtestError)
+    report = run_loadtest(LoadtestRequest(model=slow, url=served, concurrency=[1], duration_s=0.5))
     (result,) = report.results
     assert result.requests == 0 and result.errors > 0
     (failed,) = [n for n in report.notes if n.key == ERRORS]
