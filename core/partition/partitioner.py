@@ -234,12 +234,12 @@ class _MapsOnce:
     (the checker only reads them; they are keyed by the graph's node objects, which stay the same while the graph
     is held here)."""
 
-    def __init__(self, make: Callable[[Any], tuple[dict, dict]]) -> None:
+    def __init__(self, make: Callable[[onnx.GraphProto], tuple[dict, dict]]) -> None:
         self.make = make
-        self.graph: Any = None
+        self.graph: onnx.GraphProto | None = None
         self.maps: tuple[dict, dict] = ({}, {})
 
-    def __call__(self, graph: Any) -> tuple[dict, dict]:
+    def __call__(self, graph: onnx.GraphProto) -> tuple[dict, dict]:
         if graph is not self.graph:
             self.graph, self.maps = graph, self.make(graph)
         return self.maps
