@@ -73,7 +73,8 @@ def test_a_runtime_has_a_warm_pool_of_its_own_started_by_its_first_job(openvino:
     assert backend.pool is not None
     try:
         first = submit(WHERE, WhereRequest(runtime=OPENVINO), backend)
-        assert first.result()["onnxruntime"] == "1.24.1" and not first.handle.started_warm  # type: ignore[attr-defined]
+        # the first job makes the pool; it may take the pool's first worker if that one is starting before it asks
+        assert first.result()["onnxruntime"] == "1.24.1"
         pool = backend.pool_for(openvino)
         assert pool is not None and pool is not backend.pool and pool.runtime == openvino
         assert pool.exclusive is backend.pool.exclusive  # a benchmark on any runtime holds every pool back
