@@ -31,8 +31,9 @@ files, a folder to write that is not empty) starts a worker of its own as before
 
 Each runtime (core.runtime.runtimes) has a pool of its own, whose workers start from its Python: a job on the
 OpenVINO runtime cannot use a worker that imported the app's onnxruntime. The process backend starts the default
-runtime's pool with the server and another runtime's with that runtime's first job (that job starts cold), so a
-server whose users never pick another runtime keeps no worker of it. Benchmarks hold every pool back alike.
+runtime's pool with the server and another runtime's with that runtime's first job (which starts cold, or takes
+that pool's first worker if it is already starting), so a server whose users never pick another runtime keeps no
+worker of it. Benchmarks hold every pool back alike.
 """
 
 from __future__ import annotations
