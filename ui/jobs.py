@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -367,6 +367,9 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
     where = _("target {name}").format(name=targets.chosen()) if remote else _("the machine")
     waited_from = time.monotonic()  # the page's wait: a toast says a job it has waited on for a while
     began = ran_from = ahead.began if ahead is not None else waited_from  # submitted; and out of the queue
+    waiting = ExitStack()
+    if not remote:  # a job of this machine's: no warm worker's replacement takes its cores (core.jobs.warm.Foreground)
+        waiting.enter_context(session.backend().page_waits())
     try:
         # a job done in a moment is drawn as its finished box at once: st.status sleeps 50 ms when it is made, a
         # fifth of a small page's answer; a click meanwhile reruns the page no later than this wait
@@ -435,6 +438,7 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
         _warn(handle.warnings)
         return result
     finally:
+        waiting.close()
         if not handle.done():
             handle.cancel()
 

@@ -410,6 +410,11 @@ class ProcessBackend:
         if self._pools is not None:
             self._pools.foreground.touch()
 
+    def page_waits(self) -> contextlib.AbstractContextManager[None]:
+        """A page waits on a job of this machine's in the block: the warm pools start no replacement meanwhile
+        (core.jobs.warm.Foreground)."""
+        return self._pools.foreground.waiting() if self._pools is not None else contextlib.nullcontext()
+
     def submit(self, spec: JobSpec) -> JobHandle:
         job = self.registry.get(spec.name)
         signature = self.registry.check_arguments(spec.name, spec.args)

@@ -45,6 +45,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -69,7 +71,8 @@ __all__ = [
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
 MIN_WAIT_S = 5.0  # a job waits at least this long (from its start) for a starting worker it took, at most 3 starts
 REFILL_QUIET_S = 1.0  # a used worker's replacement starts once no page has run for this long (Foreground)...
-REFILL_MAX_WAIT_S = 5.0  # ...and at the latest this long after its job ended
+REFILL_MAX_WAIT_S = 5.0  # ...and at the latest this long after its job ended, while no page waits on a job,
+REFILL_MAX_HELD_S = 60.0  # ...or this long while one does (that job takes the cores a replacement would)
 
 
 @dataclass
@@ -199,22 +202,46 @@ class ExclusiveJobs:
 
 
 class Foreground:
-    """When a page of this server last ran, shared by a backend's pools. A used worker's replacement imports for
-    0.4 CPU-seconds: started as its job ended, it took a core from the browser drawing the page that shows the
-    job's result (on two cores, the sample's Decode and Partition pages answered a fifth later). So it waits until
-    no page has run for ``REFILL_QUIET_S`` (a person reading), at most ``REFILL_MAX_WAIT_S`` (a page that reruns
-    while it waits on a long job runs all the time). A pool's first workers, and a server no page touches (a
-    command's, a test's), start at once."""
+    """When a page of this server last ran, and whether one waits on a job now, shared by a backend's pools. A used
+    worker's replacement imports for 0.4 CPU-seconds: started as its job ended, it took a core from the browser
+    drawing the page that shows the job's result (on two cores, the sample's Decode and Partition pages answered a
+    fifth later), or from the next job the page waits on (the levels of a 30,000-node model: both cores for 12 s).
+    So it waits until no page waits on a job and none has run for ``REFILL_QUIET_S`` (a person reading); at most
+    ``REFILL_MAX_WAIT_S`` after its job ended (a page that reruns all the time), or ``REFILL_MAX_HELD_S`` while a page
+    waits (a busy server, whose pages always wait on something). A pool's first workers, and a server no page
+    touches (a command's, a test's), start at once."""
 
     def __init__(self) -> None:
         self._last = float("-inf")
+        self._waiting = 0  # pages waiting on a job now
+        self._lock = threading.Lock()
 
     def touch(self) -> None:
         """A page runs now."""
         self._last = time.monotonic()
 
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        """A page waits on a job of this machine's in the block; it has run until the block ends."""
+        with self._lock:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting -= 1
+            self.touch()
+
+    @property
+    def waited_on(self) -> bool:
+        """Whether a page waits on a job now."""
+        return self._waiting > 0
+
     def quiet_in(self) -> float:
-        """Seconds until no page will have run for ``REFILL_QUIET_S`` (0: quiet now)."""
+        """Seconds until no page will have run for ``REFILL_QUIET_S`` (0: quiet now); while a page waits on a job,
+        that long at least (asked again then)."""
+        if self._waiting:
+            return REFILL_QUIET_S
         return max(0.0, self._last + REFILL_QUIET_S - time.monotonic())
 
 
@@ -383,7 +410,8 @@ class WarmPool:
         """Seconds a replacement waits for the pages to go quiet (Foreground); 0: start now."""
         if self._refill_since is None:
             return 0.0
-        return min(self.foreground.quiet_in(), self._refill_since + REFILL_MAX_WAIT_S - time.monotonic())
+        longest = REFILL_MAX_HELD_S if self.foreground.waited_on else REFILL_MAX_WAIT_S
+        return min(self.foreground.quiet_in(), self._refill_since + longest - time.monotonic())
 
     def _short(self) -> list[bool]:
         """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap

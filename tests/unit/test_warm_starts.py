@@ -165,5 +165,12 @@ def test_a_used_workers_replacement_waits_until_the_pages_are_quiet(
             else:
                 assert replaced() and 2.0 < waited < 4.0, f"replaced after {waited:.1f} s of pages running"
             _until(lambda: _all_ready(pool), "the replacement did not get ready")
+        # a page that waits on a job (the levels of a large model: both cores for seconds) holds it back past the
+        # bound, and lets it start once the wait is over and the page quiet
+        with backend.page_waits():
+            assert submit_spec(JobSpec(name="test.calls"), backend).result(timeout=120) == 1
+            time.sleep(3.5)  # past REFILL_MAX_WAIT_S
+            assert not replaced(), "the replacement started while a page waited on a job"
+        _until(replaced, "the replacement did not start once the page stopped waiting")
     finally:
         pool.close()
