@@ -77,4 +77,7 @@ if pages.closed(page):  # typed into the address: a participant's room keeps thi
     st.info(_("Your teacher has not opened this page in this room."))
     pages.link(pages.first_open())
     st.stop()
-page.run()
+try:
+    page.run()
+finally:  # it ran until now, even when it stopped or asked for a rerun: spare workers wait (core.jobs.warm.Foreground)
+    session.backend().page_runs()

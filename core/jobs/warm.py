@@ -71,7 +71,7 @@ __all__ = [
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
 MIN_WAIT_S = 5.0  # a job waits at least this long (from its start) for a starting worker it took, at most 3 starts
 REFILL_QUIET_S = 1.0  # a used worker's replacement starts once no page has run for this long (Foreground)...
-REFILL_MAX_WAIT_S = 5.0  # ...and at the latest this long after its job ended, while no page waits on a job,
+REFILL_MAX_WAIT_S = 5.0  # ...at the latest this long after its job ended or a page's wait on a job did,
 REFILL_MAX_HELD_S = 60.0  # ...or this long while one does (that job takes the cores a replacement would)
 
 
@@ -207,13 +207,14 @@ class Foreground:
     drawing the page that shows the job's result (on two cores, the sample's Decode and Partition pages answered a
     fifth later), or from the next job the page waits on (the levels of a 30,000-node model: both cores for 12 s).
     So it waits until no page waits on a job and none has run for ``REFILL_QUIET_S`` (a person reading); at most
-    ``REFILL_MAX_WAIT_S`` after its job ended (a page that reruns all the time), or ``REFILL_MAX_HELD_S`` while a page
-    waits (a busy server, whose pages always wait on something). A pool's first workers, and a server no page
-    touches (a command's, a test's), start at once."""
+    ``REFILL_MAX_WAIT_S`` after its job ended or the last wait on a job did (a page that reruns all the time), or
+    ``REFILL_MAX_HELD_S`` while a page waits (a busy server, whose pages always wait on something). A pool's first
+    workers, and a server no page touches (a command's, a test's), start at once."""
 
     def __init__(self) -> None:
         self._last = float("-inf")
         self._waiting = 0  # pages waiting on a job now
+        self.waited_until = float("-inf")  # when the last wait ended
         self._lock = threading.Lock()
 
     def touch(self) -> None:
@@ -230,6 +231,7 @@ class Foreground:
         finally:
             with self._lock:
                 self._waiting -= 1
+            self.waited_until = time.monotonic()
             self.touch()
 
     @property
@@ -410,8 +412,12 @@ class WarmPool:
         """Seconds a replacement waits for the pages to go quiet (Foreground); 0: start now."""
         if self._refill_since is None:
             return 0.0
-        longest = REFILL_MAX_HELD_S if self.foreground.waited_on else REFILL_MAX_WAIT_S
-        return min(self.foreground.quiet_in(), self._refill_since + longest - time.monotonic())
+        foreground = self.foreground
+        if foreground.waited_on:
+            bound = self._refill_since + REFILL_MAX_HELD_S
+        else:  # the time a page waited on a job is not counted: the page that shows its result is drawn after it
+            bound = max(self._refill_since, foreground.waited_until) + REFILL_MAX_WAIT_S
+        return min(foreground.quiet_in(), bound - time.monotonic())
 
     def _short(self) -> list[bool]:
         """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap
