@@ -79,5 +79,5 @@ if pages.closed(page):  # typed into the address: a participant's room keeps thi
     st.stop()
 try:
     page.run()
-finally:  # it ran until now, even when it stopped or asked for a rerun: spare workers wait (core.jobs.warm.Foreground)
+finally:  # it ran until now, even when it stopped or asked for a rerun (core.jobs.refill.Foreground)
     session.backend().page_runs()

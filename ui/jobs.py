@@ -9,7 +9,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -360,16 +360,19 @@ def _took(began: float, ahead: _Started | None) -> str:
 
 def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Started | None = None) -> Result:
     """Wait on the job with a status box: on ``ahead`` (a job ``start`` started, which holds its own slot of the
-    session's; its box says its time from when it started), else on a job submitted now."""
+    session's; its box says its time from when it started), else on a job submitted now. While the page waits on
+    a job of this machine's, no warm worker's replacement takes its cores (core.jobs.refill.Foreground)."""
+    remote = job.targeted and targets.chosen() != LOCAL
+    with nullcontext() if remote else session.backend().page_waits():
+        return _wait(job, request, label, ahead, remote)
+
+
+def _wait(job: Job[Request, Result], request: Request, label: str, ahead: _Started | None, remote: bool) -> Result:
     label = md_escape(label, 200)  # the status box renders Markdown, and labels carry the model's name
     handle = ahead.handle if ahead is not None else submit(job, request, targets.backend_for(job))
-    remote = job.targeted and targets.chosen() != LOCAL
     where = _("target {name}").format(name=targets.chosen()) if remote else _("the machine")
     waited_from = time.monotonic()  # the page's wait: a toast says a job it has waited on for a while
     began = ran_from = ahead.began if ahead is not None else waited_from  # submitted; and out of the queue
-    waiting = ExitStack()
-    if not remote:  # a job of this machine's: no warm worker's replacement takes its cores (core.jobs.warm.Foreground)
-        waiting.enter_context(session.backend().page_waits())
     try:
         # a job done in a moment is drawn as its finished box at once: st.status sleeps 50 ms when it is made, a
         # fifth of a small page's answer; a click meanwhile reruns the page no later than this wait
@@ -438,7 +441,6 @@ def _run(job: Job[Request, Result], request: Request, label: str, ahead: _Starte
         _warn(handle.warnings)
         return result
     finally:
-        waiting.close()
         if not handle.done():
             handle.cancel()
 

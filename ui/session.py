@@ -350,7 +350,7 @@ def start() -> None:
     """First run of a session: its workspace, and the model its address names (a reload or a shared link),
     else the start sample as current model (if one is set). Every run: the current model's link in the
     address."""
-    backend().page_runs()  # replacement workers wait until the page is drawn (core.jobs.warm.Foreground)
+    backend().page_runs()  # replacement workers wait until the page is drawn (core.jobs.refill.Foreground)
     workspace()
     if "model" not in st.session_state and not st.session_state.get("started"):
         st.session_state["started"] = True

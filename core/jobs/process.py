@@ -406,13 +406,13 @@ class ProcessBackend:
 
     def page_runs(self) -> None:
         """A page of this server runs now: the warm pools start replacements once the pages are quiet
-        (core.jobs.warm.Foreground)."""
+        (core.jobs.refill.Foreground)."""
         if self._pools is not None:
             self._pools.foreground.touch()
 
     def page_waits(self) -> contextlib.AbstractContextManager[None]:
         """A page waits on a job of this machine's in the block: the warm pools start no replacement meanwhile
-        (core.jobs.warm.Foreground)."""
+        (core.jobs.refill.Foreground)."""
         return self._pools.foreground.waiting() if self._pools is not None else contextlib.nullcontext()
 
     def submit(self, spec: JobSpec) -> JobHandle:

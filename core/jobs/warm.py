@@ -5,8 +5,9 @@ keeps a few workers of each kind started ahead (``python -m core.jobs.worker --w
 onnx and onnxruntime, says it is ready, and waits for its one job; those of the other kind (``--torch``) import
 torch too (~3 CPU-s more), for the jobs marked ``torch`` in the job table, so that the other jobs' workers are
 replaced at a sixth of the cost. A used worker is never used again, and a new one of its kind is started once its
-job has ended and the server's pages have been quiet a moment (``Foreground``: the browser draws the job's result
-first), never while this server runs a benchmark, which must have the machine to itself.
+job has ended, no page waits on a job and the pages have been quiet a moment (``core.jobs.refill.Foreground``: the
+job and the browser drawing its result first), never while this server runs a benchmark, which must have the machine
+to itself.
 
 The used workers' replacements start side by side, not one after the other (a page's two jobs use two; started in
 turn, the second was ready seconds later, and the next page's job started a worker of its own): at most as many
@@ -45,21 +46,18 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from core.jobs import outputs, sandbox, wire
+from core.jobs.refill import ExclusiveJobs, Foreground
 from core.jobs.sandbox import Confinement
 from core.runtime.runtimes import Runtime
 from core.settings import Settings
 
 __all__ = [
     "MAX_STAGED_FILES",
-    "ExclusiveJobs",
-    "Foreground",
     "RuntimePools",
     "Spare",
     "Staging",
@@ -70,9 +68,6 @@ __all__ = [
 
 MAX_STAGED_FILES = 2000  # beyond this, staging by links costs more than a fresh worker saves
 MIN_WAIT_S = 5.0  # a job waits at least this long (from its start) for a starting worker it took, at most 3 starts
-REFILL_QUIET_S = 1.0  # a used worker's replacement starts once no page has run for this long (Foreground)...
-REFILL_MAX_WAIT_S = 5.0  # ...at the latest this long after its job ended or a page's wait on a job did,
-REFILL_MAX_HELD_S = 60.0  # ...or this long while one does (that job takes the cores a replacement would)
 
 
 @dataclass
@@ -182,69 +177,6 @@ def collect_outputs(spare: Spare, staging: Staging) -> list[str]:
             except OSError:
                 shutil.move(entry.path, real / entry.name)
     return dropped
-
-
-class ExclusiveJobs:
-    """How many jobs that must have the machine to themselves (benchmarks) run now, counted once for every pool of
-    a backend: while one runs, no pool starts a worker, whichever runtime the benchmark runs on."""
-
-    def __init__(self) -> None:
-        self._running = 0
-        self._lock = threading.Lock()
-
-    @property
-    def running(self) -> int:
-        return self._running
-
-    def change(self, by: int) -> None:
-        with self._lock:
-            self._running += by
-
-
-class Foreground:
-    """When a page of this server last ran, and whether one waits on a job now, shared by a backend's pools. A used
-    worker's replacement imports for 0.4 CPU-seconds: started as its job ended, it took a core from the browser
-    drawing the page that shows the job's result (on two cores, the sample's Decode and Partition pages answered a
-    fifth later), or from the next job the page waits on (the levels of a 30,000-node model: both cores for 12 s).
-    So it waits until no page waits on a job and none has run for ``REFILL_QUIET_S`` (a person reading); at most
-    ``REFILL_MAX_WAIT_S`` after its job ended or the last wait on a job did (a page that reruns all the time), or
-    ``REFILL_MAX_HELD_S`` while a page waits (a busy server, whose pages always wait on something). A pool's first
-    workers, and a server no page touches (a command's, a test's), start at once."""
-
-    def __init__(self) -> None:
-        self._last = float("-inf")
-        self._waiting = 0  # pages waiting on a job now
-        self.waited_until = float("-inf")  # when the last wait ended
-        self._lock = threading.Lock()
-
-    def touch(self) -> None:
-        """A page runs now."""
-        self._last = time.monotonic()
-
-    @contextmanager
-    def waiting(self) -> Iterator[None]:
-        """A page waits on a job of this machine's in the block; it has run until the block ends."""
-        with self._lock:
-            self._waiting += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._waiting -= 1
-            self.waited_until = time.monotonic()
-            self.touch()
-
-    @property
-    def waited_on(self) -> bool:
-        """Whether a page waits on a job now."""
-        return self._waiting > 0
-
-    def quiet_in(self) -> float:
-        """Seconds until no page will have run for ``REFILL_QUIET_S`` (0: quiet now); while a page waits on a job,
-        that long at least (asked again then)."""
-        if self._waiting:
-            return REFILL_QUIET_S
-        return max(0.0, self._last + REFILL_QUIET_S - time.monotonic())
 
 
 @dataclass(kw_only=True)
@@ -412,12 +344,7 @@ class WarmPool:
         """Seconds a replacement waits for the pages to go quiet (Foreground); 0: start now."""
         if self._refill_since is None:
             return 0.0
-        foreground = self.foreground
-        if foreground.waited_on:
-            bound = self._refill_since + REFILL_MAX_HELD_S
-        else:  # the time a page waited on a job is not counted: the page that shows its result is drawn after it
-            bound = max(self._refill_since, foreground.waited_until) + REFILL_MAX_WAIT_S
-        return min(foreground.quiet_in(), bound - time.monotonic())
+        return self.foreground.held_for(self._refill_since)
 
     def _short(self) -> list[bool]:
         """The kinds of the workers to start now: the cheap kind's side by side, the other's once none of the cheap

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.jobs import JobSpec, ProcessBackend, warm
+from core.jobs import JobSpec, ProcessBackend, refill, warm
 from core.jobs.process import submit_spec
 from core.jobs.warm import WarmPool
 from core.settings import load_settings
@@ -142,8 +142,8 @@ def test_a_used_workers_replacement_waits_until_the_pages_are_quiet(
 ) -> None:
     """A replacement imports for 0.4 CPU-seconds: while pages run (the browser drawing the job's result) it waits,
     and starts once they have been quiet a moment; pages that never stop running hold it back for a bounded time."""
-    monkeypatch.setattr(warm, "REFILL_QUIET_S", 0.5)
-    monkeypatch.setattr(warm, "REFILL_MAX_WAIT_S", 2.5)
+    monkeypatch.setattr(refill, "REFILL_QUIET_S", 0.5)
+    monkeypatch.setattr(refill, "REFILL_MAX_WAIT_S", 2.5)
     backend, pool = _backend(tmp_path / "data")
 
     def replaced() -> bool:
